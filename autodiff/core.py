@@ -1,0 +1,600 @@
+"""The engine's core: Variable, Function, the arithmetic primitives and backward.
+
+Names follow DeZero (``dezero/core.py``) so the book's programs run by changing the import.
+Differences that matter:
+
+* Variable's operators are written out below as methods; nothing is patched in at import time.
+* Backward pops Functions from a heap keyed on ``(-generation, -creation order)`` instead of
+  re-sorting a list on every insert, and is exposed step by step through :func:`iter_backward`,
+  which :meth:`Variable.backward` drains. The recorder in :mod:`autodiff.trace` listens to the
+  same steps through the observer hook (:func:`add_observer`).
+* Every result is an ndarray, never a numpy scalar.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "BackwardStep",
+    "Config",
+    "Function",
+    "Parameter",
+    "Variable",
+    "add",
+    "add_observer",
+    "as_array",
+    "as_variable",
+    "div",
+    "iter_backward",
+    "mul",
+    "neg",
+    "no_grad",
+    "pow",
+    "remove_observer",
+    "rsub",
+    "sub",
+    "test_mode",
+    "using_config",
+]
+
+
+# =============================================================================
+# Config
+# =============================================================================
+class Config:
+    """Global switches. ``enable_backprop=False`` records no graph; ``train`` drives dropout."""
+
+    enable_backprop = True
+    train = True
+
+
+@contextlib.contextmanager
+def using_config(name: str, value: Any) -> Iterator[None]:
+    old_value = getattr(Config, name)
+    setattr(Config, name, value)
+    try:
+        yield
+    finally:
+        setattr(Config, name, old_value)
+
+
+def no_grad():
+    """Context manager: operations inside build no graph (their results are constants)."""
+    return using_config("enable_backprop", False)
+
+
+def test_mode():
+    """Context manager: ``Config.train`` is False inside (dropout becomes the identity)."""
+    return using_config("train", False)
+
+
+# =============================================================================
+# Observers: the recorder's hook. With none attached the cost is one tuple check.
+# =============================================================================
+_observers: tuple = ()
+
+
+def add_observer(observer: Any) -> None:
+    """Attach an observer. It may define any of:
+
+    ``on_forward(function, inputs, outputs, recorded)``: after a Function ran forward;
+    ``recorded`` is False under ``no_grad`` (the outputs are constants, no graph was built).
+    ``on_backward_begin(output, retain_grad, create_graph)``, ``on_backward_step(step)``,
+    ``on_backward_end(output)``: around and at each step of :func:`iter_backward`.
+    ``on_variable(variable)``: a Variable was created by user code (a leaf).
+    """
+    global _observers
+    if observer not in _observers:
+        _observers = (*_observers, observer)
+
+
+def remove_observer(observer: Any) -> None:
+    global _observers
+    _observers = tuple(o for o in _observers if o is not observer)
+
+
+def _notify(event: str, *args: Any) -> None:
+    for observer in _observers:
+        handler = getattr(observer, event, None)
+        if handler is not None:
+            handler(*args)
+
+
+# Creation order of Variables and Functions: breaks generation ties deterministically.
+_creation_counter = itertools.count()
+
+
+# =============================================================================
+# Variable
+# =============================================================================
+_ACCEPTED_SCALARS = (int, float, np.number, np.bool_)
+
+
+class Variable:
+    """A node holding an ndarray, its gradient and the Function that created it."""
+
+    __slots__ = ("__weakref__", "_order", "creator", "data", "generation", "grad", "name")
+    # Make numpy defer to our reflected operators: ``np.ones(3) * v`` returns a Variable.
+    __array_ufunc__ = None
+    __array_priority__ = 200
+
+    def __init__(self, data: Any, name: str | None = None) -> None:
+        if data is not None and type(data) is not np.ndarray:
+            if isinstance(data, np.ndarray):
+                data = np.asarray(data)
+            elif isinstance(data, _ACCEPTED_SCALARS) and not isinstance(data, bool):
+                data = np.asarray(data, dtype=np.float64 if isinstance(data, int) else None)
+            else:
+                raise TypeError(
+                    f"Variable: {type(data).__name__} is not supported; "
+                    "pass a numpy ndarray, a numpy scalar or a Python number"
+                )
+        self.data = data
+        self.name = name
+        self.grad: Variable | None = None
+        self.creator: Function | None = None
+        self.generation = 0
+        self._order = next(_creation_counter)
+        if _observers:
+            _notify("on_variable", self)
+
+    # --- array-like properties --------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def size(self) -> int:
+        return self.data.size
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __repr__(self) -> str:
+        if self.data is None:
+            return "variable(None)"
+        p = str(self.data).replace("\n", "\n" + " " * 9)
+        return "variable(" + p + ")"
+
+    # --- graph bookkeeping ---------------------------------------------------
+    def set_creator(self, func: Function) -> None:
+        self.creator = func
+        self.generation = func.generation + 1
+
+    def unchain(self) -> None:
+        """Forget the creator: this Variable becomes a leaf."""
+        self.creator = None
+
+    def unchain_backward(self) -> None:
+        """Cut every creator link upstream of this Variable (truncated backprop)."""
+        if self.creator is None:
+            return
+        funcs = [self.creator]
+        seen = {id(self.creator)}
+        while funcs:
+            f = funcs.pop()
+            for x in f.inputs:
+                if x.creator is not None:
+                    if id(x.creator) not in seen:
+                        seen.add(id(x.creator))
+                        funcs.append(x.creator)
+                    x.unchain()
+
+    def cleargrad(self) -> None:
+        self.grad = None
+
+    def backward(self, retain_grad: bool = False, create_graph: bool = False) -> None:
+        """Backpropagate from this Variable to every leaf of its graph.
+
+        Gradients accumulate: calling backward twice (or reaching a leaf by two paths)
+        adds up, until :meth:`cleargrad` resets it, as in DeZero and PyTorch.
+        ``retain_grad=False`` drops the gradients of intermediate Variables once used;
+        ``create_graph=True`` records the backward pass itself, so the gradients are
+        differentiable again (higher-order derivatives, Newton's method).
+        """
+        for _ in iter_backward(self, retain_grad=retain_grad, create_graph=create_graph):
+            pass
+
+    # --- shape methods (composites in autodiff.functions) -------------------
+    def reshape(self, *shape: Any) -> Variable:
+        if len(shape) == 1 and isinstance(shape[0], tuple | list):
+            shape = tuple(shape[0])
+        return _functions().reshape(self, shape)
+
+    def transpose(self, *axes: Any) -> Variable:
+        if len(axes) == 0:
+            axes = None
+        elif len(axes) == 1 and (isinstance(axes[0], tuple | list) or axes[0] is None):
+            axes = axes[0]
+        return _functions().transpose(self, axes)
+
+    @property
+    def T(self) -> Variable:
+        return _functions().transpose(self)
+
+    def sum(self, axis: Any = None, keepdims: bool = False) -> Variable:
+        return _functions().sum(self, axis, keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> Variable:
+        return _functions().max(self, axis, keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> Variable:
+        return _functions().min(self, axis, keepdims)
+
+    # --- operators -------------------------------------------------------------
+    def __add__(self, other: Any) -> Variable:
+        return add(self, other)
+
+    def __radd__(self, other: Any) -> Variable:
+        return add(self, other)
+
+    def __sub__(self, other: Any) -> Variable:
+        return sub(self, other)
+
+    def __rsub__(self, other: Any) -> Variable:
+        return rsub(self, other)
+
+    def __mul__(self, other: Any) -> Variable:
+        return mul(self, other)
+
+    def __rmul__(self, other: Any) -> Variable:
+        return mul(self, other)
+
+    def __truediv__(self, other: Any) -> Variable:
+        return div(self, other)
+
+    def __rtruediv__(self, other: Any) -> Variable:
+        return rdiv(self, other)
+
+    def __neg__(self) -> Variable:
+        return neg(self)
+
+    def __pos__(self) -> Variable:
+        return self
+
+    def __pow__(self, c: Any) -> Variable:
+        return pow(self, c)
+
+    def __matmul__(self, other: Any) -> Variable:
+        return _functions().matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Variable:
+        return _functions().matmul(other, self)
+
+    def __getitem__(self, slices: Any) -> Variable:
+        return _functions().get_item(self, slices)
+
+    # A Variable is a graph node, hashed by identity; == stays identity too so that
+    # Variables can live in sets and dicts (as in DeZero).
+    __hash__ = object.__hash__
+
+
+class Parameter(Variable):
+    """A Variable that a Layer registers as trainable."""
+
+    __slots__ = ()
+
+
+def as_array(x: Any, array_module: Any = np) -> NDArray:
+    """Return ``x`` as an ndarray (numpy scalars and Python numbers become 0-d arrays)."""
+    if type(x) is np.ndarray:
+        return x
+    return np.asarray(x)
+
+
+def as_variable(obj: Any) -> Variable:
+    if isinstance(obj, Variable):
+        return obj
+    return Variable(obj)
+
+
+def _functions():
+    # autodiff.functions imports this module; importing it lazily avoids the cycle.
+    from autodiff import functions
+
+    return functions
+
+
+# =============================================================================
+# Function
+# =============================================================================
+class Function:
+    """Base class of every primitive.
+
+    ``forward`` takes and returns ndarrays; ``backward`` takes and returns Variables, so the
+    backward pass is itself differentiable when ``create_graph=True``. A Function holds its
+    inputs strongly and its outputs by weakref: dropping the final output frees the graph by
+    reference counting alone.
+    """
+
+    __slots__ = ("__dict__", "__weakref__", "_order", "generation", "inputs", "outputs")
+
+    def __call__(self, *inputs: Any) -> Any:
+        inputs = [x if isinstance(x, Variable) else Variable(as_array(x)) for x in inputs]
+        ys = self.forward(*[x.data for x in inputs])
+        if type(ys) is not tuple:
+            ys = (ys,)
+        outputs = [Variable(y if type(y) is np.ndarray else np.asarray(y)) for y in ys]
+        if Config.enable_backprop:
+            self.generation = max([x.generation for x in inputs])
+            self._order = next(_creation_counter)
+            gen = self.generation + 1
+            for output in outputs:
+                output.creator = self
+                output.generation = gen
+            self.inputs = inputs
+            self.outputs = [weakref.ref(output) for output in outputs]
+            if _observers:
+                _notify("on_forward", self, inputs, outputs, True)
+        elif _observers:
+            _notify("on_forward", self, inputs, outputs, False)
+        return outputs if len(outputs) > 1 else outputs[0]
+
+    def forward(self, *xs: NDArray) -> Any:
+        raise NotImplementedError(f"{type(self).__name__}.forward is not implemented")
+
+    def backward(self, *gys: Variable) -> Any:
+        raise NotImplementedError(f"{type(self).__name__}.backward is not implemented")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} generation={getattr(self, 'generation', '?')}>"
+
+
+# =============================================================================
+# Backward, one step at a time
+# =============================================================================
+@dataclass(frozen=True, slots=True)
+class BackwardStep:
+    """What one Function did during backward.
+
+    ``output_grads``: the gradient each output delivered (None for an output that received
+    none); ``input_grads``: the contribution produced for each input slot;
+    ``accumulated``: for each input slot that already held a gradient, ``(slot, old, new)``
+    where ``new = old + contribution``; ``cleared``: the outputs whose gradient was dropped
+    after this step because ``retain_grad`` was False.
+    """
+
+    function: Function
+    output_grads: tuple
+    input_grads: tuple
+    accumulated: tuple
+    cleared: tuple
+    index: int
+
+
+def iter_backward(
+    output: Variable, retain_grad: bool = False, create_graph: bool = False
+) -> Iterator[BackwardStep]:
+    """Run backward from ``output`` one Function at a time, yielding a BackwardStep after each.
+
+    Functions are popped from a heap keyed on ``(-generation, -creation order)``: a Function
+    runs only after every Function that consumed its outputs, and ties go to the most
+    recently created first, so the order is the same on every run. No recursion: any depth works.
+    """
+    if output.grad is None:
+        output.grad = Variable(np.ones_like(output.data))
+    observers = _observers
+    if observers:
+        _notify("on_backward_begin", output, retain_grad, create_graph)
+
+    heap: list = []
+    seen: set = set()
+    creator = output.creator
+    if creator is not None:
+        heapq.heappush(heap, (-creator.generation, -creator._order, creator))
+        seen.add(creator)
+
+    index = 0
+    while heap:
+        f = heapq.heappop(heap)[2]
+        output_refs = f.outputs
+        if len(output_refs) == 1:
+            y = output_refs[0]()
+            gys = (y.grad if y is not None else None,)
+        else:
+            gys = tuple(None if y is None else y.grad for y in (ref() for ref in output_refs))
+        if all(gy is None for gy in gys):
+            continue  # nothing flowed into this Function (e.g. an unused second output)
+        if len(gys) > 1 and any(gy is None for gy in gys):
+            gys = tuple(
+                Variable(np.zeros_like(ref().data)) if gy is None and ref() is not None else gy
+                for gy, ref in zip(gys, output_refs, strict=True)
+            )
+
+        old_mode = Config.enable_backprop
+        Config.enable_backprop = create_graph
+        try:
+            gxs = f.backward(*gys)
+            if type(gxs) is not tuple:
+                gxs = (gxs,)
+            accumulated = []
+            for slot, (x, gx) in enumerate(zip(f.inputs, gxs, strict=True)):
+                if gx is None:
+                    continue
+                if x.grad is None:
+                    x.grad = gx
+                else:
+                    old = x.grad
+                    x.grad = old + gx if create_graph else Variable(old.data + gx.data)
+                    if observers:
+                        accumulated.append((slot, old, x.grad))
+                c = x.creator
+                if c is not None and c not in seen:
+                    seen.add(c)
+                    heapq.heappush(heap, (-c.generation, -c._order, c))
+        finally:
+            Config.enable_backprop = old_mode
+
+        cleared: tuple = ()
+        if not retain_grad:
+            cleared_list = []
+            for ref in output_refs:
+                y = ref()
+                if y is not None and y is not output:
+                    y.grad = None
+                    cleared_list.append(y)
+            cleared = tuple(cleared_list)
+
+        step = BackwardStep(f, gys, gxs, tuple(accumulated), cleared, index)
+        index += 1
+        if observers:
+            _notify("on_backward_step", step)
+        yield step
+
+    if observers:
+        _notify("on_backward_end", output)
+
+
+# =============================================================================
+# Arithmetic primitives (each: a Function subclass and a lowercase function)
+# =============================================================================
+def _sum_to(gx: Variable, shape: tuple[int, ...]) -> Variable:
+    """Undo broadcasting in backward: sum ``gx`` down to ``shape`` when they differ."""
+    if gx.shape == shape:
+        return gx
+    return _functions().sum_to(gx, shape)
+
+
+class Add(Function):
+    def forward(self, x0, x1):
+        try:
+            return x0 + x1
+        except ValueError as e:
+            raise _broadcast_error("add", x0, x1) from e
+
+    def backward(self, gy):
+        x0, x1 = self.inputs
+        return _sum_to(gy, x0.shape), _sum_to(gy, x1.shape)
+
+
+def add(x0: Any, x1: Any) -> Variable:
+    return Add()(x0, _operand(x1, x0))
+
+
+def _operand(x: Any, like: Any) -> Any:
+    """A plain number or array operand becomes a constant input (a leaf, no gradient wanted).
+
+    A Python number takes the floating dtype of the other operand, as numpy's own scalars do,
+    so ``float32_variable * 2.0`` stays float32.
+    """
+    if isinstance(x, Variable):
+        return x
+    if isinstance(x, int | float) and isinstance(like, Variable) and like.data.dtype.kind == "f":
+        return Variable(np.asarray(x, dtype=like.data.dtype))
+    return Variable(as_array(x))
+
+
+def _broadcast_error(op: str, x0: NDArray, x1: NDArray) -> ValueError:
+    return ValueError(f"{op}: shapes {x0.shape} and {x1.shape} cannot be broadcast together")
+
+
+class Mul(Function):
+    def forward(self, x0, x1):
+        try:
+            return x0 * x1
+        except ValueError as e:
+            raise _broadcast_error("mul", x0, x1) from e
+
+    def backward(self, gy):
+        x0, x1 = self.inputs
+        return _sum_to(gy * x1, x0.shape), _sum_to(gy * x0, x1.shape)
+
+
+def mul(x0: Any, x1: Any) -> Variable:
+    return Mul()(x0, _operand(x1, x0))
+
+
+class Neg(Function):
+    def forward(self, x):
+        return -x
+
+    def backward(self, gy):
+        return -gy
+
+
+def neg(x: Any) -> Variable:
+    return Neg()(x)
+
+
+class Sub(Function):
+    def forward(self, x0, x1):
+        try:
+            return x0 - x1
+        except ValueError as e:
+            raise _broadcast_error("sub", x0, x1) from e
+
+    def backward(self, gy):
+        x0, x1 = self.inputs
+        return _sum_to(gy, x0.shape), _sum_to(-gy, x1.shape)
+
+
+def sub(x0: Any, x1: Any) -> Variable:
+    return Sub()(x0, _operand(x1, x0))
+
+
+def rsub(x0: Any, x1: Any) -> Variable:
+    # other - self
+    return Sub()(_operand(x1, x0), x0)
+
+
+class Div(Function):
+    def forward(self, x0, x1):
+        try:
+            return x0 / x1
+        except ValueError as e:
+            raise _broadcast_error("div", x0, x1) from e
+
+    def backward(self, gy):
+        # d(x0/x1) = dx0/x1 - x0 dx1 / x1^2
+        x0, x1 = self.inputs
+        gx0 = gy / x1
+        gx1 = gy * (-x0 / x1**2)
+        return _sum_to(gx0, x0.shape), _sum_to(gx1, x1.shape)
+
+
+def div(x0: Any, x1: Any) -> Variable:
+    return Div()(x0, _operand(x1, x0))
+
+
+def rdiv(x0: Any, x1: Any) -> Variable:
+    # other / self
+    return Div()(_operand(x1, x0), x0)
+
+
+class Pow(Function):
+    """``x ** c`` for a constant exponent ``c``."""
+
+    def __init__(self, c: Any) -> None:
+        self.c = c
+
+    def forward(self, x):
+        return x**self.c
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        c = self.c
+        return c * x ** (c - 1) * gy
+
+
+def pow(x: Any, c: Any) -> Variable:
+    if isinstance(c, Variable):
+        raise TypeError("pow: the exponent must be a constant (a number), not a Variable")
+    return Pow(c)(x)

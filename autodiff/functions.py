@@ -1,0 +1,651 @@
+"""Differentiable functions, named as in DeZero's ``dezero/functions.py``.
+
+Each primitive is a Function subclass with its derivative beside its forward, plus a lowercase
+function. Composites (``average``, ``sigmoid_simple``, ``mean_squared_error_simple``...) are
+written in terms of primitives and need no backward of their own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from autodiff import utils
+from autodiff.core import (
+    Config,
+    Function,
+    Variable,
+    add,
+    as_array,
+    as_variable,
+    div,
+    mul,
+    neg,
+    pow,
+    rdiv,
+    rsub,
+    sub,
+)
+
+__all__ = [
+    "accuracy",
+    "add",
+    "average",
+    "binary_cross_entropy",
+    "broadcast_to",
+    "clip",
+    "cos",
+    "div",
+    "dropout",
+    "exp",
+    "expand_dims",
+    "flatten",
+    "get_item",
+    "leaky_relu",
+    "linear",
+    "linear_simple",
+    "log",
+    "log_softmax",
+    "matmul",
+    "max",
+    "mean_squared_error",
+    "mean_squared_error_simple",
+    "min",
+    "mul",
+    "neg",
+    "pow",
+    "rdiv",
+    "relu",
+    "reshape",
+    "rsub",
+    "sigmoid",
+    "sigmoid_cross_entropy",
+    "sigmoid_simple",
+    "sin",
+    "softmax",
+    "softmax_cross_entropy",
+    "softmax_cross_entropy_simple",
+    "softmax_simple",
+    "square",
+    "sub",
+    "sum",
+    "sum_to",
+    "tanh",
+    "transpose",
+]
+
+
+# =============================================================================
+# Elementwise
+# =============================================================================
+class Square(Function):
+    def forward(self, x):
+        return x**2
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        return 2 * x * gy
+
+
+def square(x: Any) -> Variable:
+    return Square()(x)
+
+
+class Exp(Function):
+    def forward(self, x):
+        return np.exp(x)
+
+    def backward(self, gy):
+        # d exp(x) = exp(x): reuse the output instead of recomputing it
+        y = self.outputs[0]()
+        return gy * y
+
+
+def exp(x: Any) -> Variable:
+    return Exp()(x)
+
+
+class Log(Function):
+    def forward(self, x):
+        return np.log(x)
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        return gy / x
+
+
+def log(x: Any) -> Variable:
+    return Log()(x)
+
+
+class Sin(Function):
+    def forward(self, x):
+        return np.sin(x)
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        return gy * cos(x)
+
+
+def sin(x: Any) -> Variable:
+    return Sin()(x)
+
+
+class Cos(Function):
+    def forward(self, x):
+        return np.cos(x)
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        return gy * -sin(x)
+
+
+def cos(x: Any) -> Variable:
+    return Cos()(x)
+
+
+class Tanh(Function):
+    def forward(self, x):
+        return np.tanh(x)
+
+    def backward(self, gy):
+        # d tanh(x) = 1 - tanh(x)^2
+        y = self.outputs[0]()
+        return gy * (1 - y * y)
+
+
+def tanh(x: Any) -> Variable:
+    return Tanh()(x)
+
+
+class Sigmoid(Function):
+    def forward(self, x):
+        # tanh form: no overflow warning for large |x|
+        return np.tanh(x * 0.5) * 0.5 + 0.5
+
+    def backward(self, gy):
+        y = self.outputs[0]()
+        return gy * y * (1 - y)
+
+
+def sigmoid(x: Any) -> Variable:
+    return Sigmoid()(x)
+
+
+def sigmoid_simple(x: Any) -> Variable:
+    # 1 / (1 + exp(-x)), from primitives
+    x = as_variable(x)
+    return 1 / (1 + exp(-x))
+
+
+class ReLU(Function):
+    def forward(self, x):
+        return np.maximum(x, 0.0).astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        mask = x.data > 0
+        return gy * mask
+
+
+def relu(x: Any) -> Variable:
+    return ReLU()(x)
+
+
+class LeakyReLU(Function):
+    def __init__(self, slope: float) -> None:
+        self.slope = slope
+
+    def forward(self, x):
+        y = x.copy()
+        y[x <= 0] *= self.slope
+        return y
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        mask = (x.data > 0).astype(gy.dtype)
+        mask[mask <= 0] = self.slope
+        return gy * mask
+
+
+def leaky_relu(x: Any, slope: float = 0.2) -> Variable:
+    return LeakyReLU(slope)(x)
+
+
+class Clip(Function):
+    def __init__(self, x_min: float, x_max: float) -> None:
+        self.x_min = x_min
+        self.x_max = x_max
+
+    def forward(self, x):
+        return np.clip(x, self.x_min, self.x_max)
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        mask = (x.data >= self.x_min) * (x.data <= self.x_max)
+        return gy * mask
+
+
+def clip(x: Any, x_min: float, x_max: float) -> Variable:
+    return Clip(x_min, x_max)(x)
+
+
+# =============================================================================
+# Shapes
+# =============================================================================
+class Reshape(Function):
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+
+    def forward(self, x):
+        self.x_shape = x.shape
+        try:
+            return x.reshape(self.shape)
+        except ValueError as e:
+            raise ValueError(
+                f"reshape: cannot reshape an array of shape {x.shape} ({x.size} elements) "
+                f"into shape {self.shape}"
+            ) from e
+
+    def backward(self, gy):
+        return reshape(gy, self.x_shape)
+
+
+def reshape(x: Any, shape: Any) -> Variable:
+    if isinstance(shape, int):
+        shape = (shape,)
+    shape = tuple(shape)
+    if isinstance(x, Variable) and x.shape == shape:
+        return x
+    return Reshape(shape)(x)
+
+
+class Transpose(Function):
+    def __init__(self, axes: Any = None) -> None:
+        self.axes = axes
+
+    def forward(self, x):
+        try:
+            return x.transpose(self.axes)
+        except ValueError as e:
+            raise ValueError(
+                f"transpose: axes {self.axes} do not match an array of shape {x.shape}"
+            ) from e
+
+    def backward(self, gy):
+        if self.axes is None:
+            return transpose(gy)
+        inv_axes = tuple(np.argsort([ax % len(self.axes) for ax in self.axes]))
+        return transpose(gy, inv_axes)
+
+
+def transpose(x: Any, axes: Any = None) -> Variable:
+    return Transpose(axes)(x)
+
+
+def expand_dims(x: Any, axis: int) -> Variable:
+    x = as_variable(x)
+    shape = list(x.shape)
+    shape.insert(axis if axis >= 0 else len(shape) + axis + 1, 1)
+    return reshape(x, tuple(shape))
+
+
+def flatten(x: Any) -> Variable:
+    """Flatten every axis but the first (the batch axis)."""
+    x = as_variable(x)
+    return reshape(x, (x.shape[0], -1))
+
+
+class GetItem(Function):
+    def __init__(self, slices: Any) -> None:
+        self.slices = slices
+
+    def forward(self, x):
+        try:
+            return x[self.slices]
+        except IndexError as e:
+            raise IndexError(
+                f"get_item: index {self.slices!r} is invalid for shape {x.shape}: {e}"
+            ) from e
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        return GetItemGrad(self.slices, x.shape)(gy)
+
+
+class GetItemGrad(Function):
+    """The gradient of ``x[slices]``: scatter-add ``gy`` into zeros of ``x``'s shape."""
+
+    def __init__(self, slices: Any, in_shape: tuple[int, ...]) -> None:
+        self.slices = slices
+        self.in_shape = in_shape
+
+    def forward(self, gy):
+        gx = np.zeros(self.in_shape, dtype=gy.dtype)
+        np.add.at(gx, self.slices, gy)
+        return gx
+
+    def backward(self, ggx):
+        return get_item(ggx, self.slices)
+
+
+def get_item(x: Any, slices: Any) -> Variable:
+    return GetItem(slices)(x)
+
+
+# =============================================================================
+# Sums and broadcasting
+# =============================================================================
+class Sum(Function):
+    def __init__(self, axis: Any, keepdims: bool) -> None:
+        self.axis = axis
+        self.keepdims = keepdims
+
+    def forward(self, x):
+        self.x_shape = x.shape
+        return x.sum(axis=self.axis, keepdims=self.keepdims)
+
+    def backward(self, gy):
+        gy = utils.reshape_sum_backward(gy, self.x_shape, self.axis, self.keepdims)
+        return broadcast_to(gy, self.x_shape)
+
+
+def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Variable:
+    return Sum(axis, keepdims)(x)
+
+
+class SumTo(Function):
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+
+    def forward(self, x):
+        self.x_shape = x.shape
+        return utils.sum_to(x, self.shape)
+
+    def backward(self, gy):
+        return broadcast_to(gy, self.x_shape)
+
+
+def sum_to(x: Any, shape: tuple[int, ...]) -> Variable:
+    x = as_variable(x)
+    if x.shape == shape:
+        return x
+    return SumTo(shape)(x)
+
+
+class BroadcastTo(Function):
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+
+    def forward(self, x):
+        self.x_shape = x.shape
+        try:
+            return np.broadcast_to(x, self.shape)
+        except ValueError as e:
+            raise ValueError(
+                f"broadcast_to: an array of shape {x.shape} cannot be broadcast to {self.shape}"
+            ) from e
+
+    def backward(self, gy):
+        return sum_to(gy, self.x_shape)
+
+
+def broadcast_to(x: Any, shape: tuple[int, ...]) -> Variable:
+    x = as_variable(x)
+    if x.shape == shape:
+        return x
+    return BroadcastTo(shape)(x)
+
+
+def average(x: Any, axis: Any = None, keepdims: bool = False) -> Variable:
+    x = as_variable(x)
+    y = sum(x, axis, keepdims)
+    return y * (y.data.size / x.data.size)
+
+
+mean = average
+
+
+class MatMul(Function):
+    def forward(self, x, W):
+        try:
+            return x @ W
+        except ValueError as e:
+            raise ValueError(
+                f"matmul: shapes {x.shape} and {W.shape} are not aligned "
+                f"({x.shape[-1] if x.ndim else '?'} != {W.shape[0] if W.ndim else '?'})"
+            ) from e
+
+    def backward(self, gy):
+        x, W = self.inputs
+        gx = matmul(gy, W.T)
+        gW = matmul(x.T, gy)
+        return gx, gW
+
+
+def matmul(x: Any, W: Any) -> Variable:
+    return MatMul()(x, W)
+
+
+class Linear(Function):
+    def forward(self, x, W, b):
+        try:
+            y = x @ W
+        except ValueError as e:
+            raise ValueError(
+                f"linear: input of shape {x.shape} does not match weight of shape {W.shape}"
+            ) from e
+        if b is not None:
+            y += b
+        return y
+
+    def backward(self, gy):
+        x, W, b = self.inputs
+        gb = None if b.data is None else sum_to(gy, b.shape)
+        gx = matmul(gy, W.T)
+        gW = matmul(x.T, gy)
+        return gx, gW, gb
+
+
+def linear(x: Any, W: Any, b: Any = None) -> Variable:
+    return Linear()(x, W, b if b is not None else Variable(None))
+
+
+def linear_simple(x: Any, W: Any, b: Any = None) -> Variable:
+    t = matmul(x, W)
+    if b is None:
+        return t
+    y = t + b
+    t.data = None  # the intermediate is not needed for backward: release its memory
+    return y
+
+
+# =============================================================================
+# Max / min
+# =============================================================================
+class Max(Function):
+    def __init__(self, axis: Any = None, keepdims: bool = False) -> None:
+        self.axis = axis
+        self.keepdims = keepdims
+
+    def forward(self, x):
+        return x.max(axis=self.axis, keepdims=self.keepdims)
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        y = self.outputs[0]()
+        shape = utils.max_backward_shape(x, self.axis)
+        gy = reshape(gy, shape)
+        y = reshape(y, shape)
+        cond = x.data == y.data
+        gy = broadcast_to(gy, cond.shape)
+        return gy * cond
+
+
+class Min(Max):
+    def forward(self, x):
+        return x.min(axis=self.axis, keepdims=self.keepdims)
+
+
+def max(x: Any, axis: Any = None, keepdims: bool = False) -> Variable:
+    return Max(axis, keepdims)(x)
+
+
+def min(x: Any, axis: Any = None, keepdims: bool = False) -> Variable:
+    return Min(axis, keepdims)(x)
+
+
+# =============================================================================
+# Softmax and losses
+# =============================================================================
+def softmax_simple(x: Any, axis: int = 1) -> Variable:
+    x = as_variable(x)
+    y = exp(x)
+    sum_y = sum(y, axis=axis, keepdims=True)
+    return y / sum_y
+
+
+class Softmax(Function):
+    def __init__(self, axis: int = 1) -> None:
+        self.axis = axis
+
+    def forward(self, x):
+        y = x - x.max(axis=self.axis, keepdims=True)
+        y = np.exp(y)
+        y /= y.sum(axis=self.axis, keepdims=True)
+        return y
+
+    def backward(self, gy):
+        y = self.outputs[0]()
+        gx = y * gy
+        sumdx = sum(gx, axis=self.axis, keepdims=True)
+        return gx - y * sumdx
+
+
+def softmax(x: Any, axis: int = 1) -> Variable:
+    return Softmax(axis)(x)
+
+
+class LogSoftmax(Function):
+    def __init__(self, axis: int = 1) -> None:
+        self.axis = axis
+
+    def forward(self, x):
+        log_z = utils.logsumexp(x, self.axis)
+        return x - log_z
+
+    def backward(self, gy):
+        y = self.outputs[0]()
+        return gy - exp(y) * sum(gy, axis=self.axis, keepdims=True)
+
+
+def log_softmax(x: Any, axis: int = 1) -> Variable:
+    return LogSoftmax(axis)(x)
+
+
+def mean_squared_error_simple(x0: Any, x1: Any) -> Variable:
+    x0, x1 = as_variable(x0), as_variable(x1)
+    diff = x0 - x1
+    return sum(diff**2) / len(diff)
+
+
+class MeanSquaredError(Function):
+    def forward(self, x0, x1):
+        if x0.shape != x1.shape:
+            raise ValueError(
+                f"mean_squared_error: shapes {x0.shape} and {x1.shape} differ; "
+                "pass a prediction and a target of the same shape"
+            )
+        diff = x0 - x1
+        return (diff**2).sum() / len(diff)
+
+    def backward(self, gy):
+        x0, x1 = self.inputs
+        diff = x0 - x1
+        gx0 = gy * diff * (2.0 / len(diff))
+        return gx0, -gx0
+
+
+def mean_squared_error(x0: Any, x1: Any) -> Variable:
+    return MeanSquaredError()(x0, x1)
+
+
+def _check_labels(op: str, x: np.ndarray, t: np.ndarray) -> None:
+    if x.ndim != 2 or t.ndim != 1 or t.shape[0] != x.shape[0]:
+        raise ValueError(
+            f"{op}: expected scores of shape (N, C) and integer labels of shape (N,), "
+            f"got {x.shape} and {t.shape}"
+        )
+
+
+def softmax_cross_entropy_simple(x: Any, t: Any) -> Variable:
+    x, t = as_variable(x), as_variable(t)
+    _check_labels("softmax_cross_entropy_simple", x.data, t.data)
+    n = x.shape[0]
+    p = softmax_simple(x)
+    p = clip(p, 1e-15, 1.0)
+    log_p = log(p)
+    tlog_p = log_p[np.arange(n), t.data]
+    return -1 * sum(tlog_p) / n
+
+
+class SoftmaxCrossEntropy(Function):
+    def forward(self, x, t):
+        _check_labels("softmax_cross_entropy", x, t)
+        n = x.shape[0]
+        log_z = utils.logsumexp(x, axis=1)
+        log_p = x - log_z
+        log_p = log_p[np.arange(n), t.ravel()]
+        return -log_p.sum() / np.float32(n)
+
+    def backward(self, gy):
+        x, t = self.inputs
+        n, class_num = x.shape
+        gy = gy * (1 / n)
+        y = softmax(x)
+        t_onehot = np.eye(class_num, dtype=t.dtype)[t.data]
+        return (y - t_onehot) * gy, None
+
+
+def softmax_cross_entropy(x: Any, t: Any) -> Variable:
+    return SoftmaxCrossEntropy()(x, t)
+
+
+def sigmoid_cross_entropy(x: Any, t: Any) -> Variable:
+    x, t = as_variable(x), as_variable(t)
+    if x.ndim != t.ndim:
+        t = reshape(t, x.shape)
+    n = len(x)
+    p = sigmoid(x)
+    p = clip(p, 1e-15, 1.0)
+    tlog_p = t * log(p) + (1 - t) * log(1 - p)
+    return -1 * sum(tlog_p) / n
+
+
+def binary_cross_entropy(p: Any, t: Any) -> Variable:
+    p, t = as_variable(p), as_variable(t)
+    if p.ndim != t.ndim:
+        t = reshape(t, p.shape)
+    n = len(t)
+    p = clip(p, 1e-15, 0.999)
+    tlog_p = t * log(p) + (1 - t) * log(1 - p)
+    return -1 * sum(tlog_p) / n
+
+
+def accuracy(y: Any, t: Any) -> Variable:
+    """Fraction of rows whose arg-max equals the label; not differentiable."""
+    y, t = as_variable(y), as_variable(t)
+    pred = y.data.argmax(axis=1).reshape(t.shape)
+    result = pred == t.data
+    return Variable(as_array(result.mean()))
+
+
+def dropout(x: Any, dropout_ratio: float = 0.5) -> Variable:
+    """Inverted dropout while ``Config.train`` is True; the identity in ``test_mode()``."""
+    x = as_variable(x)
+    if Config.train:
+        mask = np.random.rand(*x.shape) > dropout_ratio
+        scale = np.array(1.0 - dropout_ratio).astype(x.dtype)
+        return x * mask / scale
+    return x

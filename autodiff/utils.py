@@ -1,0 +1,252 @@
+"""Helpers named as in DeZero's ``dezero/utils.py``: shape helpers for backward,
+numerical gradients and gradient checks, and DOT export of a graph."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "get_dot_graph",
+    "gradient_check",
+    "logsumexp",
+    "max_backward_shape",
+    "numerical_grad",
+    "plot_dot_graph",
+    "reshape_sum_backward",
+    "sum_to",
+]
+
+
+# =============================================================================
+# Shape helpers used by backward
+# =============================================================================
+def sum_to(x: NDArray, shape: tuple[int, ...]) -> NDArray:
+    """Sum ``x`` over the axes that broadcasting added or stretched, down to ``shape``."""
+    ndim = len(shape)
+    lead = x.ndim - ndim
+    if lead < 0:
+        raise ValueError(f"sum_to: cannot sum an array of shape {x.shape} to shape {shape}")
+    lead_axis = tuple(range(lead))
+    axis = tuple(i + lead for i, sx in enumerate(shape) if sx == 1)
+    y = x.sum(lead_axis + axis, keepdims=True)
+    if lead > 0:
+        y = y.squeeze(lead_axis)
+    return y
+
+
+def reshape_sum_backward(gy: Any, x_shape: tuple[int, ...], axis: Any, keepdims: bool) -> Any:
+    """Give ``gy`` (the gradient of a sum) back the axes the sum removed, so it broadcasts."""
+    ndim = len(x_shape)
+    tupled_axis = axis
+    if axis is None:
+        tupled_axis = None
+    elif not isinstance(axis, tuple):
+        tupled_axis = (axis,)
+
+    if not (ndim == 0 or tupled_axis is None or keepdims):
+        actual_axis = [a if a >= 0 else a + ndim for a in tupled_axis]
+        shape = list(gy.shape)
+        for a in sorted(actual_axis):
+            shape.insert(a, 1)
+    else:
+        shape = gy.shape
+    return gy.reshape(shape)
+
+
+def logsumexp(x: NDArray, axis: int = 1) -> NDArray:
+    """``log(sum(exp(x), axis))`` computed without overflow; keeps the reduced axis."""
+    m = x.max(axis=axis, keepdims=True)
+    y = x - m
+    np.exp(y, out=y)
+    s = y.sum(axis=axis, keepdims=True)
+    np.log(s, out=s)
+    m += s
+    return m
+
+
+def max_backward_shape(x: Any, axis: Any) -> list[int]:
+    if axis is None:
+        axis = range(x.ndim)
+    elif isinstance(axis, int):
+        axis = (axis,)
+    return [s if ax not in axis else 1 for ax, s in enumerate(x.shape)]
+
+
+# =============================================================================
+# Gradient check
+# =============================================================================
+def numerical_grad(f: Callable[..., Any], x: Any, *args: Any, **kwargs: Any) -> NDArray:
+    """Central-difference gradient of ``f`` (which returns a Variable) at ``x``, in float64.
+
+    ``f(x, *args, **kwargs)`` is evaluated twice per element of ``x``; the result summed
+    over its elements is the function differentiated (as backward with a ones seed does).
+    """
+    from autodiff.core import Variable
+
+    eps = 1e-4
+    x_var = x if isinstance(x, Variable) else Variable(np.asarray(x))
+    data = x_var.data
+    if data.dtype != np.float64:
+        data = data.astype(np.float64)
+    data = data.copy()
+    x_var.data = data
+    grad = np.zeros_like(data)
+    it = np.nditer(data, flags=["multi_index"], op_flags=[["readwrite"]])
+    while not it.finished:
+        idx = it.multi_index
+        tmp = data[idx].copy()
+        data[idx] = tmp + eps
+        y1 = f(x_var, *args, **kwargs)
+        y1 = np.asarray(y1.data if isinstance(y1, Variable) else y1, dtype=np.float64).sum()
+        data[idx] = tmp - eps
+        y2 = f(x_var, *args, **kwargs)
+        y2 = np.asarray(y2.data if isinstance(y2, Variable) else y2, dtype=np.float64).sum()
+        grad[idx] = (y1 - y2) / (2 * eps)
+        data[idx] = tmp
+        it.iternext()
+    return grad
+
+
+def gradient_check(
+    f: Callable[..., Any],
+    *inputs: Any,
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+    verbose: bool = True,
+    **kwargs: Any,
+) -> bool:
+    """Compare backprop with central differences for every input of ``f``, in float64.
+
+    ``f`` takes as many Variables as ``inputs`` (arrays or Variables) plus ``kwargs``.
+    Returns True when every input agrees within ``rtol``/``atol``; otherwise prints a
+    side-by-side report of the input(s) that disagree (when ``verbose``) and returns False.
+    """
+    from autodiff.core import Variable
+
+    arrays = [np.array(x.data if isinstance(x, Variable) else x, dtype=np.float64) for x in inputs]
+    variables = [Variable(a.copy()) for a in arrays]
+    y = f(*variables, **kwargs)
+    y.backward()
+    ok = True
+    for i, (a, v) in enumerate(zip(arrays, variables, strict=True)):
+        analytic = np.zeros_like(a) if v.grad is None else np.asarray(v.grad.data)
+
+        def f_i(xi: Variable, i: int = i) -> Any:
+            args = [xi if j == i else Variable(arrays[j].copy()) for j in range(len(arrays))]
+            return f(*args, **kwargs)
+
+        numeric = numerical_grad(f_i, Variable(a.copy()))
+        if analytic.shape != numeric.shape:
+            ok = False
+            if verbose:
+                print(
+                    f"gradient_check: input {i}: backprop gave shape {analytic.shape}, "
+                    f"the input has shape {numeric.shape}"
+                )
+            continue
+        if not np.allclose(analytic, numeric, rtol=rtol, atol=atol):
+            ok = False
+            if verbose:
+                print(_report(i, a, analytic, numeric, rtol, atol))
+    return ok
+
+
+def _report(
+    i: int, x: NDArray, analytic: NDArray, numeric: NDArray, rtol: float, atol: float
+) -> str:
+    err = np.abs(analytic - numeric)
+    bad = err > atol + rtol * np.abs(numeric)
+    lines = [
+        f"gradient_check: input {i} (shape {x.shape}): {int(bad.sum())} of {x.size} "
+        f"elements disagree (rtol={rtol}, atol={atol}); max abs error {err.max():.3g}",
+        f"  {'index':<14}{'x':>14}{'backprop':>16}{'numerical':>16}{'abs error':>12}",
+    ]
+    flat_idx = np.flatnonzero(bad.ravel())
+    for k in flat_idx[:10]:
+        idx = np.unravel_index(k, x.shape) if x.ndim else ()
+        lines.append(
+            f"  {tuple(int(v) for v in idx)!s:<14}{float(x[idx]):>14.6g}"
+            f"{float(analytic[idx]):>16.8g}{float(numeric[idx]):>16.8g}{float(err[idx]):>12.3g}"
+        )
+    if len(flat_idx) > 10:
+        lines.append(f"  ... and {len(flat_idx) - 10} more")
+    return "\n".join(lines)
+
+
+# =============================================================================
+# DOT export (DeZero's colours)
+# =============================================================================
+def _dot_var(v: Any, verbose: bool = False) -> str:
+    name = "" if v.name is None else v.name
+    if verbose and v.data is not None:
+        if v.name is not None:
+            name += ": "
+        name += str(v.shape) + " " + str(v.dtype)
+    name = name.replace("\\", "\\\\").replace('"', '\\"')
+    return f'{id(v)} [label="{name}", color=orange, style=filled]\n'
+
+
+def _dot_func(f: Any) -> str:
+    txt = f'{id(f)} [label="{type(f).__name__}", color=lightblue, style=filled, shape=box]\n'
+    for x in f.inputs:
+        txt += f"{id(x)} -> {id(f)}\n"
+    for ref in f.outputs:
+        y = ref()
+        if y is not None:
+            txt += f"{id(f)} -> {id(y)}\n"
+    return txt
+
+
+def get_dot_graph(output: Any, verbose: bool = True) -> str:
+    """DOT text of the graph that produced ``output`` (variables orange, functions boxes)."""
+    txt = ""
+    funcs: list = []
+    seen: set = set()
+
+    def add_func(f: Any) -> None:
+        if f not in seen:
+            funcs.append(f)
+            seen.add(f)
+
+    if output.creator is not None:
+        add_func(output.creator)
+    txt += _dot_var(output, verbose)
+    while funcs:
+        func = funcs.pop()
+        txt += _dot_func(func)
+        for x in func.inputs:
+            txt += _dot_var(x, verbose)
+            if x.creator is not None:
+                add_func(x.creator)
+    return "digraph g {\n" + txt + "}"
+
+
+def plot_dot_graph(output: Any, verbose: bool = True, to_file: str = "graph.png") -> None:
+    """Render the graph with Graphviz ``dot`` into ``to_file`` (format from its extension).
+
+    Raises RuntimeError when Graphviz is not installed; :mod:`viewer` draws graphs without it.
+    """
+    dot_graph = get_dot_graph(output, verbose)
+    dot = shutil.which("dot")
+    if dot is None:
+        raise RuntimeError(
+            "plot_dot_graph needs Graphviz's 'dot' program, which is not on PATH; install "
+            "Graphviz (e.g. 'apt-get install graphviz'), or use get_dot_graph() for the DOT "
+            "text, or open the graph in autodiff-viewer, which needs no Graphviz"
+        )
+    extension = os.path.splitext(to_file)[1][1:] or "png"
+    with tempfile.NamedTemporaryFile("w", suffix=".dot", delete=False) as fh:
+        fh.write(dot_graph)
+        graph_path = fh.name
+    try:
+        subprocess.run([dot, graph_path, "-T", extension, "-o", to_file], check=True)
+    finally:
+        os.unlink(graph_path)
