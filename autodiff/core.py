@@ -91,7 +91,9 @@ def add_observer(observer: Any) -> None:
     ``recorded`` is False under ``no_grad`` (the outputs are constants, no graph was built).
     ``on_backward_begin(output, retain_grad, create_graph)``, ``on_backward_step(step)``,
     ``on_backward_end(output)``: around and at each step of :func:`iter_backward`.
-    ``on_variable(variable)``: a Variable was created by user code (a leaf).
+    ``on_variable(variable)``: a Variable was constructed (leaves and outputs alike).
+    ``on_constant(variable)``: right after ``on_variable``, for a Variable the engine made to
+    wrap a plain number or array operand (``x * 2``, ``matmul(x, ndarray)``).
     """
     global _observers
     if observer not in _observers:
@@ -328,7 +330,7 @@ class Function:
     __slots__ = ("__dict__", "__weakref__", "_order", "generation", "inputs", "outputs")
 
     def __call__(self, *inputs: Any) -> Any:
-        inputs = [x if isinstance(x, Variable) else Variable(as_array(x)) for x in inputs]
+        inputs = [x if isinstance(x, Variable) else _constant(as_array(x)) for x in inputs]
         ys = self.forward(*[x.data for x in inputs])
         if type(ys) is not tuple:
             ys = (ys,)
@@ -498,8 +500,16 @@ def _operand(x: Any, like: Any) -> Any:
     if isinstance(x, Variable):
         return x
     if isinstance(x, int | float) and isinstance(like, Variable) and like.data.dtype.kind == "f":
-        return Variable(np.asarray(x, dtype=like.data.dtype))
-    return Variable(as_array(x))
+        return _constant(np.asarray(x, dtype=like.data.dtype))
+    return _constant(as_array(x))
+
+
+def _constant(data: NDArray) -> Variable:
+    """Wrap a plain number or array operand; observers hear of it through ``on_constant``."""
+    variable = Variable(data)
+    if _observers:
+        _notify("on_constant", variable)
+    return variable
 
 
 def _broadcast_error(op: str, x0: NDArray, x1: NDArray) -> ValueError:

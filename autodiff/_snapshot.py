@@ -1,0 +1,219 @@
+"""Snapshots of arrays for the recorder: a copy of small arrays, a summary of large ones.
+
+While recording, :func:`capture` stores the cheapest faithful form of an array (a Python float
+for a 0-d float64, a read-only copy up to ``max_size`` elements, a summary :class:`Snapshot`
+beyond); :func:`to_snapshot` turns that raw form into a :class:`Snapshot` only when someone
+looks at it, so statistics of small arrays cost nothing at recording time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Snapshot", "capture", "raw_nonfinite", "to_snapshot"]
+
+_F64 = np.dtype(np.float64)
+_NAN = float("nan")
+_NUMERIC_KINDS = "biuf"
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    """A value or gradient as the recorder saw it.
+
+    ``array`` is a read-only copy when the array had at most the trace's ``max_array_size``
+    elements, else None. ``min``, ``max``, ``mean`` and ``norm`` are taken over the finite
+    elements (NaN when there are none); ``nan`` and ``inf`` count the non-finite ones.
+    """
+
+    shape: tuple[int, ...]
+    dtype: str
+    array: np.ndarray | None
+    min: float
+    max: float
+    mean: float
+    norm: float
+    nan: int
+    inf: int
+
+    @property
+    def finite(self) -> bool:
+        return self.nan == 0 and self.inf == 0
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @classmethod
+    def of(cls, array: Any, max_array_size: int = 4096) -> Snapshot:
+        """Snapshot ``array`` now (copied when it has at most ``max_array_size`` elements)."""
+        return to_snapshot(capture(np.asarray(array), max_array_size))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Snapshot):
+            return NotImplemented
+        if (self.shape, self.dtype, self.nan, self.inf) != (
+            other.shape,
+            other.dtype,
+            other.nan,
+            other.inf,
+        ):
+            return False
+        for a, b in (
+            (self.min, other.min),
+            (self.max, other.max),
+            (self.mean, other.mean),
+            (self.norm, other.norm),
+        ):
+            if a != b and not (a != a and b != b):  # NaN equals NaN here
+                return False
+        if (self.array is None) != (other.array is None):
+            return False
+        if self.array is None:
+            return True
+        return _arrays_equal(self.array, other.array)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.nan, self.inf))
+
+    def __repr__(self) -> str:
+        if self.array is not None and self.array.size <= 6:
+            body = np.array2string(self.array, separator=", ")
+        else:
+            body = f"min={self.min:.4g} max={self.max:.4g} mean={self.mean:.4g}"
+        flags = "" if self.finite else f" nan={self.nan} inf={self.inf}"
+        return f"Snapshot({self.shape}, {self.dtype}, {body}{flags})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: non-finite floats become the strings 'nan', 'inf', '-inf'."""
+        array = None
+        if self.array is not None and self.array.dtype.kind in _NUMERIC_KINDS:
+            array = encode_array(self.array)
+        return {
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "array": array,
+            "min": encode_float(self.min),
+            "max": encode_float(self.max),
+            "mean": encode_float(self.mean),
+            "norm": encode_float(self.norm),
+            "nan": self.nan,
+            "inf": self.inf,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Snapshot:
+        """Inverse of :meth:`to_dict`; raises ``TraceFormatError`` naming the bad field."""
+        from autodiff._trace_io import snapshot_from_dict
+
+        return snapshot_from_dict(d, "snapshot")
+
+
+def _arrays_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind in "fc":
+        return bool(np.array_equal(a, b, equal_nan=True))
+    return bool(np.array_equal(a, b))
+
+
+def encode_float(v: float) -> float | str:
+    if v != v:
+        return "nan"
+    if v == math.inf:
+        return "inf"
+    if v == -math.inf:
+        return "-inf"
+    return v
+
+
+def encode_array(a: np.ndarray) -> Any:
+    """Nested lists; in float arrays, non-finite elements become 'nan', 'inf' or '-inf'."""
+    if a.dtype.kind != "f" or bool(np.isfinite(a).all()):
+        return a.tolist()
+    flat = [encode_float(v) for v in a.ravel().tolist()]
+    if a.ndim == 0:
+        return flat[0]
+    out: Any = flat
+    for n in reversed(a.shape[1:]):
+        out = [out[i : i + n] for i in range(0, len(out), n)]
+    return out
+
+
+# -----------------------------------------------------------------------------
+# Raw forms, kept while recording: None (no data), float (0-d float64), a read-only
+# ndarray copy, or a Snapshot (already summarised because the array was large).
+# -----------------------------------------------------------------------------
+def capture(a: Any, max_size: int) -> Any:
+    """The raw form of ``a`` (an ndarray or None) to keep in a trace."""
+    if type(a) is np.ndarray:
+        if a.ndim == 0 and a.dtype is _F64:
+            return a.item()
+        if a.size <= max_size:
+            c = a.copy()
+            c.flags.writeable = False
+            return c
+        return summarize(a, keep_array=False)
+    if a is None:
+        return None
+    return capture(np.asarray(a), max_size)
+
+
+def to_snapshot(raw: Any) -> Snapshot | None:
+    """The Snapshot of a raw form (None stays None)."""
+    if type(raw) is float:
+        if raw - raw == 0.0:  # finite
+            return Snapshot((), "float64", _scalar_array(raw), raw, raw, raw, abs(raw), 0, 0)
+        nan = 1 if raw != raw else 0
+        return Snapshot((), "float64", _scalar_array(raw), _NAN, _NAN, _NAN, _NAN, nan, 1 - nan)
+    if raw is None or type(raw) is Snapshot:
+        return raw
+    return summarize(raw, keep_array=True)
+
+
+def _scalar_array(v: float) -> np.ndarray:
+    a = np.array(v)
+    a.flags.writeable = False
+    return a
+
+
+def raw_nonfinite(raw: Any) -> bool:
+    """Whether a raw form holds NaN or Inf (cheap: no Snapshot is built)."""
+    if type(raw) is float:
+        return raw - raw != 0.0
+    if raw is None:
+        return False
+    if type(raw) is Snapshot:
+        return not raw.finite
+    if raw.dtype.kind not in "fc":
+        return False
+    with np.errstate(all="ignore"):
+        return not bool(np.isfinite(raw).all())
+
+
+def summarize(a: np.ndarray, keep_array: bool) -> Snapshot:
+    """Shape, dtype and statistics of ``a``; ``array`` is ``a`` itself when ``keep_array``."""
+    kind = a.dtype.kind
+    nan = inf = 0
+    lo = hi = mean = norm = _NAN
+    if a.size and kind in "biufc":
+        with np.errstate(all="ignore"):
+            vals = np.abs(a) if kind == "c" else a
+            if kind in "fc":
+                nan = int(np.count_nonzero(np.isnan(a)))
+                inf = int(np.count_nonzero(np.isinf(a)))
+                if nan or inf:
+                    vals = vals[np.isfinite(vals)]
+            if vals.size:
+                vals = vals.astype(np.float64, copy=False)
+                lo = float(vals.min())
+                hi = float(vals.max())
+                mean = float(vals.mean())
+                norm = float(np.sqrt(np.dot(vals.ravel(), vals.ravel())))
+    return Snapshot(
+        tuple(a.shape), str(a.dtype), a if keep_array else None, lo, hi, mean, norm, nan, inf
+    )

@@ -1,0 +1,393 @@
+"""The recorder: graph structure, step order, accumulation, states, NaN/Inf, weak references."""
+
+import gc
+import subprocess
+import sys
+import weakref
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import autodiff.functions as F
+from autodiff import Variable, core, no_grad, trace
+from autodiff.trace import NodeState, Snapshot, Step
+
+
+def _edges(t):
+    return sorted((u, v, d["slot"]) for u, v, d in t.graph.edges(data=True))
+
+
+def _ops(t, phase=None):
+    return [s.op for s in t.steps if phase is None or s.phase == phase]
+
+
+class _EngineSteps:
+    """An observer that keeps what the engine reports, to compare the trace against."""
+
+    def __init__(self):
+        self.backward = []
+
+    def on_backward_step(self, step):
+        self.backward.append((type(step.function).__name__, step.index))
+
+
+# ----------------------------------------------------------------------------------------
+# Graph structure for the seeds' examples
+# ----------------------------------------------------------------------------------------
+def test_square_exp_square_graph_and_steps():
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        y = F.square(F.exp(F.square(x)))
+        y.backward()
+    g = t.graph
+    assert isinstance(g, nx.MultiDiGraph)
+    assert len(t.variables) == 4 and len(t.functions) == 3
+    assert [g.nodes[f]["op"] for f in t.functions] == ["Square", "Exp", "Square"]
+    assert g.nodes[t.variables[0]]["name"] == "x"
+    assert g.nodes[t.variables[0]]["kind"] == "variable"
+    assert [g.nodes[f]["generation"] for f in t.functions] == [0, 1, 2]
+    assert [g.nodes[v]["generation"] for v in t.variables] == [0, 1, 2, 3]
+    assert _ops(t) == ["Square", "Exp", "Square", "Square", "Exp", "Square"]
+    assert [s.phase for s in t.steps] == ["forward"] * 3 + ["backward"] * 3
+    assert [s.index for s in t.steps] == list(range(6))
+    # the recorded gradient of x is the engine's
+    assert t.grad_at(t.variables[0], 5).array == pytest.approx(x.grad.data)
+    expected = 2 * 0.5 * np.exp(0.25) * 2 * np.exp(0.25)
+    assert float(x.grad.data) == pytest.approx(expected)
+    assert t.steps[2].values[0].array == pytest.approx(np.exp(0.25) ** 2)
+    assert t.backward_roots == [t.variables[-1]]
+
+
+def test_x_plus_x_has_two_edges_and_accumulates():
+    x = Variable(np.array(3.0), name="x")
+    with trace.record() as t:
+        y = F.add(F.add(x, x), x)
+        y.backward()
+    xid = t.variables[0]
+    (f1, f2) = t.functions
+    assert t.graph.number_of_edges(xid, f1) == 2
+    assert t.graph.number_of_edges(xid, f2) == 1
+    assert sorted(d["slot"] for _, _, d in t.graph.out_edges(xid, data=True)) == [0, 1, 1]
+    assert t.steps[0].inputs == (xid, xid)
+    backward = [s for s in t.steps if s.phase == "backward"]
+    assert [s.op for s in backward] == ["Add", "Add"]
+    # x already has the gradient from the outer Add when the inner one adds two more
+    accs = backward[1].accumulations
+    assert [(a.node, a.slot) for a in accs] == [(xid, 0), (xid, 1)]
+    assert accs[0].old.array == 1.0 and accs[0].contribution.array == 1.0
+    assert accs[0].new.array == 2.0 and accs[1].new.array == 3.0
+    assert float(x.grad.data) == 3.0
+    assert t.grad_at(xid, len(t.steps) - 1).array == 3.0
+    assert t.grad_at(xid, backward[0].index).array == 1.0
+
+
+def test_diamond():
+    x = Variable(np.array(2.0), name="x")
+    with trace.record() as t:
+        a = F.square(x)
+        y = F.add(F.square(a), F.square(a))
+        y.backward()
+    aid = t.steps[0].outputs[0]
+    assert t.graph.out_degree(aid) == 2
+    backward = [s for s in t.steps if s.phase == "backward"]
+    # Add first, then the two squares (most recent first), then the first square
+    assert [s.op for s in backward] == ["Add", "Square", "Square", "Square"]
+    assert [s.function for s in backward[1:3]] == [t.functions[2], t.functions[1]]
+    acc = [a for s in backward for a in s.accumulations]
+    assert [(a.node, a.slot) for a in acc] == [(aid, 0)]
+    assert acc[0].new.array == pytest.approx(acc[0].old.array + acc[0].contribution.array)
+    assert float(x.grad.data) == pytest.approx(8 * 2.0**3)  # y = 2 x^4
+
+
+def test_backward_order_equals_engine_order():
+    rng = np.random.default_rng(0)
+    x = Variable(rng.standard_normal((3, 2)), name="x")
+    w = Variable(rng.standard_normal((2, 4)), name="w")
+    engine = _EngineSteps()
+    core.add_observer(engine)
+    try:
+        with trace.record() as t:
+            h = F.tanh(F.matmul(x, w))
+            y = F.sum(h * h + F.sin(h))
+            y.backward()
+    finally:
+        core.remove_observer(engine)
+    backward = [s for s in t.steps if s.phase == "backward"]
+    assert [(s.op, i) for i, s in enumerate(backward)] == engine.backward
+    # forward steps come in call order
+    assert _ops(t, "forward") == ["MatMul", "Tanh", "Mul", "Sin", "Add", "Sum"]
+
+
+def test_steps_are_contract_dataclasses():
+    x = Variable(np.array([1.0, 2.0]), name="x")
+    with trace.record() as t:
+        y = F.sum(x * x)
+        y.backward()
+    s = t.steps[0]
+    assert isinstance(s, Step) and s.phase == "forward" and s.backward_pass == -1
+    assert s.output_grads == () and s.input_grads == () and s.accumulations == ()
+    assert isinstance(s.values[0], Snapshot)
+    assert s.values[0].shape == (2,) and s.values[0].dtype == "float64"
+    b = t.steps[-1]
+    assert b.phase == "backward" and b.backward_pass == 0 and b.values == ()
+    assert b.input_grads[0].array.tolist() == [1.0, 2.0]
+    assert t.steps is t.steps  # one list, extended as recording goes on
+
+
+# ----------------------------------------------------------------------------------------
+# Constants, no_grad, states
+# ----------------------------------------------------------------------------------------
+def test_plain_operands_are_constant_nodes():
+    x = Variable(np.array(3.0), name="x")
+    with trace.record() as t:
+        y = x * 2 + np.array(1.0)
+        z = F.matmul(Variable(np.ones((1, 2))), np.ones((2, 1)))
+    const = [v for v in t.variables if t.graph.nodes[v]["constant"]]
+    assert len(const) == 3
+    assert all(t.state_at(v, len(t.steps) - 1) is NodeState.CONSTANT for v in const)
+    assert t.graph.nodes[t.variables[0]]["constant"] is False
+    del y, z
+
+
+def test_no_grad_records_nothing_and_marks_constants():
+    x = Variable(np.array(3.0), name="x")
+    with trace.record() as t:
+        with no_grad():
+            c = F.exp(x) * 2
+        assert t.steps == [] and t.variables == []
+        y = c + x
+    cid = t.steps[0].inputs[0]
+    assert t.graph.nodes[cid]["constant"]
+    assert t.state_at(cid, 0) is NodeState.CONSTANT
+    assert t.state_at(t.steps[0].inputs[1], 0) is NodeState.VALUE
+    del y
+
+
+def test_states_over_time():
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        y = F.square(F.exp(x))
+        y.backward()  # retain_grad=False: the intermediate gradient is dropped
+    xid, hid, yid = t.variables
+    states = {n: [t.state_at(n, i) for i in range(-1, len(t.steps))] for n in t.variables}
+    V, G, C, N = NodeState.VALUE, NodeState.GRAD, NodeState.GRAD_CLEARED, NodeState.NOT_COMPUTED
+    assert states[xid] == [V, V, V, V, G]
+    assert states[hid] == [N, V, V, G, C]
+    assert states[yid][:3] == [N, N, V]
+    assert states[yid][3] in (G, C)  # the engine decides whether the output keeps its grad
+    assert t.value_at(hid, -1) is None
+    assert t.value_at(hid, 0).array == pytest.approx(np.exp(0.5))
+    assert t.grad_at(hid, 2).array == pytest.approx(2 * np.exp(0.5))
+    assert t.grad_at(hid, 3) is None
+    fexp = t.functions[0]
+    assert [t.state_at(fexp, i) for i in (-1, 0, 2, 3)] == [N, V, V, G]
+
+
+def test_retain_grad_keeps_gradients():
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        y = F.square(F.exp(x))
+        y.backward(retain_grad=True)
+    assert all(s.cleared == () for s in t.steps)
+    assert t.state_at(t.variables[1], len(t.steps) - 1) is NodeState.GRAD
+
+
+def test_freed_during_recording():
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        y = F.exp(F.square(x))
+        n_steps = len(t.steps)
+        del y
+    assert all(t.freed(n) for n in t.variables[1:])
+    assert t.state_at(t.variables[-1], n_steps - 1) is NodeState.FREED
+    assert t.state_at(t.variables[0], n_steps - 1) is NodeState.VALUE
+    assert t.live(t.variables[0]) is x
+
+
+def test_names_given_after_the_op_are_picked_up():
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        y = F.exp(x)
+        y.name = "y"
+    assert t.graph.nodes[t.variables[1]]["name"] == "y"
+    assert t.node(t.variables[1])["name"] == "y"
+    del y
+
+
+def test_leaf_updated_between_uses_gets_a_new_value():
+    w = Variable(np.array([1.0, 2.0]), name="w")
+    with trace.record() as t:
+        for _ in range(2):
+            loss = F.sum(w * w)
+            w.cleargrad()
+            loss.backward()
+            w.data -= 0.1 * w.grad.data
+    wid = t.variables[0]
+    first = t.steps[0].index
+    second = next(s.index for s in t.steps if s.phase == "forward" and s.index > first + 2)
+    assert t.value_at(wid, first).array.tolist() == [1.0, 2.0]
+    assert t.value_at(wid, second).array.tolist() == pytest.approx([0.8, 1.6])
+
+
+# ----------------------------------------------------------------------------------------
+# create_graph=True: gradient graphs recorded inside the backward pass
+# ----------------------------------------------------------------------------------------
+def test_create_graph_records_gradient_graph_in_true_order():
+    x = Variable(np.array(2.0), name="x")
+    with trace.record() as t:
+        y = x**3
+        y.backward(create_graph=True)
+        gx = x.grad
+        x.cleargrad()
+        gx.backward()
+    assert float(x.grad.data) == pytest.approx(12.0)
+    phases = [(s.phase, s.backward_pass, s.during_backward) for s in t.steps]
+    assert phases[0] == ("forward", -1, -1)
+    # the gradient computations run inside backward pass 0, before its step completes
+    first_bwd = next(i for i, s in enumerate(t.steps) if s.phase == "backward")
+    assert all(p == ("forward", -1, 0) for p in phases[1:first_bwd])
+    assert first_bwd > 1
+    assert t.steps[first_bwd].backward_pass == 0
+    assert all(p[0] == "backward" and p[1] == 1 for p in phases[first_bwd + 1 :])
+    assert t.backward_roots[0] == t.variables[1] or t.backward_roots[0] == t.steps[0].outputs[0]
+    gid = t.backward_roots[1]
+    assert t.graph.nodes[gid]["grad_of"] == t.variables[0]
+    # generations continue through the gradient graph: each step's generation is the engine's
+    gens = {s.function: s.generation for s in t.steps}
+    assert all(t.graph.nodes[f]["generation"] == g for f, g in gens.items())
+
+
+# ----------------------------------------------------------------------------------------
+# NaN / Inf
+# ----------------------------------------------------------------------------------------
+def test_first_nonfinite_forward():
+    x = Variable(np.array([1.0, 0.0]), name="x")
+    with trace.record() as t, np.errstate(all="ignore"):
+        y = F.sum(F.log(x) * 2)
+        y.backward()
+    bad = t.first_nonfinite()
+    assert bad is not None and bad.phase == "forward" and bad.op == "Log"
+    assert bad.nonfinite and bad.values[0].inf == 1 and not bad.values[0].finite
+
+
+def test_first_nonfinite_backward():
+    x = Variable(np.array([0.0, 4.0]), name="x")
+    with trace.record() as t, np.errstate(all="ignore"):
+        y = F.sum(x**0.5)
+        y.backward()
+    assert all(not s.nonfinite for s in t.steps if s.phase == "forward")
+    bad = t.first_nonfinite()
+    assert bad is not None and bad.phase == "backward" and bad.op == "Pow"
+    assert bad.input_grads[0].inf == 1
+
+
+def test_finite_trace_has_no_nonfinite_step():
+    x = Variable(np.array(1.0))
+    with trace.record() as t:
+        F.exp(x).backward()
+    assert t.first_nonfinite() is None
+
+
+# ----------------------------------------------------------------------------------------
+# Snapshots
+# ----------------------------------------------------------------------------------------
+def test_large_arrays_are_summarised():
+    x = Variable(np.arange(10.0), name="x")
+    with trace.record(max_array_size=4) as t:
+        y = x * 1.0
+    snap = t.steps[0].values[0]
+    assert snap.array is None and snap.shape == (10,)
+    assert (snap.min, snap.max, snap.mean) == (0.0, 9.0, 4.5)
+    assert snap.norm == pytest.approx(np.linalg.norm(np.arange(10.0)))
+    del y
+
+
+def test_snapshot_copies_are_independent_of_later_mutation():
+    x = Variable(np.array([1.0, 2.0]), name="x")
+    with trace.record() as t:
+        y = x * 1.0
+    y.data[0] = 100.0
+    assert t.steps[0].values[0].array.tolist() == [1.0, 2.0]
+    with pytest.raises(ValueError):
+        t.steps[0].values[0].array[0] = 5.0
+
+
+def test_snapshot_statistics_ignore_nonfinite_elements():
+    s = Snapshot.of(np.array([1.0, np.nan, np.inf, 3.0]))
+    assert (s.nan, s.inf, s.min, s.max, s.mean) == (1, 1, 1.0, 3.0, 2.0)
+    assert not s.finite
+    assert Snapshot.of(np.array([np.nan])) == Snapshot.of(np.array([np.nan]))
+
+
+# ----------------------------------------------------------------------------------------
+# from_output
+# ----------------------------------------------------------------------------------------
+def test_from_output_walks_in_generation_order():
+    x = Variable(np.array(2.0), name="x")
+    a = F.square(x)
+    y = F.add(F.exp(a), F.square(a))
+    t = trace.from_output(y)
+    assert [s.phase for s in t.steps] == ["forward"] * 4
+    assert [s.generation for s in t.steps] == [0, 1, 1, 2]
+    # ties at generation 1 in creation order: exp was created before the second square
+    assert _ops(t) == ["Square", "Exp", "Square", "Add"]
+    assert t.graph.number_of_nodes() == 9
+    assert t.live(t.steps[-1].outputs[0]) is y
+
+
+def test_from_output_deep_chain_needs_no_recursion():
+    x = Variable(np.array(0.0))
+    y = x
+    for _ in range(20_000):
+        y = y + 1.0
+    t = trace.from_output(y)
+    assert len(t.steps) == 20_000
+    assert float(t.steps[-1].values[0].array) == 20_000.0
+
+
+# ----------------------------------------------------------------------------------------
+# Weak references only
+# ----------------------------------------------------------------------------------------
+def test_recording_keeps_nothing_alive():
+    gc.disable()
+    try:
+        x = Variable(np.array(0.5), name="x")
+        with trace.record() as t:
+            y = F.square(F.exp(x))
+            y.backward(create_graph=True)
+            _ = t.steps, t.graph
+        refs = [weakref.ref(o) for o in (y, y.creator, x.grad)]
+        x.cleargrad()
+        del y, _
+        assert all(r() is None for r in refs)
+    finally:
+        gc.enable()
+    assert t.live(t.variables[0]) is x
+
+
+def test_dropped_trace_is_freed_by_refcount():
+    gc.disable()
+    try:
+        x = Variable(np.array(0.5))
+        with trace.record() as t:
+            y = F.exp(x)
+        r = weakref.ref(t)
+        del t
+        assert r() is None
+        del y  # the weakref callbacks find no trace and do nothing
+    finally:
+        gc.enable()
+
+
+def test_core_does_not_import_networkx():
+    code = "import sys, autodiff, autodiff.core; print('networkx' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_unknown_node_id_is_a_clear_error():
+    with trace.record() as t:
+        pass
+    with pytest.raises(KeyError, match="no node 3"):
+        t.state_at(3, 0)
