@@ -3,7 +3,7 @@
 ``import autodiff as dezero`` runs the programs of "Deep Learning from Scratch 3".
 """
 
-from autodiff import functions, utils
+from autodiff import dataloaders, datasets, functions, layers, models, optimizers, utils
 from autodiff.core import (
     Config,
     Function,
@@ -15,16 +15,29 @@ from autodiff.core import (
     test_mode,
     using_config,
 )
+from autodiff.dataloaders import DataLoader
+from autodiff.datasets import Dataset
+from autodiff.layers import Layer
+from autodiff.models import Model
 
 __all__ = [
     "Config",
+    "DataLoader",
+    "Dataset",
     "Function",
+    "Layer",
+    "Model",
     "Parameter",
     "Variable",
     "as_array",
     "as_variable",
+    "dataloaders",
+    "datasets",
     "functions",
+    "layers",
+    "models",
     "no_grad",
+    "optimizers",
     "test_mode",
     "using_config",
     "utils",

@@ -1,0 +1,76 @@
+"""Mini-batches from a Dataset, named as in DeZero's ``dezero/dataloaders.py``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from autodiff.datasets import Dataset
+
+__all__ = ["DataLoader"]
+
+
+class DataLoader:
+    """Iterate over ``dataset`` in batches of ``batch_size`` ``(x, t)`` arrays.
+
+    One pass (``for x, t in loader``) visits every example exactly once; the last batch is
+    smaller when ``batch_size`` does not divide the dataset. With ``shuffle`` the order is a
+    fresh ``np.random.permutation`` per pass, so ``np.random.seed`` makes it repeatable.
+    """
+
+    def __init__(self, dataset: Any, batch_size: int, shuffle: bool = True) -> None:
+        if int(batch_size) != batch_size or batch_size < 1:
+            raise ValueError(f"DataLoader: batch_size must be a positive integer, not {batch_size}")
+        if len(dataset) == 0:
+            raise ValueError(f"DataLoader: {type(dataset).__name__} is empty")
+        self.dataset = dataset
+        self.batch_size = int(batch_size)
+        self.shuffle = shuffle
+        self.data_size = len(dataset)
+        self.max_iter = math.ceil(self.data_size / self.batch_size)
+        self.reset()
+
+    def reset(self) -> None:
+        """Start a new pass (with a new order when shuffling)."""
+        self.iteration = 0
+        if self.shuffle:
+            self.index = np.random.permutation(self.data_size)
+        else:
+            self.index = np.arange(self.data_size)
+
+    def __len__(self) -> int:
+        return self.max_iter
+
+    def __iter__(self) -> DataLoader:
+        return self
+
+    def __next__(self) -> tuple[NDArray, NDArray]:
+        if self.iteration >= self.max_iter:
+            self.reset()
+            raise StopIteration
+        i, size = self.iteration, self.batch_size
+        batch_index = self.index[i * size : (i + 1) * size]
+        self.iteration += 1
+        return self._gather(batch_index)
+
+    def next(self) -> tuple[NDArray, NDArray]:
+        return self.__next__()
+
+    def _gather(self, batch_index: NDArray) -> tuple[NDArray, NDArray]:
+        ds = self.dataset
+        plain = (
+            type(ds).__getitem__ is Dataset.__getitem__
+            and ds.transform is None
+            and ds.target_transform is None
+            and isinstance(ds.data, np.ndarray)
+            and isinstance(ds.label, np.ndarray)
+        )
+        if plain:  # no transforms: index the arrays at once (same result as the loop below)
+            return ds.data[batch_index], ds.label[batch_index]
+        batch = [ds[int(j)] for j in batch_index]
+        x = np.array([example[0] for example in batch])
+        t = np.array([example[1] for example in batch])
+        return x, t

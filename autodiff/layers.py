@@ -1,0 +1,251 @@
+"""Layers: containers of Parameters, named as in DeZero's ``dezero/layers.py``.
+
+A :class:`Layer` registers every :class:`~autodiff.core.Parameter` and sub-``Layer`` assigned
+to it as an attribute, in assignment order, so :meth:`Layer.params` always yields the same
+parameters in the same order (DeZero keeps them in a set, whose order changes between runs).
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+from numpy.typing import DTypeLike
+
+import autodiff.functions as F
+from autodiff.core import Parameter, Variable
+
+__all__ = ["Layer", "Linear"]
+
+# Bumped whenever any Layer gains or loses a Parameter or sub-Layer: params() caches its
+# answer per layer and rebuilds it only when this has changed (in practice, never while training).
+_structure_version = 0
+
+
+class Layer:
+    """Base class of layers and models: holds Parameters and sub-Layers by attribute name.
+
+    Subclasses implement :meth:`forward`; calling the layer runs it. ``name`` is the attribute
+    name under which a parent layer holds this one (used in error messages), or None.
+    """
+
+    def __init__(self) -> None:
+        # Attribute names of registered Parameters and Layers, in assignment order.
+        object.__setattr__(self, "_params", {})
+        object.__setattr__(self, "name", None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        global _structure_version
+        registered = self.__dict__.get("_params")
+        if registered is None:
+            raise RuntimeError(
+                f"{type(self).__name__}: call super().__init__() in __init__ before assigning "
+                f"attributes (assigning {name!r})"
+            )
+        if isinstance(value, Parameter | Layer):
+            registered[name] = None
+            _structure_version += 1
+            if isinstance(value, Layer) and value.name is None:
+                object.__setattr__(value, "name", name)
+        elif name in registered:
+            del registered[name]
+            _structure_version += 1
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        global _structure_version
+        if name in self._params:
+            del self._params[name]
+            _structure_version += 1
+        object.__delattr__(self, name)
+
+    def __call__(self, *inputs: Any) -> Any:
+        outputs = self.forward(*inputs)
+        if not isinstance(outputs, tuple):
+            outputs = (outputs,)
+        # Weak references only: a layer must not keep the last graph alive.
+        object.__setattr__(self, "inputs", [_weak(x) for x in inputs])
+        object.__setattr__(self, "outputs", [_weak(y) for y in outputs])
+        return outputs if len(outputs) > 1 else outputs[0]
+
+    def forward(self, *inputs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__}.forward is not implemented")
+
+    # --- parameters ----------------------------------------------------------
+    def params(self) -> Iterator[Parameter]:
+        """Iterate over every Parameter of this layer and its sub-layers, each once, in the
+        order they were assigned."""
+        cache = self.__dict__.get("_params_cache")
+        if cache is None or cache[0] != _structure_version:
+            seen: set[int] = set()
+            found = []
+            for param in self._iter_params():
+                if id(param) not in seen:
+                    seen.add(id(param))
+                    found.append(param)
+            cache = (_structure_version, tuple(found))
+            object.__setattr__(self, "_params_cache", cache)
+        return iter(cache[1])
+
+    def _iter_params(self) -> Iterator[Parameter]:
+        d = self.__dict__
+        for name in self._params:
+            obj = d[name]
+            if isinstance(obj, Layer):
+                yield from obj._iter_params()
+            else:
+                yield obj
+
+    def parameters(self) -> list[Parameter]:
+        """The parameters as a list (micrograd's name for :meth:`params`)."""
+        return list(self.params())
+
+    def cleargrads(self) -> None:
+        """Set every parameter's gradient to None, before the next ``backward()``."""
+        for param in self.params():
+            param.grad = None
+
+    def zero_grad(self) -> None:
+        """micrograd's and PyTorch's name for :meth:`cleargrads`."""
+        self.cleargrads()
+
+    def named_params(self) -> dict[str, Parameter]:
+        """Parameters keyed by their path of attribute names (``'l0/W'``), as saved to ``.npz``.
+
+        A parameter shared by two attributes appears once, under its first path.
+        """
+        out: dict[str, Parameter] = {}
+        seen: set[int] = set()
+        for key, param in self._iter_named(""):
+            if id(param) not in seen:
+                seen.add(id(param))
+                out[key] = param
+        return out
+
+    def _iter_named(self, prefix: str) -> Iterator[tuple[str, Parameter]]:
+        d = self.__dict__
+        for name in self._params:
+            obj = d[name]
+            key = f"{prefix}/{name}" if prefix else name
+            if isinstance(obj, Layer):
+                yield from obj._iter_named(key)
+            else:
+                yield key, obj
+
+    # --- weights on disk -----------------------------------------------------
+    def save_weights(self, path: str | os.PathLike) -> None:
+        """Save every parameter's array to a compressed ``.npz`` file, keyed like ``'l0/W'``."""
+        arrays = {}
+        for key, param in self.named_params().items():
+            if param.data is None:
+                raise ValueError(
+                    f"save_weights: parameter {key!r} of {type(self).__name__} is not "
+                    "initialised yet (its layer has not seen an input); run one forward pass "
+                    "or give the layer its in_size before saving"
+                )
+            arrays[key] = param.data
+        try:
+            np.savez_compressed(path, **arrays)
+        except BaseException:
+            for candidate in (os.fspath(path), os.fspath(path) + ".npz"):
+                if os.path.exists(candidate):
+                    os.remove(candidate)
+            raise
+
+    def load_weights(self, path: str | os.PathLike) -> None:
+        """Load arrays saved by :meth:`save_weights`; every parameter must be in the file with
+        its current shape (a lazily initialised one takes the saved shape)."""
+        path = os.fspath(path)
+        if not os.path.exists(path) and os.path.exists(path + ".npz"):
+            path += ".npz"
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"load_weights: no weights file at {path!r}")
+        params = self.named_params()
+        with np.load(path) as npz:
+            saved = {key: npz[key] for key in npz.files}
+        unexpected = [key for key in saved if key not in params]
+        if unexpected:
+            raise ValueError(
+                f"load_weights: {path!r} holds parameters {unexpected} that "
+                f"{type(self).__name__} does not have (it has {list(params)})"
+            )
+        for key, param in params.items():
+            if key not in saved:
+                raise ValueError(
+                    f"load_weights: parameter {key!r} is missing from {path!r} "
+                    f"(the file has {list(saved)})"
+                )
+            if param.data is not None and param.data.shape != saved[key].shape:
+                raise ValueError(
+                    f"load_weights: parameter {key!r} has shape {param.data.shape} but "
+                    f"{path!r} holds shape {saved[key].shape}"
+                )
+        for key, param in params.items():
+            param.data = saved[key]
+
+    def _label(self) -> str:
+        kind = type(self).__name__
+        return f"{kind} layer {self.name!r}" if self.name else f"{kind} layer"
+
+
+def _weak(x: Any) -> Any:
+    try:
+        return weakref.ref(x)
+    except TypeError:  # a Python number: nothing to free
+        return lambda: x
+
+
+class Linear(Layer):
+    """``y = x @ W + b``: a fully connected layer.
+
+    ``W`` has shape ``(in_size, out_size)`` and starts as ``randn * sqrt(1 / in_size)``,
+    ``b`` starts at zeros (as in DeZero, so seeded runs give the book's numbers). With
+    ``in_size=None`` the weight is created on the first call, from the input's width.
+    """
+
+    def __init__(
+        self,
+        out_size: int,
+        nobias: bool = False,
+        dtype: DTypeLike = np.float32,
+        in_size: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.in_size = in_size
+        self.out_size = out_size
+        self.dtype = dtype
+        self.W = Parameter(None, name="W")
+        if in_size is not None:
+            self._init_W()
+        self.b = None if nobias else Parameter(np.zeros(out_size, dtype=dtype), name="b")
+
+    def _init_W(self) -> None:
+        in_size, dtype = self.in_size, self.dtype
+        # The scale is cast to dtype first, as numpy 1 did implicitly when the book printed
+        # its numbers; numpy 2 would otherwise promote W to float64.
+        scale = np.asarray(np.sqrt(1 / in_size), dtype=dtype)
+        self.W.data = np.random.randn(in_size, self.out_size).astype(dtype) * scale
+
+    def forward(self, x: Any) -> Variable:
+        shape = getattr(x, "shape", None)
+        if shape is None or len(shape) != 2:
+            expected = "(N, in_size)" if self.W.data is None else f"(N, {self.W.data.shape[0]})"
+            raise ValueError(
+                f"{self._label()}: expected an input of shape {expected}, got "
+                f"{'a ' + type(x).__name__ if shape is None else shape}; reshape a single "
+                "sample to (1, in_size)"
+            )
+        W = self.W.data
+        if W is None:
+            self.in_size = shape[1]
+            self._init_W()
+        elif shape[1] != W.shape[0]:
+            raise ValueError(
+                f"{self._label()}: expected an input of shape (N, {W.shape[0]}), got {shape}; "
+                f"the layer's weight was created for inputs of width {W.shape[0]} "
+                f"(W is {W.shape}); use a new Linear layer for inputs of width {shape[1]}"
+            )
+        return F.linear(x, self.W, self.b)
