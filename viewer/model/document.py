@@ -1,0 +1,575 @@
+"""The Document: what the main window shows, as one observable object.
+
+It holds the editor's text, the leaf values, the current trace with its layout and scene, the
+playback cursor (with the selection) and the last script run. Every way of getting a graph
+ends in :meth:`Document.load_trace`; nothing is replaced until the new graph is complete, so an
+error (a bad expression, a broken trace file, a failing script) leaves the previous graph on
+screen and is reported through ``error_raised``.
+
+Signals (synchronous, on the caller's thread):
+
+* ``graph_loaded(document)``: a new trace, layout and scene are in place (re-read them).
+* ``error_raised(error)``: an ExpressionError (with line/col), TraceFormatError, OSError or
+  ScriptError. The previous graph stays.
+* ``status_changed(text)``: one line for the status bar.
+* ``selection_changed(node_id | None)``: the playback state's signal, re-exported.
+* ``leaves_changed(rows)``: the variables table changed (list of :class:`LeafRow`).
+* ``layout_started(n_nodes)``: a big graph went to :attr:`Document.layout_runner`.
+* ``script_started(run)`` / ``script_finished(result)``: a script run began / ended.
+* ``overlays_changed()``: leak flags or gradient-check colours changed on the scene.
+* ``leaks_found(report)``: the leak audit after a release ran (report may list nothing).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from autodiff import trace as trace_module
+from viewer.model import examples as examples_module
+from viewer.model.expression import (
+    Evaluation,
+    ExpressionError,
+    Program,
+    format_value,
+    parse,
+    parse_value,
+)
+from viewer.model.inspector import NodeInfo, inspect
+from viewer.model.playback import PlaybackState
+from viewer.model.scene import Frame, GraphLayout, Scene, compute_layout
+from viewer.model.script_runner import ScriptResult, ScriptRun
+from viewer.model.signals import Signal
+
+__all__ = [
+    "EXPRESSION_SUFFIXES",
+    "SCRIPT_SUFFIXES",
+    "TRACE_SUFFIXES",
+    "Document",
+    "LeafRow",
+    "ScriptError",
+    "compute_layout",
+]
+
+EXPRESSION_SUFFIXES = (".expr", ".txt")
+TRACE_SUFFIXES = (".json",)
+SCRIPT_SUFFIXES = (".py",)
+DEFAULT_EXPRESSION = "x = 0.5\ny = square(exp(square(x)))\n"
+SYNC_LAYOUT_LIMIT = 3000  # nodes; bigger graphs go to layout_runner when one is set
+MAX_TRACE_BYTES = 200_000_000
+
+
+class ScriptError(Exception):
+    """A script failed; ``traceback`` is its traceback text, ``result`` the ScriptResult."""
+
+    def __init__(self, message: str, result: ScriptResult) -> None:
+        super().__init__(message)
+        self.message = message
+        self.result = result
+        self.traceback = result.error or ""
+
+
+@dataclass(frozen=True)
+class LeafRow:
+    """A row of the variables table."""
+
+    name: str
+    value: NDArray[np.float64]
+    text: str  # the value as the user may type it back ("0.5", "[1, 2]")
+    shape: tuple[int, ...]
+    default: bool  # the program's default (not edited by the user)
+
+
+@dataclass
+class _Pending:
+    trace: Any
+    title: str
+    kind: str
+    path: Path | None
+    evaluation: Evaluation | None
+    program: Program | None
+    keep_step: bool
+
+
+class Document:
+    """Source text, leaf values, trace, layout, scene, playback and selection of one window."""
+
+    def __init__(self, palette: str = "light", max_array_size: int = 4096) -> None:
+        self.graph_loaded = Signal("graph_loaded")
+        self.error_raised = Signal("error_raised")
+        self.status_changed = Signal("status_changed")
+        self.leaves_changed = Signal("leaves_changed")
+        self.layout_started = Signal("layout_started")
+        self.script_started = Signal("script_started")
+        self.script_finished = Signal("script_finished")
+        self.overlays_changed = Signal("overlays_changed")
+        self.leaks_found = Signal("leaks_found")
+        self.playback = PlaybackState()
+        self.selection_changed = self.playback.selection_changed
+
+        self.palette = palette
+        self.max_array_size = max_array_size
+        self.retain_grad = False
+        self.source = ""  # the editor's text, kept even when it does not parse
+        self.leaf_values: dict[str, NDArray[np.float64]] = {}  # values the user edited
+        self.title = ""
+        self.kind = ""  # 'expression' | 'trace' | 'script' | ''
+        self.path: Path | None = None
+        self.program: Program | None = None
+        self.evaluation: Evaluation | None = None
+        self.trace: Any = None
+        self.layout: GraphLayout | None = None
+        self.scene: Scene | None = None
+        self.last_error: BaseException | None = None
+        self.leak_report: Any = None
+        self.script_run: ScriptRun | None = None  # the run in progress, if any
+        self.script_result: ScriptResult | None = None
+        # Set by the Qt side to lay out big graphs off the GUI thread: called with the trace,
+        # it must later call apply_layout(trace, layout) or layout_failed(trace, error) on the
+        # GUI thread. None: lay out synchronously.
+        self.layout_runner: Callable[[Any], None] | None = None
+        self.sync_layout_limit = SYNC_LAYOUT_LIMIT
+        self._pending: _Pending | None = None
+
+    # ------------------------------------------------------------------ state
+    @property
+    def has_graph(self) -> bool:
+        return self.scene is not None
+
+    @property
+    def selection(self) -> int | None:
+        return self.playback.selection
+
+    @property
+    def layout_pending(self) -> bool:
+        return self._pending is not None
+
+    def frame(self) -> Frame | None:
+        """The scene's arrays at the current step (None without a graph)."""
+        if self.scene is None:
+            return None
+        return self.scene.frame(self.playback.index)
+
+    def inspect(self, node_id: int | None = None) -> NodeInfo | None:
+        """The inspector's data for ``node_id`` (default: the selection) at the current step."""
+        node_id = self.selection if node_id is None else node_id
+        if node_id is None or self.trace is None:
+            return None
+        return inspect(self.trace, node_id, self.playback.index)
+
+    def select(self, node_id: int | None) -> None:
+        """Select a node by trace node id (None clears)."""
+        if node_id is not None and self.scene is not None and self.scene.index_of(node_id) < 0:
+            node_id = None
+        self.playback.select(node_id)
+
+    def select_index(self, index: int) -> None:
+        """Select by the scene's node index, as the view's hit test returns it (-1 clears)."""
+        self.select(self.scene.node_id(index) if self.scene is not None and index >= 0 else None)
+
+    def set_palette(self, name: str) -> None:
+        self.palette = name
+        if self.scene is not None:
+            self.scene.set_palette(name)
+
+    # ------------------------------------------------------------------ expressions
+    def leaf_rows(self) -> list[LeafRow]:
+        """The variables table: each leaf of the current program with its value."""
+        program = self.program
+        if program is None:
+            return []
+        rows = []
+        for name in program.leaves:
+            edited = name in self.leaf_values
+            value = self.leaf_values[name] if edited else program.defaults[name]
+            rows.append(LeafRow(name, value, _value_text(value), value.shape, not edited))
+        return rows
+
+    def run_expression(self, text: str | None = None) -> bool:
+        """Parse and evaluate ``text`` (default: :attr:`source`) and show its graph.
+
+        On an error the previous graph stays, ``error_raised`` carries the ExpressionError
+        (line and column for the editor) and False is returned.
+        """
+        if text is not None:
+            self.source = text
+        if self.script_run is not None and self.script_run.running:
+            return self._fail(
+                ExpressionError("a script is running; wait for it or cancel it first")
+            )
+        try:
+            program = parse(self.source)
+            values = {k: v for k, v in self.leaf_values.items() if k in program.leaves}
+            evaluation = program.run(
+                values, retain_grad=self.retain_grad, max_array_size=self.max_array_size
+            )
+        except ExpressionError as e:
+            return self._fail(e)
+        title = self.path.name if self.path is not None and self.kind == "expression" else ""
+        self._load(
+            _Pending(
+                evaluation.trace,
+                title or "expression",
+                "expression",
+                self.path if self.kind == "expression" else None,
+                evaluation,
+                program,
+                keep_step=False,
+            )
+        )
+        if evaluation.nonfinite is not None:
+            w = evaluation.nonfinite
+            self.status_changed.emit(f"Line {w.line}: {w.message}")
+        return True
+
+    def set_leaf_value(self, name: str, value: Any) -> bool:
+        """Set a leaf's value (a number, an array, or text like ``"[1, 2]"``) and re-run the
+        current program, keeping the playback position. False (and ``error_raised``) when the
+        value does not parse or the run fails; nothing changes then."""
+        if self.program is None or name not in self.program.leaves:
+            return self._fail(ExpressionError(f"{name} is not a variable of the expression"))
+        try:
+            array = parse_value(value)
+        except ExpressionError as e:
+            return self._fail(ExpressionError(f"value of {name}: {e.message}", e.line, e.col))
+        previous = self.leaf_values.get(name)
+        self.leaf_values[name] = array
+        if not self._rerun(keep_step=True):
+            if previous is None:
+                self.leaf_values.pop(name, None)
+            else:
+                self.leaf_values[name] = previous
+            return False
+        return True
+
+    def reset_leaf_values(self) -> bool:
+        """Back to the program's defaults and re-run."""
+        self.leaf_values.clear()
+        return self._rerun(keep_step=True)
+
+    def _rerun(self, keep_step: bool) -> bool:
+        program = self.program
+        if program is None:
+            return False
+        try:
+            values = {k: v for k, v in self.leaf_values.items() if k in program.leaves}
+            evaluation = program.run(
+                values, retain_grad=self.retain_grad, max_array_size=self.max_array_size
+            )
+        except ExpressionError as e:
+            return self._fail(e)
+        self._load(
+            _Pending(
+                evaluation.trace,
+                self.title,
+                "expression",
+                self.path,
+                evaluation,
+                program,
+                keep_step,
+            )
+        )
+        return True
+
+    # ------------------------------------------------------------------ files
+    def load_path(self, path: str | os.PathLike[str]) -> bool | ScriptRun:
+        """Open a file by its suffix: an expression (``.expr``, ``.txt``) runs at once, a saved
+        trace (``.json``) loads; a script (``.py``) is *not* run: a prepared
+        :class:`ScriptRun` is returned for the UI to confirm and start (see
+        :meth:`prepare_script`). Returns False on error (``error_raised`` was emitted)."""
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix in SCRIPT_SUFFIXES:
+            if not path.is_file():
+                return self._fail(FileNotFoundError(f"no such script: {path}"))
+            return self.prepare_script(path)
+        if suffix in TRACE_SUFFIXES:
+            return self._load_trace_file(path)
+        if suffix in EXPRESSION_SUFFIXES:
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                return self._fail(e)
+            return self.load_expression(text, path=path)
+        known = ", ".join(EXPRESSION_SUFFIXES + TRACE_SUFFIXES + SCRIPT_SUFFIXES)
+        return self._fail(ValueError(f"cannot open {path.name}: unknown file type (use {known})"))
+
+    def load_expression(self, text: str, path: Path | None = None, title: str = "") -> bool:
+        """Replace the editor's text with ``text`` (from a file or an example) and run it;
+        edited leaf values are forgotten."""
+        old = (self.source, self.path, self.kind, dict(self.leaf_values))
+        self.source = text
+        self.leaf_values = {}
+        self.path = path
+        self.kind = "expression"
+        if self.run_expression():
+            if title or path is not None:
+                self.title = title or path.name  # type: ignore[union-attr]
+            return True
+        # keep the text (the user sees the error in it) but not a half-switched document
+        self.path, self.kind, self.leaf_values = old[1], old[2], old[3]
+        return False
+
+    def load_example(self, key: str) -> bool | ScriptRun:
+        """Open a bundled example by name or stem (see :mod:`viewer.model.examples`)."""
+        try:
+            example = examples_module.find_example(key)
+        except ValueError as e:
+            return self._fail(e)
+        if example.kind == "script":
+            return self.prepare_script(example.path)
+        return self.load_expression(example.read(), path=example.path, title=example.title)
+
+    def _load_trace_file(self, path: Path) -> bool:
+        try:
+            t = trace_module.load(path, max_bytes=MAX_TRACE_BYTES)
+        except Exception as e:  # TraceFormatError, OSError, or a bug: the old graph stays
+            return self._fail(e)
+        self.load_trace(t, path.name, path=path)
+        if not any(s.phase == "backward" for s in t.steps):
+            self.status_changed.emit(
+                f"{path.name} has no backward steps: only the forward pass can be played"
+            )
+        return True
+
+    def load_trace(
+        self,
+        trace: Any,
+        title: str = "trace",
+        layout: GraphLayout | None = None,
+        path: Path | None = None,
+    ) -> None:
+        """Show ``trace`` (an autodiff Trace or a TraceView) with ``layout`` (computed when
+        None: synchronously, or through :attr:`layout_runner` for a big graph)."""
+        pending = _Pending(trace, title, "trace", path, None, None, keep_step=False)
+        self._load(pending, layout)
+
+    def save_trace(self, path: str | os.PathLike[str]) -> bool:
+        """Save the current trace as JSON (loadable by :meth:`load_path`)."""
+        if self.trace is None or not hasattr(self.trace, "to_json"):
+            return self._fail(ValueError("there is no trace to save"))
+        try:
+            self.trace.to_json(path)
+        except (OSError, ValueError, TypeError) as e:
+            return self._fail(e)
+        self.status_changed.emit(f"Saved the trace to {Path(path).name}")
+        return True
+
+    # ------------------------------------------------------------------ layout
+    def _load(self, pending: _Pending, layout: GraphLayout | None = None) -> None:
+        self._pending = pending
+        if layout is not None:
+            self.apply_layout(pending.trace, layout)
+            return
+        n = pending.trace.graph.number_of_nodes()
+        if self.layout_runner is not None and n > self.sync_layout_limit:
+            self.status_changed.emit(f"Laying out {n} nodes…")
+            self.layout_started.emit(n)
+            self.layout_runner(pending.trace)
+            return
+        try:
+            layout = compute_layout(pending.trace)
+        except Exception as e:  # a layout bug must not take the document down
+            self.layout_failed(pending.trace, e)
+            return
+        self.apply_layout(pending.trace, layout)
+
+    def apply_layout(self, trace: Any, layout: GraphLayout) -> bool:
+        """Install ``layout`` for the pending ``trace`` and show it. A layout for a trace that
+        is no longer pending (the user loaded something else meanwhile) is ignored."""
+        pending = self._pending
+        if pending is None or pending.trace is not trace:
+            return False
+        try:
+            scene = Scene(trace, layout, self.palette)
+        except Exception as e:
+            self.layout_failed(trace, e)
+            return False
+        self._pending = None
+        old_step = self.playback.index
+        old_evaluation = self.evaluation
+        self.trace = trace
+        self.layout = layout
+        self.scene = scene
+        self.title = pending.title
+        self.kind = pending.kind
+        self.path = pending.path
+        self.evaluation = pending.evaluation
+        self.program = pending.program if pending.kind == "expression" else None
+        self.leak_report = None
+        if pending.kind != "expression":
+            self.leaf_values = {}
+        if old_evaluation is not None and old_evaluation is not pending.evaluation:
+            old_evaluation.release()
+        n_steps = len(trace.steps)
+        start = min(old_step, n_steps - 1) if pending.keep_step else -1
+        self.playback.set_steps(trace.steps, start)
+        self.leaves_changed.emit(self.leaf_rows())
+        self.graph_loaded.emit(self)
+        self.status_changed.emit(self._loaded_message())
+        return True
+
+    def layout_failed(self, trace: Any, error: BaseException) -> None:
+        """The layout of the pending ``trace`` failed or was cancelled: keep the old graph."""
+        if self._pending is not None and self._pending.trace is trace:
+            self._pending = None
+        self._fail(error)
+
+    def cancel_layout(self) -> None:
+        """Forget the pending graph (its layout result will be ignored)."""
+        if self._pending is not None:
+            self._pending = None
+            self.status_changed.emit("Layout cancelled; the previous graph stays")
+
+    def _loaded_message(self) -> str:
+        t = self.trace
+        n_vars, n_funcs = len(t.variables), len(t.functions)
+        n_steps = len(t.steps)
+        what = f"{self.title}: {n_vars} variables, {n_funcs} functions, {n_steps} steps"
+        if self.kind == "expression" and self.evaluation is not None:
+            output = self.evaluation.output
+            if output is not None:
+                what += f"; result {format_value(output)}"
+        if n_steps == 0:
+            what += " (nothing to animate: no function was applied)"
+        return what
+
+    # ------------------------------------------------------------------ scripts
+    def prepare_script(
+        self, path: str | os.PathLike[str], argv: list[str] | None = None
+    ) -> ScriptRun:
+        """A ScriptRun for ``path``, registered as the document's run. The UI confirms, then
+        starts it (``run.start()`` or ``run.run()`` in a worker) and, on the GUI thread, passes
+        ``run.result`` to :meth:`apply_script_result`."""
+        run = ScriptRun(path, argv, max_array_size=self.max_array_size)
+        self.script_run = run
+        run.finished.connect(self._script_ran)
+        self.script_started.emit(run)
+        self.status_changed.emit(f"Ready to run {run.path.name}")
+        return run
+
+    def run_script(self, path: str | os.PathLike[str], argv: list[str] | None = None) -> bool:
+        """Run a script on this thread and show its graphs (the synchronous path)."""
+        run = self.prepare_script(path, argv)
+        return self.apply_script_result(run.run())
+
+    def _script_ran(self, result: ScriptResult) -> None:
+        # Emitted on the script's thread: only bookkeeping here, no view work.
+        if self.script_run is not None and self.script_run.result is result:
+            self.script_run = None
+
+    def cancel_script(self) -> None:
+        if self.script_run is not None:
+            self.script_run.cancel()
+            self.status_changed.emit(f"Cancelling {self.script_run.path.name}…")
+
+    def apply_script_result(self, result: ScriptResult) -> bool:
+        """Show what a finished script built (call on the GUI thread). Loads its last graph;
+        the others are in ``script_result.graphs`` (see :meth:`show_script_graph`)."""
+        if self.script_run is not None and self.script_run.result is result:
+            self.script_run = None
+        self.script_result = result
+        self.script_finished.emit(result)
+        if result.cancelled:
+            self.status_changed.emit(result.summary)
+            return False
+        if not result.ok:
+            self._fail(ScriptError(result.summary, result))
+            return False
+        if not result.graphs:
+            return self._fail(
+                ValueError(
+                    f"{result.path.name} ran but built no graph: it must call autodiff "
+                    "functions (and ideally backward) on Variables"
+                )
+            )
+        self.show_script_graph(len(result.graphs) - 1)
+        if result.leak_report is not None:
+            self._flag_leaks(result.leak_report)
+        if result.graphs[0].backward_pass < 0:
+            self.status_changed.emit(
+                f"{result.path.name} never called backward: showing the forward graph of its "
+                "last outputs. Call loss.backward() to see gradients"
+            )
+        return True
+
+    def show_script_graph(self, index: int) -> bool:
+        """Show graph ``index`` of the last script result."""
+        result = self.script_result
+        if result is None or not 0 <= index < len(result.graphs):
+            return self._fail(ValueError(f"no script graph number {index}"))
+        graph = result.graphs[index]
+        view = graph.view(result.trace)
+        self._load(
+            _Pending(
+                view,
+                f"{result.path.name}: {graph.title}",
+                "script",
+                result.path,
+                None,
+                None,
+                keep_step=False,
+            )
+        )
+        return True
+
+    # ------------------------------------------------------------------ leaks
+    def release_graph(self) -> Any:
+        """Drop the document's references to the engine objects of a typed expression and
+        run the leak audit: survivors get a 'leak' overlay. Returns the report (or None)."""
+        if self.evaluation is not None:
+            self.evaluation.release()
+        if self.trace is None or not hasattr(self.trace, "audit"):
+            return None
+        try:
+            report = self.trace.audit()
+        except Exception as e:  # the audit is a debugging aid; never fatal
+            self._fail(e)
+            return None
+        self._flag_leaks(report)
+        return report
+
+    def _flag_leaks(self, report: Any) -> None:
+        self.leak_report = report
+        if self.scene is not None:
+            ids, tips = [], []
+            for survivor in getattr(report, "survivors", ()) or ():
+                nid = _survivor_node(survivor)
+                if nid is not None:
+                    ids.append(nid)
+                    tips.append(str(getattr(survivor, "reason", "")))
+            self.scene.flag_nodes(ids, "leak", "leak", tips)
+            self.overlays_changed.emit()
+        self.leaks_found.emit(report)
+
+    # ------------------------------------------------------------------ errors
+    def _fail(self, error: BaseException) -> bool:
+        self.last_error = error
+        self.error_raised.emit(error)
+        message = error.message if isinstance(error, ExpressionError | ScriptError) else str(error)
+        if isinstance(error, ExpressionError):
+            message = f"line {error.line}, column {error.col}: {message}"
+        self.status_changed.emit(f"Error: {message}")
+        return False
+
+
+def _survivor_node(survivor: Any) -> int | None:
+    for attr in ("node", "node_id", "nid"):
+        value = getattr(survivor, attr, None)
+        if isinstance(value, int | np.integer):
+            return int(value)
+    return None
+
+
+def _value_text(value: NDArray[np.float64]) -> str:
+    if value.ndim == 0:
+        return repr(float(value))
+    if value.size <= 64:
+        return repr(value.tolist())
+    return f"array of shape {value.shape}"

@@ -1,0 +1,212 @@
+"""The inspector's data: everything about one node at one playback step, as plain values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from autodiff.trace import NodeState
+
+__all__ = ["FULL_ARRAY_LIMIT", "ArrayInfo", "NodeInfo", "NodeRef", "describe_array", "inspect"]
+
+FULL_ARRAY_LIMIT = 64  # arrays up to this many elements are shown in full
+HISTOGRAM_BINS = 20
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    """A neighbour in the graph: its id and a label ("x", "Square")."""
+
+    node_id: int
+    label: str
+    slot: int  # argument slot (consumers) or output index (creator)
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """A value or a gradient for display.
+
+    ``text`` is the full array (numpy's formatting) when it has at most FULL_ARRAY_LIMIT
+    elements and the trace kept a copy; otherwise ``text`` is the summary and ``histogram`` /
+    ``bin_edges`` describe the distribution (when the trace kept the array).
+    """
+
+    shape: tuple[int, ...]
+    dtype: str
+    text: str
+    summary: str
+    full: bool
+    min: float
+    max: float
+    mean: float
+    norm: float
+    nan: int
+    inf: int
+    histogram: NDArray[np.int64] | None = None
+    bin_edges: NDArray[np.float64] | None = None
+    array: NDArray[Any] | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    node_id: int
+    kind: str  # 'variable' | 'function'
+    name: str | None
+    op: str | None
+    shape: tuple[int, ...] | None
+    dtype: str | None
+    generation: int
+    constant: bool
+    state: NodeState
+    step: int
+    value: ArrayInfo | None
+    grad: ArrayInfo | None
+    creator: NodeRef | None  # the Function that made a variable
+    consumers: tuple[NodeRef, ...]  # Functions that take a variable (one per argument slot)
+    inputs: tuple[NodeRef, ...]  # a Function's inputs, per slot
+    outputs: tuple[NodeRef, ...]  # a Function's outputs
+    grad_of: int | None = None  # for a gradient made under create_graph: whose gradient
+    live: bool = False  # the engine object still exists
+
+    @property
+    def title(self) -> str:
+        if self.kind == "function":
+            return f"{self.op} (function #{self.node_id})"
+        return f"{self.name or 'variable'} (variable #{self.node_id})"
+
+    def as_rows(self) -> list[tuple[str, str]]:
+        """(field, text) rows for a two-column table."""
+        rows = [("kind", self.kind)]
+        if self.kind == "function":
+            rows.append(("op", str(self.op)))
+        else:
+            rows.append(("name", self.name or "—"))
+            rows.append(("shape", str(self.shape)))
+            rows.append(("dtype", str(self.dtype)))
+        rows.append(("generation", str(self.generation)))
+        rows.append(("state", self.state.value.replace("_", " ")))
+        if self.value is not None:
+            rows.append(("value", self.value.text))
+        if self.grad is not None:
+            rows.append(("grad", self.grad.text))
+        if self.creator is not None:
+            rows.append(("creator", self.creator.label))
+        if self.consumers:
+            rows.append(("consumers", ", ".join(c.label for c in self.consumers)))
+        if self.inputs:
+            rows.append(("inputs", ", ".join(c.label for c in self.inputs)))
+        if self.outputs:
+            rows.append(("outputs", ", ".join(c.label for c in self.outputs)))
+        if self.grad_of is not None:
+            rows.append(("gradient of", f"#{self.grad_of}"))
+        return rows
+
+
+def inspect(trace: Any, node_id: int, step_index: int) -> NodeInfo:
+    """Describe ``node_id`` after ``trace.steps[0..step_index]`` (-1: before any step)."""
+    attrs = trace.node(node_id)
+    graph = trace.graph
+    kind = attrs["kind"]
+    creator = None
+    consumers: list[NodeRef] = []
+    inputs: list[NodeRef] = []
+    outputs: list[NodeRef] = []
+    if kind == "variable":
+        for u, _, data in graph.in_edges(node_id, data=True):
+            creator = NodeRef(int(u), _label(graph, u), int(data.get("slot", 0)))
+        for _, v, data in graph.out_edges(node_id, data=True):
+            consumers.append(NodeRef(int(v), _label(graph, v), int(data.get("slot", 0))))
+        consumers.sort(key=lambda r: (r.node_id, r.slot))
+    else:
+        for u, _, data in graph.in_edges(node_id, data=True):
+            inputs.append(NodeRef(int(u), _label(graph, u), int(data.get("slot", 0))))
+        for _, v, data in graph.out_edges(node_id, data=True):
+            outputs.append(NodeRef(int(v), _label(graph, v), int(data.get("slot", 0))))
+        inputs.sort(key=lambda r: r.slot)
+        outputs.sort(key=lambda r: r.slot)
+    value = grad = None
+    if kind == "variable":
+        value = describe_array(trace.value_at(node_id, step_index))
+        grad = describe_array(trace.grad_at(node_id, step_index))
+    return NodeInfo(
+        node_id=int(node_id),
+        kind=kind,
+        name=attrs.get("name"),
+        op=attrs.get("op"),
+        shape=attrs.get("shape"),
+        dtype=attrs.get("dtype"),
+        generation=int(attrs.get("generation", 0)),
+        constant=bool(attrs.get("constant", False)),
+        state=trace.state_at(node_id, step_index),
+        step=int(step_index),
+        value=value,
+        grad=grad,
+        creator=creator,
+        consumers=tuple(consumers),
+        inputs=tuple(inputs),
+        outputs=tuple(outputs),
+        grad_of=attrs.get("grad_of"),
+        live=_is_live(trace, node_id),
+    )
+
+
+def _is_live(trace: Any, node_id: int) -> bool:
+    live = getattr(trace, "live", None)
+    if live is None:
+        return False
+    try:
+        return live(node_id) is not None
+    except (IndexError, KeyError):
+        return False
+
+
+def _label(graph: Any, node_id: int) -> str:
+    attrs = graph.nodes[node_id]
+    if attrs.get("kind") == "function":
+        return f"{attrs.get('op')} #{node_id}"
+    name = attrs.get("name")
+    return f"{name} #{node_id}" if name else f"variable #{node_id}"
+
+
+def describe_array(snapshot: Any) -> ArrayInfo | None:
+    """An :class:`ArrayInfo` for a trace Snapshot (None stays None)."""
+    if snapshot is None:
+        return None
+    array = snapshot.array
+    summary = (
+        f"shape {snapshot.shape}, min {snapshot.min:.4g}, max {snapshot.max:.4g}, "
+        f"mean {snapshot.mean:.4g}, norm {snapshot.norm:.4g}"
+    )
+    if snapshot.nan or snapshot.inf:
+        summary += f", {snapshot.nan} NaN, {snapshot.inf} Inf"
+    full = array is not None and array.size <= FULL_ARRAY_LIMIT
+    histogram = edges = None
+    if array is not None and not full and array.dtype.kind in "biuf":
+        finite = np.asarray(array, dtype=np.float64).reshape(-1)
+        finite = finite[np.isfinite(finite)]
+        if finite.size:
+            histogram, edges = np.histogram(finite, bins=HISTOGRAM_BINS)
+    if full:
+        with np.printoptions(precision=6, suppress=False, threshold=FULL_ARRAY_LIMIT + 1):
+            text = np.array2string(np.asarray(array), separator=", ")
+    else:
+        text = summary
+    return ArrayInfo(
+        shape=tuple(snapshot.shape),
+        dtype=str(snapshot.dtype),
+        text=text,
+        summary=summary,
+        full=full,
+        min=float(snapshot.min),
+        max=float(snapshot.max),
+        mean=float(snapshot.mean),
+        norm=float(snapshot.norm),
+        nan=int(snapshot.nan),
+        inf=int(snapshot.inf),
+        histogram=histogram,
+        bin_edges=edges,
+        array=array,
+    )

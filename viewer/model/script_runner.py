@@ -1,0 +1,367 @@
+"""Run a user's Python script with recording on, and collect the graphs it built.
+
+A script is the user's own program (unlike the expression language, which is checked against a
+whitelist): the UI says it will run it, then :class:`ScriptRun` runs it with
+:func:`runpy.run_path` as ``__main__``, in a fresh namespace, with its folder as the working
+directory and ``sys.argv = [path, *argv]``, while :func:`autodiff.trace.record` listens. Output
+is captured; an exception becomes traceback text in the result, never a crash of the app.
+
+It runs on the calling thread (:meth:`ScriptRun.run`) or on a thread of its own
+(:meth:`ScriptRun.start`). :meth:`ScriptRun.cancel` makes the next engine operation of the
+script raise :class:`ScriptCancelled`, and interrupts pure-Python code between bytecodes.
+
+Process-wide state is borrowed for the duration of the run and restored afterwards: the working
+directory, ``sys.argv`` and ``sys.path[0]``. Output is captured per thread: prints from other
+threads still reach the console. The engine's observer hook is global, so engine work done by
+other threads while a script runs would be recorded too; :class:`viewer.model.document.Document`
+refuses to evaluate expressions meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import io
+import os
+import runpy
+import sys
+import threading
+import time
+import traceback
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autodiff import core
+from autodiff import trace as trace_module
+from viewer.model.signals import Signal
+from viewer.model.subtrace import TraceView, view_for_root
+
+__all__ = ["ScriptCancelled", "ScriptGraph", "ScriptResult", "ScriptRun", "run_script"]
+
+_MAX_CAPTURE = 2_000_000  # characters of stdout/stderr kept (the rest is dropped)
+_LAST_ROOTS = 5
+
+
+class ScriptCancelled(BaseException):
+    """Raised inside a script when its run is cancelled (a BaseException, so a script's
+    ``except Exception`` does not swallow it)."""
+
+
+@dataclass(frozen=True)
+class ScriptGraph:
+    """One graph a script built: the graph behind ``root`` (a backward root, or a last
+    output when the script never called backward) and, for a backward root, its pass."""
+
+    title: str
+    root: int
+    backward_pass: int  # -1 when backward was never called on it
+
+    def view(self, trace: Any) -> TraceView:
+        """A trace restricted to this graph and its steps (what the viewer shows)."""
+        return view_for_root(trace, self.root, self.backward_pass)
+
+
+@dataclass
+class ScriptResult:
+    path: Path
+    ok: bool  # ran to the end (or sys.exit(0))
+    cancelled: bool
+    error: str | None  # the traceback text of an exception, else None
+    stdout: str
+    stderr: str
+    trace: Any  # autodiff.trace.Trace (None if recording could not start)
+    graphs: list[ScriptGraph] = field(default_factory=list)
+    leak_report: Any = None  # autodiff.leaks.LeakReport, after the namespace was dropped
+    leak_error: str | None = None  # why the audit could not run
+    duration: float = 0.0
+    exit_code: int | None = None
+
+    @property
+    def summary(self) -> str:
+        name = self.path.name
+        if self.cancelled:
+            return f"{name}: cancelled after {self.duration:.1f} s"
+        if not self.ok:
+            last = (self.error or "").strip().splitlines()
+            return f"{name} failed: {last[-1] if last else 'error'}"
+        n = len(self.graphs)
+        return f"{name} ran in {self.duration:.1f} s and built {n} graph{'s' if n != 1 else ''}"
+
+
+class _ThreadStream(io.TextIOBase):
+    """Stands in for sys.stdout/stderr: the script's thread writes to a buffer (and to the
+    ``output_written`` signal); every other thread writes to the original stream."""
+
+    def __init__(self, original: Any, owner: int, buffer: list[str], signal: Signal) -> None:
+        self._original = original
+        self._owner = owner
+        self._buffer = buffer
+        self._signal = signal
+        self._size = 0
+
+    def write(self, text: str) -> int:
+        if threading.get_ident() != self._owner:
+            return self._original.write(text) if self._original is not None else len(text)
+        if self._size < _MAX_CAPTURE:
+            self._buffer.append(text[: _MAX_CAPTURE - self._size])
+            self._size += len(text)
+        self._signal.emit(text)
+        return len(text)
+
+    def flush(self) -> None:
+        if threading.get_ident() != self._owner and self._original is not None:
+            self._original.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "utf-8"
+
+
+class _CancelObserver:
+    """Engine observer that raises ScriptCancelled in the script's thread once cancelled."""
+
+    def __init__(self, run: ScriptRun) -> None:
+        self._run = run
+
+    def _check(self) -> None:
+        if self._run._cancel_requested and threading.get_ident() == self._run._thread_id:
+            raise ScriptCancelled("the script was cancelled")
+
+    def on_forward(self, function: Any, inputs: Any, outputs: Any, recorded: bool) -> None:
+        self._check()
+
+    def on_backward_step(self, step: Any) -> None:
+        self._check()
+
+
+class ScriptRun:
+    """One run of one script. Signals ``output_written(text)`` and ``finished(result)`` are
+    emitted on the thread that runs the script: a Qt view must queue them to the GUI thread."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        argv: list[str] | None = None,
+        max_array_size: int = 4096,
+    ) -> None:
+        self.path = Path(path).resolve()
+        self.argv = list(argv or [])
+        self.max_array_size = max_array_size
+        self.output_written = Signal("output_written")
+        self.finished = Signal("finished")
+        self.result: ScriptResult | None = None
+        self._cancel_requested = False
+        self._thread: threading.Thread | None = None
+        self._thread_id: int | None = None
+        self._done = threading.Event()
+        self._started = False
+        self._in_script = False
+
+    @property
+    def running(self) -> bool:
+        return self._started and not self._done.is_set()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def start(self) -> threading.Thread:
+        """Run on a new daemon thread; returns it."""
+        if self._started:
+            raise RuntimeError("this ScriptRun was already started")
+        thread = threading.Thread(target=self.run, name=f"script {self.path.name}", daemon=True)
+        self._thread = thread
+        thread.start()
+        return thread
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the run finished; False on timeout."""
+        return self._done.wait(timeout)
+
+    def cancel(self) -> None:
+        """Ask the script to stop: its next engine operation raises ScriptCancelled, and a
+        script busy in plain Python is interrupted too (when it runs on its own thread)."""
+        self._cancel_requested = True
+        thread_id = self._thread_id
+        if self._in_script and thread_id is not None and thread_id != threading.get_ident():
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(thread_id), ctypes.py_object(ScriptCancelled)
+            )
+
+    def run(self) -> ScriptResult:
+        """Run the script on this thread and return the result (also in :attr:`result`)."""
+        if self._started and self._thread is None:
+            raise RuntimeError("this ScriptRun was already started")
+        self._started = True
+        self._thread_id = threading.get_ident()
+        out: list[str] = []
+        err: list[str] = []
+        began = time.perf_counter()
+        ok = False
+        cancelled = False
+        error: str | None = None
+        exit_code: int | None = None
+        trace = None
+        saved = (os.getcwd(), sys.argv, list(sys.path), sys.stdout, sys.stderr)
+        stdout = _ThreadStream(sys.stdout, self._thread_id, out, self.output_written)
+        stderr = _ThreadStream(sys.stderr, self._thread_id, err, self.output_written)
+        observer = _CancelObserver(self)
+        namespace: dict[str, Any] | None = None
+        try:
+            if not self.path.is_file():
+                raise FileNotFoundError(f"no such script: {self.path}")
+            sys.stdout, sys.stderr = stdout, stderr
+            sys.argv = [str(self.path), *self.argv]
+            sys.path.insert(0, str(self.path.parent))
+            os.chdir(self.path.parent)
+            core.add_observer(observer)
+            with trace_module.record(max_array_size=self.max_array_size) as trace:
+                if self._cancel_requested:
+                    raise ScriptCancelled("the script was cancelled")
+                self._in_script = True
+                namespace = runpy.run_path(str(self.path), run_name="__main__")
+            ok = True
+            exit_code = 0
+        except ScriptCancelled:
+            cancelled = True
+            error = "cancelled"
+        except SystemExit as e:
+            exit_code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            ok = exit_code == 0
+            if not ok:
+                error = f"SystemExit: {e.code}"
+        except BaseException as e:  # the user's script: anything it raises is reported
+            error = _format_traceback(e, self.path)
+        finally:
+            self._in_script = False
+            # A cancel that raced with the end of the script must not fire later, elsewhere.
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread_id), None)
+            try:
+                core.remove_observer(observer)
+            finally:
+                self._restore(saved, stdout, stderr)
+        # Drop the script's objects as the interpreter would at exit, then see what survives.
+        _drop_namespace(namespace, self.path)
+        namespace = None
+        graphs = _graphs_of(trace) if trace is not None else []
+        leak_report, leak_error = _audit(trace)
+        self.result = ScriptResult(
+            path=self.path,
+            ok=ok,
+            cancelled=cancelled,
+            error=error,
+            stdout="".join(out),
+            stderr="".join(err),
+            trace=trace,
+            graphs=graphs,
+            leak_report=leak_report,
+            leak_error=leak_error,
+            duration=time.perf_counter() - began,
+            exit_code=exit_code,
+        )
+        self._done.set()
+        self.finished.emit(self.result)
+        return self.result
+
+    def _restore(self, saved: tuple, stdout: _ThreadStream, stderr: _ThreadStream) -> None:
+        cwd, argv, path, out, err = saved
+        # Only undo what is still ours: another run may have replaced the streams meanwhile.
+        if sys.stdout is stdout:
+            sys.stdout = out
+        if sys.stderr is stderr:
+            sys.stderr = err
+        sys.argv = argv
+        sys.path[:] = path
+        with contextlib.suppress(OSError):
+            os.chdir(cwd)
+
+
+def run_script(path: str | os.PathLike[str], argv: list[str] | None = None) -> ScriptResult:
+    """Run ``path`` on this thread; see :class:`ScriptRun`."""
+    return ScriptRun(path, argv).run()
+
+
+def _format_traceback(error: BaseException, path: Path) -> str:
+    """The traceback from the script's own frames on (runpy's frames are noise)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    keep = 0
+    for i, frame in enumerate(frames):
+        if Path(frame.filename).resolve() == path:
+            keep = i
+            break
+    lines = ["Traceback (most recent call last):\n"]
+    lines += traceback.format_list(frames[keep:])
+    lines += traceback.format_exception_only(type(error), error)
+    return "".join(lines)
+
+
+def _drop_namespace(namespace: dict[str, Any] | None, path: Path) -> None:
+    """Clear the script's globals, as interpreter shutdown would.
+
+    ``runpy.run_path`` returns a copy of the module's globals; the real dict survives when the
+    script defined functions or classes (their ``__globals__``). Clearing it releases what the
+    script held at module level, so the leak audit sees only what something else keeps.
+    """
+    if not namespace:
+        return
+    real: dict[int, dict[str, Any]] = {}
+    for value in namespace.values():
+        functions: list[Any] = []
+        if isinstance(value, types.FunctionType):
+            functions.append(value)
+        elif isinstance(value, type):
+            functions.extend(v for v in vars(value).values() if isinstance(v, types.FunctionType))
+        for function in functions:
+            g = function.__globals__
+            if g.get("__file__") is not None and Path(g["__file__"]).resolve() == path:
+                real[id(g)] = g
+    for g in real.values():
+        g.clear()
+    namespace.clear()
+
+
+def _graphs_of(trace: Any) -> list[ScriptGraph]:
+    graphs = []
+    graph = trace.graph
+    for bpass, root in enumerate(trace.backward_roots):
+        label = _root_label(graph, root)
+        graphs.append(ScriptGraph(f"backward #{bpass + 1} from {label}", int(root), bpass))
+    if graphs:
+        return graphs
+    # No backward: offer the last outputs (variables made by a Function and never consumed).
+    sinks = [
+        nid
+        for nid in reversed(trace.variables)
+        if graph.out_degree(nid) == 0 and graph.in_degree(nid) > 0
+    ][:_LAST_ROOTS]
+    for nid in sorted(sinks):
+        graphs.append(ScriptGraph(f"output {_root_label(graph, nid)}", int(nid), -1))
+    return graphs
+
+
+def _root_label(graph: Any, node_id: int) -> str:
+    """``loss`` for a named variable, else ``MeanSquaredError #13`` after its creator."""
+    if node_id not in graph:
+        return f"#{node_id}"
+    name = graph.nodes[node_id].get("name")
+    if name:
+        return name
+    for creator in graph.predecessors(node_id):
+        return f"{graph.nodes[creator].get('op')} #{node_id}"
+    return f"variable #{node_id}"
+
+
+def _audit(trace: Any) -> tuple[Any, str | None]:
+    if trace is None or not hasattr(trace, "audit"):
+        return None, "no trace"
+    try:
+        return trace.audit(), None
+    except ImportError as e:
+        return None, f"leak audit unavailable: {e}"
+    except Exception as e:  # the audit must never take the app down
+        return None, f"leak audit failed: {type(e).__name__}: {e}"
