@@ -1,0 +1,596 @@
+"""Exports of a :class:`~autodiff.trace.Trace` (DOT, GraphML, JSON) and the validating loader.
+
+The JSON file is plain data: a node-link graph, the steps as the contract spells them, and the
+node events that are not steps. Loading never executes anything (no pickle); it checks every
+field and raises :class:`~autodiff.trace.TraceFormatError` naming the JSON path and the problem.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from autodiff._snapshot import Snapshot, raw_nonfinite, to_snapshot
+from autodiff.trace import (
+    _BWD,
+    _CLEARED,
+    _FREED,
+    _FUNCTION,
+    _FWD,
+    _GRAD,
+    _VALUE,
+    _VARIABLE,
+    Trace,
+    TraceFormatError,
+)
+
+__all__ = ["DEFAULT_MAX_BYTES", "MAX_DEPTH", "SCHEMA_VERSION", "load", "to_dot", "to_graphml"]
+
+FORMAT = "autodiff-trace"
+SCHEMA_VERSION = 1
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+MAX_DEPTH = 64  # the format itself needs 7 + the largest array's ndim
+_MAX_NDIM = 32
+_EVENT_KINDS = {"value": _VALUE, "grad": _GRAD, "cleared": _CLEARED, "freed": _FREED}
+_EVENT_NAMES = {v: k for k, v in _EVENT_KINDS.items()}
+_ARRAY_DTYPES = frozenset(
+    ["bool"]
+    + [f"int{n}" for n in (8, 16, 32, 64)]
+    + [f"uint{n}" for n in (8, 16, 32, 64)]
+    + ["float16", "float32", "float64"]
+)
+_NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+# =============================================================================
+# DOT and GraphML
+# =============================================================================
+def _fmt(snap: Snapshot | None) -> str:
+    if snap is None:
+        return "-"
+    if snap.array is not None and snap.array.size <= 4:
+        text = np.array2string(snap.array, precision=4, separator=", ")
+    else:
+        text = f"min {snap.min:.4g} max {snap.max:.4g} mean {snap.mean:.4g}"
+    if not snap.finite:
+        text += f" (nan {snap.nan}, inf {snap.inf})"
+    return text
+
+
+def _dot_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def to_dot(trace: Trace) -> str:
+    """DOT text in DeZero's colours: variables orange ellipses, functions light blue boxes."""
+    g = trace.graph
+    lines = ["digraph g {"]
+    for nid, a in g.nodes(data=True):
+        if a["kind"] == "function":
+            label = f"{a['op']}\ngen {a['generation']}"
+            lines.append(
+                f'{nid} [label="{_dot_escape(label)}", color=lightblue, style=filled, shape=box]'
+            )
+        else:
+            parts = [a["name"] or ""]
+            if a["shape"] is not None:
+                parts.append(f"{a['shape']} {a['dtype']}")
+            parts.append(f"value {_fmt(a['value'])}")
+            if a["grad"] is not None:
+                parts.append(f"grad {_fmt(a['grad'])}")
+            parts.append(f"gen {a['generation']}" + (" const" if a["constant"] else ""))
+            label = "\n".join(p for p in parts if p)
+            lines.append(f'{nid} [label="{_dot_escape(label)}", color=orange, style=filled]')
+    for u, v, _k in sorted(g.edges(keys=True)):
+        lines.append(f"{u} -> {v}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _flat_snapshot(prefix: str, snap: Snapshot | None, out: dict[str, Any]) -> None:
+    out[prefix] = _fmt(snap)
+    if snap is not None:
+        for field in ("min", "max", "mean", "norm"):
+            out[f"{prefix}_{field}"] = float(getattr(snap, field))
+        out[f"{prefix}_nan"] = snap.nan
+        out[f"{prefix}_inf"] = snap.inf
+
+
+def to_graphml(trace: Trace, path: str | os.PathLike[str]) -> None:
+    """GraphML with flat attributes (GraphML has no None or nested values: '' and -1 stand in)."""
+    g = trace.graph
+    flat = nx.MultiDiGraph()
+    for nid, a in g.nodes(data=True):
+        attrs: dict[str, Any] = {
+            "kind": a["kind"],
+            "name": a["name"] or "",
+            "op": a["op"] or "",
+            "shape": "" if a["shape"] is None else str(a["shape"]),
+            "dtype": a["dtype"] or "",
+            "generation": a["generation"],
+            "constant": a["constant"],
+            "grad_of": -1 if a["grad_of"] is None else a["grad_of"],
+        }
+        if a["kind"] == "variable":
+            _flat_snapshot("value", a["value"], attrs)
+            _flat_snapshot("grad", a["grad"], attrs)
+        flat.add_node(nid, **attrs)
+    for u, v, k, d in g.edges(keys=True, data=True):
+        flat.add_edge(u, v, key=k, slot=d["slot"])
+    nx.write_graphml(flat, os.fspath(path))
+
+
+# =============================================================================
+# JSON
+# =============================================================================
+def _snap_dict(snap: Snapshot | None) -> dict[str, Any] | None:
+    return None if snap is None else snap.to_dict()
+
+
+def trace_to_dict(trace: Trace) -> dict[str, Any]:
+    """The JSON-ready dict of a trace (what :func:`to_json` writes)."""
+    g = trace.graph
+    nodes = []
+    for nid in range(len(trace._info)):
+        a = g.nodes[nid]
+        nodes.append(
+            {
+                "id": nid,
+                "kind": a["kind"],
+                "name": a["name"],
+                "op": a["op"],
+                "shape": None if a["shape"] is None else list(a["shape"]),
+                "dtype": a["dtype"],
+                "generation": a["generation"],
+                "constant": a["constant"],
+                "grad_of": a["grad_of"],
+            }
+        )
+    links = [
+        {"source": u, "target": v, "slot": d["slot"]}
+        for u, v, d in sorted(g.edges(data=True), key=lambda e: (e[1], e[0], e[2]["slot"]))
+    ]
+    steps = []
+    for s in trace.steps:
+        steps.append(
+            {
+                "index": s.index,
+                "phase": s.phase,
+                "function": s.function,
+                "op": s.op,
+                "generation": s.generation,
+                "inputs": list(s.inputs),
+                "outputs": list(s.outputs),
+                "values": [_snap_dict(v) for v in s.values],
+                "output_grads": [_snap_dict(v) for v in s.output_grads],
+                "input_grads": [_snap_dict(v) for v in s.input_grads],
+                "accumulations": [
+                    {
+                        "node": a.node,
+                        "slot": a.slot,
+                        "old": a.old.to_dict(),
+                        "contribution": a.contribution.to_dict(),
+                        "new": a.new.to_dict(),
+                    }
+                    for a in s.accumulations
+                ],
+                "cleared": list(s.cleared),
+                "backward_pass": s.backward_pass,
+                "nonfinite": s.nonfinite,
+                "during_backward": s.during_backward,
+            }
+        )
+    events = [
+        {
+            "stamp": stamp,
+            "visible": visible,
+            "node": node,
+            "kind": _EVENT_NAMES[kind],
+            "snapshot": _snap_dict(to_snapshot(raw)),
+        }
+        for stamp, visible, node, kind, raw in trace._extra
+    ]
+    return {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "max_array_size": trace.max_array_size,
+        "graph": {"directed": True, "multigraph": True, "nodes": nodes, "links": links},
+        "steps": steps,
+        "events": events,
+        "backward_roots": list(trace.backward_roots),
+    }
+
+
+def to_json(trace: Trace, path: str | os.PathLike[str]) -> None:
+    data = trace_to_dict(trace)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, allow_nan=False, separators=(",", ":"))
+
+
+# =============================================================================
+# Loading, with validation
+# =============================================================================
+def _type_name(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, dict):
+        return "object"
+    if isinstance(v, list):
+        return "array"
+    return type(v).__name__
+
+
+def _fail(path: str, problem: str) -> TraceFormatError:
+    return TraceFormatError(f"{path}: {problem}")
+
+
+def _int(v: Any, path: str, lo: int | None = None, hi: int | None = None) -> int:
+    if type(v) is not int:
+        raise _fail(path, f"expected int, got {_type_name(v)}")
+    if lo is not None and v < lo:
+        raise _fail(path, f"expected an int >= {lo}, got {v}")
+    if hi is not None and v > hi:
+        raise _fail(path, f"expected an int <= {hi}, got {v}")
+    return v
+
+
+def _bool(v: Any, path: str) -> bool:
+    if type(v) is not bool:
+        raise _fail(path, f"expected bool, got {_type_name(v)}")
+    return v
+
+
+def _str(v: Any, path: str, optional: bool = False, max_len: int = 10_000) -> str | None:
+    if v is None and optional:
+        return None
+    if type(v) is not str:
+        raise _fail(
+            path, f"expected {'string or null' if optional else 'string'}, got {_type_name(v)}"
+        )
+    if len(v) > max_len:
+        raise _fail(path, f"string of {len(v)} characters, above the limit of {max_len}")
+    return v
+
+
+def _list(v: Any, path: str, length: int | None = None) -> list:
+    if type(v) is not list:
+        raise _fail(path, f"expected array, got {_type_name(v)}")
+    if length is not None and len(v) != length:
+        raise _fail(path, f"expected {length} item(s), got {len(v)}")
+    return v
+
+
+def _dict(v: Any, path: str, keys: tuple[str, ...]) -> dict:
+    if type(v) is not dict:
+        raise _fail(path, f"expected object, got {_type_name(v)}")
+    for key in keys:
+        if key not in v:
+            raise _fail(path, f"missing field '{key}'")
+    return v
+
+
+def _float(v: Any, path: str) -> float:
+    if type(v) is str:
+        if v in _NONFINITE:
+            return _NONFINITE[v]
+        raise _fail(path, f"expected a number or 'nan'/'inf'/'-inf', got string {v[:20]!r}")
+    if type(v) not in (int, float):
+        raise _fail(path, f"expected number, got {_type_name(v)}")
+    return float(v)
+
+
+def _array(v: Any, shape: tuple[int, ...], dtype: str, path: str) -> np.ndarray:
+    """Decode a nested list, checking it matches ``shape`` and holds the right scalars."""
+    if dtype not in _ARRAY_DTYPES:
+        raise _fail(path, f"arrays of dtype {dtype!r} cannot be stored (numeric dtypes only)")
+    kind = np.dtype(dtype).kind
+    flat: list = []
+    # iterative walk: (value, depth, path)
+    stack = [(v, 0, path)]
+    while stack:
+        item, depth, p = stack.pop()
+        if depth < len(shape):
+            _list(item, p, shape[depth])
+            for i in range(len(item) - 1, -1, -1):
+                stack.append((item[i], depth + 1, f"{p}[{i}]"))
+            continue
+        if kind == "b":
+            flat.append(_bool(item, p))
+        elif kind in "iu":
+            flat.append(_int(item, p))
+        else:
+            flat.append(_float(item, p))
+    try:
+        a = np.array(flat, dtype=dtype).reshape(shape)
+    except (OverflowError, ValueError) as e:
+        raise _fail(path, f"values do not fit dtype {dtype}: {e}") from None
+    a.flags.writeable = False
+    return a
+
+
+_SNAPSHOT_KEYS = ("shape", "dtype", "array", "min", "max", "mean", "norm", "nan", "inf")
+
+
+def snapshot_from_dict(d: Any, path: str, optional: bool = False) -> Snapshot | None:
+    if d is None and optional:
+        return None
+    _dict(d, path, _SNAPSHOT_KEYS)
+    shape_list = _list(d["shape"], f"{path}.shape")
+    if len(shape_list) > _MAX_NDIM:
+        raise _fail(
+            f"{path}.shape", f"{len(shape_list)} dimensions, above the limit of {_MAX_NDIM}"
+        )
+    shape = tuple(_int(n, f"{path}.shape[{i}]", lo=0) for i, n in enumerate(shape_list))
+    dtype = _str(d["dtype"], f"{path}.dtype", max_len=64)
+    array = None
+    if d["array"] is not None:
+        array = _array(d["array"], shape, dtype, f"{path}.array")
+    stats = [_float(d[k], f"{path}.{k}") for k in ("min", "max", "mean", "norm")]
+    nan = _int(d["nan"], f"{path}.nan", lo=0)
+    inf = _int(d["inf"], f"{path}.inf", lo=0)
+    return Snapshot(shape, dtype, array, *stats, nan, inf)
+
+
+def _check_depth(data: bytes, max_depth: int) -> None:
+    """Refuse nesting deeper than ``max_depth`` before the JSON parser sees it."""
+    stripped = re.sub(rb'"(?:[^"\\]|\\.)*"', b'""', data)
+    codes = np.frombuffer(stripped, dtype=np.uint8)
+    delta = (codes == ord("[")).astype(np.int8) + (codes == ord("{"))
+    delta -= (codes == ord("]")).astype(np.int8) + (codes == ord("}"))
+    if delta.size and int(np.cumsum(delta, dtype=np.int64).max()) > max_depth:
+        raise TraceFormatError(
+            f"the file nests arrays/objects deeper than {max_depth} levels; "
+            "a saved trace never does: it is not a trace file or it was tampered with"
+        )
+
+
+def load(
+    path: str | os.PathLike[str], max_bytes: int | None = None, max_depth: int = MAX_DEPTH
+) -> Trace:
+    """Read a trace written by :meth:`Trace.to_json`, validating every field."""
+    limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+    try:
+        size = os.stat(path).st_size
+        if size > limit:
+            raise TraceFormatError(
+                f"{os.fspath(path)}: the file has {size / 1e6:.1f} MB, above the limit of "
+                f"{limit / 1e6:.1f} MB; pass max_bytes= to trace.load() to read it anyway"
+            )
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)
+    except OSError as e:
+        raise TraceFormatError(f"{os.fspath(path)}: cannot read the file: {e}") from e
+    if len(raw) > limit:
+        raise TraceFormatError(f"{os.fspath(path)}: the file grew above {limit} bytes")
+    _check_depth(raw, max_depth)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise TraceFormatError(f"{os.fspath(path)}: not UTF-8 text: {e}") from None
+    except json.JSONDecodeError as e:
+        raise TraceFormatError(
+            f"{os.fspath(path)}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})"
+        ) from None
+    except RecursionError:
+        raise TraceFormatError(f"{os.fspath(path)}: nested too deeply") from None
+    return trace_from_dict(data)
+
+
+def trace_from_dict(data: Any) -> Trace:
+    """Build a Trace from the dict of :func:`trace_to_dict` (validated field by field)."""
+    _dict(data, "$", ("format", "schema_version"))
+    if data["format"] != FORMAT:
+        raise _fail("format", f"expected {FORMAT!r}, got {str(data['format'])[:40]!r}")
+    version = _int(data["schema_version"], "schema_version", lo=1)
+    if version > SCHEMA_VERSION:
+        raise _fail(
+            "schema_version",
+            f"the file has schema version {version}, this autodiff reads up to "
+            f"{SCHEMA_VERSION}: upgrade autodiff to load it",
+        )
+    _dict(data, "$", ("max_array_size", "graph", "steps", "events", "backward_roots"))
+    t = Trace(_int(data["max_array_size"], "max_array_size", lo=0))
+    _load_graph(t, data["graph"])
+    _load_steps(t, _list(data["steps"], "steps"))
+    _load_events(t, _list(data["events"], "events"))
+    roots = _list(data["backward_roots"], "backward_roots")
+    for i, r in enumerate(roots):
+        _node_ref(t, r, f"backward_roots[{i}]", _VARIABLE)
+    t.backward_roots = list(roots)
+    return t
+
+
+def _node_ref(t: Trace, v: Any, path: str, kind: int | None = None) -> int:
+    nid = _int(v, path, lo=0)
+    if nid >= len(t._info):
+        raise _fail(path, f"node {nid} does not exist (the graph has {len(t._info)} nodes)")
+    if kind is not None and t._info[nid][0] != kind:
+        raise _fail(path, f"node {nid} is not a {'variable' if kind == _VARIABLE else 'function'}")
+    return nid
+
+
+def _load_graph(t: Trace, g: Any) -> None:
+    _dict(g, "graph", ("nodes", "links"))
+    nodes = _list(g["nodes"], "graph.nodes")
+    grad_of: dict[int, tuple[int, str]] = {}
+    for i, n in enumerate(nodes):
+        p = f"graph.nodes[{i}]"
+        _dict(n, p, ("id", "kind", "name", "op", "shape", "dtype", "generation", "constant"))
+        if _int(n["id"], f"{p}.id") != i:
+            raise _fail(f"{p}.id", f"expected {i} (node ids are dense and in order), got {n['id']}")
+        kind = _str(n["kind"], f"{p}.kind")
+        gen = _int(n["generation"], f"{p}.generation")
+        constant = _bool(n["constant"], f"{p}.constant")
+        if kind == "function":
+            op = _str(n["op"], f"{p}.op", max_len=200)
+            t._info.append((_FUNCTION, gen, op, (), ()))
+            t.functions.append(i)
+        elif kind == "variable":
+            name = _str(n["name"], f"{p}.name", optional=True)
+            shape = None
+            if n["shape"] is not None:
+                dims = _list(n["shape"], f"{p}.shape")
+                if len(dims) > _MAX_NDIM:
+                    raise _fail(f"{p}.shape", f"more than {_MAX_NDIM} dimensions")
+                shape = tuple(_int(d, f"{p}.shape[{j}]", lo=0) for j, d in enumerate(dims))
+            dtype = _str(n["dtype"], f"{p}.dtype", optional=True, max_len=64)
+            t._info.append((_VARIABLE, gen, shape, dtype))
+            t.variables.append(i)
+            if name is not None:
+                t._names[i] = name
+            if constant:
+                t._constants.add(i)
+            if n.get("grad_of") is not None:
+                grad_of[i] = (n["grad_of"], f"{p}.grad_of")
+        else:
+            raise _fail(f"{p}.kind", f"expected 'variable' or 'function', got {kind[:20]!r}")
+        t._refs.append(None)
+    for nid, (target, p) in grad_of.items():
+        t._grad_of[nid] = _node_ref(t, target, p, _VARIABLE)
+    links = _list(g["links"], "graph.links")
+    ins: dict[int, dict[int, int]] = {}
+    outs: dict[int, dict[int, int]] = {}
+    for j, e in enumerate(links):
+        p = f"graph.links[{j}]"
+        _dict(e, p, ("source", "target", "slot"))
+        u = _node_ref(t, e["source"], f"{p}.source")
+        v = _node_ref(t, e["target"], f"{p}.target")
+        slot = _int(e["slot"], f"{p}.slot", lo=0)
+        if t._info[u][0] == _VARIABLE and t._info[v][0] == _FUNCTION:
+            table, f, x = ins, v, u
+        elif t._info[u][0] == _FUNCTION and t._info[v][0] == _VARIABLE:
+            table, f, x = outs, u, v
+        else:
+            raise _fail(p, "a link must join a variable and a function")
+        slots = table.setdefault(f, {})
+        if slot in slots:
+            raise _fail(f"{p}.slot", f"function node {f} has two links at slot {slot}")
+        slots[slot] = x
+    for f in t.functions:
+        for table, what in ((ins, "input"), (outs, "output")):
+            slots = table.get(f, {})
+            if sorted(slots) != list(range(len(slots))):
+                raise _fail("graph.links", f"the {what} slots of function node {f} have gaps")
+        _, gen, op, _, _ = t._info[f]
+        in_ids = tuple(ins.get(f, {})[k] for k in range(len(ins.get(f, {}))))
+        out_ids = tuple(outs.get(f, {})[k] for k in range(len(outs.get(f, {}))))
+        t._info[f] = (_FUNCTION, gen, op, in_ids, out_ids)
+
+
+_STEP_KEYS = (
+    "index",
+    "phase",
+    "function",
+    "op",
+    "generation",
+    "inputs",
+    "outputs",
+    "values",
+    "output_grads",
+    "input_grads",
+    "accumulations",
+    "cleared",
+    "backward_pass",
+    "nonfinite",
+)
+
+
+def _ids(v: Any, path: str, expected: tuple[int, ...]) -> tuple[int, ...]:
+    ids = tuple(_int(n, f"{path}[{i}]") for i, n in enumerate(_list(v, path)))
+    if ids != expected:
+        raise _fail(path, f"{list(ids)} does not match the graph's links {list(expected)}")
+    return ids
+
+
+def _load_steps(t: Trace, steps: list) -> None:
+    for k, s in enumerate(steps):
+        p = f"steps[{k}]"
+        _dict(s, p, _STEP_KEYS)
+        if _int(s["index"], f"{p}.index") != k:
+            raise _fail(f"{p}.index", f"expected {k}, got {s['index']}")
+        phase = _str(s["phase"], f"{p}.phase")
+        if phase not in ("forward", "backward"):
+            raise _fail(f"{p}.phase", f"expected 'forward' or 'backward', got {phase[:20]!r}")
+        fid = _node_ref(t, s["function"], f"{p}.function", _FUNCTION)
+        _, gen, op, in_ids, out_ids = t._info[fid]
+        if _str(s["op"], f"{p}.op") != op:
+            raise _fail(f"{p}.op", f"{s['op'][:40]!r} differs from node {fid}'s op {op!r}")
+        if _int(s["generation"], f"{p}.generation") != gen:
+            raise _fail(f"{p}.generation", f"{s['generation']} differs from node {fid}'s {gen}")
+        _ids(s["inputs"], f"{p}.inputs", in_ids)
+        _ids(s["outputs"], f"{p}.outputs", out_ids)
+        bpass = _int(s["backward_pass"], f"{p}.backward_pass", lo=-1)
+        during = _int(s.get("during_backward", -1), f"{p}.during_backward", lo=-1)
+        nonfinite = _bool(s["nonfinite"], f"{p}.nonfinite")
+
+        def snaps(key: str, n: int, s: dict = s, p: str = p) -> tuple[Snapshot | None, ...]:
+            items = _list(s[key], f"{p}.{key}", n)
+            return tuple(
+                snapshot_from_dict(d, f"{p}.{key}[{i}]", optional=True) for i, d in enumerate(items)
+            )
+
+        if phase == "forward":
+            if bpass != -1:
+                raise _fail(f"{p}.backward_pass", f"expected -1 for a forward step, got {bpass}")
+            values = snaps("values", len(out_ids))
+            for key in ("output_grads", "input_grads", "accumulations", "cleared"):
+                _list(s[key], f"{p}.{key}", 0)
+            produced = values
+            t._raw.append((_FWD, fid, in_ids, out_ids, values, during))
+        else:
+            if bpass < 0:
+                raise _fail(f"{p}.backward_pass", f"expected >= 0 for a backward step, got {bpass}")
+            if during != -1:
+                raise _fail(f"{p}.during_backward", "expected -1 for a backward step")
+            _list(s["values"], f"{p}.values", 0)
+            gys = snaps("output_grads", len(out_ids))
+            gxs = snaps("input_grads", len(in_ids))
+            accs = []
+            for i, a in enumerate(_list(s["accumulations"], f"{p}.accumulations")):
+                ap = f"{p}.accumulations[{i}]"
+                _dict(a, ap, ("node", "slot", "old", "contribution", "new"))
+                slot = _int(a["slot"], f"{ap}.slot", lo=0, hi=len(in_ids) - 1)
+                node = _int(a["node"], f"{ap}.node")
+                if node != in_ids[slot]:
+                    raise _fail(f"{ap}.node", f"expected input {slot}'s node {in_ids[slot]}")
+                old = snapshot_from_dict(a["old"], f"{ap}.old")
+                contribution = snapshot_from_dict(a["contribution"], f"{ap}.contribution")
+                new = snapshot_from_dict(a["new"], f"{ap}.new")
+                if contribution != gxs[slot]:
+                    raise _fail(f"{ap}.contribution", f"differs from input_grads[{slot}]")
+                accs.append((node, slot, old, gxs[slot], new))
+            cleared = tuple(
+                _node_ref(t, n, f"{p}.cleared[{i}]", _VARIABLE)
+                for i, n in enumerate(_list(s["cleared"], f"{p}.cleared"))
+            )
+            produced = gxs + tuple(a[4] for a in accs)
+            t._raw.append((_BWD, fid, gys, gxs, tuple(accs), cleared, bpass))
+        if nonfinite != any(raw_nonfinite(v) for v in produced):
+            raise _fail(f"{p}.nonfinite", f"says {nonfinite} but the step's snapshots disagree")
+
+
+def _load_events(t: Trace, events: list) -> None:
+    last = 0
+    n_steps = len(t._raw)
+    for i, e in enumerate(events):
+        p = f"events[{i}]"
+        _dict(e, p, ("stamp", "visible", "node", "kind", "snapshot"))
+        stamp = _int(e["stamp"], f"{p}.stamp", lo=last, hi=n_steps)
+        last = stamp
+        visible = _int(e["visible"], f"{p}.visible", lo=stamp - 1, hi=stamp)
+        node = _node_ref(t, e["node"], f"{p}.node")
+        kind_name = _str(e["kind"], f"{p}.kind")
+        if kind_name not in _EVENT_KINDS:
+            raise _fail(
+                f"{p}.kind", f"expected one of {sorted(_EVENT_KINDS)}, got {kind_name[:20]!r}"
+            )
+        snap = snapshot_from_dict(e["snapshot"], f"{p}.snapshot", optional=True)
+        t._extra.append((stamp, visible, node, _EVENT_KINDS[kind_name], snap))
