@@ -73,6 +73,8 @@ def _describe(name: str, kind: str) -> Example:
     path = assets.path(name)
     text = path.read_text(encoding="utf-8")
     header = _script_header(text) if kind == "script" else _comment_header(text)
+    match = _CATEGORY_LINE.search(header)
+    header = _CATEGORY_LINE.sub("", header)
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", header.strip()) if p.strip()]
     first = paragraphs[0] if paragraphs else ""
     title_line, _, rest = first.partition("\n")
@@ -80,10 +82,8 @@ def _describe(name: str, kind: str) -> Example:
     description = " ".join(rest.split())
     if not description and len(paragraphs) > 1:
         description = " ".join(paragraphs[1].split())
-    match = _CATEGORY_LINE.search(header)
     if match:
         category = match.group(1).lower()
-        description = " ".join(_CATEGORY_LINE.sub("", description).split())
     else:
         parts = name.split("/")
         if len(parts) > 2:

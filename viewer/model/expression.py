@@ -782,8 +782,8 @@ class _Checker:
     def _check_call(self, node: ast.Call) -> bool:
         func = node.func
         if not isinstance(func, ast.Name):
-            if isinstance(func, ast.Attribute):
-                raise self.fail(_REJECTED_NODES[ast.Attribute], func)
+            if type(func) in _REJECTED_NODES:
+                raise self.fail(_REJECTED_NODES[type(func)], func)
             raise self.fail("only functions called by name are allowed, e.g. exp(x)", func)
         name = func.id
         self._check_name(name, func)

@@ -1,0 +1,102 @@
+"""The resource accessor, the example library, and every bundled expression example."""
+
+import pytest
+
+from viewer.model import assets
+from viewer.model.document import Document
+from viewer.model.examples import find_example, list_examples, read_example
+
+EXPRESSIONS = [e for e in list_examples() if e.kind == "expression"]
+
+
+def test_assets_path_and_read():
+    name = "examples/square_exp_square.expr"
+    assert assets.path(name).is_file()
+    assert "square(exp(square(x)))" in assets.read_text(name)
+    assert name in assets.names("examples/")
+    assert assets.read_bytes(name).startswith(b"#")
+
+
+@pytest.mark.parametrize("bad", ["nope.txt", "examples/missing.expr", "../pyproject.toml", ""])
+def test_unknown_resource_raises_value_error_listing_known(bad):
+    with pytest.raises(ValueError) as info:
+        assets.path(bad)
+    if bad and ".." not in bad:
+        assert "examples/diamond.expr" in str(info.value)
+
+
+def test_examples_have_titles_kinds_and_categories():
+    examples = {e.stem: e for e in list_examples()}
+    for stem in (
+        "square_exp_square",
+        "add_add",
+        "diamond",
+        "sphere",
+        "matyas",
+        "goldstein",
+        "tanh_x2",
+        "higher_order",
+        "nan_log",
+        "newton",
+        "small_mlp",
+    ):
+        assert stem in examples
+    assert examples["diamond"].kind == "expression"
+    assert examples["newton"].kind == "script"
+    assert examples["higher_order"].category == "higher-order"
+    assert examples["nan_log"].category == "debugging"
+    assert examples["square_exp_square"].category == "basics"
+    assert examples["square_exp_square"].title.startswith("y = square(exp(square(x)))")
+    assert all(e.title for e in examples.values())
+    assert "Category" not in examples["higher_order"].description
+
+
+def test_find_example():
+    assert find_example("diamond") == find_example("examples/diamond.expr")
+    assert "add(square(a), square(a))" in read_example("diamond.expr")
+    with pytest.raises(ValueError, match="known examples"):
+        find_example("nonexistent")
+
+
+@pytest.mark.parametrize("example", EXPRESSIONS, ids=lambda e: e.stem)
+def test_every_bundled_expression_runs_and_plays_to_the_end(example):
+    doc = Document()
+    errors = []
+    doc.error_raised.connect(errors.append)
+    assert doc.load_example(example.stem) is True, errors
+    playback = doc.playback
+    assert playback.n_steps > 0
+    playback.play()
+    frames = 0
+    while playback.tick():
+        frame = doc.frame()
+        assert frame.step == playback.index
+        frames += 1
+    assert playback.at_end and frames == playback.n_steps
+    assert any(s.phase == "backward" for s in playback.steps)
+
+
+def test_seed_values_of_the_examples():
+    doc = Document()
+    doc.load_example("square_exp_square")
+    assert float(doc.evaluation.leaves["x"].grad.data) == pytest.approx(3.297442541400256)
+    doc.load_example("goldstein")
+    grads = {k: float(v.grad.data) for k, v in doc.evaluation.leaves.items()}
+    assert grads == {"x": pytest.approx(-5376.0), "y": pytest.approx(8064.0)}
+    doc.load_example("diamond")
+    assert float(doc.evaluation.leaves["x"].grad.data) == 64.0
+    doc.load_example("nan_log")
+    assert doc.evaluation.nonfinite is not None
+    assert doc.playback.first_nonfinite() is not None
+
+
+@pytest.mark.parametrize("stem", ["newton", "small_mlp"])
+def test_bundled_scripts_of_this_module_run(stem):
+    doc = Document()
+    run = doc.load_example(stem)
+    result = run.run()
+    assert result.ok, result.error
+    assert doc.apply_script_result(result)
+    playback = doc.playback
+    playback.to_end()
+    assert playback.at_end and playback.n_steps > 0

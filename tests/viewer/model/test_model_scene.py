@@ -1,0 +1,180 @@
+"""The scene: arrays for the graph view, per-step states and colours, labels, hit tests."""
+
+import numpy as np
+import pytest
+
+from viewer.model.expression import evaluate
+from viewer.model.scene import (
+    DARK,
+    LIGHT,
+    STATE_NAMES,
+    Overlay,
+    Scene,
+    compute_layout,
+    state_code,
+)
+
+
+def make_scene(text, palette="light"):
+    ev = evaluate(text)
+    trace = ev.trace
+    return ev, Scene(trace, compute_layout(trace), palette)
+
+
+def test_geometry_shapes():
+    _, scene = make_scene("x = 0.5\ny = square(exp(square(x)))")
+    g = scene.geometry
+    n = scene.n_nodes
+    assert n == 7  # 4 variables, 3 functions
+    assert g.positions.shape == (n, 2)
+    assert g.is_function.sum() == 3
+    assert g.n_edges == scene.n_edges == 6
+    assert g.edge_offsets.shape == (7,)
+    assert g.arrow_points.shape == (3 * 6, 2)
+    x0, y0, x1, y1 = g.bounds()
+    assert x0 < x1 and y0 < y1
+
+
+def test_one_edge_per_argument_slot_and_parallel_edges_are_apart():
+    _, scene = make_scene("x = 3.0\ny = x + x")
+    x = scene.index_of(next(n for n in scene.node_ids if scene.names[scene.index_of(n)] == "x"))
+    add = int(np.flatnonzero(scene.geometry.is_function)[0])
+    both = [e for e, (u, v) in enumerate(scene.edges) if (u, v) == (x, add)]
+    assert len(both) == 2
+    assert sorted(scene.edge_slots[both]) == [0, 1]
+    a, b = (scene.edge_polyline(e) for e in both)
+    assert not np.allclose(a, b)
+    assert "argument 0 of Add" in scene.edge_tooltip(both[0])
+    assert "scalar" in scene.edge_tooltip(both[0])
+
+
+def test_states_and_colours_change_across_steps():
+    _, scene = make_scene("x = 0.5\ny = square(exp(square(x)))")
+    frames = [scene.frame(step) for step in range(-1, scene.n_steps)]
+    for frame in frames:
+        assert frame.state_codes.shape == (scene.n_nodes,)
+        assert frame.fill.shape == (scene.n_nodes, 4) and frame.fill.dtype == np.uint8
+        assert len(frame.labels) == scene.n_nodes
+    before, after_forward, end = frames[0], frames[3], frames[-1]
+    y = scene.names.index("y")
+    x = scene.names.index("x")
+    assert STATE_NAMES[before.state_codes[y]] == "not_computed"
+    assert STATE_NAMES[after_forward.state_codes[y]] == "value"
+    assert STATE_NAMES[end.state_codes[x]] == "grad"
+    assert not np.array_equal(before.fill[y], after_forward.fill[y])
+    assert not np.array_equal(after_forward.fill[x], end.fill[x])
+    assert "1.649" in after_forward.labels[y]
+    assert "∇ 3.297" in end.labels[x]
+
+
+def test_every_state_has_a_distinct_colour_in_both_palettes():
+    for palette in (LIGHT, DARK):
+        for table in (palette.variable_fill, palette.function_fill):
+            assert table.shape == (len(STATE_NAMES), 4)
+            assert len({tuple(row) for row in table}) == len(STATE_NAMES)
+    _, light = make_scene("y = exp(x)", "light")
+    _, dark = make_scene("y = exp(x)", "dark")
+    assert not np.array_equal(light.frame(0).fill, dark.frame(0).fill)
+
+
+def test_current_function_and_its_edges_are_highlighted():
+    _, scene = make_scene("x = 0.5\ny = exp(square(x))")
+    assert scene.frame(-1).current_function == -1
+    assert len(scene.frame(-1).active_edges) == 0
+    frame = scene.frame(0)
+    f = frame.current_function
+    assert scene.geometry.is_function[f] and scene.names[f] == "Square"
+    for e in frame.active_edges:
+        assert f in scene.edges[e]
+    assert len(frame.active_edges) == 2
+    assert f in frame.current_nodes
+
+
+def test_accumulation_text_at_fan_in():
+    _, scene = make_scene("x = 3.0\ny = add(add(x, x), x)")
+    texts = [t for step in range(scene.n_steps) for t in scene.frame(step).accumulations.values()]
+    assert texts and texts[-1] == "g = 1 + 1 + 1 = 3"
+
+
+def test_grad_cleared_state_is_shown():
+    _, scene = make_scene("x = 0.5\na = square(x)\ny = exp(a)")
+    a = scene.names.index("a")
+    codes = [scene.frame(s).state_codes[a] for s in range(-1, scene.n_steps)]
+    assert state_code("grad") in codes
+    assert codes[-1] == state_code("grad_cleared")
+
+
+def test_constant_state():
+    _, scene = make_scene("y = x * 2")
+    constant = [
+        i
+        for i in range(scene.n_nodes)
+        if scene.frame(scene.n_steps - 1).state_codes[i] == state_code("constant")
+    ]
+    assert len(constant) == 1
+
+
+def test_node_at_hits_inside_boxes_only():
+    _, scene = make_scene("x = 0.5\ny = exp(square(x))")
+    g = scene.geometry
+    for i, (x, y) in enumerate(g.positions):
+        assert scene.node_at(x, y) == i
+        hx, hy = g.half_sizes[i]
+        assert scene.node_at(x + 0.9 * hx, y + 0.9 * hy) == i
+    _x0, _y0, x1, y1 = g.bounds()
+    assert scene.node_at(x1 + 10, y1 + 10) == -1
+
+
+def test_edge_hit_and_tooltips():
+    _, scene = make_scene("x = 0.5\ny = exp(x)")
+    path = scene.edge_polyline(0)
+    middle = (path[0] + path[-1]) / 2
+    assert scene.edge_at(*middle) == 0
+    assert "Exp" in scene.tooltip_at(*middle, 0)
+    x = scene.names.index("x")
+    assert scene.tooltip_at(*scene.geometry.positions[x], 1).startswith("x (variable, grad)")
+    points, connect = scene.edge_lines()
+    assert len(points) == len(connect) and not connect[-1]
+
+
+def test_label_detail_levels():
+    assert Scene.label_detail(5) == 0
+    assert Scene.label_detail(40) == 1
+    assert Scene.label_detail(200) == 2
+    _, scene = make_scene("x = [1, 2, 3]\ny = sum(x * x)")
+    x = scene.names.index("x")
+    assert scene.label(x, -1, detail=1) == "x"
+    assert scene.label(x, -1, detail=0) == ""
+    assert "3" in scene.label(x, -1).split("\n")[1]  # the shape line
+
+
+def test_overlays_and_nonfinite_flag():
+    _, scene = make_scene("x = 1.5\nd = x - x\ny = log(d) * x")
+    indexes, colours, badges = scene.overlay_arrays("nonfinite")
+    assert len(indexes) == 1 and scene.names[indexes[0]] == "Log"
+    assert colours.shape == (1, 4) and badges == ["NaN"]
+    assert scene.frame(scene.n_steps - 1).nonfinite.any()
+    assert not scene.frame(-1).nonfinite.any()
+    node = int(scene.node_ids[0])
+    scene.set_overlay(node, Overlay("leak", "!", (255, 0, 0, 255), "held by a list"))
+    scene.set_error_colours({node: 1e-9})
+    assert {o.kind for o in scene.overlays[node]} == {"leak", "gradcheck"}
+    scene.clear_overlays("leak")
+    assert {o.kind for o in scene.overlays[node]} == {"gradcheck"}
+    scene.flag_nodes([node], "leak", "leak", ["cycle"])
+    assert "[leak] cycle" in scene.node_tooltip(0, -1)
+
+
+def test_frame_cost_is_vectorised_for_a_bigger_graph():
+    text = "h = x\n" + "\n".join("h = tanh(h * 1.01 + x)" for _ in range(150))
+    _, scene = make_scene(text)
+    assert scene.n_nodes > 900
+    codes_mid = scene.frame(scene.n_steps // 2).state_codes
+    codes_end = scene.frame(scene.n_steps - 1).state_codes
+    assert (codes_mid != codes_end).any()
+
+
+@pytest.mark.parametrize("step", [-5, 10_000])
+def test_frames_clamp_the_step(step):
+    _, scene = make_scene("y = exp(x)")
+    assert -1 <= scene.frame(step).step < scene.n_steps
