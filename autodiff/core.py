@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from autodiff import utils
+
 __all__ = [
     "BackwardStep",
     "Config",
@@ -212,7 +214,7 @@ class Variable:
         ``create_graph=True`` records the backward pass itself, so the gradients are
         differentiable again (higher-order derivatives, Newton's method).
         """
-        for _ in iter_backward(self, retain_grad=retain_grad, create_graph=create_graph):
+        for _ in _backward(self, retain_grad, create_graph, emit=bool(_observers)):
             pass
 
     # --- shape methods (composites in autodiff.functions) -------------------
@@ -310,9 +312,15 @@ def as_variable(obj: Any) -> Variable:
 
 def _functions():
     # autodiff.functions imports this module; importing it lazily avoids the cycle.
-    from autodiff import functions
+    global _functions_module
+    if _functions_module is None:
+        from autodiff import functions
 
-    return functions
+        _functions_module = functions
+    return _functions_module
+
+
+_functions_module = None
 
 
 # =============================================================================
@@ -325,20 +333,50 @@ class Function:
     backward pass is itself differentiable when ``create_graph=True``. A Function holds its
     inputs strongly and its outputs by weakref: dropping the final output frees the graph by
     reference counting alone.
+
+    Optionally, ``backward_data`` is the same derivative on plain ndarrays (it takes the output
+    gradients' arrays and returns arrays); backward uses it when ``create_graph`` is False,
+    which skips building a Function and a Variable for every operation of the derivative. It
+    must compute exactly what ``backward`` computes (the tests check every one).
     """
+
+    # None: no array fast path, backward always runs ``backward`` on Variables
+    backward_data: Any = None
 
     __slots__ = ("__dict__", "__weakref__", "_order", "generation", "inputs", "outputs")
 
     def __call__(self, *inputs: Any) -> Any:
-        inputs = [x if isinstance(x, Variable) else _constant(as_array(x)) for x in inputs]
-        ys = self.forward(*[x.data for x in inputs])
-        if type(ys) is not tuple:
-            ys = (ys,)
-        outputs = [Variable(y if type(y) is np.ndarray else np.asarray(y)) for y in ys]
+        # One and two inputs (nearly every primitive) skip the generic list comprehensions:
+        # this method runs once per operation, forward and (as gradients) backward.
+        if len(inputs) == 1:
+            x = inputs[0]
+            if not isinstance(x, Variable):
+                x = _constant(as_array(x))
+            inputs = [x]
+            ys = self.forward(x.data)
+        elif len(inputs) == 2:
+            x0, x1 = inputs
+            if not isinstance(x0, Variable):
+                x0 = _constant(as_array(x0))
+            if not isinstance(x1, Variable):
+                x1 = _constant(as_array(x1))
+            inputs = [x0, x1]
+            ys = self.forward(x0.data, x1.data)
+        else:
+            inputs = [x if isinstance(x, Variable) else _constant(as_array(x)) for x in inputs]
+            ys = self.forward(*[x.data for x in inputs])
+        if type(ys) is tuple:
+            outputs = [Variable(y if type(y) is np.ndarray else np.asarray(y)) for y in ys]
+        else:
+            # numpy ufuncs turn 0-d arrays into numpy scalars; results stay ndarrays
+            outputs = [Variable(ys if type(ys) is np.ndarray else np.asarray(ys))]
+        self._order = next(_creation_counter)
         if Config.enable_backprop:
-            self.generation = max([x.generation for x in inputs])
-            self._order = next(_creation_counter)
-            gen = self.generation + 1
+            gen = inputs[0].generation
+            if len(inputs) > 1:
+                gen = max([x.generation for x in inputs])
+            self.generation = gen
+            gen += 1
             for output in outputs:
                 output.creator = self
                 output.generation = gen
@@ -348,7 +386,7 @@ class Function:
                 _notify("on_forward", self, inputs, outputs, True)
         elif _observers:
             _notify("on_forward", self, inputs, outputs, False)
-        return outputs if len(outputs) > 1 else outputs[0]
+        return outputs[0] if len(outputs) == 1 else outputs
 
     def forward(self, *xs: NDArray) -> Any:
         raise NotImplementedError(f"{type(self).__name__}.forward is not implemented")
@@ -391,78 +429,175 @@ def iter_backward(
     runs only after every Function that consumed its outputs, and ties go to the most
     recently created first, so the order is the same on every run. No recursion: any depth works.
     """
+    return _backward(output, retain_grad, create_graph, emit=True)
+
+
+def _backward(
+    output: Variable, retain_grad: bool, create_graph: bool, emit: bool
+) -> Iterator[BackwardStep]:
+    # The one backward loop. With ``emit`` False (Variable.backward with no observer attached)
+    # it builds no BackwardStep and never yields: the same work, minus the bookkeeping.
+    #
+    # Gradients of intermediate Variables live in ``pending`` while they are being summed and
+    # are handed to their creator when it is popped; only leaves (and, with retain_grad, the
+    # intermediates) get a ``.grad`` Variable. Without create_graph the values are plain arrays
+    # (``backward_data``), so no Variable is built for a gradient nobody will see.
     if output.grad is None:
         output.grad = Variable(np.ones_like(output.data))
+    seed = output.grad
     observers = _observers
     if observers:
         _notify("on_backward_begin", output, retain_grad, create_graph)
-
-    heap: list = []
-    seen: set = set()
     creator = output.creator
-    if creator is not None:
-        heapq.heappush(heap, (-creator.generation, -creator._order, creator))
-        seen.add(creator)
+    if creator is None:  # backward() on a leaf: its gradient is the seed, nothing to do
+        if observers:
+            _notify("on_backward_end", output)
+        return
 
-    index = 0
-    while heap:
-        f = heapq.heappop(heap)[2]
-        output_refs = f.outputs
-        if len(output_refs) == 1:
-            y = output_refs[0]()
-            gys = (y.grad if y is not None else None,)
-        else:
-            gys = tuple(None if y is None else y.grad for y in (ref() for ref in output_refs))
-        if all(gy is None for gy in gys):
-            continue  # nothing flowed into this Function (e.g. an unused second output)
-        if len(gys) > 1 and any(gy is None for gy in gys):
-            gys = tuple(
-                Variable(np.zeros_like(ref().data)) if gy is None and ref() is not None else gy
-                for gy, ref in zip(gys, output_refs, strict=True)
-            )
-
+    pending: dict = {output: seed if create_graph else seed.data}
+    heap: list = [(-creator.generation, -creator._order, creator)]
+    seen: set = {creator}
+    heappush, heappop = heapq.heappush, heapq.heappop
+    if create_graph:
         old_mode = Config.enable_backprop
-        Config.enable_backprop = create_graph
-        try:
-            gxs = f.backward(*gys)
+        Config.enable_backprop = True
+    index = 0
+    try:
+        while heap:
+            f = heappop(heap)[2]
+            output_refs = f.outputs
+            if len(output_refs) == 1:
+                y = output_refs[0]()
+                gy = pending.pop(y, None)
+                if gy is None:
+                    continue  # the output was dropped or received no gradient
+                ys, gys = (y,), (gy,)
+            else:
+                ys = tuple(ref() for ref in output_refs)
+                gys = [pending.pop(y, None) for y in ys]
+                if all(gy is None for gy in gys):
+                    continue  # nothing flowed into this Function (e.g. unused outputs)
+                # an output that is alive but received nothing contributes zeros
+                for k, y in enumerate(ys):
+                    if gys[k] is None and y is not None:
+                        zeros = np.zeros_like(y.data)
+                        gys[k] = Variable(zeros) if create_graph else zeros
+                gys = tuple(gys)
+
+            # The outputs' gradients are complete: keep them on the Variables only if asked.
+            # As in DeZero, retain_grad=False leaves every non-leaf's .grad None afterwards,
+            # the output's own included.
+            cleared = []
+            for y, gy in zip(ys, gys, strict=True):
+                if y is None or gy is None:
+                    continue
+                if retain_grad:
+                    if y is not output:
+                        y.grad = _accumulate(y.grad, gy, create_graph)
+                else:
+                    y.grad = None
+                    if emit:
+                        cleared.append(y)
+
+            if create_graph:
+                gxs = f.backward(*gys)
+            elif f.backward_data is not None:
+                gxs = f.backward_data(gys[0]) if len(gys) == 1 else f.backward_data(*gys)
+            else:
+                gxs = _backward_without_graph(f, gys)
             if type(gxs) is not tuple:
                 gxs = (gxs,)
+            inputs = f.inputs
+            if len(gxs) != len(inputs):
+                raise ValueError(
+                    f"{type(f).__name__}.backward returned {len(gxs)} gradient(s) for "
+                    f"{len(inputs)} input(s); return one per input (None for no gradient)"
+                )
+
             accumulated = []
-            for slot, (x, gx) in enumerate(zip(f.inputs, gxs, strict=True)):
+            for slot, x in enumerate(inputs):
+                gx = gxs[slot]
                 if gx is None:
                     continue
-                if x.grad is None:
-                    x.grad = gx
-                else:
-                    old = x.grad
-                    x.grad = old + gx if create_graph else Variable(old.data + gx.data)
-                    if observers:
-                        accumulated.append((slot, old, x.grad))
+                if create_graph and not isinstance(gx, Variable):
+                    gx = Variable(as_array(gx))  # a backward that returned plain arrays
+                if gx.shape != x.data.shape:
+                    raise ValueError(
+                        f"{type(f).__name__}.backward returned a gradient of shape "
+                        f"{gx.shape} for input {slot} of shape {x.data.shape}"
+                    )
                 c = x.creator
-                if c is not None and c not in seen:
+                if c is None:
+                    # a leaf: .grad is its running sum, across backward() calls too
+                    old = x.grad
+                    x.grad = _accumulate(old, gx, create_graph)
+                    if emit and old is not None:
+                        accumulated.append((slot, old, x.grad))
+                    continue
+                old = pending.get(x)
+                if old is None:
+                    pending[x] = gx
+                else:
+                    pending[x] = new = old + gx
+                    if emit:
+                        accumulated.append((slot, _as_grad(old), _as_grad(new)))
+                if c not in seen:
                     seen.add(c)
-                    heapq.heappush(heap, (-c.generation, -c._order, c))
-        finally:
+                    heappush(heap, (-c.generation, -c._order, c))
+
+            if emit:
+                step = BackwardStep(
+                    f,
+                    tuple(None if g is None else _as_grad(g) for g in gys),
+                    tuple(None if g is None else _as_grad(g) for g in gxs),
+                    tuple(accumulated),
+                    tuple(cleared),
+                    index,
+                )
+                index += 1
+                if observers:
+                    _notify("on_backward_step", step)
+                if create_graph:
+                    Config.enable_backprop = old_mode  # the consumer runs in the caller's mode
+                    yield step
+                    Config.enable_backprop = True
+                else:
+                    yield step
+    finally:
+        if create_graph:
             Config.enable_backprop = old_mode
-
-        cleared: tuple = ()
-        if not retain_grad:
-            cleared_list = []
-            for ref in output_refs:
-                y = ref()
-                if y is not None and y is not output:
-                    y.grad = None
-                    cleared_list.append(y)
-            cleared = tuple(cleared_list)
-
-        step = BackwardStep(f, gys, gxs, tuple(accumulated), cleared, index)
-        index += 1
-        if observers:
-            _notify("on_backward_step", step)
-        yield step
 
     if observers:
         _notify("on_backward_end", output)
+
+
+def _as_grad(g: Any) -> Variable:
+    """A gradient value (an array, a numpy scalar, or a Variable) as a Variable."""
+    if isinstance(g, Variable):
+        return g
+    return Variable(g if type(g) is np.ndarray else np.asarray(g))
+
+
+def _accumulate(old: Variable | None, g: Any, create_graph: bool) -> Variable:
+    """``old + g`` as a new Variable: recorded when create_graph, else added as arrays."""
+    if old is None:
+        return _as_grad(g)
+    if create_graph:
+        return old + g
+    return _as_grad(old.data + g)
+
+
+def _backward_without_graph(f: Function, gys: tuple) -> tuple:
+    """Run a Function's Variable ``backward`` without recording (it has no backward_data)."""
+    old_mode = Config.enable_backprop
+    Config.enable_backprop = False
+    try:
+        gxs = f.backward(*[None if g is None else _as_grad(g) for g in gys])
+    finally:
+        Config.enable_backprop = old_mode
+    if type(gxs) is not tuple:
+        gxs = (gxs,)
+    return tuple(g.data if isinstance(g, Variable) else g for g in gxs)
 
 
 # =============================================================================
@@ -470,9 +605,16 @@ def iter_backward(
 # =============================================================================
 def _sum_to(gx: Variable, shape: tuple[int, ...]) -> Variable:
     """Undo broadcasting in backward: sum ``gx`` down to ``shape`` when they differ."""
-    if gx.shape == shape:
+    if gx.data.shape == shape:
         return gx
     return _functions().sum_to(gx, shape)
+
+
+def _sum_to_data(gx: NDArray, shape: tuple[int, ...]) -> NDArray:
+    """:func:`_sum_to` on plain arrays, for ``backward_data``."""
+    if gx.shape == shape:
+        return gx
+    return utils.sum_to(gx, shape)
 
 
 class Add(Function):
@@ -485,6 +627,10 @@ class Add(Function):
     def backward(self, gy):
         x0, x1 = self.inputs
         return _sum_to(gy, x0.shape), _sum_to(gy, x1.shape)
+
+    def backward_data(self, gy):
+        x0, x1 = self.inputs
+        return _sum_to_data(gy, x0.data.shape), _sum_to_data(gy, x1.data.shape)
 
 
 def add(x0: Any, x1: Any) -> Variable:
@@ -527,6 +673,10 @@ class Mul(Function):
         x0, x1 = self.inputs
         return _sum_to(gy * x1, x0.shape), _sum_to(gy * x0, x1.shape)
 
+    def backward_data(self, gy):
+        x0, x1 = self.inputs[0].data, self.inputs[1].data
+        return _sum_to_data(gy * x1, x0.shape), _sum_to_data(gy * x0, x1.shape)
+
 
 def mul(x0: Any, x1: Any) -> Variable:
     return Mul()(x0, _operand(x1, x0))
@@ -537,6 +687,9 @@ class Neg(Function):
         return -x
 
     def backward(self, gy):
+        return -gy
+
+    def backward_data(self, gy):
         return -gy
 
 
@@ -554,6 +707,10 @@ class Sub(Function):
     def backward(self, gy):
         x0, x1 = self.inputs
         return _sum_to(gy, x0.shape), _sum_to(-gy, x1.shape)
+
+    def backward_data(self, gy):
+        x0, x1 = self.inputs
+        return _sum_to_data(gy, x0.data.shape), _sum_to_data(-gy, x1.data.shape)
 
 
 def sub(x0: Any, x1: Any) -> Variable:
@@ -579,6 +736,12 @@ class Div(Function):
         gx1 = gy * (-x0 / x1**2)
         return _sum_to(gx0, x0.shape), _sum_to(gx1, x1.shape)
 
+    def backward_data(self, gy):
+        x0, x1 = self.inputs[0].data, self.inputs[1].data
+        gx0 = gy / x1
+        gx1 = gy * (-x0 / x1**2)
+        return _sum_to_data(gx0, x0.shape), _sum_to_data(gx1, x1.shape)
+
 
 def div(x0: Any, x1: Any) -> Variable:
     return Div()(x0, _operand(x1, x0))
@@ -602,6 +765,10 @@ class Pow(Function):
         (x,) = self.inputs
         c = self.c
         return c * x ** (c - 1) * gy
+
+    def backward_data(self, gy):
+        c = self.c
+        return c * self.inputs[0].data ** (c - 1) * gy
 
 
 def pow(x: Any, c: Any) -> Variable:

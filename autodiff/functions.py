@@ -1,7 +1,9 @@
 """Differentiable functions, named as in DeZero's ``dezero/functions.py``.
 
 Each primitive is a Function subclass with its derivative beside its forward, plus a lowercase
-function. Composites (``average``, ``sigmoid_simple``, ``mean_squared_error_simple``...) are
+function. ``backward`` works on Variables (so it can be differentiated again); ``backward_data``,
+right below it, is the same derivative on plain arrays, used when no graph of the backward pass
+is wanted. Composites (``average``, ``sigmoid_simple``, ``mean_squared_error_simple``...) are
 written in terms of primitives and need no backward of their own.
 """
 
@@ -49,6 +51,7 @@ __all__ = [
     "log_softmax",
     "matmul",
     "max",
+    "mean",
     "mean_squared_error",
     "mean_squared_error_simple",
     "min",
@@ -87,6 +90,9 @@ class Square(Function):
         (x,) = self.inputs
         return 2 * x * gy
 
+    def backward_data(self, gy):
+        return 2 * self.inputs[0].data * gy
+
 
 def square(x: Any) -> Variable:
     return Square()(x)
@@ -101,6 +107,9 @@ class Exp(Function):
         y = self.outputs[0]()
         return gy * y
 
+    def backward_data(self, gy):
+        return gy * self.outputs[0]().data
+
 
 def exp(x: Any) -> Variable:
     return Exp()(x)
@@ -113,6 +122,9 @@ class Log(Function):
     def backward(self, gy):
         (x,) = self.inputs
         return gy / x
+
+    def backward_data(self, gy):
+        return gy / self.inputs[0].data
 
 
 def log(x: Any) -> Variable:
@@ -127,6 +139,9 @@ class Sin(Function):
         (x,) = self.inputs
         return gy * cos(x)
 
+    def backward_data(self, gy):
+        return gy * np.cos(self.inputs[0].data)
+
 
 def sin(x: Any) -> Variable:
     return Sin()(x)
@@ -139,6 +154,9 @@ class Cos(Function):
     def backward(self, gy):
         (x,) = self.inputs
         return gy * -sin(x)
+
+    def backward_data(self, gy):
+        return gy * -np.sin(self.inputs[0].data)
 
 
 def cos(x: Any) -> Variable:
@@ -154,6 +172,10 @@ class Tanh(Function):
         y = self.outputs[0]()
         return gy * (1 - y * y)
 
+    def backward_data(self, gy):
+        y = self.outputs[0]().data
+        return gy * (1 - y * y)
+
 
 def tanh(x: Any) -> Variable:
     return Tanh()(x)
@@ -165,7 +187,12 @@ class Sigmoid(Function):
         return np.tanh(x * 0.5) * 0.5 + 0.5
 
     def backward(self, gy):
+        # d sigmoid(x) = y (1 - y)
         y = self.outputs[0]()
+        return gy * y * (1 - y)
+
+    def backward_data(self, gy):
+        y = self.outputs[0]().data
         return gy * y * (1 - y)
 
 
@@ -185,8 +212,10 @@ class ReLU(Function):
 
     def backward(self, gy):
         (x,) = self.inputs
-        mask = x.data > 0
-        return gy * mask
+        return gy * (x.data > 0)
+
+    def backward_data(self, gy):
+        return gy * (self.inputs[0].data > 0)
 
 
 def relu(x: Any) -> Variable:
@@ -198,15 +227,17 @@ class LeakyReLU(Function):
         self.slope = slope
 
     def forward(self, x):
-        y = x.copy()
-        y[x <= 0] *= self.slope
-        return y
+        return np.where(x > 0, x, x * self.slope)
+
+    def _mask(self, dtype: np.dtype) -> np.ndarray:
+        # 1 where x > 0, slope elsewhere
+        return np.where(self.inputs[0].data > 0, 1, self.slope).astype(dtype, copy=False)
 
     def backward(self, gy):
-        (x,) = self.inputs
-        mask = (x.data > 0).astype(gy.dtype)
-        mask[mask <= 0] = self.slope
-        return gy * mask
+        return gy * self._mask(gy.dtype)
+
+    def backward_data(self, gy):
+        return gy * self._mask(gy.dtype)
 
 
 def leaky_relu(x: Any, slope: float = 0.2) -> Variable:
@@ -221,10 +252,16 @@ class Clip(Function):
     def forward(self, x):
         return np.clip(x, self.x_min, self.x_max)
 
+    def _mask(self) -> np.ndarray:
+        # the gradient passes where x was inside [x_min, x_max]
+        x = self.inputs[0].data
+        return (x >= self.x_min) * (x <= self.x_max)
+
     def backward(self, gy):
-        (x,) = self.inputs
-        mask = (x.data >= self.x_min) * (x.data <= self.x_max)
-        return gy * mask
+        return gy * self._mask()
+
+    def backward_data(self, gy):
+        return gy * self._mask()
 
 
 def clip(x: Any, x_min: float, x_max: float) -> Variable:
@@ -251,6 +288,9 @@ class Reshape(Function):
     def backward(self, gy):
         return reshape(gy, self.x_shape)
 
+    def backward_data(self, gy):
+        return gy.reshape(self.x_shape)
+
 
 def reshape(x: Any, shape: Any) -> Variable:
     if isinstance(shape, int):
@@ -263,7 +303,7 @@ def reshape(x: Any, shape: Any) -> Variable:
 
 class Transpose(Function):
     def __init__(self, axes: Any = None) -> None:
-        self.axes = axes
+        self.axes = None if axes is None else tuple(axes)
 
     def forward(self, x):
         try:
@@ -273,11 +313,17 @@ class Transpose(Function):
                 f"transpose: axes {self.axes} do not match an array of shape {x.shape}"
             ) from e
 
-    def backward(self, gy):
+    def _inverse_axes(self) -> tuple[int, ...] | None:
         if self.axes is None:
-            return transpose(gy)
-        inv_axes = tuple(np.argsort([ax % len(self.axes) for ax in self.axes]))
-        return transpose(gy, inv_axes)
+            return None
+        n = len(self.axes)
+        return tuple(int(i) for i in np.argsort([ax % n for ax in self.axes]))
+
+    def backward(self, gy):
+        return transpose(gy, self._inverse_axes())
+
+    def backward_data(self, gy):
+        return gy.transpose(self._inverse_axes())
 
 
 def transpose(x: Any, axes: Any = None) -> Variable:
@@ -313,6 +359,16 @@ class GetItem(Function):
         (x,) = self.inputs
         return GetItemGrad(self.slices, x.shape)(gy)
 
+    def backward_data(self, gy):
+        return _scatter_add(gy, self.slices, self.inputs[0].data.shape)
+
+
+def _scatter_add(gy: np.ndarray, slices: Any, shape: tuple[int, ...]) -> np.ndarray:
+    # add.at, not gx[slices] = gy: an index repeated in ``slices`` must add up
+    gx = np.zeros(shape, dtype=gy.dtype)
+    np.add.at(gx, slices, gy)
+    return gx
+
 
 class GetItemGrad(Function):
     """The gradient of ``x[slices]``: scatter-add ``gy`` into zeros of ``x``'s shape."""
@@ -322,24 +378,39 @@ class GetItemGrad(Function):
         self.in_shape = in_shape
 
     def forward(self, gy):
-        gx = np.zeros(self.in_shape, dtype=gy.dtype)
-        np.add.at(gx, self.slices, gy)
-        return gx
+        return _scatter_add(gy, self.slices, self.in_shape)
 
     def backward(self, ggx):
         return get_item(ggx, self.slices)
 
+    def backward_data(self, ggx):
+        return ggx[self.slices]
+
 
 def get_item(x: Any, slices: Any) -> Variable:
+    if isinstance(slices, Variable):
+        slices = slices.data
     return GetItem(slices)(x)
 
 
 # =============================================================================
 # Sums and broadcasting
 # =============================================================================
+def _normalize_axis(axis: Any) -> Any:
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+def _broadcast_data(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    # a writable copy: np.broadcast_to alone returns a read-only view, and a gradient that
+    # cannot be updated in place (``grad.data *= rate``) is a trap
+    if a.shape == shape:
+        return a
+    return np.broadcast_to(a, shape).copy()
+
+
 class Sum(Function):
     def __init__(self, axis: Any, keepdims: bool) -> None:
-        self.axis = axis
+        self.axis = _normalize_axis(axis)
         self.keepdims = keepdims
 
     def forward(self, x):
@@ -349,6 +420,10 @@ class Sum(Function):
     def backward(self, gy):
         gy = utils.reshape_sum_backward(gy, self.x_shape, self.axis, self.keepdims)
         return broadcast_to(gy, self.x_shape)
+
+    def backward_data(self, gy):
+        gy = utils.reshape_sum_backward(gy, self.x_shape, self.axis, self.keepdims)
+        return _broadcast_data(gy, self.x_shape)
 
 
 def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Variable:
@@ -366,9 +441,13 @@ class SumTo(Function):
     def backward(self, gy):
         return broadcast_to(gy, self.x_shape)
 
+    def backward_data(self, gy):
+        return _broadcast_data(gy, self.x_shape)
+
 
 def sum_to(x: Any, shape: tuple[int, ...]) -> Variable:
     x = as_variable(x)
+    shape = tuple(shape)
     if x.shape == shape:
         return x
     return SumTo(shape)(x)
@@ -381,7 +460,7 @@ class BroadcastTo(Function):
     def forward(self, x):
         self.x_shape = x.shape
         try:
-            return np.broadcast_to(x, self.shape)
+            return _broadcast_data(x, self.shape)
         except ValueError as e:
             raise ValueError(
                 f"broadcast_to: an array of shape {x.shape} cannot be broadcast to {self.shape}"
@@ -390,9 +469,13 @@ class BroadcastTo(Function):
     def backward(self, gy):
         return sum_to(gy, self.x_shape)
 
+    def backward_data(self, gy):
+        return utils.sum_to(gy, self.x_shape)
+
 
 def broadcast_to(x: Any, shape: tuple[int, ...]) -> Variable:
     x = as_variable(x)
+    shape = tuple(shape)
     if x.shape == shape:
         return x
     return BroadcastTo(shape)(x)
@@ -407,21 +490,67 @@ def average(x: Any, axis: Any = None, keepdims: bool = False) -> Variable:
 mean = average
 
 
+# =============================================================================
+# Matrix products
+# =============================================================================
+def _matmul_error(op: str, x: np.ndarray, W: np.ndarray) -> ValueError:
+    if x.ndim == 0 or W.ndim == 0:
+        why = "both operands need at least one dimension; use mul for scalars"
+    else:
+        why = f"{x.shape[-1]} != {W.shape[-2] if W.ndim > 1 else W.shape[0]}"
+    return ValueError(f"{op}: shapes {x.shape} and {W.shape} are not aligned ({why})")
+
+
+def _swap_last(x: Variable) -> Variable:
+    # transpose of the last two axes (stacked matrices), the plain .T for 2-D
+    if x.ndim == 2:
+        return x.T
+    axes = (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2)
+    return transpose(x, axes)
+
+
+def _matmul_grads(gy: Variable, x: Variable, W: Variable) -> tuple[Variable, Variable]:
+    """Gradients of ``x @ W`` with numpy's rules: 1-D operands, stacked and broadcast batches."""
+    if x.ndim == 2 and W.ndim == 2:
+        return matmul(gy, W.T), matmul(x.T, gy)
+    # make both at least 2-D as numpy does (a 1-D x is a row, a 1-D W a column), then sum the
+    # gradients over broadcast batch axes and drop the added axes again
+    x2 = x if x.ndim > 1 else reshape(x, (1, x.shape[0]))
+    W2 = W if W.ndim > 1 else reshape(W, (W.shape[0], 1))
+    batch = np.broadcast_shapes(x2.shape[:-2], W2.shape[:-2])
+    gy2 = reshape(gy, (*batch, x2.shape[-2], W2.shape[-1]))
+    gx = sum_to(matmul(gy2, _swap_last(W2)), x2.shape)
+    gW = sum_to(matmul(_swap_last(x2), gy2), W2.shape)
+    return reshape(gx, x.shape), reshape(gW, W.shape)
+
+
+def _matmul_grads_data(gy: np.ndarray, x: np.ndarray, W: np.ndarray) -> tuple:
+    """:func:`_matmul_grads` on plain arrays."""
+    if x.ndim == 2 and W.ndim == 2:
+        return gy @ W.T, x.T @ gy
+    x2 = x if x.ndim > 1 else x.reshape(1, x.shape[0])
+    W2 = W if W.ndim > 1 else W.reshape(W.shape[0], 1)
+    batch = np.broadcast_shapes(x2.shape[:-2], W2.shape[:-2])
+    gy2 = np.reshape(gy, (*batch, x2.shape[-2], W2.shape[-1]))
+    gx = utils.sum_to(gy2 @ np.swapaxes(W2, -1, -2), x2.shape)
+    gW = utils.sum_to(np.swapaxes(x2, -1, -2) @ gy2, W2.shape)
+    return gx.reshape(x.shape), gW.reshape(W.shape)
+
+
 class MatMul(Function):
     def forward(self, x, W):
         try:
-            return x @ W
+            return np.matmul(x, W)
         except ValueError as e:
-            raise ValueError(
-                f"matmul: shapes {x.shape} and {W.shape} are not aligned "
-                f"({x.shape[-1] if x.ndim else '?'} != {W.shape[0] if W.ndim else '?'})"
-            ) from e
+            raise _matmul_error("matmul", x, W) from e
 
     def backward(self, gy):
         x, W = self.inputs
-        gx = matmul(gy, W.T)
-        gW = matmul(x.T, gy)
-        return gx, gW
+        return _matmul_grads(gy, x, W)
+
+    def backward_data(self, gy):
+        x, W = self.inputs
+        return _matmul_grads_data(gy, x.data, W.data)
 
 
 def matmul(x: Any, W: Any) -> Variable:
@@ -429,27 +558,47 @@ def matmul(x: Any, W: Any) -> Variable:
 
 
 class Linear(Function):
-    def forward(self, x, W, b):
+    """``x @ W + b`` in one step; without a bias it has two inputs, not a None third."""
+
+    def forward(self, x, W, b=None):
         try:
-            y = x @ W
+            y = np.matmul(x, W)
+        except ValueError as e:
+            raise _matmul_error("linear", x, W) from e
+        if b is None:
+            return y
+        try:
+            if b.dtype == y.dtype and b.ndim <= y.ndim:
+                y += b  # in place: saves allocating a second (N, out) array
+            else:
+                y = y + b
         except ValueError as e:
             raise ValueError(
-                f"linear: input of shape {x.shape} does not match weight of shape {W.shape}"
+                f"linear: a bias of shape {b.shape} does not broadcast to the output's "
+                f"shape {y.shape}"
             ) from e
-        if b is not None:
-            y += b
         return y
 
     def backward(self, gy):
-        x, W, b = self.inputs
-        gb = None if b.data is None else sum_to(gy, b.shape)
-        gx = matmul(gy, W.T)
-        gW = matmul(x.T, gy)
-        return gx, gW, gb
+        x, W = self.inputs[0], self.inputs[1]
+        gx, gW = _matmul_grads(gy, x, W)
+        if len(self.inputs) == 2:
+            return gx, gW
+        return gx, gW, sum_to(gy, self.inputs[2].shape)
+
+    def backward_data(self, gy):
+        x, W = self.inputs[0].data, self.inputs[1].data
+        gx, gW = _matmul_grads_data(gy, x, W)
+        if len(self.inputs) == 2:
+            return gx, gW
+        b_shape = self.inputs[2].data.shape
+        return gx, gW, gy if gy.shape == b_shape else utils.sum_to(gy, b_shape)
 
 
 def linear(x: Any, W: Any, b: Any = None) -> Variable:
-    return Linear()(x, W, b if b is not None else Variable(None))
+    if b is None:
+        return Linear()(x, W)
+    return Linear()(x, W, b)
 
 
 def linear_simple(x: Any, W: Any, b: Any = None) -> Variable:
@@ -466,21 +615,26 @@ def linear_simple(x: Any, W: Any, b: Any = None) -> Variable:
 # =============================================================================
 class Max(Function):
     def __init__(self, axis: Any = None, keepdims: bool = False) -> None:
-        self.axis = axis
+        self.axis = _normalize_axis(axis)
         self.keepdims = keepdims
 
     def forward(self, x):
         return x.max(axis=self.axis, keepdims=self.keepdims)
 
-    def backward(self, gy):
-        (x,) = self.inputs
-        y = self.outputs[0]()
+    def _mask_and_shape(self) -> tuple[np.ndarray, list[int]]:
+        # the gradient goes to every element equal to the extreme (ties share it)
+        x = self.inputs[0].data
         shape = utils.max_backward_shape(x, self.axis)
-        gy = reshape(gy, shape)
-        y = reshape(y, shape)
-        cond = x.data == y.data
-        gy = broadcast_to(gy, cond.shape)
-        return gy * cond
+        y = self.outputs[0]().data.reshape(shape)
+        return x == y, shape
+
+    def backward(self, gy):
+        mask, shape = self._mask_and_shape()
+        return broadcast_to(reshape(gy, shape), mask.shape) * mask
+
+    def backward_data(self, gy):
+        mask, shape = self._mask_and_shape()
+        return gy.reshape(shape) * mask
 
 
 class Min(Max):
@@ -506,21 +660,31 @@ def softmax_simple(x: Any, axis: int = 1) -> Variable:
     return y / sum_y
 
 
+def _softmax_data(x: np.ndarray, axis: Any) -> np.ndarray:
+    y = x - x.max(axis=axis, keepdims=True)
+    y = np.exp(y)
+    y /= y.sum(axis=axis, keepdims=True)
+    return y
+
+
 class Softmax(Function):
     def __init__(self, axis: int = 1) -> None:
         self.axis = axis
 
     def forward(self, x):
-        y = x - x.max(axis=self.axis, keepdims=True)
-        y = np.exp(y)
-        y /= y.sum(axis=self.axis, keepdims=True)
-        return y
+        return _softmax_data(x, self.axis)
 
     def backward(self, gy):
+        # J^T gy = y * gy - y * sum(y * gy)
         y = self.outputs[0]()
         gx = y * gy
         sumdx = sum(gx, axis=self.axis, keepdims=True)
         return gx - y * sumdx
+
+    def backward_data(self, gy):
+        y = self.outputs[0]().data
+        gx = y * gy
+        return gx - y * gx.sum(axis=self.axis, keepdims=True)
 
 
 def softmax(x: Any, axis: int = 1) -> Variable:
@@ -536,8 +700,13 @@ class LogSoftmax(Function):
         return x - log_z
 
     def backward(self, gy):
+        # gy - softmax(x) * sum(gy), with softmax(x) = exp(y)
         y = self.outputs[0]()
         return gy - exp(y) * sum(gy, axis=self.axis, keepdims=True)
+
+    def backward_data(self, gy):
+        y = self.outputs[0]().data
+        return gy - np.exp(y) * gy.sum(axis=self.axis, keepdims=True)
 
 
 def log_softmax(x: Any, axis: int = 1) -> Variable:
@@ -561,8 +730,14 @@ class MeanSquaredError(Function):
         return (diff**2).sum() / len(diff)
 
     def backward(self, gy):
+        # d/dx0 sum((x0 - x1)^2) / N = 2 (x0 - x1) / N
         x0, x1 = self.inputs
         diff = x0 - x1
+        gx0 = gy * diff * (2.0 / len(diff))
+        return gx0, -gx0
+
+    def backward_data(self, gy):
+        diff = self.inputs[0].data - self.inputs[1].data
         gx0 = gy * diff * (2.0 / len(diff))
         return gx0, -gx0
 
@@ -599,13 +774,20 @@ class SoftmaxCrossEntropy(Function):
         log_p = log_p[np.arange(n), t.ravel()]
         return -log_p.sum() / np.float32(n)
 
-    def backward(self, gy):
+    def _onehot(self) -> np.ndarray:
         x, t = self.inputs
-        n, class_num = x.shape
-        gy = gy * (1 / n)
-        y = softmax(x)
-        t_onehot = np.eye(class_num, dtype=t.dtype)[t.data]
-        return (y - t_onehot) * gy, None
+        return np.eye(x.shape[1], dtype=x.dtype)[t.data]
+
+    def backward(self, gy):
+        # (softmax(x) - onehot(t)) / N; the labels get no gradient
+        x = self.inputs[0]
+        gy = gy * (1 / x.shape[0])
+        return (softmax(x) - self._onehot()) * gy, None
+
+    def backward_data(self, gy):
+        x = self.inputs[0].data
+        gy = gy * (1 / x.shape[0])
+        return (_softmax_data(x, 1) - self._onehot()) * gy, None
 
 
 def softmax_cross_entropy(x: Any, t: Any) -> Variable:

@@ -39,6 +39,8 @@ def sum_to(x: NDArray, shape: tuple[int, ...]) -> NDArray:
     y = x.sum(lead_axis + axis, keepdims=True)
     if lead > 0:
         y = y.squeeze(lead_axis)
+    if y.shape != tuple(shape):
+        raise ValueError(f"sum_to: cannot sum an array of shape {x.shape} to shape {shape}")
     return y
 
 
@@ -48,7 +50,7 @@ def reshape_sum_backward(gy: Any, x_shape: tuple[int, ...], axis: Any, keepdims:
     tupled_axis = axis
     if axis is None:
         tupled_axis = None
-    elif not isinstance(axis, tuple):
+    elif not isinstance(axis, tuple | list):
         tupled_axis = (axis,)
 
     if not (ndim == 0 or tupled_axis is None or keepdims):
@@ -73,10 +75,12 @@ def logsumexp(x: NDArray, axis: int = 1) -> NDArray:
 
 
 def max_backward_shape(x: Any, axis: Any) -> list[int]:
+    """The shape of ``max(x, axis)`` with the reduced axes kept as 1 (negative axes too)."""
     if axis is None:
         axis = range(x.ndim)
     elif isinstance(axis, int):
         axis = (axis,)
+    axis = [ax % x.ndim for ax in axis] if x.ndim else []
     return [s if ax not in axis else 1 for ax, s in enumerate(x.shape)]
 
 
@@ -93,26 +97,29 @@ def numerical_grad(f: Callable[..., Any], x: Any, *args: Any, **kwargs: Any) -> 
 
     eps = 1e-4
     x_var = x if isinstance(x, Variable) else Variable(np.asarray(x))
-    data = x_var.data
-    if data.dtype != np.float64:
-        data = data.astype(np.float64)
-    data = data.copy()
+    original = x_var.data
+    # perturb a float64 copy; the caller's Variable gets its own array back at the end
+    data = np.array(original, dtype=np.float64)
     x_var.data = data
     grad = np.zeros_like(data)
-    it = np.nditer(data, flags=["multi_index"], op_flags=[["readwrite"]])
-    while not it.finished:
-        idx = it.multi_index
-        tmp = data[idx].copy()
-        data[idx] = tmp + eps
-        y1 = f(x_var, *args, **kwargs)
-        y1 = np.asarray(y1.data if isinstance(y1, Variable) else y1, dtype=np.float64).sum()
-        data[idx] = tmp - eps
-        y2 = f(x_var, *args, **kwargs)
-        y2 = np.asarray(y2.data if isinstance(y2, Variable) else y2, dtype=np.float64).sum()
-        grad[idx] = (y1 - y2) / (2 * eps)
-        data[idx] = tmp
-        it.iternext()
+    try:
+        for idx in np.ndindex(*data.shape):
+            tmp = data[idx]
+            data[idx] = tmp + eps
+            y1 = _total(f(x_var, *args, **kwargs))
+            data[idx] = tmp - eps
+            y2 = _total(f(x_var, *args, **kwargs))
+            grad[idx] = (y1 - y2) / (2 * eps)
+            data[idx] = tmp
+    finally:
+        x_var.data = original
     return grad
+
+
+def _total(y: Any) -> float:
+    from autodiff.core import Variable
+
+    return float(np.asarray(y.data if isinstance(y, Variable) else y, dtype=np.float64).sum())
 
 
 def gradient_check(

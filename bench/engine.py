@@ -1,0 +1,542 @@
+"""Engine benchmark: autodiff against DeZero, PyTorch (CPU, one thread) and a raw-numpy floor.
+
+    python bench/engine.py              # the full run (a few minutes, most of it DeZero's)
+    python bench/engine.py --quick      # a smoke run on small sizes
+    python bench/engine.py --repeats 9  # more repeats for steadier medians
+
+DeZero (``pip install dezero``) and PyTorch (``pip install torch``) are optional and
+benchmark-only: a missing one shows as ``-``. DeZero 0.0.13 needs ``np.int = int`` on numpy 2,
+and imports matplotlib and PIL at start-up for its datasets; when those are missing they are
+replaced by empty stand-in modules here (nothing benchmarked uses them).
+
+Each figure is the median of ``--repeats`` runs, the engines timed alternately within each
+repeat; the garbage collector is off inside a timed region (as ``timeit`` does). BLAS is held
+to one thread (set before numpy is imported) so that numpy, DeZero and autodiff compare with
+PyTorch's single thread.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import gc  # noqa: E402
+import importlib.util  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import types  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import autodiff  # noqa: E402
+import autodiff.functions as AF  # noqa: E402
+
+
+# =============================================================================
+# Engines
+# =============================================================================
+def _import_dezero() -> types.ModuleType | None:
+    if importlib.util.find_spec("dezero") is None:
+        return None
+    np.int = int  # type: ignore[attr-defined]  # removed in numpy 2; DeZero 0.0.13 uses it
+    for name, sub in (("matplotlib", "pyplot"), ("PIL", "Image")):
+        if importlib.util.find_spec(name) is None:
+            stand_in = types.ModuleType(name)
+            child = types.ModuleType(f"{name}.{sub}")
+            setattr(stand_in, sub, child)
+            sys.modules[name] = stand_in
+            sys.modules[f"{name}.{sub}"] = child
+    image = sys.modules.get("PIL.Image")
+    if image is not None and not hasattr(image, "BILINEAR"):
+        image.BILINEAR = 2  # type: ignore[attr-defined]  # a default argument in dezero.transforms
+    import dezero
+    import dezero.functions
+
+    return dezero
+
+
+def _import_torch() -> types.ModuleType | None:
+    if importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+
+    torch.set_num_threads(1)
+    return torch
+
+
+class Engine:
+    """What a benchmark needs from a DeZero-like engine: Variable, Parameter, functions."""
+
+    def __init__(self, name: str, module: types.ModuleType, functions: types.ModuleType) -> None:
+        self.name = name
+        self.Variable = module.Variable
+        self.Parameter = module.Parameter
+        self.F = functions
+
+
+# =============================================================================
+# Timing
+# =============================================================================
+def _timed(fn: Callable[[], object]) -> float:
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+    finally:
+        gc.enable()
+
+
+def run_alternately(
+    runners: dict[str, Callable[[], dict[str, float]]], repeats: int
+) -> dict[str, dict[str, float]]:
+    """Run every runner once per repeat, rotating the order; medians of each reported key."""
+    samples: dict[str, dict[str, list[float]]] = {name: {} for name in runners}
+    names = list(runners)
+    for name in names:
+        runners[name]()  # warm-up, not counted: first calls pay for imports and caches
+    for r in range(repeats):
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for name in order:
+            gc.collect()
+            for key, value in runners[name]().items():
+                samples[name].setdefault(key, []).append(value)
+    return {
+        name: {key: statistics.median(values) for key, values in keys.items()}
+        for name, keys in samples.items()
+    }
+
+
+# =============================================================================
+# (a) scalar chain: y = sin(y) * y + y
+# =============================================================================
+CHAIN_START = -0.5  # from -0.5 the iterates stay in (-0.5, 0): no overflow, no NaN
+
+
+def chain_dezero_like(engine: Engine, steps: int) -> Callable[[], dict[str, float]]:
+    V, F = engine.Variable, engine.F
+
+    def run() -> dict[str, float]:
+        x = V(np.array(CHAIN_START))
+        holder: list = []
+
+        def forward() -> None:
+            y = x
+            for _ in range(steps):
+                y = F.sin(y) * y + y
+            holder.append(y)
+
+        fwd = _timed(forward)
+        y = holder.pop()
+        bwd = _timed(y.backward)
+        assert np.isfinite(x.grad.data), x.grad
+        return {"forward": fwd, "backward": bwd}
+
+    return run
+
+
+def chain_torch(torch: types.ModuleType, steps: int) -> Callable[[], dict[str, float]]:
+    def run() -> dict[str, float]:
+        x = torch.tensor(CHAIN_START, dtype=torch.float64, requires_grad=True)
+        holder: list = []
+
+        def forward() -> None:
+            y = x
+            for _ in range(steps):
+                y = torch.sin(y) * y + y
+            holder.append(y)
+
+        fwd = _timed(forward)
+        y = holder.pop()
+        bwd = _timed(y.backward)
+        return {"forward": fwd, "backward": bwd}
+
+    return run
+
+
+# =============================================================================
+# (b) backward scaling: one x feeding n branches, y = y + sin(c_i * x)
+# =============================================================================
+def branches_dezero_like(engine: Engine, n: int) -> Callable[[], dict[str, float]]:
+    V, F = engine.Variable, engine.F
+    cs = [float(c) for c in np.random.default_rng(0).uniform(-1, 1, n)]
+
+    def run() -> dict[str, float]:
+        x = V(np.array(0.5))
+        y = V(np.array(0.0))
+        for c in cs:
+            y = y + F.sin(c * x)
+        return {"backward": _timed(y.backward)}
+
+    return run
+
+
+def branches_torch(torch: types.ModuleType, n: int) -> Callable[[], dict[str, float]]:
+    cs = [float(c) for c in np.random.default_rng(0).uniform(-1, 1, n)]
+
+    def run() -> dict[str, float]:
+        x = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
+        y = torch.tensor(0.0, dtype=torch.float64)
+        for c in cs:
+            y = y + torch.sin(c * x)
+        return {"backward": _timed(y.backward)}
+
+    return run
+
+
+# =============================================================================
+# (c) MLP training step: batch 32, 10 -> 64 -> 64 -> 1, sigmoid, MSE, SGD
+# =============================================================================
+MLP_SIZES = ((10, 64), (64, 64), (64, 1))
+MLP_LR = 0.1
+
+
+def _mlp_data() -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((32, 10)).astype(np.float32)
+    t = np.sin(x.sum(axis=1, keepdims=True)).astype(np.float32)
+    weights = []
+    for n_in, n_out in MLP_SIZES:
+        weights.append((rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(np.float32))
+        weights.append(np.zeros(n_out, dtype=np.float32))
+    return x, t, weights
+
+
+def mlp_dezero_like(engine: Engine, steps: int) -> Callable[[], dict[str, float]]:
+    P, F = engine.Parameter, engine.F
+
+    def run() -> dict[str, float]:
+        x, t, weights = _mlp_data()
+        W1, b1, W2, b2, W3, b3 = params = [P(w.copy()) for w in weights]
+        losses: list = []
+
+        def train() -> None:
+            for _ in range(steps):
+                h = F.sigmoid(F.linear(x, W1, b1))
+                h = F.sigmoid(F.linear(h, W2, b2))
+                y = F.linear(h, W3, b3)
+                loss = F.mean_squared_error(y, t)
+                for p in params:
+                    p.cleargrad()
+                loss.backward()
+                for p in params:
+                    p.data -= MLP_LR * p.grad.data
+            losses.append(float(loss.data))
+
+        seconds = _timed(train)
+        assert params[0].data.dtype == np.float32, params[0].data.dtype
+        return {"train": seconds, "loss": losses[0]}
+
+    return run
+
+
+def mlp_torch(torch: types.ModuleType, steps: int) -> Callable[[], dict[str, float]]:
+    def run() -> dict[str, float]:
+        x, t, weights = _mlp_data()
+        x, t = torch.from_numpy(x), torch.from_numpy(t)
+        W1, b1, W2, b2, W3, b3 = params = [torch.tensor(w, requires_grad=True) for w in weights]
+        losses: list = []
+
+        def train() -> None:
+            for _ in range(steps):
+                h = torch.sigmoid(x @ W1 + b1)
+                h = torch.sigmoid(h @ W2 + b2)
+                y = h @ W3 + b3
+                loss = ((y - t) ** 2).sum() / len(y)
+                for p in params:
+                    p.grad = None
+                loss.backward()
+                with torch.no_grad():
+                    for p in params:
+                        p -= MLP_LR * p.grad
+            losses.append(loss.item())
+
+        seconds = _timed(train)
+        return {"train": seconds, "loss": losses[0]}
+
+    return run
+
+
+def _sigmoid(a: np.ndarray) -> np.ndarray:
+    return np.tanh(a * 0.5) * 0.5 + 0.5
+
+
+def mlp_numpy(steps: int) -> Callable[[], dict[str, float]]:
+    """The floor: the same step written by hand in numpy, no graph at all."""
+
+    def run() -> dict[str, float]:
+        x, t, weights = _mlp_data()
+        W1, b1, W2, b2, W3, b3 = params = [w.copy() for w in weights]
+        losses: list = []
+
+        def train() -> None:
+            n = len(x)
+            for _ in range(steps):
+                h1 = _sigmoid(x @ W1 + b1)
+                h2 = _sigmoid(h1 @ W2 + b2)
+                y = h2 @ W3 + b3
+                diff = y - t
+                loss = (diff**2).sum() / n
+                gy = diff * (2.0 / n)
+                grads = [None] * 6
+                grads[4], grads[5] = h2.T @ gy, gy.sum(axis=0)
+                g = (gy @ W3.T) * h2 * (1 - h2)
+                grads[2], grads[3] = h1.T @ g, g.sum(axis=0)
+                g = (g @ W2.T) * h1 * (1 - h1)
+                grads[0], grads[1] = x.T @ g, g.sum(axis=0)
+                for p, grad in zip(params, grads, strict=True):
+                    p -= MLP_LR * grad
+            losses.append(float(loss))
+
+        seconds = _timed(train)
+        return {"train": seconds, "loss": losses[0]}
+
+    return run
+
+
+# =============================================================================
+# (d) ten 512x512 matmuls, forward and backward
+# =============================================================================
+def _matmul_data(size: int, depth: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(0)
+    return [
+        (rng.standard_normal((size, size)) / np.sqrt(size)).astype(np.float32)
+        for _ in range(depth + 1)
+    ]
+
+
+def matmul_dezero_like(engine: Engine, size: int, depth: int) -> Callable[[], dict[str, float]]:
+    V, F = engine.Variable, engine.F
+
+    def run() -> dict[str, float]:
+        arrays = _matmul_data(size, depth)
+
+        def step() -> None:
+            xs = [V(a) for a in arrays]
+            y = xs[0]
+            for w in xs[1:]:
+                y = F.matmul(y, w)
+            y.backward()
+
+        return {"step": _timed(step)}
+
+    return run
+
+
+def matmul_torch(torch: types.ModuleType, size: int, depth: int) -> Callable[[], dict[str, float]]:
+    def run() -> dict[str, float]:
+        arrays = _matmul_data(size, depth)
+
+        def step() -> None:
+            xs = [torch.tensor(a, requires_grad=True) for a in arrays]
+            y = xs[0]
+            for w in xs[1:]:
+                y = y @ w
+            y.backward(torch.ones_like(y))
+
+        return {"step": _timed(step)}
+
+    return run
+
+
+def matmul_numpy(size: int, depth: int) -> Callable[[], dict[str, float]]:
+    """The floor: the same 3 * depth matmuls in numpy (forward, then dx and dW per layer)."""
+
+    def run() -> dict[str, float]:
+        arrays = _matmul_data(size, depth)
+
+        def step() -> None:
+            ys = [arrays[0]]
+            for w in arrays[1:]:
+                ys.append(ys[-1] @ w)
+            gy = np.ones_like(ys[-1])
+            grads = []
+            for i in range(depth, 0, -1):
+                grads.append(ys[i - 1].T @ gy)
+                gy = gy @ arrays[i].T
+            grads.append(gy)
+
+        return {"step": _timed(step)}
+
+    return run
+
+
+# =============================================================================
+# Report
+# =============================================================================
+ENGINE_COLUMNS = ("autodiff", "DeZero", "PyTorch", "numpy")
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
+
+
+def print_table(rows: list[dict]) -> None:
+    headers = ("benchmark", *ENGINE_COLUMNS, "ours/DeZero", "ours/floor", "target", "met")
+    table = [headers]
+    for row in rows:
+        values = row["values"]
+        unit = row["unit"]
+        table.append(
+            (
+                row["name"],
+                *(_fmt(values.get(engine), unit) for engine in ENGINE_COLUMNS),
+                _ratio(values.get("autodiff"), values.get("DeZero")),
+                _ratio(values.get("autodiff"), values.get("numpy")),
+                row.get("target", ""),
+                row.get("met", ""),
+            )
+        )
+    widths = [max(len(str(line[i])) for line in table) for i in range(len(headers))]
+    for k, line in enumerate(table):
+        print("  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(line)).rstrip())
+        if k == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def _met(ok: bool | None) -> str:
+    return "-" if ok is None else ("yes" if ok else "NO")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, a smoke run")
+    parser.add_argument("--repeats", type=int, default=None, help="repeats per figure")
+    args = parser.parse_args(argv)
+    quick = args.quick
+    repeats = args.repeats or (2 if quick else 5)
+
+    ours = Engine("autodiff", autodiff, AF)
+    dezero = _import_dezero()
+    dz = Engine("DeZero", dezero, dezero.functions) if dezero is not None else None
+    torch = _import_torch()
+    engines = [e for e in (ours, dz) if e is not None]
+
+    print(
+        f"autodiff {autodiff.__version__}, DeZero {getattr(dezero, '__version__', '-')}, "
+        f"PyTorch {getattr(torch, '__version__', '-')}, numpy {np.__version__}, "
+        f"Python {sys.version.split()[0]}; median of {repeats} repeats"
+        + (" (--quick: small sizes)" if quick else "")
+    )
+    rows: list[dict] = []
+
+    def collect(runners: dict[str, Callable[[], dict[str, float]]]) -> dict[str, dict]:
+        return run_alternately(runners, repeats)
+
+    # (a)
+    steps = 200 if quick else 2000
+    n_ops = 3 * steps
+    runners = {e.name: chain_dezero_like(e, steps) for e in engines}
+    if torch is not None:
+        runners["PyTorch"] = chain_torch(torch, steps)
+    res = collect(runners)
+    for key in ("forward", "backward"):
+        rows.append(
+            {
+                "name": f"(a) chain {n_ops} ops {key} per op",
+                "unit": "us",
+                "values": {name: r[key] / n_ops * 1e6 for name, r in res.items()},
+            }
+        )
+    total = {name: (r["forward"] + r["backward"]) * 1e3 for name, r in res.items()}
+    ratio = total["autodiff"] / total["DeZero"] if "DeZero" in total else None
+    rows.append(
+        {
+            "name": f"(a) chain {n_ops} ops fwd+bwd",
+            "unit": "ms",
+            "values": total,
+            "target": "<= 0.5x DeZero",
+            "met": _met(None if ratio is None else ratio <= 0.5),
+        }
+    )
+
+    # (b)
+    sizes = (250, 500, 1000) if quick else (1000, 2000, 4000)
+    times: dict[int, dict[str, float]] = {}
+    for n in sizes:
+        runners = {e.name: branches_dezero_like(e, n) for e in engines}
+        if torch is not None:
+            runners["PyTorch"] = branches_torch(torch, n)
+        res = collect(runners)
+        times[n] = {name: r["backward"] * 1e3 for name, r in res.items()}
+        row = {"name": f"(b) {n} branches backward", "unit": "ms", "values": times[n]}
+        if n == sizes[-1] and "DeZero" in times[n]:
+            ok = times[n]["autodiff"] / times[n]["DeZero"] <= 0.15
+            row.update(target="<= 0.15x DeZero", met=_met(ok))
+        rows.append(row)
+    scaling = {name: times[sizes[-1]][name] / times[sizes[0]][name] for name in times[sizes[0]]}
+    rows.append(
+        {
+            "name": f"(b) time({sizes[-1]}) / time({sizes[0]})",
+            "unit": "",
+            "values": scaling,
+            "target": "<= 5",
+            "met": _met(scaling["autodiff"] <= 5),
+        }
+    )
+
+    # (c)
+    steps = 20 if quick else 100
+    runners = {e.name: mlp_dezero_like(e, steps) for e in engines}
+    if torch is not None:
+        runners["PyTorch"] = mlp_torch(torch, steps)
+    runners["numpy"] = mlp_numpy(steps)
+    res = collect(runners)
+    per100 = {name: r["train"] / steps * 100 * 1e3 for name, r in res.items()}
+    ratio = per100["autodiff"] / per100["DeZero"] if "DeZero" in per100 else None
+    rows.append(
+        {
+            "name": "(c) MLP 32x10-64-64-1 per 100 steps",
+            "unit": "ms",
+            "values": per100,
+            "target": "<= 0.5x DeZero",
+            "met": _met(None if ratio is None else ratio <= 0.5),
+        }
+    )
+    losses = {name: r["loss"] for name, r in res.items()}
+
+    # (d)
+    size, depth = (128, 10) if quick else (512, 10)
+    runners = {e.name: matmul_dezero_like(e, size, depth) for e in engines}
+    if torch is not None:
+        runners["PyTorch"] = matmul_torch(torch, size, depth)
+    runners["numpy"] = matmul_numpy(size, depth)
+    res = collect(runners)
+    step_ms = {name: r["step"] * 1e3 for name, r in res.items()}
+    rows.append(
+        {
+            "name": f"(d) {depth} matmuls {size}x{size} fwd+bwd",
+            "unit": "ms",
+            "values": step_ms,
+            "target": "<= 1.15x numpy",
+            "met": _met(step_ms["autodiff"] / step_ms["numpy"] <= 1.15),
+        }
+    )
+
+    print()
+    print_table(rows)
+    print()
+    print(
+        "(c) final loss after the timed steps (same model, same data): "
+        + ", ".join(f"{name} {loss:.6g}" for name, loss in losses.items())
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
