@@ -521,10 +521,11 @@ def _backward(
                     continue
                 if create_graph and not isinstance(gx, Variable):
                     gx = Variable(as_array(gx))  # a backward that returned plain arrays
-                if gx.shape != x.data.shape:
+                data = x.data
+                if data is not None and gx.shape != data.shape:
                     raise ValueError(
                         f"{type(f).__name__}.backward returned a gradient of shape "
-                        f"{gx.shape} for input {slot} of shape {x.data.shape}"
+                        f"{gx.shape} for input {slot} of shape {data.shape}"
                     )
                 c = x.creator
                 if c is None:
@@ -619,18 +620,20 @@ def _sum_to_data(gx: NDArray, shape: tuple[int, ...]) -> NDArray:
 
 class Add(Function):
     def forward(self, x0, x1):
+        # the shapes are all backward needs: linear_simple frees an input's data afterwards
+        self.shapes = (x0.shape, x1.shape)
         try:
             return x0 + x1
         except ValueError as e:
             raise _broadcast_error("add", x0, x1) from e
 
     def backward(self, gy):
-        x0, x1 = self.inputs
-        return _sum_to(gy, x0.shape), _sum_to(gy, x1.shape)
+        s0, s1 = self.shapes
+        return _sum_to(gy, s0), _sum_to(gy, s1)
 
     def backward_data(self, gy):
-        x0, x1 = self.inputs
-        return _sum_to_data(gy, x0.data.shape), _sum_to_data(gy, x1.data.shape)
+        s0, s1 = self.shapes
+        return _sum_to_data(gy, s0), _sum_to_data(gy, s1)
 
 
 def add(x0: Any, x1: Any) -> Variable:
@@ -699,18 +702,19 @@ def neg(x: Any) -> Variable:
 
 class Sub(Function):
     def forward(self, x0, x1):
+        self.shapes = (x0.shape, x1.shape)  # as in Add
         try:
             return x0 - x1
         except ValueError as e:
             raise _broadcast_error("sub", x0, x1) from e
 
     def backward(self, gy):
-        x0, x1 = self.inputs
-        return _sum_to(gy, x0.shape), _sum_to(-gy, x1.shape)
+        s0, s1 = self.shapes
+        return _sum_to(gy, s0), _sum_to(-gy, s1)
 
     def backward_data(self, gy):
-        x0, x1 = self.inputs
-        return _sum_to_data(gy, x0.data.shape), _sum_to_data(-gy, x1.data.shape)
+        s0, s1 = self.shapes
+        return _sum_to_data(gy, s0), _sum_to_data(-gy, s1)
 
 
 def sub(x0: Any, x1: Any) -> Variable:
