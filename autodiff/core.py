@@ -29,6 +29,7 @@ from autodiff import utils
 __all__ = [
     "BackwardStep",
     "Config",
+    "Constant",
     "Function",
     "Parameter",
     "Variable",
@@ -297,6 +298,17 @@ class Parameter(Variable):
     __slots__ = ()
 
 
+class Constant(Variable):
+    """A plain number or array operand the engine wrapped (``x * 2``, ``matmul(x, ndarray)``).
+
+    Nobody asked for its gradient, so backward stores none (``.grad`` stays None). Besides
+    saving work, this keeps create_graph from tying a constant to its own gradient's graph
+    (``d(x / c)/dc`` uses ``c``): a reference cycle reference counting could not free.
+    """
+
+    __slots__ = ()
+
+
 def as_array(x: Any, array_module: Any = np) -> NDArray:
     """Return ``x`` as an ndarray (numpy scalars and Python numbers become 0-d arrays)."""
     if type(x) is np.ndarray:
@@ -529,6 +541,8 @@ def _backward(
                     )
                 c = x.creator
                 if c is None:
+                    if type(x) is Constant:
+                        continue
                     # a leaf: .grad is its running sum, across backward() calls too
                     old = x.grad
                     x.grad = _accumulate(old, gx, create_graph)
@@ -653,9 +667,9 @@ def _operand(x: Any, like: Any) -> Any:
     return _constant(as_array(x))
 
 
-def _constant(data: NDArray) -> Variable:
+def _constant(data: NDArray) -> Constant:
     """Wrap a plain number or array operand; observers hear of it through ``on_constant``."""
-    variable = Variable(data)
+    variable = Constant(data)
     if _observers:
         _notify("on_constant", variable)
     return variable

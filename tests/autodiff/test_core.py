@@ -592,3 +592,17 @@ def test_functions_have_creation_order_even_under_no_grad():
         f = F.Sin()
         f(Variable(np.array(1.0)))
     assert isinstance(f._order, int)
+
+
+def test_plain_operands_become_constants_without_gradients():
+    x = Variable(np.array([1.0, 2.0]))
+    y = x / 3.0 + np.ones(2)
+    const = y.creator.inputs[1]
+    assert isinstance(const, core.Constant)
+    assert isinstance(const, Variable)
+    y.backward()
+    assert const.grad is None
+    np.testing.assert_allclose(x.grad.data, [1 / 3, 1 / 3])
+    # the gradient still reaches observers and iter_backward
+    steps = list(core.iter_backward(x / 3.0 + np.ones(2)))
+    assert steps[0].input_grads[1] is not None
