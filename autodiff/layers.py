@@ -67,8 +67,13 @@ class Layer:
         if not isinstance(outputs, tuple):
             outputs = (outputs,)
         # Weak references only: a layer must not keep the last graph alive.
-        object.__setattr__(self, "inputs", [_weak(x) for x in inputs])
-        object.__setattr__(self, "outputs", [_weak(y) for y in outputs])
+        d = self.__dict__
+        try:
+            d["inputs"] = [weakref.ref(x) for x in inputs]
+            d["outputs"] = [weakref.ref(y) for y in outputs]
+        except TypeError:  # a Python number: nothing to free
+            d["inputs"] = [_weak(x) for x in inputs]
+            d["outputs"] = [_weak(y) for y in outputs]
         return outputs if len(outputs) > 1 else outputs[0]
 
     def forward(self, *inputs: Any) -> Any:
@@ -111,6 +116,14 @@ class Layer:
     def zero_grad(self) -> None:
         """micrograd's and PyTorch's name for :meth:`cleargrads`."""
         self.cleargrads()
+
+    def to_cpu(self) -> None:
+        """Nothing to do: autodiff keeps every array in numpy (kept for DeZero's programs)."""
+
+    def to_gpu(self) -> None:
+        raise NotImplementedError(
+            f"{type(self).__name__}.to_gpu: autodiff runs on numpy only; drop the to_gpu() call"
+        )
 
     def named_params(self) -> dict[str, Parameter]:
         """Parameters keyed by their path of attribute names (``'l0/W'``), as saved to ``.npz``.

@@ -244,6 +244,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "ours_ms": med["ours"] * 1e3,
                 "dezero_ms": med["dezero"] * 1e3,
                 "ratio": med["ours"] / med["dezero"],
+                "best_ratio": min(times["ours"]) / min(times["dezero"]),
                 "torch_ms": med["torch"] * 1e3 if "torch" in med else None,
                 "same_loss": bool(np.isclose(losses["ours"], losses["dezero"], rtol=1e-6)),
                 "loss": losses["ours"],
@@ -253,7 +254,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"numpy {np.__version__}, DeZero {dezero.__version__}; {torch_note}")
     header = (
         f"{'workload':<28}{'runs':>5}{'ours ms':>10}{'DeZero ms':>11}{'ours/DeZero':>13}"
-        f"{'target':>9}{'torch ms':>10}  same loss"
+        f"{'(best)':>8}{'target':>9}{'torch ms':>10}  same loss"
     )
     print(header)
     print("-" * len(header))
@@ -262,10 +263,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         verdict = "ok" if row["ratio"] <= TARGET_RATIO else "MISSED"
         print(
             f"{row['workload']:<28}{row['runs']:>5}{row['ours_ms']:>10.2f}"
-            f"{row['dezero_ms']:>11.2f}{row['ratio']:>12.2f}x{verdict:>9}{torch_ms:>10}  "
+            f"{row['dezero_ms']:>11.2f}{row['ratio']:>12.2f}x{row['best_ratio']:>7.2f}x"
+            f"{verdict:>9}{torch_ms:>10}  "
             f"{'yes' if row['same_loss'] else 'NO'} ({row['loss']:.6f})"
         )
-    print(f"target: ours/DeZero <= {TARGET_RATIO:.2f} (medians)")
+    print(
+        f"target: ours/DeZero <= {TARGET_RATIO:.2f}, on medians; (best) is the fastest run of "
+        "each, less sensitive to other load on the machine"
+    )
     result = {"target_ratio": TARGET_RATIO, "rows": rows, "torch": torch_note}
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,8 @@ the 3, a typical slip. utils.gradient_check compares each backward with central 
 (f(x + h) - f(x - h)) / 2h in float64: Cube passes, and for BadCube it prints a report of
 the elements that disagree, with the backprop and numerical values side by side (backprop
 is a third of the truth everywhere).
+
+Category: debugging
 """
 
 import numpy as np

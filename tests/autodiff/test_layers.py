@@ -286,3 +286,22 @@ def test_a_layer_holds_its_last_inputs_and_outputs_only_weakly():
         assert model.outputs[0]() is None
     finally:
         gc.enable()
+
+
+def test_a_layer_may_take_plain_numbers():
+    class Scale(Layer):
+        def forward(self, x, k):
+            return x * k
+
+    scale = Scale()
+    y = scale(Variable(np.ones(2)), 3.0)
+    np.testing.assert_array_equal(y.data, [3.0, 3.0])
+    assert scale.inputs[1]() == 3.0
+    assert scale.outputs[0]() is y
+
+
+def test_to_cpu_is_a_no_op_and_to_gpu_says_why_not():
+    model = MLP((2,))
+    model.to_cpu()
+    with pytest.raises(NotImplementedError, match="numpy only"):
+        model.to_gpu()

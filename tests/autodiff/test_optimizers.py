@@ -323,3 +323,19 @@ def test_public_names():
         assert issubclass(getattr(optimizers, name), optimizers.Optimizer)
     for name in ("WeightDecay", "ClipGrad", "FreezeParam"):
         assert callable(getattr(optimizers, name))
+
+
+def test_the_finite_check_raises_no_numpy_warning_and_covers_big_models():
+    model = One([0.0, 0.0])
+    model.p.grad = Variable(np.array([np.inf, -np.inf]))  # a sum would warn: inf - inf
+    with pytest.raises(NonFiniteGradientError, match="2 infinite"):
+        SGD().setup(model).update()
+    big = One(np.zeros(100_000))  # past the size where gradients are checked one by one
+    grad = np.zeros(100_000)
+    grad[-1] = np.nan
+    big.p.grad = Variable(grad)
+    with pytest.raises(NonFiniteGradientError, match="1 NaN"):
+        SGD().setup(big).update()
+    grad[-1] = 1.0
+    SGD(lr=1.0).setup(big).update()
+    assert big.p.data[-1] == -1.0
