@@ -12,6 +12,7 @@ once and a frame is a vectorised lookup: a redraw costs O(n) numpy, not O(n) tra
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -268,7 +269,9 @@ class Scene:
         self.node_ids = np.asarray(layout.node_ids, dtype=np.int64)
         self._index_of = {int(nid): i for i, nid in enumerate(self.node_ids)}
         n = len(self.node_ids)
-        attrs = [trace.node(int(nid)) for nid in self.node_ids]
+        graph_nodes = trace.graph.nodes
+        attrs = [graph_nodes[int(nid)] for nid in self.node_ids]
+        self._attrs = attrs
         self.kinds: tuple[str, ...] = tuple(a["kind"] for a in attrs)
         is_function = np.array([k == "function" for k in self.kinds], dtype=bool)
         self.names: tuple[str, ...] = tuple(_short_name(a) for a in attrs)
@@ -294,6 +297,7 @@ class Scene:
         self._steps = trace.steps
         self._build_events()
         self._labels: dict[int, str] = {}
+        self._label_cache: tuple[NDArray[np.intp], list[str]] | None = None
         self._last_frame: Frame | None = None
         first = trace.first_nonfinite() if hasattr(trace, "first_nonfinite") else None
         if first is not None and first.function in self._index_of:
@@ -334,12 +338,14 @@ class Scene:
         steps: list[int] = []
         nodes: list[int] = []
         codes: list[int] = []
+        attrs = self._attrs
+        kinds = _history_kinds()
         for index, nid in enumerate(self.node_ids):
             nid = int(nid)
-            for point in _change_points(trace, nid, self._steps):
+            for point, state in _timeline(trace, nid, self._steps, attrs[index], kinds):
                 steps.append(point)
                 nodes.append(index)
-                codes.append(_CODE[trace.state_at(nid, point)])
+                codes.append(_CODE[state])
         order = np.argsort(np.asarray(steps, dtype=np.int64), kind="stable")
         self._event_steps = np.asarray(steps, dtype=np.int64)[order]
         self._event_nodes = np.asarray(nodes, dtype=np.intp)[order]
@@ -379,7 +385,7 @@ class Scene:
         )
         label_events = np.full(self.n_nodes, -1, dtype=np.intp)
         label_events[nodes] = events
-        labels = [self._label(i, int(e), step) for i, e in enumerate(label_events)]
+        labels = self._labels_for(label_events)
         nonfinite = np.zeros(self.n_nodes, dtype=bool)
         current_function = -1
         current_nodes = np.zeros(0, np.intp)
@@ -433,7 +439,21 @@ class Scene:
             self._nonfinite_events = events
         return [i for k, i in self._nonfinite_events if k <= step]
 
-    def _label(self, index: int, event: int, step: int) -> str:
+    def _labels_for(self, label_events: NDArray[np.intp]) -> list[str]:
+        """Labels for per-node event indexes; only nodes whose event changed since the last
+        call are formatted again (playback moves a step at a time)."""
+        previous = self._label_cache
+        if previous is None:
+            labels = [self._label(i, int(e)) for i, e in enumerate(label_events)]
+        else:
+            old_events, old_labels = previous
+            labels = list(old_labels)
+            for i in np.flatnonzero(old_events != label_events):
+                labels[i] = self._label(int(i), int(label_events[i]))
+        self._label_cache = (label_events, labels)
+        return labels
+
+    def _label(self, index: int, event: int) -> str:
         key = event if event >= 0 else -1 - index  # before any event: one label per node
         text = self._labels.get(key)
         if text is None:
@@ -676,6 +696,71 @@ def _number(v: Any, precision: int) -> str:
     return f"{float(v):.{precision}g}"
 
 
+def _timeline(
+    trace: Any,
+    node_id: int,
+    steps: Sequence[Any],
+    attrs: Mapping[str, Any],
+    kinds: tuple[int, ...] | None,
+) -> list[tuple[int, NodeState]]:
+    """(step, state) at each change point of the node, starting with -1.
+
+    Asking ``trace.state_at`` at every point costs O(k) per point, O(k^2) for a node used k
+    times (a shared weight in a long graph). When the trace exposes its per-node history in
+    step order, one scan gives every state; the scan follows ``Trace.state_at`` exactly.
+    """
+    history = getattr(trace, "_history", None)
+    if callable(history) and kinds is not None:
+        events = history(node_id)
+        visible = [max(int(e[0]), -1) for e in events]
+        if all(a <= b for a, b in itertools.pairwise(visible)):
+            return _scan_history(events, visible, kinds, bool(attrs.get("constant")))
+    return [(p, trace.state_at(node_id, p)) for p in _change_points(trace, node_id, steps)]
+
+
+def _history_kinds() -> tuple[int, int, int, int] | None:
+    from autodiff import trace as trace_module
+
+    names = ("_VALUE", "_GRAD", "_CLEARED", "_FREED")
+    if all(isinstance(getattr(trace_module, n, None), int) for n in names):
+        return tuple(getattr(trace_module, n) for n in names)  # type: ignore[return-value]
+    return None
+
+
+def _scan_history(
+    events: Sequence[tuple], visible: list[int], kinds: tuple[int, ...], constant: bool
+) -> list[tuple[int, NodeState]]:
+    value_kind, grad_kind, cleared_kind, _ = kinds
+    has_value = False
+    grad_state: NodeState | None = None
+    freed = False
+    timeline: list[tuple[int, NodeState]] = []
+    k = 0
+    points = sorted(set(visible) | {-1})
+    for point in points:
+        while k < len(events) and visible[k] <= point:
+            kind = events[k][1]
+            if kind == value_kind:
+                has_value = True
+            elif kind == grad_kind:
+                grad_state = NodeState.GRAD
+            elif kind == cleared_kind:
+                grad_state = NodeState.GRAD_CLEARED
+            else:
+                freed = True
+            k += 1
+        if freed:
+            state = NodeState.FREED
+        elif not has_value:
+            state = NodeState.NOT_COMPUTED
+        elif constant:
+            state = NodeState.CONSTANT
+        else:
+            state = grad_state or NodeState.VALUE
+        timeline.append((point, state))
+    return timeline
+
+
 def _change_points(trace: Any, node_id: int, steps: Sequence[Any]) -> list[int]:
     """Step indexes at which the node's state, value or gradient may change (with -1)."""
     public = getattr(trace, "change_points", None)
@@ -701,68 +786,67 @@ def _change_points(trace: Any, node_id: int, steps: Sequence[Any]) -> list[int]:
 def _separate_parallel_edges(
     edges: NDArray[np.intp], points: NDArray[np.float64], offsets: NDArray[np.intp]
 ) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
-    """Spread edges that join the same two nodes (``x + x``) so each slot has its own line."""
-    points = points.reshape(-1, 2).copy()
+    """Spread edges that join the same two nodes (``x + x``) so each slot has its own line:
+    each is bowed sideways, the endpoints stay at the node centres."""
+    points = points.reshape(-1, 2)
     offsets = np.asarray(offsets, dtype=np.intp)
-    groups: dict[tuple[int, int], list[int]] = {}
-    for e, (u, v) in enumerate(edges):
-        groups.setdefault((int(u), int(v)), []).append(e)
-    for members in groups.values():
-        if len(members) < 2:
+    if len(edges) < 2:
+        return points.copy(), offsets
+    _, group, counts = np.unique(edges, axis=0, return_inverse=True, return_counts=True)
+    group = group.reshape(-1)
+    parallel = np.flatnonzero(counts[group] > 1)
+    if len(parallel) == 0:
+        return points.copy(), offsets
+    chunks = [points[offsets[e] : offsets[e + 1]] for e in range(len(edges))]
+    rank: dict[int, int] = {}
+    spread = 0.3
+    for e in parallel:
+        g = int(group[e])
+        k = rank.get(g, 0)
+        rank[g] = k + 1
+        shift = (k - (counts[g] - 1) / 2) * spread
+        path = chunks[e]
+        if len(path) < 2:
             continue
-        spread = 0.12
-        for k, e in enumerate(members):
-            shift = (k - (len(members) - 1) / 2) * spread
-            a, b = offsets[e], offsets[e + 1]
-            if b - a < 2:
-                continue
-            path = points[a:b]
-            direction = path[-1] - path[0]
-            norm = float(np.hypot(*direction)) or 1.0
-            normal = np.array([-direction[1], direction[0]]) / norm
-            # bow the line: endpoints stay at the node centres, the middle moves sideways
-            t = np.linspace(0.0, 1.0, b - a)
-            bow = np.sin(np.pi * t)[:, None] * normal * shift * 2.5
-            if b - a == 2:
-                mid = (path[0] + path[1]) / 2 + normal * shift * 2.5
-                path = np.vstack([path[0], mid, path[1]])
-                points = np.vstack([points[:a], path, points[b:]])
-                offsets = offsets.copy()
-                offsets[e + 1 :] += 1
-            else:
-                points[a:b] = path + bow
-    return points, offsets
+        direction = path[-1] - path[0]
+        norm = float(np.hypot(*direction)) or 1.0
+        normal = np.array([-direction[1], direction[0]]) / norm
+        if len(path) == 2:
+            path = np.vstack([path[0], (path[0] + path[1]) / 2, path[1]])
+        t = np.linspace(0.0, 1.0, len(path))
+        chunks[e] = path + np.sin(np.pi * t)[:, None] * normal * shift
+    lengths = np.fromiter((len(c) for c in chunks), dtype=np.intp, count=len(chunks))
+    new_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.intp)
+    return np.concatenate(chunks) if chunks else np.zeros((0, 2)), new_offsets
 
 
 def _arrow_heads(geometry: SceneGeometry, edges: NDArray[np.intp]) -> NDArray[np.float64]:
-    """A small triangle per edge at the border of the target node's box."""
+    """A small triangle per edge, its tip where the last segment enters the target's box."""
     n_edges = geometry.n_edges
     if n_edges == 0:
         return np.zeros((0, 2))
     points = geometry.edge_points
     offsets = geometry.edge_offsets
-    tips = np.empty((n_edges, 2))
-    backs = np.empty((n_edges, 2))
-    half = geometry.half_sizes
-    for e in range(n_edges):
-        a, b = offsets[e], offsets[e + 1]
-        target = int(edges[e, 1])
-        end = geometry.positions[target]
-        previous = points[b - 2] if b - a >= 2 else end - np.array([0.0, 1.0])
-        direction = end - previous
-        norm = float(np.hypot(*direction)) or 1.0
-        direction = direction / norm
-        # where the segment enters the target's box
-        hx, hy = half[target]
-        scale = min(
-            hx / abs(direction[0]) if direction[0] else np.inf,
-            hy / abs(direction[1]) if direction[1] else np.inf,
-        )
-        tips[e] = end - direction * scale
-        backs[e] = direction
+    targets = np.asarray(edges[:, 1], dtype=np.intp)
+    end = geometry.positions[targets]
+    has_segment = (offsets[1:] - offsets[:-1]) >= 2
+    previous = np.where(
+        has_segment[:, None],
+        points[np.maximum(offsets[1:] - 2, 0)],
+        end - np.array([0.0, 1.0]),
+    )
+    direction = end - previous
+    norm = np.hypot(direction[:, 0], direction[:, 1])
+    direction = direction / np.where(norm > 0, norm, 1.0)[:, None]
+    direction[norm == 0] = (0.0, 1.0)
+    half = geometry.half_sizes[targets]
+    with np.errstate(divide="ignore"):
+        ax, ay = np.abs(direction[:, 0]), np.abs(direction[:, 1])
+        scale = np.minimum(half[:, 0] / ax, half[:, 1] / ay)
+    tips = end - direction * scale[:, None]
     size = 0.09
-    normal = np.stack([-backs[:, 1], backs[:, 0]], axis=1)
-    base = tips - backs * size * 1.6
+    normal = np.stack([-direction[:, 1], direction[:, 0]], axis=1)
+    base = tips - direction * size * 1.6
     triangles = np.stack([tips, base + normal * size, base - normal * size], axis=1)
     return triangles.reshape(-1, 2)
 

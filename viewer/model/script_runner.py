@@ -161,6 +161,9 @@ class ScriptRun:
         self._done = threading.Event()
         self._started = False
         self._in_script = False
+        # Extra engine observers attached only while the script runs (gradcheck's
+        # FunctionSampler keeps samples of its Functions for a check after it ended).
+        self.observers: list[Any] = []
 
     @property
     def running(self) -> bool:
@@ -220,6 +223,8 @@ class ScriptRun:
             sys.path.insert(0, str(self.path.parent))
             os.chdir(self.path.parent)
             core.add_observer(observer)
+            for extra in self.observers:
+                core.add_observer(extra)
             with trace_module.record(max_array_size=self.max_array_size) as trace:
                 if self._cancel_requested:
                     raise ScriptCancelled("the script was cancelled")
@@ -243,6 +248,8 @@ class ScriptRun:
             ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread_id), None)
             try:
                 core.remove_observer(observer)
+                for extra in self.observers:
+                    core.remove_observer(extra)
             finally:
                 self._restore(saved, stdout, stderr)
         # Drop the script's objects as the interpreter would at exit, then see what survives.

@@ -178,3 +178,48 @@ def test_frame_cost_is_vectorised_for_a_bigger_graph():
 def test_frames_clamp_the_step(step):
     _, scene = make_scene("y = exp(x)")
     assert -1 <= scene.frame(step).step < scene.n_steps
+
+
+def assert_states_match_the_trace(scene, trace):
+    for step in range(-1, len(trace.steps)):
+        codes = scene.state_codes(step)
+        for i, nid in enumerate(scene.node_ids):
+            assert STATE_NAMES[codes[i]] == trace.state_at(int(nid), step).value, (step, nid)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x = 0.5\ny = square(exp(square(x)))",
+        "x = 3.0\ny = add(add(x, x), x)",
+        "x = 2.0\ny = x ** 4 - 2 * x ** 2\ng = grad(y, x)\nh = grad(g, x)",
+        "y = x * 2 + 1",
+    ],
+)
+def test_scene_states_equal_trace_state_at(text):
+    ev, scene = make_scene(text)
+    assert_states_match_the_trace(scene, ev.trace)
+
+
+def test_script_views_and_freed_nodes_match_the_trace():
+    import numpy as np
+
+    import autodiff.functions as F
+    from autodiff import Variable, trace
+    from viewer.model.subtrace import view_for_root
+
+    with trace.record() as t:
+        x = Variable(np.array(0.5), name="x")
+        for _ in range(3):
+            y = F.exp(F.sin(x))
+            x.cleargrad()
+            y.backward()
+        del y
+    assert any(t.freed(n) for n in t.variables)
+    whole = Scene(t, compute_layout(t))
+    assert_states_match_the_trace(whole, t)
+    assert state_code("freed") in whole.state_codes(len(t.steps) - 1)
+    view = view_for_root(t, t.backward_roots[1], 1)
+    scene = Scene(view, compute_layout(view))
+    assert_states_match_the_trace(scene, view)
+    assert [s.phase for s in view.steps] == ["forward", "forward", "backward", "backward"]
