@@ -758,8 +758,8 @@ def softmax_cross_entropy_simple(x: Any, t: Any) -> Variable:
     x, t = as_variable(x), as_variable(t)
     _check_labels("softmax_cross_entropy_simple", x.data, t.data)
     n = x.shape[0]
-    p = softmax_simple(x)
-    p = clip(p, 1e-15, 1.0)
+    p = softmax(x)
+    p = clip(p, 1e-15, 1.0)  # log(0) guard
     log_p = log(p)
     tlog_p = log_p[np.arange(n), t.data]
     return -1 * sum(tlog_p) / n
