@@ -1,0 +1,81 @@
+"""Qt tests run on the offscreen platform with settings isolated in a temporary folder."""
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest
+from PySide6 import QtCore
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(tmp_path_factory, monkeypatch):
+    """Every test gets its own QSettings folder: the user's settings are never read or written."""
+    folder = tmp_path_factory.mktemp("settings")
+    for scope in (QtCore.QSettings.Scope.UserScope, QtCore.QSettings.Scope.SystemScope):
+        QtCore.QSettings.setPath(QtCore.QSettings.Format.IniFormat, scope, str(folder))
+        QtCore.QSettings.setPath(QtCore.QSettings.Format.NativeFormat, scope, str(folder))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(folder))
+    return folder
+
+
+def _stacked_positions(t):
+    """Test-only positions: one row per generation-ordered node, spread sideways."""
+    import numpy as np
+
+    ids = sorted(t.graph.nodes)
+    depth = {}
+    for nid in ids:
+        preds = list(t.graph.predecessors(nid))
+        depth[nid] = 1 + max((depth[p] for p in preds), default=-1)
+    rows = {}
+    pos = []
+    for nid in ids:
+        k = rows.setdefault(depth[nid], 0)
+        rows[depth[nid]] = k + 1
+        pos.append((1.4 * k, 0.9 * depth[nid]))
+    return ids, np.array(pos, dtype=float)
+
+
+@pytest.fixture
+def seed_trace():
+    """The seeds' example, y = square(exp(square(x))) at x = 0.5, recorded with backward."""
+    import numpy as np
+
+    import autodiff.functions as F
+    from autodiff import Variable, trace
+
+    with trace.record() as t:
+        x = Variable(np.array(0.5), name="x")
+        y = F.square(F.exp(F.square(x)))
+        y.name = "y"
+        y.backward()
+    t._keep = (x, y)  # keep the graph alive for the test (no FREED states)
+    return t
+
+
+@pytest.fixture
+def seed_scene(seed_trace):
+    from viewer.model.scene import Scene, layout_from_positions
+
+    ids, pos = _stacked_positions(seed_trace)
+    return Scene(seed_trace, layout_from_positions(seed_trace, ids, pos))
+
+
+@pytest.fixture
+def window(qtbot):
+    """A main window with the default program loaded, shown offscreen, isolated settings."""
+    from viewer.app import build_window
+
+    win = build_window([])
+    qtbot.addWidget(win)
+    win.resize(1200, 800)
+    win.show()
+    qtbot.waitExposed(win)
+    # Scripts are the user's code: tests run them without the confirmation dialog.
+    win.confirm_script = lambda path: True
+    yield win
+    win.document.playback.pause()
+    if win.document.script_run is not None:
+        win.document.cancel_script()
+        win.document.script_run.wait(10)

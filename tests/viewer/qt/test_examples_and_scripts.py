@@ -1,0 +1,99 @@
+"""Every bundled example loads and plays to the end; a failing script leaves the app usable."""
+
+import pytest
+from PySide6 import QtCore
+
+from viewer.model.examples import list_examples
+
+EXAMPLES = list_examples()
+# Scripts run the user's code with recording on; the training ones take a while.
+PARAMS = [
+    pytest.param(e, id=e.stem, marks=[pytest.mark.slow] if e.kind == "script" else [])
+    for e in EXAMPLES
+]
+
+
+def _wait_for_script(qtbot, window, timeout=120_000):
+    qtbot.waitUntil(
+        lambda: (
+            window.document.script_run is None and not window.script_panel.cancel_button.isEnabled()
+        ),
+        timeout=timeout,
+    )
+
+
+@pytest.mark.parametrize("example", PARAMS)
+def test_every_bundled_example_loads_and_plays_to_the_end(qtbot, window, example):
+    doc = window.document
+    window.load_example(example.stem)
+    if example.kind == "script":
+        _wait_for_script(qtbot, window)
+        result = doc.script_result
+        assert result is not None and result.ok, result.error if result else "no result"
+    assert doc.scene is not None, f"{example.stem}: {doc.last_error}"
+    assert window.binding.shown_scene is doc.scene
+    playback = doc.playback
+    playback.to_start()
+    steps = playback.n_steps
+    assert steps > 0
+    moved = 0
+    while playback.step_forward():
+        moved += 1
+    assert playback.at_end and moved == steps
+    frame = window.graph_view.frame
+    assert frame is not None and frame.step == steps - 1
+    if example.kind == "expression":
+        assert window.editor.text() == example.read()
+
+
+def test_a_script_with_an_exception_leaves_the_app_usable(qtbot, window, tmp_path):
+    script = tmp_path / "broken.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from autodiff import Variable\n"
+        "x = Variable(np.array(2.0))\n"
+        "y = x * x\n"
+        "print('about to fail')\n"
+        "raise RuntimeError('this script is broken on purpose')\n"
+    )
+    scene = window.document.scene
+    assert window.open_path(script, confirm_scripts=False)
+    _wait_for_script(qtbot, window)
+    output = window.script_panel.error_text()
+    assert "about to fail" in output
+    assert "RuntimeError: this script is broken on purpose" in output
+    assert "Traceback" in output
+    assert window.document.scene is scene  # the previous graph stays
+    assert window.run_program("y = exp(x)")
+    assert window.document.trace.steps[0].op == "Exp"
+
+
+def test_a_script_runs_in_the_background_and_can_be_cancelled(qtbot, window, tmp_path):
+    script = tmp_path / "slow.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from autodiff import Variable\n"
+        "x = Variable(np.array(0.1))\n"
+        "while True:\n"
+        "    y = x * x\n"
+    )
+    assert window.open_path(script, confirm_scripts=False)
+    qtbot.wait(200)
+    assert window.document.script_run is not None and window.document.script_run.running
+    assert window.script_panel.cancel_button.isEnabled()
+    # the window still answers while the script runs
+    window.document.playback.to_end()
+    qtbot.mouseClick(window.script_panel.cancel_button, QtCore.Qt.MouseButton.LeftButton)
+    _wait_for_script(qtbot, window, timeout=20_000)
+    assert window.document.script_result.cancelled
+
+
+def test_declining_the_confirmation_does_not_run_the_script(qtbot, window, tmp_path):
+    script = tmp_path / "never.py"
+    marker = tmp_path / "ran"
+    script.write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    window.confirm_script = lambda path: False
+    assert not window.open_path(script)
+    qtbot.wait(100)
+    assert not marker.exists()
+    assert window.document.script_run is None

@@ -1,0 +1,199 @@
+"""The main window end to end: type, run, step, inspect; errors keep the graph; shortcuts."""
+
+import numpy as np
+import pytest
+from PySide6 import QtCore, QtWidgets
+
+from viewer.qt.main_window import DEFAULT_PROGRAM
+
+REQUIRED_NAMES = (
+    "expressionEditor",
+    "runButton",
+    "graphView",
+    "stepBackButton",
+    "stepForwardButton",
+    "playButton",
+    "timelineSlider",
+    "inspector",
+)
+
+
+def _find(window, name):
+    widget = window.findChild(QtWidgets.QWidget, name)
+    assert widget is not None, f"no widget named {name!r}"
+    return widget
+
+
+def test_build_window_has_every_required_object_name(window):
+    for name in REQUIRED_NAMES:
+        _find(window, name)
+    assert isinstance(_find(window, "expressionEditor"), QtWidgets.QPlainTextEdit)
+
+
+def test_starts_with_the_seeds_example_loaded(window):
+    doc = window.document
+    assert doc.scene is not None
+    assert window.editor.text() == DEFAULT_PROGRAM
+    assert doc.trace is not None and len(doc.trace.functions) == 3  # square, exp, square
+    ops = [s.op for s in doc.trace.steps if s.phase == "forward"]
+    assert ops == ["Square", "Exp", "Square"]
+    assert window.graph_view.frame is not None
+
+
+def _click_node(qtbot, window, index):
+    view = window.graph_view
+    xy = window.document.scene.geometry.positions[index]
+    point = view.mapFromScene(view.view_box.mapViewToScene(QtCore.QPointF(*xy)))
+    qtbot.mouseClick(view.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=point)
+
+
+def test_type_run_step_to_the_end_and_the_inspector_shows_x_gradient(qtbot, window):
+    editor = _find(window, "expressionEditor")
+    editor.clear()
+    qtbot.keyClicks(editor, "y = tanh(x) * x**2")
+    qtbot.mouseClick(_find(window, "runButton"), QtCore.Qt.MouseButton.LeftButton)
+    doc = window.document
+    assert doc.program is not None and doc.program.leaves == ("x",)
+    assert doc.playback.index == -1  # a new graph starts before its first step
+    forward = _find(window, "stepForwardButton")
+    for _ in range(doc.playback.n_steps):
+        qtbot.mouseClick(forward, QtCore.Qt.MouseButton.LeftButton)
+    assert doc.playback.at_end
+    assert doc.playback.phase == "backward"
+    x_index = doc.scene.names.index("x")
+    _click_node(qtbot, window, x_index)
+    assert doc.selection == int(doc.scene.node_ids[x_index])
+    text = window.inspector.text()
+    # x = 1 (a free name): dy/dx = (1 - tanh(1)^2) + 2 tanh(1) = 1.9430
+    expected = (1 - np.tanh(1.0) ** 2) + 2 * np.tanh(1.0)
+    assert f"{expected:.4f}"[:5] in text
+    assert "grad" in text
+
+
+def test_bad_input_shows_the_error_in_the_editor_and_keeps_the_graph(qtbot, window):
+    doc = window.document
+    scene_before = doc.scene
+    bad = "y = exp(x) +\n"
+    window.editor.set_text(bad)
+    qtbot.mouseClick(_find(window, "runButton"), QtCore.Qt.MouseButton.LeftButton)
+    assert doc.scene is scene_before
+    assert window.editor.text() == bad  # nothing the user typed is lost
+    assert "line 1" in window.editor.error_text()
+    assert window.editor.editor.extraSelections()  # the error is marked in place
+    # rejected before anything runs: attributes
+    window.editor.set_text("import os\ny = x")
+    window.run_program()
+    assert doc.scene is scene_before
+    assert window.editor.error_text()
+    # fixing it clears the error and shows the new graph
+    window.editor.set_text("y = sin(x)")
+    assert window.run_program()
+    assert doc.scene is not scene_before
+    assert window.editor.error_text() == ""
+
+
+def test_editing_a_leaf_value_reruns_and_a_bad_value_keeps_the_text(qtbot, window):
+    doc = window.document
+    table = window.variables
+    assert table.leaf_names() == ["x"]
+    table.set_value_text("x", "0.7")
+    assert float(doc.evaluation.values["x"]) == pytest.approx(0.7)
+    scene = doc.scene
+    table.set_value_text("x", "0.7 +")
+    assert doc.scene is scene
+    assert table.value_text("x") == "0.7 +"
+    assert window.editor.error_text() == ""  # the error belongs to the table, not the editor
+
+
+def test_playback_shortcuts(qtbot, window):
+    playback = window.document.playback
+    window.activateWindow()
+    window.graph_view.setFocus()
+    qtbot.waitUntil(lambda: QtWidgets.QApplication.activeWindow() is window)
+    playback.to_start()
+    qtbot.keyClick(window.graph_view, QtCore.Qt.Key.Key_Right)
+    assert playback.index == 0
+    qtbot.keyClick(window.graph_view, QtCore.Qt.Key.Key_Right)
+    qtbot.keyClick(window.graph_view, QtCore.Qt.Key.Key_Left)
+    assert playback.index == 0
+    qtbot.keyClick(window.graph_view, QtCore.Qt.Key.Key_End)
+    assert playback.at_end
+    qtbot.keyClick(window.graph_view, QtCore.Qt.Key.Key_Home)
+    assert playback.at_start
+    qtbot.keyClick(window.graph_view, QtCore.Qt.Key.Key_B)
+    assert playback.index == 2  # the 3 forward steps done, backward next
+    qtbot.keyClick(window.graph_view, QtCore.Qt.Key.Key_Space)
+    assert playback.playing
+    qtbot.keyClick(window.graph_view, QtCore.Qt.Key.Key_Space)
+    assert not playback.playing
+    before = window.graph_view.pixels_per_unit()
+    window.graph_view.zoom_by(3)
+    qtbot.keyClick(window.graph_view, QtCore.Qt.Key.Key_F)
+    assert window.graph_view.pixels_per_unit() == pytest.approx(before, rel=0.05)
+
+
+def test_arrow_keys_in_the_editor_edit_text_and_ctrl_enter_runs(qtbot, window):
+    playback = window.document.playback
+    window.activateWindow()
+    editor = window.editor.editor
+    editor.setFocus()
+    qtbot.waitUntil(lambda: editor.hasFocus())
+    playback.seek(1)
+    qtbot.keyClick(editor, QtCore.Qt.Key.Key_Right)
+    qtbot.keyClick(editor, QtCore.Qt.Key.Key_Space)
+    assert playback.index == 1 and not playback.playing  # the editor kept the keys
+    window.editor.set_text("y = cos(x)")
+    scene = window.document.scene
+    qtbot.keyClick(editor, QtCore.Qt.Key.Key_Return, QtCore.Qt.KeyboardModifier.ControlModifier)
+    assert window.document.scene is not scene
+    assert window.document.trace.steps[0].op == "Cos"
+
+
+def test_play_runs_to_the_end_on_the_timer(qtbot, window):
+    playback = window.document.playback
+    playback.set_speed(60)
+    qtbot.mouseClick(_find(window, "playButton"), QtCore.Qt.MouseButton.LeftButton)
+    assert playback.playing
+    qtbot.waitUntil(lambda: playback.at_end and not playback.playing, timeout=5000)
+    slider = _find(window, "timelineSlider")
+    assert slider.value() == playback.index
+    slider.setValue(1)
+    assert playback.index == 1
+    qtbot.mouseClick(_find(window, "stepBackButton"), QtCore.Qt.MouseButton.LeftButton)
+    assert playback.index == 0
+
+
+def test_dark_theme_switch_keeps_the_graph(window):
+    scene = window.document.scene
+    window.actions["theme_dark"].trigger()
+    assert window.theme.name == "dark"
+    assert window.document.scene is scene
+    assert window.document.frame().fill is not None
+    window.actions["theme_light"].trigger()
+    assert window.theme.name == "light"
+
+
+def test_menus_have_the_standard_actions(window):
+    for name in ("open", "export", "quit", "run", "fit", "play", "shortcuts", "about"):
+        assert name in window.actions
+    assert window.actions["open"].shortcut().toString() == "Ctrl+O"
+    assert window.actions["quit"].shortcut().toString() == "Ctrl+Q"
+    assert any(name.startswith("example_") for name in window.actions)
+
+
+def test_shortcuts_dialog_lists_the_keys(qtbot, window):
+    from viewer.qt.menus import show_shortcuts
+
+    dialog = show_shortcuts(window)
+    text = dialog.findChild(QtWidgets.QLabel).text()
+    for key in ("Ctrl+O", "Space", "Left", "Right", "Home", "End"):
+        assert key in text
+    dialog.close()
+
+
+def test_export_from_the_window(tmp_path, window):
+    assert window.export_view(tmp_path / "view.png")
+    assert window.export_view(tmp_path / "view.svg")
+    assert (tmp_path / "view.png").stat().st_size > 1000
+    assert "<svg" in (tmp_path / "view.svg").read_text()
+    assert not window.export_view(tmp_path / "view.bmp")

@@ -1,0 +1,144 @@
+"""The application entry point: ``autodiff-viewer [FILE]`` and the headless ``--export``.
+
+autodiff-viewer                          the window, with the seeds' example loaded
+autodiff-viewer FILE                     open an expression (.expr/.txt), a trace (.json)
+                                         or a script (.py, asks before running it)
+autodiff-viewer --export OUT.png|OUT.svg [--phase forward|backward] [--step N] INPUT
+                                         render INPUT without a window and exit
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+__all__ = ["build_window", "main", "parse_args"]
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # exits 2 with the usage, like argparse, no SystemExit
+        raise _UsageError(f"{self.prog}: error: {message}\n{self.format_usage()}")
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _ArgumentParser(
+        prog="autodiff-viewer",
+        description="See and step through backpropagation on any autodiff expression.",
+    )
+    p.add_argument(
+        "file",
+        nargs="?",
+        help="an expression (.expr, .txt), a saved trace (.json) or a script (.py) to open",
+    )
+    p.add_argument(
+        "--export",
+        metavar="OUT",
+        help="render FILE to OUT (.png or .svg) without showing a window, then exit",
+    )
+    p.add_argument(
+        "--phase",
+        choices=("forward", "backward"),
+        help="with --export: show the end of this phase (default: the last step)",
+    )
+    p.add_argument(
+        "--step",
+        type=int,
+        metavar="N",
+        help="with --export: show the graph after step N (1-based; 0 = before any step)",
+    )
+    p.add_argument(
+        "--theme", choices=("light", "dark"), help="the palette (default: the saved one)"
+    )
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="run a .py FILE without asking first (it is your code: only for scripts you trust)",
+    )
+    return p
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    args = _parser().parse_args(list(argv) if argv is not None else None)
+    if args.export is not None and args.file is None:
+        raise _UsageError("autodiff-viewer: error: --export needs an INPUT file to render\n")
+    if args.export is None and (args.phase is not None or args.step is not None):
+        raise _UsageError("autodiff-viewer: error: --phase and --step only go with --export\n")
+    return args
+
+
+def _application(headless: bool):
+    if headless and not os.environ.get("QT_QPA_PLATFORM"):
+        # Rendering a file needs no screen: work on machines without a display too.
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from PySide6 import QtWidgets
+
+    app = QtWidgets.QApplication.instance()
+    if app is None:
+        app = QtWidgets.QApplication([sys.argv[0] if sys.argv else "autodiff-viewer"])
+    app.setApplicationName("autodiff-viewer")
+    app.setOrganizationName("autodiff-viewer")
+    app.setApplicationDisplayName("autodiff viewer")
+    return app
+
+
+def build_window(argv: Sequence[str] | None = None):
+    """The main window for ``argv`` (FILE and --theme), not shown, without an event loop."""
+    args = parse_args(argv or [])
+    _application(headless=False)
+    from viewer.qt.main_window import MainWindow
+
+    window = MainWindow(theme=args.theme)
+    if args.file:
+        window.open_path(args.file, confirm_scripts=not args.yes)
+    return window
+
+
+def _export(args: argparse.Namespace) -> int:
+    _application(headless=True)
+    from viewer.qt.headless import ExportError, export_file
+
+    try:
+        out = export_file(
+            args.file, args.export, phase=args.phase, step=args.step, theme=args.theme
+        )
+    except ExportError as exc:
+        print(f"autodiff-viewer: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug: say so, with the traceback, and fail
+        import traceback
+
+        traceback.print_exc()
+        print(f"autodiff-viewer: internal error while exporting: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {out}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = parse_args(argv if argv is not None else sys.argv[1:])
+    except _UsageError as exc:
+        print(str(exc).rstrip(), file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    if args.export is not None:
+        return _export(args)
+    app = _application(headless=False)
+    from viewer.qt.main_window import MainWindow
+
+    window = MainWindow(theme=args.theme)
+    window.show()
+    if args.file:
+        window.open_path(args.file, confirm_scripts=not args.yes)
+    return int(app.exec())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,303 @@
+"""PNG and SVG export of the graph: the same arrays the view draws, painted at print quality.
+
+The on-screen view stamps pre-rendered pixmaps for speed; an export paints every node as a
+vector shape instead (QSvgGenerator keeps them as vectors), with every label shown.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from PySide6 import QtCore, QtGui, QtSvg
+
+from viewer.model.scene import Frame, SceneGeometry
+from viewer.qt.graph_items import polyline_path
+from viewer.qt.graph_view import bounds_rect
+from viewer.qt.palettes import LIGHT, Theme
+
+__all__ = ["EXPORT_FORMATS", "export_graph", "paint_graph", "render_image"]
+
+EXPORT_FORMATS = (".png", ".svg")
+NODE_PIXELS = 150.0  # a node's width in the exported picture, when the picture is not too big
+MAX_SIDE = 6000  # longest side of an exported PNG, pixels
+MARGIN = 24.0
+CAPTION_HEIGHT = 30.0
+
+
+def _scale_for(geometry: SceneGeometry) -> float:
+    bounds = bounds_rect(geometry)
+    unit = max(geometry.variable_size[0], geometry.function_size[0], 1e-9)
+    scale = NODE_PIXELS / unit
+    longest = max(bounds.width(), bounds.height(), 1e-9)
+    return min(scale, (MAX_SIDE - 2 * MARGIN) / longest)
+
+
+def paint_graph(
+    painter: QtGui.QPainter,
+    geometry: SceneGeometry,
+    frame: Frame | None,
+    theme: Theme,
+    scale: float,
+    origin: QtCore.QPointF,
+    selected: int = -1,
+) -> None:
+    """Paint the graph with layout point (x, y) at ``origin + scale * (x - left, y - top)``."""
+    bounds = bounds_rect(geometry)
+    n = geometry.n_nodes
+
+    def to_px(x: float, y: float) -> QtCore.QPointF:
+        return QtCore.QPointF(
+            origin.x() + (x - bounds.left()) * scale, origin.y() + (y - bounds.top()) * scale
+        )
+
+    transform = QtGui.QTransform()
+    transform.translate(origin.x(), origin.y())
+    transform.scale(scale, scale)
+    transform.translate(-bounds.left(), -bounds.top())
+
+    painter.save()
+    painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, True)
+    painter.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing, True)
+
+    # Edges and arrow heads, then the current step's edges over them.
+    edges = transform.map(polyline_path(geometry.edge_points, geometry.edge_offsets))
+    painter.setPen(QtGui.QPen(QtGui.QColor(theme.edge), 1.4))
+    painter.setBrush(QtCore.Qt.BrushStyle.NoBrush)
+    painter.drawPath(edges)
+    arrows = geometry.arrow_points.reshape(-1, 2)
+    if len(arrows) >= 3:
+        painter.setPen(QtCore.Qt.PenStyle.NoPen)
+        painter.setBrush(QtGui.QColor(theme.edge))
+        for k in range(len(arrows) // 3):
+            tri = arrows[3 * k : 3 * k + 3]
+            painter.drawPolygon(QtGui.QPolygonF([to_px(*p) for p in tri]))
+    active = frame.active_edges if frame is not None else np.zeros(0, dtype=np.intp)
+    active = [int(e) for e in active if 0 <= e < geometry.n_edges]
+    if active:
+        painter.setPen(QtGui.QPen(QtGui.QColor(theme.edge_active), 3.2))
+        painter.setBrush(QtCore.Qt.BrushStyle.NoBrush)
+        for e in active:
+            pts = geometry.edge_points[geometry.edge_offsets[e] : geometry.edge_offsets[e + 1]]
+            painter.drawPolyline(QtGui.QPolygonF([to_px(*p) for p in pts]))
+        if len(arrows) >= 3 * geometry.n_edges:
+            painter.setPen(QtCore.Qt.PenStyle.NoPen)
+            painter.setBrush(QtGui.QColor(theme.edge_active))
+            for e in active:
+                tri = arrows[3 * e : 3 * e + 3]
+                painter.drawPolygon(QtGui.QPolygonF([to_px(*p) for p in tri]))
+
+    # Nodes, with their labels.
+    names = tuple(frame.state_names) if frame is not None else ()
+    codes = frame.state_codes if frame is not None else np.full(n, -1)
+    labels = frame.labels if frame is not None and frame.labels is not None else None
+    current = set(int(i) for i in frame.current_nodes) if frame is not None else set()
+    font = QtGui.QFont(painter.font())
+    h_px = min(geometry.variable_size[1], geometry.function_size[1]) * scale
+    font.setPixelSize(int(np.clip(h_px / 4.6, 7, 14)))
+    painter.setFont(font)
+    show_text = geometry.variable_size[0] * scale >= 40
+    for i in range(n):
+        f = bool(geometry.is_function[i])
+        kind = "function" if f else "variable"
+        code = int(codes[i]) if i < len(codes) else -1
+        state = names[code] if 0 <= code < len(names) else "default"
+        style = theme.node_style(kind, state)
+        w, h = geometry.function_size if f else geometry.variable_size
+        centre = to_px(*geometry.positions[i])
+        rect = QtCore.QRectF(
+            centre.x() - w * scale / 2, centre.y() - h * scale / 2, w * scale, h * scale
+        )
+        pen = QtGui.QPen(QtGui.QColor(style.border), style.border_width)
+        if style.dashed:
+            pen.setStyle(QtCore.Qt.PenStyle.DashLine)
+        painter.setPen(pen)
+        painter.setBrush(QtGui.QColor(style.fill))
+        radius = rect.height() / 2.6
+        if f:
+            painter.drawRect(rect)
+        else:
+            painter.drawRoundedRect(rect, radius, radius)
+        for ring, colour, width, grow in (
+            (i in current, theme.current, 3.0, 5.0),
+            (i == selected, theme.selection, 2.5, 9.0),
+        ):
+            if ring:
+                painter.setPen(QtGui.QPen(QtGui.QColor(colour), width))
+                painter.setBrush(QtCore.Qt.BrushStyle.NoBrush)
+                outer = rect.adjusted(-grow, -grow, grow, grow)
+                if f:
+                    painter.drawRect(outer)
+                else:
+                    painter.drawRoundedRect(outer, radius + grow, radius + grow)
+        if show_text and labels is not None and i < len(labels):
+            painter.setPen(QtGui.QColor(style.text))
+            painter.drawText(
+                rect.adjusted(4, 2, -4, -2), QtCore.Qt.AlignmentFlag.AlignCenter, labels[i]
+            )
+    painter.restore()
+
+
+LEGEND = (
+    ("variable", "not_computed", "not computed"),
+    ("variable", "value", "value"),
+    ("variable", "grad", "grad"),
+    ("variable", "grad_cleared", "grad cleared"),
+    ("variable", "constant", "constant"),
+    ("variable", "freed", "freed"),
+    ("function", "value", "function ran"),
+    ("function", "grad", "backward ran"),
+)
+LEGEND_HEIGHT = 34.0
+CAPTION_PIXELS = 16
+LEGEND_PIXELS = 12
+
+
+def _font(pixels: int) -> QtGui.QFont:
+    font = QtGui.QFont()
+    font.setPixelSize(pixels)
+    return font
+
+
+def _legend_width() -> float:
+    metrics = QtGui.QFontMetricsF(_font(LEGEND_PIXELS))
+    return sum(34 + metrics.horizontalAdvance(text) + 14 for _, _, text in LEGEND)
+
+
+def _picture_size(
+    geometry: SceneGeometry, caption: str | None, legend: bool
+) -> tuple[float, QtCore.QSizeF]:
+    scale = _scale_for(geometry)
+    bounds = bounds_rect(geometry)
+    top = MARGIN + (CAPTION_HEIGHT if caption else 0.0)
+    bottom = MARGIN + (LEGEND_HEIGHT if legend else 0.0)
+    width = bounds.width() * scale + 2 * MARGIN
+    if caption:
+        caption_width = QtGui.QFontMetricsF(_font(CAPTION_PIXELS)).horizontalAdvance(caption)
+        width = max(width, caption_width + 2 * MARGIN)
+    if legend:
+        width = max(width, _legend_width() + 2 * MARGIN)
+    height = bounds.height() * scale + top + bottom
+    return scale, QtCore.QSizeF(max(width, 320.0), max(height, 120.0))
+
+
+def _paint_legend(painter: QtGui.QPainter, theme: Theme, size: QtCore.QSizeF) -> None:
+    painter.save()
+    painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, True)
+    font = _font(LEGEND_PIXELS)
+    painter.setFont(font)
+    metrics = QtGui.QFontMetricsF(font)
+    x = (size.width() - _legend_width()) / 2
+    y = size.height() - MARGIN - LEGEND_HEIGHT / 2
+    for kind, state, text in LEGEND:
+        style = theme.node_style(kind, state)
+        swatch = QtCore.QRectF(x, y - 8, 28, 16)
+        pen = QtGui.QPen(QtGui.QColor(style.border), style.border_width)
+        if style.dashed:
+            pen.setStyle(QtCore.Qt.PenStyle.DashLine)
+        painter.setPen(pen)
+        painter.setBrush(QtGui.QColor(style.fill))
+        if kind == "function":
+            painter.drawRect(swatch)
+        else:
+            painter.drawRoundedRect(swatch, 6, 6)
+        painter.setPen(QtGui.QColor(theme.text))
+        label = QtCore.QRectF(x + 34, y - 10, metrics.horizontalAdvance(text) + 4, 20)
+        painter.drawText(label, QtCore.Qt.AlignmentFlag.AlignVCenter, text)
+        x += 34 + metrics.horizontalAdvance(text) + 14
+    painter.restore()
+
+
+def _paint_picture(
+    painter: QtGui.QPainter,
+    geometry: SceneGeometry,
+    frame: Frame | None,
+    theme: Theme,
+    caption: str | None,
+    legend: bool,
+    scale: float,
+    size: QtCore.QSizeF,
+    selected: int,
+) -> None:
+    background = QtGui.QColor(theme.graph_background)
+    painter.fillRect(QtCore.QRectF(QtCore.QPointF(0, 0), size), background)
+    top = MARGIN + (CAPTION_HEIGHT if caption else 0.0)
+    bounds = bounds_rect(geometry)
+    left = (size.width() - bounds.width() * scale) / 2
+    if caption:
+        painter.setFont(_font(CAPTION_PIXELS))
+        painter.setPen(QtGui.QColor(theme.text))
+        painter.drawText(
+            QtCore.QRectF(MARGIN, MARGIN * 0.6, size.width() - 2 * MARGIN, CAPTION_HEIGHT),
+            QtCore.Qt.AlignmentFlag.AlignLeft | QtCore.Qt.AlignmentFlag.AlignVCenter,
+            caption,
+        )
+    paint_graph(painter, geometry, frame, theme, scale, QtCore.QPointF(left, top), selected)
+    if legend:
+        _paint_legend(painter, theme, size)
+
+
+def render_image(
+    geometry: SceneGeometry,
+    frame: Frame | None,
+    theme: Theme = LIGHT,
+    caption: str | None = None,
+    selected: int = -1,
+    legend: bool = True,
+) -> QtGui.QImage:
+    scale, size = _picture_size(geometry, caption, legend)
+    image = QtGui.QImage(
+        int(np.ceil(size.width())),
+        int(np.ceil(size.height())),
+        QtGui.QImage.Format.Format_ARGB32_Premultiplied,
+    )
+    image.fill(QtGui.QColor(theme.graph_background))
+    painter = QtGui.QPainter(image)
+    try:
+        _paint_picture(painter, geometry, frame, theme, caption, legend, scale, size, selected)
+    finally:
+        painter.end()
+    return image
+
+
+def export_graph(
+    path: str | Path,
+    geometry: SceneGeometry,
+    frame: Frame | None,
+    theme: Theme = LIGHT,
+    caption: str | None = None,
+    selected: int = -1,
+    legend: bool = True,
+) -> Path:
+    """Write the graph to ``path`` (.png or .svg); raises ValueError/OSError for people."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in EXPORT_FORMATS:
+        raise ValueError(
+            f"cannot export to {path.name!r}: the file name must end in "
+            f"{' or '.join(EXPORT_FORMATS)}"
+        )
+    if not path.parent.exists():
+        raise OSError(f"cannot write {path}: the folder {path.parent} does not exist")
+    if suffix == ".png":
+        image = render_image(geometry, frame, theme, caption, selected, legend)
+        if not image.save(str(path), "PNG"):
+            raise OSError(f"could not write {path} (is the folder writable?)")
+        return path
+    scale, size = _picture_size(geometry, caption, legend)
+    generator = QtSvg.QSvgGenerator()
+    generator.setFileName(str(path))
+    generator.setSize(QtCore.QSize(int(np.ceil(size.width())), int(np.ceil(size.height()))))
+    generator.setViewBox(QtCore.QRectF(QtCore.QPointF(0, 0), size))
+    generator.setTitle(caption or "autodiff graph")
+    generator.setDescription("exported by autodiff-viewer")
+    painter = QtGui.QPainter()
+    if not painter.begin(generator):
+        raise OSError(f"could not write {path} (is the folder writable?)")
+    try:
+        _paint_picture(painter, geometry, frame, theme, caption, legend, scale, size, selected)
+    finally:
+        painter.end()
+    if not path.exists() or path.stat().st_size == 0:
+        raise OSError(f"could not write {path}")
+    return path

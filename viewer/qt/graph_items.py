@@ -1,0 +1,389 @@
+"""The graphics items of the graph view: edges, nodes and labels, each drawn from arrays.
+
+Nothing here creates one QGraphicsItem per node. Edges are one QPainterPath built from numpy
+arrays; nodes are one pyqtgraph ScatterPlotItem per (kind, state) group, which draws every
+spot of the group from one cached pixmap; labels are painted only for the nodes inside the
+visible rectangle and only when a node is large enough on screen to read them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from numpy.typing import NDArray
+from PySide6 import QtCore, QtGui
+
+from viewer.model.scene import Scene
+from viewer.qt.palettes import NodeStyle, Theme
+
+__all__ = ["EdgeLayer", "LabelLayer", "NodeLayer", "polyline_path"]
+
+# Never paint more labels than this in one frame, whatever the zoom.
+MAX_LABELS = 1500
+
+
+def polyline_path(points: NDArray[np.floating], offsets: NDArray[np.integer]) -> QtGui.QPainterPath:
+    """One QPainterPath holding every polyline; polyline i is points[offsets[i]:offsets[i+1]]."""
+    if len(points) == 0:
+        return QtGui.QPainterPath()
+    connect = np.ones(len(points), dtype=np.int32)
+    ends = np.asarray(offsets[1:], dtype=np.int64) - 1
+    connect[ends[ends >= 0]] = 0
+    pts = np.asarray(points, dtype=np.float64)
+    return pg.functions.arrayToQPath(pts[:, 0], pts[:, 1], connect)
+
+
+def _symbol(width: float, height: float, rounded: bool) -> QtGui.QPainterPath:
+    """A symbol one unit wide (pyqtgraph scales it by the spot size in pixels)."""
+    ratio = height / width if width > 0 else 0.45
+    rect = QtCore.QRectF(-0.5, -ratio / 2, 1.0, ratio)
+    path = QtGui.QPainterPath()
+    if rounded:
+        radius = ratio / 2.2
+        path.addRoundedRect(rect, radius, radius)
+    else:
+        path.addRect(rect)
+    return path
+
+
+def _pen(style: NodeStyle) -> QtGui.QPen:
+    pen = pg.mkPen(style.border, width=style.border_width)
+    if style.dashed:
+        pen.setStyle(QtCore.Qt.PenStyle.DashLine)
+    return pen
+
+
+class EdgeLayer(pg.GraphicsObject):
+    """Edges as one path (and arrow heads as another), drawn in one colour.
+
+    The base edges change only with the graph, never per step, so they are repainted from a
+    device pixmap cache; the current step's edges live in a second, small EdgeLayer on top.
+    """
+
+    def __init__(self, active: bool = False) -> None:
+        super().__init__()
+        self._active = active
+        self._path = QtGui.QPainterPath()
+        self._arrows = QtGui.QPainterPath()
+        self._bounds = QtCore.QRectF()
+        self._pen = pg.mkPen("#888888")
+        self._brush = QtGui.QBrush(QtGui.QColor("#888888"))
+        self._n_edges = 0
+        self.setAcceptedMouseButtons(QtCore.Qt.MouseButton.NoButton)
+        if not active:
+            self.setCacheMode(self.CacheMode.DeviceCoordinateCache)
+
+    def set_theme(self, theme: Theme) -> None:
+        colour = theme.edge_active if self._active else theme.edge
+        self._pen = pg.mkPen(colour, width=3.0 if self._active else 1.2)
+        self._brush = QtGui.QBrush(QtGui.QColor(colour))
+        self.update()
+
+    def set_edges(self, path: QtGui.QPainterPath, arrows: QtGui.QPainterPath, n_edges: int) -> None:
+        self.prepareGeometryChange()
+        self._path = path
+        self._arrows = arrows
+        self._n_edges = n_edges
+        self._bounds = path.boundingRect().united(arrows.boundingRect())
+        self.update()
+
+    def boundingRect(self) -> QtCore.QRectF:
+        return self._bounds
+
+    def paint(self, painter: QtGui.QPainter, *args: object) -> None:
+        if self._path.isEmpty():
+            return
+        # Antialiased strokes cost ~10x more; a big graph seen whole does not need them.
+        painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, self._n_edges < 4000)
+        painter.setPen(self._pen)
+        painter.setBrush(QtCore.Qt.BrushStyle.NoBrush)
+        painter.drawPath(self._path)
+        if not self._arrows.isEmpty() and (self._active or _pixels_per_unit(painter) > 12.0):
+            painter.setPen(QtCore.Qt.PenStyle.NoPen)
+            painter.setBrush(self._brush)
+            painter.drawPath(self._arrows)
+
+
+def _pixels_per_unit(painter: QtGui.QPainter) -> float:
+    t = painter.worldTransform()
+    return float(np.hypot(t.m11(), t.m12()))
+
+
+class _Spots(pg.ScatterPlotItem):
+    """A ScatterPlotItem that leaves clicks and hovers to the view (the scene hit-tests)."""
+
+    def mouseClickEvent(self, ev) -> None:
+        ev.ignore()
+
+    def hoverEvent(self, ev) -> None:
+        pass
+
+
+class NodeLayer:
+    """All nodes in one pixel-mode ScatterPlotItem, plus two small overlays (current, selected).
+
+    Each spot is stamped from a pixmap pyqtgraph renders once per (symbol, size, pen, brush),
+    so a repaint costs one ``drawPixmapFragments`` call. A step writes the style of the nodes
+    whose state changed straight into the item's record array, re-rendering nothing else.
+    Spot sizes follow the zoom so nodes keep their size in layout units.
+    """
+
+    def __init__(self, view_box: pg.ViewBox) -> None:
+        self._view_box = view_box
+        self._item = self._make_item(z=1)
+        self._current = self._make_item(z=2)
+        self._ring = self._make_item(z=3)
+        self._positions = np.zeros((0, 2))
+        self._is_function = np.zeros(0, dtype=bool)
+        self._keys = np.zeros(0, dtype=np.int32)
+        self._state_names: tuple[str, ...] = ()
+        self._sizes = {False: (1.0, 0.45), True: (1.0, 0.45)}
+        self._pixels_per_unit = 1.0
+        self._theme: Theme | None = None
+        self._styles: dict[int, tuple[QtGui.QPainterPath, QtGui.QPen, QtGui.QBrush]] = {}
+        self._selected = -1
+        self._current_nodes = np.zeros(0, dtype=np.intp)
+
+    def _make_item(self, z: float) -> pg.ScatterPlotItem:
+        item = _Spots(pxMode=True, hoverable=False)
+        item.setAcceptedMouseButtons(QtCore.Qt.MouseButton.NoButton)
+        item.setZValue(z)
+        self._view_box.addItem(item)
+        return item
+
+    def set_theme(self, theme: Theme) -> None:
+        self._theme = theme
+        self._styles.clear()
+        if len(self._positions):
+            self._send_all()
+        self._send_overlays()
+
+    def set_nodes(
+        self,
+        positions: NDArray[np.floating],
+        is_function: NDArray[np.bool_],
+        variable_size: tuple[float, float],
+        function_size: tuple[float, float],
+    ) -> None:
+        self._positions = np.asarray(positions, dtype=np.float64).reshape(-1, 2)
+        self._is_function = np.asarray(is_function, dtype=bool)
+        self._sizes = {False: variable_size, True: function_size}
+        self._keys = np.full(len(self._positions), -1, dtype=np.int32)
+        self._styles.clear()
+        self._selected = -1
+        self._current_nodes = np.zeros(0, dtype=np.intp)
+        self._item.setData([])
+        self._current.setData([])
+        self._ring.setData([])
+
+    def style_keys(self, codes: NDArray[np.integer]) -> NDArray[np.int32]:
+        """The style key of each node: 1000 * is_function + state code."""
+        return self._is_function.astype(np.int32) * 1000 + np.asarray(codes, dtype=np.int32)
+
+    def set_states(self, codes: NDArray[np.integer], state_names: Sequence[str]) -> None:
+        """Restyle the nodes whose state changed (all of them the first time)."""
+        names = tuple(state_names)
+        keys = self.style_keys(codes)
+        if names != self._state_names or len(self._item.data) != len(self._positions):
+            self._state_names = names
+            self._styles.clear()
+            self._keys = keys
+            self._send_all()
+            return
+        changed = np.flatnonzero(keys != self._keys)
+        if len(changed) == 0:
+            return
+        self._keys = keys
+        data = self._item.data
+        for key in np.unique(keys[changed]):
+            idx = changed[keys[changed] == key]
+            symbol, pen, brush = self._style_objects(int(key))
+            data["symbol"][idx] = symbol
+            data["pen"][idx] = pen
+            data["brush"][idx] = brush
+        data["sourceRect"][changed] = 0
+        self._item.updateSpots()
+
+    def _style_objects(self, key: int) -> tuple[QtGui.QPainterPath, QtGui.QPen, QtGui.QBrush]:
+        # The same objects for the same key let pyqtgraph's atlas reuse one rendered pixmap.
+        cached = self._styles.get(key)
+        if cached is None:
+            style = self._style(key)
+            is_function = key >= 1000
+            w, h = self._sizes[is_function]
+            cached = (_symbol(w, h, rounded=not is_function), _pen(style), pg.mkBrush(style.fill))
+            self._styles[key] = cached
+        return cached
+
+    def _style(self, key: int) -> NodeStyle:
+        assert self._theme is not None
+        kind = "function" if key >= 1000 else "variable"
+        code = key % 1000
+        state = self._state_names[code] if 0 <= code < len(self._state_names) else "default"
+        return self._theme.node_style(kind, state)
+
+    def _spot_sizes(self) -> NDArray[np.float64]:
+        widths = np.where(self._is_function, self._sizes[True][0], self._sizes[False][0])
+        return np.maximum(1.0, widths * self._pixels_per_unit)
+
+    def _send_all(self) -> None:
+        if self._theme is None or len(self._positions) == 0:
+            self._item.setData([])
+            return
+        table = {int(k): self._style_objects(int(k)) for k in np.unique(self._keys)}
+        styles = [table[int(k)] for k in self._keys]
+        self._item.setData(
+            pos=self._positions,
+            symbol=[s[0] for s in styles],
+            pen=[s[1] for s in styles],
+            brush=[s[2] for s in styles],
+            size=self._spot_sizes(),
+        )
+
+    def set_pixels_per_unit(self, value: float) -> None:
+        if value <= 0 or abs(value - self._pixels_per_unit) <= 1e-3 * self._pixels_per_unit:
+            return
+        self._pixels_per_unit = value
+        if len(self._item.data):
+            self._item.setSize(self._spot_sizes())
+        self._send_overlays()
+
+    @property
+    def pixels_per_unit(self) -> float:
+        return self._pixels_per_unit
+
+    def set_overlays(self, current_nodes: NDArray[np.integer], selected: int) -> None:
+        self._current_nodes = np.asarray(current_nodes, dtype=np.intp).reshape(-1)
+        self._selected = int(selected)
+        self._send_overlays()
+
+    def _send_overlays(self) -> None:
+        if self._theme is None:
+            return
+        n = len(self._positions)
+        current = self._current_nodes[(self._current_nodes >= 0) & (self._current_nodes < n)]
+        self._send_ring(self._current, current, self._theme.current, 3.0, 4.0)
+        sel = np.array([self._selected] if 0 <= self._selected < n else [], dtype=np.intp)
+        self._send_ring(self._ring, sel, self._theme.selection, 2.5, 8.0)
+
+    def _send_ring(self, item, nodes, colour: str, width: float, margin: float) -> None:
+        """Outline ``nodes`` ``margin`` pixels outside their border."""
+        if len(nodes) == 0:
+            item.setData([])
+            return
+        symbols, sizes = [], []
+        for node in nodes:
+            f = bool(self._is_function[node])
+            w, h = self._sizes[f]
+            w_px = max(1.0, w * self._pixels_per_unit) + 2 * margin
+            h_px = max(1.0, h * self._pixels_per_unit) + 2 * margin
+            symbols.append(_symbol(w_px, h_px, rounded=not f))
+            sizes.append(w_px)
+        item.setData(
+            pos=self._positions[nodes],
+            symbol=symbols,
+            size=sizes,
+            pen=pg.mkPen(colour, width=width),
+            brush=QtGui.QBrush(QtCore.Qt.BrushStyle.NoBrush),
+        )
+
+
+class LabelLayer(pg.GraphicsObject):
+    """Text for the visible nodes, painted in device pixels so it stays crisp at any zoom."""
+
+    def __init__(self, nodes: NodeLayer) -> None:
+        super().__init__()
+        self._nodes = nodes
+        self._labels: list[str] = []
+        self._positions = np.zeros((0, 2))
+        self._half = np.zeros((0, 2))
+        self._style_keys = np.zeros(0, dtype=np.int32)
+        self._text_colours: dict[int, QtGui.QColor] = {}
+        self._bounds = QtCore.QRectF()
+        self._font = QtGui.QFont()
+        self.setAcceptedMouseButtons(QtCore.Qt.MouseButton.NoButton)
+        self.setZValue(4)
+
+    def set_geometry(
+        self, positions: NDArray[np.floating], half_sizes: NDArray[np.floating]
+    ) -> None:
+        self.prepareGeometryChange()
+        self._positions = np.asarray(positions, dtype=np.float64).reshape(-1, 2)
+        self._half = np.asarray(half_sizes, dtype=np.float64).reshape(-1, 2)
+        if len(self._positions):
+            lo = (self._positions - self._half).min(axis=0)
+            hi = (self._positions + self._half).max(axis=0)
+            self._bounds = QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1])
+        else:
+            self._bounds = QtCore.QRectF()
+        self.update()
+
+    def set_labels(
+        self,
+        labels: Sequence[str],
+        style_keys: NDArray[np.integer],
+        text_colours: dict[int, QtGui.QColor],
+    ) -> None:
+        """Labels per node; node i's text colour is ``text_colours[style_keys[i]]``."""
+        self._labels = list(labels)
+        self._style_keys = np.asarray(style_keys, dtype=np.int32)
+        self._text_colours = dict(text_colours)
+        if self._detail(self._nodes.pixels_per_unit) > 0:
+            self.update()
+
+    def _detail(self, pixels_per_unit: float) -> int:
+        return Scene.label_detail(pixels_per_unit, len(self._positions))
+
+    def boundingRect(self) -> QtCore.QRectF:
+        return self._bounds
+
+    def paint(self, painter: QtGui.QPainter, option, *args: object) -> None:
+        n = min(len(self._labels), len(self._positions))
+        if n == 0:
+            return
+        scale = _pixels_per_unit(painter)
+        detail = self._detail(scale)
+        if detail == 0:
+            return
+        exposed = option.exposedRect if option is not None else self._bounds
+        pos, half = self._positions[:n], self._half[:n]
+        inside = (
+            (pos[:, 0] + half[:, 0] >= exposed.left())
+            & (pos[:, 0] - half[:, 0] <= exposed.right())
+            & (pos[:, 1] + half[:, 1] >= exposed.top())
+            & (pos[:, 1] - half[:, 1] <= exposed.bottom())
+        )
+        visible = np.flatnonzero(inside)[:MAX_LABELS]
+        if len(visible) == 0:
+            return
+        transform = painter.worldTransform()
+        painter.save()
+        painter.resetTransform()
+        painter.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing, True)
+        font = QtGui.QFont(self._font)
+        node_h = float(half[:, 1].min() * 2 * scale)
+        labels = [self._labels[i] for i in visible]
+        most = max(label.count("\n") + 1 for label in labels)
+        wanted = min(most, 4) if detail >= 2 else 1
+        px = int(np.clip(node_h / (wanted * 1.3 + 0.4), 8, 14))
+        font.setPixelSize(px)
+        painter.setFont(font)
+        metrics = QtGui.QFontMetrics(font)
+        lines_fit = max(1, min(wanted, int((node_h - 2) // metrics.lineSpacing())))
+        flags = QtCore.Qt.AlignmentFlag.AlignCenter
+        elide = QtCore.Qt.TextElideMode.ElideRight
+        black = QtGui.QColor("#000000")
+        for i, label in zip(visible, labels, strict=True):
+            x, y = pos[i]
+            hw, hh = half[i]
+            rect = transform.mapRect(QtCore.QRectF(x - hw, y - hh, 2 * hw, 2 * hh))
+            inner = rect.adjusted(4, 1, -4, -1)
+            width = max(1, int(inner.width()))
+            lines = label.split("\n")[:lines_fit]
+            text = "\n".join(metrics.elidedText(line, elide, width) for line in lines)
+            key = int(self._style_keys[i]) if i < len(self._style_keys) else -1
+            painter.setPen(self._text_colours.get(key, black))
+            painter.drawText(inner, flags, text)
+        painter.restore()

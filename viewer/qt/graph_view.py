@@ -1,0 +1,234 @@
+"""The graph view: pan, zoom, fit, click to select, tooltips; drawn from the scene's arrays.
+
+The view knows nothing of traces. It takes the model's :class:`SceneGeometry` once per graph
+(where things are) and a :class:`Frame` once per step (what state each node is in, which
+Function is current, the labels), and hit tests through callbacks the main window wires to
+the model's scene.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyqtgraph as pg
+from numpy.typing import NDArray
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from viewer.model.scene import Frame, SceneGeometry
+from viewer.qt.graph_items import EdgeLayer, LabelLayer, NodeLayer, polyline_path
+from viewer.qt.palettes import LIGHT, Theme
+
+__all__ = ["GraphView", "bounds_rect", "empty_geometry"]
+
+
+def bounds_rect(geometry: SceneGeometry) -> QtCore.QRectF:
+    """The geometry's bounds (x_min, y_min, x_max, y_max) as a QRectF."""
+    x0, y0, x1, y1 = geometry.bounds()
+    return QtCore.QRectF(x0, y0, x1 - x0, y1 - y0)
+
+
+class _GraphViewBox(pg.ViewBox):
+    clicked = QtCore.Signal(QtCore.QPointF)
+
+    def mouseClickEvent(self, ev) -> None:
+        if ev.button() == QtCore.Qt.MouseButton.LeftButton:
+            ev.accept()
+            self.clicked.emit(self.mapSceneToView(ev.scenePos()))
+        else:
+            super().mouseClickEvent(ev)
+
+
+class GraphView(pg.GraphicsView):
+    """The autodiff graph, top (inputs) to bottom (outputs)."""
+
+    node_clicked = QtCore.Signal(int)
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("graphView")
+        self._box = _GraphViewBox(lockAspect=True, invertY=True, enableMenu=False)
+        self.setCentralItem(self._box)
+        self._edges = EdgeLayer()
+        self._edges.setZValue(0)
+        self._box.addItem(self._edges)
+        self._active_edges = EdgeLayer(active=True)
+        self._active_edges.setZValue(0.5)
+        self._box.addItem(self._active_edges)
+        self._nodes = NodeLayer(self._box)
+        self._labels = LabelLayer(self._nodes)
+        self._box.addItem(self._labels)
+        self._geometry = empty_geometry()
+        self._frame: Frame | None = None
+        self._selected = -1
+        self._theme: Theme = LIGHT
+        self._node_at: Callable[[float, float], int] | None = None
+        self._tooltip_at: Callable[[float, float], str | None] | None = None
+        self._box.clicked.connect(self._on_clicked)
+        self._box.sigTransformChanged.connect(self._on_zoom)
+        self._box.sigResized.connect(self._on_zoom)
+        self.setMouseTracking(True)
+        self.set_theme(LIGHT)
+
+    # ----------------------------------------------------------------- configuration
+    @property
+    def view_box(self) -> pg.ViewBox:
+        return self._box
+
+    @property
+    def geometry_data(self) -> SceneGeometry:
+        return self._geometry
+
+    @property
+    def frame(self) -> Frame | None:
+        return self._frame
+
+    @property
+    def theme(self) -> Theme:
+        return self._theme
+
+    def set_theme(self, theme: Theme) -> None:
+        self._theme = theme
+        self.setBackground(theme.graph_background)
+        self._edges.set_theme(theme)
+        self._active_edges.set_theme(theme)
+        self._nodes.set_theme(theme)
+        if self._frame is not None:
+            self._send_labels(self._frame)
+
+    def set_hit_test(
+        self,
+        node_at: Callable[[float, float], int] | None,
+        tooltip_at: Callable[[float, float], str | None] | None = None,
+    ) -> None:
+        """``node_at(x, y)`` -> node index or -1; ``tooltip_at(x, y)`` -> text or None."""
+        self._node_at = node_at
+        self._tooltip_at = tooltip_at
+
+    # ----------------------------------------------------------------- content
+    def set_graph(self, geometry: SceneGeometry, fit: bool = True) -> None:
+        """Show a new graph (positions, edges); call :meth:`set_frame` for its states."""
+        self._geometry = geometry
+        self._frame = None
+        self._selected = -1
+        self._active_edges.set_edges(QtGui.QPainterPath(), QtGui.QPainterPath(), 0)
+        self._edges.set_edges(
+            polyline_path(geometry.edge_points, geometry.edge_offsets),
+            _triangles_path(geometry.arrow_points),
+            geometry.n_edges,
+        )
+        self._nodes.set_nodes(
+            geometry.positions,
+            geometry.is_function,
+            geometry.variable_size,
+            geometry.function_size,
+        )
+        self._labels.set_geometry(geometry.positions, geometry.half_sizes.reshape(-1, 2))
+        if fit:
+            self.fit()
+        self._on_zoom()
+
+    def set_frame(self, frame: Frame) -> None:
+        """Show one step: node states, the current Function and its edges, labels."""
+        self._frame = frame
+        self._nodes.set_states(frame.state_codes, frame.state_names)
+        self._nodes.set_overlays(frame.current_nodes, self._selected)
+        path, arrows = self._active_paths(frame.active_edges)
+        self._active_edges.set_edges(path, arrows, len(frame.active_edges))
+        self._send_labels(frame)
+
+    def set_selection(self, node: int) -> None:
+        self._selected = int(node)
+        current = self._frame.current_nodes if self._frame is not None else np.zeros(0, int)
+        self._nodes.set_overlays(current, self._selected)
+
+    @property
+    def selection(self) -> int:
+        return self._selected
+
+    def _active_paths(self, edges: NDArray[np.intp]) -> tuple[QtGui.QPainterPath, ...]:
+        geo = self._geometry
+        edges = np.asarray(edges, dtype=np.intp).reshape(-1)
+        edges = edges[(edges >= 0) & (edges < geo.n_edges)]
+        if len(edges) == 0:
+            return QtGui.QPainterPath(), QtGui.QPainterPath()
+        chunks = [geo.edge_points[geo.edge_offsets[e] : geo.edge_offsets[e + 1]] for e in edges]
+        offsets = np.concatenate([[0], np.cumsum([len(c) for c in chunks])])
+        arrows = QtGui.QPainterPath()
+        if len(geo.arrow_points) >= 3 * geo.n_edges:
+            tri = np.concatenate([geo.arrow_points[3 * e : 3 * e + 3] for e in edges])
+            arrows = _triangles_path(tri)
+        return polyline_path(np.concatenate(chunks), offsets), arrows
+
+    def _send_labels(self, frame: Frame) -> None:
+        if frame.labels is None:
+            return
+        keys = self._nodes.style_keys(frame.state_codes)
+        colours: dict[int, QtGui.QColor] = {}
+        for key in np.unique(keys):
+            kind = "function" if key >= 1000 else "variable"
+            code = int(key % 1000)
+            name = frame.state_names[code] if 0 <= code < len(frame.state_names) else "default"
+            colours[int(key)] = QtGui.QColor(self._theme.node_style(kind, name).text)
+        self._labels.set_labels(frame.labels, keys, colours)
+
+    # ----------------------------------------------------------------- navigation
+    def fit(self) -> None:
+        self._box.setRange(rect=bounds_rect(self._geometry), padding=0.04)
+
+    def zoom_by(self, factor: float) -> None:
+        """factor > 1 zooms in."""
+        self._box.scaleBy((1 / factor, 1 / factor))
+
+    def center_on(self, node: int) -> None:
+        if 0 <= node < self._geometry.n_nodes:
+            x, y = self._geometry.positions[node]
+            rect = self._box.viewRect()
+            rect.moveCenter(QtCore.QPointF(float(x), float(y)))
+            self._box.setRange(rect=rect, padding=0)
+
+    def pixels_per_unit(self) -> float:
+        return self._nodes.pixels_per_unit
+
+    def _on_zoom(self, *args: object) -> None:
+        px = self._box.viewPixelSize()[0]
+        if px > 0 and np.isfinite(px):
+            self._nodes.set_pixels_per_unit(1.0 / px)
+
+    # ----------------------------------------------------------------- interaction
+    def _on_clicked(self, point: QtCore.QPointF) -> None:
+        node = self._node_at(point.x(), point.y()) if self._node_at is not None else -1
+        self.node_clicked.emit(int(node))
+
+    def viewportEvent(self, event: QtCore.QEvent) -> bool:
+        if event.type() == QtCore.QEvent.Type.ToolTip and self._tooltip_at is not None:
+            help_event = event
+            scene_pos = self.mapToScene(help_event.pos())
+            data = self._box.mapSceneToView(scene_pos)
+            text = self._tooltip_at(data.x(), data.y())
+            if text:
+                QtWidgets.QToolTip.showText(help_event.globalPos(), text, self)
+            else:
+                QtWidgets.QToolTip.hideText()
+                event.ignore()
+            return True
+        return super().viewportEvent(event)
+
+
+def _triangles_path(points: NDArray[np.floating]) -> QtGui.QPainterPath:
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    n = len(points) // 3
+    if n == 0:
+        return QtGui.QPainterPath()
+    offsets = np.arange(0, 3 * n + 1, 3)
+    return polyline_path(points[: 3 * n], offsets)
+
+
+def empty_geometry() -> SceneGeometry:
+    return SceneGeometry(
+        positions=np.zeros((0, 2)),
+        is_function=np.zeros(0, dtype=bool),
+        edge_points=np.zeros((0, 2)),
+        edge_offsets=np.zeros(1, dtype=np.intp),
+        arrow_points=np.zeros((0, 2)),
+    )

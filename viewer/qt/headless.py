@@ -1,0 +1,89 @@
+"""``autodiff-viewer --export``: load a file, move to a step, write PNG or SVG, no window.
+
+Needs a QGuiApplication (fonts) but never shows anything; ``viewer.app`` selects the offscreen
+platform when none is set.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from viewer.model.document import SCRIPT_SUFFIXES, Document
+from viewer.model.expression import ExpressionError
+from viewer.qt.export import EXPORT_FORMATS, export_graph
+from viewer.qt.palettes import theme_named
+
+__all__ = ["ExportError", "export_file"]
+
+
+class ExportError(Exception):
+    """Why the export could not be made, for the command line."""
+
+
+def _describe(error: BaseException | None) -> str:
+    if error is None:
+        return "unknown error"
+    if isinstance(error, ExpressionError):
+        return f"line {error.line}, column {error.col}: {error.message}"
+    traceback = getattr(error, "traceback", "")
+    if traceback:
+        return f"{error}\n{traceback.rstrip()}"
+    return str(error)
+
+
+def export_file(
+    source: str | Path,
+    out: str | Path,
+    phase: str | None = None,
+    step: int | None = None,
+    theme: str | None = None,
+) -> Path:
+    """Render ``source`` (.expr/.txt, .json or .py) to ``out`` (.png or .svg).
+
+    ``phase='forward'`` shows the end of the forward pass, ``'backward'`` the end of the
+    backward pass; ``step`` (1-based, 0 = before any step) wins over ``phase``; default: the
+    last step. Raises :class:`ExportError` with a message for people.
+    """
+    source, out = Path(source), Path(out)
+    if out.suffix.lower() not in EXPORT_FORMATS:
+        raise ExportError(
+            f"cannot export to {out.name}: the output must end in {' or '.join(EXPORT_FORMATS)}"
+        )
+    if not source.is_file():
+        raise ExportError(f"cannot read {source}: no such file")
+    doc = Document(palette=theme or "light")
+    if source.suffix.lower() in SCRIPT_SUFFIXES:
+        ok = doc.run_script(source)
+    else:
+        result = doc.load_path(source)
+        ok = bool(result)
+    if not ok or doc.scene is None:
+        raise ExportError(f"cannot render {source.name}: {_describe(doc.last_error)}")
+    playback = doc.playback
+    if step is not None:
+        if not 0 <= step <= playback.n_steps:
+            raise ExportError(
+                f"--step {step} is out of range: {source.name} has {playback.n_steps} steps "
+                f"(use 0 to {playback.n_steps})"
+            )
+        playback.seek(step - 1)
+    elif phase is not None:
+        spans = [s for s in playback.spans if s.phase == phase]
+        if not spans:
+            raise ExportError(f"{source.name} has no {phase} steps")
+        playback.seek(spans[-1].stop - 1)
+    else:
+        playback.to_end()
+    current = playback.current_step
+    where = (
+        "before any step"
+        if current is None
+        else f"step {playback.index + 1}/{playback.n_steps} · {current.phase} · {current.op}"
+    )
+    caption = f"{doc.title or source.name} — {where}"
+    try:
+        return export_graph(
+            out, doc.scene.geometry, doc.frame(), theme_named(theme or "light"), caption
+        )
+    except (OSError, ValueError) as exc:
+        raise ExportError(str(exc)) from exc

@@ -1,0 +1,97 @@
+"""Lays out big graphs off the GUI thread, with a progress dialog and a Cancel button.
+
+The Document calls :meth:`LayoutRunner.start` (its ``layout_runner``) for graphs above its
+synchronous limit; the runner computes ``compute_layout(trace, progress, should_cancel)`` in a
+:class:`~viewer.qt.workers.Job` and hands the result back to the Document on the GUI thread.
+Until then the previous graph stays on screen and the window keeps responding.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6 import QtCore, QtWidgets
+
+from viewer.model.document import Document
+from viewer.model.scene import compute_layout
+from viewer.qt.workers import Job, JobCancelled
+
+__all__ = ["LayoutRunner"]
+
+
+class LayoutRunner(QtCore.QObject):
+    finished = QtCore.Signal(str)  # 'succeeded' | 'failed' | 'cancelled'
+
+    def __init__(self, document: Document, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.document = document
+        self._window = parent
+        self.job: Job | None = None
+        self.dialog: QtWidgets.QProgressDialog | None = None
+        self.show_dialog = True
+
+    def start(self, trace: Any) -> None:
+        """Lay out ``trace`` in a worker (replacing a layout still running)."""
+        self.cancel()
+
+        def work(progress, should_cancel):
+            def report(fraction: float) -> None:
+                progress(int(fraction * 1000), 1000, "")
+
+            try:
+                return compute_layout(trace, progress=report, should_cancel=should_cancel)
+            except Exception as exc:
+                if should_cancel():
+                    raise JobCancelled() from exc
+                raise
+
+        job = Job(work, name="layout", parent=self)
+        self.job = job
+        n = trace.graph.number_of_nodes()
+        if self.show_dialog and self._window is not None:
+            dialog = QtWidgets.QProgressDialog(
+                f"Laying out {n:,} nodes…", "Cancel", 0, 1000, self._window
+            )
+            dialog.setObjectName("layoutProgress")
+            dialog.setWindowTitle("Layout")
+            dialog.setMinimumDuration(300)
+            dialog.setWindowModality(QtCore.Qt.WindowModality.WindowModal)
+            dialog.setAutoClose(False)
+            dialog.setAutoReset(False)
+            dialog.canceled.connect(job.cancel)
+            job.progressed.connect(lambda done, total, _t: dialog.setValue(done))
+            self.dialog = dialog
+        job.succeeded.connect(lambda layout: self._succeeded(trace, layout))
+        job.failed.connect(lambda exc, _tb: self._failed(trace, exc))
+        job.cancelled.connect(lambda: self._cancelled(trace))
+        job.start()
+
+    def cancel(self) -> None:
+        if self.job is not None and not self.job.done:
+            self.job.cancel()
+
+    @property
+    def running(self) -> bool:
+        return self.job is not None and not self.job.done
+
+    def _close_dialog(self) -> None:
+        if self.dialog is not None:
+            self.dialog.reset()
+            self.dialog.hide()
+            self.dialog.deleteLater()
+            self.dialog = None
+
+    def _succeeded(self, trace: Any, layout: Any) -> None:
+        self._close_dialog()
+        self.document.apply_layout(trace, layout)
+        self.finished.emit("succeeded")
+
+    def _failed(self, trace: Any, exc: BaseException) -> None:
+        self._close_dialog()
+        self.document.layout_failed(trace, exc)
+        self.finished.emit("failed")
+
+    def _cancelled(self, trace: Any) -> None:
+        self._close_dialog()
+        self.document.cancel_layout()
+        self.finished.emit("cancelled")

@@ -1,0 +1,420 @@
+"""The main window: wires the Document to the views and owns menus, shortcuts, docks and
+settings.
+
+Only this module (with :mod:`viewer.qt.scene_binding`) connects models to views. Long work
+(laying out a big graph, running a user's script) runs off the GUI thread; its results come
+back as queued Qt signals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from viewer.model import assets
+from viewer.model.document import (
+    EXPRESSION_SUFFIXES,
+    SCRIPT_SUFFIXES,
+    TRACE_SUFFIXES,
+    Document,
+    ScriptError,
+)
+from viewer.model.examples import list_examples
+from viewer.model.expression import FUNCTIONS, ExpressionError
+from viewer.model.script_runner import ScriptResult, ScriptRun
+from viewer.qt.editor import EditorPanel
+from viewer.qt.example_library import ExampleLibrary
+from viewer.qt.export import EXPORT_FORMATS, export_graph
+from viewer.qt.graph_view import GraphView
+from viewer.qt.inspector import InspectorPanel
+from viewer.qt.layout_job import LayoutRunner
+from viewer.qt.menus import SHORTCUTS, build_menus
+from viewer.qt.palettes import Theme, apply_theme, theme_named
+from viewer.qt.playback_bar import SPEEDS, PlaybackBar
+from viewer.qt.scene_binding import SceneBinding
+from viewer.qt.script_panel import ScriptBridge, ScriptPanel
+from viewer.qt.settings import AppSettings
+from viewer.qt.variables_table import VariablesTable
+
+__all__ = ["DEFAULT_PROGRAM", "SHORTCUTS", "MainWindow"]
+
+DEFAULT_PROGRAM = "# The seeds' example\nx = 0.5\ny = square(exp(square(x)))\n"
+OPEN_FILTER = (
+    "Everything it opens (*.expr *.txt *.json *.py);;Expressions (*.expr *.txt);;"
+    "Traces (*.json);;Python scripts (*.py);;All files (*)"
+)
+
+
+class MainWindow(QtWidgets.QMainWindow):
+    """Editor, variables, examples, graph, inspector, playback, script output."""
+
+    def __init__(
+        self,
+        settings: AppSettings | None = None,
+        theme: str | None = None,
+        restore: bool = True,
+    ) -> None:
+        super().__init__()
+        self.setObjectName("mainWindow")
+        self.setWindowTitle("autodiff viewer")
+        self.setAcceptDrops(True)
+        with contextlib.suppress(ValueError, FileNotFoundError):
+            self.setWindowIcon(QtGui.QIcon(str(assets.path("icons/app.svg"))))
+        self.settings = settings or AppSettings()
+        self.document = Document(palette=theme or self.settings.theme())
+        speed = self.settings.speed()
+        if speed is not None:
+            self.document.playback.set_speed(speed)
+
+        self.graph_view = GraphView(self)
+        self.setCentralWidget(self.graph_view)
+        self.editor = EditorPanel(self)
+        self.editor.highlighter.set_functions([*FUNCTIONS, "grad", "randn", "zeros", "ones"])
+        self.variables = VariablesTable(self)
+        self.examples = ExampleLibrary(self)
+        self.inspector = InspectorPanel(self)
+        self.playback_bar = PlaybackBar(self.document.playback, self)
+        self.script_panel = ScriptPanel(self)
+        self.binding = SceneBinding(self.document, self.graph_view, self.inspector, self)
+        self.layout_runner = LayoutRunner(self.document, self)
+        self.document.layout_runner = self.layout_runner.start
+        self._script_bridge = ScriptBridge(self)
+        self._editing_leaf: str | None = None
+        self._theme: Theme = theme_named(theme or self.settings.theme())
+
+        self.docks: dict[str, QtWidgets.QDockWidget] = {}
+        area = QtCore.Qt.DockWidgetArea
+        for name, title, widget, where in (
+            ("editorDock", "Program", self.editor, area.LeftDockWidgetArea),
+            ("variablesDock", "Variables", self.variables, area.LeftDockWidgetArea),
+            ("examplesDock", "Examples", self.examples, area.LeftDockWidgetArea),
+            ("inspectorDock", "Inspector", self.inspector, area.RightDockWidgetArea),
+            ("scriptDock", "Script", self.script_panel, area.RightDockWidgetArea),
+            ("playbackDock", "Playback", self.playback_bar, area.BottomDockWidgetArea),
+        ):
+            self._add_dock(name, title, widget, where)
+        self.tabifyDockWidget(self.docks["variablesDock"], self.docks["examplesDock"])
+        self.docks["variablesDock"].raise_()
+        self.tabifyDockWidget(self.docks["inspectorDock"], self.docks["scriptDock"])
+        self.docks["inspectorDock"].raise_()
+        self.docks["playbackDock"].setFeatures(
+            QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable
+        )
+        self.resizeDocks([self.docks["editorDock"]], [340], QtCore.Qt.Orientation.Horizontal)
+        self.resizeDocks(
+            [self.docks["editorDock"], self.docks["variablesDock"]],
+            [260, 300],
+            QtCore.Qt.Orientation.Vertical,
+        )
+        self.resizeDocks([self.docks["inspectorDock"]], [320], QtCore.Qt.Orientation.Horizontal)
+
+        self.status_label = QtWidgets.QLabel(self)
+        self.status_label.setObjectName("graphSizeLabel")
+        self.statusBar().addPermanentWidget(self.status_label)
+        self.statusBar().setObjectName("statusBar")
+
+        self.actions = build_menus(self)
+        self._connect()
+        self.examples.set_examples([(e.stem, e.title, e.description) for e in list_examples()])
+        self.set_theme(self._theme.name)
+        if restore:
+            self._restore_window()
+        self._load_initial_program()
+
+    # ================================================================== construction
+    def _add_dock(self, name: str, title: str, widget, area) -> QtWidgets.QDockWidget:
+        dock = QtWidgets.QDockWidget(title, self)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        self.docks[name] = dock
+        return dock
+
+    def _connect(self) -> None:
+        doc = self.document
+        doc.status_changed.connect(self._on_status)
+        doc.error_raised.connect(self._on_error)
+        doc.leaves_changed.connect(self._on_leaves_changed)
+        doc.graph_loaded.connect(self._on_graph_loaded)
+        doc.playback.speed_changed.connect(self.settings.set_speed)
+        self.editor.run_requested.connect(self.run_program)
+        self.variables.value_edited.connect(self.set_leaf_value)
+        self.examples.example_chosen.connect(self.load_example)
+        self.script_panel.cancel_requested.connect(doc.cancel_script)
+        self.script_panel.graph_chosen.connect(doc.show_script_graph)
+        self._script_bridge.output.connect(self.script_panel.append_output)
+        self._script_bridge.finished.connect(self._on_script_finished)
+
+    def _restore_window(self) -> None:
+        geometry = self.settings.geometry()
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1280, 800)
+        state = self.settings.window_state()
+        if state is not None:
+            self.restoreState(state)
+
+    def _load_initial_program(self) -> None:
+        saved = self.settings.editor_text()
+        if saved is not None and saved.strip():
+            self.editor.set_text(saved)
+            if self.run_program(saved):
+                return
+            # The saved text does not run: keep it (with its error) and show the example.
+            error = self.document.last_error
+            self.document.run_expression(DEFAULT_PROGRAM)
+            self.document.source = saved
+            if isinstance(error, ExpressionError):
+                self._show_expression_error(error)
+            return
+        self.editor.set_text(DEFAULT_PROGRAM)
+        self.run_program(DEFAULT_PROGRAM)
+
+    # ================================================================== user actions
+    def run_program(self, text: str | None = None) -> bool:
+        """Run the editor's program (Ctrl+Enter). The text is kept whatever happens."""
+        if text is None:
+            text = self.editor.text()
+        self.settings.set_editor_text(text)
+        self.editor.clear_error()
+        return self.document.run_expression(text)
+
+    def set_leaf_value(self, name: str, text: str) -> bool:
+        self._editing_leaf = name
+        try:
+            ok = self.document.set_leaf_value(name, text)
+        finally:
+            self._editing_leaf = None
+        if not ok:
+            self.variables.mark_error(name, str(self.document.last_error))
+        return ok
+
+    def load_example(self, key: str) -> bool:
+        result = self.document.load_example(key)
+        if isinstance(result, ScriptRun):
+            return self.start_script(result, confirm=False)
+        self._sync_editor(result)
+        return bool(result)
+
+    def open_path(self, path: str | Path, confirm_scripts: bool = True) -> bool:
+        """Open an expression, a trace or a script (after confirmation)."""
+        path = Path(path)
+        if not path.exists():
+            self._report(f"Cannot open {path}: no such file")
+            self.settings.remove_recent_file(str(path.resolve()))
+            return False
+        result = self.document.load_path(path)
+        if isinstance(result, ScriptRun):
+            self.settings.add_recent_file(path)
+            return self.start_script(result, confirm=confirm_scripts)
+        if result:
+            self.settings.add_recent_file(path)
+            self.settings.set_last_directory(path.parent)
+        if path.suffix.lower() in EXPRESSION_SUFFIXES:
+            self._sync_editor(result)
+        return bool(result)
+
+    def open_dialog(self) -> None:
+        path, _ = QtWidgets.QFileDialog.getOpenFileName(
+            self, "Open", self.settings.last_directory(), OPEN_FILTER
+        )
+        if path:
+            self.open_path(path)
+
+    def export_dialog(self) -> None:
+        if self.document.scene is None:
+            self._report("There is no graph to export")
+            return
+        start = str(Path(self.settings.last_directory() or ".") / "graph.png")
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(
+            self, "Export the graph", start, "PNG image (*.png);;SVG drawing (*.svg)"
+        )
+        if path:
+            if Path(path).suffix.lower() not in EXPORT_FORMATS:
+                path += ".png"
+            self.export_view(path)
+
+    def export_view(self, path: str | Path) -> bool:
+        scene = self.document.scene
+        if scene is None:
+            self._report("There is no graph to export")
+            return False
+        try:
+            out = export_graph(
+                path,
+                scene.geometry,
+                self.document.frame(),
+                self._theme,
+                caption=self._caption(),
+                selected=self.binding._selected_index(),
+            )
+        except (OSError, ValueError) as exc:
+            self._report(f"Export failed: {exc}")
+            return False
+        self.statusBar().showMessage(f"Exported the graph to {out}")
+        return True
+
+    def _caption(self) -> str:
+        doc = self.document
+        playback = doc.playback
+        step = playback.current_step
+        where = (
+            "before any step"
+            if step is None
+            else f"step {playback.index + 1}/{playback.n_steps} · {step.phase} · {step.op}"
+        )
+        return f"{doc.title or 'graph'} — {where}"
+
+    def confirm_script(self, path: Path) -> bool:
+        """Ask before running a user's script (tests replace this)."""
+        answer = QtWidgets.QMessageBox.question(
+            self,
+            "Run this script?",
+            f"{path.name} is Python code: opening it runs it, with the same rights as this "
+            f"app, while recording the graphs it builds.\n\n{path}\n\nRun it?",
+            QtWidgets.QMessageBox.StandardButton.Yes | QtWidgets.QMessageBox.StandardButton.No,
+            QtWidgets.QMessageBox.StandardButton.No,
+        )
+        return answer == QtWidgets.QMessageBox.StandardButton.Yes
+
+    def start_script(self, run: ScriptRun, confirm: bool = True) -> bool:
+        """Run ``run`` on its own thread; the window stays usable, Cancel stops it."""
+        if confirm and not self.confirm_script(run.path):
+            self.document.script_run = None
+            self.statusBar().showMessage(f"Did not run {run.path.name}")
+            return False
+        self._script_bridge.attach(run)
+        self.script_panel.started(run.path.name)
+        self.docks["scriptDock"].show()
+        self.docks["scriptDock"].raise_()
+        self.statusBar().showMessage(f"Running {run.path.name}…")
+        run.start()
+        return True
+
+    def _on_script_finished(self, result: ScriptResult) -> None:
+        ok = self.document.apply_script_result(result)
+        titles = [g.title for g in result.graphs]
+        self.script_panel.finished(result.summary, titles, len(titles) - 1)
+        if not result.ok and result.error and not result.cancelled:
+            self.script_panel.append_error(result.error)
+            self.docks["scriptDock"].show()
+            self.docks["scriptDock"].raise_()
+        if ok and len(titles) > 1:
+            self.statusBar().showMessage(
+                f"{result.summary}: showing the last; choose another in the Script panel"
+            )
+
+    def set_theme(self, name: str) -> None:
+        self._theme = theme_named(name)
+        app = QtWidgets.QApplication.instance()
+        if isinstance(app, QtWidgets.QApplication):
+            apply_theme(app, self._theme)
+        self.graph_view.set_theme(self._theme)
+        self.editor.set_error_colour(self._theme.error)
+        self.editor.highlighter.set_dark(self._theme.name == "dark")
+        self.script_panel.set_error_colour(self._theme.error)
+        self.document.set_palette(self._theme.name)
+        self.settings.set_theme(self._theme.name)
+        action = self.actions.get(f"theme_{self._theme.name}") if hasattr(self, "actions") else None
+        if action is not None:
+            action.setChecked(True)
+        self.binding.refresh()
+
+    @property
+    def theme(self) -> Theme:
+        return self._theme
+
+    def change_speed(self, direction: int) -> None:
+        playback = self.document.playback
+        faster = [s for s in SPEEDS if s > playback.speed]
+        slower = [s for s in SPEEDS if s < playback.speed]
+        if direction > 0 and faster:
+            playback.set_speed(faster[0])
+        elif direction < 0 and slower:
+            playback.set_speed(slower[-1])
+        self.statusBar().showMessage(f"Speed: {playback.speed:g} steps/s")
+
+    # ================================================================== model -> views
+    def _on_status(self, text: str) -> None:
+        self.statusBar().showMessage(text)
+
+    def _on_error(self, error: BaseException) -> None:
+        if self._editing_leaf is not None:
+            return  # shown on the variables table's cell
+        if isinstance(error, ExpressionError):
+            self._show_expression_error(error)
+        elif isinstance(error, ScriptError):
+            self.script_panel.append_error(error.traceback or error.message)
+        else:
+            self._report(str(error))
+
+    def _show_expression_error(self, error: ExpressionError) -> None:
+        self.editor.show_error(error.message, error.line, error.col, error.end_line, error.end_col)
+        self.docks["editorDock"].show()
+
+    def _on_leaves_changed(self, rows) -> None:
+        self.variables.set_leaves([(r.name, r.text, _shape_text(r.shape)) for r in rows])
+
+    def _on_graph_loaded(self, document: Document) -> None:
+        scene = document.scene
+        if scene is None:
+            return
+        self.status_label.setText(
+            f"{scene.n_nodes} nodes · {scene.n_edges} edges · {scene.n_steps} steps"
+        )
+        self.setWindowTitle(f"{document.title} — autodiff viewer")
+
+    def _sync_editor(self, ok: bool) -> None:
+        """After an expression file or example: the editor shows the document's text (an
+        undoable replacement) and the error, if it failed."""
+        if self.editor.text() != self.document.source:
+            self.editor.set_text(self.document.source)
+            self.settings.set_editor_text(self.document.source)
+        error = self.document.last_error
+        if not ok and isinstance(error, ExpressionError):
+            self._show_expression_error(error)
+
+    def _report(self, message: str) -> None:
+        """A problem that is not in the editor's text: status bar and a non-blocking box."""
+        self.statusBar().showMessage(message)
+        box = QtWidgets.QMessageBox(
+            QtWidgets.QMessageBox.Icon.Warning, "autodiff viewer", message, parent=self
+        )
+        box.setObjectName("errorBox")
+        box.setAttribute(QtCore.Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+
+    # ================================================================== window events
+    def closeEvent(self, event: QtGui.QCloseEvent) -> None:
+        self.save_settings()
+        self.document.playback.pause()
+        if self.document.script_run is not None:
+            self.document.cancel_script()
+        self.layout_runner.cancel()
+        super().closeEvent(event)
+
+    def save_settings(self) -> None:
+        self.settings.set_geometry(self.saveGeometry())
+        self.settings.set_window_state(self.saveState())
+        self.settings.set_editor_text(self.editor.text())
+        self.settings.set_theme(self._theme.name)
+        self.settings.sync()
+
+    def dragEnterEvent(self, event: QtGui.QDragEnterEvent) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QtGui.QDropEvent) -> None:
+        for url in event.mimeData().urls():
+            if url.isLocalFile():
+                suffix = Path(url.toLocalFile()).suffix.lower()
+                if suffix in EXPRESSION_SUFFIXES + TRACE_SUFFIXES + SCRIPT_SUFFIXES:
+                    self.open_path(url.toLocalFile())
+                    break
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "scalar" if shape == () else " x ".join(str(d) for d in shape)

@@ -1,0 +1,134 @@
+"""Binds the Document's scene and playback cursor to the graph view and the inspector.
+
+One step change is one ``GraphView.set_frame`` call with the scene's precomputed frame; the
+inspector is refreshed with the Document's ``inspect()``. Clicks and tooltips go through the
+scene's hit tests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6 import QtCore
+
+from viewer.model.document import Document
+from viewer.model.scene import Scene
+from viewer.qt.graph_view import GraphView, empty_geometry
+from viewer.qt.inspector import InspectorPanel
+
+__all__ = ["SceneBinding"]
+
+
+class SceneBinding(QtCore.QObject):
+    """Keeps the view and the inspector showing ``document.scene`` at the current step."""
+
+    scene_shown = QtCore.Signal()  # a new graph was put in the view
+
+    def __init__(
+        self,
+        document: Document,
+        view: GraphView,
+        inspector: InspectorPanel,
+        parent: QtCore.QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.document = document
+        self.view = view
+        self.inspector = inspector
+        self._shown: Scene | None = None
+        document.graph_loaded.connect(self._on_graph_loaded)
+        document.overlays_changed.connect(self._on_overlays_changed)
+        document.playback.step_changed.connect(self._on_step_changed)
+        document.selection_changed.connect(self._on_selection_changed)
+        view.node_clicked.connect(document.select_index)
+        inspector.node_requested.connect(self.select_node_id)
+        view.set_hit_test(self._node_at, self._tooltip_at)
+
+    @property
+    def shown_scene(self) -> Scene | None:
+        return self._shown
+
+    # ---------------------------------------------------------------- model -> view
+    def _ensure_scene(self) -> bool:
+        """Put the document's scene in the view if it is not there yet (the Document moves
+        the cursor of a new graph before it announces the graph)."""
+        scene = self.document.scene
+        if scene is None:
+            if self._shown is not None:
+                self._shown = None
+                self.view.set_graph(empty_geometry())
+            return False
+        if scene is not self._shown:
+            old = self._shown.geometry if self._shown is not None else None
+            same_place = (
+                old is not None
+                and old.positions.shape == scene.geometry.positions.shape
+                and np.allclose(old.positions, scene.geometry.positions)
+            )
+            # A re-run with new leaf values keeps the same layout: keep the user's zoom too.
+            self.view.set_graph(scene.geometry, fit=not same_place)
+            self._shown = scene
+            self.scene_shown.emit()
+        return True
+
+    def _on_graph_loaded(self, document: Document) -> None:
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Redraw the current frame and the inspector (after a palette or overlay change)."""
+        if self._ensure_scene():
+            self.view.set_frame(self.document.frame())
+            self.view.set_selection(self._selected_index())
+        self._refresh_inspector()
+
+    def _on_overlays_changed(self) -> None:
+        self.refresh()
+
+    def _on_step_changed(self, index: int) -> None:
+        if self._ensure_scene():
+            self.view.set_frame(self.document.frame())
+        self._refresh_inspector()
+
+    def _on_selection_changed(self, node_id: int | None) -> None:
+        if self._ensure_scene():
+            self.view.set_selection(self._selected_index())
+        self._refresh_inspector()
+
+    def _selected_index(self) -> int:
+        scene, node_id = self.document.scene, self.document.selection
+        if scene is None or node_id is None:
+            return -1
+        return scene.index_of(node_id)
+
+    def _refresh_inspector(self) -> None:
+        doc = self.document
+        info = doc.inspect() if doc.scene is not None else None
+        notes = []
+        if info is not None and doc.scene is not None:
+            accumulation = doc.scene.accumulation_text(info.node_id, doc.playback.index)
+            if accumulation:
+                notes.append("gradients summed at this fan-out: " + accumulation)
+            for overlay in doc.scene.overlays.get(info.node_id, ()):
+                if overlay.tooltip:
+                    notes.append(f"{overlay.kind}: {overlay.tooltip}")
+        self.inspector.show_node(info, notes)
+
+    # ---------------------------------------------------------------- view -> model
+    def select_node_id(self, node_id: int) -> None:
+        """Select a node by trace id and bring it into view."""
+        scene = self.document.scene
+        if scene is None:
+            return
+        index = scene.index_of(node_id)
+        if index >= 0:
+            self.document.select(int(node_id))
+            self.view.center_on(index)
+
+    def _node_at(self, x: float, y: float) -> int:
+        scene = self._shown
+        return -1 if scene is None else scene.node_at(x, y)
+
+    def _tooltip_at(self, x: float, y: float) -> str | None:
+        scene = self._shown
+        if scene is None:
+            return None
+        return scene.tooltip_at(x, y, self.document.playback.index)

@@ -1,0 +1,106 @@
+"""The script panel: a running script's output, its traceback when it fails, a Cancel button,
+and the graphs it built to choose from.
+
+:class:`ScriptBridge` carries a :class:`~viewer.model.script_runner.ScriptRun`'s signals,
+which fire on the script's thread, over to the GUI thread as queued Qt signals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from viewer.model.script_runner import ScriptRun
+
+__all__ = ["ScriptBridge", "ScriptPanel"]
+
+
+class ScriptBridge(QtCore.QObject):
+    """Lives on the GUI thread; its signals, emitted from the script's thread, are queued."""
+
+    output = QtCore.Signal(str)
+    finished = QtCore.Signal(object)  # the ScriptResult
+
+    def attach(self, run: ScriptRun) -> None:
+        # The model holds these callables strongly; they die with the run.
+        run.output_written.connect(self.output.emit)
+        run.finished.connect(self.finished.emit)
+
+
+class ScriptPanel(QtWidgets.QWidget):
+    cancel_requested = QtCore.Signal()
+    graph_chosen = QtCore.Signal(int)
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("scriptPanel")
+        self.status = QtWidgets.QLabel("No script has run yet. File > Open a .py file.", self)
+        self.status.setObjectName("scriptStatus")
+        self.status.setWordWrap(True)
+        self.cancel_button = QtWidgets.QPushButton("Cancel", self)
+        self.cancel_button.setObjectName("scriptCancelButton")
+        self.cancel_button.setEnabled(False)
+        self.graphs = QtWidgets.QComboBox(self)
+        self.graphs.setObjectName("scriptGraphs")
+        self.graphs.setToolTip("The graphs the script built: choose one to show it")
+        self.graphs.setEnabled(False)
+        self.output = QtWidgets.QPlainTextEdit(self)
+        self.output.setObjectName("scriptOutput")
+        self.output.setReadOnly(True)
+        self.output.setFont(
+            QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont)
+        )
+        self.output.setMaximumBlockCount(20_000)
+        row = QtWidgets.QHBoxLayout()
+        row.addWidget(QtWidgets.QLabel("Graph:", self))
+        row.addWidget(self.graphs, 1)
+        row.addWidget(self.cancel_button)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.status)
+        layout.addLayout(row)
+        layout.addWidget(self.output, 1)
+        self.cancel_button.clicked.connect(self.cancel_requested)
+        self.graphs.activated.connect(self.graph_chosen)
+        self._error_colour = QtGui.QColor("#c92a2a")
+
+    def set_error_colour(self, colour: str) -> None:
+        self._error_colour = QtGui.QColor(colour)
+
+    def started(self, name: str) -> None:
+        self.output.clear()
+        self.status.setText(f"Running {name}… (Cancel stops it at its next operation)")
+        self.cancel_button.setEnabled(True)
+        self.graphs.clear()
+        self.graphs.setEnabled(False)
+
+    def append_output(self, text: str) -> None:
+        cursor = self.output.textCursor()
+        cursor.movePosition(QtGui.QTextCursor.MoveOperation.End)
+        cursor.insertText(text, QtGui.QTextCharFormat())
+        self.output.setTextCursor(cursor)
+        self.output.ensureCursorVisible()
+
+    def append_error(self, text: str) -> None:
+        fmt = QtGui.QTextCharFormat()
+        fmt.setForeground(self._error_colour)
+        cursor = self.output.textCursor()
+        cursor.movePosition(QtGui.QTextCursor.MoveOperation.End)
+        if not self.output.document().isEmpty():
+            cursor.insertText("\n")
+        cursor.insertText(text, fmt)
+        self.output.setTextCursor(cursor)
+        self.output.ensureCursorVisible()
+
+    def finished(self, summary: str, graph_titles: Sequence[str], shown: int) -> None:
+        self.status.setText(summary)
+        self.cancel_button.setEnabled(False)
+        self.graphs.clear()
+        self.graphs.addItems(list(graph_titles))
+        self.graphs.setEnabled(len(graph_titles) > 1)
+        if 0 <= shown < len(graph_titles):
+            self.graphs.setCurrentIndex(shown)
+
+    def error_text(self) -> str:
+        return self.output.toPlainText()

@@ -1,0 +1,133 @@
+"""Long work off the GUI thread: a job runs in a QThread and reports through Qt signals.
+
+A :class:`Job` wraps a plain callable ``work(progress, should_cancel)``; ``progress(done,
+total, text)`` may be called from the worker at any rate (reports are throttled to the GUI),
+``should_cancel()`` turns True once the user cancels. The result, the exception or the
+cancellation comes back as a queued signal, so slots run on the GUI thread and may touch
+widgets.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from PySide6 import QtCore
+
+__all__ = ["Job", "JobCancelled"]
+
+Progress = Callable[[int, int, str], None]
+Work = Callable[[Progress, Callable[[], bool]], Any]
+
+
+class JobCancelled(Exception):
+    """Raised by work that noticed ``should_cancel()``; reported as :attr:`Job.cancelled`."""
+
+
+class _Runner(QtCore.QObject):
+    progressed = QtCore.Signal(int, int, str)
+    succeeded = QtCore.Signal(object)
+    failed = QtCore.Signal(object, str)  # the exception, its formatted traceback
+    cancelled = QtCore.Signal()
+
+    def __init__(self, work: Work, cancel_event: threading.Event) -> None:
+        super().__init__()
+        self._work = work
+        self._cancel = cancel_event
+        self._last_report = 0.0
+
+    def _progress(self, done: int, total: int, text: str = "") -> None:
+        now = time.monotonic()
+        if now - self._last_report >= 0.05 or done >= total:
+            self._last_report = now
+            self.progressed.emit(int(done), int(total), str(text))
+
+    @QtCore.Slot()
+    def run(self) -> None:
+        try:
+            result = self._work(self._progress, self._cancel.is_set)
+        except JobCancelled:
+            self.cancelled.emit()
+            return
+        except BaseException as exc:  # report everything: the app must stay up
+            if self._cancel.is_set():
+                self.cancelled.emit()
+                return
+            self.failed.emit(exc, traceback.format_exc())
+            return
+        if self._cancel.is_set():
+            self.cancelled.emit()
+        else:
+            self.succeeded.emit(result)
+
+
+class Job(QtCore.QObject):
+    """One piece of work on its own QThread. Signals arrive on the GUI thread."""
+
+    progressed = QtCore.Signal(int, int, str)
+    succeeded = QtCore.Signal(object)
+    failed = QtCore.Signal(object, str)
+    cancelled = QtCore.Signal()
+    finished = QtCore.Signal()  # after any of the three outcomes
+
+    def __init__(self, work: Work, name: str = "job", parent: QtCore.QObject | None = None):
+        super().__init__(parent)
+        self.name = name
+        self._cancel = threading.Event()
+        self._thread = QtCore.QThread()
+        self._thread.setObjectName(name)
+        self._runner = _Runner(work, self._cancel)
+        self._runner.moveToThread(self._thread)
+        self._thread.started.connect(self._runner.run)
+        self._runner.progressed.connect(self.progressed)
+        self._runner.succeeded.connect(self._on_succeeded)
+        self._runner.failed.connect(self._on_failed)
+        self._runner.cancelled.connect(self._on_cancelled)
+        self._done = False
+        self.outcome: str | None = None  # 'succeeded' | 'failed' | 'cancelled'
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.traceback = ""
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def cancel(self) -> None:
+        """Ask the work to stop; it is reported as cancelled once it returns."""
+        self._cancel.set()
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel.is_set()
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def wait(self, timeout_ms: int = 30_000) -> bool:
+        """Block until the thread has finished (for shutdown and tests)."""
+        return self._thread.wait(timeout_ms)
+
+    def _finish(self) -> None:
+        self._done = True
+        self._thread.quit()
+        self._thread.wait(5_000)
+        self.finished.emit()
+
+    def _on_succeeded(self, result: Any) -> None:
+        self.outcome, self.result = "succeeded", result
+        self.succeeded.emit(result)
+        self._finish()
+
+    def _on_failed(self, exc: BaseException, text: str) -> None:
+        self.outcome, self.error, self.traceback = "failed", exc, text
+        self.failed.emit(exc, text)
+        self._finish()
+
+    def _on_cancelled(self) -> None:
+        self.outcome = "cancelled"
+        self.cancelled.emit()
+        self._finish()
