@@ -483,10 +483,12 @@ class Document:
             self._fail(ScriptError(result.summary, result))
             return False
         if not result.graphs:
+            if result.leak_report is not None:
+                self._flag_leaks(result.leak_report)
             return self._fail(
                 ValueError(
-                    f"{result.path.name} ran but built no graph: it must call autodiff "
-                    "functions (and ideally backward) on Variables"
+                    f"{result.path.name} ran but recorded no graph: it must call autodiff "
+                    "functions on Variables outside no_grad (and ideally backward)"
                 )
             )
         self.show_script_graph(len(result.graphs) - 1)
@@ -543,7 +545,9 @@ class Document:
                 nid = _survivor_node(survivor)
                 if nid is not None:
                     ids.append(nid)
-                    tips.append(str(getattr(survivor, "reason", "")))
+                    reason = getattr(survivor, "reason", "")
+                    held_by = getattr(survivor, "held_by", "")
+                    tips.append(f"{reason}: {held_by}" if held_by else str(reason))
             self.scene.flag_nodes(ids, "leak", "leak", tips)
             self.overlays_changed.emit()
         self.leaks_found.emit(report)

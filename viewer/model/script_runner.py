@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import io
 import os
 import runpy
@@ -148,8 +149,14 @@ class ScriptRun:
         path: str | os.PathLike[str],
         argv: list[str] | None = None,
         max_array_size: int = 4096,
+        pause_gc: bool = True,
     ) -> None:
         self.path = Path(path).resolve()
+        # With the cycle collector paused from the start of the script to the end of the
+        # audit, reference cycles are reported as leaks instead of being collected by chance
+        # (as ``python -m autodiff.leaks`` does). The collector is process-wide: cyclic
+        # garbage of the whole app waits until the run ends.
+        self.pause_gc = pause_gc
         self.argv = list(argv or [])
         self.max_array_size = max_array_size
         self.output_written = Signal("output_written")
@@ -215,6 +222,9 @@ class ScriptRun:
         stderr = _ThreadStream(sys.stderr, self._thread_id, err, self.output_written)
         observer = _CancelObserver(self)
         namespace: dict[str, Any] | None = None
+        gc_was_enabled = gc.isenabled()
+        if self.pause_gc:
+            gc.disable()
         try:
             if not self.path.is_file():
                 raise FileNotFoundError(f"no such script: {self.path}")
@@ -255,8 +265,12 @@ class ScriptRun:
         # Drop the script's objects as the interpreter would at exit, then see what survives.
         _drop_namespace(namespace, self.path)
         namespace = None
-        graphs = _graphs_of(trace) if trace is not None else []
-        leak_report, leak_error = _audit(trace)
+        try:
+            graphs = _graphs_of(trace) if trace is not None else []
+            leak_report, leak_error = _audit(trace)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
         self.result = ScriptResult(
             path=self.path,
             ok=ok,

@@ -157,7 +157,7 @@ def test_script_without_graph_says_what_is_missing(doc, tmp_path):
     script = tmp_path / "nothing.py"
     script.write_text("print(1 + 1)\n")
     assert not doc.run_script(script)
-    assert "built no graph" in str(names(doc, "error_raised")[-1][0])
+    assert "recorded no graph" in str(names(doc, "error_raised")[-1][0])
 
 
 def test_script_without_backward_shows_forward_graph(doc, tmp_path):

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from viewer.model.examples import list_examples
 from viewer.model.script_runner import ScriptRun, run_script
 
 GOOD = """
@@ -191,3 +192,32 @@ def test_namespace_is_dropped_before_the_audit(tmp_path):
         if obj is not None:
             refs.append(weakref.ref(obj))
     assert refs == []  # the module-level graph did not outlive the run
+
+
+LEAK_EXAMPLES = sorted((e for e in list_examples() if e.category == "leaks"), key=lambda e: e.stem)
+
+
+@pytest.mark.parametrize("example", LEAK_EXAMPLES, ids=lambda e: e.stem)
+def test_leak_examples_report_what_the_leak_audit_reports(example):
+    from autodiff import leaks
+    from viewer.model.document import Document
+
+    expected = leaks.run_script(str(example.path))
+    doc = Document()
+    shown = doc.run_script(example.path)
+    assert doc.script_result.ok
+    report = doc.leak_report
+    assert report is not None
+    got = sorted((s.node_id, s.reason) for s in report.survivors)
+    assert got == sorted((s.node_id, s.reason) for s in expected.survivors)
+    if shown:
+        flagged = {
+            nid
+            for nid, overlays in doc.scene.overlays.items()
+            if any(o.kind == "leak" for o in overlays)
+        }
+        assert flagged == {s.node_id for s in report.survivors}
+    if example.stem in ("clean_graph", "no_grad"):
+        assert report.clean
+    else:
+        assert not report.clean
