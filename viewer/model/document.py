@@ -61,7 +61,7 @@ EXPRESSION_SUFFIXES = (".expr", ".txt")
 TRACE_SUFFIXES = (".json",)
 SCRIPT_SUFFIXES = (".py",)
 DEFAULT_EXPRESSION = "x = 0.5\ny = square(exp(square(x)))\n"
-SYNC_LAYOUT_LIMIT = 3000  # nodes; bigger graphs go to layout_runner when one is set
+SYNC_LAYOUT_LIMIT = 1000  # nodes; bigger graphs go to layout_runner when one is set
 MAX_TRACE_BYTES = 200_000_000
 
 
