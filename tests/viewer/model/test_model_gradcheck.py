@@ -1,0 +1,301 @@
+"""Gradient checks: leaves of typed expressions (with grad()), each Function locally, the
+bundled wrong/right backward examples, and the overlay on the scene. No Qt."""
+
+import math
+
+import numpy as np
+import pytest
+
+import autodiff.functions as F
+from autodiff import Function, Variable, trace
+from autodiff.core import Pow
+from viewer.model import Document, gradcheck
+from viewer.model.examples import find_example
+from viewer.model.expression import parse
+
+
+class Cube(Function):
+    def forward(self, x):
+        return x**3
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        return 3 * x**2 * gy
+
+
+class BadCube(Function):
+    def forward(self, x):
+        return x**3
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        return x**2 * gy  # the factor 3 is missing
+
+
+class BadFastPath(Cube):
+    """Right on Variables (create_graph), wrong on the array fast path."""
+
+    def backward_data(self, gy):
+        (x,) = self.inputs
+        return 2 * x.data**2 * gy
+
+
+class WrongShape(Function):
+    def forward(self, x):
+        return x.sum()
+
+    def backward(self, gy):
+        return gy  # should be broadcast to the input's shape
+
+
+def _script_document():
+    doc = Document()
+    gradcheck.watch_scripts(doc)
+    return doc
+
+
+# ----------------------------------------------------------------------------- one Function
+def test_check_function_passes_a_correct_backward_and_keeps_small_arrays():
+    x = np.array([0.5, -1.5, 2.0])
+    check = gradcheck.check_function(Cube(), x)
+    assert check.status == "ok"
+    (slot,) = check.slots
+    assert slot.path == "backward" and slot.comparison.method == "elementwise"
+    assert slot.comparison.error < 1e-6
+    # the report keeps both arrays for small inputs: <gy, 3x^2> per element
+    np.testing.assert_allclose(slot.comparison.analytic, slot.comparison.numeric, rtol=1e-6)
+
+
+def test_check_function_flags_a_wrong_backward_with_figures():
+    check = gradcheck.check_function(BadCube(), np.array([0.5, -1.5, 2.0]))
+    assert check.status == "wrong"
+    cmp = check.worst.comparison
+    assert cmp.status == "wrong" and cmp.error > 0.1
+    # backprop is a third of the truth everywhere
+    np.testing.assert_allclose(cmp.analytic * 3, cmp.numeric, rtol=1e-6)
+    assert "BadCube.backward disagrees" in check.message
+
+
+def test_check_function_checks_the_array_fast_path_too():
+    check = gradcheck.check_function(BadFastPath(), np.array([1.0, 2.0]))
+    assert check.status == "wrong"
+    by_path = {s.path: s.comparison.status for s in check.slots}
+    assert by_path == {"backward": "ok", "backward_data": "wrong"}
+
+
+def test_check_function_uses_the_objects_parameters_and_big_inputs_go_directional():
+    x = np.random.default_rng(0).standard_normal((12, 10))
+    check = gradcheck.check_function(Pow(3), x)
+    assert check.status == "ok"
+    cmp = check.slots[0].comparison
+    assert cmp.method == "directional" and cmp.analytic is None and cmp.checked == 3
+
+
+def test_check_function_reports_a_gradient_of_the_wrong_shape():
+    check = gradcheck.check_function(WrongShape(), np.ones((2, 3)))
+    assert check.status == "wrong"
+    assert "shape" in check.message and "(2, 3)" in check.message
+
+
+def test_check_function_leaves_the_function_alone():
+    x = Variable(np.array([1.0, 2.0]))
+    y = BadCube()(x)
+    f = y.creator
+    before = (f.inputs[0], f.outputs[0]())
+    gradcheck.check_function(f, x.data)
+    assert (f.inputs[0], f.outputs[0]()) == before
+
+
+# ----------------------------------------------------------------------------- live graphs
+def test_check_trace_flags_only_the_wrong_custom_function():
+    x = Variable(np.random.default_rng(1).standard_normal((2, 3)), name="x")
+    W = Variable(np.random.default_rng(2).standard_normal((3, 4)), name="W")
+    y = F.sum(BadCube()(F.matmul(x, W)))
+    y.backward()
+    t = trace.from_output(y)
+    report = gradcheck.check_trace(t)
+    assert not report.ok
+    assert [c.op for c in report.wrong_functions] == ["BadCube"]
+    (flagged,) = report.flagged_node_ids
+    assert t.node(flagged)["op"] == "BadCube"
+    statuses = {c.op: c.status for c in report.functions}
+    assert statuses == {"MatMul": "ok", "BadCube": "wrong", "Sum": "ok"}
+    assert report.summary == "Gradient check: the backward of BadCube is wrong"
+
+
+def test_checking_does_not_add_to_a_recording():
+    with trace.record() as t:
+        x = Variable(np.array([1.0, 2.0]), name="x")
+        y = F.sum(Cube()(x))
+        y.backward()
+        n_steps, n_nodes = len(t.steps), t.graph.number_of_nodes()
+        report = gradcheck.check_trace(t)
+    assert report.ok
+    assert (len(t.steps), t.graph.number_of_nodes()) == (n_steps, n_nodes)
+
+
+def test_a_saved_trace_cannot_be_checked_and_says_why(tmp_path):
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        y = F.tanh(x)
+        y.backward()
+    t.to_json(tmp_path / "t.json")
+    loaded = trace.load(tmp_path / "t.json")
+    report = gradcheck.check_trace(loaded)
+    assert report.checked == 0 and report.ok
+    assert "nothing could be checked" in report.summary
+    assert all(c.status == "skipped" for c in report.functions)
+
+
+# ----------------------------------------------------------------------------- expressions
+def test_expression_leaves_are_checked_at_the_current_values():
+    program = parse("x = 1.0\ny = tanh(x) * x ** 2\n")
+    report = gradcheck.check_program(program, {"x": 3.0})
+    assert report.ok
+    (leaf,) = report.leaves
+    assert (leaf.name, leaf.order, leaf.status) == ("x", 1, "ok")
+    t = math.tanh(3.0)
+    exact = (1 - t * t) * 9 + 6 * t
+    np.testing.assert_allclose(leaf.comparison.analytic, exact, rtol=1e-12)
+    np.testing.assert_allclose(leaf.comparison.numeric, exact, rtol=1e-7)
+    assert {c.op for c in report.functions} == {"Tanh", "Pow", "Mul"}
+    assert all(c.status == "ok" for c in report.functions)
+
+
+def test_second_derivative_with_grad_is_checked():
+    program = parse("x = 2.0\ny = x ** 4 - 2 * x ** 2\ngx = grad(y, x)\n")
+    report = gradcheck.check_program(program)
+    assert report.ok
+    by_label = {c.label: c for c in report.leaves}
+    first = by_label["dy/dx"]
+    second = by_label["dgx/dx (derivative of order 2)"]
+    # dy/dx = 4x^3 - 4x = 24 (the grad() pass); d2y/dx2 = 12x^2 - 4 = 44 (the final backward)
+    np.testing.assert_allclose(first.comparison.analytic, 24.0)
+    np.testing.assert_allclose(second.comparison.analytic, 44.0)
+    np.testing.assert_allclose(second.comparison.numeric, 44.0, rtol=1e-6)
+    assert (first.backward_pass, second.backward_pass) == (0, 1)
+    # every Function of the gradient graph was checked too (none had been freed)
+    assert report.functions and all(c.status == "ok" for c in report.functions)
+
+
+def test_higher_order_example_checks_three_orders():
+    program = parse(find_example("higher_order").read())
+    report = gradcheck.check_program(program)
+    assert report.ok
+    assert sorted(c.order for c in report.leaves) == [1, 2, 3]
+    third = next(c for c in report.leaves if c.order == 3)
+    np.testing.assert_allclose(third.comparison.analytic, 48.0)  # 24x at x = 2
+
+
+def test_matrix_leaves_and_kinks():
+    program = parse(
+        "x = [[1.0, -2.0], [0.0, 3.0]]\nW = randn(2, 3)\ny = sum(relu(x)) + sum(x @ W)\n"
+    )
+    report = gradcheck.check_program(program)
+    assert report.ok  # relu at 0 is not differentiable: a kink, not an error
+    x_check = next(c for c in report.leaves if c.name == "x")
+    assert x_check.status == "kink" and x_check.comparison.kinks == 1
+    assert x_check.comparison.analytic.shape == (2, 2)
+    relu = next(c for c in report.functions if c.op == "ReLU")
+    assert relu.status == "kink"
+
+
+def test_big_leaves_are_checked_along_random_directions():
+    program = parse("W = randn(10, 10)\ny = sum(tanh(W) * W)\n")
+    report = gradcheck.check_program(program)
+    (leaf,) = report.leaves
+    assert leaf.status == "ok" and leaf.comparison.method == "directional"
+    assert leaf.comparison.analytic is None
+
+
+def test_nan_is_not_an_error_of_the_gradient():
+    program = parse(find_example("nan_log").read())
+    report = gradcheck.check_program(program)
+    assert report.ok
+    assert [c.status for c in report.leaves] == ["nonfinite"]
+    assert next(c for c in report.functions if c.op == "Log").status == "nonfinite"
+    assert "NaN/Inf" in report.summary
+
+
+# ----------------------------------------------------------------------------- the document
+def test_wrong_backward_example_is_flagged_on_the_graph():
+    doc = _script_document()
+    assert doc.run_script(find_example("wrong_backward").path)
+    events = []
+    doc.overlays_changed.connect(lambda: events.append("overlays"))
+    assert doc.script_result.leak_report is None or not doc.script_result.leak_report.survivors
+    report = gradcheck.check_document(doc)
+    assert report is not None and not report.ok
+    assert [c.op for c in report.wrong_functions] == ["Softplus"]
+    assert {c.op: c.status for c in report.functions} == {
+        "MatMul": "ok",
+        "Softplus": "wrong",
+        "Sum": "ok",
+    }
+    assert events == ["overlays"]
+    scene = doc.scene
+    indexes, colours, badges = scene.overlay_arrays("gradcheck")
+    flagged = {int(i): (tuple(c), b) for i, c, b in zip(indexes, colours, badges, strict=True)}
+    (softplus,) = report.flagged_node_ids
+    i = scene.index_of(softplus)
+    assert flagged[i] == (scene.palette.error, "wrong backward")
+    assert scene.names[i] == "Softplus"
+    assert len(flagged) == 3  # the two correct Functions are coloured too (green)
+    assert "Softplus.backward disagrees" in scene.node_tooltip(i, doc.playback.index)
+
+
+def test_right_backward_example_is_not_flagged():
+    doc = _script_document()
+    assert doc.run_script(find_example("right_backward").path)
+    report = gradcheck.check_document(doc)
+    assert report is not None and report.ok
+    assert {c.op: c.status for c in report.functions} == {
+        "MatMul": "ok",
+        "Softplus": "ok",
+        "Sum": "ok",
+    }
+    assert all(b != "wrong backward" for b in doc.scene.overlay_arrays("gradcheck")[2])
+
+
+def test_sampler_is_attached_only_while_the_script_runs():
+    from autodiff import core
+
+    doc = _script_document()
+    run = doc.prepare_script(find_example("right_backward").path)
+    (sampler,) = run.observers
+    assert sampler not in core._observers
+    result = run.run()
+    assert sampler not in core._observers
+    assert gradcheck.samples_for(result.trace) is sampler
+    assert {cls.__name__ for cls in sampler.samples} >= {"MatMul", "Softplus", "Sum"}
+
+
+def test_expression_document_colours_its_leaves():
+    doc = Document()
+    doc.load_example("tanh_x2")
+    report = gradcheck.check_document(doc)
+    assert report is not None and report.ok
+    assert report.summary.startswith("Gradient check passed: 1 leaf gradient and 3 Functions")
+    x_index = doc.scene.names.index("x")
+    indexes, colours, _ = doc.scene.overlay_arrays("gradcheck")
+    assert x_index in indexes.tolist()
+    green = colours[indexes.tolist().index(x_index)]
+    assert green[1] > green[0]  # below 1e-6: the scene's green
+    rows = report.rows()
+    assert rows[0].kind == "leaf" and rows[0].node_id == doc.scene.node_id(x_index)
+
+
+def test_check_document_without_a_graph_reports_an_error():
+    doc = Document()
+    errors = []
+    doc.error_raised.connect(errors.append)
+    assert gradcheck.check_document(doc) is None
+    (error,) = errors
+    assert isinstance(error, ValueError) and "no graph to check" in str(error)
+
+
+@pytest.mark.parametrize("key", ["square_exp_square", "diamond", "goldstein", "matyas"])
+def test_bundled_expressions_pass(key):
+    report = gradcheck.check_program(parse(find_example(key).read()))
+    assert report.ok and report.checked > 0
+    assert all(c.status == "ok" for c in (*report.leaves, *report.functions))

@@ -1,0 +1,96 @@
+"""File > Export of the graph as data: DOT, GraphML, or the trace as JSON (which Open loads).
+
+The writers are the recorder's own (``Trace.to_dot``, ``to_graphml``, ``to_json``); this module
+picks one by the file's suffix and knows what a :class:`~viewer.model.subtrace.TraceView` (one
+graph of a script) can give: DOT and GraphML of the graph on screen, and JSON of the whole
+recording (the JSON format describes a complete trace: Open shows every iteration at once).
+Pictures (PNG, SVG) are painted by the Qt side (``viewer.qt.export``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autodiff import trace as trace_module
+
+__all__ = [
+    "DATA_FORMATS",
+    "FILE_FILTER",
+    "ExportResult",
+    "export_document",
+    "export_trace",
+    "format_for",
+]
+
+# suffix -> (format name, what it holds)
+DATA_FORMATS: dict[str, tuple[str, str]] = {
+    ".dot": ("DOT", "the graph, for Graphviz"),
+    ".gv": ("DOT", "the graph, for Graphviz"),
+    ".graphml": ("GraphML", "the graph with every node's attributes (yEd, Gephi, networkx)"),
+    ".json": ("JSON", "the whole trace: graph, steps and values; File > Open loads it again"),
+}
+FILE_FILTER = "DOT graph (*.dot *.gv);;GraphML (*.graphml);;Trace as JSON (*.json)"
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    path: Path
+    format: str  # 'DOT' | 'GraphML' | 'JSON'
+    message: str  # for the status bar
+
+
+def format_for(path: str | os.PathLike[str]) -> str:
+    """'DOT', 'GraphML' or 'JSON' from the suffix; ValueError naming the known ones."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in DATA_FORMATS:
+        known = ", ".join(DATA_FORMATS)
+        raise ValueError(
+            f"cannot export to {Path(path).name}: unknown suffix {suffix or '(none)'!r}; "
+            f"use one of {known} (or .png / .svg for a picture)"
+        )
+    return DATA_FORMATS[suffix][0]
+
+
+def export_trace(trace: Any, path: str | os.PathLike[str]) -> ExportResult:
+    """Write ``trace`` (a Trace or a TraceView) to ``path`` in the format its suffix names."""
+    path = Path(path)
+    fmt = format_for(path)
+    base = getattr(trace, "base", None)  # a TraceView: one graph of a bigger recording
+    if fmt == "JSON":
+        whole = base if base is not None else trace
+        if not hasattr(whole, "to_json"):
+            raise ValueError("this graph has no trace to save as JSON")
+        whole.to_json(path)
+        note = ""
+        if base is not None:
+            note = " (the script's whole recording, every iteration, not only this graph)"
+        return ExportResult(path, fmt, f"Saved the trace to {path.name}{note}")
+    # DOT and GraphML read only ``.graph``, which a TraceView restricts to the graph shown.
+    if fmt == "DOT":
+        text = trace_module.Trace.to_dot(trace)
+        path.write_text(text, encoding="utf-8")
+    else:
+        trace_module.Trace.to_graphml(trace, path)
+    n = trace.graph.number_of_nodes()
+    return ExportResult(path, fmt, f"Exported the graph ({n} nodes) to {path.name} as {fmt}")
+
+
+def export_document(document: Any, path: str | os.PathLike[str]) -> bool:
+    """Export what ``document`` shows; ``status_changed`` says where, an error goes to
+    ``error_raised`` (and False is returned) with the document unchanged."""
+    try:
+        if document.trace is None:
+            raise ValueError("there is no graph to export: type an expression or open a file")
+        result = export_trace(document.trace, path)
+    except (OSError, ValueError, TypeError) as e:
+        fail = getattr(document, "_fail", None)
+        if fail is not None:
+            return bool(fail(e))
+        document.error_raised.emit(e)
+        document.status_changed.emit(f"Error: {e}")
+        return False
+    document.status_changed.emit(result.message)
+    return True

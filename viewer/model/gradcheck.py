@@ -1,0 +1,720 @@
+"""Gradient checks on the graph: is backprop right, and if not, which Function is wrong?
+
+Two checks, both against central differences ``(f(x + h) - f(x - h)) / 2h`` in float64:
+
+* **Leaves** (typed expressions): the program is re-run with each leaf element nudged, and the
+  change of every backward root is compared with the gradient backprop gave that leaf. A
+  ``grad(y, x)`` call is a backward pass of its own (``create_graph=True``): its root ``y`` is
+  checked the same way, and the final backward through the gradient graph checks the second
+  (or higher) derivative.
+* **Functions** (any graph): each Function's ``backward`` (and its array fast path
+  ``backward_data``) is compared with central differences of *its own* ``forward`` at the
+  inputs it saw, with a random output gradient. This is what names the culprit: a custom
+  Function with a wrong backward fails its local check while every correct primitive passes.
+  The live Function is re-run on a fresh instance (its ``__dict__`` copied), so the user's
+  graph is never touched (see :mod:`viewer.model.function_check`). For a script, whose
+  objects are gone when it ends, a :class:`FunctionSampler` attached to the run (see
+  :func:`watch_scripts`) keeps the parameters and inputs of the first calls of every Function
+  class, and checks the script's own classes at once (their module is cleared at the end).
+
+Where a function is not differentiable (``relu`` at 0, ``max`` with ties) the two one-sided
+differences disagree; a backprop value between them is a valid subgradient, reported as a
+``kink``, not as an error. Points where the forward or the gradient is NaN/Inf are reported as
+``nonfinite`` (the graph's NaN overlay shows where they were born).
+
+:func:`check_document` runs the right check for what a :class:`~viewer.model.document.Document`
+shows, colours the scene (overlay kind ``'gradcheck'``: green < 1e-6 < amber < 1e-3 < red, a
+wrong Function is red with a ``wrong backward`` badge) and emits ``overlays_changed``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+import numpy as np
+from numpy.typing import NDArray
+
+from autodiff import core
+from viewer.model.function_check import (
+    _SEVERITY,
+    ATOL,
+    MAX_ELEMENTS,
+    RTOL,
+    STEP,
+    Comparison,
+    FunctionCheck,
+    FunctionSample,
+    FunctionSampler,
+    SlotCheck,
+    _check_at,
+    _compare,
+    _describe,
+    _probe,
+    _worst_status,
+    check_function,
+)
+
+__all__ = [
+    "ATOL",
+    "MAX_ELEMENTS",
+    "OVERLAY_KIND",
+    "RTOL",
+    "STEP",
+    "Comparison",
+    "FunctionCheck",
+    "FunctionSample",
+    "FunctionSampler",
+    "GradCheckReport",
+    "LeafCheck",
+    "ReportRow",
+    "SlotCheck",
+    "apply_overlays",
+    "check_document",
+    "check_function",
+    "check_program",
+    "check_trace",
+    "samples_for",
+    "watch_scripts",
+]
+
+MAX_FUNCTIONS = 400  # beyond this, a few Functions of each op stand for the rest
+PER_OP = 3  # how many Functions of one op are checked in a big graph
+OVERLAY_KIND = "gradcheck"
+
+
+@dataclass(frozen=True)
+class LeafCheck:
+    """The gradient backprop gave a leaf in one backward pass, against central differences of
+    that pass's root as the leaf is nudged (the program is re-run each time)."""
+
+    name: str
+    node_id: int
+    root: int  # node id of the backward root
+    root_label: str
+    backward_pass: int
+    order: int  # 1: dy/dx; 2: the root is itself a gradient (grad() inside), ...
+    status: str
+    comparison: Comparison | None
+    message: str = ""
+
+    @property
+    def label(self) -> str:
+        text = f"d{self.root_label}/d{self.name}"
+        if self.order > 1:
+            text += f" (derivative of order {self.order})"
+        return text
+
+    @property
+    def error(self) -> float:
+        return self.comparison.error if self.comparison is not None else math.nan
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    """One line of the gradient-check panel; selecting it selects ``node_id``."""
+
+    node_id: int | None
+    kind: str  # 'leaf' | 'function'
+    label: str
+    status: str
+    error: float
+    max_abs_error: float
+    detail: str
+
+
+@dataclass(frozen=True)
+class GradCheckReport:
+    """Everything one gradient check found. ``ok`` is False when anything is wrong."""
+
+    kind: str  # 'expression' | 'trace'
+    leaves: tuple[LeafCheck, ...]
+    functions: tuple[FunctionCheck, ...]
+    notes: tuple[str, ...] = ()
+    duration: float = 0.0
+    rtol: float = RTOL
+    atol: float = ATOL
+
+    @property
+    def ok(self) -> bool:
+        return not self.wrong_leaves and not self.wrong_functions
+
+    @property
+    def wrong_leaves(self) -> tuple[LeafCheck, ...]:
+        return tuple(c for c in self.leaves if c.status == "wrong")
+
+    @property
+    def wrong_functions(self) -> tuple[FunctionCheck, ...]:
+        return tuple(c for c in self.functions if c.status == "wrong")
+
+    @property
+    def flagged_node_ids(self) -> tuple[int, ...]:
+        """Function nodes whose backward is wrong, in graph order."""
+        return tuple(sorted({n for c in self.wrong_functions for n in c.node_ids}))
+
+    @property
+    def checked(self) -> int:
+        """How many leaf and Function checks actually compared numbers."""
+        done = ("ok", "kink", "wrong")
+        return sum(c.status in done for c in self.leaves) + sum(
+            c.status in done for c in self.functions
+        )
+
+    def function_for(self, node_id: int) -> FunctionCheck | None:
+        for check in self.functions:
+            if node_id in check.node_ids:
+                return check
+        return None
+
+    def node_errors(self) -> dict[int, float]:
+        """The worst error per node (leaves and Functions) that was compared."""
+        errors: dict[int, float] = {}
+        for leaf in self.leaves:
+            if leaf.comparison is not None and leaf.status in ("ok", "kink", "wrong"):
+                errors[leaf.node_id] = max(errors.get(leaf.node_id, 0.0), leaf.error)
+        for check in self.functions:
+            if check.status in ("ok", "kink", "wrong"):
+                for nid in check.node_ids:
+                    errors[nid] = max(errors.get(nid, 0.0), check.error)
+        return errors
+
+    def rows(self) -> list[ReportRow]:
+        """The panel's table: leaves first (by pass), then Functions (wrong ones first)."""
+        rows = [
+            ReportRow(
+                c.node_id,
+                "leaf",
+                c.label,
+                c.status,
+                c.error,
+                c.comparison.max_abs_error if c.comparison is not None else math.nan,
+                c.message,
+            )
+            for c in self.leaves
+        ]
+        order = {s: k for k, s in enumerate(_SEVERITY)}
+        for c in sorted(
+            self.functions, key=lambda c: (order[c.status], min(c.node_ids, default=0))
+        ):
+            ids = c.node_ids
+            where = f" #{ids[0]}" if len(ids) == 1 else f" ({len(ids)} nodes)" if ids else ""
+            rows.append(
+                ReportRow(
+                    ids[0] if ids else None,
+                    "function",
+                    f"{c.op}{where}",
+                    c.status,
+                    c.error,
+                    c.max_abs_error,
+                    c.message,
+                )
+            )
+        return rows
+
+    @property
+    def summary(self) -> str:
+        """One line for the status bar."""
+        if self.wrong_functions:
+            ops = sorted({c.op for c in self.wrong_functions})
+            text = f"Gradient check: the backward of {', '.join(ops)} is wrong"
+            if self.wrong_leaves:
+                text += f"; {len(self.wrong_leaves)} leaf gradient(s) disagree"
+            return text
+        if self.wrong_leaves:
+            names = sorted({c.name for c in self.wrong_leaves})
+            return f"Gradient check: the gradient of {', '.join(names)} disagrees"
+        if self.checked == 0:
+            reason = self.notes[0] if self.notes else "nothing could be checked"
+            return f"Gradient check: {reason}"
+        n_leaves = sum(c.status in ("ok", "kink") for c in self.leaves)
+        n_functions = sum(c.status in ("ok", "kink") for c in self.functions)
+        errors = [e for e in self.node_errors().values() if math.isfinite(e)]
+        worst = f"; largest error {max(errors):.1e}" if errors else ""
+        parts = []
+        if n_leaves:
+            parts.append(f"{n_leaves} leaf gradient{'s' if n_leaves != 1 else ''}")
+        if n_functions:
+            parts.append(f"{n_functions} Function{'s' if n_functions != 1 else ''}")
+        agree = "agree" if n_leaves + n_functions > 1 else "agrees"
+        text = f"Gradient check passed: {' and '.join(parts)} {agree} with central differences"
+        everything = (*self.leaves, *self.functions)
+        nonfinite = sum(c.status == "nonfinite" for c in everything)
+        skipped = sum(c.status == "skipped" for c in everything)
+        if nonfinite:
+            text += f"; {nonfinite} not checked: NaN/Inf there (see the NaN flag)"
+        if skipped:
+            text += f"; {skipped} not checked (see the list)"
+        return text + worst
+
+
+# Samples by the trace their script recorded (filled by watch_scripts).
+_SAMPLES: weakref.WeakKeyDictionary[Any, FunctionSampler] = weakref.WeakKeyDictionary()
+
+
+def samples_for(trace: Any) -> FunctionSampler | None:
+    """The samples kept while the script that recorded ``trace`` ran (None if none)."""
+    base = getattr(trace, "base", trace)  # a TraceView stands for its whole trace
+    try:
+        return _SAMPLES.get(base)
+    except TypeError:
+        return None
+
+
+def watch_scripts(document: Any, per_class: int = 2) -> Callable[[Any], None]:
+    """Attach a :class:`FunctionSampler` to every script the document prepares, so that
+    :func:`check_document` can check the Functions of a script after it ended.
+
+    Call once per Document (the main window does, at start). Returns the slot connected to
+    ``document.script_started`` (disconnect it to stop)."""
+
+    def attach(run: Any) -> None:
+        observers = getattr(run, "observers", None)
+        if observers is None:
+            return  # a ScriptRun without the hook: nothing to attach to
+        sampler = FunctionSampler(per_class=per_class)
+        observers.append(sampler)
+
+        def finished(result: Any) -> None:
+            trace = getattr(result, "trace", None)
+            if trace is not None:
+                _SAMPLES[trace] = sampler
+
+        run.finished.connect(finished)
+
+    document.script_started.connect(attach)
+    return attach
+
+
+# =============================================================================
+# Every Function of a graph
+# =============================================================================
+def _function_ids(trace: Any) -> list[int]:
+    functions = getattr(trace, "functions", None)
+    if functions is not None:
+        return list(functions)
+    return [n for n, a in trace.graph.nodes(data=True) if a["kind"] == "function"]
+
+
+def _live(trace: Any, node_id: int) -> Any:
+    live = getattr(trace, "live", None)
+    if live is None:
+        return None
+    try:
+        return live(node_id)
+    except (IndexError, KeyError):
+        return None
+
+
+def _check_live(
+    function: Any, options: Mapping[str, Any]
+) -> tuple[str, tuple[SlotCheck, ...], str]:
+    inputs = [x.data for x in getattr(function, "inputs", ())]
+    return _check_at(type(function), dict(vars(function)), inputs, **options)
+
+
+def _function_checks(
+    trace: Any,
+    samples: FunctionSampler | None,
+    *,
+    max_functions: int = MAX_FUNCTIONS,
+    **options: Any,
+) -> tuple[list[FunctionCheck], list[str]]:
+    ids = _function_ids(trace)
+    ops = {fid: trace.node(fid)["op"] for fid in ids}
+    checks: list[FunctionCheck] = []
+    notes: list[str] = []
+    by_op: dict[str, list[int]] = {}
+    for fid in ids:
+        by_op.setdefault(ops[fid], []).append(fid)
+    big = len(ids) > max_functions
+    if big:
+        notes.append(
+            f"{len(ids)} Functions: {PER_OP} of each op were checked, and stand for the rest"
+        )
+    for op, fids in by_op.items():
+        live = [(fid, f) for fid in fids if (f := _live(trace, fid)) is not None]
+        if big and live:
+            results = [_check_live(f, options) for _, f in live[:PER_OP]]
+            status = _worst_status(r[0] for r in results)
+            worst = next(r for r in results if r[0] == status)
+            checks.append(FunctionCheck(tuple(fids), op, status, worst[1], worst[2], "live"))
+            continue
+        for fid, function in live:
+            status, slots, message = _check_live(function, options)
+            checks.append(FunctionCheck((fid,), op, status, slots, message, "live"))
+        freed = tuple(fid for fid in fids if all(fid != lf for lf, _ in live))
+        if not freed:
+            continue
+        found = samples.for_op(op) if samples is not None else []
+        if not found:
+            checks.append(
+                FunctionCheck(
+                    freed,
+                    op,
+                    "skipped",
+                    message=(
+                        f"{op} was not checked: its objects are gone (a script that ended, a "
+                        "saved trace) and no sample was kept. Check a live graph "
+                        "(viewer.show(y)) or run the script from the viewer"
+                    ),
+                )
+            )
+            continue
+        results = [s.check(**options) for s in found]
+        status = _worst_status(r[0] for r in results)
+        worst = next(r for r in results if r[0] == status)
+        checks.append(FunctionCheck(freed, op, status, worst[1], worst[2], "sample"))
+    return checks, notes
+
+
+def check_trace(
+    trace: Any,
+    samples: FunctionSampler | None = None,
+    *,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    max_elements: int = MAX_ELEMENTS,
+    max_functions: int = MAX_FUNCTIONS,
+    seed: int = 0,
+) -> GradCheckReport:
+    """Check every Function of ``trace`` (a Trace or TraceView) locally.
+
+    Live Functions (``trace.live(id)``: the graph is still referenced, as with
+    ``viewer.show(y)``) are re-run at their own inputs; freed ones use ``samples`` (kept while
+    a script ran) by op name. Leaf gradients are not re-derived here: without the program that
+    built the graph there is nothing to re-run (see :func:`check_program`).
+    """
+    began = time.perf_counter()
+    if samples is None:
+        samples = samples_for(trace)
+    options = {"rtol": rtol, "atol": atol, "max_elements": max_elements, "seed": seed}
+    checks, notes = _function_checks(trace, samples, max_functions=max_functions, **options)
+    if not checks:
+        notes.insert(0, "the graph has no Function to check (a leaf alone)")
+    elif all(c.status == "skipped" and c.source == "" for c in checks):
+        notes.insert(
+            0,
+            "nothing could be checked: the graph's objects are gone (a saved trace, or a "
+            "script that ended). Typed expressions, live graphs (viewer.show) and scripts run "
+            "from the viewer can be checked",
+        )
+    notes.append(
+        "each Function's backward was checked against central differences of its own "
+        "forward; leaf gradients are re-derived only for typed expressions"
+    )
+    return GradCheckReport(
+        "trace", (), tuple(checks), tuple(notes), time.perf_counter() - began, rtol, atol
+    )
+
+
+# =============================================================================
+# Typed expressions: leaves, every backward pass, and the Functions
+# =============================================================================
+def _pass_ends(trace: Any) -> dict[int, int]:
+    ends: dict[int, int] = {}
+    for step in trace.steps:
+        if step.phase == "backward":
+            ends[step.backward_pass] = step.index
+    return ends
+
+
+def _derivative_orders(trace: Any, roots: Sequence[int]) -> list[int]:
+    """1 + how many create_graph passes built a part of each root's graph."""
+    during = {s.function: s.during_backward for s in trace.steps if s.during_backward >= 0}
+    graph = trace.graph
+    orders = []
+    for root in roots:
+        upstream = nx.ancestors(graph, root) if root in graph else set()
+        orders.append(1 + len({during[n] for n in upstream if n in during}))
+    return orders
+
+
+def _root_label(trace: Any, root: int, program_output: str | None, last: bool) -> str:
+    name = trace.node(root).get("name")
+    if name:
+        return str(name)
+    if last and program_output:
+        return program_output
+    return f"#{root}"
+
+
+def _snapshot_total(snapshot: Any) -> float:
+    if snapshot is None:
+        return math.nan
+    if snapshot.array is not None:
+        return float(np.sum(np.asarray(snapshot.array, dtype=np.float64)))
+    return float(snapshot.mean) * float(np.prod(snapshot.shape))
+
+
+def check_program(
+    program: Any,
+    values: Mapping[str, Any] | None = None,
+    *,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    max_elements: int = MAX_ELEMENTS,
+    check_functions: bool = True,
+    seed: int = 0,
+) -> GradCheckReport:
+    """Check a typed expression (a :class:`viewer.model.expression.Program`) at ``values``
+    (leaf name -> value; the program's defaults otherwise).
+
+    For every backward pass (each ``grad()`` call, then the final backward) and every leaf it
+    reaches: backprop's gradient against central differences of the pass's root, the program
+    being re-run with the leaf nudged; leaves of more than ``max_elements`` elements are
+    checked along random directions. Then every Function locally (``check_functions``).
+    Node ids are those of a run of the same program, as the document shows it.
+    """
+    from viewer.model.expression import ExpressionError
+
+    began = time.perf_counter()
+    values = dict(values or {})
+    sizes = [np.size(values.get(n, program.defaults[n])) for n in program.leaves]
+    keep = max([16, *sizes])
+    # The engine holds outputs weakly: Functions of a gradient graph whose outputs nobody
+    # kept are gone after the run. Keep them for the length of the check.
+    keeper = _Keeper()
+    core.add_observer(keeper)
+    try:
+        base = program.run(values, max_array_size=keep)
+    finally:
+        core.remove_observer(keeper)
+    notes: list[str] = []
+    try:
+        trace = base.trace
+        roots = list(trace.backward_roots)
+        ends = _pass_ends(trace)
+        orders = _derivative_orders(trace, roots)
+        ids = {id(obj): nid for nid in trace.variables if (obj := trace.live(nid)) is not None}
+        leaf_ids = {name: ids.get(id(v)) for name, v in base.leaves.items()}
+        graph = trace.graph
+        last_pass = len(roots) - 1
+        labels = [
+            _root_label(trace, r, program.output_name, p == last_pass) for p, r in enumerate(roots)
+        ]
+        leaf_values = {n: np.array(base.values[n], dtype=np.float64) for n in program.leaves}
+
+        def roots_at(name: str, x: NDArray[np.float64]) -> NDArray[np.float64]:
+            """The value (summed) of every pass's root with leaf ``name`` set to ``x``."""
+            run_values = {**leaf_values, name: x}
+            try:
+                with np.errstate(all="ignore"):
+                    ev = program.run(run_values, backward=False, max_array_size=16)
+            except ExpressionError:
+                return np.full(len(roots), math.nan)
+            t = ev.trace
+            if list(t.backward_roots) != roots[:last_pass]:
+                raise _Mismatch
+            out = [_snapshot_total(t.node(r)["value"]) for r in roots[:last_pass]]
+            output = ev.output
+            out.append(float(np.sum(output.data)) if output is not None else math.nan)
+            ev.release()
+            return np.asarray(out, dtype=np.float64)
+
+        upstream = [nx.ancestors(graph, r) if r in graph else set() for r in roots]
+        rng = np.random.default_rng(seed)
+        leaf_checks: list[LeafCheck] = []
+        for name in program.leaves:
+            nid = leaf_ids.get(name)
+            if nid is None:
+                notes.append(f"{name} is not used by the expression: nothing to check")
+                continue
+            passes = [p for p, r in enumerate(roots) if nid == r or nid in upstream[p]]
+            if not passes:
+                continue
+            x = leaf_values[name]
+            if not np.all(np.isfinite(x)):
+                for p in passes:
+                    leaf_checks.append(
+                        LeafCheck(
+                            name,
+                            nid,
+                            roots[p],
+                            labels[p],
+                            p,
+                            orders[p],
+                            "nonfinite",
+                            None,
+                            f"{name} holds NaN or Inf",
+                        )
+                    )
+                continue
+            try:
+                probe = _probe(lambda v, name=name: roots_at(name, v), x, rng, max_elements)
+            except _Mismatch:
+                notes.append(f"re-running with another {name} built a different graph: not checked")
+                continue
+            for p in passes:
+                if p == last_pass:
+                    leaf = base.leaves[name]
+                    grad = None if leaf.grad is None else leaf.grad.data
+                else:
+                    snap = trace.grad_at(nid, ends[p]) if p in ends else None
+                    grad = None if snap is None else snap.array
+                comparison = _compare(grad, probe, p, x.shape, rtol, atol)
+                leaf_checks.append(
+                    LeafCheck(
+                        name,
+                        nid,
+                        roots[p],
+                        labels[p],
+                        p,
+                        orders[p],
+                        comparison.status,
+                        comparison,
+                        _leaf_message(name, labels[p], comparison),
+                    )
+                )
+        function_checks: list[FunctionCheck] = []
+        if check_functions:
+            options = {"rtol": rtol, "atol": atol, "max_elements": max_elements, "seed": seed}
+            function_checks, more = _function_checks(trace, None, **options)
+            notes.extend(more)
+    finally:
+        base.release()
+        keeper.functions.clear()
+    return GradCheckReport(
+        "expression",
+        tuple(leaf_checks),
+        tuple(function_checks),
+        tuple(notes),
+        time.perf_counter() - began,
+        rtol,
+        atol,
+    )
+
+
+class _Mismatch(Exception):
+    """A re-run of the program built a differently shaped graph."""
+
+
+class _Keeper:
+    """An engine observer that holds every recorded Function (only during a check)."""
+
+    def __init__(self) -> None:
+        self.functions: list[Any] = []
+
+    def on_forward(self, function: Any, inputs: Any, outputs: Any, recorded: bool) -> None:
+        if recorded:
+            self.functions.append(function)
+
+
+def _leaf_message(name: str, root: str, cmp: Comparison) -> str:
+    if cmp.status == "nonfinite":
+        return f"d{root}/d{name}: NaN or Inf here; nothing to compare"
+    text = f"max error {cmp.max_abs_error:.3g} (relative {cmp.relative_error:.2g})"
+    if cmp.analytic is not None and cmp.numeric is not None and cmp.analytic.size <= 4:
+        text += (
+            f"; backprop {np.array2string(cmp.analytic.reshape(-1), precision=6)}, "
+            f"numeric {np.array2string(cmp.numeric.reshape(-1), precision=6)}"
+        )
+    if cmp.status == "kink":
+        text += f"; not differentiable at {cmp.kinks} point(s), a one-sided value was used"
+    return text
+
+
+# =============================================================================
+# The scene and the document
+# =============================================================================
+def apply_overlays(scene: Any, report: GradCheckReport) -> int:
+    """Colour the checked nodes of ``scene`` by their error (overlay kind ``'gradcheck'``);
+    wrong Functions are flagged red with a ``wrong backward`` badge. Returns how many nodes
+    got an overlay. Read them back with ``scene.overlay_arrays('gradcheck')``."""
+    from viewer.model.scene import Overlay
+
+    errors = {n: e for n, e in report.node_errors().items() if scene.index_of(n) >= 0}
+    scene.set_error_colours(errors, OVERLAY_KIND)
+    tips: dict[int, list[str]] = {}
+    for leaf in report.leaves:
+        if leaf.node_id in errors:
+            tips.setdefault(leaf.node_id, []).append(f"{leaf.label}: {leaf.message}")
+    wrong: set[int] = set()
+    for check in report.functions:
+        for nid in check.node_ids:
+            if nid in errors:
+                tips.setdefault(nid, []).append(check.message)
+                if check.status == "wrong":
+                    wrong.add(nid)
+    for nid, lines in tips.items():
+        current = next(o for o in scene.overlays[nid] if o.kind == OVERLAY_KIND)
+        if nid in wrong:
+            overlay = Overlay(OVERLAY_KIND, "wrong backward", scene.palette.error, "\n".join(lines))
+        else:
+            overlay = Overlay(OVERLAY_KIND, current.badge, current.color, "\n".join(lines))
+        scene.set_overlay(nid, overlay)
+    return len(errors)
+
+
+def check_document(document: Any, **options: Any) -> GradCheckReport | None:
+    """Check what ``document`` shows, colour its scene and report.
+
+    A typed expression: :func:`check_program` at the current leaf values (leaves and
+    Functions). A script's graph: :func:`check_trace` with the samples kept during the run
+    (see :func:`watch_scripts`). Any other trace: :func:`check_trace` on its live objects.
+    Emits ``overlays_changed`` and ``status_changed`` (the report's summary); on a problem,
+    ``error_raised`` with a ValueError that says what is missing, and returns None.
+    """
+    if document.scene is None or document.trace is None:
+        return _fail(document, "there is no graph to check: type an expression or open one")
+    run = getattr(document, "script_run", None)
+    if run is not None and getattr(run, "running", False):
+        return _fail(document, "a script is running; wait for it or cancel it first")
+    program = getattr(document, "program", None)
+    if document.kind == "expression" and program is not None:
+        evaluation = getattr(document, "evaluation", None)
+        values = dict(evaluation.values) if evaluation is not None else dict(document.leaf_values)
+        try:
+            report = check_program(program, values, **options)
+        except Exception as e:  # ExpressionError, or a bug in a check: the app stays up
+            return _fail(document, f"the gradient check failed: {_describe(e)}")
+        report = _matched(report, document.trace)
+    else:
+        samples = None
+        result = getattr(document, "script_result", None)
+        if document.kind == "script" and result is not None:
+            samples = samples_for(result.trace)
+        try:
+            report = check_trace(document.trace, samples, **options)
+        except Exception as e:
+            return _fail(document, f"the gradient check failed: {_describe(e)}")
+    apply_overlays(document.scene, report)
+    document.overlays_changed.emit()
+    document.status_changed.emit(report.summary)
+    return report
+
+
+def _matched(report: GradCheckReport, trace: Any) -> GradCheckReport:
+    """Keep only results whose node ids mean the same node in the document's ``trace`` (the
+    check ran the program again; a deterministic program gives the same ids)."""
+
+    def same(nid: int, op: str | None, name: str | None) -> bool:
+        try:
+            attrs = trace.node(nid)
+        except (IndexError, KeyError):
+            return False
+        return attrs.get("op") == op if op is not None else attrs.get("name") == name
+
+    leaves = tuple(c for c in report.leaves if same(c.node_id, None, c.name))
+    functions = tuple(c for c in report.functions if all(same(n, c.op, None) for n in c.node_ids))
+    if len(leaves) == len(report.leaves) and len(functions) == len(report.functions):
+        return report
+    notes = (*report.notes, "the graph on screen differs from a fresh run: some results hidden")
+    return GradCheckReport(
+        report.kind, leaves, functions, notes, report.duration, report.rtol, report.atol
+    )
+
+
+def _fail(document: Any, message: str) -> None:
+    error = ValueError(message)
+    fail = getattr(document, "_fail", None)
+    if fail is not None:
+        fail(error)
+    else:
+        document.error_raised.emit(error)
+        document.status_changed.emit(f"Error: {message}")
+    return None
