@@ -299,3 +299,15 @@ def test_bundled_expressions_pass(key):
     report = gradcheck.check_program(parse(find_example(key).read()))
     assert report.ok and report.checked > 0
     assert all(c.status == "ok" for c in (*report.leaves, *report.functions))
+
+
+def test_a_big_graph_checks_a_few_functions_of_each_op():
+    x = Variable(np.array([0.3, -0.2]), name="x")
+    y = x
+    for _ in range(250):
+        y = F.sin(y) * 0.5 + y  # 750 Functions of three ops
+    report = gradcheck.check_trace(trace.from_output(y), max_functions=100)
+    assert report.ok
+    assert {c.op for c in report.functions} == {"Sin", "Mul", "Add"}
+    assert all(len(c.node_ids) == 250 and c.status == "ok" for c in report.functions)
+    assert any("stand for the rest" in note for note in report.notes)
