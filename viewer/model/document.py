@@ -393,6 +393,7 @@ class Document:
             return False
         self._pending = None
         old_step = self.playback.index
+        old_selection = self.playback.selection
         old_evaluation = self.evaluation
         self.trace = trace
         self.layout = layout
@@ -410,6 +411,9 @@ class Document:
         n_steps = len(trace.steps)
         start = min(old_step, n_steps - 1) if pending.keep_step else -1
         self.playback.set_steps(trace.steps, start)
+        if pending.keep_step and old_selection is not None and scene.index_of(old_selection) >= 0:
+            # same program, new values: node ids are the same, keep the inspected node
+            self.playback.select(old_selection)
         self.leaves_changed.emit(self.leaf_rows())
         self.graph_loaded.emit(self)
         self.status_changed.emit(self._loaded_message())

@@ -184,8 +184,10 @@ class ScriptRun:
         """Run on a new daemon thread; returns it."""
         if self._started:
             raise RuntimeError("this ScriptRun was already started")
-        thread = threading.Thread(target=self.run, name=f"script {self.path.name}", daemon=True)
+        thread = threading.Thread(target=self._run_started, name=f"script {self.path.name}")
+        thread.daemon = True
         self._thread = thread
+        self._started = True
         thread.start()
         return thread
 
@@ -205,9 +207,12 @@ class ScriptRun:
 
     def run(self) -> ScriptResult:
         """Run the script on this thread and return the result (also in :attr:`result`)."""
-        if self._started and self._thread is None:
+        if self._started:
             raise RuntimeError("this ScriptRun was already started")
         self._started = True
+        return self._run_started()
+
+    def _run_started(self) -> ScriptResult:
         self._thread_id = threading.get_ident()
         out: list[str] = []
         err: list[str] = []

@@ -59,8 +59,11 @@ def test_error_keeps_the_previous_graph_and_the_text(doc):
 def test_set_leaf_value_reruns_and_keeps_the_step(doc):
     doc.run_expression("x = 0.5\ny = square(exp(square(x)))")
     doc.playback.to_end()
+    doc.select_index(doc.scene.names.index("x"))
+    selected = doc.selection
     assert doc.set_leaf_value("x", "1.0")
     assert doc.playback.at_end
+    assert doc.selection == selected
     assert float(doc.evaluation.leaves["x"].grad.data) == pytest.approx(4 * np.exp(2))
     assert doc.leaf_rows()[0].default is False
     assert not doc.set_leaf_value("x", "x + 1")
@@ -176,6 +179,10 @@ def test_expressions_wait_for_a_running_script(doc, tmp_path):
     script.write_text("import time\nwhile True:\n    time.sleep(0.01)\n")
     run = doc.load_path(script)
     run.start()
+    with pytest.raises(RuntimeError):
+        run.start()
+    with pytest.raises(RuntimeError):
+        run.run()
     try:
         assert not doc.run_expression("y = exp(x)")
         assert "script is running" in str(names(doc, "error_raised")[-1][0])
