@@ -135,6 +135,7 @@ class Document:
         # GUI thread. None: lay out synchronously.
         self.layout_runner: Callable[[Any], None] | None = None
         self.sync_layout_limit = SYNC_LAYOUT_LIMIT
+        self.layout_by_generation = False  # see compute_layout; a layout_runner should follow it
         self._pending: _Pending | None = None
 
     # ------------------------------------------------------------------ state
@@ -374,7 +375,7 @@ class Document:
             self.layout_runner(pending.trace)
             return
         try:
-            layout = compute_layout(pending.trace)
+            layout = compute_layout(pending.trace, by_generation=self.layout_by_generation)
         except Exception as e:  # a layout bug must not take the document down
             self.layout_failed(pending.trace, e)
             return

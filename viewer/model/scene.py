@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import networkx as nx
 import numpy as np
 from numpy.typing import NDArray
 
@@ -889,9 +890,13 @@ def compute_layout(
     trace: Any,
     progress: Callable[[float], None] | None = None,
     should_cancel: Callable[[], bool] | None = None,
+    by_generation: bool = False,
 ) -> GraphLayout:
-    """Lay out the trace's graph (layered by generation, see :mod:`viewer.model.layout`).
+    """Lay out the trace's graph with :func:`viewer.model.layout.layout_graph`.
 
+    Layers minimise the total edge span (a parameter sits just above its consumer); with
+    ``by_generation`` every node's layer is fixed by its DeZero generation instead
+    (``2 * generation + is_function``), the order backward visits them.
     Pure: touches no model object, so the Qt side may run it in a worker thread.
     ``progress(fraction)`` is called now and then; when ``should_cancel()`` returns True the
     layout stops by raising ``LayoutCancelled``.
@@ -902,11 +907,29 @@ def compute_layout(
     except ImportError:
         layout_module = None
     if layout_module is not None and hasattr(layout_module, "layout_graph"):
-        node_keys, result = layout_module.layout_graph(
-            graph, progress=progress, should_cancel=should_cancel
-        )
+        options: dict[str, Any] = {"progress": progress, "should_cancel": should_cancel}
+        if by_generation:
+            options["layers"] = _generation_layers(graph)
+        node_keys, result = layout_module.layout_graph(graph, **options)
         return _from_layout_module(trace, node_keys, result)
     return _fallback_layout(trace, progress, should_cancel)
+
+
+def _generation_layers(graph: Any) -> NDArray[np.int64]:
+    """``2 * generation + is_function`` per node (in ``graph.nodes`` order), made to grow
+    along every edge: where a recorded generation does not grow (a leaf whose data was
+    replaced, a loaded trace), the node goes one below its lowest predecessor."""
+    nodes = list(graph.nodes)
+    layers = {
+        n: 2 * int(graph.nodes[n].get("generation") or 0)
+        + (graph.nodes[n].get("kind") == "function")
+        for n in nodes
+    }
+    for n in nx.topological_sort(graph):
+        for p in graph.predecessors(n):
+            if layers[p] >= layers[n]:
+                layers[n] = layers[p] + 1
+    return np.array([layers[n] for n in nodes], dtype=np.int64)
 
 
 def _from_layout_module(trace: Any, node_keys: Sequence[Any], result: Any) -> GraphLayout:

@@ -223,3 +223,15 @@ def test_script_views_and_freed_nodes_match_the_trace():
     scene = Scene(view, compute_layout(view))
     assert_states_match_the_trace(scene, view)
     assert [s.phase for s in view.steps] == ["forward", "forward", "backward", "backward"]
+
+
+def test_layout_by_generation_grows_along_every_edge():
+    ev = evaluate("x = 2.0\ny = x ** 4 - 2 * x ** 2\ng = grad(y, x)\nh = grad(g, x)")
+    layout = compute_layout(ev.trace, by_generation=True)
+    layers = layout.layers
+    for u, v in layout.edges:
+        assert layers[v] > layers[u]
+    graph = ev.trace.graph
+    gens = [graph.nodes[int(n)]["generation"] for n in layout.node_ids]
+    functions = [graph.nodes[int(n)]["kind"] == "function" for n in layout.node_ids]
+    assert all(layers[i] >= 2 * gens[i] + functions[i] for i in range(len(gens)))
