@@ -12,25 +12,30 @@ once and a frame is a vectorised lookup: a redraw costs O(n) numpy, not O(n) tra
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import networkx as nx
 import numpy as np
 from numpy.typing import NDArray
 
 from autodiff.trace import NodeState
-
-try:
-    from viewer.model.layout import LayoutCancelled
-except ImportError:  # the layout module is not there yet
-
-    class LayoutCancelled(Exception):  # type: ignore[no-redef]
-        """The layout was cancelled through ``should_cancel``."""
-
+from viewer.model.colours import DARK, LIGHT, PALETTES, Palette, error_colour
+from viewer.model.graph_layout import (
+    GraphLayout,
+    LayoutCancelled,
+    compute_layout,
+    layout_from_positions,
+)
+from viewer.model.node_states import (
+    STATE_CODES,
+    STATE_NAMES,
+    history_kinds,
+    node_timeline,
+    state_code,
+)
+from viewer.model.scene_geometry import SceneGeometry, arrow_heads, separate_parallel_edges
 
 __all__ = [
     "DARK",
@@ -50,143 +55,6 @@ __all__ = [
     "state_code",
 ]
 
-STATE_NAMES: tuple[str, ...] = tuple(s.value for s in NodeState)
-_CODE = {s: i for i, s in enumerate(NodeState)}
-_FREED = _CODE[NodeState.FREED]
-
-VARIABLE_SIZE = (1.0, 0.45)  # width, height in layout units (one layout column is 1.0 wide)
-FUNCTION_SIZE = (0.9, 0.4)
-
-
-def state_code(state: NodeState | str) -> int:
-    """The code of a NodeState (or its value string) in :data:`STATE_NAMES`."""
-    if isinstance(state, str):
-        return STATE_NAMES.index(state)
-    return _CODE[state]
-
-
-# =============================================================================
-# Palettes (RGBA uint8 tables indexed by state code)
-# =============================================================================
-def _rgba(hex_colour: str, alpha: int = 255) -> tuple[int, int, int, int]:
-    h = hex_colour.lstrip("#")
-    return int(h[0:2], 16), int(h[2:4], 16), int(h[4:6], 16), alpha
-
-
-@dataclass(frozen=True)
-class Palette:
-    """Colours of the graph. ``variable_fill`` / ``function_fill``: (n_states, 4) uint8,
-    row ``state_code(state)``; every state has a visibly different fill."""
-
-    name: str
-    background: tuple[int, int, int, int]
-    text: tuple[int, int, int, int]
-    edge: tuple[int, int, int, int]
-    edge_active: tuple[int, int, int, int]
-    current: tuple[int, int, int, int]
-    selection: tuple[int, int, int, int]
-    error: tuple[int, int, int, int]
-    variable_fill: NDArray[np.uint8]
-    function_fill: NDArray[np.uint8]
-
-
-def _table(colours: Mapping[str, str]) -> NDArray[np.uint8]:
-    return np.array([_rgba(colours[name]) for name in STATE_NAMES], dtype=np.uint8)
-
-
-LIGHT = Palette(
-    name="light",
-    background=_rgba("#fbfbfc"),
-    text=_rgba("#1d1f23"),
-    edge=_rgba("#8d939e"),
-    edge_active=_rgba("#e8590c"),
-    current=_rgba("#e8590c"),
-    selection=_rgba("#2f6fdb"),
-    error=_rgba("#c92a2a"),
-    variable_fill=_table(
-        {
-            "not_computed": "#fdf3e3",
-            "value": "#ffc46b",
-            "grad": "#ff8f3d",
-            "grad_cleared": "#e8d2b0",
-            "freed": "#dddddd",
-            "constant": "#ece6cf",
-        }
-    ),
-    function_fill=_table(
-        {
-            "not_computed": "#e9f4f8",
-            "value": "#add8e6",
-            "grad": "#74b3d9",
-            "grad_cleared": "#9cc8d8",
-            "freed": "#d4d4d4",
-            "constant": "#d9e4e8",
-        }
-    ),
-)
-
-DARK = Palette(
-    name="dark",
-    background=_rgba("#17191c"),
-    text=_rgba("#e4e6eb"),
-    edge=_rgba("#7b818c"),
-    edge_active=_rgba("#ff922b"),
-    current=_rgba("#ff922b"),
-    selection=_rgba("#74a8ff"),
-    error=_rgba("#ff6b6b"),
-    variable_fill=_table(
-        {
-            "not_computed": "#3a332a",
-            "value": "#e0a04a",
-            "grad": "#f07f2e",
-            "grad_cleared": "#6b5a42",
-            "freed": "#44474d",
-            "constant": "#5e5946",
-        }
-    ),
-    function_fill=_table(
-        {
-            "not_computed": "#26343a",
-            "value": "#6fa8bf",
-            "grad": "#4f93c4",
-            "grad_cleared": "#3d6d80",
-            "freed": "#505358",
-            "constant": "#46545a",
-        }
-    ),
-)
-
-PALETTES: dict[str, Palette] = {"light": LIGHT, "dark": DARK}
-
-
-# =============================================================================
-# Layout in trace terms
-# =============================================================================
-@dataclass
-class GraphLayout:
-    """A layout of a trace's graph: node ``i`` is trace node ``node_ids[i]``; edge ``e`` goes
-    from node index ``edges[e, 0]`` to ``edges[e, 1]`` (argument slot / output index
-    ``edge_slots[e]``) along the polyline ``edge_points[edge_offsets[e]:edge_offsets[e+1]]``.
-
-    y grows with the generation (inputs on top, outputs below when the view inverts y).
-    """
-
-    node_ids: NDArray[np.int64]
-    positions: NDArray[np.float64]
-    edges: NDArray[np.intp]
-    edge_slots: NDArray[np.intp]
-    edge_points: NDArray[np.float64]
-    edge_offsets: NDArray[np.intp]
-    layers: NDArray[np.intp] | None = None
-
-    @property
-    def n_nodes(self) -> int:
-        return len(self.node_ids)
-
-    @property
-    def n_edges(self) -> int:
-        return len(self.edges)
-
 
 @dataclass(frozen=True)
 class Overlay:
@@ -197,43 +65,6 @@ class Overlay:
     badge: str
     color: tuple[int, int, int, int]
     tooltip: str = ""
-
-
-@dataclass
-class SceneGeometry:
-    """Where things are, in layout units; fixed for a graph (the view renders it once)."""
-
-    positions: NDArray[np.float64]
-    is_function: NDArray[np.bool_]
-    edge_points: NDArray[np.float64]
-    edge_offsets: NDArray[np.intp]
-    arrow_points: NDArray[np.float64]  # three points (a closed triangle) per edge
-    variable_size: tuple[float, float] = VARIABLE_SIZE
-    function_size: tuple[float, float] = FUNCTION_SIZE
-
-    @property
-    def n_nodes(self) -> int:
-        return len(self.positions)
-
-    @property
-    def n_edges(self) -> int:
-        return max(0, len(self.edge_offsets) - 1)
-
-    @property
-    def half_sizes(self) -> NDArray[np.float64]:
-        """(n, 2): half width and half height of each node's box."""
-        var = np.asarray(self.variable_size) / 2
-        fun = np.asarray(self.function_size) / 2
-        return np.where(self.is_function[:, None], fun, var)
-
-    def bounds(self) -> tuple[float, float, float, float]:
-        """(x_min, y_min, x_max, y_max) around every node box; for fit-to-view."""
-        if self.n_nodes == 0:
-            return (-1.0, -1.0, 1.0, 1.0)
-        half = self.half_sizes
-        lo = (self.positions - half).min(axis=0)
-        hi = (self.positions + half).max(axis=0)
-        return (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]))
 
 
 @dataclass
@@ -279,7 +110,7 @@ class Scene:
         self.shapes: tuple[tuple[int, ...] | None, ...] = tuple(a["shape"] for a in attrs)
         self.edges = np.asarray(layout.edges, dtype=np.intp).reshape(-1, 2)
         self.edge_slots = np.asarray(layout.edge_slots, dtype=np.intp)
-        points, offsets = _separate_parallel_edges(
+        points, offsets = separate_parallel_edges(
             self.edges, np.asarray(layout.edge_points, float), np.asarray(layout.edge_offsets)
         )
         self.geometry = SceneGeometry(
@@ -289,7 +120,7 @@ class Scene:
             edge_offsets=offsets,
             arrow_points=np.zeros((0, 2)),
         )
-        self.geometry.arrow_points = _arrow_heads(self.geometry, self.edges)
+        self.geometry.arrow_points = arrow_heads(self.geometry, self.edges)
         self.overlays: dict[int, tuple[Overlay, ...]] = {}
         self._edges_of: list[list[int]] = [[] for _ in range(n)]
         for e, (u, v) in enumerate(self.edges):
@@ -340,13 +171,13 @@ class Scene:
         nodes: list[int] = []
         codes: list[int] = []
         attrs = self._attrs
-        kinds = _history_kinds()
+        kinds = history_kinds()
         for index, nid in enumerate(self.node_ids):
             nid = int(nid)
-            for point, state in _timeline(trace, nid, self._steps, attrs[index], kinds):
+            for point, state in node_timeline(trace, nid, self._steps, attrs[index], kinds):
                 steps.append(point)
                 nodes.append(index)
-                codes.append(_CODE[state])
+                codes.append(STATE_CODES[state])
         order = np.argsort(np.asarray(steps, dtype=np.int64), kind="stable")
         self._event_steps = np.asarray(steps, dtype=np.int64)[order]
         self._event_nodes = np.asarray(nodes, dtype=np.intp)[order]
@@ -362,7 +193,7 @@ class Scene:
         return unique_nodes, (k - 1 - first)
 
     def state_codes(self, step: int) -> NDArray[np.int8]:
-        codes = np.full(self.n_nodes, _CODE[NodeState.NOT_COMPUTED], dtype=np.int8)
+        codes = np.full(self.n_nodes, STATE_CODES[NodeState.NOT_COMPUTED], dtype=np.int8)
         nodes, events = self._latest_events(step)
         codes[nodes] = self._event_codes[events]
         return codes
@@ -376,7 +207,7 @@ class Scene:
         last = self._last_frame
         if last is not None and last.step == step:
             return last
-        codes = np.full(self.n_nodes, _CODE[NodeState.NOT_COMPUTED], dtype=np.int8)
+        codes = np.full(self.n_nodes, STATE_CODES[NodeState.NOT_COMPUTED], dtype=np.int8)
         nodes, events = self._latest_events(step)
         codes[nodes] = self._event_codes[events]
         fill = np.where(
@@ -657,16 +488,8 @@ class Scene:
         """Colour nodes by a relative error: green below 1e-6, amber below 1e-3, red above."""
         self.clear_overlays(kind)
         for nid, error in errors.items():
-            colour = _error_colour(error)
+            colour = error_colour(error)
             self.set_overlay(int(nid), Overlay(kind, f"{error:.1e}", colour, f"error {error:.3g}"))
-
-
-def _error_colour(error: float) -> tuple[int, int, int, int]:
-    if not math.isfinite(error) or error >= 1e-3:
-        return _rgba("#e03131")
-    if error >= 1e-6:
-        return _rgba("#f08c00")
-    return _rgba("#2f9e44")
 
 
 def _short_name(attrs: Mapping[str, Any]) -> str:
@@ -695,287 +518,3 @@ def _number(v: Any, precision: int) -> str:
     if isinstance(v, int):
         return str(v)
     return f"{float(v):.{precision}g}"
-
-
-def _timeline(
-    trace: Any,
-    node_id: int,
-    steps: Sequence[Any],
-    attrs: Mapping[str, Any],
-    kinds: tuple[int, ...] | None,
-) -> list[tuple[int, NodeState]]:
-    """(step, state) at each change point of the node, starting with -1.
-
-    Asking ``trace.state_at`` at every point costs O(k) per point, O(k^2) for a node used k
-    times (a shared weight in a long graph). When the trace exposes its per-node history in
-    step order, one scan gives every state; the scan follows ``Trace.state_at`` exactly.
-    """
-    history = getattr(trace, "_history", None)
-    if callable(history) and kinds is not None:
-        events = history(node_id)
-        visible = [max(int(e[0]), -1) for e in events]
-        if all(a <= b for a, b in itertools.pairwise(visible)):
-            return _scan_history(events, visible, kinds, bool(attrs.get("constant")))
-    return [(p, trace.state_at(node_id, p)) for p in _change_points(trace, node_id, steps)]
-
-
-def _history_kinds() -> tuple[int, int, int, int] | None:
-    from autodiff import trace as trace_module
-
-    names = ("_VALUE", "_GRAD", "_CLEARED", "_FREED")
-    if all(isinstance(getattr(trace_module, n, None), int) for n in names):
-        return tuple(getattr(trace_module, n) for n in names)  # type: ignore[return-value]
-    return None
-
-
-def _scan_history(
-    events: Sequence[tuple], visible: list[int], kinds: tuple[int, ...], constant: bool
-) -> list[tuple[int, NodeState]]:
-    value_kind, grad_kind, cleared_kind, _ = kinds
-    has_value = False
-    grad_state: NodeState | None = None
-    freed = False
-    timeline: list[tuple[int, NodeState]] = []
-    k = 0
-    points = sorted(set(visible) | {-1})
-    for point in points:
-        while k < len(events) and visible[k] <= point:
-            kind = events[k][1]
-            if kind == value_kind:
-                has_value = True
-            elif kind == grad_kind:
-                grad_state = NodeState.GRAD
-            elif kind == cleared_kind:
-                grad_state = NodeState.GRAD_CLEARED
-            else:
-                freed = True
-            k += 1
-        if freed:
-            state = NodeState.FREED
-        elif not has_value:
-            state = NodeState.NOT_COMPUTED
-        elif constant:
-            state = NodeState.CONSTANT
-        else:
-            state = grad_state or NodeState.VALUE
-        timeline.append((point, state))
-    return timeline
-
-
-def _change_points(trace: Any, node_id: int, steps: Sequence[Any]) -> list[int]:
-    """Step indexes at which the node's state, value or gradient may change (with -1)."""
-    public = getattr(trace, "change_points", None)
-    if callable(public):
-        return sorted({max(int(p), -1) for p in public(node_id)} | {-1})
-    history = getattr(trace, "_history", None)
-    if callable(history):
-        return sorted({max(int(event[0]), -1) for event in history(node_id)} | {-1})
-    # Fallback for trace-like objects: the steps that mention the node, and the step before.
-    points = {-1}
-    for s in steps:
-        mentioned = (
-            s.function == node_id
-            or node_id in s.inputs
-            or node_id in s.outputs
-            or node_id in s.cleared
-        )
-        if mentioned:
-            points.update((s.index - 1, s.index))
-    return sorted(points)
-
-
-def _separate_parallel_edges(
-    edges: NDArray[np.intp], points: NDArray[np.float64], offsets: NDArray[np.intp]
-) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
-    """Spread edges that join the same two nodes (``x + x``) so each slot has its own line:
-    each is bowed sideways, the endpoints stay at the node centres."""
-    points = points.reshape(-1, 2)
-    offsets = np.asarray(offsets, dtype=np.intp)
-    if len(edges) < 2:
-        return points.copy(), offsets
-    _, group, counts = np.unique(edges, axis=0, return_inverse=True, return_counts=True)
-    group = group.reshape(-1)
-    parallel = np.flatnonzero(counts[group] > 1)
-    if len(parallel) == 0:
-        return points.copy(), offsets
-    chunks = [points[offsets[e] : offsets[e + 1]] for e in range(len(edges))]
-    rank: dict[int, int] = {}
-    spread = 0.3
-    for e in parallel:
-        g = int(group[e])
-        k = rank.get(g, 0)
-        rank[g] = k + 1
-        shift = (k - (counts[g] - 1) / 2) * spread
-        path = chunks[e]
-        if len(path) < 2:
-            continue
-        direction = path[-1] - path[0]
-        norm = float(np.hypot(*direction)) or 1.0
-        normal = np.array([-direction[1], direction[0]]) / norm
-        if len(path) == 2:
-            path = np.vstack([path[0], (path[0] + path[1]) / 2, path[1]])
-        t = np.linspace(0.0, 1.0, len(path))
-        chunks[e] = path + np.sin(np.pi * t)[:, None] * normal * shift
-    lengths = np.fromiter((len(c) for c in chunks), dtype=np.intp, count=len(chunks))
-    new_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.intp)
-    return np.concatenate(chunks) if chunks else np.zeros((0, 2)), new_offsets
-
-
-def _arrow_heads(geometry: SceneGeometry, edges: NDArray[np.intp]) -> NDArray[np.float64]:
-    """A small triangle per edge, its tip where the last segment enters the target's box."""
-    n_edges = geometry.n_edges
-    if n_edges == 0:
-        return np.zeros((0, 2))
-    points = geometry.edge_points
-    offsets = geometry.edge_offsets
-    targets = np.asarray(edges[:, 1], dtype=np.intp)
-    end = geometry.positions[targets]
-    has_segment = (offsets[1:] - offsets[:-1]) >= 2
-    previous = np.where(
-        has_segment[:, None],
-        points[np.maximum(offsets[1:] - 2, 0)],
-        end - np.array([0.0, 1.0]),
-    )
-    direction = end - previous
-    norm = np.hypot(direction[:, 0], direction[:, 1])
-    direction = direction / np.where(norm > 0, norm, 1.0)[:, None]
-    direction[norm == 0] = (0.0, 1.0)
-    half = geometry.half_sizes[targets]
-    with np.errstate(divide="ignore"):
-        ax, ay = np.abs(direction[:, 0]), np.abs(direction[:, 1])
-        scale = np.minimum(half[:, 0] / ax, half[:, 1] / ay)
-    tips = end - direction * scale[:, None]
-    size = 0.09
-    normal = np.stack([-direction[:, 1], direction[:, 0]], axis=1)
-    base = tips - direction * size * 1.6
-    triangles = np.stack([tips, base + normal * size, base - normal * size], axis=1)
-    return triangles.reshape(-1, 2)
-
-
-def layout_from_positions(
-    trace: Any,
-    node_ids: Sequence[int],
-    positions: NDArray[np.float64],
-    edge_paths: Callable[[int, int, int], NDArray[np.float64]] | None = None,
-) -> GraphLayout:
-    """A :class:`GraphLayout` from node positions: one straight edge per argument slot
-    unless ``edge_paths(u_index, v_index, edge_number)`` gives a polyline."""
-    graph = trace.graph
-    node_ids = np.asarray(node_ids, dtype=np.int64)
-    index_of = {int(n): i for i, n in enumerate(node_ids)}
-    edges, slots, chunks = [], [], []
-    for u, v, data in graph.edges(data=True):
-        if u not in index_of or v not in index_of:
-            continue
-        iu, iv = index_of[u], index_of[v]
-        e = len(edges)
-        edges.append((iu, iv))
-        slots.append(int(data.get("slot", 0)))
-        path = edge_paths(iu, iv, e) if edge_paths is not None else None
-        if path is None:
-            path = np.vstack([positions[iu], positions[iv]])
-        chunks.append(np.asarray(path, dtype=np.float64).reshape(-1, 2))
-    offsets = np.concatenate([[0], np.cumsum([len(c) for c in chunks], dtype=np.intp)])
-    return GraphLayout(
-        node_ids=node_ids,
-        positions=np.asarray(positions, dtype=np.float64).reshape(-1, 2),
-        edges=np.asarray(edges, dtype=np.intp).reshape(-1, 2),
-        edge_slots=np.asarray(slots, dtype=np.intp),
-        edge_points=np.concatenate(chunks) if chunks else np.zeros((0, 2)),
-        edge_offsets=offsets.astype(np.intp),
-    )
-
-
-def compute_layout(
-    trace: Any,
-    progress: Callable[[float], None] | None = None,
-    should_cancel: Callable[[], bool] | None = None,
-    by_generation: bool = False,
-) -> GraphLayout:
-    """Lay out the trace's graph with :func:`viewer.model.layout.layout_graph`.
-
-    Layers minimise the total edge span (a parameter sits just above its consumer); with
-    ``by_generation`` every node's layer is fixed by its DeZero generation instead
-    (``2 * generation + is_function``), the order backward visits them.
-    Pure: touches no model object, so the Qt side may run it in a worker thread.
-    ``progress(fraction)`` is called now and then; when ``should_cancel()`` returns True the
-    layout stops by raising ``LayoutCancelled``.
-    """
-    graph = trace.graph
-    try:
-        from viewer.model import layout as layout_module
-    except ImportError:
-        layout_module = None
-    if layout_module is not None and hasattr(layout_module, "layout_graph"):
-        options: dict[str, Any] = {"progress": progress, "should_cancel": should_cancel}
-        if by_generation:
-            options["layers"] = _generation_layers(graph)
-        node_keys, result = layout_module.layout_graph(graph, **options)
-        return _from_layout_module(trace, node_keys, result)
-    return _fallback_layout(trace, progress, should_cancel)
-
-
-def _generation_layers(graph: Any) -> NDArray[np.int64]:
-    """``2 * generation + is_function`` per node (in ``graph.nodes`` order), made to grow
-    along every edge: where a recorded generation does not grow (a leaf whose data was
-    replaced, a loaded trace), the node goes one below its lowest predecessor."""
-    nodes = list(graph.nodes)
-    layers = {
-        n: 2 * int(graph.nodes[n].get("generation") or 0)
-        + (graph.nodes[n].get("kind") == "function")
-        for n in nodes
-    }
-    for n in nx.topological_sort(graph):
-        for p in graph.predecessors(n):
-            if layers[p] >= layers[n]:
-                layers[n] = layers[p] + 1
-    return np.array([layers[n] for n in nodes], dtype=np.int64)
-
-
-def _from_layout_module(trace: Any, node_keys: Sequence[Any], result: Any) -> GraphLayout:
-    positions = np.asarray(result.positions, dtype=np.float64).reshape(-1, 2)
-    paths = getattr(result, "edge_paths", None)
-    graph = trace.graph
-    n_graph_edges = graph.number_of_edges()
-    by_edge = None
-    if isinstance(paths, list | tuple) and len(paths) == n_graph_edges:
-        by_edge = paths
-    laid = layout_from_positions(
-        trace,
-        [int(k) for k in node_keys],
-        positions,
-        (lambda u, v, e: by_edge[e]) if by_edge is not None else None,
-    )
-    layers = getattr(result, "layers", None)
-    if layers is not None:
-        laid.layers = np.asarray(layers, dtype=np.intp)
-    return laid
-
-
-def _fallback_layout(
-    trace: Any,
-    progress: Callable[[float], None] | None,
-    should_cancel: Callable[[], bool] | None,
-) -> GraphLayout:
-    """Rows by longest path from the leaves, nodes in creation order within a row."""
-    graph = trace.graph
-    node_ids = sorted(graph.nodes)
-    layer: dict[int, int] = {}
-    for k, nid in enumerate(node_ids):
-        if should_cancel is not None and k % 1000 == 0 and should_cancel():
-            raise LayoutCancelled("layout cancelled")
-        preds = [layer[p] for p in graph.predecessors(nid) if p in layer]
-        layer[nid] = max(preds) + 1 if preds else 0
-    rows: dict[int, list[int]] = {}
-    for nid in node_ids:
-        rows.setdefault(layer[nid], []).append(nid)
-    positions = np.zeros((len(node_ids), 2))
-    index = {nid: i for i, nid in enumerate(node_ids)}
-    for row, members in rows.items():
-        for k, nid in enumerate(members):
-            positions[index[nid]] = ((k - (len(members) - 1) / 2) * 1.4, row * 1.0)
-    if progress is not None:
-        progress(1.0)
-    laid = layout_from_positions(trace, node_ids, positions)
-    laid.layers = np.array([layer[n] for n in node_ids], dtype=np.intp)
-    return laid

@@ -15,6 +15,8 @@ from typing import Any
 
 import networkx as nx
 
+from viewer.model.node_states import change_points
+
 __all__ = ["TraceView", "view_for_root"]
 
 
@@ -84,9 +86,7 @@ class TraceView:
         return self.base.grad_at(node_id, self.global_step(step_index))
 
     def change_points(self, node_id: int) -> list[int]:
-        from viewer.model.scene import _change_points
-
-        points = _change_points(self.base, node_id, self.base.steps)
+        points = change_points(self.base, node_id, self.base.steps)
         return sorted({self.local_step(p) for p in points} | {-1})
 
     def first_nonfinite(self) -> Any | None:

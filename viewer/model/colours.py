@@ -1,0 +1,113 @@
+"""Colours of the graph: light and dark palettes as RGBA uint8 tables indexed by state code."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from viewer.model.node_states import STATE_NAMES
+
+__all__ = ["DARK", "LIGHT", "PALETTES", "Palette", "error_colour"]
+
+
+def _rgba(hex_colour: str, alpha: int = 255) -> tuple[int, int, int, int]:
+    h = hex_colour.lstrip("#")
+    return int(h[0:2], 16), int(h[2:4], 16), int(h[4:6], 16), alpha
+
+
+@dataclass(frozen=True)
+class Palette:
+    """Colours of the graph. ``variable_fill`` / ``function_fill``: (n_states, 4) uint8,
+    row ``state_code(state)``; every state has a visibly different fill."""
+
+    name: str
+    background: tuple[int, int, int, int]
+    text: tuple[int, int, int, int]
+    edge: tuple[int, int, int, int]
+    edge_active: tuple[int, int, int, int]
+    current: tuple[int, int, int, int]
+    selection: tuple[int, int, int, int]
+    error: tuple[int, int, int, int]
+    variable_fill: NDArray[np.uint8]
+    function_fill: NDArray[np.uint8]
+
+
+def _table(colours: Mapping[str, str]) -> NDArray[np.uint8]:
+    return np.array([_rgba(colours[name]) for name in STATE_NAMES], dtype=np.uint8)
+
+
+LIGHT = Palette(
+    name="light",
+    background=_rgba("#fbfbfc"),
+    text=_rgba("#1d1f23"),
+    edge=_rgba("#8d939e"),
+    edge_active=_rgba("#e8590c"),
+    current=_rgba("#e8590c"),
+    selection=_rgba("#2f6fdb"),
+    error=_rgba("#c92a2a"),
+    variable_fill=_table(
+        {
+            "not_computed": "#fdf3e3",
+            "value": "#ffc46b",
+            "grad": "#ff8f3d",
+            "grad_cleared": "#e8d2b0",
+            "freed": "#dddddd",
+            "constant": "#ece6cf",
+        }
+    ),
+    function_fill=_table(
+        {
+            "not_computed": "#e9f4f8",
+            "value": "#add8e6",
+            "grad": "#74b3d9",
+            "grad_cleared": "#9cc8d8",
+            "freed": "#d4d4d4",
+            "constant": "#d9e4e8",
+        }
+    ),
+)
+
+DARK = Palette(
+    name="dark",
+    background=_rgba("#17191c"),
+    text=_rgba("#e4e6eb"),
+    edge=_rgba("#7b818c"),
+    edge_active=_rgba("#ff922b"),
+    current=_rgba("#ff922b"),
+    selection=_rgba("#74a8ff"),
+    error=_rgba("#ff6b6b"),
+    variable_fill=_table(
+        {
+            "not_computed": "#3a332a",
+            "value": "#e0a04a",
+            "grad": "#f07f2e",
+            "grad_cleared": "#6b5a42",
+            "freed": "#44474d",
+            "constant": "#5e5946",
+        }
+    ),
+    function_fill=_table(
+        {
+            "not_computed": "#26343a",
+            "value": "#6fa8bf",
+            "grad": "#4f93c4",
+            "grad_cleared": "#3d6d80",
+            "freed": "#505358",
+            "constant": "#46545a",
+        }
+    ),
+)
+
+PALETTES: dict[str, Palette] = {"light": LIGHT, "dark": DARK}
+
+
+def error_colour(error: float) -> tuple[int, int, int, int]:
+    if not math.isfinite(error) or error >= 1e-3:
+        return _rgba("#e03131")
+    if error >= 1e-6:
+        return _rgba("#f08c00")
+    return _rgba("#2f9e44")
