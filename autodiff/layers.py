@@ -8,9 +8,9 @@ parameters in the same order (DeZero keeps them in a set, whose order changes be
 from __future__ import annotations
 
 import os
-import weakref
 from collections.abc import Iterator
 from typing import Any
+from weakref import ref
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -64,15 +64,19 @@ class Layer:
 
     def __call__(self, *inputs: Any) -> Any:
         outputs = self.forward(*inputs)
-        if not isinstance(outputs, tuple):
-            outputs = (outputs,)
         # Weak references only: a layer must not keep the last graph alive.
         d = self.__dict__
         try:
-            d["inputs"] = [weakref.ref(x) for x in inputs]
-            d["outputs"] = [weakref.ref(y) for y in outputs]
-        except TypeError:  # a Python number: nothing to free
+            d["inputs"] = [ref(x) for x in inputs] if len(inputs) != 1 else [ref(inputs[0])]
+            if type(outputs) is not tuple:
+                d["outputs"] = [ref(outputs)]
+                return outputs
+            d["outputs"] = [ref(y) for y in outputs]
+        except TypeError:  # a Python number among them: nothing to free
             d["inputs"] = [_weak(x) for x in inputs]
+            if type(outputs) is not tuple:
+                d["outputs"] = [_weak(outputs)]
+                return outputs
             d["outputs"] = [_weak(y) for y in outputs]
         return outputs if len(outputs) > 1 else outputs[0]
 
@@ -206,7 +210,7 @@ class Layer:
 
 def _weak(x: Any) -> Any:
     try:
-        return weakref.ref(x)
+        return ref(x)
     except TypeError:  # a Python number: nothing to free
         return lambda: x
 

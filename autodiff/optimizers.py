@@ -104,11 +104,14 @@ class Optimizer:
             )
         if self.on_nonfinite != "ignore" and not self._grads_finite(params):
             return
-        for hook in self.hooks:
-            hook(params)
+        if self.hooks:
+            for hook in self.hooks:
+                hook(params)
+            # A hook (FreezeParam) may have dropped gradients.
+            params = [p for p in params if p.grad is not None]
+        update_one = self.update_one
         for param in params:
-            if param.grad is not None:  # a hook (FreezeParam) may have removed it
-                self.update_one(param)
+            update_one(param)
         self.steps += 1
 
     def update_one(self, param: Parameter) -> None:
