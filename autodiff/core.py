@@ -18,7 +18,6 @@ import heapq
 import itertools
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -413,7 +412,6 @@ class Function:
 # =============================================================================
 # Backward, one step at a time
 # =============================================================================
-@dataclass(frozen=True, slots=True)
 class BackwardStep:
     """What one Function did during backward.
 
@@ -422,14 +420,58 @@ class BackwardStep:
     ``accumulated``: for each input slot that already held a gradient, ``(slot, old, new)``
     where ``new = old + contribution``; ``cleared``: the outputs whose gradient was dropped
     after this step because ``retain_grad`` was False.
+
+    The gradients are kept as the loop holds them (arrays without create_graph) and become
+    Variables only when ``output_grads``/``input_grads``/``accumulated`` is read, so that an
+    observer pays only for what it reads. ``output_grads_raw``, ``input_grads_raw`` and
+    ``accumulated_raw`` give them as they are: ndarrays, numpy scalars or Variables.
     """
 
-    function: Function
-    output_grads: tuple
-    input_grads: tuple
-    accumulated: tuple
-    cleared: tuple
-    index: int
+    __slots__ = (
+        "accumulated_raw",
+        "cleared",
+        "function",
+        "index",
+        "input_grads_raw",
+        "output_grads_raw",
+    )
+
+    def __init__(
+        self,
+        function: Function,
+        output_grads: tuple,
+        input_grads: tuple,
+        accumulated: tuple,
+        cleared: tuple,
+        index: int,
+    ) -> None:
+        self.function = function
+        self.output_grads_raw = output_grads
+        self.input_grads_raw = input_grads
+        self.accumulated_raw = accumulated
+        self.cleared = cleared
+        self.index = index
+
+    @property
+    def output_grads(self) -> tuple:
+        grads = self.output_grads_raw = _as_grads(self.output_grads_raw)
+        return grads
+
+    @property
+    def input_grads(self) -> tuple:
+        grads = self.input_grads_raw = _as_grads(self.input_grads_raw)
+        return grads
+
+    @property
+    def accumulated(self) -> tuple:
+        acc = self.accumulated_raw = tuple(
+            (slot, _as_grad(old), _as_grad(new)) for slot, old, new in self.accumulated_raw
+        )
+        return acc
+
+
+def _as_grads(grads: tuple) -> tuple:
+    return tuple(None if g is None else _as_grad(g) for g in grads)
 
 
 def iter_backward(
@@ -555,20 +597,13 @@ def _backward(
                 else:
                     pending[x] = new = old + gx
                     if emit:
-                        accumulated.append((slot, _as_grad(old), _as_grad(new)))
+                        accumulated.append((slot, old, new))
                 if c not in seen:
                     seen.add(c)
                     heappush(heap, (-c.generation, -c._order, c))
 
             if emit:
-                step = BackwardStep(
-                    f,
-                    tuple(None if g is None else _as_grad(g) for g in gys),
-                    tuple(None if g is None else _as_grad(g) for g in gxs),
-                    tuple(accumulated),
-                    tuple(cleared),
-                    index,
-                )
+                step = BackwardStep(f, gys, gxs, tuple(accumulated), tuple(cleared), index)
                 index += 1
                 if observers:
                     _notify("on_backward_step", step)

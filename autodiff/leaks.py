@@ -30,7 +30,7 @@ import gc
 import inspect
 import sys
 import types
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,10 @@ __all__ = ["LeakReport", "Survivor", "audit", "main", "run_script"]
 
 # Chains longer than this are shown as their first and last hops around an ellipsis.
 _HEAD, _TAIL = 6, 6
+# Above these sizes the audit scans the whole heap once instead of walking back from the
+# survivors (gc.get_referrers is linear in the number of objects asked about).
+_MAX_BATCH = 256
+_MAX_ANCESTORS = 50_000
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,42 @@ def _user_frames() -> list[types.FrameType]:
 _TRACE_AUDIT_CODE: list[Any] = [None]
 
 
+def _ancestors(trace: Trace, probe: list, stop: set[int]) -> list | None:
+    """The live recorded objects and every tracked object that can reach one (their holders,
+    their holders' holders...), stopping at module globals and frame locals; ``probe`` too.
+
+    ``gc.get_referrers`` compares each reference in the heap with every object asked about,
+    so this is for small graphs; None when the walk grows past its limits.
+    """
+    members: list = [probe]
+    for ref in trace._refs:
+        obj = None if ref is None else ref()
+        if obj is not None:
+            members.append(obj)
+        obj = None
+    if len(members) > _MAX_BATCH:
+        members.clear()
+        return None
+    seen = {id(o) for o in members}
+    start = 1
+    while start < len(members):
+        batch = tuple([o for o in members[start:] if id(o) not in stop])
+        start = len(members)
+        if len(batch) > _MAX_BATCH or len(members) > _MAX_ANCESTORS:
+            members.clear()
+            return None
+        if not batch:
+            break
+        found = gc.get_referrers(*batch)
+        for r in found:
+            if id(r) not in seen and r is not batch and r is not members:
+                seen.add(id(r))
+                members.append(r)
+        found.clear()
+        del batch
+    return members
+
+
 def _audit(trace: Trace, touched: list[dict]) -> LeakReport:
     if _TRACE_AUDIT_CODE[0] is None:
         from autodiff.trace import Trace as _T
@@ -165,21 +205,21 @@ def _audit(trace: Trace, touched: list[dict]) -> LeakReport:
             named.append((id(d), "module"))
     del module, d
 
-    probe: list = []  # referenced by this frame alone: calibrates the count below
-    objs = gc.get_objects()
+    probe: list = []  # referenced by this frame alone: calibrates the counts below
+    stop = set(module_dicts) | set(local_dicts)
+    objs = _ancestors(trace, probe, stop)
+    if objs is None:  # many candidates: the whole heap, in one pass
+        objs = gc.get_objects()
     n = len(objs)
     pos = {id(o): i for i, o in enumerate(objs)}
     counts = [sys.getrefcount(o) for o in objs]
     extra = counts[pos[id(probe)]] - 1  # references the counting itself adds
     del probe
-    counts = [c - extra for c in counts]
-    # references from other tracked objects; what is left comes from outside the heap
-    for o in objs:
-        for r in gc.get_referents(o):
-            j = pos.get(id(r))
-            if j is not None:
-                counts[j] -= 1
-    del o, r
+    # Minus the references from other tracked objects (every tracked holder of a non-root
+    # object is in objs): what is left comes from outside the heap, i.e. from a root.
+    internal = Counter(map(id, gc.get_referents(*objs)))
+    counts = [c - extra - internal.get(id(o), 0) for c, o in zip(counts, objs, strict=True)]
+    internal.clear()
 
     parent = [-2] * n  # -2: not reached; -1: a root; else the index of the holder
     depth = [0] * n
@@ -456,13 +496,19 @@ class _Namer:
         return self._follow(chain, 0, [self.describe(chain[0])], len(chain) - 1)
 
 
-def _slot_names(cls: type) -> list[str]:
-    names: list[str] = []
-    for c in cls.__mro__:
-        slots = c.__dict__.get("__slots__", ())
-        if isinstance(slots, str):
-            slots = (slots,)
-        names += [s for s in slots if s not in ("__dict__", "__weakref__")]
+_SLOTS: dict[type, tuple[str, ...]] = {}
+
+
+def _slot_names(cls: type) -> tuple[str, ...]:
+    names = _SLOTS.get(cls)
+    if names is None:
+        found: list[str] = []
+        for c in cls.__mro__:
+            slots = c.__dict__.get("__slots__", ())
+            if isinstance(slots, str):
+                slots = (slots,)
+            found += [s for s in slots if s not in ("__dict__", "__weakref__")]
+        names = _SLOTS[cls] = tuple(found)
     return names
 
 

@@ -158,7 +158,7 @@ class Trace:
         self._leaf_raw: dict[int, Any] = {}  # leaf node -> raw value last seen
         self._pass = -1
         self._backward_stack: list[tuple[int, bool]] = []
-        self._grad_cache: dict[int, tuple[int, Any]] = {}  # id(grad) -> (_order, raw)
+        self._grad_cache: dict[int, tuple[Any, Any]] = {}  # id(array) -> (array, raw)
 
     def __repr__(self) -> str:
         return (
@@ -207,7 +207,7 @@ class Trace:
         raw = capture(x.data, self.max_array_size)
         stamp = len(self._raw)
         self._extra.append((stamp, stamp - 1, nid, _VALUE, raw))
-        if order is not None and order == x._order:
+        if (order is not None and order == x._order) or type(x) is core.Constant:
             self._constants.add(nid)
         elif creator is None:
             self._leaf_raw[nid] = raw
@@ -372,27 +372,28 @@ class Trace:
             self._adopt(f, as_steps=False)
             fid = self._ids[id(f)]
         in_ids = self._info[fid][3]
-        grad_raw = self._grad_raw
-        gys = step.output_grads
+        raw_of = self._grad_raw
+        # the raw values (arrays without create_graph): no Variable is made for the trace
+        gys = step.output_grads_raw
         if len(gys) == 1:
-            gys = (grad_raw(gys[0]),)
+            gys = (raw_of(gys[0]),)
         else:
-            gys = tuple([None if g is None else grad_raw(g) for g in gys])
-        input_grads = step.input_grads
+            gys = tuple([None if g is None else raw_of(g) for g in gys])
+        input_grads = step.input_grads_raw
         if len(input_grads) == 1:
             g = input_grads[0]
-            gxs = (None if g is None else grad_raw(g),)
+            gxs = (None if g is None else raw_of(g),)
         elif len(input_grads) == 2:
             g0, g1 = input_grads
-            gxs = (None if g0 is None else grad_raw(g0), None if g1 is None else grad_raw(g1))
+            gxs = (None if g0 is None else raw_of(g0), None if g1 is None else raw_of(g1))
         else:
-            gxs = tuple([None if g is None else grad_raw(g) for g in input_grads])
+            gxs = tuple([None if g is None else raw_of(g) for g in input_grads])
         accs = ()
-        if step.accumulated:
+        if step.accumulated_raw:
             accs = tuple(
                 [
-                    (in_ids[slot], slot, grad_raw(old), gxs[slot], grad_raw(new))
-                    for slot, old, new in step.accumulated
+                    (in_ids[slot], slot, raw_of(old), gxs[slot], raw_of(new))
+                    for slot, old, new in step.accumulated_raw
                 ]
             )
         cleared = ()
@@ -406,10 +407,10 @@ class Trace:
 
     def _link_grads(self, step: Any, in_ids: tuple) -> None:
         ids = self._ids
-        for slot, g in enumerate(step.input_grads):
+        for slot, g in enumerate(step.input_grads_raw):
             if g is not None and id(g) in ids:
                 self._grad_of[ids[id(g)]] = in_ids[slot]
-        for slot, _old, new in step.accumulated:
+        for slot, _old, new in step.accumulated_raw:
             if id(new) in ids:
                 self._grad_of[ids[id(new)]] = in_ids[slot]
 
@@ -423,18 +424,29 @@ class Trace:
             self._grad_cache.clear()
 
     def _grad_raw(self, g: Any) -> Any:
-        """Raw snapshot of a gradient Variable, shared while the same object is seen again."""
-        key = id(g)
-        hit = self._grad_cache.get(key)
-        if hit is not None and hit[0] == g._order:
-            return hit[1]
-        data = g.data
-        if data.ndim == 0 and data.dtype is _F64:
-            raw = data.item()
-        else:
-            raw = capture(data, self.max_array_size)
-        self._grad_cache[key] = (g._order, raw)
-        return raw
+        """Raw snapshot of a gradient: an ndarray, a numpy scalar or a Variable.
+
+        A small array seen again in the same backward pass (a gradient handed from the step
+        that produced it to its creator's step) shares one copy; the cache holds the arrays
+        (never Variables) until the pass ends so that their ids cannot be reused meanwhile.
+        """
+        t = type(g)
+        if t is np.ndarray:
+            if g.ndim == 0 and g.dtype is _F64:
+                return g.item()
+            if g.size > self.max_array_size:
+                return capture(g, self.max_array_size)
+            hit = self._grad_cache.get(id(g))
+            if hit is not None and hit[0] is g:
+                return hit[1]
+            raw = capture(g, self.max_array_size)
+            self._grad_cache[id(g)] = (g, raw)
+            return raw
+        if t is np.float64:
+            return float(g)
+        if isinstance(g, core.Variable):
+            return self._grad_raw(g.data)
+        return capture(np.asarray(g), self.max_array_size)
 
     def _start(self) -> None:
         self._recording = True
@@ -763,8 +775,8 @@ def from_output(output: Any, max_array_size: int = DEFAULT_MAX_ARRAY_SIZE) -> Tr
     """A trace of the existing graph upstream of ``output``.
 
     Forward steps come in (generation, creation order); there are no backward steps.
-    Gradients the variables hold now appear at the last step. Without a recording the trace
-    cannot tell a plain-array operand from a leaf: both are leaves here.
+    Gradients the variables hold now appear at the last step. Plain-array operands
+    (``core.Constant``) are CONSTANT; outputs made under no_grad look like leaves here.
     """
     if not isinstance(output, core.Variable):
         raise TypeError(f"from_output: expected a Variable, got {type(output).__name__}")

@@ -391,3 +391,12 @@ def test_unknown_node_id_is_a_clear_error():
         pass
     with pytest.raises(KeyError, match="no node 3"):
         t.state_at(3, 0)
+
+
+def test_from_output_marks_plain_operands_constant():
+    x = Variable(np.array(2.0), name="x")
+    y = x * 3.0 + 1.0
+    t = trace.from_output(y)
+    const = [v for v in t.variables if t.graph.nodes[v]["constant"]]
+    assert len(const) == 2
+    assert t.state_at(const[0], len(t.steps) - 1) is NodeState.CONSTANT

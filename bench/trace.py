@@ -1,0 +1,258 @@
+"""Recorder and leak-audit benchmark: the engine with and without recording, side by side.
+
+    python bench/trace.py            # the full run (about a minute)
+    python bench/trace.py --quick    # a smoke run on small sizes
+    python bench/trace.py --repeats 15
+
+Workloads (the same as bench/engine.py):
+  (a) scalar chain y = sin(y) * y + y, 2000 steps, forward + backward;
+  (b) MLP training steps: batch 32, 10 -> 64 -> 64 -> 1, sigmoid, MSE, SGD.
+Each is timed with no observer, with an observer that handles nothing (the engine's own hook
+path), and inside ``trace.record()``. Targets: recording <= 1.5x; no observer = the engine as
+before the hook (its cost is one tuple check per operation, estimated below).
+
+Then a 100 000-node graph (a chain of 50 000 ``sin``): the time and peak memory
+(tracemalloc, in a separate run) to record its forward and backward, to build the lazy
+``steps`` and ``graph``, and to audit it while the user holds its output and after release.
+
+Each figure is the median of ``--repeats`` runs, variants alternating within each repeat; the
+garbage collector is off inside a timed region (as ``timeit`` does); BLAS uses one thread.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import gc  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import autodiff.functions as F  # noqa: E402
+from autodiff import Parameter, Variable, core, trace  # noqa: E402
+
+CHAIN_START = -0.5  # the iterates stay in (-0.5, 0): no overflow
+MLP_SIZES = ((10, 64), (64, 64), (64, 1))
+
+
+class _Silent:
+    """An observer that handles no event: what the engine's hook path costs by itself."""
+
+
+# =============================================================================
+# Workloads: each returns a callable that runs once and returns the seconds it took
+# =============================================================================
+def _timed(fn: Callable[[], object]) -> float:
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+    finally:
+        gc.enable()
+
+
+def _variant(work: Callable[[], object], mode: str) -> Callable[[], float]:
+    def plain() -> object:
+        return work()
+
+    def silent() -> object:
+        observer = _Silent()
+        core.add_observer(observer)
+        try:
+            return work()
+        finally:
+            core.remove_observer(observer)
+
+    def recorded() -> object:
+        with trace.record():
+            return work()
+
+    fn = {"none": plain, "silent observer": silent, "record": recorded}[mode]
+    return lambda: _timed(fn)
+
+
+def chain(steps: int) -> Callable[[], object]:
+    def run() -> object:
+        x = Variable(np.array(CHAIN_START))
+        y = x
+        for _ in range(steps):
+            y = F.sin(y) * y + y
+        y.backward()
+        return x.grad
+
+    return run
+
+
+def mlp(steps: int) -> Callable[[], object]:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((32, 10)).astype(np.float32)
+    t = np.sin(x.sum(axis=1, keepdims=True)).astype(np.float32)
+    weights = []
+    for n_in, n_out in MLP_SIZES:
+        weights.append((rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(np.float32))
+        weights.append(np.zeros(n_out, dtype=np.float32))
+
+    def run() -> object:
+        params = [Parameter(w.copy()) for w in weights]
+        W1, b1, W2, b2, W3, b3 = params
+        for _ in range(steps):
+            h = F.sigmoid(F.linear(x, W1, b1))
+            h = F.sigmoid(F.linear(h, W2, b2))
+            y = F.linear(h, W3, b3)
+            loss = F.mean_squared_error(y, t)
+            for p in params:
+                p.cleargrad()
+            loss.backward()
+            for p in params:
+                p.data -= 0.1 * p.grad.data
+        return float(loss.data)
+
+    return run
+
+
+def compare(name: str, work: Callable[[], object], repeats: int) -> dict[str, float]:
+    modes = ("none", "silent observer", "record")
+    runners = {m: _variant(work, m) for m in modes}
+    for m in modes:
+        runners[m]()  # warm-up
+    samples: dict[str, list[float]] = {m: [] for m in modes}
+    for r in range(repeats):
+        order = modes[r % 3 :] + modes[: r % 3]
+        for m in order:
+            samples[m].append(runners[m]())
+    med = {m: statistics.median(v) for m, v in samples.items()}
+    base = med["none"]
+    print(f"\n{name}")
+    for m in modes:
+        print(f"  {m:<16} {med[m] * 1e3:9.2f} ms   {med[m] / base:5.2f}x")
+    return med
+
+
+def hook_check_cost(ops: int) -> float:
+    """Seconds that ``ops`` empty ``if observers:`` checks take: the no-recorder cost."""
+    observers: tuple = ()
+
+    def checks() -> None:
+        for _ in range(ops):
+            if observers:
+                pass
+
+    def loop() -> None:
+        for _ in range(ops):
+            pass
+
+    with_check = min(_timed(checks) for _ in range(5))
+    without = min(_timed(loop) for _ in range(5))
+    return max(with_check - without, 0.0)
+
+
+# =============================================================================
+# A 100 000-node graph
+# =============================================================================
+def big_graph(ops: int) -> None:
+    print(f"\n{2 * ops + 1}-node graph (a chain of {ops} sin), forward + backward")
+
+    def build() -> tuple[Variable, Variable]:
+        x = Variable(np.array(0.5), name="x")
+        y = x
+        for _ in range(ops):
+            y = F.sin(y)
+        y.backward()
+        return x, y
+
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        x, y = build()
+        plain = time.perf_counter() - t0
+        del x, y
+        t0 = time.perf_counter()
+        with trace.record() as t:
+            x, y = build()
+        recorded = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        n_steps = len(t.steps)
+        graph = t.graph
+        lazy = time.perf_counter() - t0
+        assert graph.number_of_nodes() == 2 * ops + 1 and n_steps == 2 * ops
+        t0 = time.perf_counter()
+        held = t.audit()
+        audit_held = time.perf_counter() - t0
+        del y
+        t0 = time.perf_counter()
+        released = t.audit()
+        audit_released = time.perf_counter() - t0
+    finally:
+        gc.enable()
+    print(f"  build without recording   {plain:8.2f} s")
+    print(f"  build while recording     {recorded:8.2f} s   {recorded / plain:5.2f}x")
+    print(f"  steps + graph (lazy)      {lazy:8.2f} s")
+    print(f"  audit, output held        {audit_held:8.2f} s   {len(held.survivors)} survivors")
+    print(
+        f"  audit, after release      {audit_released:8.2f} s   {len(released.survivors)} survivors"
+    )
+    del t, graph, held, released, x
+
+    # Peak memory, traced separately (tracemalloc slows everything down).
+    def peak(fn: Callable[[], object]) -> tuple[float, object]:
+        gc.collect()
+        tracemalloc.start()
+        try:
+            result = fn()
+            return tracemalloc.get_traced_memory()[1] / 1e6, result
+        finally:
+            tracemalloc.stop()
+
+    def record_big() -> object:
+        with trace.record() as t:
+            x, y = build()
+        return t, x, y
+
+    mem_plain, kept = peak(build)
+    del kept
+    mem_rec, kept = peak(record_big)
+    t, x, y = kept  # type: ignore[misc]
+    del kept
+    mem_lazy, _ = peak(lambda: (t.steps, t.graph))
+    mem_audit, _ = peak(t.audit)
+    print(f"  peak memory, build without recording  {mem_plain:8.1f} MB")
+    print(f"  peak memory, build while recording    {mem_rec:8.1f} MB")
+    print(f"  peak memory, steps + graph (lazy)     {mem_lazy:8.1f} MB (on top)")
+    print(f"  peak memory, audit                    {mem_audit:8.1f} MB (on top)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    parser.add_argument("--repeats", type=int, default=None)
+    args = parser.parse_args()
+    repeats = args.repeats or (3 if args.quick else 11)
+    steps = 200 if args.quick else 2000
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}; medians of {repeats}")
+    med = compare(f"(a) scalar chain, {steps} steps, forward + backward", chain(steps), repeats)
+    ops = 3 * steps
+    check = hook_check_cost(2 * ops)
+    print(
+        f"  no-observer hook checks (~{2 * ops} per run): {check * 1e6:.0f} us = "
+        f"{100 * check / med['none']:.2f}% of the run"
+    )
+    compare("(b) MLP, 10 training steps", mlp(10 if not args.quick else 2), repeats)
+    big_graph(5_000 if args.quick else 50_000)
+
+
+if __name__ == "__main__":
+    main()
