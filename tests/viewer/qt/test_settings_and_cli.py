@@ -1,0 +1,117 @@
+"""QSettings survive a restart (in an isolated folder); the command line and --export."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from viewer.app import build_window, main
+from viewer.model import assets
+from viewer.qt.settings import AppSettings
+
+REPO = Path(__file__).resolve().parents[3]
+TANH = str(assets.path("examples/tanh_x2.expr"))
+
+
+def test_settings_live_in_the_isolated_folder(isolated_settings):
+    store = AppSettings().store
+    assert str(isolated_settings) in store.fileName()
+
+
+def test_window_state_recent_files_and_editor_text_survive_a_restart(qtbot, tmp_path):
+    first = build_window([])
+    qtbot.addWidget(first)
+    first.show()
+    first.resize(720, 520)  # within the offscreen screen (800 x 600)
+    first.editor.set_text("y = sin(x) * x")
+    first.run_program()
+    expr = tmp_path / "saved.expr"
+    expr.write_text("y = cos(x)\n")
+    assert first.open_path(expr)
+    first.editor.set_text("y = sin(x) * x  # typed, never run")
+    first.set_theme("dark")
+    first.close()  # saves the settings
+
+    second = build_window([])
+    qtbot.addWidget(second)
+    assert second.editor.text() == "y = sin(x) * x  # typed, never run"
+    assert second.settings.recent_files()[0] == str(expr.resolve())
+    assert second.theme.name == "dark"
+    assert (second.width(), second.height()) == (720, 520)
+    assert second.document.trace.steps[0].op == "Sin"
+    second.close()
+
+
+def test_saved_text_that_does_not_run_is_kept_with_its_error(qtbot):
+    AppSettings().set_editor_text("y = x +")
+    window = build_window([])
+    qtbot.addWidget(window)
+    assert window.editor.text() == "y = x +"
+    assert window.editor.error_text()
+    assert window.document.scene is not None  # the seeds' example is on screen meanwhile
+
+
+def test_build_window_opens_a_file_argument(qtbot, tmp_path):
+    expr = tmp_path / "given.expr"
+    expr.write_text("a = 2.0\ny = a * a + a\n")
+    window = build_window([str(expr)])
+    qtbot.addWidget(window)
+    assert window.editor.text() == "a = 2.0\ny = a * a + a\n"
+    assert window.document.program.leaves == ("a",)
+
+
+def test_export_png_and_svg_exit_zero(qapp, tmp_path, capsys):
+    png, svg = tmp_path / "g.png", tmp_path / "g.svg"
+    assert main(["--export", str(png), "--phase", "backward", TANH]) == 0
+    assert main(["--export", str(svg), "--step", "2", TANH]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    text = svg.read_text()
+    assert "<svg" in text and "Tanh" in text
+    assert main(["--export", str(tmp_path / "f.png"), "--phase", "forward", TANH]) == 0
+
+
+def test_export_errors_exit_non_zero_with_a_message(qapp, tmp_path, capsys):
+    missing = tmp_path / "missing.expr"
+    assert main(["--export", str(tmp_path / "a.png"), str(missing)]) != 0
+    assert "no such file" in capsys.readouterr().err
+    broken = tmp_path / "broken.expr"
+    broken.write_text("y = exp(x +\n")
+    assert main(["--export", str(tmp_path / "b.png"), str(broken)]) != 0
+    err = capsys.readouterr().err
+    assert "broken.expr" in err and "line 1" in err
+    assert not (tmp_path / "b.png").exists()
+    bad_trace = tmp_path / "bad.json"
+    bad_trace.write_text("{not json")
+    assert main(["--export", str(tmp_path / "c.png"), str(bad_trace)]) != 0
+    assert "bad.json" in capsys.readouterr().err
+    assert main(["--export", str(tmp_path / "d.bmp"), TANH]) != 0
+    assert ".png or .svg" in capsys.readouterr().err
+    assert main(["--export", str(tmp_path / "e.png"), "--step", "99", TANH]) != 0
+    assert "out of range" in capsys.readouterr().err
+    assert main(["--step", "2"]) == 2
+    assert "--export" in capsys.readouterr().err
+
+
+def test_python_dash_m_viewer_exports_without_a_display(tmp_path):
+    out = tmp_path / "shot.png"
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "QT_QPA_PLATFORM")}
+    done = subprocess.run(
+        [sys.executable, "-m", "viewer", "--export", str(out), "--phase", "backward", TANH],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert out.stat().st_size > 5000
+    failed = subprocess.run(
+        [sys.executable, "-m", "viewer", "--export", str(out), str(tmp_path / "nope.expr")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert failed.returncode != 0
+    assert "nope.expr" in failed.stderr

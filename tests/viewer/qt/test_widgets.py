@@ -1,0 +1,166 @@
+"""The panels on their own: editor, playback bar, inspector, layout worker, compat guard."""
+
+import sys
+import threading
+
+from PySide6 import QtCore
+
+from viewer.model.document import Document
+from viewer.model.playback import PlaybackState
+from viewer.qt.compat import bindings_leak_singletons
+from viewer.qt.editor import EditorPanel
+from viewer.qt.inspector import InspectorPanel
+from viewer.qt.playback_bar import PlaybackBar
+from viewer.qt.workers import Job, JobCancelled
+
+
+def test_editor_marks_the_error_and_keeps_the_text(qtbot):
+    panel = EditorPanel()
+    qtbot.addWidget(panel)
+    panel.set_text("x = 1\ny = exp(x) +\n")
+    panel.show_error("syntax error: invalid syntax", 2, 12)
+    assert panel.text() == "x = 1\ny = exp(x) +\n"
+    assert panel.error_text().startswith("line 2, column 12")
+    cursor = panel.editor.textCursor()
+    assert cursor.blockNumber() == 1
+    assert len(panel.editor.extraSelections()) == 1
+    panel.clear_error()
+    assert panel.error_text() == "" and not panel.editor.extraSelections()
+    # set_text is one undoable edit: Ctrl+Z brings the old text back
+    panel.set_text("y = sin(x)")
+    panel.editor.undo()
+    assert panel.text() == "x = 1\ny = exp(x) +\n"
+
+
+def test_editor_run_button_and_ctrl_enter_emit_the_text(qtbot):
+    panel = EditorPanel()
+    qtbot.addWidget(panel)
+    panel.set_text("y = x")
+    with qtbot.waitSignal(panel.run_requested) as blocker:
+        qtbot.mouseClick(panel.run_button, QtCore.Qt.MouseButton.LeftButton)
+    assert blocker.args == ["y = x"]
+    with qtbot.waitSignal(panel.run_requested):
+        qtbot.keyClick(
+            panel.editor, QtCore.Qt.Key.Key_Return, QtCore.Qt.KeyboardModifier.ControlModifier
+        )
+    assert panel.text() == "y = x"  # Ctrl+Enter runs, it does not insert a line
+
+
+class _Step:
+    def __init__(self, index, phase):
+        self.index, self.phase, self.op = index, phase, "Op"
+        self.backward_pass = -1 if phase == "forward" else 0
+        self.nonfinite = index == 4
+
+
+def test_playback_bar_mirrors_and_drives_the_state(qtbot):
+    state = PlaybackState()
+    bar = PlaybackBar(state)
+    qtbot.addWidget(bar)
+    state.set_steps([_Step(i, "forward" if i < 3 else "backward") for i in range(6)])
+    assert bar.slider.minimum() == -1 and bar.slider.maximum() == 5
+    qtbot.mouseClick(bar.forward_button, QtCore.Qt.MouseButton.LeftButton)
+    assert state.index == 0 and bar.slider.value() == 0
+    assert "step 1 / 6" in bar.position_label.text()
+    qtbot.mouseClick(bar.end_button, QtCore.Qt.MouseButton.LeftButton)
+    assert state.at_end
+    qtbot.mouseClick(bar.start_button, QtCore.Qt.MouseButton.LeftButton)
+    assert state.at_start
+    bar.jump_next_phase()
+    assert state.index == 2  # just before the backward span
+    bar.jump_next_phase()
+    assert state.index == -1  # wrapped to before the forward span
+    bar.speed_box.setCurrentIndex(bar.speed_box.findData(16.0))
+    assert state.speed == 16.0 and bar.timer.interval() == state.interval_ms
+    qtbot.mouseClick(bar.play_button, QtCore.Qt.MouseButton.LeftButton)
+    assert state.playing and bar.timer.isActive()
+    qtbot.waitUntil(lambda: not state.playing, timeout=3000)
+    assert state.at_end and not bar.timer.isActive()
+    assert len(bar.phase_menu.actions()) == 2
+    bar.strip.repaint()
+
+
+def test_inspector_shows_values_links_and_a_histogram_for_big_arrays(qtbot):
+    doc = Document()
+    assert doc.run_expression("W = randn(20, 30)\ny = sum(tanh(W))")
+    panel = InspectorPanel()
+    qtbot.addWidget(panel)
+    doc.playback.to_end()
+    w_id = next(n for n in doc.trace.variables if doc.trace.node(n)["name"] == "W")
+    panel.show_node(doc.inspect(w_id), ["a note"])
+    text = panel.text()
+    assert "W (variable" in text and "a note" in text
+    assert not panel.plot.isHidden()  # 600 elements: summary + histogram
+    assert "consumers" in panel.links.text()
+    with qtbot.waitSignal(panel.node_requested) as blocker:
+        panel.links.linkActivated.emit(f"node:{w_id}")
+    assert blocker.args == [w_id]
+    panel.show_node(None)
+    assert "Click a node" in panel.text()
+
+
+def test_job_reports_result_failure_and_cancellation_on_the_gui_thread(qtbot):
+    gui = threading.get_ident()
+    seen = []
+
+    def ok(progress, cancelled):
+        progress(1, 2, "half")
+        return threading.get_ident()
+
+    job = Job(ok)
+    job.succeeded.connect(lambda r: seen.append(threading.get_ident()))
+    with qtbot.waitSignal(job.finished, timeout=5000):
+        job.start()
+    assert job.outcome == "succeeded" and job.result != gui and seen == [gui]
+
+    def boom(progress, cancelled):
+        raise ValueError("bad layout")
+
+    job = Job(boom)
+    with qtbot.waitSignal(job.finished, timeout=5000):
+        job.start()
+    assert job.outcome == "failed" and "bad layout" in job.traceback
+
+    started = threading.Event()
+
+    def slow(progress, cancelled):
+        started.set()
+        while not cancelled():
+            pass
+        raise JobCancelled()
+
+    job = Job(slow)
+    job.start()
+    started.wait(5)
+    with qtbot.waitSignal(job.finished, timeout=5000):
+        job.cancel()
+    assert job.outcome == "cancelled"
+
+
+def test_big_graph_layout_runs_in_the_worker_and_can_be_cancelled(qtbot, window):
+    doc = window.document
+    runner = window.layout_runner
+    runner.show_dialog = False
+    doc.sync_layout_limit = 0  # every graph goes to the worker
+    old_scene = doc.scene
+    with qtbot.waitSignal(runner.finished, timeout=30_000) as blocker:
+        assert window.run_program("y = sum(tanh(randn(4, 4) * x))")
+    assert blocker.args == ["succeeded"]
+    assert doc.scene is not old_scene and window.binding.shown_scene is doc.scene
+    # a cancelled layout keeps the graph on screen
+    scene = doc.scene
+    window.run_program("y = exp(x) * x")
+    runner.cancel()
+    qtbot.waitUntil(lambda: not runner.running, timeout=30_000)
+    assert doc.scene in (scene,) or doc.scene.trace.steps[0].op == "Exp"
+    assert window.binding.shown_scene is doc.scene
+
+
+def test_calls_into_the_bindings_cannot_drain_none_true_or_false():
+    # viewer.qt.compat gives the singletons a reserve when the bindings leak them
+    leaking = bindings_leak_singletons()
+    for _ in range(20_000):
+        bindings_leak_singletons(1)
+    for singleton in (None, True, False):
+        count = sys.getrefcount(singleton)
+        assert count > 1_000 and (not leaking or count > 2**39)
