@@ -512,7 +512,10 @@ class Document:
         if result is None or not 0 <= index < len(result.graphs):
             return self._fail(ValueError(f"no script graph number {index}"))
         graph = result.graphs[index]
-        view = graph.view(result.trace)
+        try:
+            view = result.view(index)
+        except Exception as e:  # a broken trace must not take the document down
+            return self._fail(e)
         self._load(
             _Pending(
                 view,

@@ -43,6 +43,7 @@ __all__ = ["ScriptCancelled", "ScriptGraph", "ScriptResult", "ScriptRun", "run_s
 
 _MAX_CAPTURE = 2_000_000  # characters of stdout/stderr kept (the rest is dropped)
 _LAST_ROOTS = 5
+_NAMED_ROOTS = 20
 
 
 class ScriptCancelled(BaseException):
@@ -78,6 +79,19 @@ class ScriptResult:
     leak_error: str | None = None  # why the audit could not run
     duration: float = 0.0
     exit_code: int | None = None
+    _views: dict[int, TraceView] = field(default_factory=dict, repr=False)
+
+    def view(self, index: int) -> TraceView:
+        """The trace restricted to ``graphs[index]`` (computed once, then cached).
+
+        The run prepares the last graph's view on its own thread: for a long training script
+        the first look at the whole trace (its steps and graph) is the slow part.
+        """
+        view = self._views.get(index)
+        if view is None:
+            view = self.graphs[index].view(self.trace)
+            self._views[index] = view
+        return view
 
     @property
     def summary(self) -> str:
@@ -160,6 +174,7 @@ class ScriptRun:
         self.argv = list(argv or [])
         self.max_array_size = max_array_size
         self.output_written = Signal("output_written")
+        self.stage_changed = Signal("stage_changed")
         self.finished = Signal("finished")
         self.result: ScriptResult | None = None
         self._cancel_requested = False
@@ -271,7 +286,9 @@ class ScriptRun:
         _drop_namespace(namespace, self.path)
         namespace = None
         try:
+            self.stage_changed.emit("collecting the graphs")
             graphs = _graphs_of(trace) if trace is not None else []
+            self.stage_changed.emit("auditing leaks")
             leak_report, leak_error = _audit(trace)
         finally:
             if gc_was_enabled:
@@ -290,6 +307,12 @@ class ScriptRun:
             duration=time.perf_counter() - began,
             exit_code=exit_code,
         )
+        if graphs and not cancelled:
+            self.stage_changed.emit("preparing the last graph")
+            try:
+                self.result.view(len(graphs) - 1)
+            except Exception as e:  # shown later, when the document asks for the view
+                self.stage_changed.emit(f"could not prepare the graph: {e}")
         self._done.set()
         self.finished.emit(self.result)
         return self.result
@@ -353,12 +376,16 @@ def _drop_namespace(namespace: dict[str, Any] | None, path: Path) -> None:
 
 def _graphs_of(trace: Any) -> list[ScriptGraph]:
     graphs = []
-    graph = trace.graph
-    for bpass, root in enumerate(trace.backward_roots):
-        label = _root_label(graph, root)
-        graphs.append(ScriptGraph(f"backward #{bpass + 1} from {label}", int(root), bpass))
+    roots = trace.backward_roots
+    for bpass, root in enumerate(roots):
+        # Naming a root costs a trace lookup: name the first and last few of a long run.
+        named = bpass < _NAMED_ROOTS or bpass >= len(roots) - _NAMED_ROOTS
+        name = trace.node(root).get("name") if named else None
+        title = f"backward #{bpass + 1}" + (f" from {name}" if name else "")
+        graphs.append(ScriptGraph(title, int(root), bpass))
     if graphs:
         return graphs
+    graph = trace.graph
     # No backward: offer the last outputs (variables made by a Function and never consumed).
     sinks = [
         nid
