@@ -357,13 +357,14 @@ class Function:
     __slots__ = ("__dict__", "__weakref__", "_order", "generation", "inputs", "outputs")
 
     def __call__(self, *inputs: Any) -> Any:
-        # One and two inputs (nearly every primitive) skip the generic list comprehensions:
-        # this method runs once per operation, forward and (as gradients) backward.
+        # This runs once per operation. One and two inputs (nearly every primitive) and one
+        # output take straight paths without the generic list building.
         if len(inputs) == 1:
             x = inputs[0]
             if not isinstance(x, Variable):
                 x = _constant(as_array(x))
             inputs = [x]
+            generation = x.generation
             ys = self.forward(x.data)
         elif len(inputs) == 2:
             x0, x1 = inputs
@@ -372,25 +373,36 @@ class Function:
             if not isinstance(x1, Variable):
                 x1 = _constant(as_array(x1))
             inputs = [x0, x1]
+            generation = x0.generation if x0.generation > x1.generation else x1.generation
             ys = self.forward(x0.data, x1.data)
         else:
             inputs = [x if isinstance(x, Variable) else _constant(as_array(x)) for x in inputs]
+            generation = max([x.generation for x in inputs])
             ys = self.forward(*[x.data for x in inputs])
-        if type(ys) is tuple:
-            outputs = [Variable(y if type(y) is np.ndarray else np.asarray(y)) for y in ys]
-        else:
+
+        if type(ys) is not tuple:
             # numpy ufuncs turn 0-d arrays into numpy scalars; results stay ndarrays
-            outputs = [Variable(ys if type(ys) is np.ndarray else np.asarray(ys))]
+            y = Variable(ys if type(ys) is np.ndarray else np.asarray(ys))
+            self._order = next(_creation_counter)
+            if Config.enable_backprop:
+                self.generation = generation
+                y.creator = self
+                y.generation = generation + 1
+                self.inputs = inputs
+                self.outputs = [weakref.ref(y)]
+                if _observers:
+                    _notify("on_forward", self, inputs, [y], True)
+            elif _observers:
+                _notify("on_forward", self, inputs, [y], False)
+            return y
+
+        outputs = [Variable(y if type(y) is np.ndarray else np.asarray(y)) for y in ys]
         self._order = next(_creation_counter)
         if Config.enable_backprop:
-            gen = inputs[0].generation
-            if len(inputs) > 1:
-                gen = max([x.generation for x in inputs])
-            self.generation = gen
-            gen += 1
+            self.generation = generation
             for output in outputs:
                 output.creator = self
-                output.generation = gen
+                output.generation = generation + 1
             self.inputs = inputs
             self.outputs = [weakref.ref(output) for output in outputs]
             if _observers:
@@ -542,16 +554,19 @@ def _backward(
             # As in DeZero, retain_grad=False leaves every non-leaf's .grad None afterwards,
             # the output's own included.
             cleared = []
-            for y, gy in zip(ys, gys, strict=True):
-                if y is None or gy is None:
-                    continue
-                if retain_grad:
-                    if y is not output:
-                        y.grad = _accumulate(y.grad, gy, create_graph)
-                else:
-                    y.grad = None
-                    if emit:
-                        cleared.append(y)
+            if not retain_grad and not emit and len(ys) == 1:
+                y.grad = None  # the common case, spelled out: this loop runs once per step
+            else:
+                for y, gy in zip(ys, gys, strict=True):
+                    if y is None or gy is None:
+                        continue
+                    if retain_grad:
+                        if y is not output:
+                            y.grad = _accumulate(y.grad, gy, create_graph)
+                    else:
+                        y.grad = None
+                        if emit:
+                            cleared.append(y)
 
             if create_graph:
                 gxs = f.backward(*gys)
@@ -587,6 +602,9 @@ def _backward(
                         continue
                     # a leaf: .grad is its running sum, across backward() calls too
                     old = x.grad
+                    if old is None and not create_graph:
+                        x.grad = Variable(gx if type(gx) is np.ndarray else np.asarray(gx))
+                        continue
                     x.grad = _accumulate(old, gx, create_graph)
                     if emit and old is not None:
                         accumulated.append((slot, old, x.grad))
@@ -668,25 +686,33 @@ def _sum_to_data(gx: NDArray, shape: tuple[int, ...]) -> NDArray:
 
 
 class Add(Function):
+    # The input shapes when they differ (broadcasting), else None. Backward needs only the
+    # shapes, not the inputs' data, which linear_simple frees.
+    shapes = None
+
     def forward(self, x0, x1):
-        # the shapes are all backward needs: linear_simple frees an input's data afterwards
-        self.shapes = (x0.shape, x1.shape)
+        if x0.shape != x1.shape:
+            self.shapes = (x0.shape, x1.shape)
         try:
             return x0 + x1
         except ValueError as e:
             raise _broadcast_error("add", x0, x1) from e
 
     def backward(self, gy):
+        if self.shapes is None:
+            return gy, gy
         s0, s1 = self.shapes
         return _sum_to(gy, s0), _sum_to(gy, s1)
 
     def backward_data(self, gy):
+        if self.shapes is None:
+            return gy, gy
         s0, s1 = self.shapes
         return _sum_to_data(gy, s0), _sum_to_data(gy, s1)
 
 
 def add(x0: Any, x1: Any) -> Variable:
-    return Add()(x0, _operand(x1, x0))
+    return Add()(x0, x1 if isinstance(x1, Variable) else _operand(x1, x0))
 
 
 def _operand(x: Any, like: Any) -> Any:
@@ -731,7 +757,7 @@ class Mul(Function):
 
 
 def mul(x0: Any, x1: Any) -> Variable:
-    return Mul()(x0, _operand(x1, x0))
+    return Mul()(x0, x1 if isinstance(x1, Variable) else _operand(x1, x0))
 
 
 class Neg(Function):
@@ -750,24 +776,31 @@ def neg(x: Any) -> Variable:
 
 
 class Sub(Function):
+    shapes = None  # as in Add
+
     def forward(self, x0, x1):
-        self.shapes = (x0.shape, x1.shape)  # as in Add
+        if x0.shape != x1.shape:
+            self.shapes = (x0.shape, x1.shape)
         try:
             return x0 - x1
         except ValueError as e:
             raise _broadcast_error("sub", x0, x1) from e
 
     def backward(self, gy):
+        if self.shapes is None:
+            return gy, -gy
         s0, s1 = self.shapes
         return _sum_to(gy, s0), _sum_to(-gy, s1)
 
     def backward_data(self, gy):
+        if self.shapes is None:
+            return gy, -gy
         s0, s1 = self.shapes
         return _sum_to_data(gy, s0), _sum_to_data(-gy, s1)
 
 
 def sub(x0: Any, x1: Any) -> Variable:
-    return Sub()(x0, _operand(x1, x0))
+    return Sub()(x0, x1 if isinstance(x1, Variable) else _operand(x1, x0))
 
 
 def rsub(x0: Any, x1: Any) -> Variable:
@@ -797,7 +830,7 @@ class Div(Function):
 
 
 def div(x0: Any, x1: Any) -> Variable:
-    return Div()(x0, _operand(x1, x0))
+    return Div()(x0, x1 if isinstance(x1, Variable) else _operand(x1, x0))
 
 
 def rdiv(x0: Any, x1: Any) -> Variable:

@@ -16,6 +16,7 @@ import numpy as np
 from autodiff import utils
 from autodiff.core import (
     Config,
+    Constant,
     Function,
     Variable,
     add,
@@ -509,10 +510,16 @@ def _swap_last(x: Variable) -> Variable:
     return transpose(x, axes)
 
 
-def _matmul_grads(gy: Variable, x: Variable, W: Variable) -> tuple[Variable, Variable]:
-    """Gradients of ``x @ W`` with numpy's rules: 1-D operands, stacked and broadcast batches."""
+def _matmul_grads(gy: Variable, x: Variable, W: Variable) -> tuple[Any, Any]:
+    """Gradients of ``x @ W`` with numpy's rules: 1-D operands, stacked and broadcast batches.
+
+    A Constant operand (a plain array such as a batch of data) gets None: nobody reads it, and
+    its product is as costly as the weight's.
+    """
     if x.ndim == 2 and W.ndim == 2:
-        return matmul(gy, W.T), matmul(x.T, gy)
+        gx = None if type(x) is Constant else matmul(gy, W.T)
+        gW = None if type(W) is Constant else matmul(x.T, gy)
+        return gx, gW
     # make both at least 2-D as numpy does (a 1-D x is a row, a 1-D W a column), then sum the
     # gradients over broadcast batch axes and drop the added axes again
     x2 = x if x.ndim > 1 else reshape(x, (1, x.shape[0]))
@@ -524,10 +531,13 @@ def _matmul_grads(gy: Variable, x: Variable, W: Variable) -> tuple[Variable, Var
     return reshape(gx, x.shape), reshape(gW, W.shape)
 
 
-def _matmul_grads_data(gy: np.ndarray, x: np.ndarray, W: np.ndarray) -> tuple:
+def _matmul_grads_data(gy: np.ndarray, x_var: Variable, W_var: Variable) -> tuple:
     """:func:`_matmul_grads` on plain arrays."""
+    x, W = x_var.data, W_var.data
     if x.ndim == 2 and W.ndim == 2:
-        return gy @ W.T, x.T @ gy
+        gx = None if type(x_var) is Constant else gy @ W.T
+        gW = None if type(W_var) is Constant else x.T @ gy
+        return gx, gW
     x2 = x if x.ndim > 1 else x.reshape(1, x.shape[0])
     W2 = W if W.ndim > 1 else W.reshape(W.shape[0], 1)
     batch = np.broadcast_shapes(x2.shape[:-2], W2.shape[:-2])
@@ -550,7 +560,7 @@ class MatMul(Function):
 
     def backward_data(self, gy):
         x, W = self.inputs
-        return _matmul_grads_data(gy, x.data, W.data)
+        return _matmul_grads_data(gy, x, W)
 
 
 def matmul(x: Any, W: Any) -> Variable:
@@ -587,12 +597,13 @@ class Linear(Function):
         return gx, gW, sum_to(gy, self.inputs[2].shape)
 
     def backward_data(self, gy):
-        x, W = self.inputs[0].data, self.inputs[1].data
-        gx, gW = _matmul_grads_data(gy, x, W)
+        gx, gW = _matmul_grads_data(gy, self.inputs[0], self.inputs[1])
         if len(self.inputs) == 2:
             return gx, gW
         b_shape = self.inputs[2].data.shape
-        return gx, gW, gy if gy.shape == b_shape else utils.sum_to(gy, b_shape)
+        if gy.ndim == 2 and b_shape == gy.shape[1:]:
+            return gx, gW, gy.sum(axis=0)  # the usual (N, out) output and (out,) bias
+        return gx, gW, utils.sum_to(gy, b_shape)
 
 
 def linear(x: Any, W: Any, b: Any = None) -> Variable:

@@ -10,9 +10,11 @@ and imports matplotlib and PIL at start-up for its datasets; when those are miss
 replaced by empty stand-in modules here (nothing benchmarked uses them).
 
 Each figure is the median of ``--repeats`` runs, the engines timed alternately within each
-repeat; the garbage collector is off inside a timed region (as ``timeit`` does). BLAS is held
-to one thread (set before numpy is imported) so that numpy, DeZero and autodiff compare with
-PyTorch's single thread.
+repeat after one untimed warm-up run each; the garbage collector is off inside a timed region
+(as ``timeit`` does). Time is this process's CPU time by default (``--clock wall`` for elapsed
+time): on a shared machine it is far steadier, and for this single-threaded work on an idle
+machine the two agree. BLAS is held to one thread (set before numpy is imported) so that numpy,
+DeZero and autodiff compare with PyTorch's single thread.
 """
 
 from __future__ import annotations
@@ -85,13 +87,17 @@ class Engine:
 # =============================================================================
 # Timing
 # =============================================================================
+CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
+_clock = CLOCKS["cpu"]
+
+
 def _timed(fn: Callable[[], object]) -> float:
     gc.collect()
     gc.disable()
     try:
-        t0 = time.perf_counter()
+        t0 = _clock()
         fn()
-        return time.perf_counter() - t0
+        return _clock() - t0
     finally:
         gc.enable()
 
@@ -417,7 +423,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, a smoke run")
     parser.add_argument("--repeats", type=int, default=None, help="repeats per figure")
+    parser.add_argument(
+        "--clock",
+        choices=sorted(CLOCKS),
+        default="cpu",
+        help="cpu: this process's CPU time (steady on a shared machine; the same as wall time "
+        "for single-threaded work on an idle one); wall: elapsed time",
+    )
     args = parser.parse_args(argv)
+    global _clock
+    _clock = CLOCKS[args.clock]
     quick = args.quick
     repeats = args.repeats or (2 if quick else 5)
 
@@ -430,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"autodiff {autodiff.__version__}, DeZero {getattr(dezero, '__version__', '-')}, "
         f"PyTorch {getattr(torch, '__version__', '-')}, numpy {np.__version__}, "
-        f"Python {sys.version.split()[0]}; median of {repeats} repeats"
+        f"Python {sys.version.split()[0]}; median of {repeats} repeats, {args.clock} time"
         + (" (--quick: small sizes)" if quick else "")
     )
     rows: list[dict] = []
