@@ -11,6 +11,8 @@ from collections.abc import Iterable
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from viewer.qt.icons import media_icon
+
 __all__ = ["EditorPanel", "ExpressionHighlighter"]
 
 
@@ -91,7 +93,7 @@ class EditorPanel(QtWidgets.QWidget):
         self.run_button.setObjectName("runButton")
         self.run_button.setToolTip("Evaluate the program and run backward (Ctrl+Enter)")
         self.run_button.setIcon(
-            self.style().standardIcon(QtWidgets.QStyle.StandardPixmap.SP_MediaPlay)
+            media_icon("play", self.palette().color(QtGui.QPalette.ColorRole.ButtonText))
         )
 
         self.error_label = QtWidgets.QLabel(self)

@@ -28,6 +28,7 @@ from viewer.qt.editor import EditorPanel
 from viewer.qt.example_library import ExampleLibrary
 from viewer.qt.export import EXPORT_FORMATS, export_graph
 from viewer.qt.graph_view import GraphView
+from viewer.qt.icons import media_icon
 from viewer.qt.inspector import InspectorPanel
 from viewer.qt.layout_job import LayoutRunner
 from viewer.qt.menus import SHORTCUTS, build_menus
@@ -313,6 +314,8 @@ class MainWindow(QtWidgets.QMainWindow):
         if isinstance(app, QtWidgets.QApplication):
             apply_theme(app, self._theme)
         self.graph_view.set_theme(self._theme)
+        self.playback_bar.set_icon_colour(self._theme.text)
+        self.editor.run_button.setIcon(media_icon("play", self._theme.text))
         self.editor.set_error_colour(self._theme.error)
         self.editor.highlighter.set_dark(self._theme.name == "dark")
         self.script_panel.set_error_colour(self._theme.error)

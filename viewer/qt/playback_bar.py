@@ -9,6 +9,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from viewer.model.playback import PlaybackState
+from viewer.qt.icons import media_icon
 
 __all__ = ["SPEEDS", "PhaseStrip", "PlaybackBar"]
 
@@ -70,27 +71,21 @@ class PlaybackBar(QtWidgets.QWidget):
         super().__init__(parent)
         self.setObjectName("playbackBar")
         self._state = state
-        style = self.style()
-        icon = style.standardIcon
-        sp = QtWidgets.QStyle.StandardPixmap
-        self._play_icon = icon(sp.SP_MediaPlay)
-        self._pause_icon = icon(sp.SP_MediaPause)
 
-        def button(name: str, pixmap, tip: str) -> QtWidgets.QToolButton:
+        def button(name: str, tip: str) -> QtWidgets.QToolButton:
             b = QtWidgets.QToolButton(self)
             b.setObjectName(name)
-            b.setIcon(icon(pixmap))
             b.setToolTip(tip)
             b.setAutoRaise(True)
+            b.setIconSize(QtCore.QSize(18, 18))
             return b
 
-        self.start_button = button("jumpStartButton", sp.SP_MediaSkipBackward, "Start (Home)")
-        self.back_button = button("stepBackButton", sp.SP_MediaSeekBackward, "Step back (Left)")
-        self.play_button = button("playButton", sp.SP_MediaPlay, "Play / pause (Space)")
-        self.forward_button = button(
-            "stepForwardButton", sp.SP_MediaSeekForward, "Step forward (Right)"
-        )
-        self.end_button = button("jumpEndButton", sp.SP_MediaSkipForward, "End (End)")
+        self.start_button = button("jumpStartButton", "Start (Home)")
+        self.back_button = button("stepBackButton", "Step back (Left)")
+        self.play_button = button("playButton", "Play / pause (Space)")
+        self.forward_button = button("stepForwardButton", "Step forward (Right)")
+        self.end_button = button("jumpEndButton", "End (End)")
+        self.set_icon_colour(self.palette().color(QtGui.QPalette.ColorRole.ButtonText))
         self.phase_button = QtWidgets.QToolButton(self)
         self.phase_button.setObjectName("phaseButton")
         self.phase_button.setText("Backward")
@@ -161,6 +156,19 @@ class PlaybackBar(QtWidgets.QWidget):
         self._on_speed_changed(state.speed)
         self._on_playing_changed(state.playing)
 
+    def set_icon_colour(self, colour: QtGui.QColor | str) -> None:
+        """Redraw the buttons' icons in ``colour`` (the theme's text colour)."""
+        self._play_icon = media_icon("play", colour)
+        self._pause_icon = media_icon("pause", colour)
+        for b, kind in (
+            (self.start_button, "start"),
+            (self.back_button, "back"),
+            (self.forward_button, "forward"),
+            (self.end_button, "end"),
+        ):
+            b.setIcon(media_icon(kind, colour))
+        self._show_playing(self._state.playing)
+
     # ---------------------------------------------------------------- actions
     def jump_next_phase(self) -> None:
         """Jump to just before the next span starts (wrapping to the first)."""
@@ -218,9 +226,12 @@ class PlaybackBar(QtWidgets.QWidget):
         target = later[0] if later else (self._state.spans[0] if self._state.spans else None)
         self.phase_button.setText(f"→ {target.label}" if target is not None else "Phase")
 
-    def _on_playing_changed(self, playing: bool) -> None:
+    def _show_playing(self, playing: bool) -> None:
         self.play_button.setIcon(self._pause_icon if playing else self._play_icon)
         self.play_button.setToolTip("Pause (Space)" if playing else "Play (Space)")
+
+    def _on_playing_changed(self, playing: bool) -> None:
+        self._show_playing(playing)
         if playing:
             self.timer.start(self._state.interval_ms)
         else:
