@@ -23,7 +23,6 @@ Deterministic (ties broken by node index), no recursion, numpy-vectorised where 
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -48,6 +47,7 @@ ShouldCancel = Callable[[], bool]
 _SELECT_LIMIT = 20_000  # straight-edge pieces up to which the x candidates are compared
 _FULL_EFFORT = 15_000  # nodes (virtual included) up to which ordering runs at full effort
 _TRUNKS_ABOVE = 150_000  # nodes (virtual included) above which long edges share trunks
+_SIMPLEX_WORK = 500  # per node: renumbering budget of the network simplex (huge graphs only)
 
 
 class LayoutCancelled(Exception):
@@ -419,6 +419,7 @@ class _NetworkSimplex:
         self.incident = np.concatenate([np.arange(m), np.arange(m)])[by_node]
         self.incident_ptr = np.concatenate([[0], np.cumsum(np.bincount(ends, minlength=n))])
         self.srcl, self.dstl = src.tolist(), dst.tolist()
+        self.work = 0  # nodes renumbered by the pivots so far
         self._build_tree()
 
     def _build_tree(self) -> None:
@@ -458,6 +459,7 @@ class _NetworkSimplex:
         self.lim = np.empty(n, np.int64)
         self.lim[self.at] = np.arange(n)
         self.low = np.array(low, dtype=np.int64)
+        self.size = self.lim - self.low + 1
         pe = np.array(pedge, dtype=np.int64)
         self.tail_child = np.zeros(n, bool)
         self.tail_child[1:] = self.src[pe[1:]] == np.arange(1, n)
@@ -469,8 +471,12 @@ class _NetworkSimplex:
         self.cut = np.where(self.tail_child, subtree, -subtree)
         self.cut[0] = np.iinfo(np.int64).max
 
-    def solve(self, max_pivots: int, ticker: _Ticker) -> NDArray[np.int64]:
+    def solve(self, max_pivots: int, max_work: int, ticker: _Ticker) -> NDArray[np.int64]:
+        """Pivot until optimal, or until ``max_pivots`` pivots or ``max_work`` renumbered
+        nodes (the layering is valid at every step; the budget only bounds the time)."""
         for pivot in range(max_pivots):
+            if self.work > max_work:
+                break
             c = int(np.argmin(self.cut))
             if self.cut[c] >= 0:
                 break
@@ -481,15 +487,16 @@ class _NetworkSimplex:
 
     def _pivot(self, c: int) -> None:
         """Replace the tree edge above ``c`` (negative cut value) by the tightest edge going
-        the other way across the cut; shift c's subtree to make that edge tight."""
-        src, dst, rank, at, n = self.src, self.dst, self.rank, self.at, self.n
-        low, lim = self.low, self.lim
+        the other way across the cut and shift c's subtree to make that edge tight. Only the
+        subtree of the lowest common ancestor of the old and new attachment points is
+        renumbered."""
+        src, dst, rank, n = self.src, self.dst, self.rank, self.n
+        low, lim, at, size_of = self.low, self.lim, self.at, self.size
         lo, hi = int(low[c]), int(lim[c])
         size = hi - lo + 1
         side = at[lo : hi + 1] if 2 * size <= n else np.concatenate([at[:lo], at[hi + 1 :]])
         starts = self.incident_ptr[side]
-        counts = self.incident_ptr[side + 1] - starts
-        edges = self.incident[_ranges(starts, counts)]
+        edges = self.incident[_ranges(starts, self.incident_ptr[side + 1] - starts)]
         ls, ld = lim[src[edges]], lim[dst[edges]]
         s_in, d_in = (ls >= lo) & (ls <= hi), (ld >= lo) & (ld <= hi)
         tail_side = bool(self.tail_child[c])
@@ -502,34 +509,53 @@ class _NetworkSimplex:
         x, y = (self.dstl[g], self.srcl[g]) if tail_side else (self.srcl[g], self.dstl[g])
         parent, pedge = self.parent, self.pedge
         p = parent[c]
-        path = [x]  # x (new attachment point inside the subtree) up to c
+        path = [x]  # from the new attachment point x up to c
         while path[-1] != c:
             path.append(parent[path[-1]])
+        ly = int(lim[y])
+        w = p  # lowest common ancestor of p and y
+        while not low[w] <= ly <= lim[w]:
+            w = parent[w]
+        w_lo, w_hi = int(low[w]), int(lim[w])
+        self.work += w_hi - w_lo + 1
+
         # postorder of the re-rooted subtree: what hung below each path node, then the path
-        pieces = [np.arange(low[x], lim[x])]
-        for below, v in itertools.pairwise(path):
-            pieces.append(np.arange(low[v], low[below]))
-            pieces.append(np.arange(lim[below] + 1, lim[v]))
-        new_sub = np.concatenate([at[np.concatenate(pieces)], np.array(path[::-1])])
-        sizes = lim - low + 1
-        path_sizes = [size] + [size - int(sizes[b]) for b in path[:-1]]
-        ly, lp = lim[y], lim[p]
-        above_p = (low <= lp) & (lim >= lp)
-        above_y = (low <= ly) & (lim >= ly)
-        sizes += size * (above_y & ~above_p) - size * (above_p & ~above_y)
-        sizes[path] = path_sizes
-        rest = np.concatenate([at[:lo], at[hi + 1 :]])
-        at_y = int(ly) - (size if ly > hi else 0)
-        self.at = at = np.concatenate([rest[:at_y], new_sub, rest[at_y:]])
-        lim[at] = np.arange(n)
-        self.low = lim - sizes + 1
+        nodes = np.array(path, dtype=np.int64)
+        below, above = nodes[:-1], nodes[1:]
+        begin = np.empty(2 * len(below) + 1, np.int64)
+        end = np.empty_like(begin)
+        begin[0], end[0] = low[x], lim[x]
+        begin[1::2], end[1::2] = low[above], low[below]
+        begin[2::2], end[2::2] = lim[below] + 1, lim[above]
+        new_sub = np.concatenate([at[_ranges(begin, end - begin)], nodes[::-1]])
+
+        window = at[w_lo : w_hi + 1]
+        wl, wm = low[window], lim[window]
+        lp = lim[p]
+        above_p = (wl <= lp) & (wm >= lp)
+        above_y = (wl <= ly) & (wm >= ly)
+        path_sizes = size - size_of[below]
+        size_of[window[above_y & ~above_p]] += size
+        size_of[window[above_p & ~above_y]] -= size
+        size_of[x] = size
+        size_of[above] = path_sizes
+        rest = np.concatenate([window[: lo - w_lo], window[hi - w_lo + 1 :]])
+        at_y = ly - w_lo - (size if ly > hi else 0)
+        window = np.concatenate([rest[:at_y], new_sub, rest[at_y:]])
+        at[w_lo : w_hi + 1] = window
+        lim[window] = np.arange(w_lo, w_hi + 1)
+        low[window] = lim[window] - size_of[window] + 1
+
         prev, prev_edge = y, g
         for v in path:
             old_edge = pedge[v]
             parent[v], pedge[v] = prev, prev_edge
             self.tail_child[v] = self.srcl[prev_edge] == v
             prev, prev_edge = v, old_edge
-        self._update_cuts()
+        prefix = np.concatenate([[0], np.cumsum(self.balance[window])])
+        subtree = prefix[lim[window] - w_lo + 1] - prefix[low[window] - w_lo]
+        self.cut[window] = np.where(self.tail_child[window], subtree, -subtree)
+        self.cut[0] = np.iinfo(np.int64).max
 
 
 def _ranges(starts: NDArray[np.int64], counts: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -566,7 +592,8 @@ def _min_span_layers(
     rank = np.concatenate([[layer.min() - 1], layer])
     rank = _feasible_tree(n + 1, s, d, rank)
     ticker.tick(0.08)
-    rank = _NetworkSimplex(n + 1, s, d, w, rank).solve(10 * n + 100, ticker)[1:]
+    simplex = _NetworkSimplex(n + 1, s, d, w, rank)
+    rank = simplex.solve(10 * n + 100, _SIMPLEX_WORK * n + 1_000_000, ticker)[1:]
     top = np.full(n, big)
     np.minimum.at(top, comp, rank)
     return rank - top[comp]
@@ -690,6 +717,7 @@ def _order(
     best_pos = pos.copy()
     starts = start.tolist()
     aranges = [np.arange(k) for k in range(width + 1)]
+    mixed = (comp_rank[start[:-1]] != comp_rank[start[1:] - 1]).tolist()  # several components
     # a layer is re-sorted only when it or its reference layer changed since its last sort
     version = [0] * h
     stamps: tuple[list[Any], list[Any]] = ([None] * h, [None] * h)
@@ -705,17 +733,18 @@ def _order(
             if e - s == 1 or stamp[i] == (version[ref], version[i]):
                 continue
             me_local, other, inv_count, fixed = side.layers[i]
-            bary = np.bincount(me_local, weights=pos[other], minlength=e - s)
-            key = bary * inv_count + comp_key[s:e]
+            key = np.bincount(me_local, weights=pos[other], minlength=e - s) * inv_count
+            if mixed[i]:
+                key += comp_key[s:e]
             cur = order[s:e]
             if fixed:  # nodes without neighbours on this side keep their slots
                 mask = movable[cur]
                 moving = cur[mask]
                 new = cur.copy()
-                new[mask] = moving[np.argsort(key[moving - s], kind="stable")]
+                new[mask] = moving[key[moving - s].argsort(kind="stable")]
             else:
-                new = cur[np.argsort(key[cur - s], kind="stable")]
-            if not np.array_equal(new, cur):
+                new = cur[key[cur - s].argsort(kind="stable")]
+            if new.tobytes() != cur.tobytes():
                 order[s:e] = new
                 pos[new] = aranges[e - s]
                 version[i] += 1
