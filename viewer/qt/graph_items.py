@@ -199,14 +199,20 @@ class NodeLayer:
         if len(changed) == 0:
             return
         self._keys = keys
+        self._write_styles(changed)
+
+    def _write_styles(self, nodes: NDArray[np.intp]) -> None:
+        """Write the style objects of ``nodes`` into the item's record array, one numpy
+        assignment per style (no per-node Python loop), and re-stamp only those spots."""
         data = self._item.data
-        for key in np.unique(keys[changed]):
-            idx = changed[keys[changed] == key]
+        keys = self._keys[nodes]
+        for key in np.unique(keys):
+            idx = nodes[keys == key]
             symbol, pen, brush = self._style_objects(int(key))
             data["symbol"][idx] = symbol
             data["pen"][idx] = pen
             data["brush"][idx] = brush
-        data["sourceRect"][changed] = 0
+        data["sourceRect"][nodes] = 0
         self._item.updateSpots()
 
     def _style_objects(self, key: int) -> tuple[QtGui.QPainterPath, QtGui.QPen, QtGui.QBrush]:
@@ -235,15 +241,8 @@ class NodeLayer:
         if self._theme is None or len(self._positions) == 0:
             self._item.setData([])
             return
-        table = {int(k): self._style_objects(int(k)) for k in np.unique(self._keys)}
-        styles = [table[int(k)] for k in self._keys]
-        self._item.setData(
-            pos=self._positions,
-            symbol=[s[0] for s in styles],
-            pen=[s[1] for s in styles],
-            brush=[s[2] for s in styles],
-            size=self._spot_sizes(),
-        )
+        self._item.setData(pos=self._positions, size=self._spot_sizes())
+        self._write_styles(np.arange(len(self._positions)))
 
     def set_pixels_per_unit(self, value: float) -> None:
         if value <= 0 or abs(value - self._pixels_per_unit) <= 1e-3 * self._pixels_per_unit:

@@ -1,8 +1,9 @@
 """Lays out big graphs off the GUI thread, with a progress dialog and a Cancel button.
 
 The Document calls :meth:`LayoutRunner.start` (its ``layout_runner``) for graphs above its
-synchronous limit; the runner computes ``compute_layout(trace, progress, should_cancel)`` in a
-:class:`~viewer.qt.workers.Job` and hands the result back to the Document on the GUI thread.
+synchronous limit; the runner computes ``compute_layout(trace, progress, should_cancel)`` and
+the Scene in a :class:`~viewer.qt.workers.Job` and hands both back to the Document on the GUI
+thread.
 Until then the previous graph stays on screen and the window keeps responding.
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 from PySide6 import QtCore, QtWidgets
 
 from viewer.model.document import Document
-from viewer.model.scene import compute_layout
+from viewer.model.scene import Scene, compute_layout
 from viewer.qt.workers import Job, JobCancelled
 
 __all__ = ["LayoutRunner"]
@@ -33,17 +34,24 @@ class LayoutRunner(QtCore.QObject):
     def start(self, trace: Any) -> None:
         """Lay out ``trace`` in a worker (replacing a layout still running)."""
         self.cancel()
+        palette = self.document.palette
 
         def work(progress, should_cancel):
             def report(fraction: float) -> None:
-                progress(int(fraction * 1000), 1000, "")
+                progress(int(fraction * 900), 1000, "")
 
             try:
-                return compute_layout(trace, progress=report, should_cancel=should_cancel)
+                layout = compute_layout(trace, progress=report, should_cancel=should_cancel)
             except Exception as exc:
                 if should_cancel():
                     raise JobCancelled() from exc
                 raise
+            if should_cancel():
+                raise JobCancelled()
+            # The scene of a big graph takes a while too: build it here, not on the GUI thread.
+            scene = Scene(trace, layout, palette)
+            progress(1000, 1000, "")
+            return layout, scene
 
         job = Job(work, name="layout", parent=self)
         self.job = job
@@ -61,7 +69,7 @@ class LayoutRunner(QtCore.QObject):
             dialog.canceled.connect(job.cancel)
             job.progressed.connect(lambda done, total, _t: dialog.setValue(done))
             self.dialog = dialog
-        job.succeeded.connect(lambda layout: self._succeeded(trace, layout))
+        job.succeeded.connect(lambda result: self._succeeded(trace, *result))
         job.failed.connect(lambda exc, _tb: self._failed(trace, exc))
         job.cancelled.connect(lambda: self._cancelled(trace))
         job.start()
@@ -81,9 +89,9 @@ class LayoutRunner(QtCore.QObject):
             self.dialog.deleteLater()
             self.dialog = None
 
-    def _succeeded(self, trace: Any, layout: Any) -> None:
+    def _succeeded(self, trace: Any, layout: Any, scene: Scene) -> None:
         self._close_dialog()
-        self.document.apply_layout(trace, layout)
+        self.document.apply_layout(trace, layout, scene)
         self.finished.emit("succeeded")
 
     def _failed(self, trace: Any, exc: BaseException) -> None:
