@@ -381,14 +381,20 @@ class Document:
             return
         self.apply_layout(pending.trace, layout)
 
-    def apply_layout(self, trace: Any, layout: GraphLayout) -> bool:
+    def apply_layout(self, trace: Any, layout: GraphLayout, scene: Scene | None = None) -> bool:
         """Install ``layout`` for the pending ``trace`` and show it. A layout for a trace that
-        is no longer pending (the user loaded something else meanwhile) is ignored."""
+        is no longer pending (the user loaded something else meanwhile) is ignored.
+
+        ``scene``: a Scene of ``trace`` and ``layout`` already built (by a worker thread, as
+        building one for a big graph takes a while); it is recoloured to the palette."""
         pending = self._pending
         if pending is None or pending.trace is not trace:
             return False
         try:
-            scene = Scene(trace, layout, self.palette)
+            if scene is not None and scene.trace is trace and scene.layout is layout:
+                scene.set_palette(self.palette)
+            else:
+                scene = Scene(trace, layout, self.palette)
         except Exception as e:
             self.layout_failed(trace, e)
             return False
