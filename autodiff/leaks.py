@@ -142,39 +142,82 @@ _TRACE_AUDIT_CODE: list[Any] = [None]
 
 
 def _ancestors(trace: Trace, probe: list, stop: set[int]) -> list | None:
-    """The live recorded objects and every tracked object that can reach one (their holders,
-    their holders' holders...), stopping at module globals and frame locals; ``probe`` too.
+    """The objects the audit has to look at: ``probe``, the live recorded objects and their
+    ``inputs`` lists, and every tracked object that can reach one of them from outside the
+    graph (their holders, their holders' holders...), stopping at module globals and frame
+    locals. None when that walk grows past its limits (then the whole heap is scanned).
 
-    ``gc.get_referrers`` compares each reference in the heap with every object asked about,
-    so this is for small graphs; None when the walk grows past its limits.
+    The references the graph makes itself (``creator``, ``inputs``, ``grad``) are known; only
+    the objects with more references than those (held from elsewhere) are walked back from,
+    with ``gc.get_referrers``, which compares each reference in the heap with every object
+    asked about: it is for few objects at a time.
     """
     members: list = [probe]
+    del probe  # from here on the probe is referenced by the caller's name and members only
     for ref in trace._refs:
         obj = None if ref is None else ref()
         if obj is not None:
             members.append(obj)
         obj = None
-    if len(members) > _MAX_BATCH:
-        members.clear()
-        return None
+    n_live = len(members)
+    members += _inputs_lists(members, n_live)
+    known = _graph_references(members, n_live)
+    counts = [sys.getrefcount(o) for o in members]
+    extra = counts[0] - 1  # what the counting adds, beyond the caller's name for the probe
+    frontier = [members[k] for k in range(1, len(members)) if counts[k] - extra > known.get(k, 0)]
+    counts.clear()
+    known.clear()
     seen = {id(o) for o in members}
-    start = 1
-    while start < len(members):
-        batch = tuple([o for o in members[start:] if id(o) not in stop])
-        start = len(members)
-        if len(batch) > _MAX_BATCH or len(members) > _MAX_ANCESTORS:
+    while frontier:
+        batch = tuple([o for o in frontier if id(o) not in stop])
+        frontier.clear()
+        if len(batch) > _MAX_BATCH or len(members) > _MAX_ANCESTORS + 2 * n_live:
+            del batch
             members.clear()
             return None
         if not batch:
             break
         found = gc.get_referrers(*batch)
+        own = (id(batch), id(members), id(frontier))  # the call's own argument tuple, ...
+        del batch
         for r in found:
-            if id(r) not in seen and r is not batch and r is not members:
+            if id(r) not in seen and id(r) not in own:
                 seen.add(id(r))
                 members.append(r)
+                frontier.append(r)
         found.clear()
-        del batch
     return members
+
+
+def _inputs_lists(members: list, n_live: int) -> list:
+    lists = []
+    for k in range(1, n_live):
+        inputs = (
+            getattr(members[k], "inputs", None) if isinstance(members[k], core.Function) else None
+        )
+        if type(inputs) is list:
+            lists.append(inputs)
+    return lists
+
+
+def _graph_references(members: list, n_live: int) -> dict[int, int]:
+    """member index -> how many references the graph itself holds to it."""
+    index = {id(o): k for k, o in enumerate(members)}
+    known: dict[int, int] = {}
+    for k in range(1, len(members)):
+        o = members[k]
+        if k >= n_live:  # an inputs list: referenced by its Function
+            refs: tuple = tuple(o)
+            known[k] = known.get(k, 0) + 1
+        elif isinstance(o, core.Variable):
+            refs = (o.creator, o.grad)
+        else:
+            continue
+        for r in refs:
+            j = index.get(id(r)) if r is not None else None
+            if j is not None:
+                known[j] = known.get(j, 0) + 1
+    return known
 
 
 def _audit(trace: Trace, touched: list[dict]) -> LeakReport:

@@ -16,7 +16,8 @@ Then a 100 000-node graph (a chain of 50 000 ``sin``): the time and peak memory
 ``steps`` and ``graph``, and to audit it while the user holds its output and after release.
 
 Each figure is the median of ``--repeats`` runs, variants alternating within each repeat; the
-garbage collector is off inside a timed region (as ``timeit`` does); BLAS uses one thread.
+garbage collector is off inside a timed region (as ``timeit`` does); BLAS uses one thread;
+times are CPU time of the process (``--timer wall`` for wall-clock time).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from functools import partial  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -42,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import autodiff.functions as F  # noqa: E402
 from autodiff import Parameter, Variable, core, trace  # noqa: E402
 
+TIMER = time.process_time  # CPU time of this process; --timer wall for time.perf_counter
 CHAIN_START = -0.5  # the iterates stay in (-0.5, 0): no overflow
 MLP_SIZES = ((10, 64), (64, 64), (64, 1))
 
@@ -54,12 +57,15 @@ class _Silent:
 # Workloads: each returns a callable that runs once and returns the seconds it took
 # =============================================================================
 def _timed(fn: Callable[[], object]) -> float:
+    """Seconds ``fn`` took; what it returns (e.g. a trace) is dropped after the clock stops."""
     gc.collect()
     gc.disable()
     try:
-        t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
+        t0 = TIMER()
+        result = fn()
+        seconds = TIMER() - t0
+        del result
+        return seconds
     finally:
         gc.enable()
 
@@ -77,8 +83,9 @@ def _variant(work: Callable[[], object], mode: str) -> Callable[[], float]:
             core.remove_observer(observer)
 
     def recorded() -> object:
-        with trace.record():
-            return work()
+        with trace.record() as t:
+            work()
+        return t  # kept until the clock stops: freeing the trace is not recording
 
     fn = {"none": plain, "silent observer": silent, "record": recorded}[mode]
     return lambda: _timed(fn)
@@ -162,6 +169,10 @@ def hook_check_cost(ops: int) -> float:
 # =============================================================================
 # A 100 000-node graph
 # =============================================================================
+def _materialize(t: trace.Trace) -> object:
+    return t.steps, t.graph
+
+
 def big_graph(ops: int) -> None:
     print(f"\n{2 * ops + 1}-node graph (a chain of {ops} sin), forward + backward")
 
@@ -173,39 +184,37 @@ def big_graph(ops: int) -> None:
         y.backward()
         return x, y
 
+    def clock(fn: Callable[[], object]) -> tuple[float, object]:
+        t0 = TIMER()
+        result = fn()
+        return TIMER() - t0, result
+
     gc.collect()
     gc.disable()
     try:
-        t0 = time.perf_counter()
-        x, y = build()
-        plain = time.perf_counter() - t0
-        del x, y
-        t0 = time.perf_counter()
-        with trace.record() as t:
-            x, y = build()
-        recorded = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        n_steps = len(t.steps)
-        graph = t.graph
-        lazy = time.perf_counter() - t0
-        assert graph.number_of_nodes() == 2 * ops + 1 and n_steps == 2 * ops
-        t0 = time.perf_counter()
-        held = t.audit()
-        audit_held = time.perf_counter() - t0
+        plain, built = clock(build)
+        del built
+
+        def record_build() -> tuple[trace.Trace, Variable, Variable]:
+            with trace.record() as t:
+                x, y = build()
+            return t, x, y
+
+        recorded, (t, x, y) = clock(record_build)
+        lazy, _ = clock(partial(_materialize, t))
+        assert t.graph.number_of_nodes() == 2 * ops + 1 and len(t.steps) == 2 * ops
+        audit_held, held = clock(t.audit)
         del y
-        t0 = time.perf_counter()
-        released = t.audit()
-        audit_released = time.perf_counter() - t0
+        audit_released, released = clock(t.audit)
     finally:
         gc.enable()
     print(f"  build without recording   {plain:8.2f} s")
     print(f"  build while recording     {recorded:8.2f} s   {recorded / plain:5.2f}x")
     print(f"  steps + graph (lazy)      {lazy:8.2f} s")
-    print(f"  audit, output held        {audit_held:8.2f} s   {len(held.survivors)} survivors")
-    print(
-        f"  audit, after release      {audit_released:8.2f} s   {len(released.survivors)} survivors"
-    )
-    del t, graph, held, released, x
+    n_held, n_released = len(held.survivors), len(released.survivors)  # type: ignore[attr-defined]
+    print(f"  audit, output held        {audit_held:8.2f} s   {n_held} survivors")
+    print(f"  audit, after release      {audit_released:8.2f} s   {n_released} survivors")
+    del x, held, released
 
     # Peak memory, traced separately (tracemalloc slows everything down).
     def peak(fn: Callable[[], object]) -> tuple[float, object]:
@@ -217,29 +226,26 @@ def big_graph(ops: int) -> None:
         finally:
             tracemalloc.stop()
 
-    def record_big() -> object:
-        with trace.record() as t:
-            x, y = build()
-        return t, x, y
-
-    mem_plain, kept = peak(build)
+    mem_plain, built = peak(build)
+    del built
+    mem_rec, kept = peak(record_build)
+    mem_lazy, _ = peak(partial(_materialize, kept[0]))  # type: ignore[index]
+    mem_audit, _ = peak(kept[0].audit)  # type: ignore[index]
     del kept
-    mem_rec, kept = peak(record_big)
-    t, x, y = kept  # type: ignore[misc]
-    del kept
-    mem_lazy, _ = peak(lambda: (t.steps, t.graph))
-    mem_audit, _ = peak(t.audit)
     print(f"  peak memory, build without recording  {mem_plain:8.1f} MB")
     print(f"  peak memory, build while recording    {mem_rec:8.1f} MB")
-    print(f"  peak memory, steps + graph (lazy)     {mem_lazy:8.1f} MB (on top)")
-    print(f"  peak memory, audit                    {mem_audit:8.1f} MB (on top)")
+    print(f"  peak memory, steps + graph (lazy)     {mem_lazy:8.1f} MB more")
+    print(f"  peak memory, audit (output held)      {mem_audit:8.1f} MB more")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--timer", choices=("cpu", "wall"), default="cpu")
     args = parser.parse_args()
+    global TIMER
+    TIMER = time.process_time if args.timer == "cpu" else time.perf_counter
     repeats = args.repeats or (3 if args.quick else 11)
     steps = 200 if args.quick else 2000
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}; medians of {repeats}")
