@@ -606,3 +606,24 @@ def test_plain_operands_become_constants_without_gradients():
     # the gradient still reaches observers and iter_backward
     steps = list(core.iter_backward(x / 3.0 + np.ones(2)))
     assert steps[0].input_grads[1] is not None
+
+
+def test_iter_backward_with_create_graph_yields_in_the_callers_mode():
+    x = Variable(np.array(2.0))
+    y = x**3
+    modes = [Config.enable_backprop for _ in core.iter_backward(y, create_graph=True)]
+    assert modes == [True]
+    y = x**3
+    with no_grad():
+        modes = [Config.enable_backprop for _ in core.iter_backward(y, create_graph=True)]
+    assert modes == [False]
+    assert Config.enable_backprop is True
+    assert x.grad.creator is not None  # the gradient was recorded
+
+
+def test_stopping_iter_backward_early_restores_the_mode():
+    x = Variable(np.array(2.0))
+    steps = core.iter_backward(F.sin(F.exp(x)), create_graph=True)
+    next(steps)
+    steps.close()
+    assert Config.enable_backprop is True

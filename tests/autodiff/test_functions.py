@@ -602,3 +602,14 @@ def test_no_grad_matmul_chain_records_nothing():
     with no_grad():
         y = F.matmul(Variable(np.ones((2, 2))), Variable(np.ones((2, 2))))
     assert y.creator is None
+
+
+@pytest.mark.parametrize("fn", [F.matmul, F.linear])
+def test_the_gradient_of_a_constant_matmul_operand_is_not_computed(fn):
+    W = Variable(np.ones((3, 2)))
+    y = fn(np.ones((4, 3)), W)  # a batch of data: a plain array, wrapped as a Constant
+    steps = list(core.iter_backward(F.sum(y)))
+    matmul_step = steps[-1]
+    assert isinstance(matmul_step.function, (F.MatMul, F.Linear))
+    assert matmul_step.input_grads[0] is None
+    np.testing.assert_array_equal(W.grad.data, np.full((3, 2), 4.0))
