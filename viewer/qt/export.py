@@ -41,8 +41,12 @@ def paint_graph(
     scale: float,
     origin: QtCore.QPointF,
     selected: int = -1,
+    overlays: tuple | None = None,
 ) -> None:
-    """Paint the graph with layout point (x, y) at ``origin + scale * (x - left, y - top)``."""
+    """Paint the graph with layout point (x, y) at ``origin + scale * (x - left, y - top)``.
+
+    ``overlays``: (node indexes, RGBA colours, badges) of flagged nodes, drawn as dashed rings
+    with a badge."""
     bounds = bounds_rect(geometry)
     n = geometry.n_nodes
 
@@ -135,7 +139,47 @@ def paint_graph(
             painter.drawText(
                 rect.adjusted(4, 2, -4, -2), QtCore.Qt.AlignmentFlag.AlignCenter, labels[i]
             )
+    if overlays is not None:
+        _paint_overlays(painter, geometry, overlays, to_px, scale)
     painter.restore()
+
+
+def _paint_overlays(painter, geometry, overlays, to_px, scale: float) -> None:
+    nodes, colours, badges = overlays
+    font = QtGui.QFont()
+    font.setPixelSize(12)
+    font.setBold(True)
+    painter.setFont(font)
+    metrics = QtGui.QFontMetricsF(font)
+    for k, node in enumerate(np.asarray(nodes, dtype=np.intp)):
+        if not 0 <= node < geometry.n_nodes:
+            continue
+        r, g, b, a = (int(v) for v in np.asarray(colours)[k])
+        colour = QtGui.QColor(r, g, b, a)
+        f = bool(geometry.is_function[node])
+        w, h = geometry.function_size if f else geometry.variable_size
+        centre = to_px(*geometry.positions[node])
+        ring = QtCore.QRectF(
+            centre.x() - w * scale / 2 - 7,
+            centre.y() - h * scale / 2 - 7,
+            w * scale + 14,
+            h * scale + 14,
+        )
+        painter.setPen(QtGui.QPen(colour, 2.5, QtCore.Qt.PenStyle.DashLine))
+        painter.setBrush(QtCore.Qt.BrushStyle.NoBrush)
+        if f:
+            painter.drawRect(ring)
+        else:
+            painter.drawRoundedRect(ring, ring.height() / 2.4, ring.height() / 2.4)
+        badge = badges[k] if k < len(badges) else ""
+        if badge:
+            width = metrics.horizontalAdvance(badge) + 12
+            pill = QtCore.QRectF(ring.right() - width * 0.6, ring.top() - 10, width, 19)
+            painter.setPen(QtCore.Qt.PenStyle.NoPen)
+            painter.setBrush(colour)
+            painter.drawRoundedRect(pill, 9, 9)
+            painter.setPen(QtGui.QColor("#ffffff"))
+            painter.drawText(pill, QtCore.Qt.AlignmentFlag.AlignCenter, badge)
 
 
 LEGEND = (
@@ -218,6 +262,7 @@ def _paint_picture(
     scale: float,
     size: QtCore.QSizeF,
     selected: int,
+    overlays: tuple | None = None,
 ) -> None:
     background = QtGui.QColor(theme.graph_background)
     painter.fillRect(QtCore.QRectF(QtCore.QPointF(0, 0), size), background)
@@ -232,7 +277,9 @@ def _paint_picture(
             QtCore.Qt.AlignmentFlag.AlignLeft | QtCore.Qt.AlignmentFlag.AlignVCenter,
             caption,
         )
-    paint_graph(painter, geometry, frame, theme, scale, QtCore.QPointF(left, top), selected)
+    paint_graph(
+        painter, geometry, frame, theme, scale, QtCore.QPointF(left, top), selected, overlays
+    )
     if legend:
         _paint_legend(painter, theme, size)
 
@@ -244,6 +291,7 @@ def render_image(
     caption: str | None = None,
     selected: int = -1,
     legend: bool = True,
+    overlays: tuple | None = None,
 ) -> QtGui.QImage:
     scale, size = _picture_size(geometry, caption, legend)
     image = QtGui.QImage(
@@ -254,7 +302,9 @@ def render_image(
     image.fill(QtGui.QColor(theme.graph_background))
     painter = QtGui.QPainter(image)
     try:
-        _paint_picture(painter, geometry, frame, theme, caption, legend, scale, size, selected)
+        _paint_picture(
+            painter, geometry, frame, theme, caption, legend, scale, size, selected, overlays
+        )
     finally:
         painter.end()
     return image
@@ -268,6 +318,7 @@ def export_graph(
     caption: str | None = None,
     selected: int = -1,
     legend: bool = True,
+    overlays: tuple | None = None,
 ) -> Path:
     """Write the graph to ``path`` (.png or .svg); raises ValueError/OSError for people."""
     path = Path(path)
@@ -280,7 +331,7 @@ def export_graph(
     if not path.parent.exists():
         raise OSError(f"cannot write {path}: the folder {path.parent} does not exist")
     if suffix == ".png":
-        image = render_image(geometry, frame, theme, caption, selected, legend)
+        image = render_image(geometry, frame, theme, caption, selected, legend, overlays)
         if not image.save(str(path), "PNG"):
             raise OSError(f"could not write {path} (is the folder writable?)")
         return path
@@ -295,7 +346,9 @@ def export_graph(
     if not painter.begin(generator):
         raise OSError(f"could not write {path} (is the folder writable?)")
     try:
-        _paint_picture(painter, geometry, frame, theme, caption, legend, scale, size, selected)
+        _paint_picture(
+            painter, geometry, frame, theme, caption, legend, scale, size, selected, overlays
+        )
     finally:
         painter.end()
     if not path.exists() or path.stat().st_size == 0:

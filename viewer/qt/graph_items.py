@@ -18,7 +18,7 @@ from PySide6 import QtCore, QtGui
 from viewer.model.scene import Scene
 from viewer.qt.palettes import NodeStyle, Theme
 
-__all__ = ["EdgeLayer", "LabelLayer", "NodeLayer", "polyline_path"]
+__all__ = ["EdgeLayer", "LabelLayer", "NodeLayer", "OverlayLayer", "polyline_path"]
 
 # Never paint more labels than this in one frame, whatever the zoom.
 MAX_LABELS = 1500
@@ -409,4 +409,99 @@ class LabelLayer(pg.GraphicsObject):
             style = int(self._style_keys[i]) if i < len(self._style_keys) else -1
             painter.setPen(self._text_colours.get(style, black))
             painter.drawText(inner, flags, text)
+        painter.restore()
+
+
+class OverlayLayer(pg.GraphicsObject):
+    """Marks on flagged nodes (leaks, the first NaN/Inf, gradient-check errors): a ring in the
+    overlay's colour and, when the node is big enough, its badge. There are few of them, so
+    they are painted one by one, in device pixels."""
+
+    MAX_SHOWN = 2000
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._positions = np.zeros((0, 2))
+        self._half = np.zeros((0, 2))
+        self._is_function = np.zeros(0, dtype=bool)
+        self._nodes = np.zeros(0, dtype=np.intp)
+        self._colours: list[QtGui.QColor] = []
+        self._badges: list[str] = []
+        self._bounds = QtCore.QRectF()
+        self.setAcceptedMouseButtons(QtCore.Qt.MouseButton.NoButton)
+        self.setZValue(5)
+
+    def set_geometry(
+        self,
+        positions: NDArray[np.floating],
+        half_sizes: NDArray[np.floating],
+        is_function: NDArray[np.bool_],
+    ) -> None:
+        self._positions = np.asarray(positions, dtype=np.float64).reshape(-1, 2)
+        self._half = np.asarray(half_sizes, dtype=np.float64).reshape(-1, 2)
+        self._is_function = np.asarray(is_function, dtype=bool)
+        self.set_overlays(np.zeros(0, dtype=np.intp), np.zeros((0, 4), np.uint8), [])
+
+    def set_overlays(
+        self, nodes: NDArray[np.integer], colours: NDArray[np.uint8], badges: Sequence[str]
+    ) -> None:
+        """``nodes`` (indexes) with an RGBA colour and a badge each."""
+        self.prepareGeometryChange()
+        nodes = np.asarray(nodes, dtype=np.intp).reshape(-1)
+        keep = (nodes >= 0) & (nodes < len(self._positions))
+        self._nodes = nodes[keep][: self.MAX_SHOWN]
+        rgba = np.asarray(colours, dtype=np.uint8).reshape(-1, 4)[keep][: self.MAX_SHOWN]
+        self._colours = [QtGui.QColor(int(r), int(g), int(b), int(a)) for r, g, b, a in rgba]
+        self._badges = [b for b, k in zip(badges, keep, strict=False) if k][: self.MAX_SHOWN]
+        if len(self._nodes):
+            pos, half = self._positions[self._nodes], self._half[self._nodes]
+            lo, hi = (pos - 2 * half).min(axis=0), (pos + 2 * half).max(axis=0)
+            self._bounds = QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1])
+        else:
+            self._bounds = QtCore.QRectF()
+        self.update()
+
+    @property
+    def count(self) -> int:
+        return len(self._nodes)
+
+    def boundingRect(self) -> QtCore.QRectF:
+        return self._bounds
+
+    def paint(self, painter: QtGui.QPainter, *args: object) -> None:
+        if len(self._nodes) == 0:
+            return
+        transform = painter.worldTransform()
+        scale = _pixels_per_unit(painter)
+        painter.save()
+        painter.resetTransform()
+        painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, True)
+        font = QtGui.QFont()
+        font.setPixelSize(11)
+        font.setBold(True)
+        painter.setFont(font)
+        metrics = QtGui.QFontMetricsF(font)
+        show_badges = scale * float(self._half[:, 0].min() * 2) >= 30
+        for node, colour, badge in zip(self._nodes, self._colours, self._badges, strict=False):
+            x, y = self._positions[node]
+            hw, hh = self._half[node]
+            rect = transform.mapRect(QtCore.QRectF(x - hw, y - hh, 2 * hw, 2 * hh))
+            grow = max(3.0, 6.0 - rect.height() / 2)
+            ring = rect.adjusted(-grow, -grow, grow, grow)
+            pen = QtGui.QPen(colour, 2.5, QtCore.Qt.PenStyle.DashLine)
+            painter.setPen(pen)
+            painter.setBrush(QtCore.Qt.BrushStyle.NoBrush)
+            if self._is_function[node]:
+                painter.drawRect(ring)
+            else:
+                radius = ring.height() / 2.4
+                painter.drawRoundedRect(ring, radius, radius)
+            if show_badges and badge:
+                width = metrics.horizontalAdvance(badge) + 10
+                pill = QtCore.QRectF(ring.right() - width * 0.6, ring.top() - 9, width, 17)
+                painter.setPen(QtCore.Qt.PenStyle.NoPen)
+                painter.setBrush(colour)
+                painter.drawRoundedRect(pill, 8, 8)
+                painter.setPen(QtGui.QColor("#ffffff"))
+                painter.drawText(pill, QtCore.Qt.AlignmentFlag.AlignCenter, badge)
         painter.restore()

@@ -8,7 +8,7 @@ the model's scene.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from viewer.model.scene import Frame, SceneGeometry
-from viewer.qt.graph_items import EdgeLayer, LabelLayer, NodeLayer, polyline_path
+from viewer.qt.graph_items import EdgeLayer, LabelLayer, NodeLayer, OverlayLayer, polyline_path
 from viewer.qt.palettes import LIGHT, Theme
 
 __all__ = ["GraphView", "bounds_rect", "empty_geometry"]
@@ -58,6 +58,8 @@ class GraphView(pg.GraphicsView):
         self._nodes = NodeLayer(self._box)
         self._labels = LabelLayer(self._nodes)
         self._box.addItem(self._labels)
+        self._overlays = OverlayLayer()
+        self._box.addItem(self._overlays)
         self._geometry = empty_geometry()
         self._frame: Frame | None = None
         self._selected = -1
@@ -124,6 +126,9 @@ class GraphView(pg.GraphicsView):
             geometry.function_size,
         )
         self._labels.set_geometry(geometry.positions, geometry.half_sizes.reshape(-1, 2))
+        self._overlays.set_geometry(
+            geometry.positions, geometry.half_sizes.reshape(-1, 2), geometry.is_function
+        )
         if fit:
             self.fit()
         self._on_zoom()
@@ -136,6 +141,16 @@ class GraphView(pg.GraphicsView):
         path, arrows = self._active_paths(frame.active_edges)
         self._active_edges.set_edges(path, arrows, len(frame.active_edges))
         self._send_labels(frame)
+
+    def set_overlays(
+        self, nodes: NDArray[np.integer], colours: NDArray[np.uint8], badges: Sequence[str]
+    ) -> None:
+        """Flag ``nodes`` (leaks, NaN/Inf, gradient-check errors): RGBA colour and badge each."""
+        self._overlays.set_overlays(nodes, colours, badges)
+
+    @property
+    def overlay_count(self) -> int:
+        return self._overlays.count
 
     def set_selection(self, node: int) -> None:
         self._selected = int(node)

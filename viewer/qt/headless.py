@@ -12,6 +12,7 @@ from viewer.model.document import SCRIPT_SUFFIXES, Document
 from viewer.model.expression import ExpressionError
 from viewer.qt.export import EXPORT_FORMATS, export_graph
 from viewer.qt.palettes import theme_named
+from viewer.qt.scene_binding import scene_overlays
 
 __all__ = ["ExportError", "export_file"]
 
@@ -83,7 +84,12 @@ def export_file(
     caption = f"{doc.title or source.name} — {where}"
     try:
         return export_graph(
-            out, doc.scene.geometry, doc.frame(), theme_named(theme or "light"), caption
+            out,
+            doc.scene.geometry,
+            doc.frame(),
+            theme_named(theme or "light"),
+            caption,
+            overlays=scene_overlays(doc.scene),
         )
     except (OSError, ValueError) as exc:
         raise ExportError(str(exc)) from exc

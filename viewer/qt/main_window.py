@@ -34,7 +34,7 @@ from viewer.qt.layout_job import LayoutRunner
 from viewer.qt.menus import SHORTCUTS, build_menus
 from viewer.qt.palettes import Theme, apply_theme, theme_named
 from viewer.qt.playback_bar import SPEEDS, PlaybackBar
-from viewer.qt.scene_binding import SceneBinding
+from viewer.qt.scene_binding import SceneBinding, scene_overlays
 from viewer.qt.script_panel import ScriptBridge, ScriptPanel
 from viewer.qt.settings import AppSettings
 from viewer.qt.variables_table import VariablesTable
@@ -250,7 +250,8 @@ class MainWindow(QtWidgets.QMainWindow):
                 self.document.frame(),
                 self._theme,
                 caption=self._caption(),
-                selected=self.binding._selected_index(),
+                selected=self.binding.selected_index(),
+                overlays=scene_overlays(scene),
             )
         except (OSError, ValueError) as exc:
             self._report(f"Export failed: {exc}")

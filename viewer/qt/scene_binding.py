@@ -15,7 +15,19 @@ from viewer.model.scene import Scene
 from viewer.qt.graph_view import GraphView, empty_geometry
 from viewer.qt.inspector import InspectorPanel
 
-__all__ = ["SceneBinding"]
+__all__ = ["SceneBinding", "scene_overlays"]
+
+
+def scene_overlays(scene: Scene) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Every overlay of ``scene``, all kinds together: (node indexes, RGBA colours, badges)."""
+    kinds = sorted({o.kind for overlays in scene.overlays.values() for o in overlays})
+    nodes, colours, badges = [np.zeros(0, np.intp)], [np.zeros((0, 4), np.uint8)], []
+    for kind in kinds:
+        n, c, b = scene.overlay_arrays(kind)
+        nodes.append(n)
+        colours.append(c)
+        badges += b
+    return np.concatenate(nodes), np.concatenate(colours), badges
 
 
 class SceneBinding(QtCore.QObject):
@@ -67,6 +79,7 @@ class SceneBinding(QtCore.QObject):
             # A re-run with new leaf values keeps the same layout: keep the user's zoom too.
             self.view.set_graph(scene.geometry, fit=not same_place)
             self._shown = scene
+            self._send_overlays()
             self.scene_shown.emit()
         return True
 
@@ -77,11 +90,17 @@ class SceneBinding(QtCore.QObject):
         """Redraw the current frame and the inspector (after a palette or overlay change)."""
         if self._ensure_scene():
             self.view.set_frame(self.document.frame())
-            self.view.set_selection(self._selected_index())
+            self.view.set_selection(self.selected_index())
         self._refresh_inspector()
 
     def _on_overlays_changed(self) -> None:
+        self._send_overlays()
         self.refresh()
+
+    def _send_overlays(self) -> None:
+        scene = self.document.scene
+        if scene is not None:
+            self.view.set_overlays(*scene_overlays(scene))
 
     def _on_step_changed(self, index: int) -> None:
         if self._ensure_scene():
@@ -90,10 +109,10 @@ class SceneBinding(QtCore.QObject):
 
     def _on_selection_changed(self, node_id: int | None) -> None:
         if self._ensure_scene():
-            self.view.set_selection(self._selected_index())
+            self.view.set_selection(self.selected_index())
         self._refresh_inspector()
 
-    def _selected_index(self) -> int:
+    def selected_index(self) -> int:
         scene, node_id = self.document.scene, self.document.selection
         if scene is None or node_id is None:
             return -1

@@ -197,3 +197,29 @@ def test_export_from_the_window(tmp_path, window):
     assert (tmp_path / "view.png").stat().st_size > 1000
     assert "<svg" in (tmp_path / "view.svg").read_text()
     assert not window.export_view(tmp_path / "view.bmp")
+
+
+def test_hover_texts_come_from_the_scene(window):
+    window.run_program("y = x * x")
+    scene = window.document.scene
+    tooltip = window.binding._tooltip_at
+    x = scene.names.index("x")
+    assert tooltip(*scene.geometry.positions[x]).startswith("x (variable")
+    # an edge, hit halfway along its polyline: x * x has two, one per argument slot
+    texts = set()
+    for e in range(scene.n_edges):
+        points = scene.edge_polyline(e)
+        middle = points[len(points) // 2] if len(points) > 2 else points.mean(axis=0)
+        text = tooltip(*middle)
+        if text and "argument" in text:
+            texts.add(text)
+    assert any("argument 0" in t for t in texts) and any("argument 1" in t for t in texts)
+
+
+def test_the_first_non_finite_function_is_flagged(window, tmp_path):
+    assert window.load_example("nan_log")
+    assert window.graph_view.overlay_count >= 1
+    assert window.export_view(tmp_path / "nan.png")
+    window.document.playback.to_start()
+    window.actions["first_nonfinite"].trigger()
+    assert window.document.playback.index == window.document.playback.nonfinite_steps[0]
