@@ -100,18 +100,38 @@ def add_observer(observer: Any) -> None:
     global _observers
     if observer not in _observers:
         _observers = (*_observers, observer)
+        _bind_handlers()
 
 
 def remove_observer(observer: Any) -> None:
     global _observers
     _observers = tuple(o for o in _observers if o is not observer)
+    _bind_handlers()
+
+
+_EVENTS = (
+    "on_variable",
+    "on_constant",
+    "on_forward",
+    "on_backward_begin",
+    "on_backward_step",
+    "on_backward_end",
+)
+# event -> the observers' bound handlers, looked up once when an observer is attached
+_handlers: dict[str, tuple] = {}
+
+
+def _bind_handlers() -> None:
+    global _handlers
+    _handlers = {
+        event: tuple(h for h in (getattr(o, event, None) for o in _observers) if h is not None)
+        for event in _EVENTS
+    }
 
 
 def _notify(event: str, *args: Any) -> None:
-    for observer in _observers:
-        handler = getattr(observer, event, None)
-        if handler is not None:
-            handler(*args)
+    for handler in _handlers.get(event, ()):
+        handler(*args)
 
 
 # Creation order of Variables and Functions: breaks generation ties deterministically.

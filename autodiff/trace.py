@@ -109,8 +109,16 @@ def _make_freed_callback(trace_ref: weakref.ref) -> Any:
     # The callback holds the trace only weakly: a dropped trace is freed, not kept by its refs.
     def freed(ref: _NodeRef) -> None:
         trace = trace_ref()
-        if trace is not None:
-            trace._freed(ref)
+        if trace is None:
+            return
+        ids = trace._ids
+        if ids.get(ref.key) == ref.nid:
+            del ids[ref.key]
+        if trace._leaf_raw:
+            trace._leaf_raw.pop(ref.nid, None)
+        if trace._recording:
+            stamp = len(trace._raw)
+            trace._extra.append((stamp, stamp - 1, ref.nid, _FREED, None))
 
     return freed
 
@@ -271,15 +279,6 @@ class Trace:
             nid = self._add_input(v)
         return nid
 
-    def _freed(self, ref: _NodeRef) -> None:
-        ids = self._ids
-        if ids.get(ref.key) == ref.nid:
-            del ids[ref.key]
-        self._leaf_raw.pop(ref.nid, None)
-        if self._recording:
-            stamp = len(self._raw)
-            self._extra.append((stamp, stamp - 1, ref.nid, _FREED, None))
-
     # ------------------------------------------------------------------------------
     # The observer hook (autodiff.core calls these while recording)
     # ------------------------------------------------------------------------------
@@ -398,8 +397,14 @@ class Trace:
             )
         cleared = ()
         if step.cleared:
-            ids = self._ids
-            cleared = tuple([ids[id(y)] for y in step.cleared if id(y) in ids])
+            out_ids = self._info[fid][4]
+            ys = step.cleared
+            ref = self._refs[out_ids[0]] if len(ys) == len(out_ids) == 1 else None
+            if ref is not None and ref() is ys[0]:
+                cleared = out_ids
+            else:
+                ids = self._ids
+                cleared = tuple([ids[id(y)] for y in ys if id(y) in ids])
         stack = self._backward_stack
         if stack and stack[-1][1]:  # create_graph: gradients are graph nodes
             self._link_grads(step, in_ids)
