@@ -21,7 +21,7 @@ _NAN = float("nan")
 _NUMERIC_KINDS = "biuf"
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class Snapshot:
     """A value or gradient as the recorder saw it.
 

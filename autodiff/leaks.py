@@ -49,7 +49,7 @@ _MAX_BATCH = 256
 _MAX_ANCESTORS = 50_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Survivor:
     """A recorded engine object that is still alive."""
 
@@ -68,7 +68,7 @@ class Survivor:
         return f"{self.kind} {label} (node {self.node_id}): {self.reason}, {self.held_by}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LeakReport:
     """What the audit found: ``survivors`` (leaks) and ``held_leaves`` (leaves still held)."""
 

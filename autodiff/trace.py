@@ -58,7 +58,7 @@ class NodeState(enum.Enum):
     CONSTANT = "constant"  # made under no_grad, or a plain array operand
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Accumulation:
     """A fan-in sum during backward: ``old + contribution = new`` at input ``slot``."""
 
@@ -69,7 +69,7 @@ class Accumulation:
     new: Snapshot
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Step:
     """One Function's forward or backward, in the order the engine ran it."""
 
@@ -151,6 +151,7 @@ class Trace:
         self._raw: list[tuple] = []
         self._extra: list[tuple] = []
         self._steps: list[Step] = []
+        self._snapshots: dict[int, Snapshot] = {}  # id(raw value) -> its Snapshot
         # Per-node history built lazily from _raw and _extra: node -> [(visible, kind, raw)].
         self._events: dict[int, list[tuple]] = {}
         self._indexed = (0, 0)
@@ -491,11 +492,22 @@ class Trace:
             steps.append(self._make_step(k, raw[k]))
         return steps
 
+    def _snap(self, raw: Any) -> Snapshot | None:
+        """The Snapshot of a raw value, made once and shared by steps, states and the graph
+        (raw values live as long as the trace, so their ids are stable keys)."""
+        if raw is None or type(raw) is Snapshot:
+            return raw
+        snap = self._snapshots.get(id(raw))
+        if snap is None:
+            snap = self._snapshots[id(raw)] = to_snapshot(raw)
+        return snap
+
     def _make_step(self, k: int, r: tuple) -> Step:
+        snap = self._snap
         fid = r[1]
         _, gen, op, in_ids, out_ids = self._info[fid]
         if r[0] == _FWD:
-            values = tuple(to_snapshot(v) for v in r[4])
+            values = tuple(snap(v) for v in r[4])
             nonfinite = any(raw_nonfinite(v) for v in r[4])
             return Step(
                 k, "forward", fid, op, gen, in_ids, out_ids, values, (), (), (), (), -1,
@@ -503,13 +515,13 @@ class Trace:
             )  # fmt: skip
         _, _, gys, gxs, accs, cleared, bpass = r
         accumulations = tuple(
-            Accumulation(node, slot, to_snapshot(old), to_snapshot(c), to_snapshot(new))
+            Accumulation(node, slot, snap(old), snap(c), snap(new))
             for node, slot, old, c, new in accs
         )
         nonfinite = any(raw_nonfinite(g) for g in gxs) or any(raw_nonfinite(a[4]) for a in accs)
         return Step(
             k, "backward", fid, op, gen, in_ids, out_ids, (),
-            tuple(to_snapshot(g) for g in gys), tuple(to_snapshot(g) for g in gxs),
+            tuple(snap(g) for g in gys), tuple(snap(g) for g in gxs),
             accumulations, cleared, bpass, nonfinite,
         )  # fmt: skip
 
@@ -608,7 +620,7 @@ class Trace:
         for visible, kind, value in self._history(node_id):
             if kind == _VALUE and visible <= step_index:
                 found = value
-        return to_snapshot(found)
+        return self._snap(found)
 
     def grad_at(self, node_id: int, step_index: int) -> Snapshot | None:
         """The variable's gradient after ``steps[0..step_index]`` (None if none or cleared)."""
@@ -619,14 +631,14 @@ class Trace:
                     found = value
                 elif kind == _CLEARED:
                     found = None
-        return to_snapshot(found)
+        return self._snap(found)
 
     def _last(self, node_id: int, kind: int) -> Any:
         found = None
         for _, k, value in self._history(node_id):
             if k == kind:
                 found = value
-        return to_snapshot(found)
+        return self._snap(found)
 
     # ------------------------------------------------------------------------------
     # Nodes and the graph
