@@ -423,43 +423,41 @@ class _NetworkSimplex:
         self._build_tree()
 
     def _build_tree(self) -> None:
-        n, srcl, dstl = self.n, self.srcl, self.dstl
-        adjacent: list[list[int]] = [[] for _ in range(n)]
-        for e in np.flatnonzero(self.rank[self.dst] - self.rank[self.src] == 1).tolist():
-            adjacent[srcl[e]].append(e)
-            adjacent[dstl[e]].append(e)
-        parent, pedge = [-1] * n, [-1] * n
-        children: list[list[int]] = [[] for _ in range(n)]
+        """A spanning tree of tight edges, by depth-first search from node 0, numbered in
+        postorder: a node finishes after ``pre + size - depth - 1`` others."""
+        n = self.n
+        tight = np.flatnonzero(self.rank[self.dst] - self.rank[self.src] == 1)
+        ends = np.concatenate([self.src[tight], self.dst[tight]])
+        others = np.concatenate([self.dst[tight], self.src[tight]])
+        by_end = np.argsort(ends, kind="stable")
+        ptr = np.concatenate([[0], np.cumsum(np.bincount(ends, minlength=n))]).tolist()
+        neighbour = others[by_end].tolist()
+        via = np.concatenate([tight, tight])[by_end].tolist()
+        parent, pedge, depth = [-1] * n, [-1] * n, [0] * n
         seen = [False] * n
         seen[0] = True
-        stack = [0]
+        stack, preorder = [0], []
         while stack:
             v = stack.pop()
-            for e in adjacent[v]:
-                u = srcl[e] if dstl[e] == v else dstl[e]
+            preorder.append(v)
+            below = depth[v] + 1
+            for i in range(ptr[v], ptr[v + 1]):
+                u = neighbour[i]
                 if not seen[u]:
                     seen[u] = True
-                    parent[u], pedge[u] = v, e
-                    children[v].append(u)
+                    parent[u], pedge[u], depth[u] = v, via[i], below
                     stack.append(u)
-        post: list[int] = []
-        low = [0] * n
-        frames = [(0, 0, 0)]  # node, next child, postorder number of its first descendant
-        while frames:
-            v, i, first = frames[-1]
-            if i < len(children[v]):
-                frames[-1] = (v, i + 1, first)
-                frames.append((children[v][i], 0, len(post)))
-            else:
-                frames.pop()
-                low[v] = first
-                post.append(v)
+        size = [1] * n
+        for v in reversed(preorder[1:]):
+            size[parent[v]] += size[v]
+        pre = np.empty(n, np.int64)
+        pre[preorder] = np.arange(n)
+        self.size = np.array(size, dtype=np.int64)
+        self.low = pre - np.array(depth, dtype=np.int64)
+        self.lim = self.low + self.size - 1
+        self.at = np.empty(n, np.int64)
+        self.at[self.lim] = np.arange(n)
         self.parent, self.pedge = parent, pedge
-        self.at = np.array(post, dtype=np.int64)
-        self.lim = np.empty(n, np.int64)
-        self.lim[self.at] = np.arange(n)
-        self.low = np.array(low, dtype=np.int64)
-        self.size = self.lim - self.low + 1
         pe = np.array(pedge, dtype=np.int64)
         self.tail_child = np.zeros(n, bool)
         self.tail_child[1:] = self.src[pe[1:]] == np.arange(1, n)
@@ -944,8 +942,13 @@ def _assign_x(
     by_top = np.lexsort((bottom, top))
     candidates = []
     for me, other, o in ((bottom, top, by_bottom), (top, bottom, by_top)):
+        me, other, mark = me[o], other[o], marked[o]
+        # a node with a long edge on the reference side aligns with it: long edges run straight
+        to_virtual = virtual[other]
+        keep = to_virtual | (np.bincount(me[to_virtual], minlength=n_total) == 0)[me]
+        me, other, mark = me[keep], other[keep], mark[keep]
         for rightward in (False, True):
-            root = _align(me[o], other[o], marked[o], lay, start, rightward)
+            root = _align(me, other, mark, lay, start, rightward)
             candidates.append(_compact(root, sep, has_left, rightward))
             ticker.tick()
     xs = np.array(candidates)
