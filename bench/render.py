@@ -15,9 +15,10 @@ Measured, on the offscreen platform in a 1600 x 1000 view:
 
 * first paint: ``set_graph(geometry)`` + ``set_frame(frame)`` + a synchronous repaint
 * step redraw: ``scene.frame(step)`` (the model's part) + ``set_frame`` + a synchronous
-  repaint, over consecutive steps in the middle of the forward and backward passes, at two
-  zooms: the whole graph fitted in the view, and zoomed in to readable labels (~120 px per
-  node).
+  repaint of the whole view (``full``: the worst case), and the same with the event loop doing
+  what it does in the app, repainting only the boxes that changed (``app``), over consecutive
+  steps in the middle of the forward and backward passes, at two zooms: the whole graph fitted
+  in the view, and zoomed in to readable labels (~120 px per node).
 
 Each figure is the median over ``--repeats`` runs (first paint) or over the steps replayed
 (redraw), as elapsed (wall) time; the process's CPU time is shown beside it because on a
@@ -209,7 +210,7 @@ def measure(name: str, t: Any, repeats: int, steps: int) -> dict[str, Any]:
         first.append(_ms(start))
 
     def replay(label: str) -> dict[str, Any]:
-        model, total = [], []
+        model, total, partial = [], [], []
         picks = []
         forward = [s.index for s in t.steps if s.phase == "forward"]
         backward = [s.index for s in t.steps if s.phase == "backward"]
@@ -217,15 +218,25 @@ def measure(name: str, t: Any, repeats: int, steps: int) -> dict[str, Any]:
             if run:
                 mid = len(run) // 2
                 picks += run[max(0, mid - steps // 4) : mid + steps // 4]
-        view.set_frame(scene.frame(picks[0] - 1))
-        view.viewport().repaint()
-        for step in picks:
-            start = _clock()
-            frame = scene.frame(step)
-            model.append(_ms(start))
-            view.set_frame(frame)
+        for full in (True, False):
+            view.set_frame(scene.frame(picks[0] - 1))
             view.viewport().repaint()
-            total.append(_ms(start))
+            app.processEvents()
+            for step in picks:
+                start = _clock()
+                frame = scene.frame(step)
+                if full:
+                    model.append(_ms(start))
+                view.set_frame(frame)
+                if full:
+                    # worst case: the whole view repainted
+                    view.viewport().repaint()
+                    total.append(_ms(start))
+                else:
+                    # what the app does: Qt repaints the boxes that changed
+                    app.processEvents()
+                    app.processEvents()
+                    partial.append(_ms(start))
         wall, cpu = _median(total)
         return {
             "zoom": label,
@@ -234,6 +245,8 @@ def measure(name: str, t: Any, repeats: int, steps: int) -> dict[str, Any]:
             "redraw_ms": round(wall, 2),
             "redraw_cpu_ms": round(cpu, 2),
             "redraw_p90_ms": round(_p90(total), 2),
+            "partial_redraw_ms": round(_median(partial)[0], 2),
+            "partial_redraw_cpu_ms": round(_median(partial)[1], 2),
             "model_frame_ms": round(_median(model)[0], 2),
         }
 
@@ -293,29 +306,35 @@ def main(argv: list[str] | None = None) -> int:
     ]
     results = []
     print(
-        f"{'graph':<30} {'nodes':>7} {'steps':>6} {'layout':>8} {'scene':>8} {'1st paint':>10} "
-        f"{'zoom':>10} {'redraw':>8} {'p90':>7} {'cpu':>7} {'frame()':>8} {'target':>7}"
+        f"{'graph':<28} {'nodes':>7} {'steps':>6} {'layout':>8} {'scene':>7} {'1st paint':>9} "
+        f"{'zoom':>9} {'full':>7} {'p90':>7} {'cpu':>6} {'app':>7} {'cpu':>6} {'frame()':>7}"
+        f" {'target full/app':>15}"
     )
     for name, make in graphs:
         t = make()
         r = measure(name, t, args.repeats, args.steps)
         results.append(r)
-        target = TARGETS_MS.get(
-            min(TARGETS_MS, key=lambda k: abs(k - r["nodes"])) if r["nodes"] >= 800 else -1
-        )
+        target = None
+        if r["nodes"] >= 800:
+            target = TARGETS_MS[min(TARGETS_MS, key=lambda k: abs(k - r["nodes"]))]
         for k, z in enumerate(r["redraw"]):
             head = (
-                f"{name:<30} {r['nodes']:>7,} {r['steps']:>6,} {r['layout_ms']:>6.0f}ms "
-                f"{r['scene_ms']:>6.0f}ms {r['first_paint_ms']:>8.1f}ms"
+                f"{name:<28} {r['nodes']:>7,} {r['steps']:>6,} {r['layout_ms']:>6.0f}ms "
+                f"{r['scene_ms']:>5.0f}ms {r['first_paint_ms']:>7.1f}ms"
                 if k == 0
-                else " " * 77
+                else " " * 71
             )
             verdict = ""
             if target is not None:
-                verdict = f"<={target:.0f} {'ok' if z['redraw_ms'] <= target else 'MISS'}"
+                marks = [
+                    "ok" if z[key] <= target else "MISS"
+                    for key in ("redraw_ms", "partial_redraw_ms")
+                ]
+                verdict = f"<={target:.0f}: {marks[0]}/{marks[1]}"
             print(
-                f"{head} {z['zoom']:>10} {z['redraw_ms']:>6.1f}ms {z['redraw_p90_ms']:>5.1f}ms "
-                f"{z['redraw_cpu_ms']:>5.1f}ms {z['model_frame_ms']:>6.1f}ms {verdict:>7}"
+                f"{head} {z['zoom']:>9} {z['redraw_ms']:>5.1f}ms {z['redraw_p90_ms']:>5.1f}ms "
+                f"{z['redraw_cpu_ms']:>4.1f}ms {z['partial_redraw_ms']:>5.1f}ms "
+                f"{z['partial_redraw_cpu_ms']:>4.1f}ms {z['model_frame_ms']:>5.1f}ms {verdict:>15}"
             )
         del t
     if args.json:

@@ -22,6 +22,8 @@ __all__ = ["EdgeLayer", "LabelLayer", "NodeLayer", "OverlayLayer", "polyline_pat
 
 # Never paint more labels than this in one frame, whatever the zoom.
 MAX_LABELS = 1500
+# A step that changes at most this many nodes repaints only their boxes, not the whole view.
+PARTIAL_REPAINT_LIMIT = 256
 
 
 def polyline_path(points: NDArray[np.floating], offsets: NDArray[np.integer]) -> QtGui.QPainterPath:
@@ -113,7 +115,19 @@ def _pixels_per_unit(painter: QtGui.QPainter) -> float:
 
 
 class _Spots(pg.ScatterPlotItem):
-    """A ScatterPlotItem that leaves clicks and hovers to the view (the scene hit-tests)."""
+    """A ScatterPlotItem that leaves clicks and hovers to the view (the scene hit-tests), and
+    that can repaint only the spots that changed (``dirty``) instead of the whole graph."""
+
+    dirty: list[QtCore.QRectF] | None = None
+
+    def invalidate(self) -> None:
+        self.picture = None
+        rects, self.dirty = self.dirty, None
+        if rects is None:
+            self.update()
+        else:
+            for rect in rects:
+                self.update(rect)
 
     def mouseClickEvent(self, ev) -> None:
         ev.ignore()
@@ -199,7 +213,19 @@ class NodeLayer:
         if len(changed) == 0:
             return
         self._keys = keys
+        if len(changed) <= PARTIAL_REPAINT_LIMIT:
+            self._item.dirty = self.node_rects(changed)
         self._write_styles(changed)
+
+    def node_rects(self, nodes: NDArray[np.intp]) -> list[QtCore.QRectF]:
+        """The boxes of ``nodes`` in layout units, with room for borders and rings."""
+        pad = 12.0 / max(self._pixels_per_unit, 1e-9)
+        rects = []
+        for node in nodes:
+            w, h = self._sizes[bool(self._is_function[node])]
+            x, y = self._positions[node]
+            rects.append(QtCore.QRectF(x - w / 2 - pad, y - h / 2 - pad, w + 2 * pad, h + 2 * pad))
+        return rects
 
     def _write_styles(self, nodes: NDArray[np.intp]) -> None:
         """Write the style objects of ``nodes`` into the item's record array, one numpy
@@ -340,12 +366,29 @@ class LabelLayer(pg.GraphicsObject):
         style_keys: NDArray[np.integer],
         text_colours: dict[int, QtGui.QColor],
     ) -> None:
-        """Labels per node; node i's text colour is ``text_colours[style_keys[i]]``."""
+        """Labels per node; node i's text colour is ``text_colours[style_keys[i]]``.
+
+        Only the labels whose text changed are repainted (a node whose state changed is
+        repainted anyway: Qt redraws every item under a dirty box)."""
+        old = self._labels
         self._labels = list(labels)
         self._style_keys = np.asarray(style_keys, dtype=np.int32)
         self._text_colours = dict(text_colours)
-        if self._detail(self._nodes.pixels_per_unit) > 0:
+        if self._detail(self._nodes.pixels_per_unit) == 0:
+            return
+        if len(old) != len(self._labels):
             self.update()
+            return
+        changed = [
+            i
+            for i, (a, b) in enumerate(zip(old, self._labels, strict=True))
+            if a is not b and a != b
+        ]
+        if len(changed) > PARTIAL_REPAINT_LIMIT:
+            self.update()
+            return
+        for rect in self._nodes.node_rects(np.asarray(changed, dtype=np.intp)):
+            self.update(rect)
 
     def _detail(self, pixels_per_unit: float) -> int:
         return Scene.label_detail(pixels_per_unit, len(self._positions))
