@@ -87,6 +87,12 @@ def _application(headless: bool):
     return app
 
 
+def _no_display() -> bool:
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return False
+    return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
 def build_window(argv: Sequence[str] | None = None):
     """The main window for ``argv`` (FILE and --theme), not shown, without an event loop."""
     args = parse_args(argv or [])
@@ -130,6 +136,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     if args.export is not None:
         return _export(args)
+    if _no_display():
+        print(
+            "autodiff-viewer: no display to open a window on (DISPLAY and WAYLAND_DISPLAY are "
+            "unset). Run it in a desktop session, or render a file without a window: "
+            "autodiff-viewer --export out.png FILE",
+            file=sys.stderr,
+        )
+        return 1
     app = _application(headless=False)
     from viewer.qt.main_window import MainWindow
 

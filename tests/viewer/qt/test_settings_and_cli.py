@@ -115,3 +115,21 @@ def test_python_dash_m_viewer_exports_without_a_display(tmp_path):
     )
     assert failed.returncode != 0
     assert "nope.expr" in failed.stderr
+
+
+def test_without_a_display_the_app_says_so_instead_of_aborting(tmp_path):
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "viewer"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "--export" in done.stderr
