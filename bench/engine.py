@@ -9,12 +9,14 @@ benchmark-only: a missing one shows as ``-``. DeZero 0.0.13 needs ``np.int = int
 and imports matplotlib and PIL at start-up for its datasets; when those are missing they are
 replaced by empty stand-in modules here (nothing benchmarked uses them).
 
-Each figure is the median of ``--repeats`` runs, the engines timed alternately within each
-repeat after one untimed warm-up run each; the garbage collector is off inside a timed region
-(as ``timeit`` does). Time is this process's CPU time by default (``--clock wall`` for elapsed
-time): on a shared machine it is far steadier, and for this single-threaded work on an idle
-machine the two agree. BLAS is held to one thread (set before numpy is imported) so that numpy,
-DeZero and autodiff compare with PyTorch's single thread.
+Each figure is the median of ``--repeats`` runs, the engines (and, for (b), the sizes) timed
+alternately within each repeat after one untimed warm-up run each; (c) makes five times as many
+runs of 20 steps. A ratio is the median of the ratios between runs of the same repeat, which
+holds steadier than a ratio of medians when the machine's load drifts. The garbage collector is
+off inside a timed region (as ``timeit`` does). Time is this process's CPU time by default
+(``--clock wall`` for elapsed time): on a shared machine it is far steadier, and for this
+single-threaded work on an idle machine the two agree. BLAS is held to one thread (set before
+numpy is imported) so that numpy, DeZero and autodiff compare with PyTorch's single thread.
 """
 
 from __future__ import annotations
@@ -102,24 +104,35 @@ def _timed(fn: Callable[[], object]) -> float:
         gc.enable()
 
 
+Samples = dict[str, list[float]]  # engine name -> one value per repeat
+
+
 def run_alternately(
-    runners: dict[str, Callable[[], dict[str, float]]], repeats: int
-) -> dict[str, dict[str, float]]:
-    """Run every runner once per repeat, rotating the order; medians of each reported key."""
-    samples: dict[str, dict[str, list[float]]] = {name: {} for name in runners}
-    names = list(runners)
-    for name in names:
-        runners[name]()  # warm-up, not counted: first calls pay for imports and caches
+    runners: dict[object, Callable[[], dict[str, float]]], repeats: int
+) -> dict[object, dict[str, list[float]]]:
+    """Run every runner once per repeat, rotating the order, after one warm-up run each.
+
+    Returns each runner's values per repeat, so that ratios can be taken between runs made
+    side by side in the same repeat (steadier than a ratio of medians on a busy machine).
+    """
+    samples: dict[object, dict[str, list[float]]] = {key: {} for key in runners}
+    keys = list(runners)
+    for key in keys:
+        runners[key]()  # warm-up, not counted: first calls pay for imports and caches
     for r in range(repeats):
-        order = names[r % len(names) :] + names[: r % len(names)]
-        for name in order:
+        order = keys[r % len(keys) :] + keys[: r % len(keys)]
+        for key in order:
             gc.collect()
-            for key, value in runners[name]().items():
-                samples[name].setdefault(key, []).append(value)
-    return {
-        name: {key: statistics.median(values) for key, values in keys.items()}
-        for name, keys in samples.items()
-    }
+            for metric, value in runners[key]().items():
+                samples[key].setdefault(metric, []).append(value)
+    return samples
+
+
+def median_ratio(a: list[float] | None, b: list[float] | None) -> float | None:
+    """The median over repeats of a[i] / b[i]."""
+    if not a or not b:
+        return None
+    return statistics.median(x / y for x, y in zip(a, b, strict=True))
 
 
 # =============================================================================
@@ -388,22 +401,26 @@ def _fmt(value: float | None, unit: str) -> str:
     return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
 
 
-def _ratio(a: float | None, b: float | None) -> str:
-    return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
 
 
 def print_table(rows: list[dict]) -> None:
     headers = ("benchmark", *ENGINE_COLUMNS, "ours/DeZero", "ours/floor", "target", "met")
     table = [headers]
     for row in rows:
-        values = row["values"]
+        samples: Samples = row["samples"]
         unit = row["unit"]
+        ours = samples.get("autodiff")
         table.append(
             (
                 row["name"],
-                *(_fmt(values.get(engine), unit) for engine in ENGINE_COLUMNS),
-                _ratio(values.get("autodiff"), values.get("DeZero")),
-                _ratio(values.get("autodiff"), values.get("numpy")),
+                *(
+                    _fmt(statistics.median(samples[e]) if e in samples else None, unit)
+                    for e in ENGINE_COLUMNS
+                ),
+                _ratio(median_ratio(ours, samples.get("DeZero"))),
+                _ratio(median_ratio(ours, samples.get("numpy"))),
                 row.get("target", ""),
                 row.get("met", ""),
             )
@@ -445,85 +462,76 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"autodiff {autodiff.__version__}, DeZero {getattr(dezero, '__version__', '-')}, "
         f"PyTorch {getattr(torch, '__version__', '-')}, numpy {np.__version__}, "
-        f"Python {sys.version.split()[0]}; median of {repeats} repeats, {args.clock} time"
+        f"Python {sys.version.split()[0]}; medians of {repeats} repeats ((c): {5 * repeats} "
+        f"short runs), {args.clock} time; ratios are medians of per-repeat ratios"
         + (" (--quick: small sizes)" if quick else "")
     )
     rows: list[dict] = []
 
-    def collect(runners: dict[str, Callable[[], dict[str, float]]]) -> dict[str, dict]:
-        return run_alternately(runners, repeats)
+    def scaled(res: dict, metric: str, factor: float) -> Samples:
+        return {name: [v * factor for v in r[metric]] for name, r in res.items()}
+
+    def target_row(name: str, samples: Samples, unit: str, target: str, ok) -> dict:
+        return {"name": name, "unit": unit, "samples": samples, "target": target, "met": ok}
 
     # (a)
     steps = 200 if quick else 2000
     n_ops = 3 * steps
-    runners = {e.name: chain_dezero_like(e, steps) for e in engines}
+    runners: dict = {e.name: chain_dezero_like(e, steps) for e in engines}
     if torch is not None:
         runners["PyTorch"] = chain_torch(torch, steps)
-    res = collect(runners)
-    for key in ("forward", "backward"):
-        rows.append(
-            {
-                "name": f"(a) chain {n_ops} ops {key} per op",
-                "unit": "us",
-                "values": {name: r[key] / n_ops * 1e6 for name, r in res.items()},
-            }
-        )
-    total = {name: (r["forward"] + r["backward"]) * 1e3 for name, r in res.items()}
-    ratio = total["autodiff"] / total["DeZero"] if "DeZero" in total else None
-    rows.append(
-        {
-            "name": f"(a) chain {n_ops} ops fwd+bwd",
-            "unit": "ms",
-            "values": total,
-            "target": "<= 0.5x DeZero",
-            "met": _met(None if ratio is None else ratio <= 0.5),
-        }
-    )
+    res = run_alternately(runners, repeats)
+    for metric in ("forward", "backward"):
+        name = f"(a) chain {n_ops} ops {metric} per op"
+        rows.append({"name": name, "unit": "us", "samples": scaled(res, metric, 1e6 / n_ops)})
+    total = {
+        name: [(f + b) * 1e3 for f, b in zip(r["forward"], r["backward"], strict=True)]
+        for name, r in res.items()
+    }
+    ratio = median_ratio(total["autodiff"], total.get("DeZero"))
+    ok = _met(None if ratio is None else ratio <= 0.5)
+    rows.append(target_row(f"(a) chain {n_ops} ops fwd+bwd", total, "ms", "<= 0.5x DeZero", ok))
 
-    # (b)
+    # (b): every size and engine in each repeat, so the scaling ratio compares neighbours
     sizes = (250, 500, 1000) if quick else (1000, 2000, 4000)
-    times: dict[int, dict[str, float]] = {}
+    runners = {}
     for n in sizes:
-        runners = {e.name: branches_dezero_like(e, n) for e in engines}
+        for e in engines:
+            runners[(e.name, n)] = branches_dezero_like(e, n)
         if torch is not None:
-            runners["PyTorch"] = branches_torch(torch, n)
-        res = collect(runners)
-        times[n] = {name: r["backward"] * 1e3 for name, r in res.items()}
-        row = {"name": f"(b) {n} branches backward", "unit": "ms", "values": times[n]}
+            runners[("PyTorch", n)] = branches_torch(torch, n)
+    res = run_alternately(runners, repeats)
+    names = sorted({name for name, _ in res}, key=ENGINE_COLUMNS.index)
+    times = {
+        n: {name: [v * 1e3 for v in res[(name, n)]["backward"]] for name in names} for n in sizes
+    }
+    for n in sizes:
+        row = {"name": f"(b) {n} branches backward", "unit": "ms", "samples": times[n]}
         if n == sizes[-1] and "DeZero" in times[n]:
-            ok = times[n]["autodiff"] / times[n]["DeZero"] <= 0.15
-            row.update(target="<= 0.15x DeZero", met=_met(ok))
+            ratio = median_ratio(times[n]["autodiff"], times[n]["DeZero"])
+            row.update(target="<= 0.15x DeZero", met=_met(ratio <= 0.15))
         rows.append(row)
-    scaling = {name: times[sizes[-1]][name] / times[sizes[0]][name] for name in times[sizes[0]]}
-    rows.append(
-        {
-            "name": f"(b) time({sizes[-1]}) / time({sizes[0]})",
-            "unit": "",
-            "values": scaling,
-            "target": "<= 5",
-            "met": _met(scaling["autodiff"] <= 5),
-        }
-    )
+    scaling = {
+        name: [a / b for a, b in zip(times[sizes[-1]][name], times[sizes[0]][name], strict=True)]
+        for name in names
+    }
+    ok = _met(statistics.median(scaling["autodiff"]) <= 5)
+    rows.append(target_row(f"(b) time({sizes[-1]}) / time({sizes[0]})", scaling, "", "<= 5", ok))
 
-    # (c)
-    steps = 20 if quick else 100
+    # (c): short runs of 20 steps, five times as many repeats, so the engines alternate often
+    steps = 10 if quick else 20
     runners = {e.name: mlp_dezero_like(e, steps) for e in engines}
     if torch is not None:
         runners["PyTorch"] = mlp_torch(torch, steps)
     runners["numpy"] = mlp_numpy(steps)
-    res = collect(runners)
-    per100 = {name: r["train"] / steps * 100 * 1e3 for name, r in res.items()}
-    ratio = per100["autodiff"] / per100["DeZero"] if "DeZero" in per100 else None
+    res = run_alternately(runners, repeats * 5)
+    per100 = scaled(res, "train", 100 / steps * 1e3)
+    ratio = median_ratio(per100["autodiff"], per100.get("DeZero"))
+    ok = _met(None if ratio is None else ratio <= 0.5)
     rows.append(
-        {
-            "name": "(c) MLP 32x10-64-64-1 per 100 steps",
-            "unit": "ms",
-            "values": per100,
-            "target": "<= 0.5x DeZero",
-            "met": _met(None if ratio is None else ratio <= 0.5),
-        }
+        target_row("(c) MLP 32x10-64-64-1 per 100 steps", per100, "ms", "<= 0.5x DeZero", ok)
     )
-    losses = {name: r["loss"] for name, r in res.items()}
+    losses = {name: r["loss"][-1] for name, r in res.items()}
 
     # (d)
     size, depth = (128, 10) if quick else (512, 10)
@@ -531,23 +539,17 @@ def main(argv: list[str] | None = None) -> int:
     if torch is not None:
         runners["PyTorch"] = matmul_torch(torch, size, depth)
     runners["numpy"] = matmul_numpy(size, depth)
-    res = collect(runners)
-    step_ms = {name: r["step"] * 1e3 for name, r in res.items()}
-    rows.append(
-        {
-            "name": f"(d) {depth} matmuls {size}x{size} fwd+bwd",
-            "unit": "ms",
-            "values": step_ms,
-            "target": "<= 1.15x numpy",
-            "met": _met(step_ms["autodiff"] / step_ms["numpy"] <= 1.15),
-        }
-    )
+    res = run_alternately(runners, repeats)
+    step_ms = scaled(res, "step", 1e3)
+    ok = _met(median_ratio(step_ms["autodiff"], step_ms["numpy"]) <= 1.15)
+    name = f"(d) {depth} matmuls {size}x{size} fwd+bwd"
+    rows.append(target_row(name, step_ms, "ms", "<= 1.15x numpy", ok))
 
     print()
     print_table(rows)
     print()
     print(
-        "(c) final loss after the timed steps (same model, same data): "
+        f"(c) loss after {steps} steps (same model, same data): "
         + ", ".join(f"{name} {loss:.6g}" for name, loss in losses.items())
     )
     return 0
