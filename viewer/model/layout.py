@@ -23,6 +23,7 @@ Deterministic (ties broken by node index), no recursion, numpy-vectorised where 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,7 @@ ShouldCancel = Callable[[], bool]
 _SELECT_LIMIT = 20_000  # straight-edge pieces up to which the x candidates are compared
 _FULL_EFFORT = 15_000  # nodes (virtual included) up to which ordering runs at full effort
 _TRUNKS_ABOVE = 150_000  # nodes (virtual included) above which long edges share trunks
+_FOUR_ALIGNMENTS = 100_000  # nodes (virtual included) up to which x uses all four alignments
 _SIMPLEX_WORK = 500  # per node: renumbering budget of the network simplex (huge graphs only)
 
 
@@ -72,7 +74,7 @@ class Layout:
     order: NDArray[np.int64]  # rank of each node within its layer, virtual nodes included
     n_virtual: int = 0
     layer_crossings: int = 0  # crossings of the routed drawing; -1: too big to count cheaply
-    stats: dict[str, float] = field(default_factory=dict)
+    stats: dict[str, float] = field(default_factory=dict)  # CPU seconds per phase
 
     @property
     def n_nodes(self) -> int:
@@ -132,16 +134,28 @@ def layered_layout(
     if n < 0:
         raise ValueError(f"n_nodes must be >= 0, got {n}")
     all_edges, src, dst, edge_to_unique = _unique_edges(n, edges)
-    widths = np.broadcast_to(np.asarray(node_width, dtype=np.float64), (n,)).copy()
+    widths = np.asarray(node_width, dtype=np.float64).reshape(-1)
+    if widths.size not in (1, n):
+        raise ValueError(f"node_width has {widths.size} entries for {n} nodes")
+    widths = np.broadcast_to(widths, (n,)).copy()
     if n == 0:
         ticker.tick(1.0)
         return _empty_layout(all_edges)
+    clock = [time.process_time()]
+    stats: dict[str, float] = {}
+
+    def phase_done(name: str) -> None:
+        now = time.process_time()
+        stats[f"{name}_s"] = now - clock[0]
+        clock[0] = now
+
     comp = _components(n, src, dst)
     if layers is None:
         layer = _min_span_layers(n, src, dst, comp, ticker)
     else:
         layer = _checked_layers(n, src, dst, layers)
     ticker.tick(0.2)
+    phase_done("layering")
 
     plain_total = n + int((layer[dst] - layer[src] - 1).sum())
     graph = _LayeredGraph.build(n, layer, src, dst, comp, plain_total > _TRUNKS_ABOVE)
@@ -152,12 +166,14 @@ def layered_layout(
         sweeps = max(4, round(24 * effort))
     pos, crossings = _order(graph, sweeps, max(2, round(12 * effort)), ticker)
     ticker.tick(0.8)
+    phase_done("ordering")
     x = _assign_x(graph, pos, widths, node_gap, ticker)
     ticker.tick(0.97)
 
     x = x - (x[:n] - widths / 2).min()
     positions = np.column_stack([x[:n], layer * float(layer_gap)])
     points, offsets = _edge_polylines(graph, x, layer_gap, edge_to_unique)
+    phase_done("coordinates")
     ticker.tick(1.0)
     return Layout(
         positions=positions,
@@ -168,6 +184,7 @@ def layered_layout(
         order=pos,
         n_virtual=n_total - n,
         layer_crossings=int(crossings),
+        stats=stats,
     )
 
 
@@ -941,7 +958,8 @@ def _assign_x(
     marked[by_bottom] = _type1_conflicts(top[by_bottom], inner[by_bottom])
     by_top = np.lexsort((bottom, top))
     candidates = []
-    for me, other, o in ((bottom, top, by_bottom), (top, bottom, by_top)):
+    sides = ((bottom, top, by_bottom), (top, bottom, by_top))
+    for me, other, o in sides if n_total <= _FOUR_ALIGNMENTS else sides[:1]:
         me, other, mark = me[o], other[o], marked[o]
         # a node with a long edge on the reference side aligns with it: long edges run straight
         to_virtual = virtual[other]
@@ -954,13 +972,14 @@ def _assign_x(
     xs = np.array(candidates)
     spans = xs.max(1) - xs.min(1)
     narrowest = int(np.argmin(spans))
-    for i in range(4):
+    for i in range(len(xs)):
         if i % 2 == 0:
             xs[i] += xs[narrowest].min() - xs[i].min()
         else:
             xs[i] += xs[narrowest].max() - xs[i].max()
     ranked = np.sort(xs, axis=0)
-    balanced = (ranked[1] + ranked[2]) / 2
+    middle = len(xs) // 2
+    balanced = (ranked[middle - 1] + ranked[middle]) / 2
     choice = balanced
     real = new_id[:n]
     pieces = int((graph.layer[graph.dst] - graph.layer[graph.src]).sum())
