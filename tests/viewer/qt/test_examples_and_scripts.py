@@ -78,14 +78,18 @@ def test_a_script_runs_in_the_background_and_can_be_cancelled(qtbot, window, tmp
         "    y = x * x\n"
     )
     assert window.open_path(script, confirm_scripts=False)
-    qtbot.wait(200)
-    assert window.document.script_run is not None and window.document.script_run.running
+    run = window.document.script_run
+    assert run is not None
+    qtbot.waitUntil(lambda: run.running, timeout=10_000)
     assert window.script_panel.cancel_button.isEnabled()
     # the window still answers while the script runs
     window.document.playback.to_end()
+    qtbot.wait(100)
     qtbot.mouseClick(window.script_panel.cancel_button, QtCore.Qt.MouseButton.LeftButton)
-    _wait_for_script(qtbot, window, timeout=20_000)
-    assert window.document.script_result.cancelled
+    _wait_for_script(qtbot, window, timeout=30_000)
+    result = window.document.script_result
+    assert result is not None and result.path == script.resolve()
+    assert result.cancelled, (result.summary, result.error)
 
 
 def test_declining_the_confirmation_does_not_run_the_script(qtbot, window, tmp_path):
