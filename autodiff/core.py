@@ -396,8 +396,13 @@ class Function:
             generation = x0.generation if x0.generation > x1.generation else x1.generation
             ys = self.forward(x0.data, x1.data)
         else:
-            inputs = [x if isinstance(x, Variable) else _constant(as_array(x)) for x in inputs]
-            generation = max([x.generation for x in inputs])
+            inputs = list(inputs)
+            generation = 0
+            for i, x in enumerate(inputs):
+                if not isinstance(x, Variable):
+                    inputs[i] = x = _constant(as_array(x))
+                if x.generation > generation:
+                    generation = x.generation
             ys = self.forward(*[x.data for x in inputs])
 
         if type(ys) is not tuple:
@@ -591,12 +596,12 @@ def _backward(
             if create_graph:
                 gxs = f.backward(*gys)
             elif f.backward_data is not None:
-                gxs = f.backward_data(gys[0]) if len(gys) == 1 else f.backward_data(*gys)
+                gxs = f.backward_data(*gys)
             else:
                 gxs = _backward_without_graph(f, gys)
+            inputs = f.inputs
             if type(gxs) is not tuple:
                 gxs = (gxs,)
-            inputs = f.inputs
             if len(gxs) != len(inputs):
                 raise ValueError(
                     f"{type(f).__name__}.backward returned {len(gxs)} gradient(s) for "
