@@ -424,6 +424,11 @@ class Document:
         self.leaves_changed.emit(self.leaf_rows())
         self.graph_loaded.emit(self)
         self.status_changed.emit(self._loaded_message())
+        result = self.script_result
+        if pending.kind == "script" and result is not None and result.leak_report is not None:
+            # Every graph of a script shares the run's audit: flag the one installed now (also
+            # another graph chosen later, or one laid out in a worker after the run ended).
+            self._flag_leaks(result.leak_report)
         return True
 
     def layout_failed(self, trace: Any, error: BaseException) -> None:
@@ -503,8 +508,7 @@ class Document:
                 )
             )
         self.show_script_graph(len(result.graphs) - 1)
-        if result.leak_report is not None:
-            self._flag_leaks(result.leak_report)
+        # (its leaks are flagged by apply_layout, on the new scene, once it is installed)
         if result.graphs[0].backward_pass < 0:
             self.status_changed.emit(
                 f"{result.path.name} never called backward: showing the forward graph of its "

@@ -16,7 +16,7 @@ what to do (the panel shows it; nothing else changes).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,8 @@ __all__ = [
     "document_training_curves",
     "function_plot",
     "histogram",
+    "iter_document_function_plot",
+    "iter_function_plot",
     "node_histograms",
     "training_curves",
 ]
@@ -166,6 +168,24 @@ def function_plot(
     (made odd, so that ``x0`` itself is one). ``values`` are the current leaf values (the
     program's defaults otherwise). ValueError: no leaf, several and none chosen, a matrix leaf.
     """
+    *_, plot = iter_function_plot(program, values, leaf, n_points, half_width, chunk=n_points)
+    return plot
+
+
+def iter_function_plot(
+    program: Any,
+    values: Mapping[str, Any] | None = None,
+    leaf: str | None = None,
+    n_points: int = DEFAULT_POINTS,
+    half_width: float | None = None,
+    chunk: int = 8,
+) -> Iterator[FunctionPlot | None]:
+    """:func:`function_plot` in slices, for a GUI that computes between events: the request
+    is checked at once (ValueError, as :func:`function_plot`); each ``next()`` then computes
+    up to ``chunk`` points and yields None, and the last one yields the FunctionPlot.
+
+    The points run the engine, whose observer hook and ``Config`` are process-wide: compute
+    them on the thread that runs the app's other engine work, not on a worker thread."""
     values = dict(values or {})
     name = _choose_leaf(program, values, leaf)
     if n_points < 3:
@@ -180,14 +200,30 @@ def function_plot(
         raise ValueError(f"the plot's half width must be positive, got {half_width}")
     xs = x0 + width * np.linspace(-1.0, 1.0, n)
     xs[n // 2] = x0
+    return _function_points(program, values, name, current, xs, max(1, int(chunk)))
+
+
+def _function_points(
+    program: Any,
+    values: dict[str, Any],
+    name: str,
+    current: NDArray[np.float64],
+    xs: NDArray[np.float64],
+    chunk: int,
+) -> Iterator[FunctionPlot | None]:
+    n = len(xs)
     f = np.empty(n)
     df = np.empty(n)
     d2f = np.empty(n)
+    for start in range(0, n, chunk):
+        with np.errstate(all="ignore"):
+            for i in range(start, min(start + chunk, n)):
+                run_values = {**values, name: np.full(current.shape, xs[i])}
+                f[i], df[i], d2f[i] = _derivatives(program, run_values, name)
+        if start + chunk < n:
+            yield None
     output_is_scalar = True
     with np.errstate(all="ignore"):
-        for i, x in enumerate(xs):
-            run_values = {**values, name: np.full(current.shape, x)}
-            f[i], df[i], d2f[i] = _derivatives(program, run_values, name)
         probe = program.run({**values, name: current}, backward=False, max_array_size=0)
         if probe.output is not None:
             output_is_scalar = probe.output.data.size == 1
@@ -195,11 +231,10 @@ def function_plot(
     output = program.output_name or "f"
     if not output_is_scalar:
         output = f"sum({output})"
-    return FunctionPlot(name, output, xs, f, df, d2f, n // 2)
+    yield FunctionPlot(name, output, xs, f, df, d2f, n // 2)
 
 
-def document_function_plot(document: Any, leaf: str | None = None, **options: Any) -> FunctionPlot:
-    """:func:`function_plot` for the document's expression at its current leaf values."""
+def _document_program(document: Any) -> tuple[Any, dict[str, Any]]:
     program = getattr(document, "program", None)
     if document.kind != "expression" or program is None:
         raise ValueError(
@@ -208,7 +243,22 @@ def document_function_plot(document: Any, leaf: str | None = None, **options: An
         )
     evaluation = getattr(document, "evaluation", None)
     values = dict(evaluation.values) if evaluation is not None else dict(document.leaf_values)
+    return program, values
+
+
+def document_function_plot(document: Any, leaf: str | None = None, **options: Any) -> FunctionPlot:
+    """:func:`function_plot` for the document's expression at its current leaf values."""
+    program, values = _document_program(document)
     return function_plot(program, values, leaf, **options)
+
+
+def iter_document_function_plot(
+    document: Any, leaf: str | None = None, **options: Any
+) -> Iterator[FunctionPlot | None]:
+    """:func:`iter_function_plot` for the document's expression at its current leaf values
+    (checked at once, like :func:`document_function_plot`)."""
+    program, values = _document_program(document)
+    return iter_function_plot(program, values, leaf, **options)
 
 
 # =============================================================================
