@@ -696,12 +696,13 @@ class _Sides:
         inv_count = np.where(self.movable, 1.0 / np.maximum(self.count, 1), 0.0)
         starts = np.searchsorted(lay, np.arange(h + 1)).tolist()
         split = np.searchsorted(lay[self.me], np.arange(h + 1)).tolist()
+        movable = [self.movable[starts[i] : starts[i + 1]] for i in range(h)]
         self.layers = [
             (
                 self.me[split[i] : split[i + 1]] - starts[i],
                 self.other[split[i] : split[i + 1]],
                 inv_count[starts[i] : starts[i + 1]],
-                not self.movable[starts[i] : starts[i + 1]].all(),
+                None if movable[i].all() else movable[i],  # by local id, where some are not
             )
             for i in range(h)
         ]
@@ -726,13 +727,14 @@ def _order(
     width = int(np.diff(start).max())
     comp_key = comp_rank * float(width + 1)
     pos = np.arange(n_total) - start[lay]
-    order = np.arange(n_total)
+    order = pos.copy()  # during the sweeps: local ids, slot by slot
     counter = _CrossingCounter(top, bottom, lay, start)
     best: int | None = None
     best_pos = pos.copy()
     starts = start.tolist()
     aranges = [np.arange(k) for k in range(width + 1)]
     mixed = (comp_rank[start[:-1]] != comp_rank[start[1:] - 1]).tolist()  # several components
+    spans = [(starts[i], starts[i + 1], pos[starts[i] : starts[i + 1]]) for i in range(h)]
     # a layer is re-sorted only when it or its reference layer changed since its last sort
     version = [0] * h
     stamps: tuple[list[Any], list[Any]] = ([None] * h, [None] * h)
@@ -740,28 +742,27 @@ def _order(
     for sweep in range(sweeps):
         downward = sweep % 2 == 0
         side, stamp = (ups, stamps[0]) if downward else (downs, stamps[1])
-        movable = side.movable
         changed = False
         for i in range(1, h) if downward else range(h - 2, -1, -1):
-            s, e = starts[i], starts[i + 1]
+            s, e, pos_here = spans[i]
             ref = i - 1 if downward else i + 1
             if e - s == 1 or stamp[i] == (version[ref], version[i]):
                 continue
-            me_local, other, inv_count, fixed = side.layers[i]
+            me_local, other, inv_count, movable = side.layers[i]
             key = np.bincount(me_local, weights=pos[other], minlength=e - s) * inv_count
             if mixed[i]:
                 key += comp_key[s:e]
             cur = order[s:e]
-            if fixed:  # nodes without neighbours on this side keep their slots
+            if movable is not None:  # nodes without neighbours on this side keep their slots
                 mask = movable[cur]
                 moving = cur[mask]
                 new = cur.copy()
-                new[mask] = moving[key[moving - s].argsort(kind="stable")]
+                new[mask] = moving[key[moving].argsort(kind="stable")]
             else:
-                new = cur[key[cur - s].argsort(kind="stable")]
+                new = cur[key[cur].argsort(kind="stable")]
             if new.tobytes() != cur.tobytes():
                 order[s:e] = new
-                pos[new] = aranges[e - s]
+                pos_here[new] = aranges[e - s]
                 version[i] += 1
                 changed = True
             stamp[i] = (version[ref], version[i])
