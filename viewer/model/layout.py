@@ -966,6 +966,10 @@ def _assign_x(
         to_virtual = virtual[other]
         keep = to_virtual | (np.bincount(me[to_virtual], minlength=n_total) == 0)[me]
         me, other, mark = me[keep], other[keep], mark[keep]
+        # then with a neighbour that continues a chain (not a leaf such as a parameter)
+        onward = np.bincount(me, minlength=n_total)[other] > 0
+        keep = onward | (np.bincount(me[onward], minlength=n_total) == 0)[me]
+        me, other, mark = me[keep], other[keep], mark[keep]
         for rightward in (False, True):
             root = _align(me, other, mark, lay, start, rightward)
             candidates.append(_compact(root, sep, has_left, rightward))
