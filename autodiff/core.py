@@ -8,6 +8,10 @@ Differences that matter:
   re-sorting a list on every insert, and is exposed step by step through :func:`iter_backward`,
   which :meth:`Variable.backward` drains. The recorder in :mod:`autodiff.trace` listens to the
   same steps through the observer hook (:func:`add_observer`).
+* Without ``create_graph``, backward runs each Function's ``backward_data`` (the derivative on
+  plain arrays) and keeps intermediate gradients as arrays: no Function or Variable is built for
+  a gradient nobody differentiates. With it, ``backward`` runs on Variables and is recorded.
+* A plain number or array operand becomes a :class:`Constant`, which receives no ``.grad``.
 * Every result is an ndarray, never a numpy scalar.
 """
 
