@@ -172,8 +172,10 @@ class WeightDecay:
         self.rate = rate
 
     def __call__(self, params: list[Parameter]) -> None:
+        # Out of place: the engine may hand two leaves the same gradient array (W1 + W2),
+        # and an in-place update would then be applied to both twice.
         for param in params:
-            param.grad.data += self.rate * param.data
+            param.grad.data = param.grad.data + self.rate * param.data
 
 
 class ClipGrad:
@@ -190,7 +192,7 @@ class ClipGrad:
         rate = self.max_norm / (math.sqrt(total) + 1e-6)
         if rate < 1:
             for param in params:
-                param.grad.data *= rate
+                param.grad.data = param.grad.data * rate  # out of place, see WeightDecay
 
 
 class FreezeParam:

@@ -339,3 +339,26 @@ def test_the_finite_check_raises_no_numpy_warning_and_covers_big_models():
     grad[-1] = 1.0
     SGD(lr=1.0).setup(big).update()
     assert big.p.data[-1] == -1.0
+
+
+def test_hooks_do_not_double_apply_to_a_shared_gradient_array():
+    # W1 + W2 hands both leaves the same gradient array; an in-place hook would hit it twice.
+    from autodiff import Parameter
+    from autodiff.optimizers import SGD, ClipGrad, WeightDecay
+
+    for hook in (WeightDecay(0.5), ClipGrad(0.1)):
+        w1 = Parameter(np.array([1.0, 2.0]))
+        w2 = Parameter(np.array([3.0, 4.0]))
+        (w1 + w2).sum().backward()
+        opt = SGD(lr=1.0).setup([w1, w2])
+        opt.add_hook(hook)
+        expected = [p.grad.data.copy() for p in (w1, w2)]
+        if isinstance(hook, WeightDecay):
+            expected = [g + 0.5 * p.data for g, p in zip(expected, (w1, w2), strict=True)]
+        else:
+            norm = np.sqrt(sum(float((g * g).sum()) for g in expected))
+            expected = [g * (0.1 / (norm + 1e-6)) for g in expected]
+        before = [p.data.copy() for p in (w1, w2)]
+        opt.update()
+        for b, p, g in zip(before, (w1, w2), expected, strict=True):
+            np.testing.assert_allclose(p.data, b - g)
