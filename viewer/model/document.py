@@ -335,7 +335,8 @@ class Document:
         self.load_trace(t, path.name, path=path)
         if not any(s.phase == "backward" for s in t.steps):
             self.status_changed.emit(
-                f"{path.name} has no backward steps: only the forward pass can be played"
+                f"{path.name} has no backward steps: only the forward pass can be played. To "
+                "see gradients, record it with y.backward() inside autodiff.trace.record()"
             )
         return True
 

@@ -136,12 +136,26 @@ def paint_graph(
                     painter.drawRoundedRect(outer, radius + grow, radius + grow)
         if show_text and labels is not None and i < len(labels):
             painter.setPen(QtGui.QColor(style.text))
-            painter.drawText(
-                rect.adjusted(4, 2, -4, -2), QtCore.Qt.AlignmentFlag.AlignCenter, labels[i]
-            )
+            box = rect.adjusted(6, 2, -6, -2)
+            painter.setFont(_fitted(font, labels[i], box))
+            painter.drawText(box, QtCore.Qt.AlignmentFlag.AlignCenter, labels[i])
     if overlays is not None:
         _paint_overlays(painter, geometry, overlays, to_px, scale)
     painter.restore()
+
+
+def _fitted(font: QtGui.QFont, text: str, box: QtCore.QRectF) -> QtGui.QFont:
+    """``font``, made smaller (down to 6 px) until every line of ``text`` fits in ``box``."""
+    metrics = QtGui.QFontMetricsF(font)
+    lines = text.split("\n")
+    wide = max((metrics.horizontalAdvance(line) for line in lines), default=0.0)
+    tall = metrics.lineSpacing() * len(lines)
+    shrink = min(1.0, box.width() / max(wide, 1e-9), box.height() / max(tall, 1e-9))
+    if shrink >= 1.0:
+        return font
+    smaller = QtGui.QFont(font)
+    smaller.setPixelSize(max(6, int(font.pixelSize() * shrink)))
+    return smaller
 
 
 def _paint_overlays(painter, geometry, overlays, to_px, scale: float) -> None:
@@ -151,6 +165,8 @@ def _paint_overlays(painter, geometry, overlays, to_px, scale: float) -> None:
     font.setBold(True)
     painter.setFont(font)
     metrics = QtGui.QFontMetricsF(font)
+    # a node flagged twice: nested rings, badges side by side (node -> rings, badge right, top)
+    seen: dict[int, tuple[int, float, float]] = {}
     for k, node in enumerate(np.asarray(nodes, dtype=np.intp)):
         if not 0 <= node < geometry.n_nodes:
             continue
@@ -159,11 +175,13 @@ def _paint_overlays(painter, geometry, overlays, to_px, scale: float) -> None:
         f = bool(geometry.is_function[node])
         w, h = geometry.function_size if f else geometry.variable_size
         centre = to_px(*geometry.positions[node])
+        count, right, top = seen.get(int(node), (0, 0.0, 0.0))
+        grow = 7 + 5 * count
         ring = QtCore.QRectF(
-            centre.x() - w * scale / 2 - 7,
-            centre.y() - h * scale / 2 - 7,
-            w * scale + 14,
-            h * scale + 14,
+            centre.x() - w * scale / 2 - grow,
+            centre.y() - h * scale / 2 - grow,
+            w * scale + 2 * grow,
+            h * scale + 2 * grow,
         )
         painter.setPen(QtGui.QPen(colour, 2.5, QtCore.Qt.PenStyle.DashLine))
         painter.setBrush(QtCore.Qt.BrushStyle.NoBrush)
@@ -172,9 +190,12 @@ def _paint_overlays(painter, geometry, overlays, to_px, scale: float) -> None:
         else:
             painter.drawRoundedRect(ring, ring.height() / 2.4, ring.height() / 2.4)
         badge = badges[k] if k < len(badges) else ""
+        width = metrics.horizontalAdvance(badge) + 12 if badge else 0.0
+        if count == 0:
+            right, top = ring.right() + width * 0.4, ring.top() - 10
+        seen[int(node)] = (count + 1, right - width - 4, top)
         if badge:
-            width = metrics.horizontalAdvance(badge) + 12
-            pill = QtCore.QRectF(ring.right() - width * 0.6, ring.top() - 10, width, 19)
+            pill = QtCore.QRectF(right - width, top, width, 19)
             painter.setPen(QtCore.Qt.PenStyle.NoPen)
             painter.setBrush(colour)
             painter.drawRoundedRect(pill, 9, 9)
@@ -203,36 +224,109 @@ def _font(pixels: int) -> QtGui.QFont:
     return font
 
 
-def _legend_width() -> float:
+# What a flag's badge means, for the legend's second row (numeric badges are gradient-check
+# errors).
+FLAG_MEANINGS = {
+    "leak": "leak: still alive after the graph was released",
+    "NaN": "first Function to produce NaN",
+    "Inf": "first Function to produce Inf",
+    "wrong backward": "backward disagrees with central differences",
+}
+
+
+def _flag_entries(overlays: tuple | None) -> list[tuple[QtGui.QColor, str, str]]:
+    """(colour, badge, meaning) of each kind of flag in ``overlays``, in order of appearance."""
+    if overlays is None:
+        return []
+    _nodes, colours, badges = overlays
+    entries: dict[str, tuple[QtGui.QColor, str, str]] = {}
+    for k, badge in enumerate(badges):
+        r, g, b, a = (int(v) for v in np.asarray(colours)[k])
+        colour = QtGui.QColor(r, g, b, a)
+        if badge in FLAG_MEANINGS:
+            entries.setdefault(badge, (colour, badge, FLAG_MEANINGS[badge]))
+            continue
+        try:
+            float(badge)
+        except ValueError:
+            continue
+        entries.setdefault(
+            "error", (colour, badge, "gradient check error (green < 1e-6 < amber < 1e-3 < red)")
+        )
+    return list(entries.values())
+
+
+def _legend_width(flags: list[tuple[QtGui.QColor, str, str]] | None = None) -> float:
     metrics = QtGui.QFontMetricsF(_font(LEGEND_PIXELS))
-    return sum(34 + metrics.horizontalAdvance(text) + 14 for _, _, text in LEGEND)
+    states = sum(34 + metrics.horizontalAdvance(text) + 14 for _, _, text in LEGEND)
+    return max(states, _flags_width(flags or []))
+
+
+def _flags_width(flags: list[tuple[QtGui.QColor, str, str]]) -> float:
+    metrics = QtGui.QFontMetricsF(_font(LEGEND_PIXELS))
+    return sum(
+        metrics.horizontalAdvance(badge) + 22 + metrics.horizontalAdvance(text) + 18
+        for _, badge, text in flags
+    )
 
 
 def _picture_size(
-    geometry: SceneGeometry, caption: str | None, legend: bool
+    geometry: SceneGeometry, caption: str | None, legend: bool, overlays: tuple | None = None
 ) -> tuple[float, QtCore.QSizeF]:
     scale = _scale_for(geometry)
     bounds = bounds_rect(geometry)
+    flags = _flag_entries(overlays) if legend else []
     top = MARGIN + (CAPTION_HEIGHT if caption else 0.0)
-    bottom = MARGIN + (LEGEND_HEIGHT if legend else 0.0)
+    bottom = MARGIN + (LEGEND_HEIGHT * (2 if flags else 1) if legend else 0.0)
     width = bounds.width() * scale + 2 * MARGIN
     if caption:
         caption_width = QtGui.QFontMetricsF(_font(CAPTION_PIXELS)).horizontalAdvance(caption)
         width = max(width, caption_width + 2 * MARGIN)
     if legend:
-        width = max(width, _legend_width() + 2 * MARGIN)
+        width = max(width, _legend_width(flags) + 2 * MARGIN)
     height = bounds.height() * scale + top + bottom
     return scale, QtCore.QSizeF(max(width, 320.0), max(height, 120.0))
 
 
-def _paint_legend(painter: QtGui.QPainter, theme: Theme, size: QtCore.QSizeF) -> None:
+def _paint_flags(
+    painter: QtGui.QPainter, theme: Theme, size: QtCore.QSizeF, flags: list, y: float
+) -> None:
+    font = _font(LEGEND_PIXELS)
+    bold = _font(LEGEND_PIXELS)
+    bold.setBold(True)
+    metrics = QtGui.QFontMetricsF(font)
+    x = (size.width() - _flags_width(flags)) / 2
+    for colour, badge, text in flags:
+        width = QtGui.QFontMetricsF(bold).horizontalAdvance(badge) + 12
+        pill = QtCore.QRectF(x, y - 9, width, 18)
+        painter.setPen(QtCore.Qt.PenStyle.NoPen)
+        painter.setBrush(colour)
+        painter.drawRoundedRect(pill, 9, 9)
+        painter.setFont(bold)
+        painter.setPen(QtGui.QColor("#ffffff"))
+        painter.drawText(pill, QtCore.Qt.AlignmentFlag.AlignCenter, badge)
+        painter.setFont(font)
+        painter.setPen(QtGui.QColor(theme.text))
+        label = QtCore.QRectF(pill.right() + 6, y - 10, metrics.horizontalAdvance(text) + 4, 20)
+        painter.drawText(label, QtCore.Qt.AlignmentFlag.AlignVCenter, text)
+        x = label.left() + metrics.horizontalAdvance(text) + 18
+
+
+def _paint_legend(
+    painter: QtGui.QPainter, theme: Theme, size: QtCore.QSizeF, overlays: tuple | None = None
+) -> None:
     painter.save()
     painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, True)
+    flags = _flag_entries(overlays)
     font = _font(LEGEND_PIXELS)
     painter.setFont(font)
     metrics = QtGui.QFontMetricsF(font)
     x = (size.width() - _legend_width()) / 2
     y = size.height() - MARGIN - LEGEND_HEIGHT / 2
+    if flags:
+        _paint_flags(painter, theme, size, flags, y)
+        painter.setFont(font)
+        y -= LEGEND_HEIGHT
     for kind, state, text in LEGEND:
         style = theme.node_style(kind, state)
         swatch = QtCore.QRectF(x, y - 8, 28, 16)
@@ -281,7 +375,7 @@ def _paint_picture(
         painter, geometry, frame, theme, scale, QtCore.QPointF(left, top), selected, overlays
     )
     if legend:
-        _paint_legend(painter, theme, size)
+        _paint_legend(painter, theme, size, overlays)
 
 
 def render_image(
@@ -293,7 +387,7 @@ def render_image(
     legend: bool = True,
     overlays: tuple | None = None,
 ) -> QtGui.QImage:
-    scale, size = _picture_size(geometry, caption, legend)
+    scale, size = _picture_size(geometry, caption, legend, overlays)
     image = QtGui.QImage(
         int(np.ceil(size.width())),
         int(np.ceil(size.height())),
@@ -335,7 +429,7 @@ def export_graph(
         if not image.save(str(path), "PNG"):
             raise OSError(f"could not write {path} (is the folder writable?)")
         return path
-    scale, size = _picture_size(geometry, caption, legend)
+    scale, size = _picture_size(geometry, caption, legend, overlays)
     generator = QtSvg.QSvgGenerator()
     generator.setFileName(str(path))
     generator.setSize(QtCore.QSize(int(np.ceil(size.width())), int(np.ceil(size.height()))))

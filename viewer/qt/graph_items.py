@@ -8,6 +8,7 @@ visible rectangle and only when a node is large enough on screen to read them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -525,11 +526,15 @@ class OverlayLayer(pg.GraphicsObject):
         painter.setFont(font)
         metrics = QtGui.QFontMetricsF(font)
         show_badges = scale * float(self._half[:, 0].min() * 2) >= 30
+        # A node flagged several times (a leak that is also gradient-checked): rings nest and
+        # badges line up leftwards instead of hiding each other.
+        seen: dict[int, tuple[int, float, float]] = {}  # node -> (rings, badge right, top)
         for node, colour, badge in zip(self._nodes, self._colours, self._badges, strict=False):
             x, y = self._positions[node]
             hw, hh = self._half[node]
             rect = transform.mapRect(QtCore.QRectF(x - hw, y - hh, 2 * hw, 2 * hh))
-            grow = max(3.0, 6.0 - rect.height() / 2)
+            count, right, top = seen.get(int(node), (0, math.nan, math.nan))
+            grow = max(3.0, 6.0 - rect.height() / 2) + 4.0 * count
             ring = rect.adjusted(-grow, -grow, grow, grow)
             pen = QtGui.QPen(colour, 2.5, QtCore.Qt.PenStyle.DashLine)
             painter.setPen(pen)
@@ -539,9 +544,12 @@ class OverlayLayer(pg.GraphicsObject):
             else:
                 radius = ring.height() / 2.4
                 painter.drawRoundedRect(ring, radius, radius)
+            width = metrics.horizontalAdvance(badge) + 10 if badge else 0.0
+            if count == 0:
+                right, top = ring.right() + width * 0.4, ring.top() - 9
+            seen[int(node)] = (count + 1, right - width - 3, top)
             if show_badges and badge:
-                width = metrics.horizontalAdvance(badge) + 10
-                pill = QtCore.QRectF(ring.right() - width * 0.6, ring.top() - 9, width, 17)
+                pill = QtCore.QRectF(right - width, top, width, 17)
                 painter.setPen(QtCore.Qt.PenStyle.NoPen)
                 painter.setBrush(colour)
                 painter.drawRoundedRect(pill, 8, 8)

@@ -82,6 +82,12 @@ def export_file(
         else f"step {playback.index + 1}/{playback.n_steps} · {current.phase} · {current.op}"
     )
     caption = f"{doc.title or source.name} — {where}"
+    survivors = getattr(doc.leak_report, "survivors", None)
+    if survivors:
+        here = sum(doc.scene.index_of(s.node_id) >= 0 for s in survivors)
+        caption += f" — leak audit: {len(survivors)} objects outlived the run"
+        if here < len(survivors):
+            caption += f", {here} of them in this graph"
     try:
         return export_graph(
             out,

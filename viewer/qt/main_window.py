@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.model import assets
+from viewer.model import assets, exports
 from viewer.model.document import (
     EXPRESSION_SUFFIXES,
     SCRIPT_SUFFIXES,
@@ -24,16 +24,21 @@ from viewer.model.document import (
 from viewer.model.examples import list_examples
 from viewer.model.expression import FUNCTIONS, ExpressionError
 from viewer.model.script_runner import ScriptResult, ScriptRun
+from viewer.qt.debug_binding import DebugBinding
 from viewer.qt.editor import EditorPanel
 from viewer.qt.example_library import ExampleLibrary
 from viewer.qt.export import EXPORT_FORMATS, export_graph
+from viewer.qt.gradcheck_panel import GradCheckPanel
 from viewer.qt.graph_view import GraphView
 from viewer.qt.icons import media_icon
 from viewer.qt.inspector import InspectorPanel
 from viewer.qt.layout_job import LayoutRunner
+from viewer.qt.leak_panel import LeakPanel
 from viewer.qt.menus import SHORTCUTS, build_menus
 from viewer.qt.palettes import Theme, apply_theme, theme_named
 from viewer.qt.playback_bar import SPEEDS, PlaybackBar
+from viewer.qt.plot_binding import PlotBinding
+from viewer.qt.plot_panel import PlotPanel
 from viewer.qt.scene_binding import SceneBinding, scene_overlays
 from viewer.qt.script_panel import ScriptBridge, ScriptPanel
 from viewer.qt.settings import AppSettings
@@ -46,6 +51,7 @@ OPEN_FILTER = (
     "Everything it opens (*.expr *.txt *.json *.py);;Expressions (*.expr *.txt);;"
     "Traces (*.json);;Python scripts (*.py);;All files (*)"
 )
+EXPORT_FILTER = "PNG image (*.png);;SVG drawing (*.svg);;" + exports.FILE_FILTER
 
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -78,6 +84,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.inspector = InspectorPanel(self)
         self.playback_bar = PlaybackBar(self.document.playback, self)
         self.script_panel = ScriptPanel(self)
+        self.leak_panel = LeakPanel(self)
+        self.gradcheck_panel = GradCheckPanel(self)
+        self.plot_panel = PlotPanel(self)
         self.binding = SceneBinding(self.document, self.graph_view, self.inspector, self)
         self.layout_runner = LayoutRunner(self.document, self)
         self.document.layout_runner = self.layout_runner.start
@@ -93,6 +102,9 @@ class MainWindow(QtWidgets.QMainWindow):
             ("examplesDock", "Examples", self.examples, area.LeftDockWidgetArea),
             ("inspectorDock", "Inspector", self.inspector, area.RightDockWidgetArea),
             ("scriptDock", "Script", self.script_panel, area.RightDockWidgetArea),
+            ("plotPanel", "Plots", self.plot_panel, area.RightDockWidgetArea),
+            ("leakPanel", "Leaks", self.leak_panel, area.RightDockWidgetArea),
+            ("gradCheckPanel", "Gradients", self.gradcheck_panel, area.RightDockWidgetArea),
             ("playbackDock", "Playback", self.playback_bar, area.BottomDockWidgetArea),
         ):
             self._add_dock(name, title, widget, where)
@@ -100,16 +112,26 @@ class MainWindow(QtWidgets.QMainWindow):
         self.docks["variablesDock"].raise_()
         self.tabifyDockWidget(self.docks["inspectorDock"], self.docks["scriptDock"])
         self.docks["inspectorDock"].raise_()
+        # the debugging panels share a second tab group, below the inspector's
+        for name in ("leakPanel", "gradCheckPanel"):
+            self.tabifyDockWidget(self.docks["plotPanel"], self.docks[name])
+        self.docks["plotPanel"].raise_()
+        self.plot_binding = PlotBinding(
+            self.document, self.plot_panel, self.docks["plotPanel"], self
+        )
+        self.debug = DebugBinding(
+            self.document,
+            self.leak_panel,
+            self.gradcheck_panel,
+            self.binding.select_node_id,
+            self.statusBar().showMessage,
+            self.raise_dock,
+            self,
+        )
         self.docks["playbackDock"].setFeatures(
             QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable
         )
-        self.resizeDocks([self.docks["editorDock"]], [340], QtCore.Qt.Orientation.Horizontal)
-        self.resizeDocks(
-            [self.docks["editorDock"], self.docks["variablesDock"]],
-            [260, 300],
-            QtCore.Qt.Orientation.Vertical,
-        )
-        self.resizeDocks([self.docks["inspectorDock"]], [320], QtCore.Qt.Orientation.Horizontal)
+        self._docks_sized = False  # default sizes once shown, unless a saved state is restored
 
         self.status_label = QtWidgets.QLabel(self)
         self.status_label.setObjectName("graphSizeLabel")
@@ -117,6 +139,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.statusBar().setObjectName("statusBar")
 
         self.actions = build_menus(self)
+        self.leak_panel.set_release_action(self.actions["release_graph"])
+        self.gradcheck_panel.set_check_action(self.actions["check_gradients"])
         self._connect()
         self.examples.set_examples([(e.stem, e.title, e.description) for e in list_examples()])
         self.set_theme(self._theme.name)
@@ -156,7 +180,22 @@ class MainWindow(QtWidgets.QMainWindow):
             self.resize(1280, 800)
         state = self.settings.window_state()
         if state is not None:
-            self.restoreState(state)
+            self._docks_sized = self.restoreState(state)
+
+    def _size_docks(self) -> None:
+        """Default dock sizes (before the first show Qt ignores them)."""
+        horizontal, vertical = QtCore.Qt.Orientation.Horizontal, QtCore.Qt.Orientation.Vertical
+        left, right = self.docks["editorDock"], self.docks["inspectorDock"]
+        width = self.width()
+        self.resizeDocks([left, right], [max(260, width // 5), max(340, width // 3)], horizontal)
+        self.resizeDocks([left, self.docks["variablesDock"]], [260, 300], vertical)
+        self.resizeDocks([right, self.docks["plotPanel"]], [45, 55], vertical)
+
+    def showEvent(self, event: QtGui.QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._docks_sized:
+            self._docks_sized = True
+            QtCore.QTimer.singleShot(0, self._size_docks)
 
     def _load_initial_program(self) -> None:
         saved = self.settings.editor_text()
@@ -230,13 +269,27 @@ class MainWindow(QtWidgets.QMainWindow):
             self._report("There is no graph to export")
             return
         start = str(Path(self.settings.last_directory() or ".") / "graph.png")
-        path, _ = QtWidgets.QFileDialog.getSaveFileName(
-            self, "Export the graph", start, "PNG image (*.png);;SVG drawing (*.svg)"
+        path, chosen = QtWidgets.QFileDialog.getSaveFileName(
+            self, "Export the view, the graph or the trace", start, EXPORT_FILTER
         )
         if path:
-            if Path(path).suffix.lower() not in EXPORT_FORMATS:
-                path += ".png"
-            self.export_view(path)
+            known = (*EXPORT_FORMATS, *exports.DATA_FORMATS)
+            if Path(path).suffix.lower() not in known:
+                # no suffix typed: the one of the chosen filter, "PNG image (*.png)" -> .png
+                path += chosen.split("(*", 1)[1].split()[0].rstrip(")") if "(*" in chosen else ""
+            self.export_path(path)
+
+    def export_path(self, path: str | Path) -> bool:
+        """File > Export: the view as PNG or SVG, the graph as DOT or GraphML, the trace as
+        JSON (by the suffix)."""
+        if Path(path).suffix.lower() in EXPORT_FORMATS:
+            return self.export_view(path)
+        return self.debug.export_data(path)
+
+    def raise_dock(self, name: str) -> None:
+        dock = self.docks[name]
+        dock.show()
+        dock.raise_()
 
     def export_view(self, path: str | Path) -> bool:
         scene = self.document.scene
@@ -308,6 +361,18 @@ class MainWindow(QtWidgets.QMainWindow):
             self.statusBar().showMessage(
                 f"{result.summary}: showing the last; choose another in the Script panel"
             )
+        if ok and result.graphs and result.graphs[0].backward_pass < 0:
+            self.script_panel.append_error(
+                f"Note: {result.path.name} never called backward(), so the graph shows its "
+                "forward pass only, without gradients. Call loss.backward() to see them."
+            )
+        survivors = getattr(result.leak_report, "survivors", None)
+        if ok and survivors:
+            self.statusBar().showMessage(
+                f"{result.path.name}: {len(survivors)} object(s) survived the end of the script "
+                "(red leak badges; see the Leaks panel)"
+            )
+            self.raise_dock("leakPanel")
 
     def set_theme(self, name: str) -> None:
         self._theme = theme_named(name)
@@ -320,6 +385,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.editor.set_error_colour(self._theme.error)
         self.editor.highlighter.set_dark(self._theme.name == "dark")
         self.script_panel.set_error_colour(self._theme.error)
+        self.plot_panel.set_theme(self._theme)
         self.document.set_palette(self._theme.name)
         self.settings.set_theme(self._theme.name)
         action = self.actions.get(f"theme_{self._theme.name}") if hasattr(self, "actions") else None
@@ -370,6 +436,12 @@ class MainWindow(QtWidgets.QMainWindow):
             f"{scene.n_nodes} nodes · {scene.n_edges} edges · {scene.n_steps} steps"
         )
         self.setWindowTitle(f"{document.title} — autodiff viewer")
+        result = document.script_result
+        if document.kind == "script" and result is not None:
+            # the graph may have been chosen elsewhere (a leak in another graph)
+            titles = [f"{result.path.name}: {g.title}" for g in result.graphs]
+            if document.title in titles:
+                self.script_panel.graphs.setCurrentIndex(titles.index(document.title))
 
     def _sync_editor(self, ok: bool) -> None:
         """After an expression file or example: the editor shows the document's text (an

@@ -26,7 +26,10 @@ __all__ = ["SHORTCUTS", "build_menus", "shortcuts_html"]
 # name -> (keys, description). The first key is the one shown in menus.
 SHORTCUTS: dict[str, tuple[tuple[str, ...], str]] = {
     "open": (("Ctrl+O",), "Open an expression (.expr, .txt), a trace (.json) or a script (.py)"),
-    "export": (("Ctrl+E",), "Export the graph as PNG or SVG"),
+    "export": (
+        ("Ctrl+E",),
+        "Export the view (PNG, SVG), the graph (DOT, GraphML) or the trace (JSON)",
+    ),
     "quit": (("Ctrl+Q",), "Quit"),
     "run": (("Ctrl+Return", "Ctrl+Enter"), "Run the program in the editor"),
     "play": (("Space",), "Play / pause"),
@@ -35,7 +38,16 @@ SHORTCUTS: dict[str, tuple[tuple[str, ...], str]] = {
     "to_start": (("Home",), "Jump to the start (only the leaves computed)"),
     "to_end": (("End",), "Jump to the end"),
     "next_phase": (("B",), "Jump to the next phase (forward → backward)"),
-    "first_nonfinite": (("N",), "Jump to the first step that produced NaN or Inf"),
+    "first_nonfinite": (("Ctrl+J", "N"), "Jump to the first step that produced NaN or Inf"),
+    "next_nonfinite": (("Shift+N",), "Jump to the next step that produced NaN or Inf"),
+    "check_gradients": (
+        ("Ctrl+G",),
+        "Check gradients: backprop against central differences, the graph coloured by error",
+    ),
+    "release_graph": (
+        ("Ctrl+L",),
+        "Release graph: drop the expression's objects and list what leaked",
+    ),
     "slower": (("[",), "Play slower"),
     "faster": (("]",), "Play faster"),
     "fit": (("F",), "Fit the graph in the view"),
@@ -72,6 +84,7 @@ def build_menus(window: MainWindow) -> dict[str, QtGui.QAction]:
             keys, tip = SHORTCUTS[name]
             act.setShortcuts([QtGui.QKeySequence(k) for k in keys])
             act.setStatusTip(tip)
+            act.setToolTip(f"{tip} ({keys[0]})")
         act.triggered.connect(lambda _checked=False: slot())
         window.addAction(act)  # active whichever dock has the focus
         menu.addAction(act)
@@ -101,7 +114,7 @@ def build_menus(window: MainWindow) -> dict[str, QtGui.QAction]:
     fill_recent()
     file_menu.addSeparator()
     action("save_trace", "Save the Trace as JSON…", lambda: _save_trace(window), file_menu)
-    action("export", "&Export the Graph…", window.export_dialog, file_menu)
+    action("export", "&Export…", window.export_dialog, file_menu)
     file_menu.addSeparator()
     quit_action = action("quit", "&Quit", window.close, file_menu)
     quit_action.setMenuRole(QtGui.QAction.MenuRole.QuitRole)
@@ -155,15 +168,27 @@ def build_menus(window: MainWindow) -> dict[str, QtGui.QAction]:
     action("to_start", "Jump to the &Start", playback.to_start, play_menu)
     action("to_end", "Jump to the &End", playback.to_end, play_menu)
     action("next_phase", "Jump to the &Next Phase", window.playback_bar.jump_next_phase, play_menu)
-    action(
-        "first_nonfinite",
-        "Jump to the First &NaN/Inf",
-        lambda: _first_nonfinite(window),
-        play_menu,
-    )
+    debug = window.debug
+    action("first_nonfinite", "Jump to First &NaN/Inf", debug.first_nonfinite, play_menu)
+    action("next_nonfinite", "Jump to Next NaN/Inf", debug.next_nonfinite, play_menu)
     play_menu.addSeparator()
     action("slower", "&Slower", lambda: window.change_speed(-1), play_menu)
     action("faster", "F&aster", lambda: window.change_speed(+1), play_menu)
+
+    # ---------------------------------------------------------------- Debug
+    debug_menu = bar.addMenu("&Debug")
+    debug_menu.setObjectName("debugMenu")
+    action("check_gradients", "Check &Gradients", debug.check_gradients, debug_menu)
+    action("release_graph", "&Release Graph", debug.release_graph, debug_menu)
+    debug_menu.addAction(actions["first_nonfinite"])
+    debug_menu.addAction(actions["next_nonfinite"])
+    toolbar = QtWidgets.QToolBar("Debug", window)
+    toolbar.setObjectName("debugToolbar")
+    toolbar.setToolButtonStyle(QtGui.Qt.ToolButtonStyle.ToolButtonTextOnly)
+    for name in ("check_gradients", "release_graph", "first_nonfinite", "export"):
+        toolbar.addAction(actions[name])
+    window.addToolBar(toolbar)
+    view_menu.addAction(toolbar.toggleViewAction())
 
     # ---------------------------------------------------------------- Examples
     examples_menu = bar.addMenu("E&xamples")
@@ -216,12 +241,6 @@ def _about(window: QtWidgets.QWidget) -> None:
     )
 
 
-def _first_nonfinite(window: MainWindow) -> None:
-    index = window.document.playback.first_nonfinite()
-    if index is None:
-        window.statusBar().showMessage("No step produced NaN or Inf")
-
-
 def _save_trace(window: MainWindow) -> None:
     if window.document.trace is None:
         window.statusBar().showMessage("There is no trace to save")
@@ -230,4 +249,6 @@ def _save_trace(window: MainWindow) -> None:
         window, "Save the trace", "trace.json", "Trace (*.json)"
     )
     if path:
-        window.document.save_trace(path)
+        if not path.lower().endswith(".json"):
+            path += ".json"
+        window.export_path(path)  # a script's graph saves the whole recording

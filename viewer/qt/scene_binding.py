@@ -120,7 +120,10 @@ class SceneBinding(QtCore.QObject):
 
     def _refresh_inspector(self) -> None:
         doc = self.document
-        info = doc.inspect() if doc.scene is not None else None
+        # A new graph moves the cursor before it clears the selection: the selected node may
+        # belong to the previous graph for a moment.
+        shown = doc.scene is not None and self.selected_index() >= 0
+        info = doc.inspect() if shown else None
         notes = []
         if info is not None and doc.scene is not None:
             accumulation = doc.scene.accumulation_text(info.node_id, doc.playback.index)

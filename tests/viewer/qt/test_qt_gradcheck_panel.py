@@ -1,0 +1,112 @@
+"""Check gradients from the window: the wrong backward is flagged (panel and graph), the right
+one is not; typed expressions check their leaves; the NaN example jumps to its step."""
+
+from PySide6 import QtWidgets
+
+from viewer.model.gradcheck import OVERLAY_KIND
+
+
+def _run_script_example(qtbot, window, stem):
+    window.load_example(stem)
+    qtbot.waitUntil(
+        lambda: (
+            window.document.script_run is None and not window.script_panel.cancel_button.isEnabled()
+        ),
+        timeout=120_000,
+    )
+    assert window.document.script_result.ok
+
+
+def _overlay_badges(window):
+    scene = window.document.scene
+    nodes, _colours, badges = scene.overlay_arrays(OVERLAY_KIND)
+    return {scene.names[int(i)]: badge for i, badge in zip(nodes, badges, strict=True)}
+
+
+def test_the_wrong_backward_is_flagged_and_only_it(qtbot, window):
+    _run_script_example(qtbot, window, "wrong_backward")
+    window.actions["check_gradients"].trigger()
+    panel = window.gradcheck_panel
+    dock = window.findChild(QtWidgets.QDockWidget, "gradCheckPanel")
+    assert dock is not None and dock.widget() is panel and dock.isVisible()
+    statuses = {row.label.split()[0]: row.status for row in panel.rows}
+    assert statuses == {"Softplus": "wrong", "MatMul": "ok", "Sum": "ok"}
+    assert panel.cell_text(0, 0).startswith("Softplus")  # wrong ones first
+    assert panel.cell_text(0, 2) == "wrong"
+    assert "the backward of Softplus is wrong" in panel.summary.text()
+    badges = _overlay_badges(window)
+    assert badges["Softplus"] == "wrong backward"
+    assert badges["MatMul"] != "wrong backward" and badges["Sum"] != "wrong backward"
+    assert window.graph_view.overlay_count >= 3
+    # a click on the row selects the Function
+    panel.click_row(0)
+    assert window.document.selection == panel.rows[0].node_id
+    assert "Softplus" in window.inspector.text()
+
+
+def test_the_right_backward_passes(qtbot, window):
+    _run_script_example(qtbot, window, "right_backward")
+    report = window.debug.check_gradients()
+    assert report is not None and report.ok
+    assert {row.status for row in window.gradcheck_panel.rows} == {"ok"}
+    assert "wrong backward" not in _overlay_badges(window).values()
+    assert "passed" in window.gradcheck_panel.summary.text()
+
+
+def test_a_typed_expression_checks_its_leaves_and_second_derivatives(window):
+    assert window.load_example("higher_order")
+    assert window.actions["check_gradients"].shortcut().toString() == "Ctrl+G"
+    report = window.debug.check_gradients()
+    assert report is not None and report.ok
+    leaves = [row for row in window.gradcheck_panel.rows if row.kind == "leaf"]
+    assert leaves and all(row.status == "ok" for row in leaves)
+    assert any("order" in row.label for row in leaves)
+    assert len(_overlay_badges(window)) >= 1
+    # a new value is a new graph: the old figures are not shown as if they applied
+    assert window.set_leaf_value("x", "1.5")
+    assert window.gradcheck_panel.row_count() == 0
+    assert "changed" in window.gradcheck_panel.summary.text()
+
+
+def test_the_check_is_in_the_debug_menu_and_toolbar(window):
+    toolbar = window.findChild(QtWidgets.QToolBar, "debugToolbar")
+    assert toolbar is not None
+    names = {a.objectName() for a in toolbar.actions()}
+    assert {"action_check_gradients", "action_release_graph", "action_first_nonfinite"} <= names
+    menu = window.findChild(QtWidgets.QMenu, "debugMenu")
+    assert {a.objectName() for a in menu.actions()} >= names - {"action_export"}
+
+
+def test_the_nan_example_jumps_to_the_log_step(window):
+    key = "first_nonfinite"
+    assert window.load_example("nan_log")
+    doc = window.document
+    playback = doc.playback
+    ops = [s.op for s in doc.trace.steps]
+    assert ops == ["Sub", "Log", "Mul", "Mul", "Log", "Sub"]
+    playback.to_end()
+    window.actions[key].trigger()
+    assert playback.index == 1  # after Log's forward step, the first to give -inf
+    assert playback.current_step.op == "Log"
+    log = playback.current_step.function
+    assert doc.selection == log
+    assert "Log" in window.statusBar().currentMessage()
+    # the Log Function is flagged in the forward and in the backward phase
+    scene = doc.scene
+    flagged = [int(scene.node_ids[i]) for i in scene.overlay_arrays("nonfinite")[0]]
+    assert flagged == [log]
+    for phase in ("forward", "backward"):
+        playback.to_phase(phase)
+        playback.step_forward()
+        assert window.graph_view.overlay_count >= 1
+    window.actions["next_nonfinite"].trigger()
+    assert playback.index in playback.nonfinite_steps
+    assert {"Ctrl+J", "N"} <= {s.toString() for s in window.actions[key].shortcuts()}
+
+
+def test_no_nan_says_so(window):
+    assert window.run_program("y = exp(x)")
+    index = window.document.playback.index
+    window.actions["first_nonfinite"].trigger()
+    assert window.document.playback.index == index
+    assert "No step produced NaN or Inf" in window.statusBar().currentMessage()

@@ -1,0 +1,169 @@
+"""The leak panel on the bundled leak examples: each shows exactly its survivors, with reason
+and holders, flagged on the graph; the clean examples show none; a click selects and centres."""
+
+import numpy as np
+import pytest
+from PySide6 import QtWidgets
+
+from viewer.model.examples import find_example
+
+# (kind, name or '#' for an unnamed variable, reason) of every survivor, sorted
+EXPECTED = {
+    "global_list": sorted(
+        [("variable", n, "referenced") for n in ("x", "w", "h0", "h1", "#", "#")]
+        + [("function", n, "referenced") for n in ("MatMul", "MatMul", "Tanh", "Tanh")]
+    ),
+    "strong_outputs": sorted(
+        [("variable", n, "cycle") for n in ("x", "y", "#")]
+        + [("function", n, "cycle") for n in ("Exp", "KeepOutputs")]
+    ),
+    "create_graph_cycle": sorted(
+        [("variable", n, "cycle") for n in ("x", "#", "#", "#", "#", "#")]
+        + [("function", n, "cycle") for n in ("Pow", "Mul", "Mul")]
+    ),
+    "closure": sorted(
+        [("variable", n, "referenced") for n in ("x", "h", "#", "#")]
+        + [("function", n, "referenced") for n in ("Tanh", "Mul")]
+    ),
+    "clean_graph": [],
+    "no_grad": [],
+}
+HOLDER = {
+    "global_list": "global 'debug_cache'",
+    "closure": "closure cell 'h'",
+    "strong_outputs": "cycle",
+    "create_graph_cycle": "cycle",
+}
+
+
+def _run_example(qtbot, window, stem):
+    window.load_example(stem)
+    qtbot.waitUntil(
+        lambda: (
+            window.document.script_run is None and not window.script_panel.cancel_button.isEnabled()
+        ),
+        timeout=120_000,
+    )
+    result = window.document.script_result
+    assert result is not None and result.ok, result.error if result else "no result"
+    return result
+
+
+def _key(survivor):
+    name = "#" if survivor.label.startswith("#") else survivor.label
+    return (survivor.kind, name, survivor.reason)
+
+
+@pytest.mark.parametrize("stem", sorted(EXPECTED))
+def test_each_leak_example_lists_exactly_its_survivors(qtbot, window, stem):
+    _run_example(qtbot, window, stem)
+    panel = window.leak_panel
+    dock = window.findChild(QtWidgets.QDockWidget, "leakPanel")
+    assert dock is not None and dock.widget() is panel
+    survivors = panel.survivors
+    assert sorted(_key(s) for s in survivors) == EXPECTED[stem]
+    assert panel.row_count() == len(EXPECTED[stem])
+    if not EXPECTED[stem]:
+        assert "No leaks" in panel.summary.text()
+        return
+    assert f"{len(survivors)} recorded objects" in panel.summary.text()
+    assert window.docks["leakPanel"].isVisible()  # raised when the script ended
+    for row in range(panel.row_count()):
+        _name, reason, held_by = panel.row_texts(row)
+        assert reason in ("cycle", "referenced")
+        assert HOLDER[stem] in held_by
+    # every survivor drawn in the graph on screen carries the red leak badge
+    scene = window.document.scene
+    nodes, _colours, badges = scene.overlay_arrays("leak")
+    flagged = {int(scene.node_ids[i]) for i in nodes}
+    shown = {s.node_id for s in survivors if scene.index_of(s.node_id) >= 0}
+    assert flagged == shown and shown
+    assert set(badges) == {"leak"}
+    assert window.graph_view.overlay_count >= len(shown)
+
+
+def test_clicking_a_survivor_selects_and_centres_it(qtbot, window):
+    _run_example(qtbot, window, "strong_outputs")
+    panel = window.leak_panel
+    doc = window.document
+    row = next(r for r in range(panel.row_count()) if panel.row_texts(r)[0].startswith("x "))
+    node = panel.row_node(row)
+    window.graph_view.zoom_by(4)
+    panel.click_row(row)
+    assert doc.selection == node
+    index = doc.scene.index_of(node)
+    centre = window.graph_view.view_box.viewRect().center()
+    assert np.allclose((centre.x(), centre.y()), doc.scene.geometry.positions[index], atol=1e-6)
+    assert "cycle" in panel.detail.toPlainText()
+    assert "\n  -> " in panel.detail.toPlainText()  # one hop a line
+
+
+def test_a_survivor_of_another_graph_switches_to_that_graph(qtbot, window):
+    result = _run_example(qtbot, window, "global_list")
+    assert len(result.graphs) == 2
+    panel = window.leak_panel
+    doc = window.document
+    row = next(r for r in range(panel.row_count()) if panel.row_texts(r)[0].startswith("h0"))
+    assert "(in another graph)" in panel.row_texts(row)[0]
+    panel.click_row(row)
+    node = panel.row_node(row)
+    assert doc.selection == node
+    assert doc.scene.index_of(node) >= 0
+    assert doc.title.endswith(result.graphs[0].title)
+    assert window.script_panel.graphs.currentIndex() == 0
+    # the other graph of the script is flagged from the same audit
+    assert len(doc.scene.overlay_arrays("leak")[0]) == 6
+
+
+def test_release_graph_audits_a_typed_expression(qtbot, window):
+    assert window.run_program("x = 0.5\ny = tanh(x) * x ** 2")
+    assert "Not audited yet" in window.leak_panel.summary.text()
+    window.actions["release_graph"].trigger()
+    assert window.document.leak_report is not None
+    assert window.leak_panel.row_count() == 0
+    assert "No leaks" in window.leak_panel.summary.text()
+    assert window.docks["leakPanel"].isVisible()
+    assert window.actions["release_graph"].shortcut().toString() == "Ctrl+L"
+    # the graph stays on screen and can still be stepped through
+    window.document.playback.to_end()
+    assert window.graph_view.frame.step == window.document.playback.n_steps - 1
+    # a new run is not audited until released again
+    assert window.run_program("x = 0.5\ny = exp(x)")
+    assert "Not audited yet" in window.leak_panel.summary.text()
+
+
+def test_a_saved_trace_has_nothing_to_release(qtbot, window, tmp_path):
+    path = tmp_path / "t.json"
+    assert window.document.save_trace(path)
+    assert window.open_path(path)
+    window.actions["release_graph"].trigger()
+    assert "saved trace" in window.leak_panel.summary.text()
+    assert window.document.scene is not None
+
+
+def test_the_leak_example_exports_with_its_badges(qapp, tmp_path, capsys):
+    from PySide6 import QtGui
+
+    from viewer.app import main
+    from viewer.model.colours import LIGHT
+
+    out = tmp_path / "leak.png"
+    assert main(["--export", str(out), str(find_example("global_list").path)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    image = QtGui.QImage(str(out)).convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
+    pixels = np.frombuffer(image.constBits(), dtype=np.uint8).reshape(
+        image.height(), image.bytesPerLine() // 4, 4
+    )[:, : image.width(), :3]
+    red = np.all(pixels == np.array(LIGHT.error[:3], dtype=np.uint8), axis=-1)
+    assert red.sum() > 500  # the badges and dashed rings of the flagged nodes
+
+
+def test_the_command_line_runs_a_script_and_shows_its_graphs_and_leaks(qtbot):
+    from viewer.app import build_window
+
+    window = build_window(["--yes", str(find_example("strong_outputs").path)])
+    qtbot.addWidget(window)
+    qtbot.waitUntil(lambda: window.document.script_result is not None, timeout=120_000)
+    qtbot.waitUntil(lambda: window.document.script_run is None, timeout=10_000)
+    assert window.document.kind == "script" and window.document.scene is not None
+    assert window.leak_panel.row_count() == len(EXPECTED["strong_outputs"])

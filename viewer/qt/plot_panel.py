@@ -1,0 +1,353 @@
+"""The plot panel (pyqtgraph): f, df/dx and d2f/dx2 of an expression along one leaf; a training
+run's loss and gradient norms per ``backward()``; the histograms of the selected node.
+
+A pure view: it draws the arrays of :mod:`viewer.model.plots` (``FunctionPlot``,
+``TrainingCurves``, ``NodeHistograms``) and shows a message where a plot does not apply. What
+to compute and when is decided by :class:`viewer.qt.plot_binding.PlotBinding`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtWidgets
+
+from viewer.qt.palettes import LIGHT, Theme
+
+__all__ = ["TABS", "PlotPanel"]
+
+TABS = ("function", "training", "histogram")
+CURVE_COLOURS = ("#1c7ed6", "#e8590c", "#2f9e44")  # f, df/dx, d2f/dx2
+SERIES_COLOURS = (
+    "#1c7ed6",
+    "#e8590c",
+    "#2f9e44",
+    "#ae3ec9",
+    "#f59f00",
+    "#0ca678",
+    "#d6336c",
+    "#495057",
+)
+
+
+def _plot_widget(parent: QtWidgets.QWidget, name: str, legend: bool) -> pg.PlotWidget:
+    plot = pg.PlotWidget(parent)
+    plot.setObjectName(name)
+    plot.setMenuEnabled(False)
+    plot.showGrid(x=True, y=True, alpha=0.2)
+    plot.setMinimumHeight(120)
+    if legend:
+        plot.addLegend(offset=(-6, 6))
+    return plot
+
+
+def _message_label(parent: QtWidgets.QWidget, name: str) -> QtWidgets.QLabel:
+    label = QtWidgets.QLabel(parent)
+    label.setObjectName(name)
+    label.setWordWrap(True)
+    label.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+    label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
+
+
+class PlotPanel(QtWidgets.QWidget):
+    leaf_chosen = QtCore.Signal(str)
+    tab_changed = QtCore.Signal(str)  # one of TABS
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("plotPanelContents")
+        self.tabs = QtWidgets.QTabWidget(self)
+        self.tabs.setObjectName("plotTabs")
+        self.tabs.setDocumentMode(True)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.tabs)
+        self._theme = LIGHT
+
+        # ------------------------------------------------------------ f, df/dx, d2f/dx2
+        page = QtWidgets.QWidget(self.tabs)
+        self.leaf_combo = QtWidgets.QComboBox(page)
+        self.leaf_combo.setObjectName("plotLeafCombo")
+        self.leaf_combo.setToolTip("The leaf to plot against; the other leaves keep their values")
+        self.function_message = _message_label(page, "plotFunctionMessage")
+        self.function_values = _message_label(page, "plotFunctionValues")
+        self.function_plot = _plot_widget(page, "functionPlot", legend=True)
+        self.curves = [
+            self.function_plot.plot([], [], pen=pg.mkPen(c, width=2), name=n)
+            for c, n in zip(CURVE_COLOURS, ("f", "df/dx", "d2f/dx2"), strict=True)
+        ]
+        self.marker_line = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen("#868e96"))
+        self.function_plot.addItem(self.marker_line)
+        self.markers = pg.ScatterPlotItem(size=9, pen=pg.mkPen("#ffffff", width=1.2))
+        self.function_plot.addItem(self.markers)
+        row = QtWidgets.QHBoxLayout()
+        row.addWidget(QtWidgets.QLabel("Plot against:", page))
+        row.addWidget(self.leaf_combo, 1)
+        col = QtWidgets.QVBoxLayout(page)
+        col.setContentsMargins(4, 4, 4, 4)
+        col.addLayout(row)
+        col.addWidget(self.function_message)
+        col.addWidget(self.function_values)
+        col.addWidget(self.function_plot, 1)
+        self.tabs.addTab(page, "f(x)")
+        self.leaf_combo.activated.connect(
+            lambda index: self.leaf_chosen.emit(self.leaf_combo.itemText(index))
+        )
+        self.function_data: Any = None
+
+        # ------------------------------------------------------------ training
+        page = QtWidgets.QWidget(self.tabs)
+        self.training_message = _message_label(page, "plotTrainingMessage")
+        self.loss_plot = _plot_widget(page, "lossPlot", legend=False)
+        self.loss_plot.setLabel("bottom", "backward() call")
+        self.loss_curve = self.loss_plot.plot([], [], pen=pg.mkPen(CURVE_COLOURS[0], width=2))
+        self.norm_plot = _plot_widget(page, "gradNormPlot", legend=True)
+        self.norm_plot.setLabel("bottom", "backward() call")
+        self.norm_plot.setLabel("left", "gradient norm")
+        self.norm_plot.setXLink(self.loss_plot)
+        self.norm_curves: list[pg.PlotDataItem] = []
+        col = QtWidgets.QVBoxLayout(page)
+        col.setContentsMargins(4, 4, 4, 4)
+        col.addWidget(self.training_message)
+        col.addWidget(self.loss_plot, 1)
+        col.addWidget(self.norm_plot, 1)
+        self.tabs.addTab(page, "Training")
+        self.training_data: Any = None
+
+        # ------------------------------------------------------------ histograms
+        page = QtWidgets.QWidget(self.tabs)
+        self.histogram_message = _message_label(page, "plotHistogramMessage")
+        self.value_histogram = _plot_widget(page, "valueHistogram", legend=False)
+        self.grad_histogram = _plot_widget(page, "gradHistogram", legend=False)
+        col = QtWidgets.QVBoxLayout(page)
+        col.setContentsMargins(4, 4, 4, 4)
+        col.addWidget(self.histogram_message)
+        col.addWidget(self.value_histogram, 1)
+        col.addWidget(self.grad_histogram, 1)
+        self.tabs.addTab(page, "Histogram")
+        self.histogram_data: Any = None
+
+        self.tabs.currentChanged.connect(lambda i: self.tab_changed.emit(TABS[i]))
+        self.show_function_message("")
+        self.show_training_message("")
+        self.show_histogram_message("")
+
+    # ---------------------------------------------------------------- tabs, theme
+    @property
+    def current_tab(self) -> str:
+        return TABS[self.tabs.currentIndex()]
+
+    def set_current_tab(self, name: str) -> None:
+        self.tabs.setCurrentIndex(TABS.index(name))
+
+    def set_theme(self, theme: Theme) -> None:
+        self._theme = theme
+        for plot in self._plots():
+            plot.setBackground(theme.base)
+            for side in ("left", "bottom"):
+                axis = plot.getAxis(side)
+                axis.setPen(pg.mkPen(theme.mid))
+                axis.setTextPen(pg.mkPen(theme.text))
+            legend = plot.getPlotItem().legend
+            if legend is not None:
+                legend.setLabelTextColor(theme.text)
+        self.marker_line.setPen(pg.mkPen(theme.mid, style=QtCore.Qt.PenStyle.DashLine))
+
+    def _plots(self) -> tuple[pg.PlotWidget, ...]:
+        return (
+            self.function_plot,
+            self.loss_plot,
+            self.norm_plot,
+            self.value_histogram,
+            self.grad_histogram,
+        )
+
+    # ---------------------------------------------------------------- f, df/dx, d2f/dx2
+    def set_leaves(self, names: Sequence[str], current: str | None) -> None:
+        """The leaves to choose from (``current`` selected)."""
+        blocked = self.leaf_combo.blockSignals(True)
+        self.leaf_combo.clear()
+        self.leaf_combo.addItems(list(names))
+        if current is not None and current in names:
+            self.leaf_combo.setCurrentIndex(list(names).index(current))
+        self.leaf_combo.setEnabled(len(names) > 1)
+        self.leaf_combo.blockSignals(blocked)
+
+    def show_function_message(self, text: str) -> None:
+        """Why there is no plot (or what is being computed); the old curves are cleared."""
+        self.function_data = None
+        for curve in self.curves:
+            curve.setData([], [])
+        self.markers.setData([], [])
+        self.marker_line.hide()
+        self.function_values.hide()
+        self.function_plot.setVisible(False)
+        self.function_message.setText(
+            text or "Type an expression of one scalar leaf (y = tanh(x) * x**2) to plot it."
+        )
+        self.function_message.setVisible(True)
+
+    def show_function_progress(self, text: str) -> None:
+        """A computation is under way: say so above the (previous) curves."""
+        self.function_message.setText(text)
+        self.function_message.setVisible(True)
+
+    def show_function_plot(self, data: Any) -> None:
+        """A :class:`viewer.model.plots.FunctionPlot`."""
+        self.function_data = data
+        names = data.labels
+        for curve, values, name in zip(
+            self.curves, (data.f, data.df, data.d2f), names, strict=True
+        ):
+            curve.setData(np.asarray(data.x, dtype=float), np.asarray(values, dtype=float))
+            curve.opts["name"] = name
+        legend = self.function_plot.getPlotItem().legend
+        if legend is not None:
+            legend.clear()
+            for curve, name in zip(self.curves, names, strict=True):
+                legend.addItem(curve, name)
+        x0 = data.x0
+        points = [
+            {"pos": (x0, v), "brush": pg.mkBrush(c)}
+            for v, c in zip((data.f0, data.df0, data.d2f0), CURVE_COLOURS, strict=True)
+            if np.isfinite(v)
+        ]
+        self.markers.setData(points)
+        self.marker_line.setPos(x0)
+        self.marker_line.show()
+        self.function_plot.setLabel("bottom", data.leaf)
+        self.function_values.setText(
+            f"at {data.leaf} = {_fmt(x0)}:  {names[0]} = {_fmt(data.f0)},  "
+            f"{names[1]} = {_fmt(data.df0)},  {names[2]} = {_fmt(data.d2f0)}"
+            f"   ({data.n_points} points)"
+        )
+        self.function_values.show()
+        if not np.isfinite(np.asarray(data.f, dtype=float)).any():
+            self.function_message.setText(
+                f"{names[0]} is not finite anywhere between {_fmt(data.x[0])} and "
+                f"{_fmt(data.x[-1])}: nothing to draw (see Jump to First NaN/Inf)."
+            )
+            self.function_message.setVisible(True)
+        else:
+            self.function_message.setVisible(False)
+        self.function_plot.setVisible(True)
+        self.function_plot.enableAutoRange()
+
+    # ---------------------------------------------------------------- training
+    def show_training_message(self, text: str) -> None:
+        self.training_data = None
+        self.loss_curve.setData([], [])
+        self._clear_norms()
+        self.loss_plot.setVisible(False)
+        self.norm_plot.setVisible(False)
+        self.training_message.setText(
+            text
+            or "Run a training script (linear_regression.py, sine_regression.py) to see its "
+            "loss and gradient norms per backward() call."
+        )
+        self.training_message.setVisible(True)
+
+    def _clear_norms(self) -> None:
+        for curve in self.norm_curves:
+            self.norm_plot.removeItem(curve)
+        self.norm_curves = []
+        legend = self.norm_plot.getPlotItem().legend
+        if legend is not None:
+            legend.clear()
+
+    def show_training(self, data: Any) -> None:
+        """A :class:`viewer.model.plots.TrainingCurves`."""
+        self.training_data = data
+        steps = np.asarray(data.steps, dtype=float)
+        symbol = "o" if len(steps) <= 30 else None
+        self.loss_curve.setData(steps, np.asarray(data.loss, dtype=float), symbol=symbol)
+        self.loss_plot.setLabel("left", data.loss_label)
+        self._clear_norms()
+        for k, label in enumerate(data.labels):
+            colour = SERIES_COLOURS[k % len(SERIES_COLOURS)]
+            curve = self.norm_plot.plot(
+                steps,
+                np.asarray(data.grad_norms[k], dtype=float),
+                pen=pg.mkPen(colour, width=1.5),
+                symbol=symbol,
+                symbolBrush=colour,
+                symbolSize=5,
+                name=label,
+            )
+            self.norm_curves.append(curve)
+        notes = list(data.notes)
+        if data.n_steps == 1:
+            notes.append("one backward() call: a training loop calls it once per step")
+        self.training_message.setText("; ".join(notes))
+        self.training_message.setVisible(bool(notes))
+        # Losses and norms span decades: a log axis when every value allows one.
+        self.loss_plot.setLogMode(y=_positive(data.loss) and len(steps) > 1)
+        self.norm_plot.setLogMode(y=_positive(data.grad_norms) and len(steps) > 1)
+        self.loss_plot.setVisible(True)
+        self.norm_plot.setVisible(bool(data.labels))
+        self.loss_plot.enableAutoRange()
+        self.norm_plot.enableAutoRange()
+
+    # ---------------------------------------------------------------- histograms
+    def show_histogram_message(self, text: str) -> None:
+        self.histogram_data = None
+        for plot in (self.value_histogram, self.grad_histogram):
+            plot.clear()
+            plot.setVisible(False)
+        self.histogram_message.setText(
+            text or "Select a variable in the graph to see how its value and gradient spread."
+        )
+        self.histogram_message.setVisible(True)
+
+    def show_histograms(self, data: Any) -> None:
+        """A :class:`viewer.model.plots.NodeHistograms`."""
+        self.histogram_data = data
+        shown = 0
+        for plot, histogram, colour, what in (
+            (self.value_histogram, data.value, "#f0a640", "value"),
+            (self.grad_histogram, data.grad, "#5aa5c8", "gradient"),
+        ):
+            plot.clear()
+            if histogram is None:
+                plot.setVisible(False)
+                continue
+            plot.plot(
+                np.asarray(histogram.edges, dtype=float),
+                np.asarray(histogram.counts, dtype=float),
+                stepMode="center",
+                fillLevel=0,
+                brush=pg.mkBrush(colour + "99"),
+                pen=pg.mkPen(colour),
+            )
+            extra = []
+            if histogram.nan:
+                extra.append(f"{histogram.nan} NaN")
+            if histogram.inf:
+                extra.append(f"{histogram.inf} Inf")
+            title = f"{what} of {data.label}: {histogram.n} finite element(s)"
+            if extra:
+                title += f", {', '.join(extra)} not drawn"
+            if histogram.live:
+                title += " (the live object now)"
+            plot.setTitle(title, color=self._theme.text, size="9pt")
+            plot.setVisible(True)
+            plot.enableAutoRange()
+            shown += 1
+        self.histogram_message.setText(data.message)
+        self.histogram_message.setVisible(bool(data.message) or not shown)
+        if not shown and not data.message:
+            self.histogram_message.setText(f"{data.label}: nothing to draw at this step")
+
+
+def _positive(values: Any) -> bool:
+    finite = np.asarray(values, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    return finite.size > 0 and bool(np.all(finite > 0))
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.6g}"
