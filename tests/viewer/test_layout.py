@@ -6,7 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from viewer.model import layout as layout_module
+from viewer.model import layout_placement
 from viewer.model.layout import (
     Layout,
     LayoutCancelled,
@@ -202,7 +202,7 @@ def test_fast_straight_crossings_agree_with_count_crossings() -> None:
         edges = np.unique(np.column_stack([a[keep], b[keep]]), axis=0)
         x = rng.random(n) * 10
         expected = count_crossings(np.column_stack([x, layer]), edges)
-        got = layout_module._straight_crossings(x, layer, edges[:, 0], edges[:, 1])
+        got = layout_placement._straight_crossings(x, layer, edges[:, 0], edges[:, 1])
         assert got == expected
 
 
