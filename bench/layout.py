@@ -25,7 +25,6 @@ Nothing is written into the repository unless ``--json`` asks for it.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import resource
 import shutil
@@ -36,7 +35,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -44,6 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.reference_graphs import GEN_DAG, load_gen_dag  # noqa: E402
 from viewer.model.layout import count_crossings, layered_layout  # noqa: E402
 
 Edges = list[tuple[int, int]]
@@ -52,19 +51,6 @@ Edges = list[tuple[int, int]]
 # =============================================================================
 # Graphs
 # =============================================================================
-def load_gen_dag(path: Path) -> ModuleType:
-    if not path.is_file():
-        raise SystemExit(
-            f"gen_dag.py not found at {path}; pass --gen-dag PATH (the reference generator "
-            "lives in shared/bench/ beside the repository)"
-        )
-    spec = importlib.util.spec_from_file_location("gen_dag", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def engine_graph(output: Any) -> tuple[int, Edges]:
     """Nodes and edges (variable -> function -> variable, one edge per argument slot) of the
     graph that made ``output``, walked from its creator without recursion."""
@@ -245,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--grandalf-max", type=int, default=1000)
     ap.add_argument("--chain-ops", type=int, default=2000)
     ap.add_argument("--no-engine", action="store_true", help="skip the autodiff graphs")
-    ap.add_argument("--gen-dag", type=Path, default=ROOT.parent / "shared" / "bench" / "gen_dag.py")
+    ap.add_argument("--gen-dag", type=Path, default=GEN_DAG)
     ap.add_argument("--json", type=Path, help="also write the results here")
     args = ap.parse_args(argv)
 

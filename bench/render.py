@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.util
 import json
 import os
 import statistics
@@ -50,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 import autodiff.functions as F  # noqa: E402
 from autodiff import Function, Variable, trace  # noqa: E402
+from bench.reference_graphs import GEN_DAG, load_gen_dag  # noqa: E402
 from viewer.model.scene import Scene, compute_layout  # noqa: E402
 
 TARGETS_MS = {1000: 16.0, 10000: 50.0}
@@ -58,19 +58,6 @@ TARGETS_MS = {1000: 16.0, 10000: 50.0}
 # =============================================================================
 # Graphs
 # =============================================================================
-def load_gen_dag(path: Path) -> ModuleType:
-    if not path.is_file():
-        raise SystemExit(
-            f"gen_dag.py not found at {path}; pass --gen-dag PATH (the reference generator "
-            "lives in shared/bench/ beside the repository)"
-        )
-    spec = importlib.util.spec_from_file_location("gen_dag", path)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
-
-
 _OP_CLASSES: dict[tuple[str, int], type] = {}
 
 
@@ -283,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--gen-dag",
         type=Path,
-        default=ROOT.parent / "shared" / "bench" / "gen_dag.py",
+        default=GEN_DAG,
         help="path of the reference generator",
     )
     p.add_argument("--json", type=Path, help="also write the figures here")
