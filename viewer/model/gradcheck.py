@@ -58,6 +58,7 @@ from viewer.model.function_check import (
     check_function,
 )
 from viewer.model.gradcheck_report import GradCheckReport, LeafCheck, ReportRow
+from viewer.model.plots import _snapshot_total
 
 __all__ = [
     "ATOL",
@@ -276,14 +277,6 @@ def _root_label(trace: Any, root: int, program_output: str | None, last: bool) -
     if last and program_output:
         return program_output
     return f"#{root}"
-
-
-def _snapshot_total(snapshot: Any) -> float:
-    if snapshot is None:
-        return math.nan
-    if snapshot.array is not None:
-        return float(np.sum(np.asarray(snapshot.array, dtype=np.float64)))
-    return float(snapshot.mean) * float(np.prod(snapshot.shape))
 
 
 def check_program(

@@ -287,7 +287,8 @@ class TrainingCurves:
         return {label: self.grad_norms[k] for k, label in enumerate(self.labels)}
 
 
-def _total(snapshot: Any) -> float:
+def _snapshot_total(snapshot: Any) -> float:
+    """Sum of a recorded value (NaN when there is none); from the mean when no copy was kept."""
     if snapshot is None:
         return math.nan
     if snapshot.array is not None:
@@ -343,7 +344,7 @@ def training_curves(trace: Any, max_parameters: int = MAX_PARAMETERS) -> Trainin
         notes.append(f"{len(parameters)} parameters: the first {max_parameters} are drawn")
         parameters = parameters[:max_parameters]
     loss = np.array(
-        [_total(values.get(roots[p]) or trace.node(roots[p]).get("value")) for p in passes]
+        [_snapshot_total(values.get(roots[p]) or trace.node(roots[p]).get("value")) for p in passes]
     )
     norms = np.full((len(parameters), len(passes)), math.nan)
     for j, p in enumerate(passes):
