@@ -53,6 +53,15 @@ def _message_label(parent: QtWidgets.QWidget, name: str) -> QtWidgets.QLabel:
     return label
 
 
+def _column(page: QtWidgets.QWidget, message: QtWidgets.QLabel, *plots: pg.PlotWidget) -> None:
+    """Lay ``page`` out as ``message`` above ``plots``, the plots sharing the height."""
+    col = QtWidgets.QVBoxLayout(page)
+    col.setContentsMargins(4, 4, 4, 4)
+    col.addWidget(message)
+    for plot in plots:
+        col.addWidget(plot, 1)
+
+
 class PlotPanel(QtWidgets.QWidget):
     leaf_chosen = QtCore.Signal(str)
     tab_changed = QtCore.Signal(str)  # one of TABS
@@ -110,11 +119,7 @@ class PlotPanel(QtWidgets.QWidget):
         self.norm_plot.setLabel("left", "gradient norm")
         self.norm_plot.setXLink(self.loss_plot)
         self.norm_curves: list[pg.PlotDataItem] = []
-        col = QtWidgets.QVBoxLayout(page)
-        col.setContentsMargins(4, 4, 4, 4)
-        col.addWidget(self.training_message)
-        col.addWidget(self.loss_plot, 1)
-        col.addWidget(self.norm_plot, 1)
+        _column(page, self.training_message, self.loss_plot, self.norm_plot)
         self.tabs.addTab(page, "Training")
         self.training_data: Any = None
 
@@ -123,11 +128,7 @@ class PlotPanel(QtWidgets.QWidget):
         self.histogram_message = _message_label(page, "plotHistogramMessage")
         self.value_histogram = _plot_widget(page, "valueHistogram", legend=False)
         self.grad_histogram = _plot_widget(page, "gradHistogram", legend=False)
-        col = QtWidgets.QVBoxLayout(page)
-        col.setContentsMargins(4, 4, 4, 4)
-        col.addWidget(self.histogram_message)
-        col.addWidget(self.value_histogram, 1)
-        col.addWidget(self.grad_histogram, 1)
+        _column(page, self.histogram_message, self.value_histogram, self.grad_histogram)
         self.tabs.addTab(page, "Histogram")
         self.histogram_data: Any = None
 
