@@ -9,11 +9,11 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from viewer.model.inspector import NodeInfo
+from viewer.qt.plot_panel import HISTOGRAM_COLOURS, plot_histogram
 
 __all__ = ["InspectorPanel"]
 
@@ -195,16 +195,8 @@ class InspectorPanel(QtWidgets.QWidget):
         for k, (label, array) in enumerate((("value", info.value), ("grad", info.grad))):
             if array is None or array.histogram is None or array.bin_edges is None:
                 continue
-            colour = ("#f0a640", "#5aa5c8")[k]
-            self.plot.plot(
-                np.asarray(array.bin_edges, dtype=float),
-                np.asarray(array.histogram, dtype=float),
-                stepMode="center",
-                fillLevel=0,
-                brush=pg.mkBrush(colour + "88"),
-                pen=pg.mkPen(colour),
-                name=label,
-            )
+            colour = HISTOGRAM_COLOURS[k]
+            plot_histogram(self.plot, array.bin_edges, array.histogram, colour, "88", name=label)
             shown += 1
         self.plot.setVisible(shown > 0)
         self.notes.setText("\n".join(self._notes))

@@ -17,10 +17,11 @@ from PySide6 import QtCore, QtWidgets
 
 from viewer.qt.palettes import LIGHT, Theme
 
-__all__ = ["TABS", "PlotPanel"]
+__all__ = ["HISTOGRAM_COLOURS", "TABS", "PlotPanel", "plot_histogram"]
 
 TABS = ("function", "training", "histogram")
 CURVE_COLOURS = ("#1c7ed6", "#e8590c", "#2f9e44")  # f, df/dx, d2f/dx2
+HISTOGRAM_COLOURS = ("#f0a640", "#5aa5c8")  # value, gradient
 SERIES_COLOURS = (
     "#1c7ed6",
     "#e8590c",
@@ -51,6 +52,27 @@ def _message_label(parent: QtWidgets.QWidget, name: str) -> QtWidgets.QLabel:
     label.setTextFormat(QtCore.Qt.TextFormat.PlainText)
     label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
     return label
+
+
+def plot_histogram(
+    plot: pg.PlotWidget | pg.PlotItem,
+    edges: Any,
+    counts: Any,
+    colour: str,
+    fill_alpha: str,
+    **options: Any,
+) -> pg.PlotDataItem:
+    """Draw ``counts`` over the bins ``edges`` as filled steps in ``colour`` (the fill with the
+    hex alpha ``fill_alpha``); ``options`` go to ``plot.plot`` (a legend ``name``)."""
+    return plot.plot(
+        np.asarray(edges, dtype=float),
+        np.asarray(counts, dtype=float),
+        stepMode="center",
+        fillLevel=0,
+        brush=pg.mkBrush(colour + fill_alpha),
+        pen=pg.mkPen(colour),
+        **options,
+    )
 
 
 def _column(page: QtWidgets.QWidget, message: QtWidgets.QLabel, *plots: pg.PlotWidget) -> None:
@@ -309,21 +331,14 @@ class PlotPanel(QtWidgets.QWidget):
         self.histogram_data = data
         shown = 0
         for plot, histogram, colour, what in (
-            (self.value_histogram, data.value, "#f0a640", "value"),
-            (self.grad_histogram, data.grad, "#5aa5c8", "gradient"),
+            (self.value_histogram, data.value, HISTOGRAM_COLOURS[0], "value"),
+            (self.grad_histogram, data.grad, HISTOGRAM_COLOURS[1], "gradient"),
         ):
             plot.clear()
             if histogram is None:
                 plot.setVisible(False)
                 continue
-            plot.plot(
-                np.asarray(histogram.edges, dtype=float),
-                np.asarray(histogram.counts, dtype=float),
-                stepMode="center",
-                fillLevel=0,
-                brush=pg.mkBrush(colour + "99"),
-                pen=pg.mkPen(colour),
-            )
+            plot_histogram(plot, histogram.edges, histogram.counts, colour, "99")
             extra = []
             if histogram.nan:
                 extra.append(f"{histogram.nan} NaN")
