@@ -63,6 +63,23 @@ def seed_scene(seed_trace):
 
 
 @pytest.fixture
+def wait_for_script(qtbot):
+    """``wait_for_script(window, timeout=120_000)``: wait until the window's script run has
+    ended and its Cancel button is disabled again."""
+
+    def wait(window, timeout=120_000):
+        qtbot.waitUntil(
+            lambda: (
+                window.document.script_run is None
+                and not window.script_panel.cancel_button.isEnabled()
+            ),
+            timeout=timeout,
+        )
+
+    return wait
+
+
+@pytest.fixture
 def window(qtbot):
     """A main window with the default program loaded, shown offscreen, isolated settings."""
     from viewer.app import build_window

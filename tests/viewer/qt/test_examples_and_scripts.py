@@ -13,21 +13,12 @@ PARAMS = [
 ]
 
 
-def _wait_for_script(qtbot, window, timeout=120_000):
-    qtbot.waitUntil(
-        lambda: (
-            window.document.script_run is None and not window.script_panel.cancel_button.isEnabled()
-        ),
-        timeout=timeout,
-    )
-
-
 @pytest.mark.parametrize("example", PARAMS)
-def test_every_bundled_example_loads_and_plays_to_the_end(qtbot, window, example):
+def test_every_bundled_example_loads_and_plays_to_the_end(qtbot, window, wait_for_script, example):
     doc = window.document
     window.load_example(example.stem)
     if example.kind == "script":
-        _wait_for_script(qtbot, window)
+        wait_for_script(window)
         result = doc.script_result
         assert result is not None and result.ok, result.error if result else "no result"
     assert doc.scene is not None, f"{example.stem}: {doc.last_error}"
@@ -46,7 +37,7 @@ def test_every_bundled_example_loads_and_plays_to_the_end(qtbot, window, example
         assert window.editor.text() == example.read()
 
 
-def test_a_script_with_an_exception_leaves_the_app_usable(qtbot, window, tmp_path):
+def test_a_script_with_an_exception_leaves_the_app_usable(qtbot, window, wait_for_script, tmp_path):
     script = tmp_path / "broken.py"
     script.write_text(
         "import numpy as np\n"
@@ -58,7 +49,7 @@ def test_a_script_with_an_exception_leaves_the_app_usable(qtbot, window, tmp_pat
     )
     scene = window.document.scene
     assert window.open_path(script, confirm_scripts=False)
-    _wait_for_script(qtbot, window)
+    wait_for_script(window)
     output = window.script_panel.error_text()
     assert "about to fail" in output
     assert "RuntimeError: this script is broken on purpose" in output
@@ -68,7 +59,9 @@ def test_a_script_with_an_exception_leaves_the_app_usable(qtbot, window, tmp_pat
     assert window.document.trace.steps[0].op == "Exp"
 
 
-def test_a_script_runs_in_the_background_and_can_be_cancelled(qtbot, window, tmp_path):
+def test_a_script_runs_in_the_background_and_can_be_cancelled(
+    qtbot, window, wait_for_script, tmp_path
+):
     script = tmp_path / "slow.py"
     script.write_text(
         "import numpy as np\n"
@@ -86,7 +79,7 @@ def test_a_script_runs_in_the_background_and_can_be_cancelled(qtbot, window, tmp
     window.document.playback.to_end()
     qtbot.wait(100)
     qtbot.mouseClick(window.script_panel.cancel_button, QtCore.Qt.MouseButton.LeftButton)
-    _wait_for_script(qtbot, window, timeout=30_000)
+    wait_for_script(window, timeout=30_000)
     result = window.document.script_result
     assert result is not None and result.path == script.resolve()
     assert result.cancelled, (result.summary, result.error)

@@ -6,14 +6,9 @@ from PySide6 import QtWidgets
 from viewer.model.gradcheck import OVERLAY_KIND
 
 
-def _run_script_example(qtbot, window, stem):
+def _run_script_example(wait_for_script, window, stem):
     window.load_example(stem)
-    qtbot.waitUntil(
-        lambda: (
-            window.document.script_run is None and not window.script_panel.cancel_button.isEnabled()
-        ),
-        timeout=120_000,
-    )
+    wait_for_script(window)
     assert window.document.script_result.ok
 
 
@@ -23,8 +18,8 @@ def _overlay_badges(window):
     return {scene.names[int(i)]: badge for i, badge in zip(nodes, badges, strict=True)}
 
 
-def test_the_wrong_backward_is_flagged_and_only_it(qtbot, window):
-    _run_script_example(qtbot, window, "wrong_backward")
+def test_the_wrong_backward_is_flagged_and_only_it(qtbot, window, wait_for_script):
+    _run_script_example(wait_for_script, window, "wrong_backward")
     window.actions["check_gradients"].trigger()
     panel = window.gradcheck_panel
     dock = window.findChild(QtWidgets.QDockWidget, "gradCheckPanel")
@@ -44,8 +39,8 @@ def test_the_wrong_backward_is_flagged_and_only_it(qtbot, window):
     assert "Softplus" in window.inspector.text()
 
 
-def test_the_right_backward_passes(qtbot, window):
-    _run_script_example(qtbot, window, "right_backward")
+def test_the_right_backward_passes(qtbot, window, wait_for_script):
+    _run_script_example(wait_for_script, window, "right_backward")
     report = window.debug.check_gradients()
     assert report is not None and report.ok
     assert {row.status for row in window.gradcheck_panel.rows} == {"ok"}

@@ -36,14 +36,9 @@ HOLDER = {
 }
 
 
-def _run_example(qtbot, window, stem):
+def _run_example(wait_for_script, window, stem):
     window.load_example(stem)
-    qtbot.waitUntil(
-        lambda: (
-            window.document.script_run is None and not window.script_panel.cancel_button.isEnabled()
-        ),
-        timeout=120_000,
-    )
+    wait_for_script(window)
     result = window.document.script_result
     assert result is not None and result.ok, result.error if result else "no result"
     return result
@@ -55,8 +50,8 @@ def _key(survivor):
 
 
 @pytest.mark.parametrize("stem", sorted(EXPECTED))
-def test_each_leak_example_lists_exactly_its_survivors(qtbot, window, stem):
-    _run_example(qtbot, window, stem)
+def test_each_leak_example_lists_exactly_its_survivors(qtbot, window, wait_for_script, stem):
+    _run_example(wait_for_script, window, stem)
     panel = window.leak_panel
     dock = window.findChild(QtWidgets.QDockWidget, "leakPanel")
     assert dock is not None and dock.widget() is panel
@@ -82,8 +77,8 @@ def test_each_leak_example_lists_exactly_its_survivors(qtbot, window, stem):
     assert window.graph_view.overlay_count >= len(shown)
 
 
-def test_clicking_a_survivor_selects_and_centres_it(qtbot, window):
-    _run_example(qtbot, window, "strong_outputs")
+def test_clicking_a_survivor_selects_and_centres_it(qtbot, window, wait_for_script):
+    _run_example(wait_for_script, window, "strong_outputs")
     panel = window.leak_panel
     doc = window.document
     row = next(r for r in range(panel.row_count()) if panel.row_texts(r)[0].startswith("x "))
@@ -98,8 +93,8 @@ def test_clicking_a_survivor_selects_and_centres_it(qtbot, window):
     assert "\n  -> " in panel.detail.toPlainText()  # one hop a line
 
 
-def test_a_survivor_of_another_graph_switches_to_that_graph(qtbot, window):
-    result = _run_example(qtbot, window, "global_list")
+def test_a_survivor_of_another_graph_switches_to_that_graph(qtbot, window, wait_for_script):
+    result = _run_example(wait_for_script, window, "global_list")
     assert len(result.graphs) == 2
     panel = window.leak_panel
     doc = window.document

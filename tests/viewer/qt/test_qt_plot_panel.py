@@ -96,21 +96,16 @@ def test_plot_requests_that_do_not_apply_say_why_and_keep_the_state(qtbot, windo
     assert window.document.scene is not None
 
 
-def _run_script(qtbot, window, path):
+def _run_script(wait_for_script, window, path):
     window.open_path(path, confirm_scripts=False)
-    qtbot.waitUntil(
-        lambda: (
-            window.document.script_run is None and not window.script_panel.cancel_button.isEnabled()
-        ),
-        timeout=120_000,
-    )
+    wait_for_script(window)
 
 
-def test_training_curves_of_a_script(qtbot, window):
+def test_training_curves_of_a_script(qtbot, window, wait_for_script):
     from viewer.model.examples import find_example
 
     window.raise_dock("plotPanel")
-    _run_script(qtbot, window, find_example("linear_regression").path)
+    _run_script(wait_for_script, window, find_example("linear_regression").path)
     panel = window.plot_panel
     assert panel.current_tab == "training"
     data = panel.training_data
@@ -121,7 +116,9 @@ def test_training_curves_of_a_script(qtbot, window):
     assert all(len(c.getData()[1]) == data.n_steps for c in panel.norm_curves)
 
 
-def test_a_script_that_never_calls_backward_has_no_loss_curve(qtbot, window, tmp_path):
+def test_a_script_that_never_calls_backward_has_no_loss_curve(
+    qtbot, window, wait_for_script, tmp_path
+):
     script = tmp_path / "forward_only.py"
     script.write_text(
         "import numpy as np\n"
@@ -132,7 +129,7 @@ def test_a_script_that_never_calls_backward_has_no_loss_curve(qtbot, window, tmp
         "y.name = 'y'\n"
     )
     window.raise_dock("plotPanel")
-    _run_script(qtbot, window, script)
+    _run_script(wait_for_script, window, script)
     assert window.document.scene is not None  # its forward graph is shown
     panel = window.plot_panel
     assert panel.current_tab == "training" and panel.training_data is None
