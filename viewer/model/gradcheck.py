@@ -356,46 +356,32 @@ def check_program(
             if not passes:
                 continue
             x = leaf_values[name]
-            if not np.all(np.isfinite(x)):
-                for p in passes:
-                    leaf_checks.append(
-                        LeafCheck(
-                            name,
-                            nid,
-                            roots[p],
-                            labels[p],
-                            p,
-                            orders[p],
-                            "nonfinite",
-                            None,
-                            f"{name} holds NaN or Inf",
-                        )
+            probe = None  # stays None where x holds NaN or Inf: nothing to compare
+            if np.all(np.isfinite(x)):
+                try:
+                    probe = _probe(lambda v, name=name: roots_at(name, v), x, rng, max_elements)
+                except _Mismatch:
+                    notes.append(
+                        f"re-running with another {name} built a different graph: not checked"
                     )
-                continue
-            try:
-                probe = _probe(lambda v, name=name: roots_at(name, v), x, rng, max_elements)
-            except _Mismatch:
-                notes.append(f"re-running with another {name} built a different graph: not checked")
-                continue
+                    continue
             for p in passes:
-                if p == last_pass:
-                    leaf = base.leaves[name]
-                    grad = None if leaf.grad is None else leaf.grad.data
+                comparison = None
+                if probe is None:
+                    status, message = "nonfinite", f"{name} holds NaN or Inf"
                 else:
-                    snap = trace.grad_at(nid, ends[p]) if p in ends else None
-                    grad = None if snap is None else snap.array
-                comparison = _compare(grad, probe, p, x.shape, rtol, atol)
+                    if p == last_pass:
+                        leaf = base.leaves[name]
+                        grad = None if leaf.grad is None else leaf.grad.data
+                    else:
+                        snap = trace.grad_at(nid, ends[p]) if p in ends else None
+                        grad = None if snap is None else snap.array
+                    comparison = _compare(grad, probe, p, x.shape, rtol, atol)
+                    status = comparison.status
+                    message = _leaf_message(name, labels[p], comparison)
                 leaf_checks.append(
                     LeafCheck(
-                        name,
-                        nid,
-                        roots[p],
-                        labels[p],
-                        p,
-                        orders[p],
-                        comparison.status,
-                        comparison,
-                        _leaf_message(name, labels[p], comparison),
+                        name, nid, roots[p], labels[p], p, orders[p], status, comparison, message
                     )
                 )
         function_checks: list[FunctionCheck] = []
