@@ -137,6 +137,10 @@ class _ThreadStream(io.TextIOBase):
         return "utf-8"
 
 
+# How long cancel() waits for the next engine operation before interrupting plain Python.
+_ASYNC_CANCEL_GRACE_S = 0.5
+
+
 class _CancelObserver:
     """Engine observer that raises ScriptCancelled in the script's thread once cancelled."""
 
@@ -181,6 +185,7 @@ class ScriptRun:
         self._thread: threading.Thread | None = None
         self._thread_id: int | None = None
         self._done = threading.Event()
+        self._interrupt_lock = threading.Lock()
         self._started = False
         self._in_script = False
         # Extra engine observers attached only while the script runs (gradcheck's
@@ -216,9 +221,19 @@ class ScriptRun:
         self._cancel_requested = True
         thread_id = self._thread_id
         if self._in_script and thread_id is not None and thread_id != threading.get_ident():
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                ctypes.c_ulong(thread_id), ctypes.py_object(ScriptCancelled)
-            )
+            # An asynchronous exception can land anywhere, even inside a weakref callback
+            # (where Python can only print it), so it is the fallback: a script that runs
+            # engine operations stops at the next one, well before the grace period ends.
+            timer = threading.Timer(_ASYNC_CANCEL_GRACE_S, self._interrupt, (thread_id,))
+            timer.daemon = True
+            timer.start()
+
+    def _interrupt(self, thread_id: int) -> None:
+        with self._interrupt_lock:  # never after the script's own code has ended
+            if self._in_script and not self._done.is_set() and self._thread_id == thread_id:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(thread_id), ctypes.py_object(ScriptCancelled)
+                )
 
     def run(self) -> ScriptResult:
         """Run the script on this thread and return the result (also in :attr:`result`)."""
@@ -273,9 +288,10 @@ class ScriptRun:
         except BaseException as e:  # the user's script: anything it raises is reported
             error = _format_traceback(e, self.path)
         finally:
-            self._in_script = False
-            # A cancel that raced with the end of the script must not fire later, elsewhere.
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread_id), None)
+            with self._interrupt_lock:
+                self._in_script = False
+                # A cancel that raced with the end of the script must not fire later, elsewhere.
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread_id), None)
             try:
                 core.remove_observer(observer)
                 for extra in self.observers:
