@@ -123,14 +123,22 @@ _EVENTS = (
 )
 # event -> the observers' bound handlers, looked up once when an observer is attached
 _handlers: dict[str, tuple] = {}
+# The handlers of the events that fire once per operation, read directly where they fire: an
+# observer that does not handle one costs nothing there.
+_on_variable: tuple = ()
+_on_forward: tuple = ()
+_on_backward_step: tuple = ()
 
 
 def _bind_handlers() -> None:
-    global _handlers
+    global _handlers, _on_variable, _on_forward, _on_backward_step
     _handlers = {
         event: tuple(h for h in (getattr(o, event, None) for o in _observers) if h is not None)
         for event in _EVENTS
     }
+    _on_variable = _handlers["on_variable"]
+    _on_forward = _handlers["on_forward"]
+    _on_backward_step = _handlers["on_backward_step"]
 
 
 def _notify(event: str, *args: Any) -> None:
@@ -173,8 +181,9 @@ class Variable:
         self.creator: Function | None = None
         self.generation = 0
         self._order = next(_creation_counter)
-        if _observers:
-            _notify("on_variable", self)
+        if _on_variable:
+            for handler in _on_variable:
+                handler(self)
 
     # --- array-like properties --------------------------------------------
     @property
@@ -419,10 +428,12 @@ class Function:
                 y.generation = generation + 1
                 self.inputs = inputs
                 self.outputs = [weakref.ref(y)]
-                if _observers:
-                    _notify("on_forward", self, inputs, [y], True)
-            elif _observers:
-                _notify("on_forward", self, inputs, [y], False)
+                if _on_forward:
+                    for handler in _on_forward:
+                        handler(self, inputs, [y], True)
+            elif _on_forward:
+                for handler in _on_forward:
+                    handler(self, inputs, [y], False)
             return y
 
         outputs = [Variable(y if type(y) is np.ndarray else np.asarray(y)) for y in ys]
@@ -434,10 +445,12 @@ class Function:
                 output.generation = generation + 1
             self.inputs = inputs
             self.outputs = [weakref.ref(output) for output in outputs]
-            if _observers:
-                _notify("on_forward", self, inputs, outputs, True)
-        elif _observers:
-            _notify("on_forward", self, inputs, outputs, False)
+            if _on_forward:
+                for handler in _on_forward:
+                    handler(self, inputs, outputs, True)
+        elif _on_forward:
+            for handler in _on_forward:
+                handler(self, inputs, outputs, False)
         return outputs[0] if len(outputs) == 1 else outputs
 
     def forward(self, *xs: NDArray) -> Any:
@@ -582,10 +595,11 @@ def _backward(
             # The outputs' gradients are complete: keep them on the Variables only if asked.
             # As in DeZero, retain_grad=False leaves every non-leaf's .grad None afterwards,
             # the output's own included.
-            cleared = []
-            if not retain_grad and not emit and len(ys) == 1:
+            if not retain_grad and len(ys) == 1:
                 y.grad = None  # the common case, spelled out: this loop runs once per step
+                cleared = ys if emit else ()
             else:
+                cleared = []
                 for y, gy in zip(ys, gys, strict=True):
                     if y is None or gy is None:
                         continue
@@ -596,6 +610,7 @@ def _backward(
                         y.grad = None
                         if emit:
                             cleared.append(y)
+                cleared = tuple(cleared)
 
             if create_graph:
                 gxs = f.backward(*gys)
@@ -650,10 +665,12 @@ def _backward(
                     heappush(heap, (-c.generation, -c._order, c))
 
             if emit:
-                step = BackwardStep(f, gys, gxs, tuple(accumulated), tuple(cleared), index)
+                step = BackwardStep(
+                    f, gys, gxs, tuple(accumulated) if accumulated else (), cleared, index
+                )
                 index += 1
-                if observers:
-                    _notify("on_backward_step", step)
+                for handler in _on_backward_step:
+                    handler(step)
                 if create_graph:
                     Config.enable_backprop = old_mode  # the consumer runs in the caller's mode
                     yield step
