@@ -1,12 +1,16 @@
 """The recording half of :class:`autodiff.trace.Trace`: the engine's observer hook.
 
 Each event stores compact tuples of node ids and raw snapshots; live engine objects are
-mapped to node ids by ``id()``, guarded by a weakref callback that removes the entry when the
-object dies (and marks it FREED while recording), so that a reused id can never alias.
+mapped to node ids by ``id()``. Each recorded object has one weak reference whose callback is
+the C-level ``append`` of the trace's ``_dead`` list (no Python frame runs when a graph is
+freed). The next event, or the end of recording, drains that list: it removes the ids of the
+dead objects before any lookup (so that a reused id can never alias) and marks them FREED with
+the step stamp they died at (no step can have been recorded in between).
 """
 
 from __future__ import annotations
 
+import struct
 import weakref
 from typing import Any
 
@@ -16,6 +20,9 @@ from autodiff import core
 from autodiff._snapshot import Snapshot, capture
 
 _F64 = np.dtype(np.float64)
+_NDARRAY = np.ndarray
+_FLOAT64 = np.float64
+_FLOAT_BITS = struct.Struct("d")
 
 # Event kinds in a node's history.
 _VALUE, _GRAD, _CLEARED, _FREED = range(4)
@@ -30,24 +37,6 @@ class _NodeRef(weakref.ref):
     __slots__ = ("key", "nid")
 
 
-def _make_freed_callback(trace_ref: weakref.ref) -> Any:
-    # The callback holds the trace only weakly: a dropped trace is freed, not kept by its refs.
-    def freed(ref: _NodeRef) -> None:
-        trace = trace_ref()
-        if trace is None:
-            return
-        ids = trace._ids
-        if ids.get(ref.key) == ref.nid:
-            del ids[ref.key]
-        if trace._leaf_raw:
-            trace._leaf_raw.pop(ref.nid, None)
-        if trace._recording:
-            stamp = len(trace._raw)
-            trace._extra.append((stamp, stamp - 1, ref.nid, _FREED, None))
-
-    return freed
-
-
 class Recorder:
     """Observer methods and registration of live objects; the state lives on the Trace."""
 
@@ -57,6 +46,8 @@ class Recorder:
     _ids: dict[int, int]
     _raw: list[tuple]
     _extra: list[tuple]
+    _dead: list
+    _dead_append: Any  # _dead.append: the weak references' callback
 
     # ------------------------------------------------------------------------------
     # Registration of live objects
@@ -67,13 +58,33 @@ class Recorder:
         if obj is None:
             self._refs.append(None)
         else:
-            ref = _NodeRef(obj, self._freed_cb)
+            ref = _NodeRef(obj, self._dead_append)
             ref.nid = nid
             ref.key = key = id(obj)
             self._refs.append(ref)
             self._ids[key] = nid
-        (self.variables if info[0] == _VARIABLE else self.functions).append(nid)
         return nid
+
+    def _drain_dead(self) -> None:
+        """Forget the ids of the objects collected since the last event; while recording,
+        they become FREED at the current stamp (they died after the last recorded step)."""
+        dead = self._dead
+        ids = self._ids
+        leaf_raw = self._leaf_raw
+        stamp = len(self._raw)
+        extra = self._extra
+        recording = self._recording
+        while dead:
+            batch = dead[:]
+            dead.clear()  # a callback during the loop below appends to a fresh list state
+            for ref in batch:
+                nid = ref.nid
+                if ids.get(ref.key) == nid:
+                    del ids[ref.key]
+                if leaf_raw:
+                    leaf_raw.pop(nid, None)
+                if recording:
+                    extra.append((stamp, stamp - 1, nid, _FREED, None))
 
     def _new_variable(self, v: Any) -> int:
         data = v.data
@@ -179,65 +190,117 @@ class Recorder:
                     for key in list(mc)[: _CONSTANT_MEMORY // 2]:
                         del mc[key]
             return
-        # The hot path: everything inlined, one tuple per node, one per step.
+        # The hot path, once per operation: everything inlined, one tuple per node and one
+        # per step, the common one- and two-input, one-output shapes spelled out.
+        if self._dead:
+            self._drain_dead()
         ids = self._ids
+        leaf_raw = self._leaf_raw
+        n_in = len(inputs)
+        if n_in == 2:
+            x0, x1 = inputs
+            n0 = ids.get(id(x0))
+            if n0 is None:
+                n0 = self._add_input(x0)
+            elif n0 in leaf_raw:
+                self._check_leaf(x0, n0)
+            n1 = ids.get(id(x1))
+            if n1 is None:
+                n1 = self._add_input(x1)
+            elif n1 in leaf_raw:
+                self._check_leaf(x1, n1)
+            in_ids = (n0, n1)
+        elif n_in == 1:
+            x0 = inputs[0]
+            n0 = ids.get(id(x0))
+            if n0 is None:
+                n0 = self._add_input(x0)
+            elif n0 in leaf_raw:
+                self._check_leaf(x0, n0)
+            in_ids = (n0,)
+        else:
+            in_ids = []
+            for x in inputs:
+                nid = ids.get(id(x))
+                if nid is None:
+                    nid = self._add_input(x)
+                elif nid in leaf_raw:
+                    self._check_leaf(x, nid)
+                in_ids.append(nid)
+            in_ids = tuple(in_ids)
         info = self._info
         refs = self._refs
-        callback = self._freed_cb
-        in_ids = []
-        for x in inputs:
-            nid = ids.get(id(x))
-            if nid is None:
-                nid = self._add_input(x)
-            elif nid in self._leaf_raw:
-                self._check_leaf(x, nid)
-            in_ids.append(nid)
-        in_ids = tuple(in_ids)
+        dead = self._dead_append
         fid = len(info)
-        out_ids = tuple(range(fid + 1, fid + 1 + len(outputs)))
-        info.append((_FUNCTION, f.generation, type(f).__name__, in_ids, out_ids))
-        ref = _NodeRef(f, callback)
+        ref = _NodeRef(f, dead)
         ref.nid = fid
         ref.key = key = id(f)
         refs.append(ref)
         ids[key] = fid
-        self.functions.append(fid)
-        variables = self.variables
-        values = []
-        nid = fid
-        for y in outputs:
-            nid += 1
+        if len(outputs) == 1:
+            y = outputs[0]
+            nid = fid + 1
+            out_ids = (nid,)
             data = y.data
+            info.append((_FUNCTION, f.generation, type(f).__name__, in_ids, out_ids))
             info.append((_VARIABLE, y.generation, data.shape, data.dtype))
-            ref = _NodeRef(y, callback)
+            ref = _NodeRef(y, dead)
             ref.nid = nid
             ref.key = key = id(y)
             refs.append(ref)
             ids[key] = nid
-            variables.append(nid)
-            if data.ndim == 0 and data.dtype is _F64:
-                values.append(data.item())
+            if data.dtype is _F64 and data.ndim == 0:
+                values = (data.item(),)
             else:
-                values.append(capture(data, self.max_array_size))
-        stack = self._backward_stack
-        self._raw.append((_FWD, fid, in_ids, out_ids, tuple(values), stack[-1][0] if stack else -1))
+                values = (capture(data, self.max_array_size),)
+        else:
+            out_ids = tuple(range(fid + 1, fid + 1 + len(outputs)))
+            info.append((_FUNCTION, f.generation, type(f).__name__, in_ids, out_ids))
+            values = []
+            nid = fid
+            for y in outputs:
+                nid += 1
+                data = y.data
+                info.append((_VARIABLE, y.generation, data.shape, data.dtype))
+                ref = _NodeRef(y, dead)
+                ref.nid = nid
+                ref.key = key = id(y)
+                refs.append(ref)
+                ids[key] = nid
+                if data.dtype is _F64 and data.ndim == 0:
+                    values.append(data.item())
+                else:
+                    values.append(capture(data, self.max_array_size))
+            values = tuple(values)
+        self._raw.append((_FWD, fid, in_ids, out_ids, values, self._during))
 
     def _check_leaf(self, x: Any, nid: int) -> None:
-        """A leaf used again: record a new value if its data changed (an optimizer step)."""
+        """A leaf used again: record a new value if its data changed (an optimizer step).
+
+        The comparison reads the live array; a copy is made only when it changed."""
         last = self._leaf_raw[nid]
-        raw = capture(x.data, self.max_array_size)
-        if _raw_equal(raw, last):
+        data = x.data
+        if type(last) is Snapshot:  # a large array, kept as a summary: compare summaries
+            raw = capture(data, self.max_array_size)
+            if raw == last:
+                return
+        elif _same_raw(data, last):
             return
+        else:
+            raw = capture(data, self.max_array_size)
         self._leaf_raw[nid] = raw
         stamp = len(self._raw)
         self._extra.append((stamp, stamp - 1, nid, _VALUE, raw))
 
     def on_backward_begin(self, output: Any, retain_grad: bool, create_graph: bool) -> None:
+        if self._dead:
+            self._drain_dead()
         self._pass += 1
         root = self._var_id(output)
         self.backward_roots.append(root)
         self._backward_stack.append((self._pass, create_graph))
-        self._track_nograd = create_graph
+        self._during = self._pass
+        self._track_nograd = self._create_graph = create_graph
         grad = output.grad
         raw = self._grad_raw(grad)
         stamp = len(self._raw)
@@ -249,49 +312,60 @@ class Recorder:
             self._grad_of[gid] = root
 
     def on_backward_step(self, step: Any) -> None:
-        f = step.function
-        fid = self._ids.get(id(f))
+        if self._dead:
+            self._drain_dead()
+        fid = self._ids.get(id(step.function))
         if fid is None:
-            self._adopt(f, as_steps=False)
-            fid = self._ids[id(f)]
-        in_ids = self._info[fid][3]
-        raw_of = self._grad_raw
-        # the raw values (arrays without create_graph): no Variable is made for the trace
+            self._adopt(step.function, as_steps=False)
+            fid = self._ids[id(step.function)]
+        info = self._info[fid]
+        # The raw values (arrays without create_graph): no Variable is made for the trace. A
+        # numpy float64 scalar (most gradients of a scalar graph) is immutable and is kept as
+        # it is; anything else goes through _grad_raw. Inline: this runs once per step.
         gys = step.output_grads_raw
         if len(gys) == 1:
-            gys = (raw_of(gys[0]),)
+            if type(gys[0]) is not _FLOAT64:
+                gys = (self._grad_raw(gys[0]),)
         else:
+            raw_of = self._grad_raw
             gys = tuple([None if g is None else raw_of(g) for g in gys])
-        input_grads = step.input_grads_raw
-        if len(input_grads) == 1:
-            g = input_grads[0]
-            gxs = (None if g is None else raw_of(g),)
-        elif len(input_grads) == 2:
-            g0, g1 = input_grads
-            gxs = (None if g0 is None else raw_of(g0), None if g1 is None else raw_of(g1))
+        gxs = step.input_grads_raw
+        if len(gxs) == 2:
+            g0, g1 = gxs
+            if type(g0) is not _FLOAT64 and g0 is not None:
+                g0 = self._grad_raw(g0)
+            if g1 is gxs[0]:  # the same gradient for both inputs (Add)
+                g1 = g0
+            elif type(g1) is not _FLOAT64 and g1 is not None:
+                g1 = self._grad_raw(g1)
+            gxs = (g0, g1)
+        elif len(gxs) == 1:
+            if type(gxs[0]) is not _FLOAT64 and gxs[0] is not None:
+                gxs = (self._grad_raw(gxs[0]),)
         else:
-            gxs = tuple([None if g is None else raw_of(g) for g in input_grads])
-        accs = ()
-        if step.accumulated_raw:
-            accs = tuple(
-                [
-                    (in_ids[slot], slot, raw_of(old), gxs[slot], raw_of(new))
-                    for slot, old, new in step.accumulated_raw
-                ]
-            )
-        cleared = ()
-        if step.cleared:
-            out_ids = self._info[fid][4]
-            ys = step.cleared
-            ref = self._refs[out_ids[0]] if len(ys) == len(out_ids) == 1 else None
-            if ref is not None and ref() is ys[0]:
+            raw_of = self._grad_raw
+            gxs = tuple([None if g is None else raw_of(g) for g in gxs])
+        accs = step.accumulated_raw
+        if accs:
+            in_ids = info[3]
+            raw_accs = []
+            for slot, old, new in accs:
+                if type(old) is not _FLOAT64:
+                    old = self._grad_raw(old)
+                if type(new) is not _FLOAT64:
+                    new = self._grad_raw(new)
+                raw_accs.append((in_ids[slot], slot, old, gxs[slot], new))
+            accs = tuple(raw_accs)
+        cleared = step.cleared
+        if cleared:
+            out_ids = info[4]
+            if len(out_ids) == 1:  # the engine clears only this Function's outputs
                 cleared = out_ids
             else:
                 ids = self._ids
-                cleared = tuple([ids[id(y)] for y in ys if id(y) in ids])
-        stack = self._backward_stack
-        if stack and stack[-1][1]:  # create_graph: gradients are graph nodes
-            self._link_grads(step, in_ids)
+                cleared = tuple([ids[id(y)] for y in cleared if id(y) in ids])
+        if self._create_graph:  # gradients are graph nodes
+            self._link_grads(step, info[3])
         self._raw.append((_BWD, fid, gys, gxs, accs, cleared, self._pass))
 
     def _link_grads(self, step: Any, in_ids: tuple) -> None:
@@ -307,8 +381,11 @@ class Recorder:
         if self._backward_stack:
             self._backward_stack.pop()
         if self._backward_stack:
-            self._track_nograd = self._backward_stack[-1][1]
+            self._during, self._create_graph = self._backward_stack[-1]
+            self._track_nograd = self._create_graph
         else:
+            self._during = -1
+            self._create_graph = False
             self._track_nograd = True
             self._grad_cache.clear()
 
@@ -320,7 +397,7 @@ class Recorder:
         (never Variables) until the pass ends so that their ids cannot be reused meanwhile.
         """
         t = type(g)
-        if t is np.ndarray:
+        if t is _NDARRAY:
             if g.ndim == 0 and g.dtype is _F64:
                 return g.item()
             if g.size > self.max_array_size:
@@ -331,8 +408,8 @@ class Recorder:
             raw = capture(g, self.max_array_size)
             self._grad_cache[id(g)] = (g, raw)
             return raw
-        if t is np.float64:
-            return float(g)
+        if t is _FLOAT64:
+            return g  # immutable: kept as it is
         if isinstance(g, core.Variable):
             return self._grad_raw(g.data)
         return capture(np.asarray(g), self.max_array_size)
@@ -343,12 +420,15 @@ class Recorder:
 
     def _stop(self) -> None:
         core.remove_observer(self)
+        self._drain_dead()
         self._recording = False
         self._refresh_names()
         self._maybe_constant = {}
         self._leaf_raw = {}
         self._grad_cache = {}
         self._backward_stack = []
+        self._during = -1
+        self._create_graph = False
         self._ids = {}
         if self._graph is not None:
             self._sync_graph()
@@ -365,17 +445,20 @@ class Recorder:
                 names[nid] = v.name
 
 
-def _raw_equal(a: Any, b: Any) -> bool:
-    if type(a) is float and type(b) is float:
-        return a == b or (a != a and b != b)
-    if type(a) is not type(b):
+def _same_raw(data: Any, last: Any) -> bool:
+    """Whether the live array ``data`` still holds ``last``, its raw form, bit for bit.
+
+    ``last`` is a float (0-d float64), None or an array copy; not a summary Snapshot. Bits,
+    not values, so one memcmp decides (an optimizer step changes a weight's bits; a change
+    from 0.0 to -0.0, or between two NaNs, counts as a change too)."""
+    if data is not None and type(data) is not _NDARRAY:
+        data = np.asarray(data)  # e.g. a numpy scalar the user assigned to .data
+    if type(last) is float:
+        if data is None or data.ndim != 0 or data.dtype is not _F64:
+            return False
+        return _FLOAT_BITS.pack(data.item()) == _FLOAT_BITS.pack(last)
+    if last is None or data is None:
+        return last is None and data is None
+    if data.shape != last.shape or data.dtype != last.dtype:
         return False
-    if a is None:
-        return True
-    if type(a) is Snapshot:
-        return a == b
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.dtype.kind in "fc":
-        return bool(np.array_equal(a, b, equal_nan=True))
-    return bool(np.array_equal(a, b))
+    return data.tobytes() == last.tobytes()

@@ -17,6 +17,7 @@ import numpy as np
 __all__ = ["Snapshot", "capture", "raw_nonfinite", "to_snapshot"]
 
 _F64 = np.dtype(np.float64)
+_FLOAT64 = np.float64
 _NAN = float("nan")
 _NUMERIC_KINDS = "biuf"
 
@@ -145,18 +146,20 @@ def encode_array(a: np.ndarray) -> Any:
 
 
 # -----------------------------------------------------------------------------
-# Raw forms, kept while recording: None (no data), float (0-d float64), a read-only
-# ndarray copy, or a Snapshot (already summarised because the array was large).
+# Raw forms, kept while recording: None (no data), float (0-d float64), a numpy float64
+# scalar (immutable, kept as the engine made it), a read-only ndarray copy, or a Snapshot
+# (already summarised because the array was large).
 # -----------------------------------------------------------------------------
 def capture(a: Any, max_size: int) -> Any:
-    """The raw form of ``a`` (an ndarray or None) to keep in a trace."""
+    """The raw form of ``a`` (an ndarray or None) to keep in a trace.
+
+    A copy is made writable-free only when a Snapshot shows it (:func:`to_snapshot`): nothing
+    but the trace holds it before that."""
     if type(a) is np.ndarray:
         if a.ndim == 0 and a.dtype is _F64:
             return a.item()
         if a.size <= max_size:
-            c = a.copy()
-            c.flags.writeable = False
-            return c
+            return a.copy()
         return summarize(a, keep_array=False)
     if a is None:
         return None
@@ -165,6 +168,8 @@ def capture(a: Any, max_size: int) -> Any:
 
 def to_snapshot(raw: Any) -> Snapshot | None:
     """The Snapshot of a raw form (None stays None)."""
+    if type(raw) is _FLOAT64:
+        raw = float(raw)
     if type(raw) is float:
         if raw - raw == 0.0:  # finite
             return Snapshot((), "float64", _scalar_array(raw), raw, raw, raw, abs(raw), 0, 0)
@@ -172,6 +177,7 @@ def to_snapshot(raw: Any) -> Snapshot | None:
         return Snapshot((), "float64", _scalar_array(raw), _NAN, _NAN, _NAN, _NAN, nan, 1 - nan)
     if raw is None or type(raw) is Snapshot:
         return raw
+    raw.flags.writeable = False  # the trace's own copy, shown from now on
     return summarize(raw, keep_array=True)
 
 
@@ -183,20 +189,63 @@ def _scalar_array(v: float) -> np.ndarray:
 
 def raw_nonfinite(raw: Any) -> bool:
     """Whether a raw form holds NaN or Inf (cheap: no Snapshot is built)."""
-    if type(raw) is float:
+    t = type(raw)
+    if t is float:
+        return raw - raw != 0.0
+    if t is _FLOAT64:
+        raw = float(raw)
         return raw - raw != 0.0
     if raw is None:
         return False
-    if type(raw) is Snapshot:
+    if t is Snapshot:
         return not raw.finite
     if raw.dtype.kind not in "fc":
         return False
-    with np.errstate(all="ignore"):
-        return not bool(np.isfinite(raw).all())
+    return not bool(np.isfinite(raw).all())  # isfinite never warns
+
+
+_DTYPE_NAMES: dict[np.dtype, str] = {}
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    """``str(dtype)``, remembered (numpy computes the name in Python each time)."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype)
+    return name
+
+
+# Beyond this, a sum of squares could overflow (and warn): those arrays take the careful path.
+_SAFE_SQUARES = 1e300
 
 
 def summarize(a: np.ndarray, keep_array: bool) -> Snapshot:
     """Shape, dtype and statistics of ``a``; ``array`` is ``a`` itself when ``keep_array``."""
+    kind = a.dtype.kind
+    dtype = _dtype_name(a.dtype)
+    shape = tuple(a.shape)
+    array = a if keep_array else None
+    n = a.size
+    if n and kind in "biuf":
+        # The common case, with the fewest passes: min and max first (NaN and Inf show there),
+        # then the sum and the sum of squares when they cannot overflow.
+        vals = a.astype(np.float64, copy=False)
+        lo = float(np.minimum.reduce(vals, axis=None))
+        hi = float(np.maximum.reduce(vals, axis=None))
+        if lo - lo == 0.0 and hi - hi == 0.0:
+            m = max(-lo, hi)
+            if m * m * n < _SAFE_SQUARES:
+                mean = float(np.add.reduce(vals, axis=None)) / n
+                flat = vals.ravel()
+                norm = math.sqrt(float(np.dot(flat, flat)))
+                return Snapshot(shape, dtype, array, lo, hi, mean, norm, 0, 0)
+    return _summarize_carefully(a, shape, dtype, array)
+
+
+def _summarize_carefully(
+    a: np.ndarray, shape: tuple[int, ...], dtype: str, array: np.ndarray | None
+) -> Snapshot:
+    """:func:`summarize` for non-finite, complex, empty or huge-valued arrays."""
     kind = a.dtype.kind
     nan = inf = 0
     lo = hi = mean = norm = _NAN
@@ -214,6 +263,4 @@ def summarize(a: np.ndarray, keep_array: bool) -> Snapshot:
                 hi = float(vals.max())
                 mean = float(vals.mean())
                 norm = float(np.sqrt(np.dot(vals.ravel(), vals.ravel())))
-    return Snapshot(
-        tuple(a.shape), str(a.dtype), a if keep_array else None, lo, hi, mean, norm, nan, inf
-    )
+    return Snapshot(shape, dtype, array, lo, hi, mean, norm, nan, inf)

@@ -432,7 +432,6 @@ def _load_graph(t: Trace, g: Any) -> None:
         if kind == "function":
             op = _str(n["op"], f"{p}.op", max_len=200)
             t._info.append((_FUNCTION, gen, op, (), ()))
-            t.functions.append(i)
         elif kind == "variable":
             name = _str(n["name"], f"{p}.name", optional=True)
             shape = None
@@ -443,7 +442,6 @@ def _load_graph(t: Trace, g: Any) -> None:
                 shape = tuple(_int(d, f"{p}.shape[{j}]", lo=0) for j, d in enumerate(dims))
             dtype = _str(n["dtype"], f"{p}.dtype", optional=True, max_len=64)
             t._info.append((_VARIABLE, gen, shape, dtype))
-            t.variables.append(i)
             if name is not None:
                 t._names[i] = name
             if constant:

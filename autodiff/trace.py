@@ -10,9 +10,7 @@ only weak references to engine objects: recording never keeps a graph alive.
 from __future__ import annotations
 
 import contextlib
-import enum
 import os
-import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,10 +28,10 @@ from autodiff._recorder import (  # noqa: F401  (the event and node kinds, for _
     _VALUE,
     _VARIABLE,
     Recorder,
-    _make_freed_callback,
     _NodeRef,
 )
-from autodiff._snapshot import Snapshot, capture, raw_nonfinite, to_snapshot
+from autodiff._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
+from autodiff._trace_index import NodeState, TraceIndex
 
 if TYPE_CHECKING:
     from autodiff.leaks import LeakReport
@@ -55,17 +53,6 @@ DEFAULT_MAX_ARRAY_SIZE = 4096
 
 class TraceFormatError(ValueError):
     """A saved trace is malformed; the message names the JSON path and the problem."""
-
-
-class NodeState(enum.Enum):
-    """What the viewer draws for a node after a given step."""
-
-    NOT_COMPUTED = "not_computed"  # value not yet computed (before its forward step)
-    VALUE = "value"  # value computed, grad never computed
-    GRAD = "grad"  # grad computed
-    GRAD_CLEARED = "grad_cleared"  # grad dropped by retain_grad=False
-    FREED = "freed"  # the live object was garbage collected
-    CONSTANT = "constant"  # made under no_grad, or a plain array operand
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +89,7 @@ class Step:
     during_backward: int = -1
 
 
-class Trace(Recorder):
+class Trace(Recorder, TraceIndex):
     """A recorded graph and its timeline. Build one with :func:`record`, :func:`from_output`
     or :func:`load`.
 
@@ -114,8 +101,6 @@ class Trace(Recorder):
         if max_array_size < 0:
             raise ValueError(f"max_array_size must be >= 0, got {max_array_size}")
         self.max_array_size = int(max_array_size)
-        self.variables: list[int] = []
-        self.functions: list[int] = []
         self.backward_roots: list[int] = []
         # Node tables, indexed by node id. _info: (_VARIABLE, generation, shape, dtype) with
         # a numpy dtype (shape and dtype None when unknown) or
@@ -130,23 +115,50 @@ class Trace(Recorder):
         self._raw: list[tuple] = []
         self._extra: list[tuple] = []
         self._steps: list[Step] = []
+        self._some_steps: dict[int, Step] = {}  # steps built one by one (Trace.step)
         self._snapshots: dict[int, Snapshot] = {}  # id(raw value) -> its Snapshot
-        # Per-node history built lazily from _raw and _extra: node -> [(visible, kind, raw)].
-        self._events: dict[int, list[tuple]] = {}
-        self._indexed = (0, 0)
-        self._dirty: set[int] = set()
+        self._init_index()  # histories and structure, built lazily from _raw and _extra
         self._graph: nx.MultiDiGraph | None = None
         self._graph_nodes = 0
-        # Recording state (live objects are mapped by id(), guarded by the weakref callback).
+        self._variables: list[int] = []
+        self._functions: list[int] = []
+        self._kinds_seen = 0  # nodes of _info sorted into _variables / _functions
+        # Recording state (live objects are mapped by id(); the weak references' callback
+        # queues the dead ones in _dead, drained at the next event).
         self._recording = False
         self._ids: dict[int, int] = {}
-        self._freed_cb = _make_freed_callback(weakref.ref(self))
+        self._dead: list[_NodeRef] = []
+        self._dead_append = self._dead.append
+        self._during = -1  # the backward pass running now (-1: none)
+        self._create_graph = False  # whether it records its gradients as a graph
         self._maybe_constant: dict[int, int] = {}  # id(variable) -> its _order
         self._track_nograd = True
         self._leaf_raw: dict[int, Any] = {}  # leaf node -> raw value last seen
         self._pass = -1
         self._backward_stack: list[tuple[int, bool]] = []
         self._grad_cache: dict[int, tuple[Any, Any]] = {}  # id(array) -> (array, raw)
+
+    @property
+    def variables(self) -> list[int]:
+        """Variable node ids in creation order."""
+        self._sort_kinds()
+        return self._variables
+
+    @property
+    def functions(self) -> list[int]:
+        """Function node ids in creation order."""
+        self._sort_kinds()
+        return self._functions
+
+    def _sort_kinds(self) -> None:
+        info = self._info
+        n = len(info)
+        if self._kinds_seen == n:
+            return
+        variables, functions = self._variables, self._functions
+        for nid in range(self._kinds_seen, n):
+            (variables if info[nid][0] == _VARIABLE else functions).append(nid)
+        self._kinds_seen = n
 
     def __repr__(self) -> str:
         return (
@@ -161,9 +173,25 @@ class Trace(Recorder):
     def steps(self) -> list[Step]:
         steps = self._steps
         raw = self._raw
+        some = self._some_steps
         for k in range(len(steps), len(raw)):
-            steps.append(self._make_step(k, raw[k]))
+            step = some.pop(k, None)
+            steps.append(step if step is not None else self._make_step(k, raw[k]))
         return steps
+
+    def step(self, index: int) -> Step:
+        """``steps[index]``, building only that Step (a long run has millions)."""
+        n = len(self._raw)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError(f"step index {index} out of range (the trace has {n} steps)")
+        if index < len(self._steps):
+            return self._steps[index]
+        step = self._some_steps.get(index)
+        if step is None:
+            step = self._some_steps[index] = self._make_step(index, self._raw[index])
+        return step
 
     def _snap(self, raw: Any) -> Snapshot | None:
         """The Snapshot of a raw value, made once and shared by steps, states and the graph
@@ -180,22 +208,23 @@ class Trace(Recorder):
         fid = r[1]
         _, gen, op, in_ids, out_ids = self._info[fid]
         if r[0] == _FWD:
-            values = tuple(snap(v) for v in r[4])
-            nonfinite = any(raw_nonfinite(v) for v in r[4])
+            values = tuple([snap(v) for v in r[4]])
+            nonfinite = any(v is not None and (v.nan or v.inf) for v in values)
             return Step(
                 k, "forward", fid, op, gen, in_ids, out_ids, values, (), (), (), (), -1,
                 nonfinite, r[5],
             )  # fmt: skip
         _, _, gys, gxs, accs, cleared, bpass = r
+        input_grads = tuple([snap(g) for g in gxs])
         accumulations = tuple(
-            Accumulation(node, slot, snap(old), snap(c), snap(new))
-            for node, slot, old, c, new in accs
+            [Accumulation(node, slot, snap(o), snap(c), snap(n)) for node, slot, o, c, n in accs]
         )
-        nonfinite = any(raw_nonfinite(g) for g in gxs) or any(raw_nonfinite(a[4]) for a in accs)
+        nonfinite = any(g is not None and (g.nan or g.inf) for g in input_grads) or any(
+            a.new.nan or a.new.inf for a in accumulations
+        )
         return Step(
             k, "backward", fid, op, gen, in_ids, out_ids, (),
-            tuple(snap(g) for g in gys), tuple(snap(g) for g in gxs),
-            accumulations, cleared, bpass, nonfinite,
+            tuple([snap(g) for g in gys]), input_grads, accumulations, cleared, bpass, nonfinite,
         )  # fmt: skip
 
     def first_nonfinite(self) -> Step | None:
@@ -206,112 +235,8 @@ class Trace(Recorder):
             else:
                 bad = any(raw_nonfinite(g) for g in r[3]) or any(raw_nonfinite(a[4]) for a in r[4])
             if bad:
-                return self.steps[k]
+                return self.step(k)
         return None
-
-    # ------------------------------------------------------------------------------
-    # Node histories and states
-    # ------------------------------------------------------------------------------
-    def _index(self) -> None:
-        """Extend the per-node histories with the steps and events recorded since last time."""
-        k0, e0 = self._indexed
-        raw = self._raw
-        extra = self._extra
-        if k0 == len(raw) and e0 == len(extra):
-            return
-        events = self._events
-        dirty = self._dirty
-        info = self._info
-
-        def add(node: int, ev: tuple) -> None:
-            lst = events.get(node)
-            if lst is None:
-                events[node] = [ev]
-            else:
-                lst.append(ev)
-            dirty.add(node)
-
-        e = e0
-        for k in range(k0, len(raw) + 1):
-            while e < len(extra) and extra[e][0] <= k:
-                _, visible, node, kind, value = extra[e]
-                add(node, (visible, kind, value))
-                e += 1
-            if k == len(raw):
-                break
-            r = raw[k]
-            fid = r[1]
-            if r[0] == _FWD:
-                add(fid, (k, _VALUE, None))
-                for nid, value in zip(r[3], r[4], strict=True):
-                    add(nid, (k, _VALUE, value))
-            else:
-                add(fid, (k, _GRAD, None))
-                in_ids = info[fid][3]
-                accumulated = {a[1]: a[4] for a in r[4]}
-                for slot, g in enumerate(r[3]):
-                    if g is not None:
-                        add(in_ids[slot], (k, _GRAD, accumulated.get(slot, g)))
-                for nid in r[5]:
-                    add(nid, (k, _CLEARED, None))
-        self._indexed = (len(raw), len(extra))
-
-    def _history(self, node_id: int) -> list[tuple]:
-        if not 0 <= node_id < len(self._info):
-            raise KeyError(f"Trace has no node {node_id!r} (ids are 0..{len(self._info) - 1})")
-        self._index()
-        return self._events.get(node_id, [])
-
-    def state_at(self, node_id: int, step_index: int) -> NodeState:
-        """The node's state after ``steps[0..step_index]`` (-1: before any step).
-
-        A Function node is NOT_COMPUTED before its forward step, VALUE after it, GRAD after
-        its backward step (FREED once collected).
-        """
-        has_value = False
-        grad_state = None
-        for visible, kind, _ in self._history(node_id):
-            if visible > step_index:
-                continue
-            if kind == _VALUE:
-                has_value = True
-            elif kind == _GRAD:
-                grad_state = NodeState.GRAD
-            elif kind == _CLEARED:
-                grad_state = NodeState.GRAD_CLEARED
-            else:
-                return NodeState.FREED
-        if not has_value:
-            return NodeState.NOT_COMPUTED
-        if node_id in self._constants:
-            return NodeState.CONSTANT
-        return grad_state or NodeState.VALUE
-
-    def value_at(self, node_id: int, step_index: int) -> Snapshot | None:
-        """The variable's value after ``steps[0..step_index]`` (None before it was computed)."""
-        found = None
-        for visible, kind, value in self._history(node_id):
-            if kind == _VALUE and visible <= step_index:
-                found = value
-        return self._snap(found)
-
-    def grad_at(self, node_id: int, step_index: int) -> Snapshot | None:
-        """The variable's gradient after ``steps[0..step_index]`` (None if none or cleared)."""
-        found = None
-        for visible, kind, value in self._history(node_id):
-            if visible <= step_index:
-                if kind == _GRAD:
-                    found = value
-                elif kind == _CLEARED:
-                    found = None
-        return self._snap(found)
-
-    def _last(self, node_id: int, kind: int) -> Any:
-        found = None
-        for _, k, value in self._history(node_id):
-            if k == kind:
-                found = value
-        return self._snap(found)
 
     # ------------------------------------------------------------------------------
     # Nodes and the graph
@@ -346,7 +271,7 @@ class Trace(Recorder):
             "name": self._names.get(nid),
             "op": None,
             "shape": None if shape is None else tuple(shape),
-            "dtype": None if dtype is None else str(dtype),
+            "dtype": None if dtype is None else _dtype_name(dtype),
             "generation": gen,
             "constant": nid in self._constants,
             "value": self._last(nid, _VALUE),
@@ -374,26 +299,63 @@ class Trace(Recorder):
         start, end = self._graph_nodes, len(self._info)
         if self._recording:
             self._refresh_names()
-        for nid in range(start, end):
-            g.add_node(nid, **self._attrs(nid))
-        for nid in range(start, end):
-            info = self._info[nid]
-            if info[0] == _FUNCTION:
-                in_ids, out_ids = info[3], info[4]
-                for slot, x in enumerate(in_ids):
-                    g.add_edge(x, nid, key=slot, slot=slot)
-                for slot, y in enumerate(out_ids):
-                    g.add_edge(nid, y, key=slot, slot=slot)
+        info = self._info
+        attrs = self._attrs
+        g.add_nodes_from([(nid, attrs(nid)) for nid in range(start, end)])
+        g.add_edges_from(self._edges(range(start, end)))
         self._graph_nodes = end
         nodes = g.nodes
         for nid in self._dirty:
-            if nid < start and self._info[nid][0] == _VARIABLE:
-                attrs = nodes[nid]
-                attrs["value"] = self._last(nid, _VALUE)
-                attrs["grad"] = self._last(nid, _GRAD)
-                attrs["name"] = self._names.get(nid)
-                attrs["grad_of"] = self._grad_of.get(nid)
+            if nid < start and info[nid][0] == _VARIABLE:
+                a = nodes[nid]
+                a["value"] = self._last(nid, _VALUE)
+                a["grad"] = self._last(nid, _GRAD)
+                a["name"] = self._names.get(nid)
+                a["grad_of"] = self._grad_of.get(nid)
         self._dirty.clear()
+        return g
+
+    def _edges(self, functions: Any, keep: Any = None) -> list[tuple[int, int, int, dict]]:
+        """``(u, v, key, attrs)`` of the functions among the node ids ``functions``, in the
+        graph's order: per function its inputs, then its outputs; only edges to nodes in
+        ``keep`` when it is given."""
+        info = self._info
+        edges = []
+        for nid in functions:
+            entry = info[nid]
+            if entry[0] != _FUNCTION:
+                continue
+            for slot, x in enumerate(entry[3]):
+                if keep is None or x in keep:
+                    edges.append((x, nid, slot, {"slot": slot}))
+            for slot, y in enumerate(entry[4]):
+                if keep is None or y in keep:
+                    edges.append((nid, y, slot, {"slot": slot}))
+        return edges
+
+    def subgraph(self, node_ids: Any) -> nx.MultiDiGraph:
+        """``networkx.MultiDiGraph(t.graph.subgraph(node_ids))`` (the same nodes, attributes,
+        edges and iteration order), built from the tables without the whole graph: what a
+        viewer showing one graph of a long run needs."""
+        keep = {int(n) for n in node_ids}
+        n_nodes = len(self._info)
+        for nid in keep:
+            if not 0 <= nid < n_nodes:
+                raise KeyError(f"Trace has no node {nid!r} (ids are 0..{n_nodes - 1})")
+        order = sorted(keep)
+        self._index()
+        if self._recording:
+            for nid in order:
+                self.node(nid)  # picks up names given since the op
+        g = nx.MultiDiGraph(max_array_size=self.max_array_size)
+        g.add_nodes_from([(nid, self._attrs(nid)) for nid in order])
+        # The order a copy of a subgraph view gets: edges by source node, then as the source's
+        # successors were added (a variable's consumers in creation order; a function's
+        # outputs by slot), then by key.
+        edges = self._edges(order, keep)
+        info = self._info
+        edges.sort(key=lambda e: (e[0], e[2] if info[e[0]][0] == _FUNCTION else e[1], e[2]))
+        g.add_edges_from(edges)
         return g
 
     def live(self, node_id: int) -> Any:

@@ -1,0 +1,207 @@
+"""The trace's lazy reading side: one step at a time, the integer structure (ancestors, forward
+steps, backward passes), subgraphs and node timelines, each checked against the full build."""
+
+import bisect
+import gc
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import autodiff.functions as F
+from autodiff import Variable, trace
+from autodiff.trace import NodeState
+
+
+def _training_trace(iterations=3):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, 3))
+    target = rng.standard_normal((6, 1))
+    w = Variable(rng.standard_normal((3, 1)), name="w")
+    b = Variable(np.zeros(1), name="b")
+    with trace.record(max_array_size=8) as t:
+        for _ in range(iterations):
+            loss = F.mean_squared_error(F.linear(x, w, b), target)
+            loss.name = "loss"
+            w.cleargrad()
+            b.cleargrad()
+            loss.backward()
+            w.data -= 0.1 * w.grad.data
+            b.data = b.data - 0.1 * b.grad.data
+    return t, (w, b, loss)
+
+
+def _newton_trace():
+    x = Variable(np.array(2.0), name="x")
+    with trace.record() as t:
+        y = x**4 - 2 * x**2
+        y.backward(create_graph=True)
+        gx = x.grad
+        x.cleargrad()
+        gx.backward()
+    return t, (x, y, gx)
+
+
+def _fan_out_trace():
+    x = Variable(np.array(0.7), name="x")
+    with trace.record() as t:
+        a = F.sin(x)
+        y = a * a + F.exp(a) + x
+        y.backward(retain_grad=True)
+    return t, (x, y)
+
+
+TRACES = [_training_trace, _newton_trace, _fan_out_trace]
+
+
+@pytest.mark.parametrize("make", TRACES)
+def test_step_builds_the_same_step_as_steps(make):
+    t, _ = make()
+    one_by_one = [t.step(k) for k in reversed(range(len(t._raw)))][::-1]
+    assert one_by_one == t.steps
+    assert t.step(-1) == t.steps[-1]
+    assert t.step(3) is t.steps[3]  # the list reuses the steps already built
+    with pytest.raises(IndexError, match="out of range"):
+        t.step(len(t.steps))
+
+
+@pytest.mark.parametrize("make", TRACES)
+def test_ancestors_and_creators_match_the_graph(make):
+    t, _ = make()
+    g = t.graph
+    for n in g.nodes:
+        assert t.ancestors(n) == nx.ancestors(g, n)
+        if g.nodes[n]["kind"] == "variable":
+            preds = list(g.predecessors(n))
+            assert t.creator_of(n) == (preds[0] if preds else -1)
+    with pytest.raises(KeyError, match="no node"):
+        t.ancestors(len(g))
+
+
+@pytest.mark.parametrize("make", TRACES)
+def test_forward_steps_and_backward_passes_match_the_steps(make):
+    t, _ = make()
+    for s in t.steps:
+        if s.phase == "forward":
+            assert t.forward_step_of(s.function) == s.index
+    for p in range(len(t.backward_roots)):
+        expected = [
+            s.index
+            for s in t.steps
+            if (s.phase == "backward" and s.backward_pass == p) or s.during_backward == p
+        ]
+        assert t.steps_of_pass(p) == expected
+    assert t.steps_of_pass(len(t.backward_roots)) == []
+    assert t.forward_step_of(t.variables[0]) == -1
+
+
+def test_steps_of_a_create_graph_pass_include_its_gradient_graph():
+    t, _ = _newton_trace()
+    inside = [k for k in t.steps_of_pass(0) if t.step(k).phase == "forward"]
+    assert inside and all(t.step(k).during_backward == 0 for k in inside)
+
+
+@pytest.mark.parametrize("make", TRACES)
+def test_subgraph_is_the_graphs_subgraph_in_id_order(make):
+    t, _ = make()
+    g = t.graph
+    rng = np.random.default_rng(1)
+    nodes = list(g.nodes)
+    for size in (1, 3, len(nodes) // 2, len(nodes)):
+        keep = [int(n) for n in rng.choice(nodes, size=size, replace=False)]
+        sub = t.subgraph(keep)
+        assert nx.utils.graphs_equal(sub, nx.MultiDiGraph(g.subgraph(keep)))
+        assert list(sub.nodes) == sorted(keep)
+        assert sub.graph == g.graph
+        # edges by source, then as the source's successors were added, then by key
+        expected = [
+            (u, v, k) for u in sorted(keep) for v in g.succ[u] if v in keep for k in g.succ[u][v]
+        ]
+        assert list(sub.edges(keys=True)) == expected
+
+
+def test_subgraph_is_built_without_the_whole_graph():
+    t, _ = _training_trace(5)
+    root = t.backward_roots[-1]
+    sub = t.subgraph(t.ancestors(root) | {root})
+    assert t._graph is None
+    assert sub.nodes[root]["name"] == "loss"
+
+
+@pytest.mark.parametrize("make", TRACES)
+def test_timeline_is_state_at_at_each_change_point(make):
+    t, _ = make()
+    n_steps = len(t.steps)
+    for n in t.graph.nodes:
+        timeline = t.timeline(n)
+        points = [p for p, _ in timeline]
+        assert points == t.change_points(n) and points[0] == -1
+        for i in range(-1, n_steps):
+            state = timeline[bisect.bisect_right(points, i) - 1][1]
+            assert state is t.state_at(n, i), (n, i)
+
+
+def test_timeline_follows_recording():
+    x = Variable(np.array(1.5), name="x")
+    with trace.record() as t:
+        y = F.exp(x)
+        yid = t.steps[0].outputs[0]
+        assert t.timeline(yid) == [(-1, NodeState.NOT_COMPUTED), (0, NodeState.VALUE)]
+        y.backward(retain_grad=True)
+        assert t.timeline(yid)[-1] == (1, NodeState.GRAD)
+        del y
+        gc.collect()
+        z = F.sin(x)
+    assert t.timeline(yid)[-1] == (1, NodeState.FREED)
+    del z
+
+
+def test_graph_built_while_recording_follows_later_steps():
+    x = Variable(np.array(0.3), name="x")
+    with trace.record() as t:
+        y = F.tanh(x)
+        g = t.graph  # built now, extended later
+        yid = t.steps[0].outputs[0]
+        y.backward(retain_grad=True)
+        z = F.exp(y)
+    assert g is t.graph and g.number_of_nodes() == 5
+    assert g.nodes[t.variables[0]]["grad"] == t.grad_at(t.variables[0], len(t.steps) - 1)
+    assert g.nodes[yid]["grad"] is not None
+    del z
+
+
+def test_leaf_value_is_recorded_again_only_when_its_data_changes():
+    x = Variable(np.array([1.0, np.nan]), name="x")
+    with trace.record() as t:
+        y1 = F.sin(x)
+        y2 = F.cos(x)  # unchanged, NaN included: no new value
+        x.data += 1.0  # in place
+        y3 = F.exp(x)
+        x.data = np.array([2.0, np.nan])  # a new array with the same bits
+        y4 = F.exp(x)
+    xid = t.variables[0]
+    assert t.change_points(xid) == [-1, 1]
+    assert t.value_at(xid, 2).array[0] == 2.0
+    del y1, y2, y3, y4
+
+
+def test_ids_of_freed_objects_never_alias_new_ones():
+    # Objects die and new ones are made in between recorded steps: CPython reuses their
+    # addresses, the trace must still tell them apart.
+    x = Variable(np.array(0.1), name="x")
+    with trace.record() as t:
+        for _ in range(50):
+            y = F.sin(x)
+            y = F.exp(y)
+            del y
+    assert t.graph.number_of_nodes() == 1 + 50 * 4
+    for f in t.functions:
+        (inp,) = t.graph.predecessors(f)
+        assert inp == x_id_or_prev(t, f)
+
+
+def x_id_or_prev(t, f):
+    """What function ``f`` of the loop above read: x for sin, the sin's output for exp."""
+    k = t.forward_step_of(f)
+    step = t.step(k)
+    return t.variables[0] if step.op == "Sin" else t.step(k - 1).outputs[0]
