@@ -31,7 +31,6 @@ from viewer.model.graph_layout import (
 from viewer.model.node_states import (
     STATE_CODES,
     STATE_NAMES,
-    history_kinds,
     node_timeline,
     state_code,
 )
@@ -170,11 +169,9 @@ class Scene:
         steps: list[int] = []
         nodes: list[int] = []
         codes: list[int] = []
-        attrs = self._attrs
-        kinds = history_kinds()
         for index, nid in enumerate(self.node_ids):
             nid = int(nid)
-            for point, state in node_timeline(trace, nid, self._steps, attrs[index], kinds):
+            for point, state in node_timeline(trace, nid, self._steps):
                 steps.append(point)
                 nodes.append(index)
                 codes.append(STATE_CODES[state])

@@ -4,6 +4,11 @@ A training script records every iteration into one trace; the viewer shows one b
 at a time. :class:`TraceView` answers the same questions as :class:`autodiff.trace.Trace`
 (``graph``, ``steps``, ``state_at``...) for a subset of nodes and steps, with the steps
 renumbered ``0..k-1``; ``state_at(node, i)`` is the state after the view's step ``i``.
+
+A view costs what it shows: with an autodiff Trace, :func:`view_for_root` walks the trace's
+integer structure (``ancestors``, ``forward_step_of``, ``steps_of_pass``) and the view builds
+only its own steps (``Trace.step``) and graph (``Trace.subgraph``), never those of the whole
+run.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 
 import networkx as nx
 
+from autodiff.trace import NodeState
 from viewer.model.node_states import change_points
 
 __all__ = ["TraceView", "view_for_root"]
@@ -28,10 +34,13 @@ class TraceView:
         self._nodes = sorted({int(n) for n in node_ids})
         self._node_set = set(self._nodes)
         self._global = sorted({int(i) for i in step_indexes})
-        all_steps = trace.steps
-        self._steps = [
-            dataclasses.replace(all_steps[g], index=k) for k, g in enumerate(self._global)
-        ]
+        step_of = getattr(trace, "step", None)
+        if callable(step_of):  # one Step at a time: the whole run's steps are not built
+            picked = [step_of(g) for g in self._global]
+        else:
+            all_steps = trace.steps
+            picked = [all_steps[g] for g in self._global]
+        self._steps = [dataclasses.replace(step, index=k) for k, step in enumerate(picked)]
         self._graph: nx.MultiDiGraph | None = None
         self.max_array_size = getattr(trace, "max_array_size", None)
 
@@ -46,16 +55,22 @@ class TraceView:
     @property
     def graph(self) -> nx.MultiDiGraph:
         if self._graph is None:
-            self._graph = nx.MultiDiGraph(self.base.graph.subgraph(self._nodes))
+            subgraph = getattr(self.base, "subgraph", None)
+            if callable(subgraph) and not isinstance(self.base, nx.Graph):
+                self._graph = subgraph(self._nodes)  # only these nodes' attributes are made
+            else:
+                self._graph = nx.MultiDiGraph(self.base.graph.subgraph(self._nodes))
         return self._graph
 
     @property
     def variables(self) -> list[int]:
-        return [n for n in self.base.variables if n in self._node_set]
+        nodes = self.graph.nodes
+        return [n for n in self._nodes if nodes[n]["kind"] == "variable"]
 
     @property
     def functions(self) -> list[int]:
-        return [n for n in self.base.functions if n in self._node_set]
+        nodes = self.graph.nodes
+        return [n for n in self._nodes if nodes[n]["kind"] == "function"]
 
     @property
     def backward_roots(self) -> list[int]:
@@ -86,8 +101,42 @@ class TraceView:
         return self.base.grad_at(node_id, self.global_step(step_index))
 
     def change_points(self, node_id: int) -> list[int]:
-        points = change_points(self.base, node_id, self.base.steps)
-        return sorted({self.local_step(p) for p in points} | {-1})
+        public = getattr(self.base, "change_points", None)
+        if callable(public):
+            points = public(node_id)
+        else:
+            points = change_points(self.base, node_id, self.base.steps)
+        return self._local_points(points)
+
+    def _local_points(self, points: Iterable[int]) -> list[int]:
+        """The view steps after which the state may change, for a node whose base state may
+        change after the base steps ``points``: a change after base step ``p`` shows from
+        the first view step at or after ``p`` on (before the view's first step: at -1);
+        changes after the view's last step never show."""
+        steps = self._global
+        before = self.global_step(-1)
+        local = {-1}
+        for p in points:
+            if p <= before:
+                continue
+            k = bisect.bisect_left(steps, p)
+            if k < len(steps):
+                local.add(k)
+        return sorted(local)
+
+    def timeline(self, node_id: int) -> list[tuple[int, Any]]:
+        """(view step, state) at each of :meth:`change_points`, from the base trace's
+        timeline: the state after view step ``i`` is the base's after ``global_step(i)``."""
+        base_timeline = getattr(self.base, "timeline", None)
+        if not callable(base_timeline):
+            return [(p, self.state_at(node_id, p)) for p in self.change_points(node_id)]
+        timeline = base_timeline(node_id)
+        points = [p for p, _ in timeline]
+        result = []
+        for local in self._local_points(points):
+            i = bisect.bisect_right(points, self.global_step(local)) - 1
+            result.append((local, timeline[i][1] if i >= 0 else NodeState.NOT_COMPUTED))
+        return result
 
     def first_nonfinite(self) -> Any | None:
         for step in self._steps:
@@ -110,6 +159,21 @@ def view_for_root(trace: Any, root: int, backward_pass: int = -1) -> TraceView:
     """The graph behind ``root``: its ancestors and the forward steps that built them, plus
     backward pass ``backward_pass`` (and the gradient graph it recorded under
     ``create_graph=True``) when it is >= 0."""
+    if all(
+        callable(getattr(trace, name, None))
+        for name in ("ancestors", "forward_step_of", "steps_of_pass", "step")
+    ):
+        # An autodiff Trace: integer walks over its tables, whatever the length of the run.
+        nodes = trace.ancestors(root) | {root}
+        picked = {k for k in (trace.forward_step_of(n) for n in nodes) if k >= 0}
+        if backward_pass >= 0:
+            for k in trace.steps_of_pass(backward_pass):
+                step = trace.step(k)
+                picked.add(k)
+                nodes.add(step.function)
+                nodes.update(step.inputs)
+                nodes.update(step.outputs)
+        return TraceView(trace, nodes, picked)
     graph = trace.graph
     nodes = set(nx.ancestors(graph, root)) | {root}
     steps = []
