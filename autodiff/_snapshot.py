@@ -9,7 +9,6 @@ looks at it, so statistics of small arrays cost nothing at recording time.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,28 +21,92 @@ _NAN = float("nan")
 _NUMERIC_KINDS = "biuf"
 
 
-@dataclass(frozen=True, eq=False, slots=True)
+def _stat(index: int, doc: str) -> property:
+    def get(self: Snapshot) -> Any:
+        stats = self._stats
+        return (stats if stats is not None else self._compute())[index]
+
+    return property(get, doc=doc)
+
+
 class Snapshot:
-    """A value or gradient as the recorder saw it.
+    """A value or gradient as the recorder saw it (read-only).
 
     ``array`` is a read-only copy when the array had at most the trace's ``max_array_size``
     elements, else None. ``min``, ``max``, ``mean`` and ``norm`` are taken over the finite
-    elements (NaN when there are none); ``nan`` and ``inf`` count the non-finite ones.
+    elements (NaN when there are none); ``nan`` and ``inf`` count the non-finite ones. For a
+    kept copy they are computed when first read: a long run has hundreds of thousands of
+    snapshots, and a viewer reads the statistics of a few.
     """
+
+    __slots__ = ("_finite", "_stats", "array", "dtype", "shape")
 
     shape: tuple[int, ...]
     dtype: str
     array: np.ndarray | None
-    min: float
-    max: float
-    mean: float
-    norm: float
-    nan: int
-    inf: int
+
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        dtype: str,
+        array: np.ndarray | None,
+        min: float,
+        max: float,
+        mean: float,
+        norm: float,
+        nan: int,
+        inf: int,
+    ) -> None:
+        init = object.__setattr__
+        init(self, "shape", shape)
+        init(self, "dtype", dtype)
+        init(self, "array", array)
+        init(self, "_stats", (min, max, mean, norm, nan, inf))
+        init(self, "_finite", nan == 0 and inf == 0)
+
+    @classmethod
+    def _of_copy(cls, array: np.ndarray) -> Snapshot:
+        """The Snapshot of the trace's own read-only copy, statistics left for later."""
+        self = object.__new__(cls)
+        init = object.__setattr__
+        init(self, "shape", tuple(array.shape))
+        init(self, "dtype", _dtype_name(array.dtype))
+        init(self, "array", array)
+        init(self, "_stats", None)
+        init(self, "_finite", None)
+        return self
+
+    def _compute(self) -> tuple:
+        stats = summarize(self.array, keep_array=False)._stats  # type: ignore[arg-type]
+        object.__setattr__(self, "_stats", stats)
+        object.__setattr__(self, "_finite", stats[4] == 0 and stats[5] == 0)
+        return stats
+
+    min = _stat(0, "smallest finite element (NaN when none)")
+    max = _stat(1, "largest finite element (NaN when none)")
+    mean = _stat(2, "mean of the finite elements (NaN when none)")
+    norm = _stat(3, "Euclidean norm of the finite elements (NaN when none)")
+    nan = _stat(4, "number of NaN elements")
+    inf = _stat(5, "number of infinite elements")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Snapshot is read-only: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Snapshot is read-only: cannot delete {name!r}")
+
+    def __reduce__(self) -> tuple:
+        return (Snapshot, (self.shape, self.dtype, self.array, *(self._stats or self._compute())))
 
     @property
     def finite(self) -> bool:
-        return self.nan == 0 and self.inf == 0
+        """No NaN and no Inf (cheaper than the statistics when they were not computed)."""
+        finite = self._finite
+        if finite is None:
+            a = self.array
+            finite = a.dtype.kind not in "fc" or bool(np.isfinite(a).all())  # type: ignore[union-attr]
+            object.__setattr__(self, "_finite", finite)
+        return finite
 
     @property
     def size(self) -> int:
@@ -178,7 +241,7 @@ def to_snapshot(raw: Any) -> Snapshot | None:
     if raw is None or type(raw) is Snapshot:
         return raw
     raw.flags.writeable = False  # the trace's own copy, shown from now on
-    return summarize(raw, keep_array=True)
+    return Snapshot._of_copy(raw)
 
 
 def _scalar_array(v: float) -> np.ndarray:

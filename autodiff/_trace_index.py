@@ -13,10 +13,32 @@ Everything here is derived lazily from the recorder's compact tables (``_info``,
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import gc
+from collections.abc import Iterator
 from typing import Any
 
 from autodiff._recorder import _CLEARED, _FUNCTION, _FWD, _GRAD, _VALUE
+
+# Building this many objects or more at once pauses the cycle collector (see _bulk).
+BULK = 10_000
+
+
+@contextlib.contextmanager
+def _bulk(n: int) -> Iterator[None]:
+    """Pause the cycle collector while ``n`` new objects that form no cycle are built (steps,
+    snapshots, histories, graph nodes): with a long run's millions of objects alive, the
+    collections their allocations trigger cost more than building them. Reference counting
+    is untouched; the collector is left as it was found."""
+    if n < BULK or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class NodeState(enum.Enum):
@@ -60,7 +82,7 @@ class TraceIndex:
     # ------------------------------------------------------------------------------
     def _index(self) -> None:
         """Extend the per-node histories with the steps and events recorded since last time."""
-        if self._dead and self._recording:
+        if self._dead:  # while recording: FREED events; after: just empties the list
             self._drain_dead()  # type: ignore[attr-defined]
         k0, e0 = self._indexed
         raw = self._raw
@@ -68,6 +90,13 @@ class TraceIndex:
         n_raw, n_extra = len(raw), len(extra)
         if k0 == n_raw and e0 == n_extra:
             return
+        with _bulk(n_raw - k0 + n_extra - e0):
+            self._index_events(k0, e0)
+
+    def _index_events(self, k0: int, e0: int) -> None:
+        raw = self._raw
+        extra = self._extra
+        n_raw, n_extra = len(raw), len(extra)
         events = self._events
         if len(events) < len(self._info):
             events.extend([None] * (len(self._info) - len(events)))

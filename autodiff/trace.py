@@ -31,7 +31,7 @@ from autodiff._recorder import (  # noqa: F401  (the event and node kinds, for _
     _NodeRef,
 )
 from autodiff._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
-from autodiff._trace_index import NodeState, TraceIndex
+from autodiff._trace_index import NodeState, TraceIndex, _bulk
 
 if TYPE_CHECKING:
     from autodiff.leaks import LeakReport
@@ -174,9 +174,10 @@ class Trace(Recorder, TraceIndex):
         steps = self._steps
         raw = self._raw
         some = self._some_steps
-        for k in range(len(steps), len(raw)):
-            step = some.pop(k, None)
-            steps.append(step if step is not None else self._make_step(k, raw[k]))
+        with _bulk(len(raw) - len(steps)):
+            for k in range(len(steps), len(raw)):
+                step = some.pop(k, None)
+                steps.append(step if step is not None else self._make_step(k, raw[k]))
         return steps
 
     def step(self, index: int) -> Step:
@@ -209,7 +210,7 @@ class Trace(Recorder, TraceIndex):
         _, gen, op, in_ids, out_ids = self._info[fid]
         if r[0] == _FWD:
             values = tuple([snap(v) for v in r[4]])
-            nonfinite = any(v is not None and (v.nan or v.inf) for v in values)
+            nonfinite = any(v is not None and not v.finite for v in values)
             return Step(
                 k, "forward", fid, op, gen, in_ids, out_ids, values, (), (), (), (), -1,
                 nonfinite, r[5],
@@ -219,8 +220,8 @@ class Trace(Recorder, TraceIndex):
         accumulations = tuple(
             [Accumulation(node, slot, snap(o), snap(c), snap(n)) for node, slot, o, c, n in accs]
         )
-        nonfinite = any(g is not None and (g.nan or g.inf) for g in input_grads) or any(
-            a.new.nan or a.new.inf for a in accumulations
+        nonfinite = any(g is not None and not g.finite for g in input_grads) or any(
+            not a.new.finite for a in accumulations
         )
         return Step(
             k, "backward", fid, op, gen, in_ids, out_ids, (),
@@ -301,8 +302,9 @@ class Trace(Recorder, TraceIndex):
             self._refresh_names()
         info = self._info
         attrs = self._attrs
-        g.add_nodes_from([(nid, attrs(nid)) for nid in range(start, end)])
-        g.add_edges_from(self._edges(range(start, end)))
+        with _bulk(end - start):
+            g.add_nodes_from([(nid, attrs(nid)) for nid in range(start, end)])
+            g.add_edges_from(self._edges(range(start, end)))
         self._graph_nodes = end
         nodes = g.nodes
         for nid in self._dirty:

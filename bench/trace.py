@@ -1,7 +1,7 @@
 """Recorder and leak-audit benchmark: the engine with and without recording, side by side.
 
-    python bench/trace.py            # the full run (about a minute)
-    python bench/trace.py --quick    # a smoke run on small sizes
+    python bench/trace.py            # the full run (a minute or two)
+    python bench/trace.py --quick    # a smoke run on small sizes (no training script)
     python bench/trace.py --repeats 15
 
 Workloads (the same as bench/engine.py):
@@ -14,6 +14,13 @@ before the hook (its cost is one tuple check per operation, estimated below).
 Then a 100 000-node graph (a chain of 50 000 ``sin``): the time and peak memory
 (tracemalloc, in a separate run) to record its forward and backward, to build the lazy
 ``steps`` and ``graph``, and to audit it while the user holds its output and after release.
+
+Last, a long training script the way the viewer opens it (``--script``, by default
+resources/examples/sine_regression.py: 10 000 iterations, 80 000 steps): the script alone,
+``Document.run_script`` split into the recorded run (with the leak audit and the view of the
+last graph, :func:`viewer.model.subtrace.view_for_root`) and showing it (layout and scene), and
+for comparison what the whole run's ``Trace.steps`` and ``Trace.graph`` cost. Wall-clock time,
+one run each (it is a latency the user waits for).
 
 Each figure is the median of ``--repeats`` runs, variants alternating within each repeat; the
 garbage collector is off inside a timed region (as ``timeit`` does); BLAS uses one thread;
@@ -29,6 +36,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
+import itertools  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -238,11 +246,78 @@ def big_graph(ops: int) -> None:
     print(f"  peak memory, audit (output held)      {mem_audit:8.1f} MB more")
 
 
+# =============================================================================
+# A long training script, as the viewer opens it
+# =============================================================================
+def training_script(path: Path) -> None:
+    import contextlib
+    import io
+    import runpy
+
+    from viewer.model.document import Document
+    from viewer.model.script_runner import ScriptRun
+
+    print(f"\n{path.name} in the viewer (wall-clock seconds)")
+    clock = time.perf_counter
+    saved = (os.getcwd(), list(sys.path))
+    try:
+        os.chdir(path.parent)
+        sys.path.insert(0, str(path.parent))
+        t0 = clock()
+        with contextlib.redirect_stdout(io.StringIO()):
+            runpy.run_path(str(path), run_name="__main__")
+        plain = clock() - t0
+    finally:
+        os.chdir(saved[0])
+        sys.path[:] = saved[1]
+    gc.collect()
+    document = Document()
+    run = ScriptRun(path)
+    stages: list[tuple[str, float]] = [("the script, recording", clock())]
+    run.stage_changed.connect(lambda stage: stages.append((stage, clock())))
+    result = run.run()
+    stages.append(("", clock()))
+    ran = stages[-1][1] - stages[0][1]
+    t0 = clock()
+    shown = document.apply_script_result(result)
+    show = clock() - t0
+    assert shown, document.last_error
+    t = result.trace
+    view = document.trace
+    print(f"  the script alone                       {plain:7.2f} s")
+    print(
+        f"  Document.run_script                    {ran + show:7.2f} s   "
+        f"{len(t.steps):,} steps, {len(t.variables) + len(t.functions):,} nodes recorded"
+    )
+    print(f"    run: record, audit, view of the last {ran:7.2f} s")
+    for (stage, start), (_, end) in itertools.pairwise(stages):
+        print(f"      {stage:<35}{end - start:7.2f} s")
+    print(
+        f"    show it: layout and scene            {show:7.2f} s   "
+        f"{view.graph.number_of_nodes()} nodes, {len(view.steps)} steps"
+    )
+    fresh = ScriptRun(path).run().trace  # a trace whose steps and graph were never built
+    t0 = clock()
+    steps = fresh.steps
+    all_steps = clock() - t0
+    t0 = clock()
+    graph = fresh.graph
+    all_graph = clock() - t0
+    print(f"  the whole run's Trace.steps (first)    {all_steps:7.2f} s   {len(steps):,} steps")
+    print(f"  the whole run's Trace.graph (first)    {all_graph:7.2f} s   {len(graph):,} nodes")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--timer", choices=("cpu", "wall"), default="cpu")
+    parser.add_argument(
+        "--script",
+        type=Path,
+        default=Path(__file__).resolve().parent.parent / "resources/examples/sine_regression.py",
+        help="the training script of the last section",
+    )
     args = parser.parse_args()
     global TIMER
     TIMER = time.process_time if args.timer == "cpu" else time.perf_counter
@@ -256,8 +331,11 @@ def main() -> None:
         f"  no-observer hook checks (~{2 * ops} per run): {check * 1e6:.0f} us = "
         f"{100 * check / med['none']:.2f}% of the run"
     )
-    compare("(b) MLP, 10 training steps", mlp(10 if not args.quick else 2), repeats)
+    mlp_steps = 2 if args.quick else 10
+    compare(f"(b) MLP, {mlp_steps} training steps", mlp(mlp_steps), repeats)
     big_graph(5_000 if args.quick else 50_000)
+    if not args.quick:
+        training_script(args.script.resolve())
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import pytest
 
 import autodiff.functions as F
 from autodiff import Variable, trace
-from autodiff.trace import NodeState
+from autodiff.trace import NodeState, Snapshot
 
 
 def _training_trace(iterations=3):
@@ -205,3 +205,21 @@ def x_id_or_prev(t, f):
     k = t.forward_step_of(f)
     step = t.step(k)
     return t.variables[0] if step.op == "Sin" else t.step(k - 1).outputs[0]
+
+
+def test_snapshot_statistics_are_computed_when_first_read():
+    import copy
+
+    from autodiff._snapshot import summarize, to_snapshot
+
+    a = np.array([[1.0, -np.inf], [np.nan, 4.0]])
+    lazy = to_snapshot(a.copy())
+    assert lazy._stats is None and not lazy.finite and lazy._stats is None
+    eager = summarize(a, keep_array=False)
+    assert (lazy.min, lazy.max, lazy.mean, lazy.nan, lazy.inf) == (1.0, 4.0, 2.5, 1, 1)
+    assert lazy.norm == eager.norm and lazy == Snapshot.of(a) and hash(lazy) == hash(eager)
+    assert copy.deepcopy(lazy) == lazy
+    with pytest.raises(AttributeError, match="read-only"):
+        lazy.min = 0.0
+    with pytest.raises(ValueError, match="read-only"):
+        lazy.array[0, 0] = 2.0
