@@ -104,47 +104,32 @@ class TraceIndex:
         # nodes already in the networkx graph get their value/grad attributes refreshed
         start = 0 if self._graph is None else self._graph_nodes  # type: ignore[attr-defined]
         touched = self._dirty
-        # One loop, everything inline: a long training run has millions of events.
+
+        def push(node: int, event: tuple) -> None:
+            lst = events[node]
+            if lst is None:
+                events[node] = [event]
+            else:
+                lst.append(event)
+            if node < start:
+                touched.add(node)
+
         e = e0
         for k in range(k0, n_raw + 1):
             while e < n_extra and extra[e][0] <= k:
                 _, visible, node, kind, value = extra[e]
-                lst = events[node]
-                if lst is None:
-                    events[node] = [(visible, kind, value)]
-                else:
-                    lst.append((visible, kind, value))
-                if node < start:
-                    touched.add(node)
+                push(node, (visible, kind, value))
                 e += 1
             if k == n_raw:
                 break
             r = raw[k]
             fid = r[1]
             if r[0] == _FWD:
-                lst = events[fid]
-                if lst is None:
-                    events[fid] = [(k, _VALUE, None)]
-                else:
-                    lst.append((k, _VALUE, None))
-                if fid < start:
-                    touched.add(fid)
+                push(fid, (k, _VALUE, None))
                 for nid, value in zip(r[3], r[4], strict=True):
-                    lst = events[nid]
-                    if lst is None:
-                        events[nid] = [(k, _VALUE, value)]
-                    else:
-                        lst.append((k, _VALUE, value))
-                    if nid < start:
-                        touched.add(nid)
+                    push(nid, (k, _VALUE, value))
                 continue
-            lst = events[fid]
-            if lst is None:
-                events[fid] = [(k, _GRAD, None)]
-            else:
-                lst.append((k, _GRAD, None))
-            if fid < start:
-                touched.add(fid)
+            push(fid, (k, _GRAD, None))
             in_ids = info[fid][3]
             accs = r[4]
             for slot, g in enumerate(r[3]):
@@ -154,22 +139,9 @@ class TraceIndex:
                     for a in accs:
                         if a[1] == slot:
                             g = a[4]  # the running sum is what the node holds now
-                nid = in_ids[slot]
-                lst = events[nid]
-                if lst is None:
-                    events[nid] = [(k, _GRAD, g)]
-                else:
-                    lst.append((k, _GRAD, g))
-                if nid < start:
-                    touched.add(nid)
+                push(in_ids[slot], (k, _GRAD, g))
             for nid in r[5]:
-                lst = events[nid]
-                if lst is None:
-                    events[nid] = [(k, _CLEARED, None)]
-                else:
-                    lst.append((k, _CLEARED, None))
-                if nid < start:
-                    touched.add(nid)
+                push(nid, (k, _CLEARED, None))
         self._indexed = (n_raw, n_extra)
 
     def _history(self, node_id: int) -> list[tuple]:
