@@ -1,16 +1,25 @@
 """The recording half of :class:`autodiff.trace.Trace`: the engine's observer hook.
 
-Each event stores compact tuples of node ids and raw snapshots; live engine objects are
-mapped to node ids by ``id()``. Each recorded object has one weak reference whose callback is
-the C-level ``append`` of the trace's ``_dead`` list (no Python frame runs when a graph is
-freed). The next event, or the end of recording, drains that list: it removes the ids of the
-dead objects before any lookup (so that a reused id can never alias) and marks them FREED with
-the step stamp they died at (no step can have been recorded in between).
+Recording keeps only what cannot be recovered later, in the cheapest form, on one ordered
+*tape* (a list):
+
+- one tuple per forward or backward step: node ids and raw snapshots (``capture``);
+- one tuple per node registered outside a step (a leaf, a constant, a graph built before
+  recording) and per event that is not a step (a leaf's new value, the seed gradient);
+- the weak reference of each recorded object that died: each reference's callback is the
+  tape's C-level ``append``, so a death is written in its place in the timeline without running
+  any Python code.
+
+Live objects are mapped to node ids by their creation order (``_order``, unique in the
+process and never reused, unlike ``id()``), so a dead object's entry never needs removing.
+The tables the reading side uses (``_raw`` steps, ``_info`` node kinds, ``_extra`` node
+events) are decoded from the tape when first read (:meth:`Recorder._sync`).
 """
 
 from __future__ import annotations
 
 import struct
+import threading
 import weakref
 from typing import Any
 
@@ -23,68 +32,149 @@ _F64 = np.dtype(np.float64)
 _NDARRAY = np.ndarray
 _FLOAT64 = np.float64
 _FLOAT_BITS = struct.Struct("d")
+_ref = weakref.ref
 
 # Event kinds in a node's history.
 _VALUE, _GRAD, _CLEARED, _FREED = range(4)
 _VARIABLE, _FUNCTION = 0, 1
-_FWD, _BWD = 0, 1  # first field of a raw step
+_FWD, _BWD = 0, 1  # first field of a raw step, and of the tape's two hot entries
+# The tape's other entries: a step already in its raw form, a node's info, a node event.
+_T_STEP, _T_NODE, _T_EVENT = 2, 3, 4
 # Cap on remembered no_grad outputs / operand constants (only needed if they later feed a
 # recorded graph; the oldest are almost always dead).
 _CONSTANT_MEMORY = 200_000
 
 
-class _NodeRef(weakref.ref):
-    __slots__ = ("key", "nid")
-
-
 class Recorder:
-    """Observer methods and registration of live objects; the state lives on the Trace."""
+    """Observer methods, registration of live objects and the tape's decoding; the state
+    lives on the Trace."""
 
     # attributes set by Trace.__init__
-    _info: list[tuple]
     _refs: list
-    _ids: dict[int, int]
-    _raw: list[tuple]
-    _extra: list[tuple]
-    _dead: list
-    _dead_append: Any  # _dead.append: the weak references' callback
+    _tape: list
+    _tape_append: Any  # _tape.append: the weak references' callback too
+    _known: dict[int, int]
+    _raw_steps: list[tuple]
+    _node_info: list[tuple | None]
+    _extra_events: list[tuple]
 
     # ------------------------------------------------------------------------------
-    # Registration of live objects
+    # The decoded tables (what the reading side uses)
+    # ------------------------------------------------------------------------------
+    @property
+    def _raw(self) -> list[tuple]:
+        """Raw steps: ``(_FWD, fid, in_ids, out_ids, values, during)`` or
+        ``(_BWD, fid, output grads, input grads, accumulations, cleared ids, pass)``."""
+        if self._tape:
+            self._sync()
+        return self._raw_steps
+
+    @property
+    def _info(self) -> list[tuple]:
+        """Per node id: ``(_VARIABLE, generation, shape, dtype)`` or
+        ``(_FUNCTION, generation, op, input ids, output ids)``."""
+        if self._tape:
+            self._sync()
+        return self._node_info  # type: ignore[return-value]
+
+    @property
+    def _extra(self) -> list[tuple]:
+        """Node events that are not steps: ``(stamp, visible step, node, kind, raw)``, in
+        stamp order (the stamp is the number of steps recorded before the event)."""
+        if self._tape:
+            self._sync()
+        return self._extra_events
+
+    def _sync(self) -> None:
+        """Decode the tape recorded so far into the tables, and empty it."""
+        with self._sync_lock:
+            tape = self._tape
+            end = len(tape) if self._recording else self._tape_end
+            if end:
+                chunk = tape[:end]
+                del tape[:end]
+                self._decode(chunk)
+            if not self._recording:
+                tape.clear()  # deaths after recording stopped are not part of the trace
+                self._tape_end = 0
+
+    def _decode(self, chunk: list) -> None:
+        raw = self._raw_steps
+        extra = self._extra_events
+        info = self._node_info
+        refs = self._refs
+        if len(info) < len(refs):
+            info.extend([None] * (len(refs) - len(info)))
+        refmap = self._refmap
+        k = len(raw)
+        for e in chunk:
+            if type(e) is not tuple:  # a weak reference whose object died here
+                if len(refmap) < len(refs):
+                    self._extend_refmap()
+                nid = refmap.get(id(e))
+                if nid is not None:
+                    extra.append((k, k - 1, nid, _FREED, None))
+                continue
+            kind = e[0]
+            if kind == _FWD:
+                _, fid, in_ids, values, during, cls, gen, out_meta = e
+                n_out = len(values)
+                out_ids = (fid + 1,) if n_out == 1 else tuple(range(fid + 1, fid + 1 + n_out))
+                info[fid] = (_FUNCTION, gen, cls.__name__, in_ids, out_ids)
+                if out_meta is None:  # every output a 0-d float64
+                    for nid in out_ids:
+                        info[nid] = (_VARIABLE, gen + 1, (), _F64)
+                else:
+                    for nid, (shape, dtype) in zip(out_ids, out_meta, strict=True):
+                        info[nid] = (_VARIABLE, gen + 1, shape, dtype)
+                raw.append((_FWD, fid, in_ids, out_ids, values, during))
+                k += 1
+            elif kind == _BWD:
+                accs = e[4]
+                if accs:
+                    in_ids = info[e[1]][3]  # type: ignore[index]
+                    gxs = e[3]
+                    accs = tuple(
+                        [(in_ids[slot], slot, old, gxs[slot], new) for slot, old, new in accs]
+                    )
+                    e = (_BWD, e[1], e[2], gxs, accs, e[5], e[6])
+                raw.append(e)
+                k += 1
+            elif kind == _T_STEP:
+                raw.append(e[1])
+                k += 1
+            elif kind == _T_NODE:
+                info[e[1]] = e[2]
+            else:  # _T_EVENT
+                _, visible_now, nid, event, value = e
+                extra.append((k, k if visible_now else k - 1, nid, event, value))
+
+    def _extend_refmap(self) -> None:
+        refmap = self._refmap
+        refs = self._refs
+        for nid in range(len(refmap), len(refs)):
+            ref = refs[nid]
+            refmap[id(ref) if ref is not None else -1 - nid] = nid
+
+    # ------------------------------------------------------------------------------
+    # Registration of live objects (the slow paths: first sight of a leaf, a constant, a
+    # graph built before recording)
     # ------------------------------------------------------------------------------
     def _new_node(self, obj: Any, info: tuple) -> int:
-        nid = len(self._info)
-        self._info.append(info)
+        refs = self._refs
+        nid = len(refs)
         if obj is None:
-            self._refs.append(None)
+            refs.append(None)
         else:
-            ref = _NodeRef(obj, self._dead_append)
-            ref.nid = nid
-            ref.key = key = id(obj)
-            self._refs.append(ref)
-            self._ids[key] = nid
+            refs.append(_ref(obj, self._tape_append))
+            self._known[obj._order] = nid
+        self._tape_append((_T_NODE, nid, info))
         return nid
 
-    def _drain_dead(self) -> None:
-        """Forget the ids of the objects collected since the last event; while recording,
-        they become FREED at the current stamp (they died after the last recorded step)."""
-        dead = self._dead
-        ids = self._ids
-        leaf_raw = self._leaf_raw
-        stamp = len(self._raw)
-        extra = self._extra
-        recording = self._recording
-        while dead:
-            batch = dead[:]
-            dead.clear()  # a callback during the loop below appends to a fresh list state
-            for ref in batch:
-                nid = ref.nid
-                if ids.get(ref.key) == nid:
-                    del ids[ref.key]
-                if leaf_raw:
-                    leaf_raw.pop(nid, None)
-                if recording:
-                    extra.append((stamp, stamp - 1, nid, _FREED, None))
+    def _event(self, nid: int, kind: int, value: Any, visible_now: bool = False) -> None:
+        """A node event at the current point of the timeline, visible from the last step
+        (or, with ``visible_now``, from the next)."""
+        self._tape_append((_T_EVENT, visible_now, nid, kind, value))
 
     def _new_variable(self, v: Any) -> int:
         data = v.data
@@ -100,17 +190,19 @@ class Recorder:
     def _add_input(self, x: Any) -> int:
         """Register a Variable seen for the first time as an input (leaf, constant or upstream)."""
         creator = x.creator
-        if creator is not None and id(creator) not in self._ids:
+        if creator is not None and creator._order not in self._known:
             self._adopt(creator, as_steps=False)
-            nid = self._ids.get(id(x))
+            nid = self._known.get(x._order)
             if nid is not None:
                 return nid
-        order = self._maybe_constant.pop(id(x), None)
+        maybe_constant = self._maybe_constant
+        was_constant = x._order in maybe_constant
+        if was_constant:
+            del maybe_constant[x._order]
         nid = self._new_variable(x)
         raw = capture(x.data, self.max_array_size)
-        stamp = len(self._raw)
-        self._extra.append((stamp, stamp - 1, nid, _VALUE, raw))
-        if (order is not None and order == x._order) or type(x) is core.Constant:
+        self._event(nid, _VALUE, raw)
+        if was_constant or type(x) is core.Constant:
             self._constants.add(nid)
         elif creator is None:
             self._leaf_raw[nid] = raw
@@ -122,54 +214,59 @@ class Recorder:
         With ``as_steps`` each Function becomes a forward step, in (generation, creation
         order); otherwise its values appear as already computed.
         """
-        ids = self._ids
+        known = self._known
         found = []
-        seen = {id(creator)}
+        seen = {creator._order}
         stack = [creator]
         while stack:
             f = stack.pop()
             found.append(f)
             for x in f.inputs:
-                if id(x) in ids:
+                if x._order in known:
                     continue
                 c = x.creator
-                if c is not None and id(c) not in ids and id(c) not in seen:
-                    seen.add(id(c))
+                if c is not None and c._order not in known and c._order not in seen:
+                    seen.add(c._order)
                     stack.append(c)
         seen.clear()
         found.sort(key=lambda f: (f.generation, f._order))
         max_size = self.max_array_size
         for f in found:
-            in_ids = tuple(ids[id(x)] if id(x) in ids else self._add_input(x) for x in f.inputs)
-            fid = self._new_node(f, (_FUNCTION, f.generation, "", (), ()))
+            in_ids = tuple(
+                known[x._order] if x._order in known else self._add_input(x) for x in f.inputs
+            )
+            # the Function's id first, its info once its outputs have theirs
+            fid = len(self._refs)
+            self._refs.append(_ref(f, self._tape_append))
+            known[f._order] = fid
             out_ids = []
             values = []
             for ref in f.outputs:
                 y = ref()
                 if y is None:
                     nid = self._new_node(None, (_VARIABLE, f.generation + 1, None, None))
-                    stamp = len(self._raw)
-                    self._extra.append((stamp, stamp - 1, nid, _FREED, None))
+                    self._event(nid, _FREED, None)
                     values.append(None)
                 else:
-                    nid = ids.get(id(y))
+                    nid = known.get(y._order)
                     if nid is None:
                         nid = self._new_variable(y)
                     values.append(capture(y.data, max_size))
                 out_ids.append(nid)
             out_ids = tuple(out_ids)
-            self._info[fid] = (_FUNCTION, f.generation, type(f).__name__, in_ids, out_ids)
+            self._tape_append(
+                (_T_NODE, fid, (_FUNCTION, f.generation, type(f).__name__, in_ids, out_ids))
+            )
             if as_steps:
-                self._raw.append((_FWD, fid, in_ids, out_ids, tuple(values), -1))
+                self._tape_append((_T_STEP, (_FWD, fid, in_ids, out_ids, tuple(values), -1)))
             else:
-                stamp = len(self._raw)
-                self._extra.append((stamp, stamp - 1, fid, _VALUE, None))
+                self._event(fid, _VALUE, None)
                 for nid, raw in zip(out_ids, values, strict=True):
-                    self._extra.append((stamp, stamp - 1, nid, _VALUE, raw))
+                    self._event(nid, _VALUE, raw)
         found.clear()
 
     def _var_id(self, v: Any) -> int:
-        nid = self._ids.get(id(v))
+        nid = self._known.get(v._order)
         if nid is None:
             nid = self._add_input(v)
         return nid
@@ -178,33 +275,32 @@ class Recorder:
     # The observer hook (autodiff.core calls these while recording)
     # ------------------------------------------------------------------------------
     def on_constant(self, variable: Any) -> None:
-        self._maybe_constant[id(variable)] = variable._order
+        self._maybe_constant[variable._order] = None
 
     def on_forward(self, f: Any, inputs: list, outputs: list, recorded: bool) -> None:
         if not recorded:
             if self._track_nograd:
                 mc = self._maybe_constant
                 for y in outputs:
-                    mc[id(y)] = y._order
+                    mc[y._order] = None
                 if len(mc) > _CONSTANT_MEMORY:
                     for key in list(mc)[: _CONSTANT_MEMORY // 2]:
                         del mc[key]
             return
-        # The hot path, once per operation: everything inlined, one tuple per node and one
-        # per step, the common one- and two-input, one-output shapes spelled out.
-        if self._dead:
-            self._drain_dead()
-        ids = self._ids
+        # The hot path, once per operation: one weak reference per new object, one dict
+        # entry per new object and one tuple on the tape; the common one- and two-input,
+        # one-output shapes spelled out.
+        known = self._known
         leaf_raw = self._leaf_raw
         n_in = len(inputs)
         if n_in == 2:
             x0, x1 = inputs
-            n0 = ids.get(id(x0))
+            n0 = known.get(x0._order)
             if n0 is None:
                 n0 = self._add_input(x0)
             elif n0 in leaf_raw:
                 self._check_leaf(x0, n0)
-            n1 = ids.get(id(x1))
+            n1 = known.get(x1._order)
             if n1 is None:
                 n1 = self._add_input(x1)
             elif n1 in leaf_raw:
@@ -212,7 +308,7 @@ class Recorder:
             in_ids = (n0, n1)
         elif n_in == 1:
             x0 = inputs[0]
-            n0 = ids.get(id(x0))
+            n0 = known.get(x0._order)
             if n0 is None:
                 n0 = self._add_input(x0)
             elif n0 in leaf_raw:
@@ -221,58 +317,44 @@ class Recorder:
         else:
             in_ids = []
             for x in inputs:
-                nid = ids.get(id(x))
+                nid = known.get(x._order)
                 if nid is None:
                     nid = self._add_input(x)
                 elif nid in leaf_raw:
                     self._check_leaf(x, nid)
                 in_ids.append(nid)
             in_ids = tuple(in_ids)
-        info = self._info
         refs = self._refs
-        dead = self._dead_append
-        fid = len(info)
-        ref = _NodeRef(f, dead)
-        ref.nid = fid
-        ref.key = key = id(f)
-        refs.append(ref)
-        ids[key] = fid
+        append = self._tape_append
+        fid = len(refs)
+        refs.append(_ref(f, append))
+        known[f._order] = fid
         if len(outputs) == 1:
             y = outputs[0]
-            nid = fid + 1
-            out_ids = (nid,)
+            refs.append(_ref(y, append))
+            known[y._order] = fid + 1
             data = y.data
-            info.append((_FUNCTION, f.generation, type(f).__name__, in_ids, out_ids))
-            info.append((_VARIABLE, y.generation, data.shape, data.dtype))
-            ref = _NodeRef(y, dead)
-            ref.nid = nid
-            ref.key = key = id(y)
-            refs.append(ref)
-            ids[key] = nid
-            if data.dtype is _F64 and data.ndim == 0:
-                values = (data.item(),)
+            if data.dtype is _F64 and not data.ndim:
+                append((_FWD, fid, in_ids, (data.item(),), self._during, type(f), f.generation, None))
             else:
                 values = (capture(data, self.max_array_size),)
-        else:
-            out_ids = tuple(range(fid + 1, fid + 1 + len(outputs)))
-            info.append((_FUNCTION, f.generation, type(f).__name__, in_ids, out_ids))
-            values = []
-            nid = fid
-            for y in outputs:
-                nid += 1
-                data = y.data
-                info.append((_VARIABLE, y.generation, data.shape, data.dtype))
-                ref = _NodeRef(y, dead)
-                ref.nid = nid
-                ref.key = key = id(y)
-                refs.append(ref)
-                ids[key] = nid
-                if data.dtype is _F64 and data.ndim == 0:
-                    values.append(data.item())
-                else:
-                    values.append(capture(data, self.max_array_size))
-            values = tuple(values)
-        self._raw.append((_FWD, fid, in_ids, out_ids, values, self._during))
+                meta = ((data.shape, data.dtype),)
+                append((_FWD, fid, in_ids, values, self._during, type(f), f.generation, meta))
+            return
+        values = []
+        meta = []
+        nid = fid
+        for y in outputs:
+            nid += 1
+            refs.append(_ref(y, append))
+            known[y._order] = nid
+            data = y.data
+            meta.append((data.shape, data.dtype))
+            if data.dtype is _F64 and not data.ndim:
+                values.append(data.item())
+            else:
+                values.append(capture(data, self.max_array_size))
+        append((_FWD, fid, in_ids, tuple(values), self._during, type(f), f.generation, tuple(meta)))
 
     def _check_leaf(self, x: Any, nid: int) -> None:
         """A leaf used again: record a new value if its data changed (an optimizer step).
@@ -289,12 +371,9 @@ class Recorder:
         else:
             raw = capture(data, self.max_array_size)
         self._leaf_raw[nid] = raw
-        stamp = len(self._raw)
-        self._extra.append((stamp, stamp - 1, nid, _VALUE, raw))
+        self._event(nid, _VALUE, raw)
 
     def on_backward_begin(self, output: Any, retain_grad: bool, create_graph: bool) -> None:
-        if self._dead:
-            self._drain_dead()
         self._pass += 1
         root = self._var_id(output)
         self.backward_roots.append(root)
@@ -302,80 +381,70 @@ class Recorder:
         self._during = self._pass
         self._track_nograd = self._create_graph = create_graph
         grad = output.grad
-        raw = self._grad_raw(grad)
-        stamp = len(self._raw)
         # The seed becomes visible with the first backward step; on a leaf there is none.
-        visible = stamp if output.creator is not None else stamp - 1
-        self._extra.append((stamp, visible, root, _GRAD, raw))
+        self._event(root, _GRAD, self._grad_raw(grad), visible_now=output.creator is not None)
         if create_graph:
             gid = self._var_id(grad)
             self._grad_of[gid] = root
 
-    def on_backward_step(self, step: Any) -> None:
-        if self._dead:
-            self._drain_dead()
-        fid = self._ids.get(id(step.function))
+    def on_backward_event(
+        self, f: Any, gys: tuple, gxs: tuple, accs: tuple, cleared: tuple
+    ) -> None:
+        fid = self._known.get(f._order)
         if fid is None:
-            self._adopt(step.function, as_steps=False)
-            fid = self._ids[id(step.function)]
-        info = self._info[fid]
+            self._adopt(f, as_steps=False)
+            fid = self._known[f._order]
+        if self._create_graph:  # gradients are graph nodes
+            self._link_grads(f, gxs, accs)
         # The raw values (arrays without create_graph): no Variable is made for the trace. A
         # numpy float64 scalar (most gradients of a scalar graph) is immutable and is kept as
         # it is; anything else goes through _grad_raw. Inline: this runs once per step.
-        gys = step.output_grads_raw
         if len(gys) == 1:
             if type(gys[0]) is not _FLOAT64:
                 gys = (self._grad_raw(gys[0]),)
         else:
-            raw_of = self._grad_raw
-            gys = tuple([None if g is None else raw_of(g) for g in gys])
-        gxs = step.input_grads_raw
+            gys = self._grads_raw(gys)
         if len(gxs) == 2:
             g0, g1 = gxs
-            if type(g0) is not _FLOAT64 and g0 is not None:
-                g0 = self._grad_raw(g0)
-            if g1 is gxs[0]:  # the same gradient for both inputs (Add)
-                g1 = g0
-            elif type(g1) is not _FLOAT64 and g1 is not None:
-                g1 = self._grad_raw(g1)
-            gxs = (g0, g1)
+            if type(g0) is not _FLOAT64 or type(g1) is not _FLOAT64:
+                if g0 is not None:
+                    g0 = self._grad_raw(g0)
+                if g1 is gxs[0]:  # the same gradient for both inputs (Add)
+                    g1 = g0
+                elif g1 is not None:
+                    g1 = self._grad_raw(g1)
+                gxs = (g0, g1)
         elif len(gxs) == 1:
             if type(gxs[0]) is not _FLOAT64 and gxs[0] is not None:
                 gxs = (self._grad_raw(gxs[0]),)
         else:
-            raw_of = self._grad_raw
-            gxs = tuple([None if g is None else raw_of(g) for g in gxs])
-        accs = step.accumulated_raw
+            gxs = self._grads_raw(gxs)
         if accs:
-            in_ids = info[3]
-            raw_accs = []
-            for slot, old, new in accs:
-                if type(old) is not _FLOAT64:
-                    old = self._grad_raw(old)
-                if type(new) is not _FLOAT64:
-                    new = self._grad_raw(new)
-                raw_accs.append((in_ids[slot], slot, old, gxs[slot], new))
-            accs = tuple(raw_accs)
-        cleared = step.cleared
-        if cleared:
-            out_ids = info[4]
-            if len(out_ids) == 1:  # the engine clears only this Function's outputs
-                cleared = out_ids
+            if len(accs) == 1:
+                slot, old, new = accs[0]
+                if type(old) is not _FLOAT64 or type(new) is not _FLOAT64:
+                    accs = ((slot, self._grad_raw(old), self._grad_raw(new)),)
             else:
-                ids = self._ids
-                cleared = tuple([ids[id(y)] for y in cleared if id(y) in ids])
-        if self._create_graph:  # gradients are graph nodes
-            self._link_grads(step, info[3])
-        self._raw.append((_BWD, fid, gys, gxs, accs, cleared, self._pass))
+                raw_of = self._grad_raw
+                accs = tuple([(slot, raw_of(old), raw_of(new)) for slot, old, new in accs])
+        if cleared:
+            known = self._known
+            if len(cleared) == 1:
+                cleared = (known[cleared[0]._order],)
+            else:
+                cleared = tuple([known[y._order] for y in cleared if y._order in known])
+        self._tape_append((_BWD, fid, gys, gxs, accs, cleared, self._pass))
 
-    def _link_grads(self, step: Any, in_ids: tuple) -> None:
-        ids = self._ids
-        for slot, g in enumerate(step.input_grads_raw):
-            if g is not None and id(g) in ids:
-                self._grad_of[ids[id(g)]] = in_ids[slot]
-        for slot, _old, new in step.accumulated_raw:
-            if id(new) in ids:
-                self._grad_of[ids[id(new)]] = in_ids[slot]
+    def _link_grads(self, f: Any, gxs: tuple, accs: tuple) -> None:
+        """Under create_graph, remember which variable each gradient node is the gradient of."""
+        known = self._known
+        in_ids = [known.get(x._order) for x in f.inputs]
+        pairs = [(slot, g) for slot, g in enumerate(gxs)] + [(s, new) for s, _, new in accs]
+        for slot, g in pairs:
+            if isinstance(g, core.Variable) and in_ids[slot] is not None:
+                gid = known.get(g._order)
+                if gid is not None:
+                    self._grad_of[gid] = in_ids[slot]
 
     def on_backward_end(self, output: Any) -> None:
         if self._backward_stack:
@@ -388,6 +457,10 @@ class Recorder:
             self._create_graph = False
             self._track_nograd = True
             self._grad_cache.clear()
+
+    def _grads_raw(self, grads: tuple) -> tuple:
+        raw_of = self._grad_raw
+        return tuple([None if g is None else raw_of(g) for g in grads])
 
     def _grad_raw(self, g: Any) -> Any:
         """Raw snapshot of a gradient: an ndarray, a numpy scalar or a Variable.
@@ -420,7 +493,7 @@ class Recorder:
 
     def _stop(self) -> None:
         core.remove_observer(self)
-        self._drain_dead()
+        self._tape_end = len(self._tape)
         self._recording = False
         self._refresh_names()
         self._maybe_constant = {}
@@ -429,20 +502,22 @@ class Recorder:
         self._backward_stack = []
         self._during = -1
         self._create_graph = False
-        self._ids = {}
+        self._known = {}
         if self._graph is not None:
-            self._sync_graph()
-            for nid in self.variables:
-                self._graph.nodes[nid]["name"] = self._names.get(nid)
+            self._sync_graph()  # type: ignore[attr-defined]
+            nodes = self._graph.nodes
+            for nid in self.variables:  # type: ignore[attr-defined]
+                nodes[nid]["name"] = self._names.get(nid)
 
     def _refresh_names(self) -> None:
+        """Pick up the names given to live Variables since they were recorded."""
         names = self._names
-        refs = self._refs
-        for nid in self.variables:
-            ref = refs[nid]
-            v = ref() if ref is not None else None
-            if v is not None and v.name is not None:
-                names[nid] = v.name
+        variable = core.Variable
+        for nid, ref in enumerate(self._refs):
+            if ref is not None:
+                obj = ref()
+                if obj is not None and isinstance(obj, variable) and obj.name is not None:
+                    names[nid] = obj.name
 
 
 def _same_raw(data: Any, last: Any) -> bool:
@@ -459,6 +534,12 @@ def _same_raw(data: Any, last: Any) -> bool:
         return _FLOAT_BITS.pack(data.item()) == _FLOAT_BITS.pack(last)
     if last is None or data is None:
         return last is None and data is None
-    if data.shape != last.shape or data.dtype != last.dtype:
+    if data.shape != last.shape or data.dtype is not last.dtype and data.dtype != last.dtype:
         return False
+    if data.size:
+        # An optimizer step changes nearly every element: the first one usually tells
+        # (two different values that are not NaN have different bits).
+        first = data.item(0)
+        if first != last.item(0) and first == first:
+            return False
     return data.tobytes() == last.tobytes()

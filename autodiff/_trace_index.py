@@ -61,7 +61,6 @@ class TraceIndex:
     _extra: list[tuple]
     _constants: set[int]
     _recording: bool
-    _dead: list
     _graph: Any
 
     def _init_index(self) -> None:
@@ -82,8 +81,6 @@ class TraceIndex:
     # ------------------------------------------------------------------------------
     def _index(self) -> None:
         """Extend the per-node histories with the steps and events recorded since last time."""
-        if self._dead:  # while recording: FREED events; after: just empties the list
-            self._drain_dead()  # type: ignore[attr-defined]
         k0, e0 = self._indexed
         raw = self._raw
         extra = self._extra

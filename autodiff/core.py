@@ -97,6 +97,9 @@ def add_observer(observer: Any) -> None:
     ``recorded`` is False under ``no_grad`` (the outputs are constants, no graph was built).
     ``on_backward_begin(output, retain_grad, create_graph)``, ``on_backward_step(step)``,
     ``on_backward_end(output)``: around and at each step of :func:`iter_backward`.
+    ``on_backward_event(function, output_grads, input_grads, accumulated, cleared)``: the
+    same step as ``on_backward_step`` without the :class:`BackwardStep` object, its fields as
+    they are (``*_raw``): the cheaper hook, for an observer that runs at every step.
     ``on_variable(variable)``: a Variable was constructed (leaves and outputs alike).
     ``on_constant(variable)``: right after ``on_variable``, for a Variable the engine made to
     wrap a plain number or array operand (``x * 2``, ``matmul(x, ndarray)``).
@@ -119,6 +122,7 @@ _EVENTS = (
     "on_forward",
     "on_backward_begin",
     "on_backward_step",
+    "on_backward_event",
     "on_backward_end",
 )
 # event -> the observers' bound handlers, looked up once when an observer is attached
@@ -128,10 +132,11 @@ _handlers: dict[str, tuple] = {}
 _on_variable: tuple = ()
 _on_forward: tuple = ()
 _on_backward_step: tuple = ()
+_on_backward_event: tuple = ()
 
 
 def _bind_handlers() -> None:
-    global _handlers, _on_variable, _on_forward, _on_backward_step
+    global _handlers, _on_variable, _on_forward, _on_backward_step, _on_backward_event
     _handlers = {
         event: tuple(h for h in (getattr(o, event, None) for o in _observers) if h is not None)
         for event in _EVENTS
@@ -139,6 +144,7 @@ def _bind_handlers() -> None:
     _on_variable = _handlers["on_variable"]
     _on_forward = _handlers["on_forward"]
     _on_backward_step = _handlers["on_backward_step"]
+    _on_backward_event = _handlers["on_backward_event"]
 
 
 def _notify(event: str, *args: Any) -> None:
@@ -146,8 +152,22 @@ def _notify(event: str, *args: Any) -> None:
         handler(*args)
 
 
-# Creation order of Variables and Functions: breaks generation ties deterministically.
+# Creation order of Variables and Functions: breaks generation ties deterministically. It is
+# also each object's identity for the recorder (unlike id(), never reused), so a copy gets its
+# own (_restore_state).
 _creation_counter = itertools.count()
+
+
+def _restore_state(obj: Any, state: Any) -> None:
+    """``__setstate__`` of Variable and Function (copy, deepcopy, pickle): the attributes as
+    saved, and a new creation order, since the copy is a new object."""
+    dict_state, slot_state = state if isinstance(state, tuple) else (state, None)
+    if dict_state:
+        obj.__dict__.update(dict_state)
+    if slot_state:
+        for name, value in slot_state.items():
+            setattr(obj, name, value)
+    obj._order = next(_creation_counter)
 
 
 # =============================================================================
@@ -238,6 +258,8 @@ class Variable:
     def cleargrad(self) -> None:
         self.grad = None
 
+    __setstate__ = _restore_state
+
     def backward(self, retain_grad: bool = False, create_graph: bool = False) -> None:
         """Backpropagate from this Variable to every leaf of its graph.
 
@@ -247,7 +269,7 @@ class Variable:
         ``create_graph=True`` records the backward pass itself, so the gradients are
         differentiable again (higher-order derivatives, Newton's method).
         """
-        for _ in _backward(self, retain_grad, create_graph, emit=bool(_observers)):
+        for _ in _backward(self, retain_grad, create_graph, steps=bool(_on_backward_step)):
             pass
 
     # --- shape methods (composites in autodiff.functions) -------------------
@@ -453,6 +475,8 @@ class Function:
                 handler(self, inputs, outputs, False)
         return outputs[0] if len(outputs) == 1 else outputs
 
+    __setstate__ = _restore_state
+
     def forward(self, *xs: NDArray) -> Any:
         raise NotImplementedError(f"{type(self).__name__}.forward is not implemented")
 
@@ -537,14 +561,15 @@ def iter_backward(
     runs only after every Function that consumed its outputs, and ties go to the most
     recently created first, so the order is the same on every run. No recursion: any depth works.
     """
-    return _backward(output, retain_grad, create_graph, emit=True)
+    return _backward(output, retain_grad, create_graph, steps=True)
 
 
 def _backward(
-    output: Variable, retain_grad: bool, create_graph: bool, emit: bool
+    output: Variable, retain_grad: bool, create_graph: bool, steps: bool
 ) -> Iterator[BackwardStep]:
-    # The one backward loop. With ``emit`` False (Variable.backward with no observer attached)
-    # it builds no BackwardStep and never yields: the same work, minus the bookkeeping.
+    # The one backward loop. With ``steps`` False (Variable.backward with no on_backward_step
+    # handler attached) it builds no BackwardStep and never yields; with no observer of
+    # backward steps at all (``emit`` False) it also skips collecting what a step did.
     #
     # Gradients of intermediate Variables live in ``pending`` while they are being summed and
     # are handed to their creator when it is popped; only leaves (and, with retain_grad, the
@@ -554,6 +579,8 @@ def _backward(
         output.grad = Variable(np.ones_like(output.data))
     seed = output.grad
     observers = _observers
+    step_events = _on_backward_event
+    emit = steps or bool(step_events)
     if observers:
         _notify("on_backward_begin", output, retain_grad, create_graph)
     creator = output.creator
@@ -665,9 +692,12 @@ def _backward(
                     heappush(heap, (-c.generation, -c._order, c))
 
             if emit:
-                step = BackwardStep(
-                    f, gys, gxs, tuple(accumulated) if accumulated else (), cleared, index
-                )
+                accumulated = tuple(accumulated) if accumulated else ()
+                for handler in step_events:
+                    handler(f, gys, gxs, accumulated, cleared)
+                if not steps:
+                    continue
+                step = BackwardStep(f, gys, gxs, accumulated, cleared, index)
                 index += 1
                 for handler in _on_backward_step:
                     handler(step)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,7 +30,6 @@ from autodiff._recorder import (  # noqa: F401  (the event and node kinds, for _
     _VALUE,
     _VARIABLE,
     Recorder,
-    _NodeRef,
 )
 from autodiff._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
 from autodiff._trace_index import NodeState, TraceIndex, _bulk
@@ -102,18 +103,24 @@ class Trace(Recorder, TraceIndex):
             raise ValueError(f"max_array_size must be >= 0, got {max_array_size}")
         self.max_array_size = int(max_array_size)
         self.backward_roots: list[int] = []
-        # Node tables, indexed by node id. _info: (_VARIABLE, generation, shape, dtype) with
-        # a numpy dtype (shape and dtype None when unknown) or
-        # (_FUNCTION, generation, op, input ids, output ids).
-        self._info: list[tuple] = []
-        self._refs: list[_NodeRef | None] = []
+        # Node tables, indexed by node id: the weak reference of the engine object (None for
+        # a node known only from a saved trace or already dead when first seen), and the
+        # decoded tables (_raw, _info and _extra are properties that decode the tape first;
+        # see autodiff._recorder).
+        self._refs: list[weakref.ref | None] = []
+        self._node_info: list[tuple | None] = []
+        self._raw_steps: list[tuple] = []
+        self._extra_events: list[tuple] = []
         self._names: dict[int, str] = {}
         self._constants: set[int] = set()
         self._grad_of: dict[int, int] = {}
-        # Timeline: raw step tuples, and node events that are not part of a step:
-        # (stamp = len(_raw) when it happened, visible step, node, kind, raw).
-        self._raw: list[tuple] = []
-        self._extra: list[tuple] = []
+        # What recording appends to, in timeline order (decoded into the tables when read):
+        # steps, nodes, events, and the weak references of objects that died.
+        self._tape: list = []
+        self._tape_append = self._tape.append
+        self._tape_end = 0  # after recording: the tape entries that belong to it
+        self._refmap: dict[int, int] = {}  # id(weak reference) -> node id, for the dead ones
+        self._sync_lock = threading.Lock()
         self._steps: list[Step] = []
         self._some_steps: dict[int, Step] = {}  # steps built one by one (Trace.step)
         self._snapshots: dict[int, Snapshot] = {}  # id(raw value) -> its Snapshot
@@ -123,15 +130,12 @@ class Trace(Recorder, TraceIndex):
         self._variables: list[int] = []
         self._functions: list[int] = []
         self._kinds_seen = 0  # nodes of _info sorted into _variables / _functions
-        # Recording state (live objects are mapped by id(); the weak references' callback
-        # queues the dead ones in _dead, drained at the next event).
+        # Recording state: live objects are mapped by their creation order (core's _order).
         self._recording = False
-        self._ids: dict[int, int] = {}
-        self._dead: list[_NodeRef] = []
-        self._dead_append = self._dead.append
+        self._known: dict[int, int] = {}
         self._during = -1  # the backward pass running now (-1: none)
         self._create_graph = False  # whether it records its gradients as a graph
-        self._maybe_constant: dict[int, int] = {}  # id(variable) -> its _order
+        self._maybe_constant: dict[int, None] = {}  # _order of no_grad outputs and operands
         self._track_nograd = True
         self._leaf_raw: dict[int, Any] = {}  # leaf node -> raw value last seen
         self._pass = -1
@@ -419,19 +423,20 @@ def from_output(output: Any, max_array_size: int = DEFAULT_MAX_ARRAY_SIZE) -> Tr
     if not isinstance(output, core.Variable):
         raise TypeError(f"from_output: expected a Variable, got {type(output).__name__}")
     trace = Trace(max_array_size)
+    trace._recording = True  # the walk's tape entries are decoded as they are read
     if output.creator is not None:
         trace._adopt(output.creator, as_steps=True)
-    if id(output) not in trace._ids:
+    if output._order not in trace._known:
         trace._add_input(output)
-    stamp = len(trace._raw)
     for nid in trace.variables:
         v = trace.live(nid)
         if v is not None and v.grad is not None:
-            raw = capture(v.grad.data, trace.max_array_size)
-            trace._extra.append((stamp, stamp - 1, nid, _GRAD, raw))
+            trace._event(nid, _GRAD, capture(v.grad.data, trace.max_array_size))
+    trace._recording = False
+    trace._tape_end = len(trace._tape)  # what happens to these objects later is not recorded
     trace._leaf_raw = {}
     trace._maybe_constant = {}
-    trace._ids = {}
+    trace._known = {}
     return trace
 
 
