@@ -3,23 +3,27 @@
 Recording keeps only what cannot be recovered later, in the cheapest form, on one ordered
 *tape* (a list):
 
-- one tuple per forward or backward step: node ids and raw snapshots (``capture``);
-- one tuple per node registered outside a step (a leaf, a constant, a graph built before
+- one tuple per forward or backward step: the objects' creation orders, raw snapshots
+  (``capture``) and the weak references of the new objects;
+- one tuple per object registered outside a step (a leaf, a constant, a graph built before
   recording) and per event that is not a step (a leaf's new value, the seed gradient);
 - the weak reference of each recorded object that died: each reference's callback is the
   tape's C-level ``append``, so a death is written in its place in the timeline without running
   any Python code.
 
-Live objects are mapped to node ids by their creation order (``_order``, unique in the
-process and never reused, unlike ``id()``), so a dead object's entry never needs removing.
-The tables the reading side uses (``_raw`` steps, ``_info`` node kinds, ``_extra`` node
-events) are decoded from the tape when first read (:meth:`Recorder._sync`).
+While recording, an engine object is named by its creation order (``core``'s ``_order``:
+unique in the process and never reused, unlike ``id()``). A Variable that has a creator and a
+Function are recorded by the forward step that made them if they were made after recording
+started, so the hot path needs no lookup at all; everything else (leaves, constants, older
+graphs) is registered once, on the slow path. The tables the reading side uses (``_raw`` steps,
+``_info`` node kinds, ``_extra`` node events, ``_refs``, ...) are decoded from the tape when
+first read (:meth:`Recorder._sync`), which also turns creation orders into node ids: integers
+from 0 in registration order.
 """
 
 from __future__ import annotations
 
 import struct
-import threading
 import weakref
 from typing import Any
 
@@ -38,56 +42,88 @@ _ref = weakref.ref
 _VALUE, _GRAD, _CLEARED, _FREED = range(4)
 _VARIABLE, _FUNCTION = 0, 1
 _FWD, _BWD = 0, 1  # first field of a raw step, and of the tape's two hot entries
-# The tape's other entries: a step already in its raw form, a node's info, a node event.
-_T_STEP, _T_NODE, _T_EVENT = 2, 3, 4
+# The tape's other entries (see _decode).
+_FWD_MANY, _T_STEP, _T_NODE, _T_INFO, _T_INPUT, _T_EVENT, _T_GRAD_OF, _T_ROOT, _T_NAME = range(
+    2, 11
+)
 # Cap on remembered no_grad outputs / operand constants (only needed if they later feed a
 # recorded graph; the oldest are almost always dead).
 _CONSTANT_MEMORY = 200_000
+
+
+class _Decoded:
+    """A table of the trace: reading it first decodes what the tape holds."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.storage = "_t" + name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        if obj._tape:
+            obj._sync()
+        return getattr(obj, self.storage)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        setattr(obj, self.storage, value)
 
 
 class Recorder:
     """Observer methods, registration of live objects and the tape's decoding; the state
     lives on the Trace."""
 
+    # The decoded tables, indexed by node id where they are lists.
+    _raw = _Decoded()  # steps: (_FWD, fid, in_ids, out_ids, values, during) or
+    #   (_BWD, fid, output grads, input grads, accumulations, cleared ids, pass)
+    _info = _Decoded()  # (_VARIABLE, generation, shape, dtype) or
+    #   (_FUNCTION, generation, op, input ids, output ids)
+    _extra = _Decoded()  # node events that are not steps, in stamp order:
+    #   (stamp = steps recorded before, visible step, node, kind, raw)
+    _refs = _Decoded()  # weak reference of each node's engine object (None: not known)
+    _names = _Decoded()  # node -> Variable name
+    _constants = _Decoded()  # CONSTANT nodes
+    _grad_of = _Decoded()  # gradient node -> the node it is the gradient of (create_graph)
+    backward_roots = _Decoded()  # the output node of each backward pass, in order
+
     # attributes set by Trace.__init__
-    _refs: list
     _tape: list
     _tape_append: Any  # _tape.append: the weak references' callback too
-    _known: dict[int, int]
-    _raw_steps: list[tuple]
-    _node_info: list[tuple | None]
-    _extra_events: list[tuple]
+
+    def _init_recorder(self) -> None:
+        self._t_raw: list[tuple] = []
+        self._t_info: list[tuple] = []
+        self._t_extra: list[tuple] = []
+        self._t_refs: list[weakref.ref | None] = []
+        self._t_names: dict[int, str] = {}
+        self._t_constants: set[int] = set()
+        self._t_grad_of: dict[int, int] = {}
+        self._tbackward_roots: list[int] = []
+        self._tape: list = []
+        self._tape_append = self._tape.append
+        self._tape_end = 0  # after recording: the tape entries that belong to it
+        self._nid_of: dict[int, int] = {}  # creation order (or pseudo key) -> node id
+        self._nid_of_ref: dict[int, int] = {}  # id(weak reference) -> node id
+        self._late_names: dict[int, str] = {}  # creation order -> name given before its node
+        # recording state
+        self._recording = False
+        self._start_order = 0  # objects made from here on are recorded by their step
+        self._registered: set[int] = set()  # orders registered on the slow path
+        self._pseudo = 0  # keys for nodes without an engine object: -1, -2, ...
+        self._during = -1  # the backward pass running now (-1: none)
+        self._create_graph = False  # whether it records its gradients as a graph
+        self._maybe_constant: dict[int, None] = {}  # _order of no_grad outputs and operands
+        self._track_nograd = True
+        self._leaf_raw: dict[int, Any] = {}  # leaf order -> raw value last seen
+        self._pass = -1
+        self._backward_stack: list[tuple[int, bool]] = []
+        self._grad_cache: dict[int, tuple[Any, Any]] = {}  # id(array) -> (array, raw)
 
     # ------------------------------------------------------------------------------
-    # The decoded tables (what the reading side uses)
+    # Decoding the tape into the tables
     # ------------------------------------------------------------------------------
-    @property
-    def _raw(self) -> list[tuple]:
-        """Raw steps: ``(_FWD, fid, in_ids, out_ids, values, during)`` or
-        ``(_BWD, fid, output grads, input grads, accumulations, cleared ids, pass)``."""
-        if self._tape:
-            self._sync()
-        return self._raw_steps
-
-    @property
-    def _info(self) -> list[tuple]:
-        """Per node id: ``(_VARIABLE, generation, shape, dtype)`` or
-        ``(_FUNCTION, generation, op, input ids, output ids)``."""
-        if self._tape:
-            self._sync()
-        return self._node_info  # type: ignore[return-value]
-
-    @property
-    def _extra(self) -> list[tuple]:
-        """Node events that are not steps: ``(stamp, visible step, node, kind, raw)``, in
-        stamp order (the stamp is the number of steps recorded before the event)."""
-        if self._tape:
-            self._sync()
-        return self._extra_events
-
     def _sync(self) -> None:
         """Decode the tape recorded so far into the tables, and empty it."""
-        with self._sync_lock:
+        with self._sync_lock:  # type: ignore[attr-defined]
             tape = self._tape
             end = len(tape) if self._recording else self._tape_end
             if end:
@@ -97,116 +133,158 @@ class Recorder:
             if not self._recording:
                 tape.clear()  # deaths after recording stopped are not part of the trace
                 self._tape_end = 0
+                self._late_names.clear()
+
+    def _node(self, key: Any, ref: Any, info: Any) -> int:
+        """A new node for ``key`` (decoding)."""
+        refs = self._t_refs
+        nid = len(refs)
+        refs.append(ref)
+        self._t_info.append(info)
+        if key is not None:
+            self._nid_of[key] = nid
+        if ref is not None:
+            self._nid_of_ref[id(ref)] = nid
+            name = self._late_names.pop(key, None)
+            if name is not None:
+                self._t_names[nid] = name
+        return nid
+
+    def _nid(self, key: int) -> int:
+        """The node of a key; one never registered (a Variable given a creator by hand) gets
+        a node of its own."""
+        nid = self._nid_of.get(key)
+        if nid is None:
+            nid = self._node(key, None, (_VARIABLE, 0, None, None))
+        return nid
 
     def _decode(self, chunk: list) -> None:
-        raw = self._raw_steps
-        extra = self._extra_events
-        info = self._node_info
-        refs = self._refs
-        if len(info) < len(refs):
-            info.extend([None] * (len(refs) - len(info)))
-        refmap = self._refmap
+        raw = self._t_raw
+        extra = self._t_extra
+        info = self._t_info
+        nid_of = self._nid_of
+        new = self._node
         k = len(raw)
         for e in chunk:
             if type(e) is not tuple:  # a weak reference whose object died here
-                if len(refmap) < len(refs):
-                    self._extend_refmap()
-                nid = refmap.get(id(e))
+                nid = self._nid_of_ref.pop(id(e), None)
                 if nid is not None:
                     extra.append((k, k - 1, nid, _FREED, None))
                 continue
             kind = e[0]
-            if kind == _FWD:
-                _, fid, in_ids, values, during, cls, gen, out_meta = e
-                n_out = len(values)
-                out_ids = (fid + 1,) if n_out == 1 else tuple(range(fid + 1, fid + 1 + n_out))
+            if kind == _FWD or kind == _FWD_MANY:
+                _, f_key, in_keys, values, during, cls, gen, meta, f_ref, y_refs, y_keys = e
+                in_ids = tuple([nid_of[x] if x in nid_of else self._nid(x) for x in in_keys])
+                fid = new(f_key, f_ref, None)
+                if kind == _FWD:
+                    y_refs, y_keys = (y_refs,), (y_keys,)
+                out_ids = []
+                for slot, y_key in enumerate(y_keys):
+                    if meta is None:  # a 0-d float64
+                        y_info = (_VARIABLE, gen + 1, (), _F64)
+                    else:
+                        y_info = (_VARIABLE, gen + 1, *meta[slot])
+                    out_ids.append(new(y_key, y_refs[slot], y_info))
+                out_ids = tuple(out_ids)
                 info[fid] = (_FUNCTION, gen, cls.__name__, in_ids, out_ids)
-                if out_meta is None:  # every output a 0-d float64
-                    for nid in out_ids:
-                        info[nid] = (_VARIABLE, gen + 1, (), _F64)
-                else:
-                    for nid, (shape, dtype) in zip(out_ids, out_meta, strict=True):
-                        info[nid] = (_VARIABLE, gen + 1, shape, dtype)
                 raw.append((_FWD, fid, in_ids, out_ids, values, during))
                 k += 1
             elif kind == _BWD:
-                accs = e[4]
+                _, f_key, gys, gxs, accs, cleared, bpass = e
+                fid = nid_of[f_key]
                 if accs:
-                    in_ids = info[e[1]][3]  # type: ignore[index]
-                    gxs = e[3]
+                    in_ids = info[fid][3]
                     accs = tuple(
-                        [(in_ids[slot], slot, old, gxs[slot], new) for slot, old, new in accs]
+                        [(in_ids[slot], slot, old, gxs[slot], new_) for slot, old, new_ in accs]
                     )
-                    e = (_BWD, e[1], e[2], gxs, accs, e[5], e[6])
-                raw.append(e)
+                if cleared:
+                    cleared = tuple([nid_of[y] for y in cleared if y in nid_of])
+                raw.append((_BWD, fid, gys, gxs, accs, cleared, bpass))
                 k += 1
-            elif kind == _T_STEP:
-                raw.append(e[1])
-                k += 1
+            elif kind == _T_INPUT:
+                _, key, ref, node_info, name, value, constant = e
+                if key in nid_of:  # an output used as a leaf after unchain(): known already
+                    continue
+                nid = new(key, ref, node_info)
+                if name is not None:
+                    self._t_names[nid] = name
+                extra.append((k, k - 1, nid, _VALUE, value))
+                if constant:
+                    self._t_constants.add(nid)
             elif kind == _T_NODE:
-                info[e[1]] = e[2]
-            else:  # _T_EVENT
-                _, visible_now, nid, event, value = e
-                extra.append((k, k if visible_now else k - 1, nid, event, value))
-
-    def _extend_refmap(self) -> None:
-        refmap = self._refmap
-        refs = self._refs
-        for nid in range(len(refmap), len(refs)):
-            ref = refs[nid]
-            refmap[id(ref) if ref is not None else -1 - nid] = nid
+                _, key, ref, node_info, name = e
+                nid = new(key, ref, node_info)
+                if name is not None:
+                    self._t_names[nid] = name
+                if ref is None:  # an output already collected when its graph was adopted
+                    extra.append((k, k - 1, nid, _FREED, None))
+            elif kind == _T_INFO:
+                _, key, (_, gen, op, in_keys, out_keys) = e
+                in_ids = tuple([self._nid(x) for x in in_keys])
+                out_ids = tuple([self._nid(y) for y in out_keys])
+                info[nid_of[key]] = (_FUNCTION, gen, op, in_ids, out_ids)
+            elif kind == _T_STEP:
+                _, f_key, in_keys, out_keys, values, during = e[1]
+                fid = nid_of[f_key]
+                raw.append((_FWD, fid, info[fid][3], info[fid][4], values, during))
+                k += 1
+            elif kind == _T_EVENT:
+                _, visible_now, key, event, value = e
+                extra.append((k, k if visible_now else k - 1, self._nid(key), event, value))
+            elif kind == _T_NAME:
+                nid = nid_of.get(e[1])
+                if nid is None:
+                    self._late_names[e[1]] = e[2]  # named before its node was registered
+                else:
+                    self._t_names[nid] = e[2]
+            elif kind == _T_GRAD_OF:
+                if e[1] in nid_of and e[2] in nid_of:
+                    self._t_grad_of[nid_of[e[1]]] = nid_of[e[2]]
+            else:  # _T_ROOT
+                self._tbackward_roots.append(self._nid(e[1]))
 
     # ------------------------------------------------------------------------------
-    # Registration of live objects (the slow paths: first sight of a leaf, a constant, a
-    # graph built before recording)
+    # Registration (the slow paths: first sight of a leaf, a constant, a graph built before
+    # recording)
     # ------------------------------------------------------------------------------
-    def _new_node(self, obj: Any, info: tuple) -> int:
-        refs = self._refs
-        nid = len(refs)
-        if obj is None:
-            refs.append(None)
-        else:
-            refs.append(_ref(obj, self._tape_append))
-            self._known[obj._order] = nid
-        self._tape_append((_T_NODE, nid, info))
-        return nid
+    def _known_variable(self, x: Any) -> bool:
+        o = x._order
+        return o in self._registered or (x.creator is not None and o >= self._start_order)
 
-    def _event(self, nid: int, kind: int, value: Any, visible_now: bool = False) -> None:
-        """A node event at the current point of the timeline, visible from the last step
-        (or, with ``visible_now``, from the next)."""
-        self._tape_append((_T_EVENT, visible_now, nid, kind, value))
+    def _known_function(self, f: Any) -> bool:
+        o = f._order
+        return o >= self._start_order or o in self._registered
 
-    def _new_variable(self, v: Any) -> int:
-        data = v.data
-        if data is None:
-            info = (_VARIABLE, v.generation, None, None)
-        else:
-            info = (_VARIABLE, v.generation, data.shape, data.dtype)
-        nid = self._new_node(v, info)
-        if v.name is not None:
-            self._names[nid] = v.name
-        return nid
-
-    def _add_input(self, x: Any) -> int:
-        """Register a Variable seen for the first time as an input (leaf, constant or upstream)."""
+    def _input(self, x: Any) -> int:
+        """The key of an input the hot path could not place: a leaf (its value checked for a
+        change since its last use), a constant, an unchained output, or a Variable of a graph
+        built before recording (registered with that graph)."""
+        o = x._order
+        if o in self._leaf_raw:
+            self._check_leaf(x, o)
+            return o
+        if o in self._registered:
+            return o
         creator = x.creator
-        if creator is not None and creator._order not in self._known:
+        if creator is not None:
+            if o >= self._start_order:
+                return o  # recorded by its step
             self._adopt(creator, as_steps=False)
-            nid = self._known.get(x._order)
-            if nid is not None:
-                return nid
+            if o in self._registered:
+                return o
         maybe_constant = self._maybe_constant
-        was_constant = x._order in maybe_constant
-        if was_constant:
-            del maybe_constant[x._order]
-        nid = self._new_variable(x)
-        raw = capture(x.data, self.max_array_size)
-        self._event(nid, _VALUE, raw)
-        if was_constant or type(x) is core.Constant:
-            self._constants.add(nid)
-        elif creator is None:
-            self._leaf_raw[nid] = raw
-        return nid
+        constant = o in maybe_constant
+        if constant:
+            del maybe_constant[o]
+        constant = constant or type(x) is core.Constant
+        raw = capture(x.data, self.max_array_size)  # type: ignore[attr-defined]
+        self._tape_append(
+            (_T_INPUT, o, _ref(x, self._tape_append), _variable_info(x), x.name, raw, constant)
+        )
+        self._registered.add(o)
+        if not constant:
+            self._leaf_raw[o] = raw
+        return o
 
     def _adopt(self, creator: Any, as_steps: bool) -> None:
         """Register the not yet known graph upstream of ``creator`` (iteratively, no recursion).
@@ -214,7 +292,6 @@ class Recorder:
         With ``as_steps`` each Function becomes a forward step, in (generation, creation
         order); otherwise its values appear as already computed.
         """
-        known = self._known
         found = []
         seen = {creator._order}
         stack = [creator]
@@ -222,58 +299,59 @@ class Recorder:
             f = stack.pop()
             found.append(f)
             for x in f.inputs:
-                if x._order in known:
+                if self._known_variable(x):
                     continue
                 c = x.creator
-                if c is not None and c._order not in known and c._order not in seen:
+                if c is not None and not self._known_function(c) and c._order not in seen:
                     seen.add(c._order)
                     stack.append(c)
         seen.clear()
         found.sort(key=lambda f: (f.generation, f._order))
-        max_size = self.max_array_size
+        max_size = self.max_array_size  # type: ignore[attr-defined]
+        append = self._tape_append
+        registered = self._registered
         for f in found:
-            in_ids = tuple(
-                known[x._order] if x._order in known else self._add_input(x) for x in f.inputs
+            in_keys = tuple(
+                x._order if self._known_variable(x) else self._input(x) for x in f.inputs
             )
-            # the Function's id first, its info once its outputs have theirs
-            fid = len(self._refs)
-            self._refs.append(_ref(f, self._tape_append))
-            known[f._order] = fid
-            out_ids = []
+            # the Function's node first, its info once its outputs have theirs
+            append((_T_NODE, f._order, _ref(f, append), None, None))
+            registered.add(f._order)
+            out_keys = []
             values = []
             for ref in f.outputs:
                 y = ref()
                 if y is None:
-                    nid = self._new_node(None, (_VARIABLE, f.generation + 1, None, None))
-                    self._event(nid, _FREED, None)
+                    self._pseudo -= 1
+                    key = self._pseudo
+                    append((_T_NODE, key, None, (_VARIABLE, f.generation + 1, None, None), None))
                     values.append(None)
                 else:
-                    nid = known.get(y._order)
-                    if nid is None:
-                        nid = self._new_variable(y)
+                    key = y._order
+                    if not self._known_variable(y):
+                        append((_T_NODE, key, _ref(y, append), _variable_info(y), y.name))
+                        registered.add(key)
                     values.append(capture(y.data, max_size))
-                out_ids.append(nid)
-            out_ids = tuple(out_ids)
-            self._tape_append(
-                (_T_NODE, fid, (_FUNCTION, f.generation, type(f).__name__, in_ids, out_ids))
-            )
+                out_keys.append(key)
+            out_keys = tuple(out_keys)
+            append((_T_INFO, f._order, (_FUNCTION, f.generation, type(f).__name__, in_keys, out_keys)))
             if as_steps:
-                self._tape_append((_T_STEP, (_FWD, fid, in_ids, out_ids, tuple(values), -1)))
+                append((_T_STEP, (_FWD, f._order, in_keys, out_keys, tuple(values), -1)))
             else:
-                self._event(fid, _VALUE, None)
-                for nid, raw in zip(out_ids, values, strict=True):
-                    self._event(nid, _VALUE, raw)
+                append((_T_EVENT, False, f._order, _VALUE, None))
+                for key, value in zip(out_keys, values, strict=True):
+                    append((_T_EVENT, False, key, _VALUE, value))
         found.clear()
 
-    def _var_id(self, v: Any) -> int:
-        nid = self._known.get(v._order)
-        if nid is None:
-            nid = self._add_input(v)
-        return nid
+    def _var_key(self, v: Any) -> int:
+        return v._order if self._known_variable(v) else self._input(v)
 
     # ------------------------------------------------------------------------------
     # The observer hook (autodiff.core calls these while recording)
     # ------------------------------------------------------------------------------
+    def on_rename(self, variable: Any) -> None:
+        self._tape_append((_T_NAME, variable._order, variable._name))
+
     def on_constant(self, variable: Any) -> None:
         self._maybe_constant[variable._order] = None
 
@@ -287,80 +365,68 @@ class Recorder:
                     for key in list(mc)[: _CONSTANT_MEMORY // 2]:
                         del mc[key]
             return
-        # The hot path, once per operation: one weak reference per new object, one dict
-        # entry per new object and one tuple on the tape; the common one- and two-input,
-        # one-output shapes spelled out.
-        known = self._known
-        leaf_raw = self._leaf_raw
+        # The hot path, once per operation: an input made by a step recorded here needs no
+        # lookup; one weak reference per new object and one tuple on the tape. The common
+        # one- and two-input, one-output shapes are spelled out.
+        start = self._start_order
         n_in = len(inputs)
         if n_in == 2:
             x0, x1 = inputs
-            n0 = known.get(x0._order)
-            if n0 is None:
-                n0 = self._add_input(x0)
-            elif n0 in leaf_raw:
-                self._check_leaf(x0, n0)
-            n1 = known.get(x1._order)
-            if n1 is None:
-                n1 = self._add_input(x1)
-            elif n1 in leaf_raw:
-                self._check_leaf(x1, n1)
-            in_ids = (n0, n1)
+            k0 = x0._order
+            if k0 < start or x0.creator is None:
+                k0 = self._input(x0)
+            k1 = x1._order
+            if k1 < start or x1.creator is None:
+                k1 = self._input(x1)
+            in_keys = (k0, k1)
         elif n_in == 1:
             x0 = inputs[0]
-            n0 = known.get(x0._order)
-            if n0 is None:
-                n0 = self._add_input(x0)
-            elif n0 in leaf_raw:
-                self._check_leaf(x0, n0)
-            in_ids = (n0,)
+            k0 = x0._order
+            if k0 < start or x0.creator is None:
+                k0 = self._input(x0)
+            in_keys = (k0,)
         else:
-            in_ids = []
-            for x in inputs:
-                nid = known.get(x._order)
-                if nid is None:
-                    nid = self._add_input(x)
-                elif nid in leaf_raw:
-                    self._check_leaf(x, nid)
-                in_ids.append(nid)
-            in_ids = tuple(in_ids)
-        refs = self._refs
+            in_keys = tuple(
+                [
+                    x._order if x._order >= start and x.creator is not None else self._input(x)
+                    for x in inputs
+                ]
+            )
         append = self._tape_append
-        fid = len(refs)
-        refs.append(_ref(f, append))
-        known[f._order] = fid
         if len(outputs) == 1:
             y = outputs[0]
-            refs.append(_ref(y, append))
-            known[y._order] = fid + 1
             data = y.data
             if data.dtype is _F64 and not data.ndim:
-                append((_FWD, fid, in_ids, (data.item(),), self._during, type(f), f.generation, None))
+                values, meta = (data.item(),), None
             else:
-                values = (capture(data, self.max_array_size),)
-                meta = ((data.shape, data.dtype),)
-                append((_FWD, fid, in_ids, values, self._during, type(f), f.generation, meta))
+                raw = data.copy() if data.size <= self.max_array_size else capture(data, -1)
+                values, meta = (raw,), ((data.shape, data.dtype),)
+            append(
+                (_FWD, f._order, in_keys, values, self._during, type(f), f.generation, meta,
+                 _ref(f, append), _ref(y, append), y._order)
+            )  # fmt: skip
             return
+        max_size = self.max_array_size
         values = []
         meta = []
-        nid = fid
         for y in outputs:
-            nid += 1
-            refs.append(_ref(y, append))
-            known[y._order] = nid
             data = y.data
             meta.append((data.shape, data.dtype))
             if data.dtype is _F64 and not data.ndim:
                 values.append(data.item())
             else:
-                values.append(capture(data, self.max_array_size))
-        append((_FWD, fid, in_ids, tuple(values), self._during, type(f), f.generation, tuple(meta)))
+                values.append(capture(data, max_size))
+        append(
+            (_FWD_MANY, f._order, in_keys, tuple(values), self._during, type(f), f.generation,
+             tuple(meta), _ref(f, append), tuple([_ref(y, append) for y in outputs]),
+             tuple([y._order for y in outputs]))
+        )  # fmt: skip
 
-    def _check_leaf(self, x: Any, nid: int) -> None:
+    def _check_leaf(self, x: Any, key: int) -> None:
         """A leaf used again: record a new value if its data changed (an optimizer step).
 
         The comparison reads the live array; a copy is made only when it changed."""
-        last = self._leaf_raw[nid]
+        last = self._leaf_raw[key]
         data = x.data
         if type(last) is Snapshot:  # a large array, kept as a summary: compare summaries
             raw = capture(data, self.max_array_size)
@@ -368,32 +434,33 @@ class Recorder:
                 return
         elif _same_raw(data, last):
             return
+        elif type(data) is _NDARRAY and data.size <= self.max_array_size:  # inline: the usual
+            raw = data.copy()
         else:
             raw = capture(data, self.max_array_size)
-        self._leaf_raw[nid] = raw
-        self._event(nid, _VALUE, raw)
+        self._leaf_raw[key] = raw
+        self._tape_append((_T_EVENT, False, key, _VALUE, raw))
 
     def on_backward_begin(self, output: Any, retain_grad: bool, create_graph: bool) -> None:
         self._pass += 1
-        root = self._var_id(output)
-        self.backward_roots.append(root)
+        root = self._var_key(output)
+        append = self._tape_append
+        append((_T_ROOT, root))
         self._backward_stack.append((self._pass, create_graph))
         self._during = self._pass
         self._track_nograd = self._create_graph = create_graph
         grad = output.grad
         # The seed becomes visible with the first backward step; on a leaf there is none.
-        self._event(root, _GRAD, self._grad_raw(grad), visible_now=output.creator is not None)
+        append((_T_EVENT, output.creator is not None, root, _GRAD, self._grad_raw(grad)))
         if create_graph:
-            gid = self._var_id(grad)
-            self._grad_of[gid] = root
+            append((_T_GRAD_OF, self._var_key(grad), root))
 
     def on_backward_event(
         self, f: Any, gys: tuple, gxs: tuple, accs: tuple, cleared: tuple
     ) -> None:
-        fid = self._known.get(f._order)
-        if fid is None:
+        key = f._order
+        if key < self._start_order and key not in self._registered:
             self._adopt(f, as_steps=False)
-            fid = self._known[f._order]
         if self._create_graph:  # gradients are graph nodes
             self._link_grads(f, gxs, accs)
         # The raw values (arrays without create_graph): no Variable is made for the trace. A
@@ -428,23 +495,19 @@ class Recorder:
                 raw_of = self._grad_raw
                 accs = tuple([(slot, raw_of(old), raw_of(new)) for slot, old, new in accs])
         if cleared:
-            known = self._known
             if len(cleared) == 1:
-                cleared = (known[cleared[0]._order],)
+                cleared = (cleared[0]._order,)
             else:
-                cleared = tuple([known[y._order] for y in cleared if y._order in known])
-        self._tape_append((_BWD, fid, gys, gxs, accs, cleared, self._pass))
+                cleared = tuple([y._order for y in cleared])
+        self._tape_append((_BWD, key, gys, gxs, accs, cleared, self._pass))
 
     def _link_grads(self, f: Any, gxs: tuple, accs: tuple) -> None:
         """Under create_graph, remember which variable each gradient node is the gradient of."""
-        known = self._known
-        in_ids = [known.get(x._order) for x in f.inputs]
+        in_keys = [x._order for x in f.inputs]
         pairs = [(slot, g) for slot, g in enumerate(gxs)] + [(s, new) for s, _, new in accs]
         for slot, g in pairs:
-            if isinstance(g, core.Variable) and in_ids[slot] is not None:
-                gid = known.get(g._order)
-                if gid is not None:
-                    self._grad_of[gid] = in_ids[slot]
+            if isinstance(g, core.Variable):
+                self._tape_append((_T_GRAD_OF, g._order, in_keys[slot]))
 
     def on_backward_end(self, output: Any) -> None:
         if self._backward_stack:
@@ -478,7 +541,7 @@ class Recorder:
             hit = self._grad_cache.get(id(g))
             if hit is not None and hit[0] is g:
                 return hit[1]
-            raw = capture(g, self.max_array_size)
+            raw = g.copy()
             self._grad_cache[id(g)] = (g, raw)
             return raw
         if t is _FLOAT64:
@@ -487,37 +550,50 @@ class Recorder:
             return self._grad_raw(g.data)
         return capture(np.asarray(g), self.max_array_size)
 
+    # ------------------------------------------------------------------------------
+    # Start and stop
+    # ------------------------------------------------------------------------------
     def _start(self) -> None:
         self._recording = True
+        self._start_order = next(core._creation_counter)
         core.add_observer(self)
 
     def _stop(self) -> None:
         core.remove_observer(self)
         self._tape_end = len(self._tape)
         self._recording = False
-        self._refresh_names()
         self._maybe_constant = {}
         self._leaf_raw = {}
         self._grad_cache = {}
         self._backward_stack = []
         self._during = -1
         self._create_graph = False
-        self._known = {}
-        if self._graph is not None:
+        self._registered = set()
+        if self._graph is not None:  # type: ignore[attr-defined]
             self._sync_graph()  # type: ignore[attr-defined]
-            nodes = self._graph.nodes
+            nodes = self._graph.nodes  # type: ignore[attr-defined]
+            names = self._t_names
             for nid in self.variables:  # type: ignore[attr-defined]
-                nodes[nid]["name"] = self._names.get(nid)
+                nodes[nid]["name"] = names.get(nid)
 
     def _refresh_names(self) -> None:
-        """Pick up the names given to live Variables since they were recorded."""
-        names = self._names
+        """Pick up the names given to live Variables since they were recorded (reading side,
+        while recording goes on)."""
+        self._sync()
         variable = core.Variable
-        for nid, ref in enumerate(self._refs):
+        names = self._t_names
+        for nid, ref in enumerate(self._t_refs):
             if ref is not None:
                 obj = ref()
                 if obj is not None and isinstance(obj, variable) and obj.name is not None:
                     names[nid] = obj.name
+
+
+def _variable_info(v: Any) -> tuple:
+    data = v.data
+    if data is None:
+        return (_VARIABLE, v.generation, None, None)
+    return (_VARIABLE, v.generation, data.shape, data.dtype)
 
 
 def _same_raw(data: Any, last: Any) -> bool:

@@ -103,6 +103,7 @@ def add_observer(observer: Any) -> None:
     ``on_variable(variable)``: a Variable was constructed (leaves and outputs alike).
     ``on_constant(variable)``: right after ``on_variable``, for a Variable the engine made to
     wrap a plain number or array operand (``x * 2``, ``matmul(x, ndarray)``).
+    ``on_rename(variable)``: ``variable.name`` was assigned.
     """
     global _observers
     if observer not in _observers:
@@ -124,6 +125,7 @@ _EVENTS = (
     "on_backward_step",
     "on_backward_event",
     "on_backward_end",
+    "on_rename",
 )
 # event -> the observers' bound handlers, looked up once when an observer is attached
 _handlers: dict[str, tuple] = {}
@@ -133,10 +135,12 @@ _on_variable: tuple = ()
 _on_forward: tuple = ()
 _on_backward_step: tuple = ()
 _on_backward_event: tuple = ()
+_on_rename: tuple = ()
 
 
 def _bind_handlers() -> None:
     global _handlers, _on_variable, _on_forward, _on_backward_step, _on_backward_event
+    global _on_rename
     _handlers = {
         event: tuple(h for h in (getattr(o, event, None) for o in _observers) if h is not None)
         for event in _EVENTS
@@ -145,6 +149,7 @@ def _bind_handlers() -> None:
     _on_forward = _handlers["on_forward"]
     _on_backward_step = _handlers["on_backward_step"]
     _on_backward_event = _handlers["on_backward_event"]
+    _on_rename = _handlers["on_rename"]
 
 
 def _notify(event: str, *args: Any) -> None:
@@ -179,7 +184,7 @@ _ACCEPTED_SCALARS = (int, float, np.number, np.bool_)
 class Variable:
     """A node holding an ndarray, its gradient and the Function that created it."""
 
-    __slots__ = ("__weakref__", "_order", "creator", "data", "generation", "grad", "name")
+    __slots__ = ("__weakref__", "_name", "_order", "creator", "data", "generation", "grad")
     # Make numpy defer to our reflected operators: ``np.ones(3) * v`` returns a Variable.
     __array_ufunc__ = None
     __array_priority__ = 200
@@ -196,13 +201,24 @@ class Variable:
                     "pass a numpy ndarray, a numpy scalar or a Python number"
                 )
         self.data = data
-        self.name = name
+        self._name = name
         self.grad: Variable | None = None
         self.creator: Function | None = None
         self.generation = 0
         self._order = next(_creation_counter)
         if _on_variable:
             for handler in _on_variable:
+                handler(self)
+
+    @property
+    def name(self) -> str | None:
+        return self._name
+
+    @name.setter
+    def name(self, value: str | None) -> None:
+        self._name = value
+        if _on_rename:  # a recorder keeps names given after the Variable was made
+            for handler in _on_rename:
                 handler(self)
 
     # --- array-like properties --------------------------------------------

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -102,24 +101,7 @@ class Trace(Recorder, TraceIndex):
         if max_array_size < 0:
             raise ValueError(f"max_array_size must be >= 0, got {max_array_size}")
         self.max_array_size = int(max_array_size)
-        self.backward_roots: list[int] = []
-        # Node tables, indexed by node id: the weak reference of the engine object (None for
-        # a node known only from a saved trace or already dead when first seen), and the
-        # decoded tables (_raw, _info and _extra are properties that decode the tape first;
-        # see autodiff._recorder).
-        self._refs: list[weakref.ref | None] = []
-        self._node_info: list[tuple | None] = []
-        self._raw_steps: list[tuple] = []
-        self._extra_events: list[tuple] = []
-        self._names: dict[int, str] = {}
-        self._constants: set[int] = set()
-        self._grad_of: dict[int, int] = {}
-        # What recording appends to, in timeline order (decoded into the tables when read):
-        # steps, nodes, events, and the weak references of objects that died.
-        self._tape: list = []
-        self._tape_append = self._tape.append
-        self._tape_end = 0  # after recording: the tape entries that belong to it
-        self._refmap: dict[int, int] = {}  # id(weak reference) -> node id, for the dead ones
+        self._init_recorder()  # the tape, the decoded tables and the recording state
         self._sync_lock = threading.Lock()
         self._steps: list[Step] = []
         self._some_steps: dict[int, Step] = {}  # steps built one by one (Trace.step)
@@ -130,17 +112,6 @@ class Trace(Recorder, TraceIndex):
         self._variables: list[int] = []
         self._functions: list[int] = []
         self._kinds_seen = 0  # nodes of _info sorted into _variables / _functions
-        # Recording state: live objects are mapped by their creation order (core's _order).
-        self._recording = False
-        self._known: dict[int, int] = {}
-        self._during = -1  # the backward pass running now (-1: none)
-        self._create_graph = False  # whether it records its gradients as a graph
-        self._maybe_constant: dict[int, None] = {}  # _order of no_grad outputs and operands
-        self._track_nograd = True
-        self._leaf_raw: dict[int, Any] = {}  # leaf node -> raw value last seen
-        self._pass = -1
-        self._backward_stack: list[tuple[int, bool]] = []
-        self._grad_cache: dict[int, tuple[Any, Any]] = {}  # id(array) -> (array, raw)
 
     @property
     def variables(self) -> list[int]:
@@ -424,19 +395,21 @@ def from_output(output: Any, max_array_size: int = DEFAULT_MAX_ARRAY_SIZE) -> Tr
         raise TypeError(f"from_output: expected a Variable, got {type(output).__name__}")
     trace = Trace(max_array_size)
     trace._recording = True  # the walk's tape entries are decoded as they are read
+    trace._start_order = next(core._creation_counter)  # the whole graph is older: adopted
     if output.creator is not None:
         trace._adopt(output.creator, as_steps=True)
-    if output._order not in trace._known:
-        trace._add_input(output)
+    trace._var_key(output)
+    trace._recording = False
+    trace._tape_end = len(trace._tape)  # what happens to these objects later is not recorded
+    stamp = len(trace._raw)
+    extra = trace._extra
     for nid in trace.variables:
         v = trace.live(nid)
         if v is not None and v.grad is not None:
-            trace._event(nid, _GRAD, capture(v.grad.data, trace.max_array_size))
-    trace._recording = False
-    trace._tape_end = len(trace._tape)  # what happens to these objects later is not recorded
+            extra.append((stamp, stamp - 1, nid, _GRAD, capture(v.grad.data, max_array_size)))
     trace._leaf_raw = {}
     trace._maybe_constant = {}
-    trace._known = {}
+    trace._registered = set()
     return trace
 
 

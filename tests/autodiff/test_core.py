@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import operator
+import pickle
 
 import numpy as np
 import pytest
@@ -627,3 +629,70 @@ def test_stopping_iter_backward_early_restores_the_mode():
     next(steps)
     steps.close()
     assert Config.enable_backprop is True
+
+
+def test_backward_event_hook_reports_what_the_backward_step_does():
+    """on_backward_event gets each step's facts as they are, without a BackwardStep."""
+    seen = []
+
+    class Events:
+        def on_backward_event(self, f, gys, gxs, accumulated, cleared):
+            seen.append((type(f).__name__, gys, gxs, accumulated, cleared))
+
+    x = Variable(np.array(0.5))
+    y = F.sin(x) * x  # x reaches Mul twice: its gradient accumulates at the leaf
+    with_steps = [
+        (type(s.function).__name__, s.output_grads_raw, s.input_grads_raw, s.accumulated_raw,
+         s.cleared)
+        for s in core.iter_backward(y)
+    ]  # fmt: skip
+    x.cleargrad()
+    events = Events()
+    core.add_observer(events)
+    try:
+        y.backward()
+    finally:
+        core.remove_observer(events)
+    assert [s[0] for s in seen] == [s[0] for s in with_steps] == ["Mul", "Sin"]
+    for got, expected in zip(seen, with_steps, strict=True):
+        assert [float(g) for g in got[1]] == [float(g) for g in expected[1]]
+        assert [float(g) for g in got[2]] == [float(g) for g in expected[2]]
+        assert len(got[3]) == len(expected[3]) and got[4] == expected[4]
+    assert len(seen[1][3]) == 1  # Sin's gradient added to the one Mul gave x
+
+
+def test_rename_hook_fires_on_name_assignment_only():
+    renamed = []
+
+    class Names:
+        def on_rename(self, v):
+            renamed.append(v.name)
+
+    observer = Names()
+    core.add_observer(observer)
+    try:
+        x = Variable(np.array(1.0), name="x")  # a name given at construction: no event
+        y = x * 2.0
+        y.name = "y"
+    finally:
+        core.remove_observer(observer)
+    y.name = "later"
+    assert renamed == ["y"] and y.name == "later" and x.name == "x"
+
+
+def _pickled(v):
+    return pickle.loads(pickle.dumps(v))
+
+
+@pytest.mark.parametrize("make_copy", [copy.copy, copy.deepcopy, _pickled])
+def test_a_copied_variable_is_a_new_object_with_its_own_creation_order(make_copy):
+    """The recorder names live objects by creation order, so a copy must not share it."""
+    x = Variable(np.array([1.0, 2.0]), name="x")
+    c = make_copy(x)
+    assert c is not x and c.name == "x" and np.array_equal(c.data, x.data)
+    assert c._order != x._order
+    if make_copy is not _pickled:  # a graph holds weak references: it does not pickle
+        y = F.sin(x)
+        d = make_copy(y)
+        assert d.generation == y.generation and d._order != y._order
+        assert d.creator._order != y.creator._order or make_copy is copy.copy

@@ -1,5 +1,6 @@
 """The recorder: graph structure, step order, accumulation, states, NaN/Inf, weak references."""
 
+import copy
 import gc
 import subprocess
 import sys
@@ -213,6 +214,79 @@ def test_names_given_after_the_op_are_picked_up():
     assert t.graph.nodes[t.variables[1]]["name"] == "y"
     assert t.node(t.variables[1])["name"] == "y"
     del y
+
+
+def test_a_name_given_to_a_variable_that_dies_before_the_end_is_kept():
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        h = F.exp(x)
+        h.name = "h"
+        y = F.sin(h)
+        del h, y  # freed while recording: the name was written down when it was given
+    (hid,) = [n for n in t.variables if t.graph.nodes[n]["name"] == "h"]
+    assert t.freed(hid) and t.state_at(hid, len(t.steps) - 1) is NodeState.FREED
+
+
+def test_an_output_unchained_and_reused_stays_one_node():
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        h = F.exp(x)
+        h.unchain()  # now a leaf to the engine; still the same object to the trace
+        y = F.sin(h)
+        y.backward()
+    assert len(t.variables) == 3  # x, h, y
+    sin = t.functions[1]
+    exp_output = t.graph.nodes[t.functions[0]]
+    assert [u for u, _ in t.graph.in_edges(sin)] == [t.functions[0] + 1]
+    assert exp_output["op"] == "Exp"
+
+
+def test_a_copy_of_a_recorded_variable_is_another_node():
+    w = Variable(np.array([1.0, 2.0]), name="w")
+    with trace.record() as t:
+        a = F.sum(w * 2.0)
+        w2 = copy.deepcopy(w)
+        b = F.sum(w2 * 3.0)
+    assert len([n for n in t.variables if t.graph.nodes[n]["name"] == "w"]) == 2
+    del a, b
+
+
+def test_reading_while_recording_then_going_on_gives_the_same_trace():
+    """The tape is decoded in pieces as it is read; reading in the middle changes nothing."""
+
+    def run(peek):
+        x = Variable(np.array(0.3), name="x")
+        with trace.record() as t:
+            y = x
+            for i in range(6):
+                y = F.sin(y) * y
+                if peek and i % 2:
+                    t.graph  # noqa: B018  (decodes what was recorded so far)
+                    t.steps  # noqa: B018
+            y.backward()
+            del y
+        return t
+
+    a, b = run(False), run(True)
+    assert [(s.phase, s.op, s.inputs, s.outputs) for s in a.steps] == [
+        (s.phase, s.op, s.inputs, s.outputs) for s in b.steps
+    ]
+    assert [e[:4] for e in a._extra] == [e[:4] for e in b._extra]  # FREED events included
+    assert any(e[3] == trace._FREED for e in a._extra)
+    assert list(a.graph.nodes) == list(b.graph.nodes)
+    assert sorted(a.graph.edges(keys=True)) == sorted(b.graph.edges(keys=True))
+
+
+def test_objects_freed_after_recording_are_not_part_of_the_trace():
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        y = F.exp(F.sin(x))
+    n_events = len(t._extra)
+    del y
+    gc.collect()
+    assert len(t._extra) == n_events
+    assert all(s is not NodeState.FREED for s in (t.state_at(n, -1) for n in t.variables))
+    assert t.freed(t.variables[-1])  # the liveness query still answers the truth
 
 
 def test_leaf_updated_between_uses_gets_a_new_value():
