@@ -163,16 +163,48 @@ class Recorder:
         extra = self._t_extra
         info = self._t_info
         nid_of = self._nid_of
+        of_ref = self._nid_of_ref
+        refs = self._t_refs
+        late_names = self._late_names
         new = self._node
         k = len(raw)
         for e in chunk:
             if type(e) is not tuple:  # a weak reference whose object died here
-                nid = self._nid_of_ref.pop(id(e), None)
+                nid = of_ref.pop(id(e), None)
                 if nid is not None:
                     extra.append((k, k - 1, nid, _FREED, None))
                 continue
             kind = e[0]
-            if kind == _FWD or kind == _FWD_MANY:
+            if kind == _FWD and e[7] is None:
+                # the hot entry: one output, a 0-d float64; node registration inlined
+                _, f_key, in_keys, values, during, cls, gen, _, f_ref, y_ref, y_key = e
+                if len(in_keys) == 2:
+                    x0, x1 = in_keys
+                    in_ids = (
+                        nid_of[x0] if x0 in nid_of else self._nid(x0),
+                        nid_of[x1] if x1 in nid_of else self._nid(x1),
+                    )
+                elif len(in_keys) == 1:
+                    x = in_keys[0]
+                    in_ids = (nid_of[x] if x in nid_of else self._nid(x),)
+                else:
+                    in_ids = tuple([nid_of[x] if x in nid_of else self._nid(x) for x in in_keys])
+                fid = len(refs)
+                y_id = fid + 1
+                refs.append(f_ref)
+                refs.append(y_ref)
+                out_ids = (y_id,)
+                info.append((_FUNCTION, gen, cls.__name__, in_ids, out_ids))
+                info.append((_VARIABLE, gen + 1, (), _F64))
+                nid_of[f_key] = fid
+                nid_of[y_key] = y_id
+                of_ref[id(f_ref)] = fid
+                of_ref[id(y_ref)] = y_id
+                if late_names and y_key in late_names:
+                    self._t_names[y_id] = late_names.pop(y_key)
+                raw.append((_FWD, fid, in_ids, out_ids, values, during))
+                k += 1
+            elif kind == _FWD or kind == _FWD_MANY:
                 _, f_key, in_keys, values, during, cls, gen, meta, f_ref, y_refs, y_keys = e
                 in_ids = tuple([nid_of[x] if x in nid_of else self._nid(x) for x in in_keys])
                 fid = new(f_key, f_ref, None)
@@ -198,7 +230,11 @@ class Recorder:
                         [(in_ids[slot], slot, old, gxs[slot], new_) for slot, old, new_ in accs]
                     )
                 if cleared:
-                    cleared = tuple([nid_of[y] for y in cleared if y in nid_of])
+                    if len(cleared) == 1:
+                        y = cleared[0]
+                        cleared = (nid_of[y],) if y in nid_of else ()
+                    else:
+                        cleared = tuple([nid_of[y] for y in cleared if y in nid_of])
                 raw.append((_BWD, fid, gys, gxs, accs, cleared, bpass))
                 k += 1
             elif kind == _T_INPUT:
@@ -386,12 +422,13 @@ class Recorder:
                 k0 = self._input(x0)
             in_keys = (k0,)
         else:
-            in_keys = tuple(
-                [
-                    x._order if x._order >= start and x.creator is not None else self._input(x)
-                    for x in inputs
-                ]
-            )
+            keys = []
+            for x in inputs:  # a loop: cheaper than a comprehension for a few items
+                k = x._order
+                if k < start or x.creator is None:
+                    k = self._input(x)
+                keys.append(k)
+            in_keys = tuple(keys)
         append = self._tape_append
         if len(outputs) == 1:
             y = outputs[0]
@@ -523,7 +560,10 @@ class Recorder:
 
     def _grads_raw(self, grads: tuple) -> tuple:
         raw_of = self._grad_raw
-        return tuple([None if g is None else raw_of(g) for g in grads])
+        raws = []
+        for g in grads:
+            raws.append(None if g is None else raw_of(g))
+        return tuple(raws)
 
     def _grad_raw(self, g: Any) -> Any:
         """Raw snapshot of a gradient: an ndarray, a numpy scalar or a Variable.

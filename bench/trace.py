@@ -37,6 +37,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import gc  # noqa: E402
 import itertools  # noqa: E402
+import resource  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -64,14 +65,24 @@ class _Silent:
 # =============================================================================
 # Workloads: each returns a callable that runs once and returns the seconds it took
 # =============================================================================
+FAULTS: dict[int, list[int]] = {}  # id(fn) -> minor page faults of each timed run
+
+
+def _minor_faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 def _timed(fn: Callable[[], object]) -> float:
-    """Seconds ``fn`` took; what it returns (e.g. a trace) is dropped after the clock stops."""
+    """Seconds ``fn`` took; what it returns (e.g. a trace) is dropped after the clock stops.
+    The minor page faults of the run (fresh memory the OS had to map) go to FAULTS."""
     gc.collect()
     gc.disable()
     try:
+        f0 = _minor_faults()
         t0 = TIMER()
         result = fn()
         seconds = TIMER() - t0
+        FAULTS.setdefault(id(fn), []).append(_minor_faults() - f0)
         del result
         return seconds
     finally:
@@ -96,7 +107,9 @@ def _variant(work: Callable[[], object], mode: str) -> Callable[[], float]:
         return t  # kept until the clock stops: freeing the trace is not recording
 
     fn = {"none": plain, "silent observer": silent, "record": recorded}[mode]
-    return lambda: _timed(fn)
+    runner = partial(_timed, fn)
+    runner.fn = fn  # type: ignore[attr-defined]
+    return runner
 
 
 def chain(steps: int) -> Callable[[], object]:
@@ -152,8 +165,28 @@ def compare(name: str, work: Callable[[], object], repeats: int) -> dict[str, fl
     base = med["none"]
     print(f"\n{name}")
     for m in modes:
-        print(f"  {m:<16} {med[m] * 1e3:9.2f} ms   {med[m] / base:5.2f}x")
+        faults = statistics.median(FAULTS[id(runners[m].fn)])  # type: ignore[attr-defined]
+        print(
+            f"  {m:<16} {med[m] * 1e3:9.2f} ms   {med[m] / base:5.2f}x   "
+            f"{faults:6.0f} minor page faults"
+        )
+    first_read(work)
     return med
+
+
+def first_read(work: Callable[[], object]) -> None:
+    """What recording leaves for later: decoding the tape and building the steps, paid by
+    whoever reads the trace first (median of 5)."""
+    decode, steps = [], []
+    for _ in range(5):
+        with trace.record() as t:
+            work()
+        decode.append(_timed(t._sync))
+        steps.append(_timed(lambda: t.steps))
+    print(
+        f"  read afterwards: decode the tape {statistics.median(decode) * 1e3:7.2f} ms, "
+        f"then Trace.steps {statistics.median(steps) * 1e3:7.2f} ms"
+    )
 
 
 def hook_check_cost(ops: int) -> float:
@@ -209,6 +242,7 @@ def big_graph(ops: int) -> None:
             return t, x, y
 
         recorded, (t, x, y) = clock(record_build)
+        decode, _ = clock(t._sync)
         lazy, _ = clock(partial(_materialize, t))
         assert t.graph.number_of_nodes() == 2 * ops + 1 and len(t.steps) == 2 * ops
         audit_held, held = clock(t.audit)
@@ -218,7 +252,8 @@ def big_graph(ops: int) -> None:
         gc.enable()
     print(f"  build without recording   {plain:8.2f} s")
     print(f"  build while recording     {recorded:8.2f} s   {recorded / plain:5.2f}x")
-    print(f"  steps + graph (lazy)      {lazy:8.2f} s")
+    print(f"  decode the tape (lazy)    {decode:8.2f} s")
+    print(f"  then steps + graph (lazy) {lazy:8.2f} s")
     n_held, n_released = len(held.survivors), len(released.survivors)  # type: ignore[attr-defined]
     print(f"  audit, output held        {audit_held:8.2f} s   {n_held} survivors")
     print(f"  audit, after release      {audit_released:8.2f} s   {n_released} survivors")
