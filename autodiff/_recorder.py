@@ -49,6 +49,7 @@ _FWD_MANY, _T_STEP, _T_NODE, _T_INFO, _T_INPUT, _T_EVENT, _T_GRAD_OF, _T_ROOT, _
 # Cap on remembered no_grad outputs / operand constants (only needed if they later feed a
 # recorded graph; the oldest are almost always dead).
 _CONSTANT_MEMORY = 200_000
+_MISSING = object()
 
 
 class _Decoded:
@@ -104,6 +105,8 @@ class Recorder:
         self._nid_of: dict[int, int] = {}  # creation order (or pseudo key) -> node id
         self._nid_of_ref: dict[int, int] = {}  # id(weak reference) -> node id
         self._late_names: dict[int, str] = {}  # creation order -> name given before its node
+        # backward pass -> node -> the gradient it holds now (decoding: a step's output grads)
+        self._last_grad: dict[int, dict[int, Any]] = {}
         # recording state
         self._recording = False
         self._start_order = 0  # objects made from here on are recorded by their step
@@ -166,6 +169,7 @@ class Recorder:
         of_ref = self._nid_of_ref
         refs = self._t_refs
         late_names = self._late_names
+        last_grad = self._last_grad
         new = self._node
         k = len(raw)
         for e in chunk:
@@ -224,11 +228,21 @@ class Recorder:
             elif kind == _BWD:
                 _, f_key, gys, gxs, accs, cleared, bpass = e
                 fid = nid_of[f_key]
+                _, _, _, in_ids, out_ids = info[fid]
+                held = last_grad.get(bpass)
+                if held is None:
+                    held = last_grad[bpass] = {}
+                if gys is None:
+                    gys = (held.get(out_ids[0]),)
+                for slot, g in enumerate(gxs):
+                    if g is not None:
+                        held[in_ids[slot]] = g
                 if accs:
-                    in_ids = info[fid][3]
                     accs = tuple(
                         [(in_ids[slot], slot, old, gxs[slot], new_) for slot, old, new_ in accs]
                     )
+                    for a in accs:
+                        held[a[0]] = a[4]
                 if cleared:
                     if len(cleared) == 1:
                         y = cleared[0]
@@ -266,7 +280,11 @@ class Recorder:
                 k += 1
             elif kind == _T_EVENT:
                 _, visible_now, key, event, value = e
-                extra.append((k, k if visible_now else k - 1, self._nid(key), event, value))
+                nid = self._nid(key)
+                extra.append((k, k if visible_now else k - 1, nid, event, value))
+                if event == _GRAD:  # a backward pass's seed
+                    bpass = len(self._tbackward_roots) - 1
+                    last_grad.setdefault(bpass, {})[nid] = value
             elif kind == _T_NAME:
                 nid = nid_of.get(e[1])
                 if nid is None:
@@ -277,7 +295,9 @@ class Recorder:
                 if e[1] in nid_of and e[2] in nid_of:
                     self._t_grad_of[nid_of[e[1]]] = nid_of[e[2]]
             else:  # _T_ROOT
-                self._tbackward_roots.append(self._nid(e[1]))
+                roots = self._tbackward_roots
+                roots.append(self._nid(e[1]))
+                last_grad.pop(len(roots) - 4, None)  # passes nest a few deep at most
 
     # ------------------------------------------------------------------------------
     # Registration (the slow paths: first sight of a leaf, a constant, a graph built before
@@ -296,7 +316,24 @@ class Recorder:
         change since its last use), a constant, an unchained output, or a Variable of a graph
         built before recording (registered with that graph)."""
         o = x._order
-        if o in self._leaf_raw:
+        last = self._leaf_raw.get(o, _MISSING)
+        if last is not _MISSING:
+            data = x.data
+            # The usual case in training: the optimizer changed the array in place since its
+            # last use, which its first element shows (two different values that are not NaN
+            # have different bits). Anything else: the full comparison.
+            if (
+                type(last) is _NDARRAY
+                and type(data) is _NDARRAY
+                and data.shape == last.shape
+                and data.dtype is last.dtype
+                and data.size
+            ):
+                first = data.item(0)
+                if first != last.item(0) and first == first:
+                    self._leaf_raw[o] = raw = data.copy()
+                    self._tape_append((_T_EVENT, False, o, _VALUE, raw))
+                    return o
             self._check_leaf(x, o)
             return o
         if o in self._registered:
@@ -313,10 +350,15 @@ class Recorder:
         if constant:
             del maybe_constant[o]
         constant = constant or type(x) is core.Constant
-        raw = capture(x.data, self.max_array_size)  # type: ignore[attr-defined]
-        self._tape_append(
-            (_T_INPUT, o, _ref(x, self._tape_append), _variable_info(x), x.name, raw, constant)
-        )
+        data = x.data
+        append = self._tape_append
+        if type(data) is _NDARRAY and data.size <= self.max_array_size:  # type: ignore[attr-defined]
+            raw = data.item() if data.dtype is _F64 and not data.ndim else data.copy()
+            node_info = (_VARIABLE, x.generation, data.shape, data.dtype)
+        else:
+            raw = capture(data, self.max_array_size)  # type: ignore[attr-defined]
+            node_info = _variable_info(x)
+        append((_T_INPUT, o, _ref(x, append), node_info, x._name, raw, constant))
         self._registered.add(o)
         if not constant:
             self._leaf_raw[o] = raw
@@ -365,7 +407,7 @@ class Recorder:
                 else:
                     key = y._order
                     if not self._known_variable(y):
-                        append((_T_NODE, key, _ref(y, append), _variable_info(y), y.name))
+                        append((_T_NODE, key, _ref(y, append), _variable_info(y), y._name))
                         registered.add(key)
                     values.append(capture(y.data, max_size))
                 out_keys.append(key)
@@ -503,11 +545,9 @@ class Recorder:
         # The raw values (arrays without create_graph): no Variable is made for the trace. A
         # numpy float64 scalar (most gradients of a scalar graph) is immutable and is kept as
         # it is; anything else goes through _grad_raw. Inline: this runs once per step.
-        if len(gys) == 1:
-            if type(gys[0]) is not _FLOAT64:
-                gys = (self._grad_raw(gys[0]),)
-        else:
-            gys = self._grads_raw(gys)
+        # A one-output Function received the sum of what its consumers' steps (or the seed)
+        # gave its output, already on the tape: the decoder puts it back (gys None).
+        gys = None if len(gys) == 1 else self._grads_raw(gys)
         if len(gxs) == 2:
             g0, g1 = gxs
             if type(g0) is not _FLOAT64 or type(g1) is not _FLOAT64:

@@ -22,7 +22,8 @@ last graph, :func:`viewer.model.subtrace.view_for_root`) and showing it (layout 
 for comparison what the whole run's ``Trace.steps`` and ``Trace.graph`` cost. Wall-clock time,
 one run each (it is a latency the user waits for).
 
-Each figure is the median of ``--repeats`` runs, variants alternating within each repeat; the
+Each time is the median of ``--repeats`` runs, variants alternating within each repeat; each
+ratio is the median of the per-repeat ratios (variants of one repeat run back to back); the
 garbage collector is off inside a timed region (as ``timeit`` does); BLAS uses one thread;
 times are CPU time of the process (``--timer wall`` for wall-clock time).
 """
@@ -162,13 +163,18 @@ def compare(name: str, work: Callable[[], object], repeats: int) -> dict[str, fl
         for m in order:
             samples[m].append(runners[m]())
     med = {m: statistics.median(v) for m, v in samples.items()}
-    base = med["none"]
+    # The ratio within each repeat (its variants ran back to back), then the median: a slow
+    # stretch of the shared machine then slows both sides of a ratio.
+    ratio = {
+        m: statistics.median([a / b for a, b in zip(samples[m], samples["none"], strict=True)])
+        for m in modes
+    }
     print(f"\n{name}")
+    print(f"  {'variant':<16} {'time':>12}   {'ratio':>5}   minor page faults")
     for m in modes:
         faults = statistics.median(FAULTS[id(runners[m].fn)])  # type: ignore[attr-defined]
         print(
-            f"  {m:<16} {med[m] * 1e3:9.2f} ms   {med[m] / base:5.2f}x   "
-            f"{faults:6.0f} minor page faults"
+            f"  {m:<16} {med[m] * 1e3:9.2f} ms   {ratio[m]:5.2f}x   {faults:6.0f}"
         )
     first_read(work)
     return med

@@ -289,6 +289,39 @@ def test_objects_freed_after_recording_are_not_part_of_the_trace():
     assert t.freed(t.variables[-1])  # the liveness query still answers the truth
 
 
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_output_grads_equal_what_the_engine_handed_each_step(create_graph):
+    """A one-output step's received gradient is not stored twice: the trace puts back what
+    the consumers' steps (or the seed) gave; it must be exactly what the engine passed."""
+    engine = []
+
+    class Grads:
+        def on_backward_step(self, step):
+            engine.append([np.array(getattr(g, "data", g), dtype=float) for g in step.output_grads_raw])
+
+    x = Variable(np.array([0.5, -1.0, 2.0]), name="x")
+    observer = Grads()
+    with trace.record() as t:
+        core.add_observer(observer)
+        try:
+            h = F.sin(x) * x  # x fans out; h fans out below
+            y = F.sum(h * h + F.exp(h))
+            y.backward(create_graph=create_graph)
+            y.backward(create_graph=create_graph)  # a second pass: nothing carried over
+        finally:
+            core.remove_observer(observer)
+    recorded = [
+        [np.asarray(g.array, dtype=float) for g in s.output_grads]
+        for s in t.steps
+        if s.phase == "backward"
+    ]
+    assert len(recorded) == len(engine) > 6
+    for got, expected in zip(recorded, engine, strict=True):
+        assert len(got) == len(expected)
+        for a, b in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_leaf_updated_between_uses_gets_a_new_value():
     w = Variable(np.array([1.0, 2.0]), name="w")
     with trace.record() as t:

@@ -148,14 +148,20 @@ class _CancelObserver:
         self._run = run
 
     def _check(self) -> None:
-        if self._run._cancel_requested and threading.get_ident() == self._run._thread_id:
+        if threading.get_ident() == self._run._thread_id:
             raise ScriptCancelled("the script was cancelled")
 
+    # Once per engine operation: one attribute test until a cancel is asked for. The backward
+    # hook is on_backward_event, which needs no BackwardStep object.
     def on_forward(self, function: Any, inputs: Any, outputs: Any, recorded: bool) -> None:
-        self._check()
+        if self._run._cancel_requested:
+            self._check()
 
-    def on_backward_step(self, step: Any) -> None:
-        self._check()
+    def on_backward_event(
+        self, function: Any, output_grads: Any, input_grads: Any, accumulated: Any, cleared: Any
+    ) -> None:
+        if self._run._cancel_requested:
+            self._check()
 
 
 class ScriptRun:
