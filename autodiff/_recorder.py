@@ -50,6 +50,7 @@ _FWD_MANY, _T_STEP, _T_NODE, _T_INFO, _T_INPUT, _T_EVENT, _T_GRAD_OF, _T_ROOT, _
 # recorded graph; the oldest are almost always dead).
 _CONSTANT_MEMORY = 200_000
 _MISSING = object()
+_RECEIVED = object()  # in a backward step's input grads: the gradient the step received
 
 
 class _Decoded:
@@ -119,7 +120,6 @@ class Recorder:
         self._leaf_raw: dict[int, Any] = {}  # leaf order -> raw value last seen
         self._pass = -1
         self._backward_stack: list[tuple[int, bool]] = []
-        self._grad_cache: dict[int, tuple[Any, Any]] = {}  # id(array) -> (array, raw)
 
     # ------------------------------------------------------------------------------
     # Decoding the tape into the tables
@@ -226,7 +226,7 @@ class Recorder:
                 raw.append((_FWD, fid, in_ids, out_ids, values, during))
                 k += 1
             elif kind == _BWD:
-                _, f_key, gys, gxs, accs, cleared, bpass = e
+                _, f_key, gys, gxs, accs, cleared, bpass, passed_on = e
                 fid = nid_of[f_key]
                 _, _, _, in_ids, out_ids = info[fid]
                 held = last_grad.get(bpass)
@@ -234,6 +234,8 @@ class Recorder:
                     held = last_grad[bpass] = {}
                 if gys is None:
                     gys = (held.get(out_ids[0]),)
+                if passed_on:
+                    gxs = tuple([gys[0] if g is _RECEIVED else g for g in gxs])
                 for slot, g in enumerate(gxs):
                     if g is not None:
                         held[in_ids[slot]] = g
@@ -546,21 +548,40 @@ class Recorder:
         # numpy float64 scalar (most gradients of a scalar graph) is immutable and is kept as
         # it is; anything else goes through _grad_raw. Inline: this runs once per step.
         # A one-output Function received the sum of what its consumers' steps (or the seed)
-        # gave its output, already on the tape: the decoder puts it back (gys None).
-        gys = None if len(gys) == 1 else self._grads_raw(gys)
+        # gave its output, already on the tape: the decoder puts it back (gys None). A
+        # gradient it hands on unchanged (Add returns the one it received) is that same
+        # array: _RECEIVED, no copy.
+        if len(gys) == 1:
+            received = gys[0]
+            gys = None
+        else:
+            received = None
+            gys = self._grads_raw(gys)
+        passed_on = False
         if len(gxs) == 2:
             g0, g1 = gxs
             if type(g0) is not _FLOAT64 or type(g1) is not _FLOAT64:
-                if g0 is not None:
+                if g0 is received:
+                    g0 = _RECEIVED
+                    passed_on = True
+                elif g0 is not None:
                     g0 = self._grad_raw(g0)
-                if g1 is gxs[0]:  # the same gradient for both inputs (Add)
+                if g1 is gxs[0]:  # the same gradient for both inputs
                     g1 = g0
+                elif g1 is received:
+                    g1 = _RECEIVED
+                    passed_on = True
                 elif g1 is not None:
                     g1 = self._grad_raw(g1)
                 gxs = (g0, g1)
         elif len(gxs) == 1:
-            if type(gxs[0]) is not _FLOAT64 and gxs[0] is not None:
-                gxs = (self._grad_raw(gxs[0]),)
+            g0 = gxs[0]
+            if type(g0) is not _FLOAT64 and g0 is not None:
+                if g0 is received:
+                    gxs = (_RECEIVED,)
+                    passed_on = True
+                else:
+                    gxs = (self._grad_raw(g0),)
         else:
             gxs = self._grads_raw(gxs)
         if accs:
@@ -576,7 +597,7 @@ class Recorder:
                 cleared = (cleared[0]._order,)
             else:
                 cleared = tuple([y._order for y in cleared])
-        self._tape_append((_BWD, key, gys, gxs, accs, cleared, self._pass))
+        self._tape_append((_BWD, key, gys, gxs, accs, cleared, self._pass, passed_on))
 
     def _link_grads(self, f: Any, gxs: tuple, accs: tuple) -> None:
         """Under create_graph, remember which variable each gradient node is the gradient of."""
@@ -596,7 +617,6 @@ class Recorder:
             self._during = -1
             self._create_graph = False
             self._track_nograd = True
-            self._grad_cache.clear()
 
     def _grads_raw(self, grads: tuple) -> tuple:
         raw_of = self._grad_raw
@@ -606,24 +626,14 @@ class Recorder:
         return tuple(raws)
 
     def _grad_raw(self, g: Any) -> Any:
-        """Raw snapshot of a gradient: an ndarray, a numpy scalar or a Variable.
-
-        A small array seen again in the same backward pass (a gradient handed from the step
-        that produced it to its creator's step) shares one copy; the cache holds the arrays
-        (never Variables) until the pass ends so that their ids cannot be reused meanwhile.
-        """
+        """Raw snapshot of a gradient: an ndarray, a numpy scalar or a Variable."""
         t = type(g)
         if t is _NDARRAY:
             if g.ndim == 0 and g.dtype is _F64:
                 return g.item()
             if g.size > self.max_array_size:
                 return capture(g, self.max_array_size)
-            hit = self._grad_cache.get(id(g))
-            if hit is not None and hit[0] is g:
-                return hit[1]
-            raw = g.copy()
-            self._grad_cache[id(g)] = (g, raw)
-            return raw
+            return g.copy()
         if t is _FLOAT64:
             return g  # immutable: kept as it is
         if isinstance(g, core.Variable):
@@ -644,7 +654,6 @@ class Recorder:
         self._recording = False
         self._maybe_constant = {}
         self._leaf_raw = {}
-        self._grad_cache = {}
         self._backward_stack = []
         self._during = -1
         self._create_graph = False

@@ -292,12 +292,16 @@ def test_objects_freed_after_recording_are_not_part_of_the_trace():
 @pytest.mark.parametrize("create_graph", [False, True])
 def test_output_grads_equal_what_the_engine_handed_each_step(create_graph):
     """A one-output step's received gradient is not stored twice: the trace puts back what
-    the consumers' steps (or the seed) gave; it must be exactly what the engine passed."""
+    the consumers' steps (or the seed) gave, and a gradient handed on unchanged (Add) is that
+    one; both must be exactly what the engine passed."""
     engine = []
+
+    def arrays(grads):
+        return [None if g is None else np.array(getattr(g, "data", g), dtype=float) for g in grads]
 
     class Grads:
         def on_backward_step(self, step):
-            engine.append([np.array(getattr(g, "data", g), dtype=float) for g in step.output_grads_raw])
+            engine.append((arrays(step.output_grads_raw), arrays(step.input_grads_raw)))
 
     x = Variable(np.array([0.5, -1.0, 2.0]), name="x")
     observer = Grads()
@@ -311,15 +315,20 @@ def test_output_grads_equal_what_the_engine_handed_each_step(create_graph):
         finally:
             core.remove_observer(observer)
     recorded = [
-        [np.asarray(g.array, dtype=float) for g in s.output_grads]
+        (arrays([g.array for g in s.output_grads]), arrays([g and g.array for g in s.input_grads]))
         for s in t.steps
         if s.phase == "backward"
     ]
     assert len(recorded) == len(engine) > 6
-    for got, expected in zip(recorded, engine, strict=True):
-        assert len(got) == len(expected)
-        for a, b in zip(got, expected, strict=True):
-            np.testing.assert_array_equal(a, b)
+    assert "Add" in [s.op for s in t.steps]  # hands the gradient it received on unchanged
+    for (got_out, got_in), (expected_out, expected_in) in zip(recorded, engine, strict=True):
+        for got, expected in ((got_out, expected_out), (got_in, expected_in)):
+            assert len(got) == len(expected)
+            for a, b in zip(got, expected, strict=True):
+                if b is None:
+                    assert a is None
+                else:
+                    np.testing.assert_array_equal(a, b)
 
 
 def test_leaf_updated_between_uses_gets_a_new_value():
