@@ -115,7 +115,7 @@ class Recorder:
         self._pseudo = 0  # keys for nodes without an engine object: -1, -2, ...
         self._during = -1  # the backward pass running now (-1: none)
         self._create_graph = False  # whether it records its gradients as a graph
-        self._maybe_constant: dict[int, None] = {}  # _order of no_grad outputs and operands
+        self._maybe_constant: dict[int, None] = {}  # _order of outputs made under no_grad
         self._track_nograd = True
         self._leaf_raw: dict[int, Any] = {}  # leaf order -> raw value last seen
         self._pass = -1
@@ -180,7 +180,7 @@ class Recorder:
                 continue
             kind = e[0]
             if kind == _FWD and e[7] is None:
-                # the hot entry: one output, a 0-d float64; node registration inlined
+                # the hot entry: one output kept as a float or a copy; registration inlined
                 _, f_key, in_keys, values, during, cls, gen, _, f_ref, y_ref, y_key = e
                 if len(in_keys) == 2:
                     x0, x1 = in_keys
@@ -199,7 +199,11 @@ class Recorder:
                 refs.append(y_ref)
                 out_ids = (y_id,)
                 info.append((_FUNCTION, gen, cls.__name__, in_ids, out_ids))
-                info.append((_VARIABLE, gen + 1, (), _F64))
+                v = values[0]
+                if type(v) is float:
+                    info.append((_VARIABLE, gen + 1, (), _F64))
+                else:
+                    info.append((_VARIABLE, gen + 1, v.shape, v.dtype))
                 nid_of[f_key] = fid
                 nid_of[y_key] = y_id
                 of_ref[id(f_ref)] = fid
@@ -246,9 +250,8 @@ class Recorder:
                     for a in accs:
                         held[a[0]] = a[4]
                 if cleared:
-                    if len(cleared) == 1:
-                        y = cleared[0]
-                        cleared = (nid_of[y],) if y in nid_of else ()
+                    if cleared is True:
+                        cleared = out_ids
                     else:
                         cleared = tuple([nid_of[y] for y in cleared if y in nid_of])
                 raw.append((_BWD, fid, gys, gxs, accs, cleared, bpass))
@@ -432,9 +435,6 @@ class Recorder:
     def on_rename(self, variable: Any) -> None:
         self._tape_append((_T_NAME, variable._order, variable._name))
 
-    def on_constant(self, variable: Any) -> None:
-        self._maybe_constant[variable._order] = None
-
     def on_forward(self, f: Any, inputs: list, outputs: list, recorded: bool) -> None:
         if not recorded:
             if self._track_nograd:
@@ -465,6 +465,18 @@ class Recorder:
             if k0 < start or x0.creator is None:
                 k0 = self._input(x0)
             in_keys = (k0,)
+        elif n_in == 3:  # linear(x, W, b)
+            x0, x1, x2 = inputs
+            k0 = x0._order
+            if k0 < start or x0.creator is None:
+                k0 = self._input(x0)
+            k1 = x1._order
+            if k1 < start or x1.creator is None:
+                k1 = self._input(x1)
+            k2 = x2._order
+            if k2 < start or x2.creator is None:
+                k2 = self._input(x2)
+            in_keys = (k0, k1, k2)
         else:
             keys = []
             for x in inputs:  # a loop: cheaper than a comprehension for a few items
@@ -477,11 +489,13 @@ class Recorder:
         if len(outputs) == 1:
             y = outputs[0]
             data = y.data
+            # meta None: the shape and dtype are the value's own (a float: a 0-d float64)
             if data.dtype is _F64 and not data.ndim:
                 values, meta = (data.item(),), None
-            else:
-                raw = data.copy() if data.size <= self.max_array_size else capture(data, -1)
-                values, meta = (raw,), ((data.shape, data.dtype),)
+            elif data.size <= self.max_array_size:
+                values, meta = (data.copy(),), None
+            else:  # summarised
+                values, meta = (capture(data, -1),), ((data.shape, data.dtype),)
             append(
                 (_FWD, f._order, in_keys, values, self._during, type(f), f.generation, meta,
                  _ref(f, append), _ref(y, append), y._order)
@@ -592,11 +606,8 @@ class Recorder:
             else:
                 raw_of = self._grad_raw
                 accs = tuple([(slot, raw_of(old), raw_of(new)) for slot, old, new in accs])
-        if cleared:
-            if len(cleared) == 1:
-                cleared = (cleared[0]._order,)
-            else:
-                cleared = tuple([y._order for y in cleared])
+        if cleared:  # one output: it is that one (True)
+            cleared = True if received is not None else tuple([y._order for y in cleared])
         self._tape_append((_BWD, key, gys, gxs, accs, cleared, self._pass, passed_on))
 
     def _link_grads(self, f: Any, gxs: tuple, accs: tuple) -> None:

@@ -136,11 +136,12 @@ _on_forward: tuple = ()
 _on_backward_step: tuple = ()
 _on_backward_event: tuple = ()
 _on_rename: tuple = ()
+_on_constant: tuple = ()
 
 
 def _bind_handlers() -> None:
     global _handlers, _on_variable, _on_forward, _on_backward_step, _on_backward_event
-    global _on_rename
+    global _on_rename, _on_constant
     _handlers = {
         event: tuple(h for h in (getattr(o, event, None) for o in _observers) if h is not None)
         for event in _EVENTS
@@ -150,6 +151,7 @@ def _bind_handlers() -> None:
     _on_backward_step = _handlers["on_backward_step"]
     _on_backward_event = _handlers["on_backward_event"]
     _on_rename = _handlers["on_rename"]
+    _on_constant = _handlers["on_constant"]
 
 
 def _notify(event: str, *args: Any) -> None:
@@ -823,8 +825,9 @@ def _operand(x: Any, like: Any) -> Any:
 def _constant(data: NDArray) -> Constant:
     """Wrap a plain number or array operand; observers hear of it through ``on_constant``."""
     variable = Constant(data)
-    if _observers:
-        _notify("on_constant", variable)
+    if _on_constant:
+        for handler in _on_constant:
+            handler(variable)
     return variable
 
 
