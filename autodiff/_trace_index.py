@@ -331,3 +331,17 @@ class TraceIndex:
                     stack.append(p)
         found.discard(node_id)
         return found
+
+    def outputs(self, last: int | None = None) -> list[int]:
+        """Variables made by a function and never used as an input (what a run without
+        backward leaves), ascending; with ``last``, only the last ``last`` of them. From the
+        integer tables: the graph is not built."""
+        info = self._info
+        used = set()
+        made = []
+        for nid, entry in enumerate(info):
+            if entry[0] == _FUNCTION:
+                used.update(entry[3])
+                made.extend(entry[4])
+        found = sorted(set(made) - used)
+        return found if last is None else found[len(found) - last :] if last > 0 else []

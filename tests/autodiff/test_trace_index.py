@@ -223,3 +223,20 @@ def test_snapshot_statistics_are_computed_when_first_read():
         lazy.min = 0.0
     with pytest.raises(ValueError, match="read-only"):
         lazy.array[0, 0] = 2.0
+
+
+def test_outputs_are_the_variables_made_and_never_used_without_building_the_graph():
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        a = F.sin(x)
+        b = F.exp(a)  # a is used: not an output
+        c = F.cos(x)
+        del a
+    found = t.outputs()
+    assert t._graph is None  # answered from the tables
+    expected = sorted(
+        n for n in t.variables if t.creator_of(n) >= 0 and t.graph.out_degree(n) == 0
+    )
+    assert found == expected == [t.variables[-2], t.variables[-1]]
+    assert t.outputs(last=1) == [t.variables[-1]] and t.outputs(last=0) == []
+    del b, c

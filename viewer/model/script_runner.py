@@ -407,27 +407,21 @@ def _graphs_of(trace: Any) -> list[ScriptGraph]:
         graphs.append(ScriptGraph(title, int(root), bpass))
     if graphs:
         return graphs
-    graph = trace.graph
-    # No backward: offer the last outputs (variables made by a Function and never consumed).
-    sinks = [
-        nid
-        for nid in reversed(trace.variables)
-        if graph.out_degree(nid) == 0 and graph.in_degree(nid) > 0
-    ][:_LAST_ROOTS]
-    for nid in sorted(sinks):
-        graphs.append(ScriptGraph(f"output {_root_label(graph, nid)}", int(nid), -1))
+    # No backward: offer the last outputs (variables made by a Function and never consumed),
+    # found from the trace's tables (a long loop without backward records a huge graph).
+    for nid in trace.outputs(last=_LAST_ROOTS):
+        graphs.append(ScriptGraph(f"output {_root_label(trace, nid)}", int(nid), -1))
     return graphs
 
 
-def _root_label(graph: Any, node_id: int) -> str:
+def _root_label(trace: Any, node_id: int) -> str:
     """``loss`` for a named variable, else ``MeanSquaredError #13`` after its creator."""
-    if node_id not in graph:
-        return f"#{node_id}"
-    name = graph.nodes[node_id].get("name")
+    name = trace.node(node_id).get("name")
     if name:
         return name
-    for creator in graph.predecessors(node_id):
-        return f"{graph.nodes[creator].get('op')} #{node_id}"
+    creator = trace.creator_of(node_id)
+    if creator >= 0:
+        return f"{trace.node(creator).get('op')} #{node_id}"
     return f"variable #{node_id}"
 
 
