@@ -212,7 +212,7 @@ class Recorder:
                     self._t_names[y_id] = late_names.pop(y_key)
                 raw.append((_FWD, fid, in_ids, out_ids, values, during))
                 k += 1
-            elif kind == _FWD or kind == _FWD_MANY:
+            elif kind in (_FWD, _FWD_MANY):
                 _, f_key, in_keys, values, during, cls, gen, meta, f_ref, y_refs, y_keys = e
                 in_ids = tuple([nid_of[x] if x in nid_of else self._nid(x) for x in in_keys])
                 fid = new(f_key, f_ref, None)
@@ -417,7 +417,8 @@ class Recorder:
                     values.append(capture(y.data, max_size))
                 out_keys.append(key)
             out_keys = tuple(out_keys)
-            append((_T_INFO, f._order, (_FUNCTION, f.generation, type(f).__name__, in_keys, out_keys)))
+            f_info = (_FUNCTION, f.generation, type(f).__name__, in_keys, out_keys)
+            append((_T_INFO, f._order, f_info))
             if as_steps:
                 append((_T_STEP, (_FWD, f._order, in_keys, out_keys, tuple(values), -1)))
             else:
@@ -710,7 +711,7 @@ def _same_raw(data: Any, last: Any) -> bool:
         return _FLOAT_BITS.pack(data.item()) == _FLOAT_BITS.pack(last)
     if last is None or data is None:
         return last is None and data is None
-    if data.shape != last.shape or data.dtype is not last.dtype and data.dtype != last.dtype:
+    if data.shape != last.shape or (data.dtype is not last.dtype and data.dtype != last.dtype):
         return False
     if data.size:
         # An optimizer step changes nearly every element: the first one usually tells

@@ -339,7 +339,7 @@ class TraceIndex:
         info = self._info
         used = set()
         made = []
-        for nid, entry in enumerate(info):
+        for entry in info:
             if entry[0] == _FUNCTION:
                 used.update(entry[3])
                 made.extend(entry[4])

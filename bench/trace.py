@@ -173,9 +173,7 @@ def compare(name: str, work: Callable[[], object], repeats: int) -> dict[str, fl
     print(f"  {'variant':<16} {'time':>12}   {'ratio':>5}   minor page faults")
     for m in modes:
         faults = statistics.median(FAULTS[id(runners[m].fn)])  # type: ignore[attr-defined]
-        print(
-            f"  {m:<16} {med[m] * 1e3:9.2f} ms   {ratio[m]:5.2f}x   {faults:6.0f}"
-        )
+        print(f"  {m:<16} {med[m] * 1e3:9.2f} ms   {ratio[m]:5.2f}x   {faults:6.0f}")
     first_read(work)
     return med
 

@@ -234,9 +234,7 @@ def test_outputs_are_the_variables_made_and_never_used_without_building_the_grap
         del a
     found = t.outputs()
     assert t._graph is None  # answered from the tables
-    expected = sorted(
-        n for n in t.variables if t.creator_of(n) >= 0 and t.graph.out_degree(n) == 0
-    )
+    expected = sorted(n for n in t.variables if t.creator_of(n) >= 0 and t.graph.out_degree(n) == 0)
     assert found == expected == [t.variables[-2], t.variables[-1]]
     assert t.outputs(last=1) == [t.variables[-1]] and t.outputs(last=0) == []
     del b, c
