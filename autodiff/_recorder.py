@@ -136,7 +136,11 @@ class Recorder:
             if not self._recording:
                 tape.clear()  # deaths after recording stopped are not part of the trace
                 self._tape_end = 0
+                # all decoded: what only decoding needed goes
                 self._late_names.clear()
+                self._nid_of.clear()
+                self._nid_of_ref.clear()
+                self._last_grad.clear()
 
     def _node(self, key: Any, ref: Any, info: Any) -> int:
         """A new node for ``key`` (decoding)."""
