@@ -24,6 +24,7 @@ from 0 in registration order.
 from __future__ import annotations
 
 import struct
+import threading
 import weakref
 from typing import Any
 
@@ -102,6 +103,7 @@ class Recorder:
         self._tbackward_roots: list[int] = []
         self._tape: list = []
         self._tape_append = self._tape.append
+        self._sync_lock = threading.Lock()  # one decoder at a time
         self._tape_end = 0  # after recording: the tape entries that belong to it
         self._nid_of: dict[int, int] = {}  # creation order (or pseudo key) -> node id
         self._nid_of_ref: dict[int, int] = {}  # id(weak reference) -> node id
@@ -126,7 +128,7 @@ class Recorder:
     # ------------------------------------------------------------------------------
     def _sync(self) -> None:
         """Decode the tape recorded so far into the tables, and empty it."""
-        with self._sync_lock:  # type: ignore[attr-defined]
+        with self._sync_lock:
             tape = self._tape
             end = len(tape) if self._recording else self._tape_end
             if end:
@@ -170,66 +172,31 @@ class Recorder:
         extra = self._t_extra
         info = self._t_info
         nid_of = self._nid_of
-        of_ref = self._nid_of_ref
-        refs = self._t_refs
-        late_names = self._late_names
         last_grad = self._last_grad
         new = self._node
         k = len(raw)
         for e in chunk:
             if type(e) is not tuple:  # a weak reference whose object died here
-                nid = of_ref.pop(id(e), None)
+                nid = self._nid_of_ref.pop(id(e), None)
                 if nid is not None:
                     extra.append((k, k - 1, nid, _FREED, None))
                 continue
             kind = e[0]
-            if kind == _FWD and e[7] is None:
-                # the hot entry: one output kept as a float or a copy; registration inlined
-                _, f_key, in_keys, values, during, cls, gen, _, f_ref, y_ref, y_key = e
-                if len(in_keys) == 2:
-                    x0, x1 = in_keys
-                    in_ids = (
-                        nid_of[x0] if x0 in nid_of else self._nid(x0),
-                        nid_of[x1] if x1 in nid_of else self._nid(x1),
-                    )
-                elif len(in_keys) == 1:
-                    x = in_keys[0]
-                    in_ids = (nid_of[x] if x in nid_of else self._nid(x),)
-                else:
-                    in_ids = tuple([nid_of[x] if x in nid_of else self._nid(x) for x in in_keys])
-                fid = len(refs)
-                y_id = fid + 1
-                refs.append(f_ref)
-                refs.append(y_ref)
-                out_ids = (y_id,)
-                info.append((_FUNCTION, gen, cls.__name__, in_ids, out_ids))
-                v = values[0]
-                if type(v) is float:
-                    info.append((_VARIABLE, gen + 1, (), _F64))
-                else:
-                    info.append((_VARIABLE, gen + 1, v.shape, v.dtype))
-                nid_of[f_key] = fid
-                nid_of[y_key] = y_id
-                of_ref[id(f_ref)] = fid
-                of_ref[id(y_ref)] = y_id
-                if late_names and y_key in late_names:
-                    self._t_names[y_id] = late_names.pop(y_key)
-                raw.append((_FWD, fid, in_ids, out_ids, values, during))
-                k += 1
-            elif kind in (_FWD, _FWD_MANY):
+            if kind in (_FWD, _FWD_MANY):
                 _, f_key, in_keys, values, during, cls, gen, meta, f_ref, y_refs, y_keys = e
-                in_ids = tuple([nid_of[x] if x in nid_of else self._nid(x) for x in in_keys])
-                fid = new(f_key, f_ref, None)
                 if kind == _FWD:
                     y_refs, y_keys = (y_refs,), (y_keys,)
-                out_ids = []
+                in_ids = tuple([nid_of[x] if x in nid_of else self._nid(x) for x in in_keys])
+                fid = new(f_key, f_ref, None)
                 for slot, y_key in enumerate(y_keys):
-                    if meta is None:  # a 0-d float64
-                        y_info = (_VARIABLE, gen + 1, (), _F64)
+                    if meta is not None:
+                        shape, dtype = meta[slot]
+                    elif type(values[slot]) is float:  # meta None: the value's own
+                        shape, dtype = (), _F64
                     else:
-                        y_info = (_VARIABLE, gen + 1, *meta[slot])
-                    out_ids.append(new(y_key, y_refs[slot], y_info))
-                out_ids = tuple(out_ids)
+                        shape, dtype = values[slot].shape, values[slot].dtype
+                    new(y_key, y_refs[slot], (_VARIABLE, gen + 1, shape, dtype))
+                out_ids = tuple(range(fid + 1, fid + 1 + len(y_keys)))
                 info[fid] = (_FUNCTION, gen, cls.__name__, in_ids, out_ids)
                 raw.append((_FWD, fid, in_ids, out_ids, values, during))
                 k += 1
@@ -359,15 +326,9 @@ class Recorder:
         if constant:
             del maybe_constant[o]
         constant = constant or type(x) is core.Constant
-        data = x.data
+        raw = capture(x.data, self.max_array_size)  # type: ignore[attr-defined]
         append = self._tape_append
-        if type(data) is _NDARRAY and data.size <= self.max_array_size:  # type: ignore[attr-defined]
-            raw = data.item() if data.dtype is _F64 and not data.ndim else data.copy()
-            node_info = (_VARIABLE, x.generation, data.shape, data.dtype)
-        else:
-            raw = capture(data, self.max_array_size)  # type: ignore[attr-defined]
-            node_info = _variable_info(x)
-        append((_T_INPUT, o, _ref(x, append), node_info, x._name, raw, constant))
+        append((_T_INPUT, o, _ref(x, append), _variable_info(x), x._name, raw, constant))
         self._registered.add(o)
         if not constant:
             self._leaf_raw[o] = raw
@@ -431,6 +392,20 @@ class Recorder:
                     append((_T_EVENT, False, key, _VALUE, value))
         found.clear()
 
+    def _walk(self, output: Any) -> None:
+        """Register the existing graph upstream of ``output`` as forward steps (for
+        :func:`autodiff.trace.from_output`): everything in it is older than the walk."""
+        self._recording = True  # the walk's tape entries are decoded as they are read
+        self._start_order = next(core._creation_counter)
+        if output.creator is not None:
+            self._adopt(output.creator, as_steps=True)
+        self._var_key(output)
+        self._recording = False
+        self._tape_end = len(self._tape)  # what happens to these objects later is not recorded
+        self._leaf_raw = {}
+        self._maybe_constant = {}
+        self._registered = set()
+
     def _var_key(self, v: Any) -> int:
         return v._order if self._known_variable(v) else self._input(v)
 
@@ -470,18 +445,6 @@ class Recorder:
             if k0 < start or x0.creator is None:
                 k0 = self._input(x0)
             in_keys = (k0,)
-        elif n_in == 3:  # linear(x, W, b)
-            x0, x1, x2 = inputs
-            k0 = x0._order
-            if k0 < start or x0.creator is None:
-                k0 = self._input(x0)
-            k1 = x1._order
-            if k1 < start or x1.creator is None:
-                k1 = self._input(x1)
-            k2 = x2._order
-            if k2 < start or x2.creator is None:
-                k2 = self._input(x2)
-            in_keys = (k0, k1, k2)
         else:
             keys = []
             for x in inputs:  # a loop: cheaper than a comprehension for a few items
@@ -534,8 +497,6 @@ class Recorder:
                 return
         elif _same_raw(data, last):
             return
-        elif type(data) is _NDARRAY and data.size <= self.max_array_size:  # inline: the usual
-            raw = data.copy()
         else:
             raw = capture(data, self.max_array_size)
         self._leaf_raw[key] = raw
@@ -643,18 +604,13 @@ class Recorder:
 
     def _grad_raw(self, g: Any) -> Any:
         """Raw snapshot of a gradient: an ndarray, a numpy scalar or a Variable."""
-        t = type(g)
-        if t is _NDARRAY:
-            if g.ndim == 0 and g.dtype is _F64:
-                return g.item()
-            if g.size > self.max_array_size:
-                return capture(g, self.max_array_size)
-            return g.copy()
-        if t is _FLOAT64:
+        if type(g) is _NDARRAY and g.ndim and g.size <= self.max_array_size:
+            return g.copy()  # capture's usual case, inline: this runs once per gradient
+        if type(g) is _FLOAT64:
             return g  # immutable: kept as it is
         if isinstance(g, core.Variable):
-            return self._grad_raw(g.data)
-        return capture(np.asarray(g), self.max_array_size)
+            g = g.data
+        return capture(g, self.max_array_size)
 
     # ------------------------------------------------------------------------------
     # Start and stop
@@ -715,12 +671,6 @@ def _same_raw(data: Any, last: Any) -> bool:
         return _FLOAT_BITS.pack(data.item()) == _FLOAT_BITS.pack(last)
     if last is None or data is None:
         return last is None and data is None
-    if data.shape != last.shape or (data.dtype is not last.dtype and data.dtype != last.dtype):
+    if data.shape != last.shape or data.dtype != last.dtype:
         return False
-    if data.size:
-        # An optimizer step changes nearly every element: the first one usually tells
-        # (two different values that are not NaN have different bits).
-        first = data.item(0)
-        if first != last.item(0) and first == first:
-            return False
     return data.tobytes() == last.tobytes()

@@ -344,4 +344,6 @@ class TraceIndex:
                 used.update(entry[3])
                 made.extend(entry[4])
         found = sorted(set(made) - used)
-        return found if last is None else found[len(found) - last :] if last > 0 else []
+        if last is None:
+            return found
+        return found[-last:] if last > 0 else []

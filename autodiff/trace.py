@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -102,7 +101,6 @@ class Trace(Recorder, TraceIndex):
             raise ValueError(f"max_array_size must be >= 0, got {max_array_size}")
         self.max_array_size = int(max_array_size)
         self._init_recorder()  # the tape, the decoded tables and the recording state
-        self._sync_lock = threading.Lock()
         self._steps: list[Step] = []
         self._some_steps: dict[int, Step] = {}  # steps built one by one (Trace.step)
         self._snapshots: dict[int, Snapshot] = {}  # id(raw value) -> its Snapshot
@@ -394,22 +392,13 @@ def from_output(output: Any, max_array_size: int = DEFAULT_MAX_ARRAY_SIZE) -> Tr
     if not isinstance(output, core.Variable):
         raise TypeError(f"from_output: expected a Variable, got {type(output).__name__}")
     trace = Trace(max_array_size)
-    trace._recording = True  # the walk's tape entries are decoded as they are read
-    trace._start_order = next(core._creation_counter)  # the whole graph is older: adopted
-    if output.creator is not None:
-        trace._adopt(output.creator, as_steps=True)
-    trace._var_key(output)
-    trace._recording = False
-    trace._tape_end = len(trace._tape)  # what happens to these objects later is not recorded
+    trace._walk(output)
     stamp = len(trace._raw)
     extra = trace._extra
     for nid in trace.variables:
         v = trace.live(nid)
         if v is not None and v.grad is not None:
             extra.append((stamp, stamp - 1, nid, _GRAD, capture(v.grad.data, max_array_size)))
-    trace._leaf_raw = {}
-    trace._maybe_constant = {}
-    trace._registered = set()
     return trace
 
 

@@ -66,16 +66,13 @@ class _Silent:
 # =============================================================================
 # Workloads: each returns a callable that runs once and returns the seconds it took
 # =============================================================================
-FAULTS: dict[int, list[int]] = {}  # id(fn) -> minor page faults of each timed run
-
-
 def _minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def _timed(fn: Callable[[], object]) -> float:
+def _timed(fn: Callable[[], object], faults: list[int] | None = None) -> float:
     """Seconds ``fn`` took; what it returns (e.g. a trace) is dropped after the clock stops.
-    The minor page faults of the run (fresh memory the OS had to map) go to FAULTS."""
+    The run's minor page faults (fresh memory the OS had to map) go to ``faults``."""
     gc.collect()
     gc.disable()
     try:
@@ -83,14 +80,15 @@ def _timed(fn: Callable[[], object]) -> float:
         t0 = TIMER()
         result = fn()
         seconds = TIMER() - t0
-        FAULTS.setdefault(id(fn), []).append(_minor_faults() - f0)
+        if faults is not None:
+            faults.append(_minor_faults() - f0)
         del result
         return seconds
     finally:
         gc.enable()
 
 
-def _variant(work: Callable[[], object], mode: str) -> Callable[[], float]:
+def _variant(work: Callable[[], object], mode: str, faults: list[int]) -> Callable[[], float]:
     def plain() -> object:
         return work()
 
@@ -108,9 +106,7 @@ def _variant(work: Callable[[], object], mode: str) -> Callable[[], float]:
         return t  # kept until the clock stops: freeing the trace is not recording
 
     fn = {"none": plain, "silent observer": silent, "record": recorded}[mode]
-    runner = partial(_timed, fn)
-    runner.fn = fn  # type: ignore[attr-defined]
-    return runner
+    return partial(_timed, fn, faults)
 
 
 def chain(steps: int) -> Callable[[], object]:
@@ -154,7 +150,8 @@ def mlp(steps: int) -> Callable[[], object]:
 
 def compare(name: str, work: Callable[[], object], repeats: int) -> dict[str, float]:
     modes = ("none", "silent observer", "record")
-    runners = {m: _variant(work, m) for m in modes}
+    faults: dict[str, list[int]] = {m: [] for m in modes}
+    runners = {m: _variant(work, m, faults[m]) for m in modes}
     for m in modes:
         runners[m]()  # warm-up
     samples: dict[str, list[float]] = {m: [] for m in modes}
@@ -172,8 +169,8 @@ def compare(name: str, work: Callable[[], object], repeats: int) -> dict[str, fl
     print(f"\n{name}")
     print(f"  {'variant':<16} {'time':>12}   {'ratio':>5}   minor page faults")
     for m in modes:
-        faults = statistics.median(FAULTS[id(runners[m].fn)])  # type: ignore[attr-defined]
-        print(f"  {m:<16} {med[m] * 1e3:9.2f} ms   {ratio[m]:5.2f}x   {faults:6.0f}")
+        n_faults = statistics.median(faults[m])
+        print(f"  {m:<16} {med[m] * 1e3:9.2f} ms   {ratio[m]:5.2f}x   {n_faults:6.0f}")
     first_read(work)
     return med
 
