@@ -50,6 +50,9 @@ class NodeState(enum.Enum):
     GRAD_CLEARED = "grad_cleared"  # grad dropped by retain_grad=False
     FREED = "freed"  # the live object was garbage collected
     CONSTANT = "constant"  # made under no_grad, or a plain array operand
+    # A gradient left over from a backward pass that has ended (a forgotten cleargrad() /
+    # zero_grad()): the program still holds it, and the next backward adds to it.
+    GRAD_CARRIED = "grad_carried"
 
 
 class TraceIndex:

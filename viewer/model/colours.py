@@ -57,6 +57,7 @@ LIGHT = Palette(
             "grad_cleared": "#e8d2b0",
             "freed": "#dddddd",
             "constant": "#ece6cf",
+            "grad_carried": "#c77dff",
         }
     ),
     function_fill=_table(
@@ -67,6 +68,7 @@ LIGHT = Palette(
             "grad_cleared": "#9cc8d8",
             "freed": "#d4d4d4",
             "constant": "#d9e4e8",
+            "grad_carried": "#b9a5e8",
         }
     ),
 )
@@ -88,6 +90,7 @@ DARK = Palette(
             "grad_cleared": "#6b5a42",
             "freed": "#44474d",
             "constant": "#5e5946",
+            "grad_carried": "#9d5cc9",
         }
     ),
     function_fill=_table(
@@ -98,6 +101,7 @@ DARK = Palette(
             "grad_cleared": "#3d6d80",
             "freed": "#505358",
             "constant": "#46545a",
+            "grad_carried": "#6e5a99",
         }
     ),
 )
