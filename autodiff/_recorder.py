@@ -39,18 +39,21 @@ _FLOAT64 = np.float64
 _FLOAT_BITS = struct.Struct("d")
 _ref = weakref.ref
 
-# Event kinds in a node's history.
-_VALUE, _GRAD, _CLEARED, _FREED = range(4)
+# Event kinds in a node's history. _CLEARED: dropped by backward (retain_grad=False);
+# _EMPTIED: set to None by the program (cleargrad(), zero_grad(), ``x.grad = None``).
+_VALUE, _GRAD, _CLEARED, _FREED, _EMPTIED = range(5)
 _VARIABLE, _FUNCTION = 0, 1
 _FWD, _BWD = 0, 1  # first field of a raw step, and of the tape's two hot entries
 # The tape's other entries (see _decode).
-_FWD_MANY, _T_STEP, _T_NODE, _T_INFO, _T_INPUT, _T_EVENT, _T_GRAD_OF, _T_ROOT, _T_NAME = range(
-    2, 11
-)
+(
+    _FWD_MANY, _T_STEP, _T_NODE, _T_INFO, _T_INPUT, _T_EVENT, _T_GRAD_OF, _T_ROOT, _T_NAME,
+    _T_LEAF, _T_SEGMENT,
+) = range(2, 13)  # fmt: skip
 # Cap on remembered no_grad outputs / operand constants (only needed if they later feed a
 # recorded graph; the oldest are almost always dead).
 _CONSTANT_MEMORY = 200_000
 _MISSING = object()
+_OPERAND = 2  # _T_INPUT's constant field for a core.Constant (backward stores no gradient)
 _RECEIVED = object()  # in a backward step's input grads: the gradient the step received
 
 
@@ -81,10 +84,14 @@ class Recorder:
     _info = _Decoded()  # (_VARIABLE, generation, shape, dtype) or
     #   (_FUNCTION, generation, op, input ids, output ids)
     _extra = _Decoded()  # node events that are not steps, in stamp order:
-    #   (stamp = steps recorded before, visible step, node, kind, raw)
+    #   (stamp = steps recorded before, visible step, node, kind, raw, origin): shown after
+    #   step ``visible`` (an event between two steps: visible == stamp, with the next step);
+    #   origin: for a gradient, the backward pass that produced it (-1: before recording;
+    #   None: not a backward's, e.g. set by the program)
     _refs = _Decoded()  # weak reference of each node's engine object (None: not known)
     _names = _Decoded()  # node -> Variable name
     _constants = _Decoded()  # CONSTANT nodes
+    _operands = _Decoded()  # the CONSTANT nodes backward stores no gradient on (core.Constant)
     _grad_of = _Decoded()  # gradient node -> the node it is the gradient of (create_graph)
     backward_roots = _Decoded()  # the output node of each backward pass, in order
 
@@ -99,6 +106,7 @@ class Recorder:
         self._t_refs: list[weakref.ref | None] = []
         self._t_names: dict[int, str] = {}
         self._t_constants: set[int] = set()
+        self._t_operands: set[int] = set()
         self._t_grad_of: dict[int, int] = {}
         self._tbackward_roots: list[int] = []
         self._tape: list = []
@@ -120,6 +128,13 @@ class Recorder:
         self._maybe_constant: dict[int, None] = {}  # _order of outputs made under no_grad
         self._track_nograd = True
         self._leaf_raw: dict[int, Any] = {}  # leaf order -> raw value last seen
+        # Leaves are checked for changes the program made between iterations (a new value, a
+        # gradient emptied or left over) when a segment begins: the first recorded operation
+        # after a backward pass, and each backward pass.
+        self._leaf_refs: dict[int, weakref.ref] = {}  # leaf order -> its weak reference
+        self._leaf_grad: dict[int, Any] = {}  # leaf order -> raw gradient last seen (_MISSING)
+        self._scan_pending = False
+        self._segment_start = 0  # decoding: the step that began the current segment
         self._pass = -1
         self._backward_stack: list[tuple[int, bool]] = []
 
@@ -179,7 +194,7 @@ class Recorder:
             if type(e) is not tuple:  # a weak reference whose object died here
                 nid = self._nid_of_ref.pop(id(e), None)
                 if nid is not None:
-                    extra.append((k, k - 1, nid, _FREED, None))
+                    extra.append((k, k - 1, nid, _FREED, None, None))
                 continue
             kind = e[0]
             if kind in (_FWD, _FWD_MANY):
@@ -228,15 +243,21 @@ class Recorder:
                 raw.append((_BWD, fid, gys, gxs, accs, cleared, bpass))
                 k += 1
             elif kind == _T_INPUT:
-                _, key, ref, node_info, name, value, constant = e
+                _, key, ref, node_info, name, value, constant, grad = e
                 if key in nid_of:  # an output used as a leaf after unchain(): known already
                     continue
                 nid = new(key, ref, node_info)
                 if name is not None:
                     self._t_names[nid] = name
-                extra.append((k, k - 1, nid, _VALUE, value))
+                # A leaf existed before its first use: it shows from the segment's start.
+                visible = self._segment_start - 1
+                extra.append((k, visible, nid, _VALUE, value, None))
+                if grad is not _MISSING:  # a gradient held from before recording
+                    extra.append((k, visible, nid, _GRAD, grad, -1))
                 if constant:
                     self._t_constants.add(nid)
+                    if constant == _OPERAND:
+                        self._t_operands.add(nid)
             elif kind == _T_NODE:
                 _, key, ref, node_info, name = e
                 nid = new(key, ref, node_info)
@@ -257,10 +278,16 @@ class Recorder:
             elif kind == _T_EVENT:
                 _, visible_now, key, event, value = e
                 nid = self._nid(key)
-                extra.append((k, k if visible_now else k - 1, nid, event, value))
+                origin = None
                 if event == _GRAD:  # a backward pass's seed
-                    bpass = len(self._tbackward_roots) - 1
-                    last_grad.setdefault(bpass, {})[nid] = value
+                    origin = len(self._tbackward_roots) - 1
+                    last_grad.setdefault(origin, {})[nid] = value
+                extra.append((k, k if visible_now else k - 1, nid, event, value, origin))
+            elif kind == _T_LEAF:  # a change the program made to a leaf between two steps
+                _, key, event, value = e
+                extra.append((k, k, self._nid(key), event, value, None))
+            elif kind == _T_SEGMENT:
+                self._segment_start = k
             elif kind == _T_NAME:
                 nid = nid_of.get(e[1])
                 if nid is None:
@@ -308,7 +335,7 @@ class Recorder:
                 first = data.item(0)
                 if first != last.item(0) and first == first:
                     self._leaf_raw[o] = raw = data.copy()
-                    self._tape_append((_T_EVENT, False, o, _VALUE, raw))
+                    self._tape_append((_T_LEAF, o, _VALUE, raw))
                     return o
             self._check_leaf(x, o)
             return o
@@ -325,14 +352,85 @@ class Recorder:
         constant = o in maybe_constant
         if constant:
             del maybe_constant[o]
-        constant = constant or type(x) is core.Constant
-        raw = capture(x.data, self.max_array_size)  # type: ignore[attr-defined]
+        if type(x) is core.Constant:
+            constant = _OPERAND
+        max_size = self.max_array_size  # type: ignore[attr-defined]
+        raw = capture(x.data, max_size)
+        grad = _MISSING if constant else self._grad_of_leaf(x)
         append = self._tape_append
-        append((_T_INPUT, o, _ref(x, append), _variable_info(x), x._name, raw, constant))
+        ref = _ref(x, append)
+        append((_T_INPUT, o, ref, _variable_info(x), x._name, raw, constant, grad))
         self._registered.add(o)
         if not constant:
             self._leaf_raw[o] = raw
+            self._leaf_refs[o] = ref
+            self._leaf_grad[o] = grad
         return o
+
+    def _grad_of_leaf(self, x: Any) -> Any:
+        """The raw form of a leaf's gradient as it holds it now (_MISSING: none)."""
+        g = x.grad
+        if g is None:
+            return _MISSING
+        if isinstance(g, core.Variable):
+            g = g.data
+        return capture(np.asarray(g), self.max_array_size)  # type: ignore[attr-defined]
+
+    def _scan_leaves(self) -> None:
+        """Record what the program changed on its live leaves since they were last seen: a
+        new value (``x.data = ...``, an optimizer step), a gradient emptied (cleargrad) or
+        set by hand. Runs once per segment, so a change made between two iterations shows
+        from the start of the next one, never in the iteration before it."""
+        append = self._tape_append
+        leaf_raw, leaf_grad = self._leaf_raw, self._leaf_grad
+        max_size = self.max_array_size  # type: ignore[attr-defined]
+        dead = []
+        for o, ref in self._leaf_refs.items():
+            x = ref()
+            if x is None:
+                dead.append(o)
+                continue
+            last = leaf_raw[o]
+            data = x.data
+            if type(last) is Snapshot:
+                raw = capture(data, max_size)
+                changed = raw != last
+            else:
+                changed = not _same_raw(data, last)
+                raw = capture(data, max_size) if changed else last
+            if changed:
+                leaf_raw[o] = raw
+                append((_T_LEAF, o, _VALUE, raw))
+            last_grad = leaf_grad[o]
+            g = x.grad
+            if g is None:
+                if last_grad is not _MISSING:
+                    leaf_grad[o] = _MISSING
+                    append((_T_LEAF, o, _EMPTIED, None))
+                continue
+            if isinstance(g, core.Variable):
+                g = g.data
+            if last_grad is not _MISSING:
+                if type(last_grad) is Snapshot:
+                    if capture(g, max_size) == last_grad:
+                        continue
+                elif _same_raw(g, last_grad):
+                    continue
+            leaf_grad[o] = raw = capture(np.asarray(g), max_size)
+            append((_T_LEAF, o, _GRAD, raw))
+        for o in dead:
+            del self._leaf_refs[o]
+            leaf_raw.pop(o, None)
+            leaf_grad.pop(o, None)
+
+    def _note_leaf_grads(self) -> None:
+        """After a backward pass: the gradients the leaves hold now are the known ones."""
+        grad_of = self._grad_of_leaf
+        leaf_grad = self._leaf_grad
+        for o, ref in self._leaf_refs.items():
+            x = ref()
+            if x is not None:
+                leaf_grad[o] = grad_of(x)
 
     def _adopt(self, creator: Any, as_steps: bool) -> None:
         """Register the not yet known graph upstream of ``creator`` (iteratively, no recursion).
@@ -403,6 +501,8 @@ class Recorder:
         self._recording = False
         self._tape_end = len(self._tape)  # what happens to these objects later is not recorded
         self._leaf_raw = {}
+        self._leaf_refs = {}
+        self._leaf_grad = {}
         self._maybe_constant = {}
         self._registered = set()
 
@@ -425,6 +525,10 @@ class Recorder:
                     for key in list(mc)[: _CONSTANT_MEMORY // 2]:
                         del mc[key]
             return
+        if self._scan_pending:  # the first operation after a backward pass: a new segment
+            self._scan_pending = False
+            self._tape_append((_T_SEGMENT,))
+            self._scan_leaves()
         # The hot path, once per operation: an input made by a step recorded here needs no
         # lookup; one weak reference per new object and one tuple on the tape. The common
         # one- and two-input, one-output shapes are spelled out.
@@ -500,9 +604,12 @@ class Recorder:
         else:
             raw = capture(data, self.max_array_size)
         self._leaf_raw[key] = raw
-        self._tape_append((_T_EVENT, False, key, _VALUE, raw))
+        self._tape_append((_T_LEAF, key, _VALUE, raw))
 
     def on_backward_begin(self, output: Any, retain_grad: bool, create_graph: bool) -> None:
+        self._scan_pending = False
+        if not self._backward_stack:  # (a pass inside a pass: its leaves are mid-update)
+            self._scan_leaves()
         self._pass += 1
         root = self._var_key(output)
         append = self._tape_append
@@ -587,6 +694,7 @@ class Recorder:
     def on_backward_end(self, output: Any) -> None:
         if self._backward_stack:
             self._backward_stack.pop()
+        self._note_leaf_grads()
         if self._backward_stack:
             self._during, self._create_graph = self._backward_stack[-1]
             self._track_nograd = self._create_graph
@@ -594,6 +702,7 @@ class Recorder:
             self._during = -1
             self._create_graph = False
             self._track_nograd = True
+            self._scan_pending = True  # the next recorded operation begins a segment
 
     def _grads_raw(self, grads: tuple) -> tuple:
         raw_of = self._grad_raw
@@ -626,6 +735,9 @@ class Recorder:
         self._recording = False
         self._maybe_constant = {}
         self._leaf_raw = {}
+        self._leaf_refs = {}
+        self._leaf_grad = {}
+        self._scan_pending = False
         self._backward_stack = []
         self._during = -1
         self._create_graph = False

@@ -3,7 +3,7 @@
 Everything here is derived lazily from the recorder's compact tables (``_info``, ``_raw``,
 ``_extra``) and extended incrementally when recording goes on:
 
-* per node, its history: ``(visible step, event kind, raw value)`` in step order, from which
+* per node, its history: ``(position, event kind, raw value, origin pass)`` in order, from which
   ``state_at`` / ``value_at`` / ``grad_at`` and the node's :meth:`~TraceIndex.timeline` come;
 * the structure of the graph as plain integers: each function's forward step, the steps of
   each backward pass, each variable's creator. A viewer that shows one graph of a long run
@@ -19,7 +19,7 @@ import gc
 from collections.abc import Iterator
 from typing import Any
 
-from autodiff._recorder import _CLEARED, _FUNCTION, _FWD, _GRAD, _VALUE
+from autodiff._recorder import _CLEARED, _EMPTIED, _FUNCTION, _FWD, _GRAD, _VALUE
 
 # Building this many objects or more at once pauses the cycle collector (see _bulk).
 BULK = 10_000
@@ -39,6 +39,11 @@ def _bulk(n: int) -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+def _position(step_index: int, before: bool) -> int:
+    """A step index as a position in a node's history: after it, or right before it."""
+    return 2 * step_index if before else 2 * step_index + 1
 
 
 class NodeState(enum.Enum):
@@ -63,6 +68,7 @@ class TraceIndex:
     _raw: list[tuple]
     _extra: list[tuple]
     _constants: set[int]
+    _operands: set[int]
     _recording: bool
     _graph: Any
 
@@ -71,7 +77,8 @@ class TraceIndex:
         self._events: list[list[tuple] | None] = []
         self._indexed = (0, 0)  # (steps, extra events) already in the histories
         self._dirty: set[int] = set()  # nodes with new events since the graph was synced
-        self._timelines: dict[int, tuple[int, list[tuple[int, NodeState]]]] = {}
+        self._timelines: dict[int, tuple[Any, list[tuple[int, NodeState]]]] = {}
+        self._pass_end: dict[int, int] = {}  # backward pass -> position of its last step
         # Structure: function -> its forward step; backward pass -> its steps (ascending);
         # variable -> its creator function. Extended up to _structured = (steps, nodes).
         self._forward_step: dict[int, int] = {}
@@ -101,6 +108,8 @@ class TraceIndex:
         if len(events) < len(self._info):
             events.extend([None] * (len(self._info) - len(events)))
         info = self._info
+        operands = self._operands
+        pass_end = self._pass_end
         # nodes already in the networkx graph get their value/grad attributes refreshed
         start = 0 if self._graph is None else self._graph_nodes  # type: ignore[attr-defined]
         touched = self._dirty
@@ -117,31 +126,42 @@ class TraceIndex:
         e = e0
         for k in range(k0, n_raw + 1):
             while e < n_extra and extra[e][0] <= k:
-                _, visible, node, kind, value = extra[e]
-                push(node, (visible, kind, value))
+                stamp, visible, node, kind, value, origin = extra[e]
+                pos = min(2 * visible + 1, 2 * stamp)
+                push(node, (pos, kind, value, origin))
+                if origin is not None and origin >= 0 and origin not in pass_end:
+                    pass_end[origin] = pos  # a seed: the pass begins (and may end) here
                 e += 1
             if k == n_raw:
                 break
             r = raw[k]
             fid = r[1]
+            pos = 2 * k + 1
             if r[0] == _FWD:
-                push(fid, (k, _VALUE, None))
+                push(fid, (pos, _VALUE, None, None))
                 for nid, value in zip(r[3], r[4], strict=True):
-                    push(nid, (k, _VALUE, value))
+                    push(nid, (pos, _VALUE, value, None))
+                if r[5] >= 0:  # run by a backward pass (create_graph): part of that pass
+                    pass_end[r[5]] = pos
                 continue
-            push(fid, (k, _GRAD, None))
+            bpass = r[6]
+            pass_end[bpass] = pos
+            push(fid, (pos, _GRAD, None, None))
             in_ids = info[fid][3]
             accs = r[4]
             for slot, g in enumerate(r[3]):
                 if g is None:
                     continue
+                nid = in_ids[slot]
+                if nid in operands:
+                    continue  # backward stores no gradient on a plain operand
                 if accs:
                     for a in accs:
                         if a[1] == slot:
                             g = a[4]  # the running sum is what the node holds now
-                push(in_ids[slot], (k, _GRAD, g))
+                push(nid, (pos, _GRAD, g, bpass))
             for nid in r[5]:
-                push(nid, (k, _CLEARED, None))
+                push(nid, (pos, _CLEARED, None, None))
         self._indexed = (n_raw, n_extra)
 
     def _history(self, node_id: int) -> list[tuple]:
@@ -155,31 +175,62 @@ class TraceIndex:
 
     # ------------------------------------------------------------------------------
     # States
+    #
+    # A node's history is in *positions*: ``2 * i + 1`` is right after step i, ``2 * i`` is
+    # right before step i (after what the program did between steps i - 1 and i: a leaf
+    # given a new value, a gradient emptied). Playback shows the state after each step; a
+    # view of one graph of a long run starts right before its first step.
     # ------------------------------------------------------------------------------
-    def state_at(self, node_id: int, step_index: int) -> NodeState:
-        """The node's state after ``steps[0..step_index]`` (-1: before any step).
+    def state_at(self, node_id: int, step_index: int, before: bool = False) -> NodeState:
+        """The node's state after ``steps[0..step_index]`` (-1: before any step); with
+        ``before``, right before step ``step_index`` runs.
 
         A Function node is NOT_COMPUTED before its forward step, VALUE after it, GRAD after
-        its backward step (FREED once collected).
+        its backward step (FREED once collected). A variable holding a gradient from a
+        backward pass that has ended is GRAD_CARRIED: the next backward adds to it.
         """
+        return self.state_at_position(node_id, _position(step_index, before))
+
+    def state_at_position(self, node_id: int, position: int) -> NodeState:
+        """:meth:`state_at` at a position (``2 * i + 1``: after step i; ``2 * i``: before)."""
         has_value = False
         grad_state = None
-        for visible, kind, _ in self._history(node_id):
-            if visible > step_index:
+        origin = None
+        for pos, kind, _, o in self._history(node_id):
+            if pos > position:
                 continue
             if kind == _VALUE:
                 has_value = True
             elif kind == _GRAD:
-                grad_state = NodeState.GRAD
+                grad_state, origin = NodeState.GRAD, o
             elif kind == _CLEARED:
                 grad_state = NodeState.GRAD_CLEARED
+            elif kind == _EMPTIED:
+                grad_state = None
             else:
                 return NodeState.FREED
+        return self._state(node_id, has_value, grad_state, origin, position)
+
+    def _state(
+        self, node_id: int, has_value: bool, grad_state: Any, origin: Any, position: int
+    ) -> NodeState:
         if not has_value:
             return NodeState.NOT_COMPUTED
         if node_id in self._constants:
             return NodeState.CONSTANT
+        if grad_state is NodeState.GRAD and self._carried(origin, position):
+            return NodeState.GRAD_CARRIED
         return grad_state or NodeState.VALUE
+
+    def _carried(self, origin: Any, position: int) -> bool:
+        """Whether a gradient made by backward pass ``origin`` is left over at ``position``:
+        that pass has ended (-1: it was there before recording)."""
+        if origin is None:
+            return False
+        if origin < 0:
+            return True
+        end = self._pass_end.get(origin)
+        return end is not None and end < position
 
     def change_points(self, node_id: int) -> list[int]:
         """The step indexes after which the node's state, value or gradient may change,
@@ -190,74 +241,126 @@ class TraceIndex:
         """``(step, state_at(node_id, step))`` at each of :meth:`change_points`: the node's
         whole timeline in one pass over its history (asking ``state_at`` at every point
         would cost the history's length each time)."""
+        steps: list[tuple[int, NodeState]] = []
+        for pos, state in self.position_timeline(node_id):
+            step = pos // 2
+            if steps and steps[-1][0] == step:
+                steps[-1] = (step, state)  # the state after the step wins
+            else:
+                steps.append((step, state))
+        return steps
+
+    def position_timeline(self, node_id: int) -> list[tuple[int, NodeState]]:
+        """``(position, state)`` at each position where the node's state, value or gradient
+        may change, ascending, starting with -1 (see :meth:`state_at_position`)."""
         history = self._history(node_id)
+        key = (len(history), self._indexed)
         cached = self._timelines.get(node_id)
-        if cached is not None and cached[0] == len(history):
+        if cached is not None and cached[0] == key:
             return cached[1]
-        visible = [e[0] if e[0] > -1 else -1 for e in history]
-        points = sorted(set(visible) | {-1})
-        if all(visible[i] <= visible[i + 1] for i in range(len(visible) - 1)):
-            timeline = self._sweep(node_id, history, visible, points)
+        positions = [e[0] for e in history]
+        points = set(positions)
+        points.add(-1)
+        carried_points = set()
+        pass_end = self._pass_end
+        last = 2 * len(self._raw) - 1  # after the last step
+        for e in history:
+            if e[1] == _GRAD and e[3] is not None and e[3] >= 0:
+                end = pass_end.get(e[3])
+                if end is not None and end < last and end + 1 not in points:
+                    carried_points.add(end + 1)  # where it may become a carried-over gradient
+        ordered = sorted(points | carried_points)
+        if all(positions[i] <= positions[i + 1] for i in range(len(positions) - 1)):
+            timeline = self._sweep(node_id, history, ordered)
         else:  # not in step order (never recorded so; a hand-made file could be)
-            timeline = [(p, self.state_at(node_id, p)) for p in points]
-        self._timelines[node_id] = (len(history), timeline)
+            timeline = [(p, self.state_at_position(node_id, p)) for p in ordered]
+        if carried_points:  # a pass end where nothing changed for this node is no change point
+            timeline = [
+                point
+                for i, point in enumerate(timeline)
+                if point[0] not in carried_points or point[1] is not timeline[i - 1][1]
+            ]
+        self._timelines[node_id] = (key, timeline)
         return timeline
 
     def _sweep(
-        self, node_id: int, history: list[tuple], visible: list[int], points: list[int]
+        self, node_id: int, history: list[tuple], points: list[int]
     ) -> list[tuple[int, NodeState]]:
-        # What state_at computes, for every point at once: the history is in step order.
-        constant = node_id in self._constants
+        # What state_at_position computes, for every point at once: the history is in order.
         has_value = freed = False
-        grad_state = None
+        grad_state = origin = None
         timeline = []
         k = 0
         n = len(history)
         for point in points:
-            while k < n and visible[k] <= point:
-                kind = history[k][1]
+            while k < n and history[k][0] <= point:
+                _, kind, _, o = history[k]
                 if kind == _VALUE:
                     has_value = True
                 elif kind == _GRAD:
-                    grad_state = NodeState.GRAD
+                    grad_state, origin = NodeState.GRAD, o
                 elif kind == _CLEARED:
                     grad_state = NodeState.GRAD_CLEARED
+                elif kind == _EMPTIED:
+                    grad_state = None
                 else:
                     freed = True
                 k += 1
             if freed:
                 state = NodeState.FREED
-            elif not has_value:
-                state = NodeState.NOT_COMPUTED
-            elif constant:
-                state = NodeState.CONSTANT
             else:
-                state = grad_state or NodeState.VALUE
+                state = self._state(node_id, has_value, grad_state, origin, point)
             timeline.append((point, state))
         return timeline
 
-    def value_at(self, node_id: int, step_index: int) -> Any:
-        """The variable's value after ``steps[0..step_index]`` (None before it was computed)."""
+    def value_at(self, node_id: int, step_index: int, before: bool = False) -> Any:
+        """The variable's value after ``steps[0..step_index]`` (None before it was computed);
+        with ``before``, right before step ``step_index``."""
+        return self.value_at_position(node_id, _position(step_index, before))
+
+    def value_at_position(self, node_id: int, position: int) -> Any:
         found = None
-        for visible, kind, value in self._history(node_id):
-            if kind == _VALUE and visible <= step_index:
+        for pos, kind, value, _ in self._history(node_id):
+            if kind == _VALUE and pos <= position:
                 found = value
         return self._snap(found)  # type: ignore[attr-defined]
 
-    def grad_at(self, node_id: int, step_index: int) -> Any:
-        """The variable's gradient after ``steps[0..step_index]`` (None if none or cleared)."""
-        found = None
-        for visible, kind, value in self._history(node_id):
-            if visible <= step_index:
+    def grad_at(self, node_id: int, step_index: int, before: bool = False) -> Any:
+        """The variable's gradient after ``steps[0..step_index]`` (None if none, cleared by
+        backward or emptied by the program); with ``before``, right before that step."""
+        return self.grad_at_position(node_id, _position(step_index, before))
+
+    def grad_at_position(self, node_id: int, position: int) -> Any:
+        return self._snap(self._grad_event(node_id, position)[0])  # type: ignore[attr-defined]
+
+    def grad_origin(self, node_id: int, step_index: int, before: bool = False) -> int | None:
+        """The backward pass (0-based) that produced the gradient the node holds after step
+        ``step_index``: -1 when it was held before recording began, None when the node holds
+        none or holds one the program set itself."""
+        return self.grad_origin_at_position(node_id, _position(step_index, before))
+
+    def grad_origin_at_position(self, node_id: int, position: int) -> int | None:
+        return self._grad_event(node_id, position)[1]
+
+    def _grad_event(self, node_id: int, position: int) -> tuple[Any, Any]:
+        found = origin = None
+        for pos, kind, value, o in self._history(node_id):
+            if pos <= position:
                 if kind == _GRAD:
-                    found = value
-                elif kind == _CLEARED:
-                    found = None
-        return self._snap(found)  # type: ignore[attr-defined]
+                    found, origin = value, o
+                elif kind in (_CLEARED, _EMPTIED):
+                    found = origin = None
+        return found, origin
+
+    def pass_end(self, backward_pass: int) -> int | None:
+        """The position of the last step of backward pass ``backward_pass`` (None: no such
+        pass); a gradient it produced is carried over after it."""
+        self._index()
+        return self._pass_end.get(backward_pass)
 
     def _last(self, node_id: int, kind: int) -> Any:
         found = None
-        for _, k, value in self._history(node_id):
+        for _, k, value, _ in self._history(node_id):
             if k == kind:
                 found = value
         return self._snap(found)  # type: ignore[attr-defined]

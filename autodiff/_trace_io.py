@@ -20,6 +20,7 @@ from autodiff._snapshot import Snapshot, raw_nonfinite, to_snapshot
 from autodiff.trace import (
     _BWD,
     _CLEARED,
+    _EMPTIED,
     _FREED,
     _FUNCTION,
     _FWD,
@@ -33,11 +34,21 @@ from autodiff.trace import (
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_DEPTH", "SCHEMA_VERSION", "load", "to_dot", "to_graphml"]
 
 FORMAT = "autodiff-trace"
-SCHEMA_VERSION = 1
+# 2: events may be 'emptied' (a gradient set to None by the program) and carry the backward
+# 'pass' that produced a gradient; nodes may be 'operand' (a constant backward stores no
+# gradient on); an event's 'visible' may be any step from -1 up to its stamp. Files of version
+# 1 load as they are.
+SCHEMA_VERSION = 2
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 64  # the format itself needs 7 + the largest array's ndim
 _MAX_NDIM = 32
-_EVENT_KINDS = {"value": _VALUE, "grad": _GRAD, "cleared": _CLEARED, "freed": _FREED}
+_EVENT_KINDS = {
+    "value": _VALUE,
+    "grad": _GRAD,
+    "cleared": _CLEARED,
+    "freed": _FREED,
+    "emptied": _EMPTIED,
+}
 _EVENT_NAMES = {v: k for k, v in _EVENT_KINDS.items()}
 _ARRAY_DTYPES = frozenset(
     ["bool"]
@@ -149,6 +160,7 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
                 "dtype": a["dtype"],
                 "generation": a["generation"],
                 "constant": a["constant"],
+                "operand": nid in trace._operands,
                 "grad_of": a["grad_of"],
             }
         )
@@ -193,8 +205,9 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
             "node": node,
             "kind": _EVENT_NAMES[kind],
             "snapshot": _snap_dict(to_snapshot(raw)),
+            "pass": origin,
         }
-        for stamp, visible, node, kind, raw in trace._extra
+        for stamp, visible, node, kind, raw, origin in trace._extra
     ]
     return {
         "format": FORMAT,
@@ -400,11 +413,11 @@ def trace_from_dict(data: Any) -> Trace:
     t = Trace(_int(data["max_array_size"], "max_array_size", lo=0))
     _load_graph(t, data["graph"])
     _load_steps(t, _list(data["steps"], "steps"))
-    _load_events(t, _list(data["events"], "events"))
     roots = _list(data["backward_roots"], "backward_roots")
     for i, r in enumerate(roots):
         _node_ref(t, r, f"backward_roots[{i}]", _VARIABLE)
     t.backward_roots = list(roots)
+    _load_events(t, _list(data["events"], "events"))
     return t
 
 
@@ -446,6 +459,8 @@ def _load_graph(t: Trace, g: Any) -> None:
                 t._names[i] = name
             if constant:
                 t._constants.add(i)
+                if n.get("operand") is not None and _bool(n["operand"], f"{p}.operand"):
+                    t._operands.add(i)
             if n.get("grad_of") is not None:
                 grad_of[i] = (n["grad_of"], f"{p}.grad_of")
         else:
@@ -583,7 +598,7 @@ def _load_events(t: Trace, events: list) -> None:
         _dict(e, p, ("stamp", "visible", "node", "kind", "snapshot"))
         stamp = _int(e["stamp"], f"{p}.stamp", lo=last, hi=n_steps)
         last = stamp
-        visible = _int(e["visible"], f"{p}.visible", lo=stamp - 1, hi=stamp)
+        visible = _int(e["visible"], f"{p}.visible", lo=-1, hi=stamp)
         node = _node_ref(t, e["node"], f"{p}.node")
         kind_name = _str(e["kind"], f"{p}.kind")
         if kind_name not in _EVENT_KINDS:
@@ -591,4 +606,7 @@ def _load_events(t: Trace, events: list) -> None:
                 f"{p}.kind", f"expected one of {sorted(_EVENT_KINDS)}, got {kind_name[:20]!r}"
             )
         snap = snapshot_from_dict(e["snapshot"], f"{p}.snapshot", optional=True)
-        t._extra.append((stamp, visible, node, _EVENT_KINDS[kind_name], snap))
+        origin = e.get("pass")
+        if origin is not None:
+            origin = _int(origin, f"{p}.pass", lo=-1, hi=len(t.backward_roots))
+        t._extra.append((stamp, visible, node, _EVENT_KINDS[kind_name], snap, origin))

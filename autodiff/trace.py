@@ -21,6 +21,7 @@ from autodiff import core
 from autodiff._recorder import (  # noqa: F401  (the event and node kinds, for _trace_io)
     _BWD,
     _CLEARED,
+    _EMPTIED,
     _FREED,
     _FUNCTION,
     _FWD,
@@ -398,7 +399,8 @@ def from_output(output: Any, max_array_size: int = DEFAULT_MAX_ARRAY_SIZE) -> Tr
     for nid in trace.variables:
         v = trace.live(nid)
         if v is not None and v.grad is not None:
-            extra.append((stamp, stamp - 1, nid, _GRAD, capture(v.grad.data, max_array_size)))
+            raw = capture(v.grad.data, max_array_size)
+            extra.append((stamp, stamp - 1, nid, _GRAD, raw, None))
     return trace
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from autodiff.trace import NodeState
+from viewer.model.node_display import node_display
 
 __all__ = ["FULL_ARRAY_LIMIT", "ArrayInfo", "NodeInfo", "NodeRef", "describe_array", "inspect"]
 
@@ -70,6 +71,9 @@ class NodeInfo:
     outputs: tuple[NodeRef, ...]  # a Function's outputs
     grad_of: int | None = None  # for a gradient made under create_graph: whose gradient
     live: bool = False  # the engine object still exists
+    note: str = ""  # why the gradient shows as it does (carried over, used and dropped...)
+    # for a constant: the gradients that reached it at this step, not stored: (op, slot, info)
+    passing: tuple[tuple[str, int, ArrayInfo], ...] = ()
 
     @property
     def title(self) -> str:
@@ -92,6 +96,10 @@ class NodeInfo:
             rows.append(("value", self.value.text))
         if self.grad is not None:
             rows.append(("grad", self.grad.text))
+        for op, slot, info in self.passing:
+            rows.append((f"∇ at {op} arg {slot} (not stored)", info.text))
+        if self.note:
+            rows.append(("note", self.note))
         if self.creator is not None:
             rows.append(("creator", self.creator.label))
         if self.consumers:
@@ -128,9 +136,12 @@ def inspect(trace: Any, node_id: int, step_index: int) -> NodeInfo:
         inputs.sort(key=lambda r: r.slot)
         outputs.sort(key=lambda r: r.slot)
     value = grad = None
+    shown = node_display(trace, node_id, step_index)
+    passing: tuple[tuple[str, int, ArrayInfo], ...] = ()
     if kind == "variable":
-        value = describe_array(trace.value_at(node_id, step_index))
-        grad = describe_array(trace.grad_at(node_id, step_index))
+        value = describe_array(shown.value)
+        grad = describe_array(shown.grad)
+        passing = tuple((op, slot, describe_array(g)) for op, slot, g in shown.passing)
     return NodeInfo(
         node_id=int(node_id),
         kind=kind,
@@ -140,7 +151,7 @@ def inspect(trace: Any, node_id: int, step_index: int) -> NodeInfo:
         dtype=attrs.get("dtype"),
         generation=int(attrs.get("generation", 0)),
         constant=bool(attrs.get("constant", False)),
-        state=trace.state_at(node_id, step_index),
+        state=shown.state,
         step=int(step_index),
         value=value,
         grad=grad,
@@ -150,6 +161,8 @@ def inspect(trace: Any, node_id: int, step_index: int) -> NodeInfo:
         outputs=tuple(outputs),
         grad_of=attrs.get("grad_of"),
         live=_is_live(trace, node_id),
+        note=shown.note,
+        passing=passing,  # type: ignore[arg-type]
     )
 
 

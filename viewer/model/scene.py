@@ -28,6 +28,7 @@ from viewer.model.graph_layout import (
     compute_layout,
     layout_from_positions,
 )
+from viewer.model.node_display import node_display
 from viewer.model.node_states import (
     STATE_CODES,
     STATE_NAMES,
@@ -133,9 +134,10 @@ class Scene:
         first = trace.first_nonfinite() if hasattr(trace, "first_nonfinite") else None
         if first is not None and first.function in self._index_of:
             phase = "forward output" if first.phase == "forward" else "backward gradient"
+            badge = nonfinite_badge(first)
             self.set_overlay(
                 first.function,
-                Overlay("nonfinite", "NaN", self.palette.error, f"first non-finite {phase}"),
+                Overlay("nonfinite", badge, self.palette.error, f"first {badge} in a {phase}"),
             )
 
     # --- identity ---------------------------------------------------------------
@@ -215,6 +217,20 @@ class Scene:
         label_events = np.full(self.n_nodes, -1, dtype=np.intp)
         label_events[nodes] = events
         labels = self._labels_for(label_events)
+        if step >= 0 and self._steps[step].phase == "backward":
+            # The outputs whose gradient this step used and dropped show it during the step
+            # (node_display): not part of the cached labels, which hold between change points.
+            s = self._steps[step]
+            patched = [self.index_of(y) for y in s.outputs if y in s.cleared]
+            patched = [i for i in patched if i >= 0]
+            if patched:
+                labels = list(labels)
+                for i in patched:
+                    shown = self.display(i, step)
+                    labels[i] = self._text(i, shown.value, shown.grad)
+                    codes[i] = STATE_CODES[shown.state]
+                fill = fill.copy()
+                fill[patched] = self.palette.variable_fill[codes[patched]]
         nonfinite = np.zeros(self.n_nodes, dtype=bool)
         current_function = -1
         current_nodes = np.zeros(0, np.intp)
@@ -226,7 +242,8 @@ class Scene:
             phase = s.phase
             current_function = self.index_of(s.function)
             touched = [current_function] + [
-                self.index_of(v) for v in (s.outputs if s.phase == "forward" else s.inputs)
+                self.index_of(v)
+                for v in (s.outputs if s.phase == "forward" else (*s.inputs, *s.outputs))
             ]
             current_nodes = np.array(sorted({i for i in touched if i >= 0}), dtype=np.intp)
             if current_function >= 0:
@@ -287,27 +304,44 @@ class Scene:
         text = self._labels.get(key)
         if text is None:
             point = int(self._event_steps[event]) if event >= 0 else -1
-            text = self.label(index, point)
+            text = self._cached_text(index, point)
             self._labels[key] = text
         return text
+
+    def display(self, index: int, step: int) -> Any:
+        """What node ``index`` shows after ``step`` (a :class:`NodeDisplay`): the one source
+        of its label, its tooltip and the inspector."""
+        step = max(-1, min(int(step), self.n_steps - 1))
+        s = self._steps[step] if step >= 0 else None
+        return node_display(self.trace, int(self.node_ids[index]), step, s)
 
     def label(self, index: int, step: int, detail: int = 2) -> str:
         """The label of node ``index`` at ``step``: ``detail`` 0 none, 1 name/op, 2 with shape
         and value / gradient summaries."""
         if detail <= 0:
             return ""
-        name = self.names[index]
         if detail == 1 or self.kinds[index] == "function":
-            return name
+            return self.names[index]
+        shown = self.display(index, step)
+        return self._text(index, shown.value, shown.grad)
+
+    def _cached_text(self, index: int, step: int) -> str:
+        """The label between two change points (no step-only facts, see frame())."""
+        if self.kinds[index] == "function":
+            return self.names[index]
         nid = int(self.node_ids[index])
+        return self._text(index, self.trace.value_at(nid, step), self.trace.grad_at(nid, step))
+
+    def _text(self, index: int, value: Any, grad: Any) -> str:
+        name = self.names[index]
+        if self.kinds[index] == "function":
+            return name
         lines = [name] if name else []
         shape = self.shapes[index]
         if shape:
             lines.append("x".join(str(d) for d in shape))
-        value = self.trace.value_at(nid, step)
         if value is not None:
             lines.append(format_snapshot(value))
-        grad = self.trace.grad_at(nid, step)
         if grad is not None:
             lines.append("∇ " + format_snapshot(grad))
         return "\n".join(lines)
@@ -426,11 +460,20 @@ class Scene:
     def node_tooltip(self, index: int, step: int) -> str:
         step = max(-1, min(int(step), self.n_steps - 1))
         nid = int(self.node_ids[index])
-        state = self.trace.state_at(nid, step)
-        head = f"{self.names[index] or 'variable'} ({self.kinds[index]}, {state.value})"
+        shown = self.display(index, step)
+        state = shown.state.value.replace("_", " ")
+        fallback = "constant" if shown.state is NodeState.CONSTANT else "variable"
+        head = f"{self.names[index] or fallback} ({self.kinds[index]}, {state})"
         lines = [head]
         if self.kinds[index] == "variable":
-            lines.append(self.label(index, step).split("\n", 1)[-1])
+            if shown.value is not None:
+                lines.append("value " + format_snapshot(shown.value))
+            if shown.grad is not None:
+                lines.append("∇ " + format_snapshot(shown.grad))
+            for op, slot, g in shown.passing:
+                lines.append(f"∇ {format_snapshot(g)} reached argument {slot} of {op}")
+            if shown.note:
+                lines.append(shown.note)
         accumulation = self.accumulation_text(nid, step)
         if accumulation:
             lines.append(accumulation)
@@ -487,6 +530,29 @@ class Scene:
         for nid, error in errors.items():
             colour = error_colour(error)
             self.set_overlay(int(nid), Overlay(kind, f"{error:.1e}", colour, f"error {error:.3g}"))
+
+
+def nonfinite_badge(step: Any) -> str:
+    """'NaN', 'Inf', '-Inf' (or '±Inf') by what the first non-finite snapshot of a step holds."""
+    if step.phase == "forward":
+        snaps = list(step.values)
+    else:
+        snaps = [*step.input_grads, *(a.new for a in step.accumulations)]
+    for snap in snaps:
+        if snap is None or snap.finite:
+            continue
+        if snap.nan:
+            return "NaN"
+        if snap.array is not None:
+            values = np.asarray(snap.array, dtype=np.float64)
+            pos, neg = bool(np.isposinf(values).any()), bool(np.isneginf(values).any())
+        else:  # a summary: its finite min / max say which side is missing
+            pos = not math.isfinite(snap.max) or snap.max > 0
+            neg = not math.isfinite(snap.min) or snap.min < 0
+        if pos and neg:
+            return "±Inf"
+        return "-Inf" if neg else "Inf"
+    return "NaN"
 
 
 def _short_name(attrs: Mapping[str, Any]) -> str:

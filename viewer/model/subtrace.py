@@ -21,7 +21,6 @@ from typing import Any
 import networkx as nx
 
 from autodiff.trace import NodeState
-from viewer.model.node_states import change_points
 
 __all__ = ["TraceView", "view_for_root"]
 
@@ -91,51 +90,52 @@ class TraceView:
     def node(self, node_id: int) -> dict[str, Any]:
         return self.base.node(node_id)
 
+    def position(self, step_index: int) -> int:
+        """The base trace's position (see ``Trace.state_at_position``) that the view's step
+        ``step_index`` shows: right after that base step; for -1, right before the view's
+        first step, so what the program changed between iterations (a leaf's new value, an
+        emptied gradient) shows from the start of the view, never in the view before."""
+        steps = self._global
+        if not steps:
+            return -1
+        if step_index < 0:
+            return 2 * steps[0]
+        return 2 * steps[min(step_index, len(steps) - 1)] + 1
+
     def state_at(self, node_id: int, step_index: int) -> Any:
-        return self.base.state_at(node_id, self.global_step(step_index))
+        return self.base.state_at_position(node_id, self.position(step_index))
 
     def value_at(self, node_id: int, step_index: int) -> Any:
-        return self.base.value_at(node_id, self.global_step(step_index))
+        return self.base.value_at_position(node_id, self.position(step_index))
 
     def grad_at(self, node_id: int, step_index: int) -> Any:
-        return self.base.grad_at(node_id, self.global_step(step_index))
+        return self.base.grad_at_position(node_id, self.position(step_index))
+
+    def grad_origin(self, node_id: int, step_index: int) -> int | None:
+        return self.base.grad_origin_at_position(node_id, self.position(step_index))
 
     def change_points(self, node_id: int) -> list[int]:
-        public = getattr(self.base, "change_points", None)
-        if callable(public):
-            points = public(node_id)
-        else:
-            points = change_points(self.base, node_id, self.base.steps)
-        return self._local_points(points)
-
-    def _local_points(self, points: Iterable[int]) -> list[int]:
-        """The view steps after which the state may change, for a node whose base state may
-        change after the base steps ``points``: a change after base step ``p`` shows from
-        the first view step at or after ``p`` on (before the view's first step: at -1);
-        changes after the view's last step never show."""
-        steps = self._global
-        before = self.global_step(-1)
-        local = {-1}
-        for p in points:
-            if p <= before:
-                continue
-            k = bisect.bisect_left(steps, p)
-            if k < len(steps):
-                local.add(k)
-        return sorted(local)
+        return [point for point, _ in self.timeline(node_id)]
 
     def timeline(self, node_id: int) -> list[tuple[int, Any]]:
-        """(view step, state) at each of :meth:`change_points`, from the base trace's
-        timeline: the state after view step ``i`` is the base's after ``global_step(i)``."""
-        base_timeline = getattr(self.base, "timeline", None)
-        if not callable(base_timeline):
-            return [(p, self.state_at(node_id, p)) for p in self.change_points(node_id)]
-        timeline = base_timeline(node_id)
-        points = [p for p, _ in timeline]
+        """(view step, state) at each view step where the node's state, value or gradient
+        may change: a change at base position p shows from the first view step whose
+        position is at or after p (changes after the view's last step never show)."""
+        base = self.base.position_timeline(node_id)
+        points = [p for p, _ in base]
+        steps = self._global
+        first = self.position(-1)
+        local = {-1}
+        for p in points:
+            if p <= first:
+                continue
+            k = bisect.bisect_left(steps, p // 2)  # the first view step g with 2g+1 >= p
+            if k < len(steps):
+                local.add(k)
         result = []
-        for local in self._local_points(points):
-            i = bisect.bisect_right(points, self.global_step(local)) - 1
-            result.append((local, timeline[i][1] if i >= 0 else NodeState.NOT_COMPUTED))
+        for j in sorted(local):
+            i = bisect.bisect_right(points, self.position(j)) - 1
+            result.append((j, base[i][1] if i >= 0 else NodeState.NOT_COMPUTED))
         return result
 
     def first_nonfinite(self) -> Any | None:

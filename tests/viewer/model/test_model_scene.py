@@ -97,11 +97,17 @@ def test_accumulation_text_at_fan_in():
 
 
 def test_grad_cleared_state_is_shown():
-    _, scene = make_scene("x = 0.5\na = square(x)\ny = exp(a)")
+    _, scene = make_scene("x = 0.5\na = square(x)\nb = exp(a)\ny = sin(b)")
     a = scene.names.index("a")
     codes = [scene.frame(s).state_codes[a] for s in range(-1, scene.n_steps)]
-    assert state_code("grad") in codes
-    assert codes[-1] == state_code("grad_cleared")
+    labels = [scene.frame(s).labels[a] for s in range(-1, scene.n_steps)]
+    # a receives its gradient from Exp (step 4), Square uses it and backward drops it
+    # (step 5): it shows the gradient through the step that uses it, then "grad cleared"
+    assert codes[-3:] == [state_code("value"), state_code("grad"), state_code("grad")]
+    assert "∇" in labels[-1] and "∇" not in labels[-3]
+    b = scene.names.index("b")
+    assert scene.frame(scene.n_steps - 1).state_codes[b] == state_code("grad_cleared")
+    assert "∇" not in scene.frame(scene.n_steps - 1).labels[b]
 
 
 def test_constant_state():
@@ -152,7 +158,10 @@ def test_overlays_and_nonfinite_flag():
     _, scene = make_scene("x = 1.5\nd = x - x\ny = log(d) * x")
     indexes, colours, badges = scene.overlay_arrays("nonfinite")
     assert len(indexes) == 1 and scene.names[indexes[0]] == "Log"
-    assert colours.shape == (1, 4) and badges == ["NaN"]
+    assert colours.shape == (1, 4) and badges == ["-Inf"]  # log(0): the badge says what
+    for text, badge in [("y = log(x - x - 1)", "NaN"), ("y = exp(x * 1000)", "Inf")]:
+        _, other = make_scene(text)
+        assert other.overlay_arrays("nonfinite")[2] == [badge], text
     assert scene.frame(scene.n_steps - 1).nonfinite.any()
     assert not scene.frame(-1).nonfinite.any()
     node = int(scene.node_ids[0])

@@ -1,0 +1,81 @@
+"""What one node shows at one playback step: the single source of the graph's labels, its
+tooltips and the inspector, so that the three always agree.
+
+Everything comes from the recording (the trace's state, value and gradient after the step),
+never from the live objects, plus two facts of the step itself:
+
+- at a backward step, an output whose gradient backward drops once used (``retain_grad=False``)
+  shows the gradient the step received: the seed ``1`` on the output of the first backward step,
+  the gradient flowing through an intermediate. From the next step it is *grad cleared*.
+- a plain operand (``x * 3``) keeps no gradient: the gradient that reached its slot is shown as
+  passing, marked as not stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from autodiff.trace import NodeState
+
+__all__ = ["NodeDisplay", "carried_note", "node_display"]
+
+
+@dataclass(frozen=True)
+class NodeDisplay:
+    """A node at a step: its drawn state, value and gradient (Snapshots or None), a note on the
+    gradient ('' when there is nothing to say) and, for a constant, the gradients that reached
+    it at this step without being stored: ``(op, slot, Snapshot)``."""
+
+    state: NodeState
+    value: Any
+    grad: Any
+    note: str = ""
+    passing: tuple[tuple[str, int, Any], ...] = ()
+    origin: int | None = None  # the backward pass (0-based) whose gradient is held
+
+
+def carried_note(origin: int | None) -> str:
+    """Why a gradient is drawn as carried over, for a gradient made by pass ``origin``."""
+    if origin is not None and origin >= 0:
+        where = f"carried over from backward #{origin + 1}"
+    else:
+        where = "held before recording began"
+    return f"{where}: nothing emptied it (cleargrad / zero_grad), so the next backward adds to it"
+
+
+def node_display(trace: Any, node_id: int, step_index: int, step: Any = None) -> NodeDisplay:
+    """What ``node_id`` shows after step ``step_index`` of ``trace`` (a Trace or TraceView);
+    ``step`` is ``trace.steps[step_index]`` when the caller has it."""
+    state = trace.state_at(node_id, step_index)
+    value = trace.value_at(node_id, step_index)
+    grad = trace.grad_at(node_id, step_index)
+    origin = _origin(trace, node_id, step_index) if grad is not None else None
+    note = carried_note(origin) if state is NodeState.GRAD_CARRIED else ""
+    passing: tuple[tuple[str, int, Any], ...] = ()
+    if step_index >= 0:
+        if step is None:
+            step = trace.steps[step_index]
+        if step.phase == "backward":
+            if node_id in step.outputs and node_id in step.cleared:
+                g = step.output_grads[step.outputs.index(node_id)]
+                if g is not None:
+                    grad, state, origin = g, NodeState.GRAD, step.backward_pass
+                    note = (
+                        f"the gradient {step.op} received at this step; backward drops it "
+                        "once used (retain_grad=False)"
+                    )
+            elif state is NodeState.CONSTANT and grad is None and node_id in step.inputs:
+                passing = tuple(
+                    (step.op, slot, g)
+                    for slot, (x, g) in enumerate(zip(step.inputs, step.input_grads, strict=False))
+                    if x == node_id and g is not None
+                )
+                if passing:
+                    note = "reached this constant at this step; not stored (constants keep none)"
+    return NodeDisplay(state, value, grad, note, passing, origin)
+
+
+def _origin(trace: Any, node_id: int, step_index: int) -> int | None:
+    origin = getattr(trace, "grad_origin", None)
+    return origin(node_id, step_index) if callable(origin) else None
