@@ -48,8 +48,12 @@ class Layer:
         if isinstance(value, Parameter | Layer):
             registered[name] = None
             _structure_version += 1
-            if isinstance(value, Layer) and value.name is None:
-                object.__setattr__(value, "name", name)
+            if isinstance(value, Layer):
+                if value.name is None:
+                    object.__setattr__(value, "name", name)
+                _qualify_names(value, value.name)
+            elif value.name is None:
+                value.name = name  # a Parameter is named after its attribute ("W")
         elif name in registered:
             del registered[name]
             _structure_version += 1
@@ -206,6 +210,15 @@ class Layer:
     def _label(self) -> str:
         kind = type(self).__name__
         return f"{kind} layer {self.name!r}" if self.name else f"{kind} layer"
+
+
+def _qualify_names(layer: Layer, prefix: str) -> None:
+    """Name the parameters of a sub-layer by their path from its parent: the viewer then
+    tells ``l0.W`` from ``l1.W``. A name the user gave (other than the attribute's) stays."""
+    for key, param in layer._iter_named(""):
+        own = key.replace("/", ".")
+        if param.name is None or param.name in (own, key.rsplit("/", 1)[-1]):
+            param.name = f"{prefix}.{own}"
 
 
 def _weak(x: Any) -> Any:

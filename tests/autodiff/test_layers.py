@@ -60,7 +60,8 @@ def test_reassigning_a_non_parameter_unregisters_and_a_new_parameter_registers()
     block.p3 = Parameter(np.zeros(2))
     assert list(block.params())[-1] is block.p3
     del block.p1
-    assert [p.name for p in block.params()] == ["W", "b", None]
+    # parameters are named by their path from the layer (the viewer's l0.W, l1.b)
+    assert [p.name for p in block.params()] == ["inner.W", "inner.b", "p3"]
 
 
 def test_a_shared_parameter_is_yielded_once():
@@ -305,3 +306,25 @@ def test_to_cpu_is_a_no_op_and_to_gpu_says_why_not():
     model.to_cpu()
     with pytest.raises(NotImplementedError, match="numpy only"):
         model.to_gpu()
+
+
+def test_parameters_are_named_by_their_path_and_user_names_stay():
+    from autodiff import models
+
+    mlp = models.MLP((3, 4, 1))
+    assert [p.name for p in mlp.params()] == ["l0.W", "l0.b", "l1.W", "l1.b", "l2.W", "l2.b"]
+
+    class Pair(Layer):
+        def __init__(self):
+            super().__init__()
+            self.fc = L.Linear(2)
+            self.scale = Parameter(np.ones(1), name="gain")
+
+    class Net(models.Model):
+        def __init__(self):
+            super().__init__()
+            self.b1 = Pair()
+            self.b2 = Pair()
+
+    names = [p.name for p in Net().params()]
+    assert names == ["b1.fc.W", "b1.fc.b", "gain", "b2.fc.W", "b2.fc.b", "gain"]

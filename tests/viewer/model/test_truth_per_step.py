@@ -1,0 +1,237 @@
+"""The view tells the truth at every step (issue 10, point 1).
+
+Multi-iteration scripts print what they hold (leaf values before each forward, the gradient a
+leaf holds before backward, the output, the contributions and the gradient after backward);
+the numbers on every label, tooltip and inspector of every step of every graph the app offers
+must be exactly those, never a value from another iteration or from the live objects.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+
+import numpy as np
+import pytest
+
+from autodiff.trace import NodeState
+from viewer.model import Document
+from viewer.model.inspector import inspect
+
+_SCALAR = """
+import json
+import numpy as np
+from autodiff import Variable
+import autodiff.functions as F
+
+x = Variable(np.array(1.0), name="x")
+for v in (1.0, 2.0, 0.5):
+    x.data = np.array(v)
+    {clear}
+    before = None if x.grad is None else float(x.grad.data)
+    y = F.sin(x) * x
+    y.name = "y"
+    y.backward()
+    print(json.dumps({{"x": v, "before": before, "y": float(y.data),
+                      "mul": float(np.sin(v)), "sin": float(np.cos(v) * v),
+                      "after": float(x.grad.data)}}))
+"""
+
+_BY_HAND = """
+import json
+import numpy as np
+from autodiff import Variable
+import autodiff.functions as F
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((4, 2))
+T = rng.standard_normal((4, 1))
+w = Variable(rng.standard_normal((2, 1)), name="w")
+for i in range(3):
+    before = None if w.grad is None else w.grad.data.ravel().tolist()
+    record = {"w": w.data.ravel().tolist(), "before": before}
+    loss = F.mean_squared_error(F.matmul(X, w), T)
+    loss.name = "loss"
+    w.cleargrad()  # after the forward: the old gradient is held until here
+    loss.backward()
+    record.update(loss=float(loss.data), after=w.grad.data.ravel().tolist())
+    print(json.dumps(record))
+    w.data = w.data - 0.1 * w.grad.data
+"""
+
+_OPTIMIZER = """
+import json
+import numpy as np
+import autodiff.functions as F
+from autodiff import models, optimizers
+
+np.random.seed(3)
+X = np.random.randn(5, 2)
+T = np.random.randn(5, 1)
+model = models.MLP((3, 1))
+opt = optimizers.SGD(lr=0.2).setup(model)
+for i in range(3):
+    before = {p.name: None if p.grad is None else p.grad.data.ravel().tolist()
+              for p in model.params()}
+    loss = F.mean_squared_error(model(X), T)
+    loss.name = "loss"
+    params = {p.name: p.data.ravel().tolist() for p in model.params()}  # W made lazily
+    model.cleargrads()  # as the book does: after the forward, before backward
+    loss.backward()
+    grads = {p.name: p.grad.data.ravel().tolist() for p in model.params()}
+    print(json.dumps({"params": params, "before": before, "loss": float(loss.data),
+                      "grads": grads}))
+    opt.update()
+"""
+
+
+def _run(tmp_path, source: str) -> tuple[Document, list[dict]]:
+    path = tmp_path / "script.py"
+    path.write_text(textwrap.dedent(source))
+    doc = Document()
+    assert doc.run_script(path), doc.last_error
+    result = doc.script_result
+    records = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert len(result.graphs) == len(records) == 3
+    return doc, records
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(t) for t in re.findall(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", text)]
+
+
+def _label_parts(label: str) -> tuple[str, str | None, str | None]:
+    """(name, value text, gradient text) of a variable's label."""
+    lines = label.split("\n")
+    grad = lines.pop()[2:] if lines and lines[-1].startswith("∇ ") else None
+    name = lines[0] if lines else ""
+    value = lines[-1] if len(lines) > 1 else None
+    return name, value, grad
+
+
+def _close(text: str | None, expected: float) -> bool:
+    return text is not None and abs(float(text) - expected) <= 5e-4 * max(1.0, abs(expected))
+
+
+def _walk(doc: Document, graph: int):
+    """(step, frame, scene) for every step of script graph ``graph``, from -1 to the end."""
+    assert doc.show_script_graph(graph)
+    scene = doc.scene
+    for step in range(-1, scene.n_steps):
+        doc.playback.seek(step)
+        yield step, doc.frame(), scene
+
+
+@pytest.mark.parametrize("clear", [True, False], ids=["cleargrad", "cleargrad forgotten"])
+def test_scalar_leaf_across_iterations(tmp_path, clear):
+    doc, records = _run(tmp_path, _SCALAR.format(clear="x.cleargrad()" if clear else ""))
+    for k, rec in enumerate(records):
+        x_idx = y_idx = None
+        seen_seed = False
+        first_backward = None
+        for step, frame, scene in _walk(doc, k):
+            if x_idx is None:
+                x_idx, y_idx = scene.names.index("x"), scene.names.index("y")
+            phase = frame.phase
+            if phase == "backward" and first_backward is None:
+                first_backward = step
+            _, value, grad = _label_parts(frame.labels[x_idx])
+            # the leaf holds this iteration's value at every step, -1 included
+            assert _close(value, rec["x"]), (k, step, frame.labels[x_idx])
+            info = doc.inspect(int(scene.node_ids[x_idx]))
+            assert float(info.value.array) == rec["x"]
+            state = scene.state(x_idx, step)
+            if first_backward is None:  # forward: what it held before backward
+                if rec["before"] is None:
+                    assert grad is None and info.grad is None, (k, step)
+                    assert state is NodeState.VALUE
+                else:
+                    assert _close(grad, rec["before"]) and state is NodeState.GRAD_CARRIED
+                    assert float(info.grad.array) == rec["before"]
+                    assert f"backward #{k}" in info.note and "adds to it" in info.note
+                    assert "carried over" in scene.node_tooltip(x_idx, step)
+            elif step == first_backward:  # Mul: its contribution sin(x)
+                expected = (rec["before"] or 0.0) + rec["mul"]
+                assert _close(grad, expected) and info.grad.array == pytest.approx(expected)
+                _, _, y_grad = _label_parts(frame.labels[y_idx])
+                assert y_grad == "1", "the output shows its seed gradient"
+                assert doc.inspect(int(scene.node_ids[y_idx])).grad.array == 1.0
+                seen_seed = True
+            if step == scene.n_steps - 1:
+                assert _close(grad, rec["after"]) and state is NodeState.GRAD
+                assert float(info.grad.array) == pytest.approx(rec["after"], abs=1e-15)
+            _, y_value, _ = _label_parts(frame.labels[y_idx])
+            if step >= 1:
+                assert _close(y_value, rec["y"])
+        assert seen_seed
+
+
+def test_parameters_updated_by_hand(tmp_path):
+    doc, records = _run(tmp_path, _BY_HAND)
+    for k, rec in enumerate(records):
+        for step, frame, scene in _walk(doc, k):
+            w = scene.names.index("w")
+            info = doc.inspect(int(scene.node_ids[w]))
+            # the update made after backward #k shows from graph k + 1 on, never in graph k
+            np.testing.assert_array_equal(info.value.array.ravel(), rec["w"])
+            assert _numbers(frame.labels[w].split("\n")[2]) == pytest.approx(rec["w"], rel=1e-3)
+            if frame.phase != "backward":
+                if rec["before"] is None:
+                    assert info.grad is None
+                else:  # cleargrad() comes after the forward: the old gradient is still held
+                    np.testing.assert_array_equal(info.grad.array.ravel(), rec["before"])
+                    assert info.state is NodeState.GRAD_CARRIED
+            if step == scene.n_steps - 1:
+                np.testing.assert_allclose(info.grad.array.ravel(), rec["after"], rtol=1e-14)
+                loss = scene.names.index("loss")
+                assert _close(_label_parts(frame.labels[loss])[1], rec["loss"])
+
+
+def test_parameters_updated_by_an_optimizer(tmp_path):
+    doc, records = _run(tmp_path, _OPTIMIZER)
+    for k, rec in enumerate(records):
+        for step, frame, scene in _walk(doc, k):
+            for name, expected in rec["params"].items():
+                i = scene.names.index(name)  # parameters are named with their layer: l0.W
+                info = doc.inspect(int(scene.node_ids[i]))
+                np.testing.assert_array_equal(info.value.array.ravel(), expected)
+                if frame.phase != "backward":  # the forward runs before cleargrads()
+                    held = rec["before"][name]
+                    if held is None:
+                        assert info.grad is None, (k, step, name)
+                    else:
+                        np.testing.assert_array_equal(info.grad.array.ravel(), held)
+                        assert info.state is NodeState.GRAD_CARRIED
+                if step == scene.n_steps - 1:
+                    np.testing.assert_allclose(
+                        info.grad.array.ravel(), rec["grads"][name], rtol=1e-12, atol=1e-15
+                    )
+                    if len(expected) <= 4:
+                        _, value, grad = _label_parts(frame.labels[i])
+                        assert _numbers(value) == pytest.approx(expected, rel=1e-3, abs=1e-4)
+                        assert _numbers(grad) == pytest.approx(
+                            rec["grads"][name], rel=1e-3, abs=1e-4
+                        )
+
+
+def test_constants_show_no_gradient_and_leaves_show_from_the_start():
+    doc = Document()
+    assert doc.run_expression("y = x * 3 + 2")
+    scene = doc.scene
+    constants = [i for i, nid in enumerate(scene.node_ids) if doc.trace.node(int(nid))["constant"]]
+    assert len(constants) == 2
+    for step in range(-1, scene.n_steps):
+        frame = scene.frame(step)
+        for i in constants:
+            assert "∇" not in frame.labels[i]
+            assert inspect(doc.trace, int(scene.node_ids[i]), step).grad is None
+        x = scene.names.index("x")
+        assert _close(_label_parts(frame.labels[x])[1], 1.0)  # from step -1 on
+    last = scene.n_steps - 1
+    passing = [
+        inspect(doc.trace, int(scene.node_ids[i]), step).passing
+        for i in constants
+        for step in range(last + 1)
+    ]
+    assert any(passing), "the gradient that reached a constant's slot is shown, as not stored"
