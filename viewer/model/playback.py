@@ -7,6 +7,7 @@ have values), ``i`` means steps ``0..i`` have happened. Timers belong to the Qt 
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +58,8 @@ class PlaybackState:
         self._selection: int | None = None
         self._spans: tuple[PhaseSpan, ...] = ()
         self._nonfinite: tuple[int, ...] = ()
+        self._span_starts: list[int] = []
+        self._next_phase: tuple[int, ...] = ()
         if steps:
             self.set_steps(steps)
 
@@ -66,6 +69,8 @@ class PlaybackState:
         self.pause()
         self._steps = steps
         self._spans = _phase_spans(steps)
+        self._span_starts = [s.start for s in self._spans]
+        self._next_phase = _next_phase_steps(steps)
         self._nonfinite = tuple(i for i, s in enumerate(steps) if getattr(s, "nonfinite", False))
         self._index = self._clamp(index)
         self.steps_changed.emit(len(steps))
@@ -153,6 +158,31 @@ class PlaybackState:
         if not 0 <= occurrence < len(spans):
             return self._index
         return self.seek(spans[occurrence].start - 1)
+
+    def next_phase(self) -> int | None:
+        """The step the *next phase* jump (``B``) shows from the current one; None if none.
+
+        Before any step or in a forward phase: the first backward step after the cursor, so the
+        first gradient is seen arriving. In a backward pass: the first step of the next phase
+        (the next iteration's forward, or the next backward pass). Forward steps recorded while
+        a ``create_graph`` backward runs belong to that backward pass.
+        """
+        if not self._next_phase:
+            return None
+        target = self._next_phase[self._index + 1]
+        return None if target >= len(self._steps) else target
+
+    def to_next_phase(self) -> int:
+        """Jump to :meth:`next_phase`; without a later phase the cursor does not move."""
+        target = self.next_phase()
+        return self._index if target is None else self.seek(target)
+
+    def span_at(self, index: int) -> PhaseSpan | None:
+        """The span holding step ``index`` (None for -1 or out of range)."""
+        if not 0 <= index < len(self._steps):
+            return None
+        k = bisect_right(self._span_starts, index) - 1
+        return self._spans[k]
 
     def next_nonfinite(self) -> int | None:
         """Jump to the next step (after the current one) that produced NaN/Inf, wrapping to the
@@ -261,3 +291,28 @@ def _phase_spans(steps: Sequence[Any]) -> tuple[PhaseSpan, ...]:
 
 def _span_key(step: Any) -> tuple[str, int]:
     return step.phase, getattr(step, "backward_pass", -1)
+
+
+def _phase_unit(step: Any) -> int:
+    """-1 for the forward phase, else the backward pass the step belongs to."""
+    if step.phase == "backward":
+        return max(0, int(getattr(step, "backward_pass", 0)))
+    return int(getattr(step, "during_backward", -1))  # create_graph: recorded by a pass
+
+
+def _next_phase_steps(steps: Sequence[Any]) -> tuple[int, ...]:
+    """``[i + 1]``: where the next-phase jump goes from step ``i`` (``[0]``: from -1);
+    ``len(steps)`` where there is no later phase. One backward scan."""
+    n = len(steps)
+    units = [_phase_unit(s) for s in steps]
+    out = [n] * (n + 1)
+    next_backward = n  # first backward step after i
+    next_change = n  # first step after i in another phase unit than i's
+    for i in range(n - 1, -2, -1):
+        out[i + 1] = next_backward if i < 0 or units[i] < 0 else next_change
+        if i >= 0:
+            if steps[i].phase == "backward":
+                next_backward = i
+            if i == 0 or units[i - 1] != units[i]:
+                next_change = i
+    return tuple(out)

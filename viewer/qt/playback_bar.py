@@ -88,8 +88,7 @@ class PlaybackBar(QtWidgets.QWidget):
         self.set_icon_colour(self.palette().color(QtGui.QPalette.ColorRole.ButtonText))
         self.phase_button = QtWidgets.QToolButton(self)
         self.phase_button.setObjectName("phaseButton")
-        self.phase_button.setText("Backward")
-        self.phase_button.setToolTip("Jump to the next phase (B); the arrow lists every phase")
+        self.phase_button.setText("Phases")
         self.phase_button.setPopupMode(QtWidgets.QToolButton.ToolButtonPopupMode.MenuButtonPopup)
         self.phase_menu = QtWidgets.QMenu(self.phase_button)
         self.phase_button.setMenu(self.phase_menu)
@@ -171,13 +170,9 @@ class PlaybackBar(QtWidgets.QWidget):
 
     # ---------------------------------------------------------------- actions
     def jump_next_phase(self) -> None:
-        """Jump to just before the next span starts (wrapping to the first)."""
-        spans = self._state.spans
-        if not spans:
-            return
-        later = [s for s in spans if s.start - 1 > self._state.index]
-        target = later[0] if later else spans[0]
-        self._state.seek(target.start - 1)
+        """Show the first step of the next phase (``B``): from the forward phase the first
+        backward step, from a backward pass the next phase; at the last one, stay."""
+        self._state.to_next_phase()
 
     def _tick(self) -> None:
         self._state.tick()
@@ -200,7 +195,7 @@ class PlaybackBar(QtWidgets.QWidget):
         self.phase_menu.clear()
         for span in self._state.spans:
             action = self.phase_menu.addAction(f"{span.label}: steps {span.start + 1}-{span.stop}")
-            action.triggered.connect(lambda _=False, s=span.start: self._state.seek(s - 1))
+            action.triggered.connect(lambda _=False, s=span.start: self._state.seek(s))
         self.phase_button.setEnabled(bool(self._state.spans))
         for b in (self.start_button, self.back_button, self.play_button):
             b.setEnabled(n > 0)
@@ -222,9 +217,16 @@ class PlaybackBar(QtWidgets.QWidget):
         else:
             text = f"step {index + 1} / {n} · {step.phase} · {step.op}"
         self.position_label.setText(text)
-        later = [s for s in self._state.spans if s.start - 1 > index]
-        target = later[0] if later else (self._state.spans[0] if self._state.spans else None)
-        self.phase_button.setText(f"→ {target.label}" if target is not None else "Phase")
+        step = self._state.next_phase()
+        target = None if step is None else self._state.span_at(step)
+        if target is not None:
+            self.phase_button.setText(f"→ {target.label}")
+            self.phase_button.setToolTip(
+                f"Jump to the first {target.label} step (B); the arrow lists every phase"
+            )
+        else:
+            self.phase_button.setText("Phases")
+            self.phase_button.setToolTip("No later phase; the arrow lists every phase")
 
     def _show_playing(self, playing: bool) -> None:
         self.play_button.setIcon(self._pause_icon if playing else self._play_icon)

@@ -55,6 +55,50 @@ def test_phase_jump_without_that_phase_stays():
     assert state.to_phase("backward") == -1
 
 
+class _Step:
+    def __init__(self, phase, backward_pass=-1, during_backward=-1):
+        self.phase, self.backward_pass, self.during_backward = phase, backward_pass, during_backward
+
+
+def test_next_phase_shows_the_first_backward_step_from_anywhere_in_forward(steps):
+    state = PlaybackState(steps)
+    for start in (-1, 0, 1, 2):
+        state.seek(start)
+        assert state.next_phase() == 3
+        assert state.to_next_phase() == 3
+        assert state.current_step.phase == "backward" and state.current_step.op == "Square"
+    assert state.span_at(3).label == "backward"
+    for start in (3, 4, 5):  # the last phase: B stays put
+        state.seek(start)
+        assert state.next_phase() is None
+        assert state.to_next_phase() == start
+
+
+def test_next_phase_walks_every_pass_of_a_script():
+    phases = [("forward", -1)] * 2 + [("backward", 0)] * 2 + [("forward", -1)] * 2
+    phases += [("backward", 1)] * 2
+    state = PlaybackState([_Step(p, b) for p, b in phases])
+    seen = []
+    while (target := state.next_phase()) is not None:
+        seen.append(state.to_next_phase())
+        assert target == state.index
+    assert seen == [2, 4, 6]
+    assert [state.span_at(i).label for i in seen] == ["backward", "forward", "backward 2"]
+    assert state.span_at(-1) is None
+
+
+def test_next_phase_treats_create_graph_forward_steps_as_part_of_their_pass():
+    steps = evaluate("x = 2.0\ny = x ** 4 - 2 * x ** 2\ngx = grad(y, x)\n").trace.steps
+    state = PlaybackState(steps)
+    first = next(s.index for s in steps if s.phase == "backward")
+    second = next(s.index for s in steps if s.phase == "backward" and s.backward_pass == 1)
+    assert state.to_next_phase() == first
+    # the forward steps grad() records while pass 0 runs do not stop the jump
+    assert steps[first + 1].phase == "forward" and steps[first + 1].during_backward == 0
+    assert state.to_next_phase() == second
+    assert state.to_next_phase() == second  # the last pass
+
+
 def test_tick_advances_only_while_playing_and_stops_at_end(steps):
     state = PlaybackState(steps)
     playing = recorder(state.playing_changed)

@@ -121,7 +121,8 @@ def test_playback_shortcuts(qtbot, window):
     qtbot.keyClick(window.graph_view, QtCore.Qt.Key.Key_Home)
     assert playback.at_start
     qtbot.keyClick(window.graph_view, QtCore.Qt.Key.Key_B)
-    assert playback.index == 2  # the 3 forward steps done, backward next
+    assert playback.index == 3  # the first backward step, its gradient shown
+    assert playback.current_step.phase == "backward"
     qtbot.keyClick(window.graph_view, QtCore.Qt.Key.Key_Space)
     assert playback.playing
     qtbot.keyClick(window.graph_view, QtCore.Qt.Key.Key_Space)

@@ -66,10 +66,18 @@ def test_playback_bar_mirrors_and_drives_the_state(qtbot):
     assert state.at_end
     qtbot.mouseClick(bar.start_button, QtCore.Qt.MouseButton.LeftButton)
     assert state.at_start
+    assert bar.phase_button.text() == "→ backward"
     bar.jump_next_phase()
-    assert state.index == 2  # just before the backward span
+    assert state.index == 3  # the first backward step is shown
+    assert "step 4 / 6 · backward" in bar.position_label.text()
+    assert bar.phase_button.text() == "Phases"
     bar.jump_next_phase()
-    assert state.index == -1  # wrapped to before the forward span
+    assert state.index == 3  # no later phase: B stays put
+    state.seek(1)
+    bar.jump_next_phase()
+    assert state.index == 3  # from inside the forward phase too
+    bar.phase_menu.actions()[0].trigger()
+    assert state.index == 0  # a phase from the menu: its first step
     bar.speed_box.setCurrentIndex(bar.speed_box.findData(16.0))
     assert state.speed == 16.0 and bar.timer.interval() == state.interval_ms
     qtbot.mouseClick(bar.play_button, QtCore.Qt.MouseButton.LeftButton)
