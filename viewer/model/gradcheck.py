@@ -29,6 +29,7 @@ wrong Function is red with a ``wrong backward`` badge) and emits ``overlays_chan
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import weakref
@@ -63,8 +64,10 @@ from viewer.model.plots import _snapshot_total
 __all__ = [
     "ATOL",
     "MAX_ELEMENTS",
+    "OBJECTS_GONE_REASON",
     "OVERLAY_KIND",
     "RTOL",
+    "SAVED_TRACE_REASON",
     "STEP",
     "Comparison",
     "FunctionCheck",
@@ -208,10 +211,22 @@ def _function_checks(
     return checks, notes
 
 
+SAVED_TRACE_REASON = (
+    "a saved trace holds no program to re-run, and its objects are gone: gradients can't be "
+    "checked numerically. Open the expression or the script that recorded it to check it"
+)
+OBJECTS_GONE_REASON = (
+    "the graph's objects are gone (a script that ended, a released graph) and no sample was "
+    "kept: gradients can't be checked numerically. Check a live graph (viewer.show(y)), a "
+    "typed expression, or a script run from the viewer"
+)
+
+
 def check_trace(
     trace: Any,
     samples: FunctionSampler | None = None,
     *,
+    saved: bool = False,
     rtol: float = RTOL,
     atol: float = ATOL,
     max_elements: int = MAX_ELEMENTS,
@@ -224,27 +239,37 @@ def check_trace(
     ``viewer.show(y)``) are re-run at their own inputs; freed ones use ``samples`` (kept while
     a script ran) by op name. Leaf gradients are not re-derived here: without the program that
     built the graph there is nothing to re-run (see :func:`check_program`).
+
+    When no Function can be re-run at all (``saved``: the trace was loaded from a file) the
+    report has no rows, only its ``reason``.
     """
     began = time.perf_counter()
     if samples is None:
         samples = samples_for(trace)
     options = {"rtol": rtol, "atol": atol, "max_elements": max_elements, "seed": seed}
     checks, notes = _function_checks(trace, samples, max_functions=max_functions, **options)
+    reason = ""
     if not checks:
-        notes.insert(0, "the graph has no Function to check (a leaf alone)")
+        reason = "the graph has no Function to check (a leaf alone)"
     elif all(c.status == "skipped" and c.source == "" for c in checks):
-        notes.insert(
-            0,
-            "nothing could be checked: the graph's objects are gone (a saved trace, or a "
-            "script that ended). Typed expressions, live graphs (viewer.show) and scripts run "
-            "from the viewer can be checked",
+        # One row per op saying the same thing would contradict nothing-checked: drop them.
+        reason = SAVED_TRACE_REASON if saved else OBJECTS_GONE_REASON
+        checks, notes = [], []
+    else:
+        notes.append(
+            "each Function's backward was compared with central differences of its own "
+            "forward (a skipped row says why it could not be); leaf gradients are re-derived "
+            "only for typed expressions"
         )
-    notes.append(
-        "each Function's backward was checked against central differences of its own "
-        "forward; leaf gradients are re-derived only for typed expressions"
-    )
     return GradCheckReport(
-        "trace", (), tuple(checks), tuple(notes), time.perf_counter() - began, rtol, atol
+        "trace",
+        (),
+        tuple(checks),
+        tuple(notes),
+        time.perf_counter() - began,
+        rtol,
+        atol,
+        reason=reason,
     )
 
 
@@ -492,8 +517,10 @@ def check_document(document: Any, **options: Any) -> GradCheckReport | None:
         result = getattr(document, "script_result", None)
         if document.kind == "script" and result is not None:
             samples = samples_for(result.trace)
+        path = getattr(document, "path", None)
+        saved = document.kind == "trace" and path is not None and path.suffix.lower() == ".json"
         try:
-            report = check_trace(document.trace, samples, **options)
+            report = check_trace(document.trace, samples, saved=saved, **options)
         except Exception as e:
             return _fail(document, f"the gradient check failed: {_describe(e)}")
     apply_overlays(document.scene, report)
@@ -518,9 +545,7 @@ def _matched(report: GradCheckReport, trace: Any) -> GradCheckReport:
     if len(leaves) == len(report.leaves) and len(functions) == len(report.functions):
         return report
     notes = (*report.notes, "the graph on screen differs from a fresh run: some results hidden")
-    return GradCheckReport(
-        report.kind, leaves, functions, notes, report.duration, report.rtol, report.atol
-    )
+    return dataclasses.replace(report, leaves=leaves, functions=functions, notes=notes)
 
 
 def _fail(document: Any, message: str) -> None:

@@ -141,10 +141,31 @@ def test_a_saved_trace_cannot_be_checked_and_says_why(tmp_path):
         y.backward()
     t.to_json(tmp_path / "t.json")
     loaded = trace.load(tmp_path / "t.json")
-    report = gradcheck.check_trace(loaded)
+    report = gradcheck.check_trace(loaded, saved=True)
     assert report.checked == 0 and report.ok
-    assert "nothing could be checked" in report.summary
-    assert all(c.status == "skipped" for c in report.functions)
+    # one message, and no rows that say otherwise ("skipped" per op, "each Function checked")
+    assert report.summary == f"Gradient check: {gradcheck.SAVED_TRACE_REASON}"
+    assert report.functions == () and report.rows() == [] and report.notes == ()
+    report = gradcheck.check_trace(loaded)  # not known to be a file: the objects are gone
+    assert report.summary == f"Gradient check: {gradcheck.OBJECTS_GONE_REASON}"
+    assert report.rows() == [] and report.notes == ()
+
+
+def test_a_saved_trace_opened_in_the_document_says_so_once(tmp_path):
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        y = F.tanh(x * x)
+        y.backward()
+    t.to_json(tmp_path / "t.json")
+    doc = Document()
+    assert doc.load_path(tmp_path / "t.json")
+    statuses = []
+    doc.status_changed.connect(statuses.append)
+    report = gradcheck.check_document(doc)
+    assert report is not None and report.rows() == [] and report.notes == ()
+    assert "saved trace holds no program to re-run" in report.summary
+    assert statuses == [report.summary]
+    assert doc.scene.overlay_arrays(gradcheck.OVERLAY_KIND)[0].size == 0
 
 
 # ----------------------------------------------------------------------------- expressions

@@ -105,3 +105,25 @@ def test_no_nan_says_so(window):
     window.actions["first_nonfinite"].trigger()
     assert window.document.playback.index == index
     assert "No step produced NaN or Inf" in window.statusBar().currentMessage()
+
+
+def test_a_saved_trace_gets_one_message_and_no_rows(qtbot, window, tmp_path):
+    import numpy as np
+
+    import autodiff.functions as F
+    from autodiff import Variable, trace
+
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        y = F.exp(F.square(x))
+        y.backward()
+    t.to_json(tmp_path / "saved.json")
+    assert window.open_path(tmp_path / "saved.json")
+    window.actions["check_gradients"].trigger()
+    panel = window.gradcheck_panel
+    text = panel.summary.text()
+    assert "saved trace holds no program to re-run" in text
+    assert "Open the expression or the script" in text
+    assert panel.row_count() == 0 and panel.table.isHidden()
+    assert panel.notes.isHidden() and panel.notes.text() == ""
+    assert "was checked" not in text and "skipped" not in text
