@@ -490,14 +490,21 @@ class Recorder:
                     append((_T_EVENT, False, key, _VALUE, value))
         found.clear()
 
-    def _walk(self, output: Any) -> None:
+    def _walk(self, output: Any, replay: tuple[bool, bool] | None = None) -> None:
         """Register the existing graph upstream of ``output`` as forward steps (for
-        :func:`autodiff.trace.from_output`): everything in it is older than the walk."""
+        :func:`autodiff.trace.from_output`): everything in it is older than the walk.
+
+        With ``replay`` ``(retain_grad, create_graph)``, a backward from ``output`` is then
+        run and recorded as the trace's backward pass, with this trace as the engine's only
+        observer (the caller saves and restores the gradients it changes)."""
         self._recording = True  # the walk's tape entries are decoded as they are read
         self._start_order = next(core._creation_counter)
         if output.creator is not None:
             self._adopt(output.creator, as_steps=True)
         self._var_key(output)
+        if replay is not None:
+            with core._sole_observer(self):
+                output.backward(retain_grad=replay[0], create_graph=replay[1])
         self._recording = False
         self._tape_end = len(self._tape)  # what happens to these objects later is not recorded
         self._leaf_raw = {}

@@ -154,6 +154,21 @@ def _bind_handlers() -> None:
     _on_constant = _handlers["on_constant"]
 
 
+@contextlib.contextmanager
+def _sole_observer(observer: Any) -> Iterator[None]:
+    """Inside the block ``observer`` is the only one attached (a replayed backward that
+    nobody else should record); the others come back after it."""
+    global _observers
+    saved = _observers
+    _observers = (observer,)
+    _bind_handlers()
+    try:
+        yield
+    finally:
+        _observers = saved
+        _bind_handlers()
+
+
 def _notify(event: str, *args: Any) -> None:
     for handler in _handlers.get(event, ()):
         handler(*args)

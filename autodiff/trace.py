@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
+import numpy as np
 
 from autodiff import core
 from autodiff._recorder import (  # noqa: F401  (the event and node kinds, for _trace_io)
@@ -386,22 +387,72 @@ def record(max_array_size: int = DEFAULT_MAX_ARRAY_SIZE) -> Iterator[Trace]:
 def from_output(output: Any, max_array_size: int = DEFAULT_MAX_ARRAY_SIZE) -> Trace:
     """A trace of the existing graph upstream of ``output``.
 
-    Forward steps come in (generation, creation order); there are no backward steps.
-    Gradients the variables hold now appear at the last step. Plain-array operands
-    (``core.Constant``) are CONSTANT; outputs made under no_grad look like leaves here.
+    Forward steps come in (generation, creation order). When backward already ran on the
+    graph (a leaf holds a gradient), the trace also has a backward pass: backward from
+    ``output`` is replayed, recorded, and every gradient is put back as it was, so the
+    program sees no change. A gradient the program holds that one backward does not give
+    (the sum of several backward calls) shows at the last step as it is held. Plain-array
+    operands (``core.Constant``) are CONSTANT; outputs made under no_grad look like leaves.
     """
     if not isinstance(output, core.Variable):
         raise TypeError(f"from_output: expected a Variable, got {type(output).__name__}")
     trace = Trace(max_array_size)
-    trace._walk(output)
+    variables = _upstream_variables(output)
+    held = [(v, v.grad) for v in variables]
+    leaves_hold = any(g is not None and v.creator is None for v, g in held)
+    if not leaves_hold:
+        trace._walk(output)
+        _append_grads(trace, [(v, v.grad) for v in variables], max_array_size)
+        return trace
+    retain = any(g is not None and v.creator is not None for v, g in held if v is not output)
+    create_graph = any(g is not None and g.creator is not None for _, g in held)
+    for v in variables:
+        v.grad = None
+    try:
+        trace._walk(output, replay=(retain, create_graph))
+        replayed = {id(v): v.grad for v in variables}
+    finally:
+        for v, g in held:
+            v.grad = g
+    differ = [(v, g) for v, g in held if g is not None and not _same_grad(g, replayed.get(id(v)))]
+    _append_grads(trace, differ, max_array_size)
+    return trace
+
+
+def _upstream_variables(output: Any) -> list[Any]:
+    """Every Variable of the graph behind ``output`` (iteratively; creation order)."""
+    seen = {id(output): output}
+    stack = [output]
+    done: set[int] = set()
+    while stack:
+        f = stack.pop().creator
+        if f is None or id(f) in done:
+            continue
+        done.add(id(f))
+        for x in f.inputs:
+            if id(x) not in seen:
+                seen[id(x)] = x
+                stack.append(x)
+    return sorted(seen.values(), key=lambda v: v._order)
+
+
+def _same_grad(a: Any, b: Any) -> bool:
+    if b is None:
+        return False
+    x, y = np.asarray(a.data), np.asarray(b.data)
+    return x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes()
+
+
+def _append_grads(trace: Trace, grads: list[tuple[Any, Any]], max_array_size: int) -> None:
+    """The gradients the program holds, shown at the last step (as they are held now)."""
     stamp = len(trace._raw)
     extra = trace._extra
-    for nid in trace.variables:
-        v = trace.live(nid)
-        if v is not None and v.grad is not None:
-            raw = capture(v.grad.data, max_array_size)
+    node_of = {id(trace.live(nid)): nid for nid in trace.variables}
+    for v, g in grads:
+        nid = node_of.get(id(v))
+        if nid is not None and g is not None:
+            raw = capture(g.data, max_array_size)
             extra.append((stamp, stamp - 1, nid, _GRAD, raw, None))
-    return trace
 
 
 def load(path: str | os.PathLike[str], max_bytes: int | None = None) -> Trace:

@@ -453,6 +453,28 @@ def test_from_output_walks_in_generation_order():
     assert t.live(t.steps[-1].outputs[0]) is y
 
 
+def test_from_output_after_backward_replays_it_and_changes_nothing():
+    x = Variable(np.array(0.5), name="x")
+    y = F.tanh(x) * x**2
+    y.backward()
+    held = x.grad
+    t = trace.from_output(y)
+    assert [s.phase for s in t.steps] == ["forward"] * 3 + ["backward"] * 3
+    assert x.grad is held and y.grad is None  # the program's gradients, untouched
+    xid = t.variables[0]
+    assert t.grad_at(xid, 2) is None  # no gradient during the forward phase
+    assert float(t.grad_at(xid, 5).array) == float(held.data)
+    # a gradient summed over two backward calls shows at the end as it is held
+    y.backward()
+    t2 = trace.from_output(y)
+    assert float(t2.grad_at(xid, len(t2.steps) - 1).array) == float(x.grad.data)
+    assert float(t2.grad_at(xid, 4).array) != float(x.grad.data)
+    # other observers do not see the replay
+    with trace.record() as outer:
+        trace.from_output(y)
+    assert outer.steps == []
+
+
 def test_from_output_deep_chain_needs_no_recursion():
     x = Variable(np.array(0.0))
     y = x

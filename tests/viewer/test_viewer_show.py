@@ -65,7 +65,7 @@ def test_show_blocks_until_the_window_closes(tmp_path):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     # y = tanh(x) * x**2: x, Tanh, t, Pow, p, Mul, y and one edge per argument slot
-    assert lines == ["viewer.show: show: y: 7 nodes, 7 edges, 3 steps", "after show 1 False"]
+    assert lines == ["viewer.show: show: y: 7 nodes, 7 edges, 6 steps", "after show 1 False"]
 
 
 def test_show_a_recorded_trace_and_several_graphs(tmp_path):
@@ -83,7 +83,7 @@ def test_show_a_recorded_trace_and_several_graphs(tmp_path):
     assert done.stdout.splitlines() == [
         # the recording has the backward steps too
         "viewer.show: show: recorded trace: 7 nodes, 6 edges, 6 steps",
-        "viewer.show: show: y: 7 nodes, 7 edges, 3 steps",
+        "viewer.show: show: y: 7 nodes, 7 edges, 6 steps",
         "windows 2",
     ]
 
@@ -110,8 +110,8 @@ def test_show_returns_at_once_inside_a_running_event_loop(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "returned while open True",
-        "viewer.show: show: y: 7 nodes, 7 edges, 3 steps",
-        "viewer.show: show: y: 7 nodes, 7 edges, 3 steps",
+        "viewer.show: show: y: 7 nodes, 7 edges, 6 steps",
+        "viewer.show: show: y: 7 nodes, 7 edges, 6 steps",
     ]
 
 
