@@ -68,6 +68,32 @@ def test_json_round_trip_keeps_freed_states(tmp_path):
     _assert_same(t, trace.load(tmp_path / "t.json"))
 
 
+def test_json_round_trip_keeps_what_each_iteration_held(tmp_path):
+    # leaves changed and gradients emptied or left over between iterations, an operand
+    x = Variable(np.array(1.0), name="x")
+    with trace.record() as t:
+        for v, clear in ((1.0, True), (2.0, False), (0.5, True)):
+            x.data = np.array(v)
+            if clear:
+                x.cleargrad()
+            y = F.sin(x) * x * 3.0
+            y.backward()
+    path = tmp_path / "loop.json"
+    t.to_json(path)
+    back = trace.load(path)
+    kinds = {e[3] for e in t._extra}
+    assert {4} <= kinds  # an emptied gradient was recorded
+    assert back._operands == t._operands and len(t._operands) == 3
+    n = len(t.steps)
+    for node in range(len(t._info)):
+        assert back.position_timeline(node) == t.position_timeline(node)
+        for pos in range(-1, 2 * n):
+            assert back.state_at_position(node, pos) is t.state_at_position(node, pos)
+            assert back.grad_origin_at_position(node, pos) == t.grad_origin_at_position(node, pos)
+    states = {t.state_at(0, i) for i in range(n)}
+    assert NodeState.GRAD_CARRIED in states
+
+
 def test_json_round_trip_from_output(tmp_path):
     x = Variable(np.array(2.0), name="x")
     a = F.square(x)
