@@ -33,7 +33,9 @@ class InspectorPanel(QtWidgets.QWidget):
         font.setPointSizeF(font.pointSizeF() * 1.25)
         font.setBold(True)
         self.title.setFont(font)
+        self.title.setTextFormat(QtCore.Qt.TextFormat.PlainText)  # names come from files
         self.subtitle = QtWidgets.QLabel(self)
+        self.subtitle.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         self.subtitle.setObjectName("inspectorSubtitle")
         self.subtitle.setWordWrap(True)
 
@@ -74,6 +76,7 @@ class InspectorPanel(QtWidgets.QWidget):
         self.plot.hide()
 
         self.notes = QtWidgets.QLabel(self)
+        self.notes.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         self.notes.setObjectName("inspectorNotes")
         self.notes.setWordWrap(True)
 
