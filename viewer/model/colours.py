@@ -22,7 +22,9 @@ def _rgba(hex_colour: str, alpha: int = 255) -> tuple[int, int, int, int]:
 @dataclass(frozen=True)
 class Palette:
     """Colours of the graph. ``variable_fill`` / ``function_fill``: (n_states, 4) uint8,
-    row ``state_code(state)``; every state has a visibly different fill."""
+    row ``state_code(state)``; every state has a visibly different fill, also to a reader with
+    deuteranopia or protanopia (CIE76 distance of at least 10 between any two states of a
+    kind under the Machado et al. 2009 simulations; a test checks it)."""
 
     name: str
     background: tuple[int, int, int, int]
@@ -54,21 +56,21 @@ LIGHT = Palette(
             "not_computed": "#fdf3e3",
             "value": "#ffc46b",
             "grad": "#ff8f3d",
-            "grad_cleared": "#e8d2b0",
-            "freed": "#dddddd",
-            "constant": "#ece6cf",
+            "grad_cleared": "#f3dcb0",
+            "freed": "#cdcfd3",
+            "constant": "#b8b592",
             "grad_carried": "#c77dff",
         }
     ),
     function_fill=_table(
         {
-            "not_computed": "#e9f4f8",
+            "not_computed": "#eaf4f8",
             "value": "#add8e6",
-            "grad": "#74b3d9",
-            "grad_cleared": "#9cc8d8",
-            "freed": "#d4d4d4",
-            "constant": "#d9e4e8",
-            "grad_carried": "#b9a5e8",
+            "grad": "#4582bd",
+            "grad_cleared": "#cfe6a8",
+            "freed": "#b5b7bb",
+            "constant": "#86998e",
+            "grad_carried": "#c9a0ea",
         }
     ),
 )
@@ -85,23 +87,23 @@ DARK = Palette(
     variable_fill=_table(
         {
             "not_computed": "#3a332a",
-            "value": "#e0a04a",
-            "grad": "#f07f2e",
-            "grad_cleared": "#6b5a42",
+            "value": "#eab04f",
+            "grad": "#e0702a",
+            "grad_cleared": "#80643c",
             "freed": "#44474d",
-            "constant": "#5e5946",
+            "constant": "#8f8c7a",
             "grad_carried": "#9d5cc9",
         }
     ),
     function_fill=_table(
         {
             "not_computed": "#26343a",
-            "value": "#6fa8bf",
-            "grad": "#4f93c4",
-            "grad_cleared": "#3d6d80",
-            "freed": "#505358",
-            "constant": "#46545a",
-            "grad_carried": "#6e5a99",
+            "value": "#78b4cc",
+            "grad": "#4a8ac4",
+            "grad_cleared": "#5f8a4a",
+            "freed": "#52555b",
+            "constant": "#8e9aa0",
+            "grad_carried": "#8a3f86",
         }
     ),
 )

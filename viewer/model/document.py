@@ -557,17 +557,22 @@ class Document:
         return report
 
     def _flag_leaks(self, report: Any) -> None:
+        """Badge each survivor of ``report`` 'cycle' or 'held' (by its reason); its tooltip
+        keeps the reason and the holder chain."""
+        from viewer.model.legend import leak_badge
+        from viewer.model.scene import Overlay
+
         self.leak_report = report
         if self.scene is not None:
-            ids, tips = [], []
+            self.scene.clear_overlays("leak")
             for survivor in getattr(report, "survivors", ()) or ():
                 nid = _survivor_node(survivor)
                 if nid is not None:
-                    ids.append(nid)
                     reason = getattr(survivor, "reason", "")
                     held_by = getattr(survivor, "held_by", "")
-                    tips.append(f"{reason}: {held_by}" if held_by else str(reason))
-            self.scene.flag_nodes(ids, "leak", "leak", tips)
+                    tip = f"{reason}: {held_by}" if held_by else str(reason)
+                    overlay = Overlay("leak", leak_badge(reason), self.scene.palette.error, tip)
+                    self.scene.set_overlay(nid, overlay)
             self.overlays_changed.emit()
         self.leaks_found.emit(report)
 

@@ -11,9 +11,11 @@ from pathlib import Path
 import numpy as np
 from PySide6 import QtCore, QtGui, QtSvg
 
+from viewer.model.legend import mark_for_badge
 from viewer.model.scene import Frame, SceneGeometry
 from viewer.qt.graph_items import polyline_path
 from viewer.qt.graph_view import bounds_rect
+from viewer.qt.legend import LegendEntry, legend_entries, paint_badge, paint_mark, paint_node
 from viewer.qt.palettes import LIGHT, Theme
 
 __all__ = ["EXPORT_FORMATS", "export_graph", "paint_graph", "render_image"]
@@ -112,16 +114,8 @@ def paint_graph(
         rect = QtCore.QRectF(
             centre.x() - w * scale / 2, centre.y() - h * scale / 2, w * scale, h * scale
         )
-        pen = QtGui.QPen(QtGui.QColor(style.border), style.border_width)
-        if style.dashed:
-            pen.setStyle(QtCore.Qt.PenStyle.DashLine)
-        painter.setPen(pen)
-        painter.setBrush(QtGui.QColor(style.fill))
+        paint_node(painter, rect, kind, style)
         radius = rect.height() / 2.6
-        if f:
-            painter.drawRect(rect)
-        else:
-            painter.drawRoundedRect(rect, radius, radius)
         for ring, colour, width, grow in (
             (i in current, theme.current, 3.0, 5.0),
             (i == selected, theme.selection, 2.5, 9.0),
@@ -203,146 +197,95 @@ def _paint_overlays(painter, geometry, overlays, to_px, scale: float) -> None:
             painter.drawText(pill, QtCore.Qt.AlignmentFlag.AlignCenter, badge)
 
 
-LEGEND = (
-    ("variable", "not_computed", "not computed"),
-    ("variable", "value", "value"),
-    ("variable", "grad", "grad"),
-    ("variable", "grad_cleared", "grad cleared"),
-    ("variable", "constant", "constant"),
-    ("variable", "freed", "freed"),
-    ("function", "value", "function ran"),
-    ("function", "grad", "backward ran"),
-)
 LEGEND_HEIGHT = 34.0
 CAPTION_PIXELS = 16
 LEGEND_PIXELS = 12
 
 
-def _font(pixels: int) -> QtGui.QFont:
+def _font(pixels: int, bold: bool = False) -> QtGui.QFont:
     font = QtGui.QFont()
     font.setPixelSize(pixels)
+    font.setBold(bold)
     return font
 
 
-# What a flag's badge means, for the legend's second row (numeric badges are gradient-check
-# errors).
-FLAG_MEANINGS = {
-    "leak": "leak: still alive after the graph was released",
-    "NaN": "first Function to produce NaN",
-    "Inf": "first Function to produce Inf",
-    "wrong backward": "backward disagrees with central differences",
-}
+def _legend_rows(theme: Theme, overlays: tuple | None) -> list[tuple[LegendEntry, ...]]:
+    """The legend of a picture: the variable states, the Function states, and the marks of
+    the flags in ``overlays`` (in order of appearance), from the same entries as the
+    window's legend."""
+    sections = dict(legend_entries(theme))
+    rows = [sections["Variables"], sections["Functions"]]
+    marks = {entry.key: entry for entry in sections["Marks"]}
+    shown: dict[str, LegendEntry] = {}
+    if overlays is not None:
+        for badge in overlays[2]:
+            mark = mark_for_badge(str(badge))
+            if mark is not None:
+                shown.setdefault(mark.kind, marks[f"mark:{mark.kind}"])
+    if shown:
+        rows.append(tuple(shown.values()))
+    return rows
 
 
-def _flag_entries(overlays: tuple | None) -> list[tuple[QtGui.QColor, str, str]]:
-    """(colour, badge, meaning) of each kind of flag in ``overlays``, in order of appearance."""
-    if overlays is None:
-        return []
-    _nodes, colours, badges = overlays
-    entries: dict[str, tuple[QtGui.QColor, str, str]] = {}
-    for k, badge in enumerate(badges):
-        r, g, b, a = (int(v) for v in np.asarray(colours)[k])
-        colour = QtGui.QColor(r, g, b, a)
-        if badge in FLAG_MEANINGS:
-            entries.setdefault(badge, (colour, badge, FLAG_MEANINGS[badge]))
-            continue
-        try:
-            float(badge)
-        except ValueError:
-            continue
-        entries.setdefault(
-            "error", (colour, badge, "gradient check error (green < 1e-6 < amber < 1e-3 < red)")
-        )
-    return list(entries.values())
+def _entry_width(entry: LegendEntry) -> float:
+    width = 34 + QtGui.QFontMetricsF(_font(LEGEND_PIXELS)).horizontalAdvance(entry.label) + 14
+    bold = QtGui.QFontMetricsF(_font(LEGEND_PIXELS, bold=True))
+    return width + sum(bold.horizontalAdvance(text) + 14 for text, _ in entry.badges)
 
 
-def _legend_width(flags: list[tuple[QtGui.QColor, str, str]] | None = None) -> float:
-    metrics = QtGui.QFontMetricsF(_font(LEGEND_PIXELS))
-    states = sum(34 + metrics.horizontalAdvance(text) + 14 for _, _, text in LEGEND)
-    return max(states, _flags_width(flags or []))
-
-
-def _flags_width(flags: list[tuple[QtGui.QColor, str, str]]) -> float:
-    metrics = QtGui.QFontMetricsF(_font(LEGEND_PIXELS))
-    return sum(
-        metrics.horizontalAdvance(badge) + 22 + metrics.horizontalAdvance(text) + 18
-        for _, badge, text in flags
-    )
+def _legend_width(rows: list[tuple[LegendEntry, ...]]) -> float:
+    return max((sum(_entry_width(e) for e in row) for row in rows), default=0.0)
 
 
 def _picture_size(
-    geometry: SceneGeometry, caption: str | None, legend: bool, overlays: tuple | None = None
+    geometry: SceneGeometry,
+    caption: str | None,
+    legend: bool,
+    overlays: tuple | None = None,
+    theme: Theme = LIGHT,
 ) -> tuple[float, QtCore.QSizeF]:
     scale = _scale_for(geometry)
     bounds = bounds_rect(geometry)
-    flags = _flag_entries(overlays) if legend else []
+    rows = _legend_rows(theme, overlays) if legend else []
     top = MARGIN + (CAPTION_HEIGHT if caption else 0.0)
-    bottom = MARGIN + (LEGEND_HEIGHT * (2 if flags else 1) if legend else 0.0)
+    bottom = MARGIN + LEGEND_HEIGHT * len(rows)
     width = bounds.width() * scale + 2 * MARGIN
     if caption:
         caption_width = QtGui.QFontMetricsF(_font(CAPTION_PIXELS)).horizontalAdvance(caption)
         width = max(width, caption_width + 2 * MARGIN)
     if legend:
-        width = max(width, _legend_width(flags) + 2 * MARGIN)
+        width = max(width, _legend_width(rows) + 2 * MARGIN)
     height = bounds.height() * scale + top + bottom
     return scale, QtCore.QSizeF(max(width, 320.0), max(height, 120.0))
-
-
-def _paint_flags(
-    painter: QtGui.QPainter, theme: Theme, size: QtCore.QSizeF, flags: list, y: float
-) -> None:
-    font = _font(LEGEND_PIXELS)
-    bold = _font(LEGEND_PIXELS)
-    bold.setBold(True)
-    metrics = QtGui.QFontMetricsF(font)
-    x = (size.width() - _flags_width(flags)) / 2
-    for colour, badge, text in flags:
-        width = QtGui.QFontMetricsF(bold).horizontalAdvance(badge) + 12
-        pill = QtCore.QRectF(x, y - 9, width, 18)
-        painter.setPen(QtCore.Qt.PenStyle.NoPen)
-        painter.setBrush(colour)
-        painter.drawRoundedRect(pill, 9, 9)
-        painter.setFont(bold)
-        painter.setPen(QtGui.QColor("#ffffff"))
-        painter.drawText(pill, QtCore.Qt.AlignmentFlag.AlignCenter, badge)
-        painter.setFont(font)
-        painter.setPen(QtGui.QColor(theme.text))
-        label = QtCore.QRectF(pill.right() + 6, y - 10, metrics.horizontalAdvance(text) + 4, 20)
-        painter.drawText(label, QtCore.Qt.AlignmentFlag.AlignVCenter, text)
-        x = label.left() + metrics.horizontalAdvance(text) + 18
 
 
 def _paint_legend(
     painter: QtGui.QPainter, theme: Theme, size: QtCore.QSizeF, overlays: tuple | None = None
 ) -> None:
+    """The legend's rows, centred, at the bottom of the picture: each entry is its swatch as
+    the graph draws it (:func:`viewer.qt.legend.paint_mark`), its badges, and its name."""
     painter.save()
     painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, True)
-    flags = _flag_entries(overlays)
-    font = _font(LEGEND_PIXELS)
-    painter.setFont(font)
+    rows = _legend_rows(theme, overlays)
+    font, bold = _font(LEGEND_PIXELS), _font(LEGEND_PIXELS, bold=True)
     metrics = QtGui.QFontMetricsF(font)
-    x = (size.width() - _legend_width()) / 2
-    y = size.height() - MARGIN - LEGEND_HEIGHT / 2
-    if flags:
-        _paint_flags(painter, theme, size, flags, y)
-        painter.setFont(font)
-        y -= LEGEND_HEIGHT
-    for kind, state, text in LEGEND:
-        style = theme.node_style(kind, state)
-        swatch = QtCore.QRectF(x, y - 8, 28, 16)
-        pen = QtGui.QPen(QtGui.QColor(style.border), style.border_width)
-        if style.dashed:
-            pen.setStyle(QtCore.Qt.PenStyle.DashLine)
-        painter.setPen(pen)
-        painter.setBrush(QtGui.QColor(style.fill))
-        if kind == "function":
-            painter.drawRect(swatch)
-        else:
-            painter.drawRoundedRect(swatch, 6, 6)
-        painter.setPen(QtGui.QColor(theme.text))
-        label = QtCore.QRectF(x + 34, y - 10, metrics.horizontalAdvance(text) + 4, 20)
-        painter.drawText(label, QtCore.Qt.AlignmentFlag.AlignVCenter, text)
-        x += 34 + metrics.horizontalAdvance(text) + 14
+    y = size.height() - MARGIN - LEGEND_HEIGHT * (len(rows) - 0.5)
+    for row in rows:
+        x = (size.width() - sum(_entry_width(e) for e in row)) / 2
+        for entry in row:
+            grow = 4.0 if entry.ring else 0.0
+            swatch = QtCore.QRectF(x - grow, y - 8 - grow, 28 + 2 * grow, 16 + 2 * grow)
+            paint_mark(painter, swatch, entry)
+            left = x + 34
+            painter.setFont(bold)
+            for text, colour in entry.badges:
+                left += paint_badge(painter, left, y - 9, text, colour) + 4
+            painter.setFont(font)
+            painter.setPen(QtGui.QColor(theme.text))
+            label = QtCore.QRectF(left, y - 10, metrics.horizontalAdvance(entry.label) + 4, 20)
+            painter.drawText(label, QtCore.Qt.AlignmentFlag.AlignVCenter, entry.label)
+            x += _entry_width(entry)
+        y += LEGEND_HEIGHT
     painter.restore()
 
 
@@ -387,7 +330,7 @@ def render_image(
     legend: bool = True,
     overlays: tuple | None = None,
 ) -> QtGui.QImage:
-    scale, size = _picture_size(geometry, caption, legend, overlays)
+    scale, size = _picture_size(geometry, caption, legend, overlays, theme)
     image = QtGui.QImage(
         int(np.ceil(size.width())),
         int(np.ceil(size.height())),
@@ -429,7 +372,7 @@ def export_graph(
         if not image.save(str(path), "PNG"):
             raise OSError(f"could not write {path} (is the folder writable?)")
         return path
-    scale, size = _picture_size(geometry, caption, legend, overlays)
+    scale, size = _picture_size(geometry, caption, legend, overlays, theme)
     generator = QtSvg.QSvgGenerator()
     generator.setFileName(str(path))
     generator.setSize(QtCore.QSize(int(np.ceil(size.width())), int(np.ceil(size.height()))))

@@ -52,10 +52,7 @@ def _symbol(width: float, height: float, rounded: bool) -> QtGui.QPainterPath:
 
 
 def _pen(style: NodeStyle) -> QtGui.QPen:
-    pen = pg.mkPen(style.border, width=style.border_width)
-    if style.dashed:
-        pen.setStyle(QtCore.Qt.PenStyle.DashLine)
-    return pen
+    return style.pen(cosmetic=True)
 
 
 class EdgeLayer(pg.GraphicsObject):

@@ -34,6 +34,7 @@ from viewer.qt.icons import media_icon
 from viewer.qt.inspector import InspectorPanel
 from viewer.qt.layout_job import LayoutRunner
 from viewer.qt.leak_panel import LeakPanel
+from viewer.qt.legend import LegendWidget
 from viewer.qt.menus import SHORTCUTS, build_menus
 from viewer.qt.palettes import Theme, apply_theme, theme_named
 from viewer.qt.playback_bar import SPEEDS, PlaybackBar
@@ -93,6 +94,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._script_bridge = ScriptBridge(self)
         self._editing_leaf: str | None = None
         self._theme: Theme = theme_named(theme or self.settings.theme())
+        self.legend = LegendWidget(self._theme, self)
 
         self.docks: dict[str, QtWidgets.QDockWidget] = {}
         area = QtCore.Qt.DockWidgetArea
@@ -100,6 +102,7 @@ class MainWindow(QtWidgets.QMainWindow):
             ("editorDock", "Program", self.editor, area.LeftDockWidgetArea),
             ("variablesDock", "Variables", self.variables, area.LeftDockWidgetArea),
             ("examplesDock", "Examples", self.examples, area.LeftDockWidgetArea),
+            ("legendDock", "Legend", self.legend, area.LeftDockWidgetArea),
             ("inspectorDock", "Inspector", self.inspector, area.RightDockWidgetArea),
             ("scriptDock", "Script", self.script_panel, area.RightDockWidgetArea),
             ("plotPanel", "Plots", self.plot_panel, area.RightDockWidgetArea),
@@ -109,6 +112,7 @@ class MainWindow(QtWidgets.QMainWindow):
         ):
             self._add_dock(name, title, widget, where)
         self.tabifyDockWidget(self.docks["variablesDock"], self.docks["examplesDock"])
+        self.tabifyDockWidget(self.docks["examplesDock"], self.docks["legendDock"])
         self.docks["variablesDock"].raise_()
         self.tabifyDockWidget(self.docks["inspectorDock"], self.docks["scriptDock"])
         self.docks["inspectorDock"].raise_()
@@ -386,6 +390,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.editor.highlighter.set_dark(self._theme.name == "dark")
         self.script_panel.set_error_colour(self._theme.error)
         self.plot_panel.set_theme(self._theme)
+        self.legend.set_theme(self._theme)
         self.document.set_palette(self._theme.name)
         self.settings.set_theme(self._theme.name)
         action = self.actions.get(f"theme_{self._theme.name}") if hasattr(self, "actions") else None

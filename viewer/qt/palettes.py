@@ -9,27 +9,75 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from PySide6 import QtGui, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from viewer.model import scene
+from viewer.model.legend import STATE_LINES
 
 __all__ = ["DARK", "LIGHT", "THEMES", "NodeStyle", "Theme", "apply_theme", "theme_named"]
+
+_PEN_STYLES = {
+    "solid": QtCore.Qt.PenStyle.SolidLine,
+    "dashed": QtCore.Qt.PenStyle.DashLine,
+    "dotted": QtCore.Qt.PenStyle.DotLine,
+    "dashdot": QtCore.Qt.PenStyle.DashDotLine,
+}
+# dash, gap, ... in pen widths
+_DASH_PATTERNS = {"dashed": [4.0, 2.5], "dotted": [1.0, 1.8], "dashdot": [5.0, 2.0, 1.0, 2.0]}
 
 
 @dataclass(frozen=True)
 class NodeStyle:
-    """How one (kind, state) group of nodes is drawn (fill from the model's palette)."""
+    """How one (kind, state) group of nodes is drawn. ``line``: 'solid' | 'dashed' |
+    'dotted' | 'dashdot' (:data:`viewer.model.legend.LINE_PATTERNS`)."""
 
     fill: str
     border: str
     text: str
     border_width: float = 1.2
-    dashed: bool = False
+    line: str = "solid"
+
+    @property
+    def dashed(self) -> bool:
+        return self.line != "solid"
+
+    @property
+    def pen_style(self) -> QtCore.Qt.PenStyle:
+        return _PEN_STYLES[self.line]
+
+    def pen(self, cosmetic: bool = False) -> QtGui.QPen:
+        """The border's pen (``cosmetic``: its width in device pixels whatever the scale)."""
+        pen = QtGui.QPen(QtGui.QColor(self.border), self.border_width)
+        pen.setCosmetic(cosmetic)
+        if self.line != "solid":
+            # Flat caps: Qt's default square caps lengthen every dash by a pen width, which
+            # closes the gaps of a thick border until dashes, dots and solid look alike.
+            pen.setCapStyle(QtCore.Qt.PenCapStyle.FlatCap)
+            pen.setDashPattern(_DASH_PATTERNS[self.line])
+        return pen
 
 
 def _hex(rgba) -> str:
     r, g, b = (int(c) for c in rgba[:3])
     return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def _node_styles(
+    palette: scene.Palette, colours: dict[str, tuple[str, str]]
+) -> dict[str, NodeStyle]:
+    """``kind:state`` -> NodeStyle from ``colours`` (``kind:state`` -> (border, text)): the
+    fill is the model's palette, the border's pattern and width the legend's
+    :data:`~viewer.model.legend.STATE_LINES`, so the view, the model's ``Frame.fill`` and the
+    legend agree."""
+    styles = {}
+    for key, (border, text) in colours.items():
+        kind, state = key.split(":")
+        table = palette.function_fill if kind == "function" else palette.variable_fill
+        drawn_as = "value" if state == "default" else state
+        line, width = STATE_LINES[drawn_as]
+        fill = _hex(table[scene.state_code(drawn_as)])
+        styles[key] = NodeStyle(fill, border, text, width, line)
+    return styles
 
 
 @dataclass(frozen=True)
@@ -53,24 +101,10 @@ class Theme:
     graph: scene.Palette = scene.LIGHT
 
     def node_style(self, kind: str, state: str) -> NodeStyle:
-        """Style for a node of ``kind`` ('variable' | 'function') in ``state`` (a state name).
-
-        The fill is the model's (:data:`viewer.model.scene.PALETTES`), so the view and the
-        model's ``Frame.fill`` agree; borders, dashes and text colours are the view's.
-        """
+        """Style for a node of ``kind`` ('variable' | 'function') in ``state`` (a state name);
+        an unknown state gets the kind's default."""
         state = state.lower()
-        key = f"{kind}:{state}"
-        style = self.nodes.get(key) or self.nodes[f"{kind}:default"]
-        if state in scene.STATE_NAMES:
-            table = self.graph.function_fill if kind == "function" else self.graph.variable_fill
-            style = NodeStyle(
-                _hex(table[scene.state_code(state)]),
-                style.border,
-                style.text,
-                style.border_width,
-                style.dashed,
-            )
-        return style
+        return self.nodes.get(f"{kind}:{state}") or self.nodes[f"{kind}:default"]
 
 
 LIGHT = Theme(
@@ -90,23 +124,27 @@ LIGHT = Theme(
     current="#e8590c",
     error="#c92a2a",
     graph=scene.LIGHT,
-    nodes={
-        "variable:default": NodeStyle("#ffc46b", "#b9770e", "#2b1a00"),
-        "variable:not_computed": NodeStyle("#fdf3e3", "#d9b98a", "#9a8868", dashed=True),
-        "variable:value": NodeStyle("#ffc46b", "#b9770e", "#2b1a00"),
-        "variable:grad": NodeStyle("#ff8f3d", "#a61e4d", "#2b0f00", border_width=2.6),
-        "variable:grad_cleared": NodeStyle("#f6dcb5", "#a0896b", "#5a4a33", dashed=True),
-        "variable:freed": NodeStyle("#dddddd", "#8a8a8a", "#555555", dashed=True),
-        "variable:constant": NodeStyle("#ece6cf", "#9b9171", "#45402c"),
-        "variable:grad_carried": NodeStyle("#c77dff", "#5a189a", "#1c0630", border_width=2.6),
-        "function:default": NodeStyle("#add8e6", "#4a86a0", "#0d2a36"),
-        "function:not_computed": NodeStyle("#e9f4f8", "#a9c9d6", "#7b98a4", dashed=True),
-        "function:value": NodeStyle("#add8e6", "#4a86a0", "#0d2a36"),
-        "function:grad": NodeStyle("#74b3d9", "#1f5f8b", "#071f30", border_width=2.0),
-        "function:grad_cleared": NodeStyle("#add8e6", "#4a86a0", "#0d2a36"),
-        "function:freed": NodeStyle("#dddddd", "#8a8a8a", "#555555", dashed=True),
-        "function:constant": NodeStyle("#d9e4e8", "#8aa0a8", "#3b4a50"),
-    },
+    nodes=_node_styles(
+        scene.LIGHT,
+        {
+            "variable:default": ("#b9770e", "#2b1a00"),
+            "variable:not_computed": ("#c9a877", "#8a7758"),
+            "variable:value": ("#b9770e", "#2b1a00"),
+            "variable:grad": ("#a61e4d", "#2b0f00"),
+            "variable:grad_cleared": ("#a0805a", "#5a4a33"),
+            "variable:freed": ("#7d8087", "#4a4d52"),
+            "variable:constant": ("#5f5c3c", "#1f1e12"),
+            "variable:grad_carried": ("#5a189a", "#1c0630"),
+            "function:default": ("#4a86a0", "#0d2a36"),
+            "function:not_computed": ("#a9c9d6", "#7b98a4"),
+            "function:value": ("#4a86a0", "#0d2a36"),
+            "function:grad": ("#163f66", "#02101c"),
+            "function:grad_cleared": ("#6f9a4a", "#1f2e12"),
+            "function:freed": ("#6e7177", "#26282c"),
+            "function:constant": ("#3f5448", "#0b1510"),
+            "function:grad_carried": ("#5a2d91", "#1c0630"),
+        },
+    ),
 )
 
 DARK = Theme(
@@ -126,23 +164,27 @@ DARK = Theme(
     current="#ff922b",
     error="#ff6b6b",
     graph=scene.DARK,
-    nodes={
-        "variable:default": NodeStyle("#e0a04a", "#ffd08a", "#1e1200"),
-        "variable:not_computed": NodeStyle("#3a332a", "#7d6a4e", "#a99878", dashed=True),
-        "variable:value": NodeStyle("#e0a04a", "#ffd08a", "#1e1200"),
-        "variable:grad": NodeStyle("#f07f2e", "#ff8fb3", "#1e0a00", border_width=2.6),
-        "variable:grad_cleared": NodeStyle("#6b5a42", "#a58f70", "#f0e2cc", dashed=True),
-        "variable:freed": NodeStyle("#44474d", "#8a8d94", "#c8cad0", dashed=True),
-        "variable:constant": NodeStyle("#5e5946", "#a79f80", "#f1ebd3"),
-        "variable:grad_carried": NodeStyle("#9d5cc9", "#e0b3ff", "#12041f", border_width=2.6),
-        "function:default": NodeStyle("#6fa8bf", "#bfe6f5", "#061820"),
-        "function:not_computed": NodeStyle("#26343a", "#4f6b76", "#8fa9b3", dashed=True),
-        "function:value": NodeStyle("#6fa8bf", "#bfe6f5", "#061820"),
-        "function:grad": NodeStyle("#4f93c4", "#a9dcff", "#03131f", border_width=2.0),
-        "function:grad_cleared": NodeStyle("#6fa8bf", "#bfe6f5", "#061820"),
-        "function:freed": NodeStyle("#44474d", "#8a8d94", "#c8cad0", dashed=True),
-        "function:constant": NodeStyle("#46545a", "#8aa0a8", "#e3edf0"),
-    },
+    nodes=_node_styles(
+        scene.DARK,
+        {
+            "variable:default": ("#ffd08a", "#1e1200"),
+            "variable:not_computed": ("#8a765a", "#a99878"),
+            "variable:value": ("#ffd08a", "#1e1200"),
+            "variable:grad": ("#ff8fb3", "#1e0a00"),
+            "variable:grad_cleared": ("#c09a66", "#f6e6cc"),
+            "variable:freed": ("#8a8d94", "#c8cad0"),
+            "variable:constant": ("#dcd8bd", "#15140c"),
+            "variable:grad_carried": ("#e0b3ff", "#12041f"),
+            "function:default": ("#bfe6f5", "#061820"),
+            "function:not_computed": ("#58767f", "#8fa9b3"),
+            "function:value": ("#bfe6f5", "#061820"),
+            "function:grad": ("#a9dcff", "#03131f"),
+            "function:grad_cleared": ("#a8d68f", "#0c1a06"),
+            "function:freed": ("#9a9da4", "#e1e3e8"),
+            "function:constant": ("#d3dde1", "#0b1114"),
+            "function:grad_carried": ("#eab0e4", "#fbeefa"),
+        },
+    ),
 )
 
 THEMES: dict[str, Theme] = {"light": LIGHT, "dark": DARK}

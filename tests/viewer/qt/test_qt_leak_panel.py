@@ -67,13 +67,14 @@ def test_each_leak_example_lists_exactly_its_survivors(qtbot, window, wait_for_s
         _name, reason, held_by = panel.row_texts(row)
         assert reason in ("cycle", "referenced")
         assert HOLDER[stem] in held_by
-    # every survivor drawn in the graph on screen carries the red leak badge
+    # every survivor drawn in the graph on screen carries a red leak badge
     scene = window.document.scene
     nodes, _colours, badges = scene.overlay_arrays("leak")
     flagged = {int(scene.node_ids[i]) for i in nodes}
     shown = {s.node_id for s in survivors if scene.index_of(s.node_id) >= 0}
     assert flagged == shown and shown
-    assert set(badges) == {"leak"}
+    # the badge names the cause: 'cycle' for a reference cycle, 'held' for a holder
+    assert set(badges) == {"cycle" if HOLDER[stem] == "cycle" else "held"}
     assert window.graph_view.overlay_count >= len(shown)
 
 
