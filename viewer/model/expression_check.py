@@ -24,6 +24,7 @@ from viewer.model.expression_rules import (
     MAX_DEPTH,
     MAX_EXPONENT,
     MAX_STATEMENTS,
+    MAX_TOTAL_ELEMENTS,
     MAX_TREE_DEPTH,
     REJECTED_NODES,
     REJECTED_OPS,
@@ -123,6 +124,13 @@ class Checker:
                 name = self._check_target(target, bound, free_uses)
                 if id(value) in self.constant_nodes and name not in bound:
                     defaults[name] = as_leaf_array(fold(value, self.lines), name, value, self.lines)
+                    held = sum(int(d.size) for d in defaults.values())
+                    if held > MAX_TOTAL_ELEMENTS:
+                        raise self.fail(
+                            f"the leaves hold {held} elements in all; the budget of one run "
+                            f"is {MAX_TOTAL_ELEMENTS}",
+                            value,
+                        )
                     leaves.append(name)
                     leaf_statements.add(id(statement))
                 bound.setdefault(name, statement.lineno)

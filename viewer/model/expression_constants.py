@@ -20,8 +20,16 @@ from viewer.model.expression_rules import (
 
 
 def fold(node: ast.AST, lines: list[str]) -> Any:
+    """The constant ``node`` stands for; every failure is an ExpressionError at ``node``."""
     with np.errstate(all="ignore"):
-        return fold_node(node, lines)
+        try:
+            return fold_node(node, lines)
+        except ExpressionError:
+            raise
+        except (ArithmeticError, ValueError, TypeError, IndexError, MemoryError) as e:
+            # a numpy or Python error the checks above did not foresee: still the user's
+            # program, never a crash
+            raise error_at(f"{type(e).__name__}: {e}", node, lines) from None
 
 
 def fold_node(node: ast.AST, lines: list[str]) -> Any:
@@ -110,11 +118,9 @@ def check_result_size(
 ) -> None:
     """Refuse an operation whose result would exceed MAX_ELEMENTS, before computing it."""
     if isinstance(op, ast.MatMult):
-        a, b = shapes
-        if len(a) >= 1 and len(b) >= 2:
-            shape = (*a[:-1], b[-1])
-        else:
-            return
+        shape = matmul_shape(*shapes)
+        if shape is None:
+            return  # the engine reports the mismatch with its own message
     else:
         try:
             shape = np.broadcast_shapes(*shapes)
@@ -127,6 +133,47 @@ def check_result_size(
             node,
             lines,
         )
+
+
+def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape of ``a @ b`` (numpy's rules: batch dimensions broadcast); None when the
+    shapes do not fit (the engine says why)."""
+    if not a or not b:
+        return None
+    a2 = a if len(a) > 1 else (1, *a)
+    b2 = b if len(b) > 1 else (*b, 1)
+    try:
+        batch = np.broadcast_shapes(a2[:-2], b2[:-2])
+    except ValueError:
+        return None
+    shape = (*batch, a2[-2], b2[-1])
+    if len(a) == 1:
+        shape = shape[:-2] + shape[-1:]
+    if len(b) == 1:
+        shape = shape[:-1]
+    return shape
+
+
+def call_result_size(name: str, shapes: list[tuple[int, ...]], shape_arg: Any) -> int | None:
+    """Elements of what function ``name`` would return for operands of ``shapes`` (the
+    functions that can make an array bigger than their operands); None: not bigger."""
+    try:
+        if name in ("add", "sub", "mul", "div") and len(shapes) == 2:
+            return math.prod(np.broadcast_shapes(*shapes))
+        if name == "matmul" and len(shapes) == 2:
+            shape = matmul_shape(*shapes)
+            return None if shape is None else math.prod(shape)
+        if name == "linear" and len(shapes) >= 2:
+            shape = matmul_shape(shapes[0], shapes[1])
+            if shape is not None and len(shapes) == 3:
+                shape = np.broadcast_shapes(shape, shapes[2])
+            return None if shape is None else math.prod(shape)
+        if name == "broadcast_to" and shape_arg is not None:
+            dims = tuple(shape_arg) if isinstance(shape_arg, tuple | list) else (shape_arg,)
+            return math.prod(int(d) for d in dims)
+    except (ValueError, TypeError, OverflowError):
+        return None  # not a valid call: the engine says why
+    return None
 
 
 def int_shape(value: Any, node: ast.AST, lines: list[str]) -> tuple[int, ...]:
@@ -153,6 +200,13 @@ def construct(node: ast.Call, lines: list[str]) -> NDArray:
             args = list(args[0])
         shape = int_shape(tuple(args), node, lines)
         size = math.prod(shape)
+        if size <= MAX_ELEMENTS and max(shape, default=0) > MAX_ELEMENTS:
+            raise error_at(
+                f"{name}{shape}: a dimension of {max(shape)} is over the limit of "
+                f"{MAX_ELEMENTS} elements",
+                node,
+                lines,
+            )
         if size > MAX_ELEMENTS:
             raise error_at(
                 f"{name}{shape} would have {size} elements; the limit is {MAX_ELEMENTS}",
@@ -178,7 +232,14 @@ def construct(node: ast.Call, lines: list[str]) -> NDArray:
         )
         if step == 0:
             raise error_at("arange: the step must not be zero", node, lines)
-        count = max(math.ceil((stop - start) / step), 0)
+        span = (stop - start) / step
+        if not all(math.isfinite(v) for v in (start, stop, step, span)):
+            raise error_at(
+                f"arange({start:g}, {stop:g}, {step:g}): the bounds and the count must be finite",
+                node,
+                lines,
+            )
+        count = max(math.ceil(span), 0)
         if count > MAX_ELEMENTS:
             raise error_at(
                 f"arange would have {count} elements; the limit is {MAX_ELEMENTS}", node, lines

@@ -12,16 +12,21 @@ from numpy.typing import NDArray
 import autodiff.functions as F
 from autodiff import trace as trace_module
 from autodiff.core import Variable
+from autodiff import core
 from viewer.model.expression_constants import (
     apply_binop,
     as_leaf_array,
+    call_result_size,
     check_result_size,
-    fold_node,
+    fold,
     index_value,
 )
 from viewer.model.expression_rules import (
     FUNCTIONS,
     GRAD,
+    MAX_ELEMENTS,
+    MAX_STEPS,
+    MAX_TOTAL_ELEMENTS,
     ExpressionError,
     NonFiniteWarning,
     error_at,
@@ -45,6 +50,7 @@ class Interpreter:
         self.namespace: dict[str, Any] = {}
         self.leaves: dict[str, Variable] = {}
         self.nonfinite: NonFiniteWarning | None = None
+        self.budget = Budget()
 
     def fail(self, message: str, node: ast.AST) -> ExpressionError:
         return error_at(message, node, self.lines)
@@ -55,7 +61,11 @@ class Interpreter:
         """Evaluate and backpropagate; returns the fields of an Evaluation."""
 
         statements = self.program.statements
-        with np.errstate(all="ignore"), trace_module.record(max_array_size=max_array_size) as t:
+        with (
+            np.errstate(all="ignore"),
+            trace_module.record(max_array_size=max_array_size) as t,
+            self.budget.counting_steps(),
+        ):
             # Free leaves exist from the start, in order of first use.
             for name in self.program.leaves:
                 self._make_leaf(name)
@@ -141,8 +151,17 @@ class Interpreter:
         return self.eval(statement.value)  # type: ignore[attr-defined]
 
     def eval(self, node: ast.AST) -> Any:
+        value = self._eval(node)
+        if not isinstance(node, ast.Name):
+            try:
+                self.budget.spend(int(np.size(value.data if isinstance(value, Variable) else value)))
+            except BudgetExceeded as e:
+                raise self.fail(str(e), node) from None
+        return value
+
+    def _eval(self, node: ast.AST) -> Any:
         if id(node) in self.program.constant_nodes:
-            return fold_node(node, self.lines)
+            return fold(node, self.lines)
         if isinstance(node, ast.Name):
             return self.namespace[node.id]
         try:
@@ -159,6 +178,8 @@ class Interpreter:
                 return F.get_item(value, index) if isinstance(value, Variable) else value[index]
         except ExpressionError:
             raise
+        except BudgetExceeded as e:
+            raise self.fail(str(e), node) from None
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as e:
@@ -168,7 +189,7 @@ class Interpreter:
     def _binop(self, node: ast.BinOp) -> Any:
         left = self.eval(node.left)
         if isinstance(node.op, ast.Pow):
-            exponent = fold_node(node.right, self.lines)
+            exponent = fold(node.right, self.lines)
             c = float(np.asarray(exponent).reshape(()))
             if c == int(c):
                 c = int(c)
@@ -185,13 +206,21 @@ class Interpreter:
             return self._grad(node)
         spec = FUNCTIONS[name]
         args = [self.eval(a) for a in node.args[: spec.operands]]
-        args += [fold_node(a, self.lines) for a in node.args[spec.operands :]]
-        keywords = {k.arg: fold_node(k.value, self.lines) for k in node.keywords}
+        args += [fold(a, self.lines) for a in node.args[spec.operands :]]
+        keywords = {k.arg: fold(k.value, self.lines) for k in node.keywords}
         for key in ("axis", "shape"):
             if key in keywords and keywords[key] is not None:
                 keywords[key] = _int_axes(keywords[key])
         if name in ("sum", "mean", "average", "max", "min") and len(args) > 1:
             args[1] = _int_axes(args[1])
+        shape_arg = keywords.get("shape", tuple(args[1:]) if name == "broadcast_to" else None)
+        if name == "broadcast_to" and shape_arg and len(shape_arg) == 1:
+            shape_arg = shape_arg[0]
+        size = call_result_size(name, [_shape(a) for a in args[: spec.operands]], shape_arg)
+        if size is not None and size > MAX_ELEMENTS:
+            raise self.fail(
+                f"{name}(...) would make {size} elements; the limit is {MAX_ELEMENTS}", node
+            )
         if name in (
             "softmax",
             "log_softmax",
@@ -269,3 +298,51 @@ def _describe(error: BaseException) -> str:
     if isinstance(error, ValueError | TypeError | IndexError) and text:
         return text
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+class BudgetExceeded(Exception):
+    """A program went over one of its budgets (the message says which, and how big)."""
+
+
+class Budget:
+    """What one run may use: elements created (MAX_TOTAL_ELEMENTS) and recorded steps
+    (MAX_STEPS). The step count is an engine observer for the run, so a runaway
+    ``grad(grad(...))`` stops at the limit, not after filling the memory."""
+
+    def __init__(self, elements: int = MAX_TOTAL_ELEMENTS, steps: int = MAX_STEPS) -> None:
+        self.elements = elements
+        self.steps = steps
+        self.spent = 0
+        self.taken = 0
+
+    def spend(self, n: int) -> None:
+        self.spent += n
+        if self.spent > self.elements:
+            raise BudgetExceeded(
+                f"the program has made {self.spent} array elements in all; the budget of "
+                f"one run is {self.elements}"
+            )
+
+    def on_forward(self, f: Any, inputs: Any, outputs: Any, recorded: bool) -> None:
+        self.taken += 1
+        if self.taken > self.steps:
+            raise BudgetExceeded(
+                f"the program ran more than {self.steps} operations (grad() of grad() "
+                "grows exponentially)"
+            )
+
+    def on_backward_event(self, *args: Any) -> None:
+        self.on_forward(None, None, None, True)
+
+    def counting_steps(self) -> Any:
+        import contextlib
+
+        @contextlib.contextmanager
+        def attached() -> Any:
+            core.add_observer(self)
+            try:
+                yield
+            finally:
+                core.remove_observer(self)
+
+        return attached()

@@ -17,6 +17,11 @@ MAX_STATEMENTS = 500
 MAX_DEPTH = 64  # nesting of brackets
 MAX_TREE_DEPTH = 100  # nesting of the syntax tree (brackets, calls, operator chains like a+b+c)
 MAX_ELEMENTS = 1_000_000  # elements of any one array the program may create
+# Budgets of one run (Budget, below): every array the program creates counts against
+# MAX_TOTAL_ELEMENTS; the recorded steps (forward and backward, grad() included) against
+# MAX_STEPS, so that nested grad() calls, whose graphs grow exponentially, stop early.
+MAX_TOTAL_ELEMENTS = 20_000_000
+MAX_STEPS = 200_000
 MAX_EXPONENT = 1_000.0  # largest |c| in ``x ** c``
 DEFAULT_LEAF_VALUE = 1.0
 

@@ -1,0 +1,43 @@
+"""The corpus of hostile programs (tests/corpus/hostile_expressions.txt): each is refused with
+an ExpressionError that has a line and column, or runs; never a raw exception, and within the
+run's budgets (no multi-GB allocation: the limits refuse before allocating)."""
+
+import resource
+from pathlib import Path
+
+import pytest
+
+from viewer.model.expression import ExpressionError, evaluate
+
+CORPUS = Path(__file__).resolve().parents[2] / "corpus" / "hostile_expressions.txt"
+
+
+def _programs() -> list[tuple[str, str]]:
+    blocks = CORPUS.read_text(encoding="utf-8").split("\n---\n")
+    found = []
+    for block in blocks:
+        lines = block.strip("\n").split("\n")
+        comments = [line for line in lines if line.startswith("#")]
+        code = "\n".join(line for line in lines if not line.startswith("#"))
+        if code.strip():
+            found.append((comments[-1] if comments else code[:40], code))
+    return found
+
+
+PROGRAMS = _programs()
+
+
+def test_the_corpus_is_read():
+    assert len(PROGRAMS) >= 15
+
+
+@pytest.mark.parametrize("program", [p for _, p in PROGRAMS], ids=[i for i, _ in PROGRAMS])
+def test_hostile_program_is_refused_cleanly(program):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        evaluate(program)
+    except ExpressionError as e:
+        assert e.line is not None and e.line >= 1 and e.col is not None, e
+        assert str(e).startswith(f"line {e.line}")
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 1500, f"peak memory grew by {grown_mb:.0f} MB"
