@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -10,9 +11,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 import autodiff.functions as F
+from autodiff import core
 from autodiff import trace as trace_module
 from autodiff.core import Variable
-from autodiff import core
 from viewer.model.expression_constants import (
     apply_binop,
     as_leaf_array,
@@ -154,7 +155,8 @@ class Interpreter:
         value = self._eval(node)
         if not isinstance(node, ast.Name):
             try:
-                self.budget.spend(int(np.size(value.data if isinstance(value, Variable) else value)))
+                data = value.data if isinstance(value, Variable) else value
+                self.budget.spend(int(np.size(data)))
             except BudgetExceeded as e:
                 raise self.fail(str(e), node) from None
         return value
@@ -335,8 +337,6 @@ class Budget:
         self.on_forward(None, None, None, True)
 
     def counting_steps(self) -> Any:
-        import contextlib
-
         @contextlib.contextmanager
         def attached() -> Any:
             core.add_observer(self)
