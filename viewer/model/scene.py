@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -161,7 +161,14 @@ class Scene:
         return int(self.node_ids[index]) if 0 <= index < len(self.node_ids) else None
 
     def set_palette(self, palette: str | Palette) -> None:
+        old = self.palette.error
         self.palette = palette if isinstance(palette, Palette) else PALETTES[palette]
+        new = self.palette.error
+        if old != new:  # badges drawn in the palette's error colour follow the theme
+            for nid, overlays in self.overlays.items():
+                self.overlays[nid] = tuple(
+                    replace(o, color=new) if o.color == old else o for o in overlays
+                )
         self._last_frame = None
 
     # --- per-step state ----------------------------------------------------------

@@ -244,3 +244,12 @@ def test_layout_by_generation_grows_along_every_edge():
     gens = [graph.nodes[int(n)]["generation"] for n in layout.node_ids]
     functions = [graph.nodes[int(n)]["kind"] == "function" for n in layout.node_ids]
     assert all(layers[i] >= 2 * gens[i] + functions[i] for i in range(len(gens)))
+
+
+def test_badges_follow_the_palette():
+    _, scene = make_scene("x = 1.5\nd = x - x\ny = log(d) * x")
+    _, light, _ = scene.overlay_arrays("nonfinite")
+    scene.set_palette("dark")
+    _, dark, _ = scene.overlay_arrays("nonfinite")
+    assert tuple(light[0]) == tuple(LIGHT.error)
+    assert tuple(dark[0]) == tuple(DARK.error) != tuple(light[0])
