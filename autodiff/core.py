@@ -217,6 +217,11 @@ class Variable:
                     f"Variable: {type(data).__name__} is not supported; "
                     "pass a numpy ndarray, a numpy scalar or a Python number"
                 )
+        if data is not None and data.dtype.kind in "OSUVM":
+            raise TypeError(
+                f"Variable: an array of dtype {data.dtype} (shape {data.shape}) is not "
+                "supported; pass numbers (a float or int array)"
+            )
         self.data = data
         self._name = name
         self.grad: Variable | None = None
@@ -608,6 +613,11 @@ def _backward(
     # are handed to their creator when it is popped; only leaves (and, with retain_grad, the
     # intermediates) get a ``.grad`` Variable. Without create_graph the values are plain arrays
     # (``backward_data``), so no Variable is built for a gradient nobody will see.
+    if output.data is None:
+        raise ValueError(
+            f"backward: {output.name or 'the Variable'} holds no data (Variable(None)); "
+            "assign it an array before calling backward()"
+        )
     if output.grad is None:
         output.grad = Variable(np.ones_like(output.data))
     seed = output.grad

@@ -338,6 +338,14 @@ def transpose(x: Any, axes: Any = None) -> Variable:
 
 def expand_dims(x: Any, axis: int) -> Variable:
     x = as_variable(x)
+    if not _is_int(axis):
+        raise TypeError(f"expand_dims: axis must be an int, got {axis!r} ({type(axis).__name__})")
+    n = x.ndim + 1  # the new axis may go at either end
+    if not -n <= axis < n:
+        raise ValueError(
+            f"expand_dims: axis {axis} is out of range for an input of shape {x.shape} "
+            f"(valid axes: {-n}..{n - 1})"
+        )
     shape = list(x.shape)
     shape.insert(axis if axis >= 0 else len(shape) + axis + 1, 1)
     return reshape(x, tuple(shape))
@@ -402,8 +410,34 @@ def get_item(x: Any, slices: Any) -> Variable:
 # =============================================================================
 # Sums and broadcasting
 # =============================================================================
-def _normalize_axis(axis: Any) -> Any:
-    return tuple(axis) if isinstance(axis, list) else axis
+def _normalize_axis(axis: Any, op: str = "") -> Any:
+    """``axis`` as numpy takes it (a list becomes a tuple), after checking its type."""
+    axis = tuple(axis) if isinstance(axis, list) else axis
+    parts = axis if isinstance(axis, tuple) else (axis,)
+    if axis is not None and not all(_is_int(a) for a in parts):
+        raise TypeError(
+            f"{op or 'axis'}: axis must be None, an int or a tuple of ints, got {axis!r} "
+            f"({type(axis).__name__})"
+        )
+    return axis
+
+
+def _is_int(a: Any) -> bool:
+    return isinstance(a, int | np.integer) and not isinstance(a, bool)
+
+
+def _check_axis(op: str, axis: Any, shape: tuple[int, ...]) -> None:
+    """Name the operation, the axis and the shape when an axis is out of range."""
+    if axis is None:
+        return
+    ndim = len(shape)
+    for a in axis if isinstance(axis, tuple) else (axis,):
+        if not -ndim <= a < ndim:
+            valid = f"-{ndim}..{ndim - 1}" if ndim else "none (a scalar has no axes)"
+            raise ValueError(
+                f"{op}: axis {a} is out of range for an input of shape {shape} "
+                f"(valid axes: {valid})"
+            )
 
 
 def _broadcast_data(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -416,10 +450,11 @@ def _broadcast_data(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 class Sum(Function):
     def __init__(self, axis: Any, keepdims: bool) -> None:
-        self.axis = _normalize_axis(axis)
+        self.axis = _normalize_axis(axis, "sum")
         self.keepdims = keepdims
 
     def forward(self, x):
+        _check_axis("sum", self.axis, x.shape)
         self.x_shape = x.shape
         return _add_reduce(x, axis=self.axis, keepdims=self.keepdims)
 
@@ -631,10 +666,11 @@ def linear_simple(x: Any, W: Any, b: Any = None) -> Variable:
 # =============================================================================
 class Max(Function):
     def __init__(self, axis: Any = None, keepdims: bool = False) -> None:
-        self.axis = _normalize_axis(axis)
+        self.axis = _normalize_axis(axis, type(self).__name__.lower())
         self.keepdims = keepdims
 
     def forward(self, x):
+        _check_axis("max", self.axis, x.shape)
         return x.max(axis=self.axis, keepdims=self.keepdims)
 
     def _mask_and_shape(self) -> tuple[np.ndarray, list[int]]:
@@ -655,6 +691,7 @@ class Max(Function):
 
 class Min(Max):
     def forward(self, x):
+        _check_axis("min", self.axis, x.shape)
         return x.min(axis=self.axis, keepdims=self.keepdims)
 
 
@@ -685,9 +722,10 @@ def _softmax_data(x: np.ndarray, axis: Any) -> np.ndarray:
 
 class Softmax(Function):
     def __init__(self, axis: int = 1) -> None:
-        self.axis = axis
+        self.axis = _normalize_axis(axis, "softmax")
 
     def forward(self, x):
+        _check_axis("softmax", self.axis, x.shape)
         return _softmax_data(x, self.axis)
 
     def backward(self, gy):
@@ -709,9 +747,10 @@ def softmax(x: Any, axis: int = 1) -> Variable:
 
 class LogSoftmax(Function):
     def __init__(self, axis: int = 1) -> None:
-        self.axis = axis
+        self.axis = _normalize_axis(axis, "log_softmax")
 
     def forward(self, x):
+        _check_axis("log_softmax", self.axis, x.shape)
         log_z = utils.logsumexp(x, self.axis)
         return x - log_z
 

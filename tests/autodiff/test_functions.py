@@ -613,3 +613,34 @@ def test_the_gradient_of_a_constant_matmul_operand_is_not_computed(fn):
     assert isinstance(matmul_step.function, (F.MatMul, F.Linear))
     assert matmul_step.input_grads[0] is None
     np.testing.assert_array_equal(W.grad.data, np.full((3, 2), 4.0))
+
+
+@pytest.mark.parametrize(
+    ("call", "kind", "words"),
+    [
+        (lambda x: F.sum(x, axis=5), ValueError, ["sum", "axis 5", "(2, 3)"]),
+        (lambda x: F.sum(x, axis=-3), ValueError, ["sum", "axis -3", "(2, 3)"]),
+        (lambda x: F.max(x, axis=9), ValueError, ["max", "axis 9"]),
+        (lambda x: F.min(x, axis=(0, 4)), ValueError, ["min", "axis 4"]),
+        (lambda x: F.softmax(x, axis=4), ValueError, ["softmax", "axis 4", "(2, 3)"]),
+        (lambda x: F.log_softmax(x, axis=-7), ValueError, ["log_softmax", "axis -7"]),
+        (lambda x: F.sum(x, axis=1.5), TypeError, ["sum", "1.5", "float"]),
+        (lambda x: F.expand_dims(x, 100), ValueError, ["expand_dims", "axis 100", "-3..2"]),
+        (lambda x: F.expand_dims(x, 10**18), ValueError, ["expand_dims"]),
+        (lambda x: Variable(None).backward(), ValueError, ["backward", "no data"]),
+        (lambda x: Variable(np.array(["a", "b"])), TypeError, ["Variable", "<U1", "(2,)"]),
+        (lambda x: Variable(np.array([None, 1.0])), TypeError, ["Variable", "object"]),
+    ],
+)
+def test_engine_errors_name_the_operation_and_the_shapes(call, kind, words):
+    x = Variable(np.ones((2, 3)))
+    with pytest.raises(kind) as info:
+        call(x)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_expand_dims_at_both_ends():
+    x = Variable(np.ones(3))
+    assert F.expand_dims(x, 0).shape == (1, 3) and F.expand_dims(x, 1).shape == (3, 1)
+    assert F.expand_dims(x, -1).shape == (3, 1) and F.expand_dims(x, -2).shape == (1, 3)
