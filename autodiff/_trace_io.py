@@ -113,6 +113,15 @@ def _flat_snapshot(prefix: str, snap: Snapshot | None, out: dict[str, Any]) -> N
         out[f"{prefix}_inf"] = snap.inf
 
 
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_text(text: Any) -> str:
+    """Text XML 1.0 can hold: control characters (NUL, ESC...) and lone surrogates become
+    ``\\xNN`` escapes."""
+    return _XML_INVALID.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
 def to_graphml(trace: Trace, path: str | os.PathLike[str]) -> None:
     """GraphML with flat attributes (GraphML has no None or nested values: '' and -1 stand in)."""
     g = trace.graph
@@ -120,8 +129,8 @@ def to_graphml(trace: Trace, path: str | os.PathLike[str]) -> None:
     for nid, a in g.nodes(data=True):
         attrs: dict[str, Any] = {
             "kind": a["kind"],
-            "name": a["name"] or "",
-            "op": a["op"] or "",
+            "name": _xml_text(a["name"] or ""),
+            "op": _xml_text(a["op"] or ""),
             "shape": "" if a["shape"] is None else str(a["shape"]),
             "dtype": a["dtype"] or "",
             "generation": a["generation"],
@@ -144,6 +153,19 @@ def _snap_dict(snap: Snapshot | None) -> dict[str, Any] | None:
     return None if snap is None else snap.to_dict()
 
 
+_MAX_NAME = 10_000  # what the loader accepts for a name
+_MAX_OP = 200  # ... and for a Function's class name
+
+
+def _cut(text: Any, limit: int) -> str | None:
+    """A name as the loader accepts it: a string (``Variable(name=123)``), cut to ``limit``
+    characters with a marker."""
+    if text is None:
+        return None
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def trace_to_dict(trace: Trace) -> dict[str, Any]:
     """The JSON-ready dict of a trace (what :func:`to_json` writes)."""
     g = trace.graph
@@ -154,8 +176,8 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
             {
                 "id": nid,
                 "kind": a["kind"],
-                "name": a["name"],
-                "op": a["op"],
+                "name": _cut(a["name"], _MAX_NAME),
+                "op": _cut(a["op"], _MAX_OP),
                 "shape": None if a["shape"] is None else list(a["shape"]),
                 "dtype": a["dtype"],
                 "generation": a["generation"],
@@ -175,7 +197,7 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
                 "index": s.index,
                 "phase": s.phase,
                 "function": s.function,
-                "op": s.op,
+                "op": _cut(s.op, _MAX_OP),
                 "generation": s.generation,
                 "inputs": list(s.inputs),
                 "outputs": list(s.outputs),
@@ -394,6 +416,8 @@ def load(
         ) from None
     except RecursionError:
         raise TraceFormatError(f"{os.fspath(path)}: nested too deeply") from None
+    except ValueError as e:  # e.g. an integer of thousands of digits
+        raise TraceFormatError(f"{os.fspath(path)}: not a trace: {str(e)[:200]}") from None
     return trace_from_dict(data)
 
 
@@ -443,10 +467,10 @@ def _load_graph(t: Trace, g: Any) -> None:
         gen = _int(n["generation"], f"{p}.generation")
         constant = _bool(n["constant"], f"{p}.constant")
         if kind == "function":
-            op = _str(n["op"], f"{p}.op", max_len=200)
+            op = _str(n["op"], f"{p}.op", max_len=_MAX_OP)
             t._info.append((_FUNCTION, gen, op, (), ()))
         elif kind == "variable":
-            name = _str(n["name"], f"{p}.name", optional=True)
+            name = _str(n["name"], f"{p}.name", optional=True, max_len=_MAX_NAME)
             shape = None
             if n["shape"] is not None:
                 dims = _list(n["shape"], f"{p}.shape")
@@ -496,6 +520,47 @@ def _load_graph(t: Trace, g: Any) -> None:
         in_ids = tuple(ins.get(f, {})[k] for k in range(len(ins.get(f, {}))))
         out_ids = tuple(outs.get(f, {})[k] for k in range(len(outs.get(f, {}))))
         t._info[f] = (_FUNCTION, gen, op, in_ids, out_ids)
+    _check_dag(t, outs)
+
+
+def _check_dag(t: Trace, outs: dict[int, dict[int, int]]) -> None:
+    """A recorded graph has one creator per variable and no cycle (Kahn's algorithm over the
+    integer links; a self-loop is a cycle)."""
+    creator: dict[int, int] = {}
+    for f, slots in outs.items():
+        for x in slots.values():
+            if x in creator:
+                raise _fail(
+                    "graph.links",
+                    f"variable node {x} has two creators (function nodes {creator[x]} and {f})",
+                )
+            creator[x] = f
+    info = t._info
+    n = len(info)
+    indegree = [0] * n
+    successors: list[list[int]] = [[] for _ in range(n)]
+    for f in range(n):
+        entry = info[f]
+        if entry[0] != _FUNCTION:
+            continue
+        for x in entry[3]:
+            successors[x].append(f)
+            indegree[f] += 1
+        for y in entry[4]:
+            successors[f].append(y)
+            indegree[y] += 1
+    ready = [v for v in range(n) if indegree[v] == 0]
+    seen = 0
+    while ready:
+        v = ready.pop()
+        seen += 1
+        for w in successors[v]:
+            indegree[w] -= 1
+            if indegree[w] == 0:
+                ready.append(w)
+    if seen != n:
+        stuck = next(v for v in range(n) if indegree[v] > 0)
+        raise _fail("graph.links", f"the links contain a cycle (through node {stuck})")
 
 
 _STEP_KEYS = (

@@ -375,3 +375,73 @@ def test_nan_and_inf_survive(tmp_path):
     assert np.isnan(a[0]) and a[1] == np.inf and a[2] == -np.inf and a[3] == 1.0
     assert t2.steps[0].nonfinite
     del y
+
+
+# ----------------------------------------------------------------------------------------
+# What load refuses, and what to_json writes so that load accepts it (issue 11)
+# ----------------------------------------------------------------------------------------
+def _small_dict():
+    x = Variable(np.array(1.0), name="x")
+    with trace.record() as t:
+        y = F.sin(x)
+        y.backward()
+    return trace_to_dict(t)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        # Sin (1) consumes its own output (2): a cycle
+        (lambda d: d["graph"]["links"].append({"source": 2, "target": 1, "slot": 1}), "cycle"),
+        # a second function that also creates variable 2
+        (
+            lambda d: (
+                d["graph"]["nodes"].append({**d["graph"]["nodes"][1], "id": 3, "op": "Cos"}),
+                d["graph"]["links"].append({"source": 0, "target": 3, "slot": 0}),
+                d["graph"]["links"].append({"source": 3, "target": 2, "slot": 0}),
+            ),
+            "two creators",
+        ),
+    ],
+)
+def test_load_refuses_graphs_no_recording_makes(tmp_path, edit, message):
+    data = _small_dict()
+    edit(data)
+    with pytest.raises(TraceFormatError, match=message):
+        trace_from_dict(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(TraceFormatError, match=message):
+        trace.load(path)
+
+
+def test_a_huge_integer_is_a_format_error(tmp_path):
+    path = tmp_path / "big.json"
+    path.write_text('{"format": "autodiff-trace", "schema_version": ' + "9" * 5000 + "}")
+    with pytest.raises(TraceFormatError, match="not a trace"):
+        trace.load(path)
+
+
+@pytest.mark.parametrize("name", [123, "n" * 20_000, "a\x00b\x1bc", "<h1>big</h1>"])
+def test_files_written_can_be_read_back(tmp_path, name):
+    from autodiff import Function
+
+    class Doubled(Function):
+        def forward(self, x):
+            return x * 2
+
+        def backward(self, gy):
+            return gy * 2
+
+    Doubled.__name__ = "D" * 300
+    x = Variable(np.array(1.0), name=name)
+    with trace.record() as t:
+        y = Doubled()(F.sin(x))
+        y.backward()
+    t.to_json(tmp_path / "t.json")
+    back = trace.load(tmp_path / "t.json")
+    assert back.node(0)["name"] == str(name)[:9_999] + ("…" if len(str(name)) > 10_000 else "")
+    assert len(back.node(back.functions[-1])["op"]) == 200
+    t.to_graphml(tmp_path / "t.graphml")
+    g = nx.read_graphml(tmp_path / "t.graphml")  # well-formed XML
+    assert "\x00" not in g.nodes["0"]["name"] and "\x1b" not in g.nodes["0"]["name"]
