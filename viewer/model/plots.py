@@ -7,6 +7,7 @@
 * :func:`training_curves`: for a script's trace, the loss (the root of each ``backward()``
   call) and the gradient norm of every parameter, per backward pass.
 * :func:`node_histograms`: the distribution of a node's value and gradient at a step.
+* :meth:`FunctionPlot.view_ranges`: a readable y range per curve (:mod:`plot_scales`).
 
 The ``document_*`` helpers pick the right input from a :class:`viewer.model.document.Document`.
 A request that cannot be plotted raises a ValueError whose message says what is missing and
@@ -23,6 +24,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from viewer.model.plot_scales import ViewRange, robust_range
+
 __all__ = [
     "DEFAULT_BINS",
     "DEFAULT_POINTS",
@@ -30,6 +33,7 @@ __all__ = [
     "Histogram",
     "NodeHistograms",
     "TrainingCurves",
+    "ViewRange",
     "document_function_plot",
     "document_histograms",
     "document_training_curves",
@@ -38,6 +42,7 @@ __all__ = [
     "iter_document_function_plot",
     "iter_function_plot",
     "node_histograms",
+    "robust_range",
     "training_curves",
 ]
 
@@ -91,6 +96,14 @@ class FunctionPlot:
         """Legend texts: ``y``, ``dy/dx``, ``d2y/dx2``."""
         y, x = self.output, self.leaf
         return (y, f"d{y}/d{x}", f"d2{y}/d{x}2")
+
+    def view_ranges(self) -> tuple[ViewRange, ViewRange, ViewRange]:
+        """The y range to show ``f``, ``df`` and ``d2f`` in, each around its own values and
+        the current point: the three can differ by orders of magnitude, and a tail that runs
+        off (``exp(x**2)`` at the end of the interval) is clipped rather than flattening the
+        rest (see :func:`viewer.model.plot_scales.robust_range`)."""
+        f, df, d2f = (robust_range(v, [v[self.index]]) for v in (self.f, self.df, self.d2f))
+        return f, df, d2f
 
 
 def _leaf_value(program: Any, values: Mapping[str, Any], name: str) -> NDArray[np.float64]:

@@ -1,14 +1,19 @@
 """The plot panel: f, df/dx, d2f/dx2 of an expression (point count, values at the current x,
 following the leaf's value), training curves of a script, histograms of the selected node, and
-the messages where a plot does not apply."""
+the messages where a plot does not apply; plots stay readable (a row and a range per curve,
+log-axis labels apart, the legend beside the data)."""
 
+import itertools
 import math
 
 import numpy as np
 import pytest
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.model.plots import DEFAULT_POINTS
+from viewer.model.expression import parse
+from viewer.model.plots import DEFAULT_POINTS, TrainingCurves, function_plot
+from viewer.qt.palettes import DARK
+from viewer.qt.plot_panel import PlotPanel
 
 
 def _plotted(qtbot, window):
@@ -40,8 +45,9 @@ def test_function_plot_of_one_scalar_leaf_follows_its_value(qtbot, window):
         assert x[data.index] == pytest.approx(1.0)
         assert y[data.index] == pytest.approx(expected, rel=1e-9)
     assert window.plot_panel.marker_line.value() == pytest.approx(1.0)
-    markers = window.plot_panel.markers.getData()
-    assert np.allclose(markers[0], 1.0) and np.allclose(sorted(markers[1]), sorted(_tanh_x2(1.0)))
+    for marker, expected in zip(window.plot_panel.markers, _tanh_x2(1.0), strict=True):
+        xs, ys = marker.getData()  # one point per row: the current x on its curve
+        assert np.allclose(xs, [1.0]) and np.allclose(ys, [expected])
     assert "dy/dx = 1.94316" in window.plot_panel.function_values.text()
 
     # a new value of the leaf: the plot is recomputed around it
@@ -160,3 +166,128 @@ def test_histograms_of_the_selected_node(qtbot, window):
     # a Function has no value of its own
     doc.select(doc.trace.steps[0].function)
     assert "a Function has no value" in panel.histogram_message.text()
+
+
+# ----------------------------------------------------------------------------- readability
+SEED = "x = 0.5\ny = square(exp(square(x)))"  # the first launch's program
+
+
+@pytest.fixture
+def shown_panel(qtbot):
+    """The panel alone, about as big as in a 1024x700 window."""
+    panel = PlotPanel()
+    qtbot.addWidget(panel)
+    panel.resize(420, 330)
+    panel.show()
+    qtbot.waitExposed(panel)
+    return panel
+
+
+def _training_like_spiral(n=3000):
+    """Losses from 1.2 down to 0.03 with noise, and four parameters' gradient norms."""
+    rng = np.random.default_rng(0)
+    loss = np.exp(np.linspace(0.1, -2.6, n) + 0.25 * rng.standard_normal(n))
+    norms = np.exp(rng.normal(-3.0, 0.7, size=(4, n)))
+    labels = ("W #1 (2, 10)", "b #2 (10,)", "W #7 (10, 3)", "b #8 (3,)")
+    return TrainingCurves(np.arange(n), loss, "loss", (1, 2, 7, 8), labels, norms)
+
+
+def _drawn_labels(axis):
+    image = QtGui.QImage(8, 8, QtGui.QImage.Format.Format_ARGB32)
+    painter = QtGui.QPainter(image)
+    try:
+        _axis, _ticks, texts = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [(rect, text) for rect, _flags, text in texts if text]
+
+
+def _global_rect(widget, rect=None):
+    rect = widget.rect() if rect is None else rect
+    return QtCore.QRect(widget.mapToGlobal(rect.topLeft()), rect.size())
+
+
+def test_log_axis_tick_labels_do_not_overlap(qtbot, shown_panel):
+    panel = shown_panel
+    panel.set_current_tab("training")
+    panel.show_training(_training_like_spiral())
+    QtWidgets.QApplication.processEvents()
+    for plot in (panel.loss_plot, panel.norm_plot):
+        axis = plot.getAxis("left")
+        assert axis.logMode
+        low, high = axis.range
+        size = plot.getViewBox().height()
+        assert size > 40
+        labelled = []
+        for spacing, values in axis.tickValues(low, high, size):
+            strings = axis.tickStrings(values, axis.autoSIPrefixScale * axis.scale, spacing)
+            labelled += [v for v, text in zip(values, strings, strict=True) if text]
+        pixels = np.sort((np.asarray(labelled) - low) / (high - low) * size)
+        line = QtGui.QFontMetricsF(axis.font()).height()
+        assert len(pixels) >= 2 and np.all(np.diff(pixels) >= line)
+        drawn = _drawn_labels(axis)  # what pyqtgraph would paint
+        assert len(drawn) >= 2
+        for (a, ta), (b, tb) in itertools.combinations(drawn, 2):
+            assert not a.intersects(b), f"{ta!r} overlaps {tb!r}"
+
+
+def test_the_gradient_norm_legend_is_beside_the_data_and_hides_curves(qtbot, shown_panel):
+    panel = shown_panel
+    panel.set_current_tab("training")
+    data = _training_like_spiral()
+    panel.show_training(data)
+    QtWidgets.QApplication.processEvents()
+    legend = panel.norm_legend
+    assert legend.isVisible() and legend.labels() == list(data.labels)
+    assert panel.norm_plot.getPlotItem().legend is None  # nothing drawn over the curves
+    view = panel.norm_plot.getViewBox()
+    corners = view.mapRectToScene(view.boundingRect())
+    data_rect = QtCore.QRect(
+        panel.norm_plot.mapFromScene(corners.topLeft()),
+        panel.norm_plot.mapFromScene(corners.bottomRight()),
+    )
+    assert not _global_rect(legend).intersects(_global_rect(panel.norm_plot, data_rect))
+    # the two x-linked plots keep one width, so they show the same backward() calls
+    xs = [p.getViewBox().viewRange()[0] for p in (panel.loss_plot, panel.norm_plot)]
+    assert xs[0] == pytest.approx(xs[1])
+    legend.item(1).setCheckState(QtCore.Qt.CheckState.Unchecked)
+    assert not panel.norm_curves[1].isVisible() and panel.norm_curves[0].isVisible()
+    legend.item(1).setCheckState(QtCore.Qt.CheckState.Checked)
+    assert panel.norm_curves[1].isVisible()
+
+
+def test_f_and_its_derivatives_each_get_a_row_and_a_readable_range(qtbot, shown_panel):
+    panel = shown_panel
+    data = function_plot(parse(SEED))
+    panel.show_function_plot(data)
+    panel.set_theme(DARK)
+    QtWidgets.QApplication.processEvents()
+    curves = (data.f, data.df, data.d2f)
+    views = data.view_ranges()
+    assert len(panel.function_rows) == 3
+    shown = [row.getViewBox().viewRange()[1] for row in panel.function_rows]
+    for (low, high), view, values in zip(shown, views, curves, strict=True):
+        assert (low, high) == pytest.approx((view.low, view.high))
+        assert high < np.nanmax(values)  # the exp tail is clipped...
+    for marks, values, view in zip(panel.clip_marks, curves, views, strict=True):
+        xs, ys = marks.getData()  # ...and marked, inside the view, where it runs off
+        above = np.asarray(data.x)[np.asarray(values) > view.high]
+        assert len(xs) > 0 and set(np.round(xs, 9)) <= set(np.round(above, 9))
+        assert np.all((ys > view.low) & (ys < view.high))
+    assert shown[2][1] > 5 * shown[0][1]  # each row has its own y axis
+    names = [label.text for label in panel.function_names]
+    assert names == ["y", "dy/dx", "d2y/dx2"]
+    assert panel.function_clip_note.isVisible()
+    assert "d2y/dx2 up to 2.79e+07" in panel.function_clip_note.text()
+    # Clip outliers off: every row shows its whole curve, nothing marked
+    panel.clip_box.setChecked(False)
+    QtWidgets.QApplication.processEvents()
+    for row, values, marks in zip(panel.function_rows, curves, panel.clip_marks, strict=True):
+        low, high = row.getViewBox().viewRange()[1]
+        assert high >= np.nanmax(values) and low <= np.nanmin(values)
+        assert len(marks.getData()[0]) == 0
+    assert panel.function_clip_note.isHidden()
+    panel.clip_box.setChecked(True)
+    assert panel.function_rows[2].getViewBox().viewRange()[1] == pytest.approx(
+        (views[2].low, views[2].high)
+    )
