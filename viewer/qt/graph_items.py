@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyqtgraph as pg
 from numpy.typing import NDArray
+from pyqtgraph.Qt.internals import PrimitiveArray
 from PySide6 import QtCore, QtGui
 
 from viewer.model.scene import Scene
@@ -25,6 +26,8 @@ __all__ = ["EdgeLayer", "LabelLayer", "NodeLayer", "OverlayLayer", "polyline_pat
 MAX_LABELS = 1500
 # A step that changes at most this many nodes repaints only their boxes, not the whole view.
 PARTIAL_REPAINT_LIMIT = 256
+# The most lines a label has (Scene.label: name, shape, value, gradient).
+MAX_LABEL_LINES = 4
 
 
 def polyline_path(points: NDArray[np.floating], offsets: NDArray[np.integer]) -> QtGui.QPainterPath:
@@ -60,6 +63,8 @@ class EdgeLayer(pg.GraphicsObject):
 
     The base edges change only with the graph, never per step, so they are repainted from a
     device pixmap cache; the current step's edges live in a second, small EdgeLayer on top.
+    The current step's thick edges are filled as an outline rather than stroked (see
+    :func:`_fill_stroke`).
     """
 
     def __init__(self, active: bool = False) -> None:
@@ -98,13 +103,33 @@ class EdgeLayer(pg.GraphicsObject):
             return
         # Antialiased strokes cost ~2x more; a big graph seen whole does not need them.
         painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, self._n_edges < 3000)
-        painter.setPen(self._pen)
-        painter.setBrush(QtCore.Qt.BrushStyle.NoBrush)
-        painter.drawPath(self._path)
+        if self._pen.widthF() > 1.0:
+            _fill_stroke(painter, self._path, self._pen)
+        else:
+            painter.setPen(self._pen)
+            painter.setBrush(QtCore.Qt.BrushStyle.NoBrush)
+            painter.drawPath(self._path)
         if not self._arrows.isEmpty() and (self._active or _pixels_per_unit(painter) > 12.0):
             painter.setPen(QtCore.Qt.PenStyle.NoPen)
             painter.setBrush(self._brush)
             painter.drawPath(self._arrows)
+
+
+def _fill_stroke(painter: QtGui.QPainter, path: QtGui.QPainterPath, pen: QtGui.QPen) -> None:
+    """Draw ``path`` with a ``pen`` wider than a pixel as the fill of its outline.
+
+    Qt's raster engine strokes a wide antialiased line a shade differently under a partial
+    repaint's clip region than it does whole, which leaves seams where a repainted box cuts
+    the line; the fill of a given outline comes out the same whatever the clip."""
+    transform = painter.worldTransform() if pen.isCosmetic() else QtGui.QTransform()
+    outline = QtGui.QPainterPathStroker(pen).createStroke(transform.map(path))
+    painter.save()
+    if pen.isCosmetic():
+        painter.resetTransform()
+    painter.setPen(QtCore.Qt.PenStyle.NoPen)
+    painter.setBrush(pen.brush())
+    painter.drawPath(outline)
+    painter.restore()
 
 
 def _pixels_per_unit(painter: QtGui.QPainter) -> float:
@@ -112,11 +137,31 @@ def _pixels_per_unit(painter: QtGui.QPainter) -> float:
     return float(np.hypot(t.m11(), t.m12()))
 
 
+class _PixelFragments(PrimitiveArray):
+    """pyqtgraph's pixmap fragments, each moved to start on a whole pixel before it is drawn.
+
+    A spot whose pixmap starts on a half pixel (an odd-sized pixmap at a whole-pixel centre,
+    as at fit) lands a pixel apart in a partial repaint (under a clip region) and in a full
+    one: a box redrawn by a partial repaint then shows a sliver of its border beside where a
+    full repaint puts it. On whole pixels both agree."""
+
+    def drawargs(self):
+        frags = self.ndarray()
+        if len(frags):
+            half = frags[:, 4:6] * frags[:, 6:8] / 2  # source size times scale, halved
+            frags[:, 0:2] = np.floor(frags[:, 0:2] - half + 0.5) + half
+        return super().drawargs()
+
+
 class _Spots(pg.ScatterPlotItem):
     """A ScatterPlotItem that leaves clicks and hovers to the view (the scene hit-tests), and
     that can repaint only the spots that changed (``dirty``) instead of the whole graph."""
 
     dirty: list[QtCore.QRectF] | None = None
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._pixmapFragments = _PixelFragments(QtGui.QPainter.PixmapFragment, 10)
 
     def invalidate(self) -> None:
         self.picture = None
@@ -339,17 +384,25 @@ class LabelLayer(pg.GraphicsObject):
         self._bounds = QtCore.QRectF()
         self._font = QtGui.QFont()
         self._elided: dict[tuple[str, int, int, int], str] = {}
+        self._max_lines = MAX_LABEL_LINES
+        self._painted_pixel_size = 0
         self.setAcceptedMouseButtons(QtCore.Qt.MouseButton.NoButton)
         # Makes option.exposedRect the area being repainted, not the whole graph.
         self.setFlag(self.GraphicsItemFlag.ItemUsesExtendedStyleOption, True)
         self.setZValue(4)
 
     def set_geometry(
-        self, positions: NDArray[np.floating], half_sizes: NDArray[np.floating]
+        self,
+        positions: NDArray[np.floating],
+        half_sizes: NDArray[np.floating],
+        max_lines: int = MAX_LABEL_LINES,
     ) -> None:
+        """Node boxes, and the most lines any label of this graph will have at any step: the
+        font is sized for that once per graph, so text keeps its size through playback."""
         self.prepareGeometryChange()
         self._positions = np.asarray(positions, dtype=np.float64).reshape(-1, 2)
         self._half = np.asarray(half_sizes, dtype=np.float64).reshape(-1, 2)
+        self._max_lines = int(np.clip(max_lines, 1, MAX_LABEL_LINES))
         if len(self._positions):
             lo = (self._positions - self._half).min(axis=0)
             hi = (self._positions + self._half).max(axis=0)
@@ -394,6 +447,22 @@ class LabelLayer(pg.GraphicsObject):
     def boundingRect(self) -> QtCore.QRectF:
         return self._bounds
 
+    def font_pixel_size(self, pixels_per_unit: float) -> int:
+        """The label font's pixel size at a zoom: a function of the zoom and of the graph alone
+        (the smallest box, the most lines a label of the graph will have), never of the labels
+        on screen, so a partial repaint draws with the same font as a full one."""
+        if len(self._half) == 0:
+            return 0
+        detail = self._detail(pixels_per_unit)
+        wanted = self._max_lines if detail >= 2 else 1
+        node_h = float(self._half[:, 1].min() * 2 * pixels_per_unit)
+        return int(np.clip(node_h / (wanted * 1.3 + 0.4), 8, 14))
+
+    @property
+    def painted_pixel_size(self) -> int:
+        """The font pixel size of the last paint that drew labels (0 before any)."""
+        return self._painted_pixel_size
+
     def paint(self, painter: QtGui.QPainter, option, *args: object) -> None:
         n = min(len(self._labels), len(self._positions))
         if n == 0:
@@ -402,18 +471,16 @@ class LabelLayer(pg.GraphicsObject):
         detail = self._detail(scale)
         if detail == 0:
             return
-        exposed = option.exposedRect if option is not None else self._bounds
+        pos, half = self._positions[:n], self._half[:n]
+        # Which labels are drawn at all is decided on the whole visible rectangle, then cut to
+        # the exposed part: a partial repaint draws exactly what a full one draws there.
+        shown = self._bounds
         view_box = self.getViewBox()
         if view_box is not None:
-            exposed = exposed.intersected(self.mapRectFromView(view_box.viewRect()))
-        pos, half = self._positions[:n], self._half[:n]
-        inside = (
-            (pos[:, 0] + half[:, 0] >= exposed.left())
-            & (pos[:, 0] - half[:, 0] <= exposed.right())
-            & (pos[:, 1] + half[:, 1] >= exposed.top())
-            & (pos[:, 1] - half[:, 1] <= exposed.bottom())
-        )
-        visible = np.flatnonzero(inside)[:MAX_LABELS]
+            shown = shown.intersected(self.mapRectFromView(view_box.viewRect()))
+        visible = np.flatnonzero(_overlapping(pos, half, shown))[:MAX_LABELS]
+        if option is not None:
+            visible = visible[_overlapping(pos[visible], half[visible], option.exposedRect)]
         if len(visible) == 0:
             return
         transform = painter.worldTransform()
@@ -421,19 +488,19 @@ class LabelLayer(pg.GraphicsObject):
         painter.resetTransform()
         painter.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing, True)
         font = QtGui.QFont(self._font)
-        node_h = float(half[:, 1].min() * 2 * scale)
-        labels = [self._labels[i] for i in visible]
-        most = max(label.count("\n") + 1 for label in labels)
-        wanted = min(most, 4) if detail >= 2 else 1
-        px = int(np.clip(node_h / (wanted * 1.3 + 0.4), 8, 14))
+        px = self.font_pixel_size(scale)
         font.setPixelSize(px)
         painter.setFont(font)
+        self._painted_pixel_size = px
         metrics = QtGui.QFontMetrics(font)
+        wanted = self._max_lines if detail >= 2 else 1
+        node_h = float(self._half[:, 1].min() * 2 * scale)
         lines_fit = max(1, min(wanted, int((node_h - 2) // metrics.lineSpacing())))
         flags = QtCore.Qt.AlignmentFlag.AlignCenter
         elide = QtCore.Qt.TextElideMode.ElideRight
         black = QtGui.QColor("#000000")
-        for i, label in zip(visible, labels, strict=True):
+        for i in visible:
+            label = self._labels[i]
             x, y = pos[i]
             hw, hh = half[i]
             rect = transform.mapRect(QtCore.QRectF(x - hw, y - hh, 2 * hw, 2 * hh))
@@ -453,10 +520,23 @@ class LabelLayer(pg.GraphicsObject):
         painter.restore()
 
 
+def _overlapping(
+    positions: NDArray[np.floating], half: NDArray[np.floating], rect: QtCore.QRectF
+) -> NDArray[np.bool_]:
+    """Which boxes (centre, half size) overlap ``rect``."""
+    return (
+        (positions[:, 0] + half[:, 0] >= rect.left())
+        & (positions[:, 0] - half[:, 0] <= rect.right())
+        & (positions[:, 1] + half[:, 1] >= rect.top())
+        & (positions[:, 1] - half[:, 1] <= rect.bottom())
+    )
+
+
 class OverlayLayer(pg.GraphicsObject):
     """Marks on flagged nodes (leaks, the first NaN/Inf, gradient-check errors): a ring in the
     overlay's colour and, when the node is big enough, its badge. There are few of them, so
-    they are painted one by one, in device pixels."""
+    they are painted one by one, in device pixels (rings as filled outlines, see
+    :func:`_fill_stroke`)."""
 
     MAX_SHOWN = 2000
 
@@ -468,7 +548,9 @@ class OverlayLayer(pg.GraphicsObject):
         self._nodes = np.zeros(0, dtype=np.intp)
         self._colours: list[QtGui.QColor] = []
         self._badges: list[str] = []
-        self._bounds = QtCore.QRectF()
+        self._boxes = QtCore.QRectF()
+        self._pad_px = 0.0
+        self._bounds: QtCore.QRectF | None = None
         self.setAcceptedMouseButtons(QtCore.Qt.MouseButton.NoButton)
         self.setZValue(5)
 
@@ -496,17 +578,52 @@ class OverlayLayer(pg.GraphicsObject):
         self._badges = [b for b, k in zip(badges, keep, strict=False) if k][: self.MAX_SHOWN]
         if len(self._nodes):
             pos, half = self._positions[self._nodes], self._half[self._nodes]
-            lo, hi = (pos - 2 * half).min(axis=0), (pos + 2 * half).max(axis=0)
-            self._bounds = QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1])
+            lo, hi = (pos - half).min(axis=0), (pos + half).max(axis=0)
+            self._boxes = QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1])
         else:
-            self._bounds = QtCore.QRectF()
+            self._boxes = QtCore.QRectF()
+        self._pad_px = self._reach(self._font())
+        self._bounds = None
         self.update()
 
     @property
     def count(self) -> int:
         return len(self._nodes)
 
+    @staticmethod
+    def _font() -> QtGui.QFont:
+        font = QtGui.QFont()
+        font.setPixelSize(11)
+        font.setBold(True)
+        return font
+
+    def _reach(self, font: QtGui.QFont) -> float:
+        """How far (device pixels) rings and badges reach out of their node's box: the rings
+        nest 4 px apart and a node's badges line up leftwards from its ring's right end."""
+        metrics = QtGui.QFontMetricsF(font)
+        rings: dict[int, int] = {}
+        badges: dict[int, float] = {}
+        for node, badge in zip(self._nodes, self._badges, strict=False):
+            rings[int(node)] = rings.get(int(node), 0) + 1
+            width = metrics.horizontalAdvance(badge) + 13 if badge else 0.0
+            badges[int(node)] = badges.get(int(node), 0.0) + width
+        most = max(rings.values(), default=0)
+        return 6.0 + 4.0 * most + 2.0 + 17.0 + max(badges.values(), default=0.0)
+
+    def viewTransformChanged(self) -> None:
+        # The marks are sized in pixels: their extent in layout units changes with the zoom.
+        self.prepareGeometryChange()
+        self._bounds = None
+        super().viewTransformChanged()
+
     def boundingRect(self) -> QtCore.QRectF:
+        if len(self._nodes) == 0:
+            return QtCore.QRectF()
+        if self._bounds is None:
+            px, py = self.pixelVectors()
+            dx = (px.length() if px is not None else 0.0) * self._pad_px
+            dy = (py.length() if py is not None else 0.0) * self._pad_px
+            self._bounds = self._boxes.adjusted(-dx, -dy, dx, dy)
         return self._bounds
 
     def paint(self, painter: QtGui.QPainter, *args: object) -> None:
@@ -517,9 +634,7 @@ class OverlayLayer(pg.GraphicsObject):
         painter.save()
         painter.resetTransform()
         painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, True)
-        font = QtGui.QFont()
-        font.setPixelSize(11)
-        font.setBold(True)
+        font = self._font()
         painter.setFont(font)
         metrics = QtGui.QFontMetricsF(font)
         show_badges = scale * float(self._half[:, 0].min() * 2) >= 30
@@ -533,14 +648,13 @@ class OverlayLayer(pg.GraphicsObject):
             count, right, top = seen.get(int(node), (0, math.nan, math.nan))
             grow = max(3.0, 6.0 - rect.height() / 2) + 4.0 * count
             ring = rect.adjusted(-grow, -grow, grow, grow)
-            pen = QtGui.QPen(colour, 2.5, QtCore.Qt.PenStyle.DashLine)
-            painter.setPen(pen)
-            painter.setBrush(QtCore.Qt.BrushStyle.NoBrush)
+            path = QtGui.QPainterPath()
             if self._is_function[node]:
-                painter.drawRect(ring)
+                path.addRect(ring)
             else:
                 radius = ring.height() / 2.4
-                painter.drawRoundedRect(ring, radius, radius)
+                path.addRoundedRect(ring, radius, radius)
+            _fill_stroke(painter, path, QtGui.QPen(colour, 2.5, QtCore.Qt.PenStyle.DashLine))
             width = metrics.horizontalAdvance(badge) + 10 if badge else 0.0
             if count == 0:
                 right, top = ring.right() + width * 0.4, ring.top() - 9

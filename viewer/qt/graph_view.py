@@ -3,7 +3,8 @@
 The view knows nothing of traces. It takes the model's :class:`SceneGeometry` once per graph
 (where things are) and a :class:`Frame` once per step (what state each node is in, which
 Function is current, the labels), and hit tests through callbacks the main window wires to
-the model's scene.
+the model's scene. When the step moves, the view follows it: it pans (never zooms) to keep the
+current Function and its nodes on screen.
 """
 
 from __future__ import annotations
@@ -16,10 +17,22 @@ from numpy.typing import NDArray
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from viewer.model.scene import Frame, SceneGeometry
-from viewer.qt.graph_items import EdgeLayer, LabelLayer, NodeLayer, OverlayLayer, polyline_path
+from viewer.qt.graph_items import (
+    MAX_LABEL_LINES,
+    EdgeLayer,
+    LabelLayer,
+    NodeLayer,
+    OverlayLayer,
+    polyline_path,
+)
 from viewer.qt.palettes import LIGHT, Theme
 
-__all__ = ["GraphView", "bounds_rect", "empty_geometry"]
+__all__ = ["FOLLOW_DURATION_MS", "GraphView", "bounds_rect", "empty_geometry", "follow_shift"]
+
+# How long the view takes to pan to the current step, and how close (in pixels) the step's
+# nodes may come to the edge of the view before it pans.
+FOLLOW_DURATION_MS = 200
+FOLLOW_MARGIN_PX = 24.0
 
 
 def bounds_rect(geometry: SceneGeometry) -> QtCore.QRectF:
@@ -69,6 +82,12 @@ class GraphView(pg.GraphicsView):
         self._box.clicked.connect(self._on_clicked)
         self._box.sigTransformChanged.connect(self._on_zoom)
         self._box.sigResized.connect(self._on_zoom)
+        self._follow = True
+        self._follow_animated = True
+        self._pan = QtCore.QVariantAnimation(self)
+        self._pan.setDuration(FOLLOW_DURATION_MS)
+        self._pan.setEasingCurve(QtCore.QEasingCurve.Type.OutCubic)
+        self._pan.valueChanged.connect(self._pan_to)
         self.setMouseTracking(True)
         self.set_theme(LIGHT)
 
@@ -108,8 +127,14 @@ class GraphView(pg.GraphicsView):
         self._tooltip_at = tooltip_at
 
     # ----------------------------------------------------------------- content
-    def set_graph(self, geometry: SceneGeometry, fit: bool = True) -> None:
-        """Show a new graph (positions, edges); call :meth:`set_frame` for its states."""
+    def set_graph(
+        self, geometry: SceneGeometry, fit: bool = True, label_lines: int | None = None
+    ) -> None:
+        """Show a new graph (positions, edges); call :meth:`set_frame` for its states.
+
+        ``label_lines``: the most lines any label of this graph will have at any step (the
+        label font is sized for it, once per graph); by default the most a label can have."""
+        self._pan.stop()
         self._geometry = geometry
         self._frame = None
         self._selected = -1
@@ -125,7 +150,11 @@ class GraphView(pg.GraphicsView):
             geometry.variable_size,
             geometry.function_size,
         )
-        self._labels.set_geometry(geometry.positions, geometry.half_sizes.reshape(-1, 2))
+        if label_lines is None:
+            label_lines = MAX_LABEL_LINES if not geometry.is_function.all() else 1
+        self._labels.set_geometry(
+            geometry.positions, geometry.half_sizes.reshape(-1, 2), label_lines
+        )
         self._overlays.set_geometry(
             geometry.positions, geometry.half_sizes.reshape(-1, 2), geometry.is_function
         )
@@ -134,13 +163,17 @@ class GraphView(pg.GraphicsView):
         self._on_zoom()
 
     def set_frame(self, frame: Frame) -> None:
-        """Show one step: node states, the current Function and its edges, labels."""
+        """Show one step: node states, the current Function and its edges, labels; and, when
+        the step moved, pan to keep its nodes in view (see :meth:`set_follow`)."""
+        moved = self._frame is None or self._frame.step != frame.step
         self._frame = frame
         self._nodes.set_states(frame.state_codes, frame.state_names)
         self._nodes.set_overlays(frame.current_nodes, self._selected)
         path, arrows = self._active_paths(frame.active_edges)
         self._active_edges.set_edges(path, arrows, len(frame.active_edges))
         self._send_labels(frame)
+        if moved and self._follow:
+            self.follow(frame.current_nodes, frame.current_function)
 
     def set_overlays(
         self, nodes: NDArray[np.integer], colours: NDArray[np.uint8], badges: Sequence[str]
@@ -189,18 +222,87 @@ class GraphView(pg.GraphicsView):
 
     # ----------------------------------------------------------------- navigation
     def fit(self) -> None:
+        self._pan.stop()
         self._box.setRange(rect=bounds_rect(self._geometry), padding=0.04)
 
     def zoom_by(self, factor: float) -> None:
         """factor > 1 zooms in."""
+        self._pan.stop()
         self._box.scaleBy((1 / factor, 1 / factor))
 
     def center_on(self, node: int) -> None:
         if 0 <= node < self._geometry.n_nodes:
+            self._pan.stop()
             x, y = self._geometry.positions[node]
             rect = self._box.viewRect()
             rect.moveCenter(QtCore.QPointF(float(x), float(y)))
             self._box.setRange(rect=rect, padding=0)
+
+    # ----------------------------------------------------------------- following the step
+    def set_follow(self, enabled: bool, animated: bool | None = None) -> None:
+        """Pan to the current step's nodes when a step change leaves them out of view (on by
+        default); ``animated`` False jumps instead of gliding."""
+        self._follow = bool(enabled)
+        if animated is not None:
+            self._follow_animated = bool(animated)
+        if not self._follow:
+            self._pan.stop()
+
+    @property
+    def follows_step(self) -> bool:
+        return self._follow
+
+    @property
+    def is_panning(self) -> bool:
+        """Whether a follow animation is running."""
+        return self._pan.state() == QtCore.QAbstractAnimation.State.Running
+
+    def follow(self, nodes: NDArray[np.integer], focus: int = -1) -> bool:
+        """Bring ``nodes`` into view if they are out of it or near its edge, panning (never
+        zooming); ``focus`` (a node) is kept in view when they do not all fit. True if the
+        view pans."""
+        geo = self._geometry
+        nodes = np.asarray(nodes, dtype=np.intp).reshape(-1)
+        nodes = nodes[(nodes >= 0) & (nodes < geo.n_nodes)]
+        view = self._box.viewRect()
+        if len(nodes) == 0 or view.width() <= 0 or view.height() <= 0:
+            return False
+        half = geo.half_sizes[nodes]
+        lo = (geo.positions[nodes] - half).min(axis=0)
+        hi = (geo.positions[nodes] + half).max(axis=0)
+        focus_at = geo.positions[focus] if 0 <= focus < geo.n_nodes else (lo + hi) / 2
+        pixel = 1.0 / max(self.pixels_per_unit(), 1e-9)
+        shift = follow_shift(
+            (lo[0], lo[1], hi[0], hi[1]),
+            (view.left(), view.top(), view.right(), view.bottom()),
+            FOLLOW_MARGIN_PX * pixel,
+            (float(focus_at[0]), float(focus_at[1])),
+            geo.bounds(),
+        )
+        if max(abs(shift[0]), abs(shift[1])) < pixel:
+            return False
+        start = view.center()
+        end = start + QtCore.QPointF(*shift)
+        self._pan.stop()
+        if self._follow_animated and self.isVisible() and FOLLOW_DURATION_MS > 0:
+            self._pan.setStartValue(start)
+            self._pan.setEndValue(end)
+            self._pan.start()
+        else:
+            self._pan_to(end)
+        return True
+
+    def _pan_to(self, center: QtCore.QPointF) -> None:
+        now = self._box.viewRect().center()
+        self._box.translateBy(x=center.x() - now.x(), y=center.y() - now.y())
+
+    def mousePressEvent(self, event: QtGui.QMouseEvent) -> None:
+        self._pan.stop()  # the user's drag wins over the follow
+        super().mousePressEvent(event)
+
+    def wheelEvent(self, event: QtGui.QWheelEvent) -> None:
+        self._pan.stop()
+        super().wheelEvent(event)
 
     def pixels_per_unit(self) -> float:
         return self._nodes.pixels_per_unit
@@ -228,6 +330,41 @@ class GraphView(pg.GraphicsView):
                 event.ignore()
             return True
         return super().viewportEvent(event)
+
+
+def follow_shift(
+    nodes: tuple[float, float, float, float],
+    view: tuple[float, float, float, float],
+    margin: float,
+    focus: tuple[float, float],
+    graph: tuple[float, float, float, float] | None = None,
+) -> tuple[float, float]:
+    """How far to pan (dx, dy) so the box ``nodes`` (x0, y0, x1, y1) sits inside ``view``
+    (x0, y0, x1, y1) at least ``margin`` from its edges; (0, 0) if it already does.
+
+    On an axis where the box is out, it is centred, so the next steps along the way stay on
+    screen without panning again; a box too big to fit stands for the point ``focus``. With
+    the ``graph``'s bounds, the margin counts only on a side where the graph goes on past the
+    view, and the pan stops where the graph would start to leave the view (or, in a view wider
+    than the graph, where the view would show past it): a graph seen whole never moves."""
+    shift = []
+    for axis in (0, 1):
+        lo, hi = nodes[axis], nodes[axis + 2]
+        v0, v1 = view[axis], view[axis + 2]
+        m = min(margin, 0.15 * (v1 - v0))
+        if hi - lo > (v1 - v0) - 2 * m:
+            lo = hi = focus[axis]
+        m_lo = m if graph is None or graph[axis] < v0 else 0.0
+        m_hi = m if graph is None or graph[axis + 2] > v1 else 0.0
+        if lo >= v0 + m_lo and hi <= v1 - m_hi:
+            shift.append(0.0)
+            continue
+        d = (lo + hi) / 2 - (v0 + v1) / 2
+        if graph is not None:
+            a, b = graph[axis] - m - v0, graph[axis + 2] + m - v1
+            d = min(max(d, min(a, b)), max(a, b))
+        shift.append(float(d))
+    return shift[0], shift[1]
 
 
 def _triangles_path(points: NDArray[np.floating]) -> QtGui.QPainterPath:

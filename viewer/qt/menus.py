@@ -145,6 +145,7 @@ def build_menus(window: MainWindow) -> dict[str, QtGui.QAction]:
     action("fit", "&Fit the Graph", window.graph_view.fit, view_menu)
     action("zoom_in", "Zoom &In", lambda: window.graph_view.zoom_by(1.25), view_menu)
     action("zoom_out", "Zoom &Out", lambda: window.graph_view.zoom_by(0.8), view_menu)
+    actions["follow_step"] = _follow_action(window, view_menu)
     view_menu.addSeparator()
     theme_menu = view_menu.addMenu("&Theme")
     group = QtGui.QActionGroup(window)
@@ -211,6 +212,27 @@ def build_menus(window: MainWindow) -> dict[str, QtGui.QAction]:
     about = action("about", "&About", lambda: _about(window), help_menu)
     about.setMenuRole(QtGui.QAction.MenuRole.AboutRole)
     return actions
+
+
+def _follow_action(window: MainWindow, menu: QtWidgets.QMenu) -> QtGui.QAction:
+    """View > Follow the Active Step: checkable, kept in the settings, applied to the view."""
+    act = QtGui.QAction("Follow the &Active Step", window)
+    act.setObjectName("action_follow_step")
+    act.setCheckable(True)
+    tip = "Pan the graph to keep the current step's Function and nodes in view"
+    act.setStatusTip(tip)
+    act.setToolTip(tip)
+    act.setChecked(window.settings.follow_active_step())
+    window.graph_view.set_follow(act.isChecked())
+
+    def toggled(on: bool) -> None:
+        window.graph_view.set_follow(on)
+        window.settings.set_follow_active_step(on)
+
+    act.toggled.connect(toggled)
+    window.addAction(act)
+    menu.addAction(act)
+    return act
 
 
 def show_shortcuts(window: QtWidgets.QWidget) -> QtWidgets.QDialog:

@@ -1,6 +1,6 @@
 """What survives a restart: window geometry and dock state, recent files, the editor's text,
-the theme and the playback speed, stored with QSettings (an INI file in the user's config
-folder).
+the theme, whether the graph follows the active step, and the playback speed, stored with
+QSettings (an INI file in the user's config folder).
 
 Tests point the whole thing elsewhere with ``QSettings.setPath`` (or pass their own QSettings).
 """
@@ -86,6 +86,16 @@ class AppSettings:
 
     def set_theme(self, name: str) -> None:
         self.store.setValue("view/theme", name)
+
+    def follow_active_step(self) -> bool:
+        """Whether the graph view pans to keep the current step in view (default on)."""
+        value = self.store.value("view/followActiveStep", True)
+        if isinstance(value, str):  # an INI file gives back text
+            return value.strip().lower() not in ("false", "0", "no", "off")
+        return bool(value)
+
+    def set_follow_active_step(self, on: bool) -> None:
+        self.store.setValue("view/followActiveStep", bool(on))
 
     def speed(self) -> float | None:
         value = self.store.value("playback/speed")
