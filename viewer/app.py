@@ -3,8 +3,9 @@
 autodiff-viewer                          the window, with the seeds' example loaded
 autodiff-viewer FILE                     open an expression (.expr/.txt), a trace (.json)
                                          or a script (.py, asks before running it)
-autodiff-viewer --export OUT.png|OUT.svg [--phase forward|backward] [--step N] INPUT
-                                         render INPUT without a window and exit
+autodiff-viewer --export OUT.png|OUT.svg [--phase forward|backward] [--step N] [--yes]
+                [--verbose] INPUT        render INPUT without a window and exit (a .py INPUT
+                                         runs only with --yes)
 """
 
 from __future__ import annotations
@@ -58,7 +59,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--yes",
         action="store_true",
-        help="run a .py FILE without asking first (it is your code: only for scripts you trust)",
+        help="run a .py FILE without asking first (it is your code: only for scripts you trust); "
+        "--export of a .py needs it",
+    )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="with --export: print a failing script's whole traceback, not just its line",
     )
     return p
 
@@ -107,12 +114,31 @@ def build_window(argv: Sequence[str] | None = None):
 
 def _export(args: argparse.Namespace) -> int:
     _application(headless=True)
-    from viewer.qt.headless import ExportError, export_file
+    from viewer.qt.headless import ExportError, ScriptFailed, ScriptNotConfirmed, export_file
 
     try:
         out = export_file(
-            args.file, args.export, phase=args.phase, step=args.step, theme=args.theme
+            args.file,
+            args.export,
+            phase=args.phase,
+            step=args.step,
+            theme=args.theme,
+            run_scripts=args.yes,
         )
+    except ScriptNotConfirmed as exc:
+        print(
+            f"autodiff-viewer: {exc.path.name} is Python code and --export would run it: add "
+            "--yes to run it (only for scripts you trust)",
+            file=sys.stderr,
+        )
+        return 2
+    except ScriptFailed as exc:
+        if args.verbose:
+            print(exc.traceback.rstrip(), file=sys.stderr)
+            print(f"autodiff-viewer: {exc}", file=sys.stderr)
+        else:
+            print(f"autodiff-viewer: {exc} (--verbose prints the traceback)", file=sys.stderr)
+        return 1
     except ExportError as exc:
         print(f"autodiff-viewer: {exc}", file=sys.stderr)
         return 1

@@ -289,6 +289,8 @@ class Document:
         if suffix in SCRIPT_SUFFIXES:
             if not path.is_file():
                 return self._fail(FileNotFoundError(f"no such script: {path}"))
+            if self._script_busy():
+                return self._fail(self._script_busy_error(path.name))
             return self.prepare_script(path)
         if suffix in TRACE_SUFFIXES:
             return self._load_trace_file(path)
@@ -324,6 +326,8 @@ class Document:
         except ValueError as e:
             return self._fail(e)
         if example.kind == "script":
+            if self._script_busy():
+                return self._fail(self._script_busy_error(example.path.name))
             return self.prepare_script(example.path)
         return self.load_expression(example.read(), path=example.path, title=example.title)
 
@@ -481,6 +485,17 @@ class Document:
         if self.script_run is not None and self.script_run.result is result:
             self.script_run = None
 
+    def _script_busy(self) -> bool:
+        # Two scripts at once would share the process-wide state a run borrows (cwd, argv,
+        # streams, the engine's observers), and the first one's result would land on the other.
+        return self.script_run is not None and self.script_run.running
+
+    def _script_busy_error(self, name: str) -> RuntimeError:
+        running = self.script_run.path.name if self.script_run is not None else "a script"
+        return RuntimeError(
+            f"cannot run {name} while {running} is running: wait for it or cancel it first"
+        )
+
     def cancel_script(self) -> None:
         if self.script_run is not None:
             self.script_run.cancel()
@@ -488,14 +503,22 @@ class Document:
 
     def apply_script_result(self, result: ScriptResult) -> bool:
         """Show what a finished script built (call on the GUI thread). Loads its last graph;
-        the others are in ``script_result.graphs`` (see :meth:`show_script_graph`)."""
+        the others are in ``script_result.graphs`` (see :meth:`show_script_graph`).
+
+        A cancelled run shows what it built up to the cancel (True when there was a graph);
+        a failed run keeps the previous graph and reports the error (False), and the graphs
+        it built before the error can still be shown with :meth:`show_script_graph`."""
         if self.script_run is not None and self.script_run.result is result:
             self.script_run = None
         self.script_result = result
         self.script_finished.emit(result)
         if result.cancelled:
-            self.status_changed.emit(result.summary)
-            return False
+            shown = bool(result.graphs) and self.show_script_graph(len(result.graphs) - 1)
+            if shown:
+                self.status_changed.emit(f"{result.summary}: showing what it built until then")
+            else:
+                self.status_changed.emit(f"{result.summary}, before it built a graph")
+            return shown
         if not result.ok:
             self._fail(ScriptError(result.summary, result))
             return False

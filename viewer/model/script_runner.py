@@ -79,6 +79,8 @@ class ScriptResult:
     leak_error: str | None = None  # why the audit could not run
     duration: float = 0.0
     exit_code: int | None = None
+    error_line: int | None = None  # the script's own line the error came from, if known
+    error_message: str | None = None  # "ZeroDivisionError: division by zero", on one line
     _views: dict[int, TraceView] = field(default_factory=dict, repr=False)
 
     def view(self, index: int) -> TraceView:
@@ -103,6 +105,19 @@ class ScriptResult:
             return f"{name} failed: {last[-1] if last else 'error'}"
         n = len(self.graphs)
         return f"{name} ran in {self.duration:.1f} s and built {n} graph{'s' if n != 1 else ''}"
+
+    @property
+    def error_summary(self) -> str:
+        """The failure in one line, where it happened in the script: ``train.py line 12:
+        ZeroDivisionError: division by zero`` ('' when the run did not fail)."""
+        if self.ok or self.cancelled:
+            return ""
+        last = (self.error or "").strip().splitlines()
+        message = self.error_message or (last[-1] if last else "error")
+        where = self.path.name
+        if self.error_line is not None:
+            where += f" line {self.error_line}"
+        return f"{where}: {message}"
 
 
 class _ThreadStream(io.TextIOBase):
@@ -257,6 +272,8 @@ class ScriptRun:
         cancelled = False
         error: str | None = None
         exit_code: int | None = None
+        error_line: int | None = None
+        error_message: str | None = None
         trace = None
         saved = (os.getcwd(), sys.argv, list(sys.path), sys.stdout, sys.stderr)
         stdout = _ThreadStream(sys.stdout, self._thread_id, out, self.output_written)
@@ -293,6 +310,9 @@ class ScriptRun:
                 error = f"SystemExit: {e.code}"
         except BaseException as e:  # the user's script: anything it raises is reported
             error = _format_traceback(e, self.path)
+            error_line = _script_line(e, self.path)
+            text = " ".join(str(e).split())
+            error_message = f"{type(e).__name__}: {text}" if text else type(e).__name__
         finally:
             with self._interrupt_lock:
                 self._in_script = False
@@ -309,7 +329,7 @@ class ScriptRun:
         namespace = None
         try:
             self.stage_changed.emit("collecting the graphs")
-            graphs = _graphs_of(trace) if trace is not None else []
+            graphs = _collect_graphs(trace, self.stage_changed)
             self.stage_changed.emit("auditing leaks")
             leak_report, leak_error = _audit(trace)
         finally:
@@ -328,8 +348,11 @@ class ScriptRun:
             leak_error=leak_error,
             duration=time.perf_counter() - began,
             exit_code=exit_code,
+            error_line=error_line,
+            error_message=error_message,
         )
-        if graphs and not cancelled:
+        # A cancelled or failed run shows what it built up to then: its last graph too.
+        if graphs:
             self.stage_changed.emit("preparing the last graph")
             try:
                 self.result.view(len(graphs) - 1)
@@ -394,6 +417,33 @@ def _drop_namespace(namespace: dict[str, Any] | None, path: Path) -> None:
     for g in real.values():
         g.clear()
     namespace.clear()
+
+
+def _script_line(error: BaseException, path: Path) -> int | None:
+    """The line of ``path`` the error came from: its deepest frame in the script (the call
+    into the library that raised), or a SyntaxError's own line."""
+    if isinstance(error, SyntaxError) and error.filename:
+        with contextlib.suppress(OSError, ValueError):
+            if Path(error.filename).resolve() == path:
+                return error.lineno
+    line = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        with contextlib.suppress(OSError, ValueError):
+            if Path(frame.filename).resolve() == path:
+                line = frame.lineno
+    return line
+
+
+def _collect_graphs(trace: Any, stage_changed: Signal) -> list[ScriptGraph]:
+    """The graphs of ``trace``; none when there is no trace or it cannot be read (a run must
+    always end with a result, or the UI would wait for it forever)."""
+    if trace is None:
+        return []
+    try:
+        return _graphs_of(trace)
+    except Exception as e:
+        stage_changed.emit(f"could not collect the graphs: {type(e).__name__}: {e}")
+        return []
 
 
 def _graphs_of(trace: Any) -> list[ScriptGraph]:

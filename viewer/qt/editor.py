@@ -2,18 +2,38 @@
 
 An error never touches the text: it is shown under the editor and marked in place (a wavy
 underline at the line and column the parser reported), and the cursor moves there.
+
+When the window shows something that is not an expression (a script's graph, a saved trace) the
+editor shows it read-only with a note above it; its Run button then reads "Edit" and asks for
+the expression back (:attr:`EditorPanel.edit_requested`) instead of running the text.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from viewer.qt.icons import media_icon
 
-__all__ = ["EditorPanel", "ExpressionHighlighter"]
+__all__ = ["MAX_SHOWN_SOURCE", "EditorPanel", "ExpressionHighlighter", "read_source"]
+
+MAX_SHOWN_SOURCE = 1_000_000  # characters of a script shown read-only
+
+
+def read_source(path: Path) -> str | None:
+    """A script's text to show read-only (cut after MAX_SHOWN_SOURCE characters); None when
+    it cannot be read."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            text = f.read(MAX_SHOWN_SOURCE + 1)
+    except OSError:
+        return None
+    if len(text) > MAX_SHOWN_SOURCE:
+        text = text[:MAX_SHOWN_SOURCE] + "\n# … (the rest of the file is not shown)\n"
+    return text
 
 
 class ExpressionHighlighter(QtGui.QSyntaxHighlighter):
@@ -75,9 +95,15 @@ class EditorPanel(QtWidgets.QWidget):
     """Edits the program; emits :attr:`run_requested` with the text on Run or Ctrl+Enter."""
 
     run_requested = QtCore.Signal(str)
+    edit_requested = QtCore.Signal()  # Run (or Ctrl+Enter) while the editor is read-only
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
+        self.note_label = QtWidgets.QLabel(self)
+        self.note_label.setObjectName("editorNote")
+        self.note_label.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+        self.note_label.setWordWrap(True)
+        self.note_label.hide()
         self.editor = _CodeEdit(self)
         self.editor.setObjectName("expressionEditor")
         font = QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont)
@@ -98,6 +124,7 @@ class EditorPanel(QtWidgets.QWidget):
 
         self.error_label = QtWidgets.QLabel(self)
         self.error_label.setObjectName("editorError")
+        self.error_label.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         self.error_label.setWordWrap(True)
         self.error_label.setTextInteractionFlags(
             QtCore.Qt.TextInteractionFlag.TextSelectableByMouse
@@ -112,6 +139,7 @@ class EditorPanel(QtWidgets.QWidget):
         row.addWidget(self.run_button)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.note_label)
         layout.addWidget(self.editor, 1)
         layout.addWidget(self.error_label)
         layout.addLayout(row)
@@ -120,6 +148,8 @@ class EditorPanel(QtWidgets.QWidget):
         self.run_button.clicked.connect(self.request_run)
         self.editor.cursorPositionChanged.connect(self._show_position)
         self._error_colour = QtGui.QColor("#c92a2a")
+        self._draft = ""  # the expression while the editor shows something else read-only
+        self._read_only_key: object = None
         self._show_position()
 
     # ---------------------------------------------------------------- text
@@ -128,13 +158,65 @@ class EditorPanel(QtWidgets.QWidget):
 
     def set_text(self, text: str) -> None:
         """Replace the text as one undoable edit (so Ctrl+Z brings the old text back)."""
+        if self.read_only:
+            self.show_editable(text)
+            return
         cursor = QtGui.QTextCursor(self.editor.document())
         cursor.select(QtGui.QTextCursor.SelectionType.Document)
         cursor.insertText(text)
         self.editor.moveCursor(QtGui.QTextCursor.MoveOperation.Start)
         self.clear_error()
 
+    @property
+    def read_only(self) -> bool:
+        return self.editor.isReadOnly()
+
+    @property
+    def program_text(self) -> str:
+        """The expression: the text, or while read-only the text it had before (what Edit
+        brings back and what is worth saving)."""
+        return self._draft if self.read_only else self.text()
+
+    def showing(self, key: object) -> bool:
+        """Whether the editor shows ``key`` read-only (see :meth:`show_read_only`)."""
+        return self.read_only and key is not None and key == self._read_only_key
+
+    def show_read_only(self, text: str, note: str, key: object = None) -> None:
+        """Show ``text`` (a script's source, or a one-line comment) that cannot be edited or
+        run, with ``note`` above it; the expression is kept in :attr:`program_text`. Nothing
+        happens when the editor already shows ``key`` (not None) read-only. The undo history
+        is dropped: Ctrl+Z must not bring a script's text into the expression editor."""
+        if self.showing(key):
+            return
+        if not self.read_only:
+            self._draft = self.text()
+        self._read_only_key = key
+        self.clear_error()
+        self.editor.setReadOnly(True)
+        self.editor.setPlainText(text)
+        self.editor.moveCursor(QtGui.QTextCursor.MoveOperation.Start)
+        self.note_label.setText(note)
+        self.note_label.show()
+        self.run_button.setText("Edit")
+        self.run_button.setToolTip("Back to the expression editor (Ctrl+Enter)")
+
+    def show_editable(self, text: str) -> None:
+        """Leave the read-only view: ``text`` (the expression) can be edited and run again."""
+        self._draft = ""
+        self._read_only_key = None
+        self.editor.setReadOnly(False)
+        self.editor.setPlainText(text)
+        self.editor.moveCursor(QtGui.QTextCursor.MoveOperation.Start)
+        self.note_label.clear()
+        self.note_label.hide()
+        self.run_button.setText("Run")
+        self.run_button.setToolTip("Evaluate the program and run backward (Ctrl+Enter)")
+        self.clear_error()
+
     def request_run(self) -> None:
+        if self.read_only:
+            self.edit_requested.emit()
+            return
         self.run_requested.emit(self.text())
 
     # ---------------------------------------------------------------- errors

@@ -1,24 +1,42 @@
 """``autodiff-viewer --export``: load a file, move to a step, write PNG or SVG, no window.
 
 Needs a QGuiApplication (fonts) but never shows anything; ``viewer.app`` selects the offscreen
-platform when none is set.
+platform when none is set. A ``.py`` input is the user's own code: it runs only when the caller
+says so (``run_scripts=True``, the command line's ``--yes``), as the window asks first.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from viewer.model.document import SCRIPT_SUFFIXES, Document
+from viewer.model.document import SCRIPT_SUFFIXES, Document, ScriptError
 from viewer.model.expression import ExpressionError
 from viewer.qt.export import EXPORT_FORMATS, export_graph
 from viewer.qt.palettes import theme_named
 from viewer.qt.scene_binding import scene_overlays
 
-__all__ = ["ExportError", "export_file"]
+__all__ = ["ExportError", "ScriptFailed", "ScriptNotConfirmed", "export_file"]
 
 
 class ExportError(Exception):
     """Why the export could not be made, for the command line."""
+
+
+class ScriptNotConfirmed(ExportError):
+    """The input is a script and running it was not allowed (``run_scripts=False``)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path.name} is a Python script: rendering it runs it")
+        self.path = path
+
+
+class ScriptFailed(ExportError):
+    """The script raised (or exited non-zero): the message is one line, where it failed;
+    ``traceback`` is the whole traceback text."""
+
+    def __init__(self, message: str, traceback: str) -> None:
+        super().__init__(message)
+        self.traceback = traceback
 
 
 def _describe(error: BaseException | None) -> str:
@@ -38,12 +56,15 @@ def export_file(
     phase: str | None = None,
     step: int | None = None,
     theme: str | None = None,
+    run_scripts: bool = False,
 ) -> Path:
     """Render ``source`` (.expr/.txt, .json or .py) to ``out`` (.png or .svg).
 
     ``phase='forward'`` shows the end of the forward pass, ``'backward'`` the end of the
     backward pass; ``step`` (1-based, 0 = before any step) wins over ``phase``; default: the
-    last step. Raises :class:`ExportError` with a message for people.
+    last step. A script runs only with ``run_scripts`` (else :class:`ScriptNotConfirmed`);
+    one that fails raises :class:`ScriptFailed`. Raises :class:`ExportError` with a message
+    for people.
     """
     source, out = Path(source), Path(out)
     if out.suffix.lower() not in EXPORT_FORMATS:
@@ -52,14 +73,20 @@ def export_file(
         )
     if not source.is_file():
         raise ExportError(f"cannot read {source}: no such file")
+    script = source.suffix.lower() in SCRIPT_SUFFIXES
+    if script and not run_scripts:
+        raise ScriptNotConfirmed(source)
     doc = Document(palette=theme or "light")
-    if source.suffix.lower() in SCRIPT_SUFFIXES:
+    if script:
         ok = doc.run_script(source)
     else:
         result = doc.load_path(source)
         ok = bool(result)
+    error = doc.last_error
+    if not ok and isinstance(error, ScriptError) and not error.result.ok:
+        raise ScriptFailed(error.result.error_summary, error.traceback)
     if not ok or doc.scene is None:
-        raise ExportError(f"cannot render {source.name}: {_describe(doc.last_error)}")
+        raise ExportError(f"cannot render {source.name}: {_describe(error)}")
     playback = doc.playback
     if step is not None:
         if not 0 <= step <= playback.n_steps:

@@ -9,6 +9,7 @@ back as queued Qt signals.
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
@@ -25,7 +26,7 @@ from viewer.model.examples import list_examples
 from viewer.model.expression import FUNCTIONS, ExpressionError
 from viewer.model.script_runner import ScriptResult, ScriptRun
 from viewer.qt.debug_binding import DebugBinding
-from viewer.qt.editor import EditorPanel
+from viewer.qt.editor import EditorPanel, read_source
 from viewer.qt.example_library import ExampleLibrary
 from viewer.qt.export import EXPORT_FORMATS, export_graph
 from viewer.qt.gradcheck_panel import GradCheckPanel
@@ -45,7 +46,7 @@ from viewer.qt.script_panel import ScriptBridge, ScriptPanel
 from viewer.qt.settings import AppSettings
 from viewer.qt.variables_table import VariablesTable
 
-__all__ = ["DEFAULT_PROGRAM", "SHORTCUTS", "MainWindow"]
+__all__ = ["DEFAULT_PROGRAM", "SHORTCUTS", "MainWindow", "start_folder"]
 
 DEFAULT_PROGRAM = "# The seeds' example\nx = 0.5\ny = square(exp(square(x)))\n"
 OPEN_FILTER = (
@@ -53,6 +54,17 @@ OPEN_FILTER = (
     "Traces (*.json);;Python scripts (*.py);;All files (*)"
 )
 EXPORT_FILTER = "PNG image (*.png);;SVG drawing (*.svg);;" + exports.FILE_FILTER
+LAST_EXPORT_DIRECTORY = "files/lastExportDirectory"  # QSettings key; Open's is the settings'
+
+
+def start_folder(*candidates: str | os.PathLike[str] | None) -> str:
+    """Where a file dialog opens: the first candidate that is an existing folder (the last
+    folder used, then the current document's), else the home folder; never the process's
+    working directory, which for an app started from a menu means nothing to the user."""
+    for candidate in candidates:
+        if candidate and Path(candidate).is_dir():
+            return str(Path(candidate))
+    return str(Path.home())
 
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -169,6 +181,8 @@ class MainWindow(QtWidgets.QMainWindow):
         doc.graph_loaded.connect(self._on_graph_loaded)
         doc.playback.speed_changed.connect(self.settings.set_speed)
         self.editor.run_requested.connect(self.run_program)
+        self.editor.edit_requested.connect(self.edit_expression)
+        self.graph_view.node_clicked.connect(self._on_node_clicked)
         self.variables.value_edited.connect(self.set_leaf_value)
         self.examples.example_chosen.connect(self.load_example)
         self.script_panel.cancel_requested.connect(doc.cancel_script)
@@ -221,10 +235,18 @@ class MainWindow(QtWidgets.QMainWindow):
     def run_program(self, text: str | None = None) -> bool:
         """Run the editor's program (Ctrl+Enter). The text is kept whatever happens."""
         if text is None:
+            if self.editor.read_only:  # a script or a trace is shown: its text is no program
+                return self.edit_expression()
             text = self.editor.text()
         self.settings.set_editor_text(text)
         self.editor.clear_error()
         return self.document.run_expression(text)
+
+    def edit_expression(self) -> bool:
+        """Back from a script's or a trace's read-only view (the editor's Edit button): the
+        expression that was in the editor, editable again, and run."""
+        self.editor.show_editable(self.editor.program_text or self.document.source)
+        return self.run_program(self.editor.text())
 
     def set_leaf_value(self, name: str, text: str) -> bool:
         self._editing_leaf = name
@@ -253,6 +275,7 @@ class MainWindow(QtWidgets.QMainWindow):
         result = self.document.load_path(path)
         if isinstance(result, ScriptRun):
             self.settings.add_recent_file(path)
+            self.settings.set_last_directory(path.parent)
             return self.start_script(result, confirm=confirm_scripts)
         if result:
             self.settings.add_recent_file(path)
@@ -261,22 +284,39 @@ class MainWindow(QtWidgets.QMainWindow):
             self._sync_editor(result)
         return bool(result)
 
+    def _document_folder(self) -> Path | None:
+        path = self.document.path
+        return path.parent if path is not None else None
+
+    def open_folder(self) -> str:
+        """Where File > Open starts: the last folder opened from, else the document's."""
+        return start_folder(self.settings.last_directory(), self._document_folder())
+
+    def export_folder(self) -> str:
+        """Where File > Export starts: the last folder exported to, else the document's, else
+        the last folder opened from."""
+        last_export = str(self.settings.store.value(LAST_EXPORT_DIRECTORY, "") or "")
+        return start_folder(last_export, self._document_folder(), self.settings.last_directory())
+
     def open_dialog(self) -> None:
         path, _ = QtWidgets.QFileDialog.getOpenFileName(
-            self, "Open", self.settings.last_directory(), OPEN_FILTER
+            self, "Open", self.open_folder(), OPEN_FILTER
         )
         if path:
+            self.settings.set_last_directory(Path(path).parent)
             self.open_path(path)
 
     def export_dialog(self) -> None:
         if self.document.scene is None:
             self._report("There is no graph to export")
             return
-        start = str(Path(self.settings.last_directory() or ".") / "graph.png")
+        stem = self.document.path.stem if self.document.path is not None else "graph"
+        start = str(Path(self.export_folder()) / f"{stem}.png")
         path, chosen = QtWidgets.QFileDialog.getSaveFileName(
             self, "Export the view, the graph or the trace", start, EXPORT_FILTER
         )
         if path:
+            self.settings.store.setValue(LAST_EXPORT_DIRECTORY, str(Path(path).parent))
             known = (*EXPORT_FORMATS, *exports.DATA_FORMATS)
             if Path(path).suffix.lower() not in known:
                 # no suffix typed: the one of the chosen filter, "PNG image (*.png)" -> .png
@@ -354,11 +394,13 @@ class MainWindow(QtWidgets.QMainWindow):
         return True
 
     def _on_script_finished(self, result: ScriptResult) -> None:
+        # A failure's traceback reaches the panel once, through error_raised (_on_error).
         ok = self.document.apply_script_result(result)
         titles = [g.title for g in result.graphs]
-        self.script_panel.finished(result.summary, titles, len(titles) - 1)
-        if not result.ok and result.error and not result.cancelled:
-            self.script_panel.append_error(result.error)
+        # ok: its last graph is on screen (or being laid out); else the previous graph stays
+        # and the list offers the graphs a failed run built before its error
+        self.script_panel.finished(result.summary, titles, len(titles) - 1 if ok else -1)
+        if not result.ok and not result.cancelled:
             self.docks["scriptDock"].show()
             self.docks["scriptDock"].raise_()
         if ok and len(titles) > 1:
@@ -433,10 +475,20 @@ class MainWindow(QtWidgets.QMainWindow):
     def _on_leaves_changed(self, rows) -> None:
         self.variables.set_leaves([(r.name, r.text, _shape_text(r.shape)) for r in rows])
 
+    def _on_node_clicked(self, index: int) -> None:
+        # The inspector answers a click: bring it in front of the tabs it shares its place
+        # with (the Script tab is raised while a script runs), unless the user closed it.
+        dock = self.docks["inspectorDock"]
+        if index >= 0 and not dock.isHidden():
+            dock.raise_()
+
     def _on_graph_loaded(self, document: Document) -> None:
         scene = document.scene
         if scene is None:
             return
+        self._show_program(document)
+        if document.kind != "script" and document.script_run is None:
+            self.script_panel.clear()  # the last script's output belongs to no graph shown
         self.status_label.setText(
             f"{scene.n_nodes} nodes · {scene.n_edges} edges · {scene.n_steps} steps"
         )
@@ -447,6 +499,32 @@ class MainWindow(QtWidgets.QMainWindow):
             titles = [f"{result.path.name}: {g.title}" for g in result.graphs]
             if document.title in titles:
                 self.script_panel.graphs.setCurrentIndex(titles.index(document.title))
+
+    def _show_program(self, document: Document) -> None:
+        """The editor shows what is on screen: the expression (editable), a script's source or
+        a note for a saved trace (both read-only)."""
+        editor = self.editor
+        if document.kind == "expression":
+            if editor.read_only:  # an expression file or example after a script or a trace
+                editor.show_editable(document.source)
+                self.settings.set_editor_text(document.source)
+            return
+        path = document.path
+        if document.kind == "script" and path is not None:
+            key: tuple = ("script", path)  # every graph of one script shows the same source
+            if editor.showing(key):
+                return
+            text = read_source(path)
+            if text is None:
+                text = f"# graph of {path.name} — scripts are shown read-only (cannot read it)\n"
+            note = f"{path.name}, read-only: the graph is the script's. Edit goes back to the "
+            note += "expression."
+        else:
+            name = path.name if path is not None else document.title
+            key = ("trace", path, document.title)
+            text = f"# graph of {name} — a saved trace: there is no program to edit\n"
+            note = f"{name} is a saved trace. Edit goes back to the expression."
+        editor.show_read_only(text, note, key)
 
     def _sync_editor(self, ok: bool) -> None:
         """After an expression file or example: the editor shows the document's text (an
@@ -480,7 +558,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def save_settings(self) -> None:
         self.settings.set_geometry(self.saveGeometry())
         self.settings.set_window_state(self.saveState())
-        self.settings.set_editor_text(self.editor.text())
+        self.settings.set_editor_text(self.editor.program_text)
         self.settings.set_theme(self._theme.name)
         self.settings.sync()
 

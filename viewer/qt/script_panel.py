@@ -13,7 +13,9 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from viewer.model.script_runner import ScriptRun
 
-__all__ = ["ScriptBridge", "ScriptPanel"]
+__all__ = ["NO_SCRIPT", "ScriptBridge", "ScriptPanel"]
+
+NO_SCRIPT = "No script is shown. File > Open a .py file to run one and see its graphs."
 
 
 class ScriptBridge(QtCore.QObject):
@@ -35,8 +37,9 @@ class ScriptPanel(QtWidgets.QWidget):
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("scriptPanel")
-        self.status = QtWidgets.QLabel("No script has run yet. File > Open a .py file.", self)
+        self.status = QtWidgets.QLabel(NO_SCRIPT, self)
         self.status.setObjectName("scriptStatus")
+        self.status.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         self.status.setWordWrap(True)
         self.cancel_button = QtWidgets.QPushButton("Cancel", self)
         self.cancel_button.setObjectName("scriptCancelButton")
@@ -45,6 +48,7 @@ class ScriptPanel(QtWidgets.QWidget):
         self.graphs.setObjectName("scriptGraphs")
         self.graphs.setToolTip("The graphs the script built: choose one to show it")
         self.graphs.setEnabled(False)
+        self.graphs.setPlaceholderText("choose a graph to show it")
         self.output = QtWidgets.QPlainTextEdit(self)
         self.output.setObjectName("scriptOutput")
         self.output.setReadOnly(True)
@@ -94,13 +98,25 @@ class ScriptPanel(QtWidgets.QWidget):
         self.output.ensureCursorVisible()
 
     def finished(self, summary: str, graph_titles: Sequence[str], shown: int) -> None:
+        """The run ended: ``shown`` is the index of its graph on screen, -1 when none is (a
+        failed run keeps the previous graph: the list offers what it built before the
+        error)."""
         self.status.setText(summary)
         self.cancel_button.setEnabled(False)
         self.graphs.clear()
         self.graphs.addItems(list(graph_titles))
-        self.graphs.setEnabled(len(graph_titles) > 1)
-        if 0 <= shown < len(graph_titles):
-            self.graphs.setCurrentIndex(shown)
+        on_screen = 0 <= shown < len(graph_titles)
+        # enabled whenever one of its graphs is not on screen
+        self.graphs.setEnabled(len(graph_titles) > (1 if on_screen else 0))
+        self.graphs.setCurrentIndex(shown if on_screen else -1)
+
+    def clear(self) -> None:
+        """What is on screen is not a script's: forget the last run's status and output."""
+        self.status.setText(NO_SCRIPT)
+        self.cancel_button.setEnabled(False)
+        self.graphs.clear()
+        self.graphs.setEnabled(False)
+        self.output.clear()
 
     def error_text(self) -> str:
         return self.output.toPlainText()
