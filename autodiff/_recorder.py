@@ -134,6 +134,7 @@ class Recorder:
         self._leaf_refs: dict[int, weakref.ref] = {}  # leaf order -> its weak reference
         self._leaf_grad: dict[int, Any] = {}  # leaf order -> raw gradient last seen (_MISSING)
         self._scan_pending = False
+        self._fresh: set[int] = set()  # leaves the segment's scan checked, not used since
         self._segment_start = 0  # decoding: the step that began the current segment
         self._pass = -1
         self._backward_stack: list[tuple[int, bool]] = []
@@ -321,6 +322,10 @@ class Recorder:
         o = x._order
         last = self._leaf_raw.get(o, _MISSING)
         if last is not _MISSING:
+            fresh = self._fresh
+            if o in fresh:  # its first use since the segment's scan checked it
+                fresh.discard(o)
+                return o
             data = x.data
             # The usual case in training: the optimizer changed the array in place since its
             # last use, which its first element shows (two different values that are not NaN
@@ -356,7 +361,7 @@ class Recorder:
             constant = _OPERAND
         max_size = self.max_array_size  # type: ignore[attr-defined]
         raw = capture(x.data, max_size)
-        grad = _MISSING if constant else self._grad_of_leaf(x)
+        grad = _MISSING if constant or x.grad is None else self._grad_of_leaf(x)
         append = self._tape_append
         ref = _ref(x, append)
         append((_T_INPUT, o, ref, _variable_info(x), x._name, raw, constant, grad))
@@ -364,7 +369,7 @@ class Recorder:
         if not constant:
             self._leaf_raw[o] = raw
             self._leaf_refs[o] = ref
-            self._leaf_grad[o] = grad
+            self._leaf_grad[o] = _MISSING if grad is _MISSING else _grad_mark(x.grad)
         return o
 
     def _grad_of_leaf(self, x: Any) -> Any:
@@ -376,12 +381,15 @@ class Recorder:
             g = g.data
         return capture(np.asarray(g), self.max_array_size)  # type: ignore[attr-defined]
 
-    def _scan_leaves(self) -> None:
+    def _scan_leaves(self, values: bool = True) -> None:
         """Record what the program changed on its live leaves since they were last seen: a
         new value (``x.data = ...``, an optimizer step), a gradient emptied (cleargrad) or
         set by hand. Runs once per segment, so a change made between two iterations shows
-        from the start of the next one, never in the iteration before it."""
+        from the start of the next one, never in the iteration before it. ``values`` False
+        (a backward pass begins): only the gradients."""
         append = self._tape_append
+        fresh = self._fresh
+        fresh.clear()
         leaf_raw, leaf_grad = self._leaf_raw, self._leaf_grad
         max_size = self.max_array_size  # type: ignore[attr-defined]
         dead = []
@@ -390,47 +398,43 @@ class Recorder:
             if x is None:
                 dead.append(o)
                 continue
-            last = leaf_raw[o]
-            data = x.data
-            if type(last) is Snapshot:
-                raw = capture(data, max_size)
-                changed = raw != last
-            else:
-                changed = not _same_raw(data, last)
-                raw = capture(data, max_size) if changed else last
-            if changed:
-                leaf_raw[o] = raw
-                append((_T_LEAF, o, _VALUE, raw))
-            last_grad = leaf_grad[o]
+            if values:
+                last = leaf_raw[o]
+                data = x.data
+                if type(last) is Snapshot:
+                    raw = capture(data, max_size)
+                    changed = raw != last
+                else:
+                    changed = not _same_raw(data, last)
+                    raw = capture(data, max_size) if changed else last
+                if changed:
+                    leaf_raw[o] = raw
+                    append((_T_LEAF, o, _VALUE, raw))
+                fresh.add(o)
             g = x.grad
+            mark = leaf_grad[o]
             if g is None:
-                if last_grad is not _MISSING:
+                if mark is not _MISSING:
                     leaf_grad[o] = _MISSING
                     append((_T_LEAF, o, _EMPTIED, None))
-                continue
-            if isinstance(g, core.Variable):
-                g = g.data
-            if last_grad is not _MISSING:
-                if type(last_grad) is Snapshot:
-                    if capture(g, max_size) == last_grad:
-                        continue
-                elif _same_raw(g, last_grad):
-                    continue
-            leaf_grad[o] = raw = capture(np.asarray(g), max_size)
-            append((_T_LEAF, o, _GRAD, raw))
+            elif mark is _MISSING or not _same_grad_object(g, mark):
+                leaf_grad[o] = _grad_mark(g)
+                data = g.data if isinstance(g, core.Variable) else g
+                append((_T_LEAF, o, _GRAD, capture(np.asarray(data), max_size)))
         for o in dead:
             del self._leaf_refs[o]
             leaf_raw.pop(o, None)
             leaf_grad.pop(o, None)
 
     def _note_leaf_grads(self) -> None:
-        """After a backward pass: the gradients the leaves hold now are the known ones."""
-        grad_of = self._grad_of_leaf
+        """After a backward pass: the gradients the leaves hold now are the known ones (by
+        identity: backward makes a new gradient Variable whenever it changes one)."""
         leaf_grad = self._leaf_grad
         for o, ref in self._leaf_refs.items():
             x = ref()
             if x is not None:
-                leaf_grad[o] = grad_of(x)
+                g = x.grad
+                leaf_grad[o] = _MISSING if g is None else _grad_mark(g)
 
     def _adopt(self, creator: Any, as_steps: bool) -> None:
         """Register the not yet known graph upstream of ``creator`` (iteratively, no recursion).
@@ -509,6 +513,7 @@ class Recorder:
         self._tape_end = len(self._tape)  # what happens to these objects later is not recorded
         self._leaf_raw = {}
         self._leaf_refs = {}
+        self._fresh = set()
         self._leaf_grad = {}
         self._maybe_constant = {}
         self._registered = set()
@@ -616,7 +621,7 @@ class Recorder:
     def on_backward_begin(self, output: Any, retain_grad: bool, create_graph: bool) -> None:
         self._scan_pending = False
         if not self._backward_stack:  # (a pass inside a pass: its leaves are mid-update)
-            self._scan_leaves()
+            self._scan_leaves(values=False)
         self._pass += 1
         root = self._var_key(output)
         append = self._tape_append
@@ -743,6 +748,7 @@ class Recorder:
         self._maybe_constant = {}
         self._leaf_raw = {}
         self._leaf_refs = {}
+        self._fresh = set()
         self._leaf_grad = {}
         self._scan_pending = False
         self._backward_stack = []
@@ -776,6 +782,29 @@ def _variable_info(v: Any) -> tuple:
     return (_VARIABLE, v.generation, data.shape, data.dtype)
 
 
+def _grad_mark(g: Any) -> tuple:
+    """What tells a gradient the program left alone: its object and its first element (an
+    in-place edit, ``x.grad.data[...] = 0``, shows in the first element)."""
+    data = g.data if isinstance(g, core.Variable) else g
+    first = data.item(0) if type(data) is _NDARRAY and data.size else None
+    try:
+        ref = _ref(g)
+    except TypeError:  # not weak-referenceable (a number): compared by value each time
+        ref = None
+    return ref, first
+
+
+def _same_grad_object(g: Any, mark: tuple) -> bool:
+    ref, first = mark
+    if ref is None or ref() is not g:
+        return False
+    data = g.data if isinstance(g, core.Variable) else g
+    if type(data) is _NDARRAY and data.size:
+        now = data.item(0)
+        return now == first or (now != now and first != first)
+    return True
+
+
 def _same_raw(data: Any, last: Any) -> bool:
     """Whether the live array ``data`` still holds ``last``, its raw form, bit for bit.
 
@@ -792,4 +821,6 @@ def _same_raw(data: Any, last: Any) -> bool:
         return last is None and data is None
     if data.shape != last.shape or data.dtype != last.dtype:
         return False
+    if data.flags.c_contiguous and last.flags.c_contiguous and data.dtype.kind in "biuf":
+        return memoryview(data).cast("B") == memoryview(last).cast("B")  # memcmp, no copy
     return data.tobytes() == last.tobytes()

@@ -239,3 +239,25 @@ def test_outputs_are_the_variables_made_and_never_used_without_building_the_grap
     assert found == expected == [t.variables[-2], t.variables[-1]]
     assert t.outputs(last=1) == [t.variables[-1]] and t.outputs(last=0) == []
     del b, c
+
+
+def test_changes_between_iterations_show_from_the_next_segment():
+    x = Variable(np.array([1.0, 2.0]), name="x")
+    with trace.record() as t:
+        y = F.sum(F.square(x))
+        y.backward()  # x.grad = [2, 4]
+        end1 = len(t.steps) - 1
+        x.grad.data[...] = 0.0  # zeroed in place
+        x.data = np.array([3.0, 4.0])
+        y = F.sum(F.square(x))
+        start2 = len(t.steps) - 2  # the second segment's first step
+        x.grad = Variable(np.array([5.0, 5.0]))  # set by hand before backward
+        y.backward()
+    xid = t.variables[0]
+    assert list(t.grad_at(xid, end1).array) == [2.0, 4.0]
+    assert list(t.value_at(xid, end1).array) == [1.0, 2.0]  # the change is not shown early
+    assert list(t.value_at(xid, start2, before=True).array) == [3.0, 4.0]
+    assert list(t.grad_at(xid, start2, before=True).array) == [0.0, 0.0]
+    assert t.grad_origin(xid, start2, before=True) is None  # set by the program
+    last = len(t.steps) - 1
+    assert list(t.grad_at(xid, last).array) == [11.0, 13.0]  # 5 + 2x, added to the hand-set
