@@ -315,6 +315,19 @@ class Scene:
             self._labels[key] = text
         return text
 
+    def max_label_lines(self) -> int:
+        """The most lines any node's full label shows at any step (name, shape, value,
+        gradient): the view sizes the label font once per graph from it, so text never
+        jumps during playback."""
+        most = 1
+        for i, kind in enumerate(self.kinds):
+            if kind != "variable":
+                continue
+            constant = bool(self._attrs[i].get("constant"))
+            lines = (1 if self.names[i] else 0) + (1 if self.shapes[i] else 0) + 1
+            most = max(most, lines + (0 if constant else 1))
+        return most
+
     def display(self, index: int, step: int) -> Any:
         """What node ``index`` shows after ``step`` (a :class:`NodeDisplay`): the one source
         of its label, its tooltip and the inspector."""

@@ -37,7 +37,11 @@ SHORTCUTS: dict[str, tuple[tuple[str, ...], str]] = {
     "step_back": (("Left",), "Step back"),
     "to_start": (("Home",), "Jump to the start (only the leaves computed)"),
     "to_end": (("End",), "Jump to the end"),
-    "next_phase": (("B",), "Jump to the next phase (forward → backward)"),
+    "next_phase": (
+        ("B",),
+        "Jump to the next phase: from the forward phase to the first backward step, "
+        "from a backward pass to the next phase (stays at the last)",
+    ),
     "first_nonfinite": (("Ctrl+J", "N"), "Jump to the first step that produced NaN or Inf"),
     "next_nonfinite": (("Shift+N",), "Jump to the next step that produced NaN or Inf"),
     "check_gradients": (

@@ -77,7 +77,9 @@ class SceneBinding(QtCore.QObject):
                 and np.allclose(old.positions, scene.geometry.positions)
             )
             # A re-run with new leaf values keeps the same layout: keep the user's zoom too.
-            self.view.set_graph(scene.geometry, fit=not same_place)
+            self.view.set_graph(
+                scene.geometry, fit=not same_place, label_lines=scene.max_label_lines()
+            )
             self._shown = scene
             self._send_overlays()
             self.scene_shown.emit()

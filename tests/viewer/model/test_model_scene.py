@@ -253,3 +253,14 @@ def test_badges_follow_the_palette():
     _, dark, _ = scene.overlay_arrays("nonfinite")
     assert tuple(light[0]) == tuple(LIGHT.error)
     assert tuple(dark[0]) == tuple(DARK.error) != tuple(light[0])
+
+
+def test_max_label_lines_is_the_longest_label_at_any_step():
+    for text in ("x = 0.5\na = square(x)\ny = exp(a)", "W = randn(2, 3)\ny = sum(W * 3)"):
+        _, scene = make_scene(text)
+        longest = max(
+            scene.label(i, step).count("\n") + 1
+            for step in range(-1, scene.n_steps)
+            for i in range(scene.n_nodes)
+        )
+        assert scene.max_label_lines() == longest, text

@@ -144,7 +144,7 @@ def test_the_leak_example_exports_with_its_badges(qapp, tmp_path, capsys):
     from viewer.model.colours import LIGHT
 
     out = tmp_path / "leak.png"
-    assert main(["--export", str(out), str(find_example("global_list").path)]) == 0
+    assert main(["--export", str(out), "--yes", str(find_example("global_list").path)]) == 0
     assert "wrote" in capsys.readouterr().out
     image = QtGui.QImage(str(out)).convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
     pixels = np.frombuffer(image.constBits(), dtype=np.uint8).reshape(
