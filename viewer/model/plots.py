@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from autodiff.trace import Snapshot
 from viewer.model.plot_scales import ViewRange, robust_range
 
 __all__ = [
@@ -459,7 +460,7 @@ def node_histograms(
     """Histograms of the value and gradient of variable ``node_id`` after ``step``.
 
     From the trace's copies; when it kept only a summary (arrays above its
-    ``max_array_size``) the live object's current arrays are used if it still exists."""
+    ``max_array_size``) the live object's array is used if it still holds what the step held."""
     attrs = trace.node(node_id)
     name = attrs.get("name") or f"#{node_id}"
     if attrs["kind"] != "variable":
@@ -489,9 +490,18 @@ def node_histograms(
             if what == "value"
             else getattr(getattr(obj, "grad", None), "data", None)
         )
-        if data is not None:
-            h = histogram(data, bins, f"{what} of {name} (now)")
+        # The live array stands in for the step's only if it still is what the step held
+        # (its statistics equal the step's summary): never a later iteration's numbers.
+        if data is not None and Snapshot.of(np.asarray(data), 0) == snap:
+            h = histogram(data, bins, f"{what} of {name} (unchanged since this step)")
             found[what] = Histogram(h.counts, h.edges, h.n, h.nan, h.inf, h.label, live=True)
+        elif data is not None:
+            found[what] = None
+            missing.append(
+                f"the trace kept only a summary of the {what} ({int(np.prod(snap.shape))} "
+                "elements) and the object holds another array now; record with a larger "
+                "max_array_size"
+            )
         else:
             found[what] = None
             missing.append(

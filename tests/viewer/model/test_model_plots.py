@@ -204,3 +204,20 @@ def test_node_histograms_of_a_function_say_what_to_select():
 def test_a_flat_value_still_has_edges():
     h = plots.histogram(np.full(5, 3.0), bins=4)
     assert h.counts.sum() == 5 and math.isclose(h.edges[0], 2.5)
+
+
+def test_a_summarised_array_is_drawn_only_while_the_object_still_holds_it():
+    import autodiff.functions as F
+    from autodiff import Variable, trace
+    from viewer.model.plots import node_histograms
+
+    w = Variable(np.arange(100.0), name="w")
+    with trace.record(max_array_size=10) as t:
+        y = F.sum(w * 2.0)
+        y.backward()
+    last = len(t.steps) - 1
+    shown = node_histograms(t, 0, last)
+    assert shown.value is not None and shown.value.live and shown.value.n == 100
+    w.data = w.data + 1.0  # the program moved on: the step's array is gone
+    later = node_histograms(t, 0, last)
+    assert later.value is None and "holds another array now" in later.message
