@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from autodiff.trace import Snapshot
+from viewer.model.node_display import node_display
 from viewer.model.plot_scales import ViewRange, robust_range
 
 __all__ = [
@@ -473,10 +474,8 @@ def node_histograms(
         )
     missing = []
     found: dict[str, Histogram | None] = {}
-    for what, snap in (
-        ("value", trace.value_at(node_id, step)),
-        ("grad", trace.grad_at(node_id, step)),
-    ):
+    shown = node_display(trace, node_id, step)  # what the label and the inspector show
+    for what, snap in (("value", shown.value), ("grad", shown.grad)):
         if snap is None:
             found[what] = None
             missing.append(f"no {'gradient' if what == 'grad' else 'value'} at this step")
