@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import stat
 from typing import Any
 
 import networkx as nx
@@ -374,16 +375,38 @@ def snapshot_from_dict(d: Any, path: str, optional: bool = False) -> Snapshot | 
     return Snapshot(shape, dtype, array, *stats, nan, inf)
 
 
-def _check_depth(data: bytes, max_depth: int) -> None:
-    """Refuse nesting deeper than ``max_depth`` before the JSON parser sees it."""
+_CHUNK = 1 << 23  # bytes scanned at a time by _check_structure
+_BYTES_PER_CONTAINER = 8  # a saved trace has one array/object per ~50 bytes
+
+
+def _check_structure(data: bytes, max_depth: int) -> None:
+    """Before the JSON parser sees it: refuse nesting deeper than ``max_depth``, and a file so
+    dense in arrays and objects (``[[],[],...]``) that parsing it would take many times its
+    size in memory (a Python list costs ~60 bytes, its text 3). Scanned in chunks: the check
+    itself stays near the file's size."""
     stripped = re.sub(rb'"(?:[^"\\]|\\.)*"', b'""', data)
-    codes = np.frombuffer(stripped, dtype=np.uint8)
-    delta = (codes == ord("[")).astype(np.int8) + (codes == ord("{"))
-    delta -= (codes == ord("]")).astype(np.int8) + (codes == ord("}"))
-    if delta.size and int(np.cumsum(delta, dtype=np.int64).max()) > max_depth:
+    depth = deepest = containers = 0
+    for start in range(0, len(stripped), _CHUNK):
+        codes = np.frombuffer(stripped, dtype=np.uint8, count=min(_CHUNK, len(stripped) - start),
+                              offset=start)  # fmt: skip
+        opens = (codes == ord("[")) | (codes == ord("{"))
+        closes = (codes == ord("]")) | (codes == ord("}"))
+        containers += int(opens.sum())
+        delta = opens.astype(np.int32) - closes
+        levels = np.cumsum(delta, dtype=np.int32)
+        if levels.size:
+            deepest = max(deepest, depth + int(levels.max()))
+            depth += int(levels[-1])
+        if deepest > max_depth:
+            raise TraceFormatError(
+                f"the file nests arrays/objects deeper than {max_depth} levels; "
+                "a saved trace never does: it is not a trace file or it was tampered with"
+            )
+    if containers > 1000 and containers * _BYTES_PER_CONTAINER > len(data):
         raise TraceFormatError(
-            f"the file nests arrays/objects deeper than {max_depth} levels; "
-            "a saved trace never does: it is not a trace file or it was tampered with"
+            f"the file holds {containers} arrays/objects in {len(data)} bytes, one per "
+            f"{len(data) / containers:.1f} bytes; a saved trace has one per ~50: it is not a "
+            "trace file (parsing it would take many times its size in memory)"
         )
 
 
@@ -393,7 +416,10 @@ def load(
     """Read a trace written by :meth:`Trace.to_json`, validating every field."""
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     try:
-        size = os.stat(path).st_size
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or a device would block or never end
+            raise TraceFormatError(f"{os.fspath(path)}: not a regular file")
+        size = info.st_size
         if size > limit:
             raise TraceFormatError(
                 f"{os.fspath(path)}: the file has {size / 1e6:.1f} MB, above the limit of "
@@ -405,7 +431,7 @@ def load(
         raise TraceFormatError(f"{os.fspath(path)}: cannot read the file: {e}") from e
     if len(raw) > limit:
         raise TraceFormatError(f"{os.fspath(path)}: the file grew above {limit} bytes")
-    _check_depth(raw, max_depth)
+    _check_structure(raw, max_depth)
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:

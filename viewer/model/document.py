@@ -23,6 +23,7 @@ Signals (synchronous, on the caller's thread):
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ from numpy.typing import NDArray
 from autodiff import trace as trace_module
 from viewer.model import examples as examples_module
 from viewer.model.expression import (
+    MAX_SOURCE_CHARS,
     Evaluation,
     ExpressionError,
     Program,
@@ -296,8 +298,8 @@ class Document:
             return self._load_trace_file(path)
         if suffix in EXPRESSION_SUFFIXES:
             try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as e:
+                text = read_text_bounded(path, MAX_SOURCE_CHARS)
+            except (OSError, UnicodeDecodeError, ValueError) as e:
                 return self._fail(e)
             return self.load_expression(text, path=path)
         known = ", ".join(EXPRESSION_SUFFIXES + TRACE_SUFFIXES + SCRIPT_SUFFIXES)
@@ -608,6 +610,30 @@ class Document:
             message = f"line {error.line}, column {error.col}: {message}"
         self.status_changed.emit(f"Error: {message}")
         return False
+
+
+def read_text_bounded(path: Path, max_chars: int) -> str:
+    """A program file's text, read with a cap: a FIFO, a device (``/dev/zero``) or a file of
+    gigabytes is refused before reading, with a message that names the file."""
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"cannot open {path.name}: not a regular file")
+    limit = 4 * max_chars  # UTF-8: at most 4 bytes a character
+    if info.st_size > limit:
+        raise ValueError(
+            f"cannot open {path.name}: {info.st_size} bytes; a program has at most "
+            f"{max_chars} characters"
+        )
+    with open(path, "rb") as f:
+        raw = f.read(limit + 1)
+    if len(raw) > limit:
+        raise ValueError(f"cannot open {path.name}: it grew past {limit} bytes while read")
+    text = raw.decode("utf-8")
+    if len(text) > max_chars:
+        raise ValueError(
+            f"cannot open {path.name}: {len(text)} characters; a program has at most {max_chars}"
+        )
+    return text
 
 
 def _survivor_node(survivor: Any) -> int | None:
