@@ -21,6 +21,7 @@ people and the 1-based line and column of the offending code.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,8 @@ from viewer.model.expression_rules import (
     node_position,
     position_of_offset,
 )
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 __all__ = [
     "CONSTRUCTORS",
@@ -159,6 +162,15 @@ def parse(text: str) -> Program:
     if "\x00" in text:
         line, col = position_of_offset(text, text.index("\x00"))
         raise ExpressionError("the text contains a NUL character", line, col)
+    surrogate = _LONE_SURROGATE.search(text)
+    if surrogate is not None:  # not encodable: the parser would raise UnicodeEncodeError
+        line, col = position_of_offset(text, surrogate.start())
+        raise ExpressionError(
+            f"the text contains a lone surrogate (U+{ord(surrogate.group()):04X}), which is "
+            "not a character; delete it",
+            line,
+            col,
+        )
     check_bracket_depth(text)
     try:
         tree = ast.parse(text, mode="exec")

@@ -41,3 +41,19 @@ def test_hostile_program_is_refused_cleanly(program):
         assert str(e).startswith(f"line {e.line}")
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < 1500, f"peak memory grew by {grown_mb:.0f} MB"
+
+
+@pytest.mark.parametrize("program", ["y = x  # \ud800", "y = x\udfff * 2", "\ud83d = 1"])
+def test_a_lone_surrogate_is_an_expression_error(program):
+    with pytest.raises(ExpressionError, match="lone surrogate") as info:
+        evaluate(program)
+    assert info.value.line == 1 and info.value.col >= 1
+
+
+def test_a_lone_surrogate_in_a_table_value_is_refused():
+    from viewer.model import Document
+
+    doc = Document()
+    assert doc.run_expression("y = x * 2")
+    assert doc.set_leaf_value("x", "1\ud800") is False
+    assert "lone surrogate" in str(doc.last_error)
