@@ -214,6 +214,9 @@ class Document:
             )
         except ExpressionError as e:
             return self._fail(e)
+        except Exception as e:  # a hole in the language's checks: still no crash
+            message = f"the program could not run: {type(e).__name__}: {e}"
+            return self._fail(ExpressionError(message[:500], 1, 1))
         title = self.path.name if self.path is not None and self.kind == "expression" else ""
         self._load(
             _Pending(

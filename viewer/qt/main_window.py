@@ -217,19 +217,27 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _load_initial_program(self) -> None:
         saved = self.settings.editor_text()
-        if saved is not None and saved.strip():
-            self.editor.set_text(saved)
-            if self.run_program(saved):
-                return
-            # The saved text does not run: keep it (with its error) and show the example.
-            error = self.document.last_error
+        if saved is not None and saved.strip() and saved != DEFAULT_PROGRAM:
+            # The seeds' example first; the saved text runs once the event loop is up, like
+            # any program the user runs: whatever it does, the window is already there.
             self.document.run_expression(DEFAULT_PROGRAM)
+            self.editor.set_text(saved)
             self.document.source = saved
-            if isinstance(error, ExpressionError):
-                self._show_expression_error(error)
+            QtCore.QTimer.singleShot(0, lambda: self._run_saved_program(saved))
             return
         self.editor.set_text(DEFAULT_PROGRAM)
         self.run_program(DEFAULT_PROGRAM)
+
+    def _run_saved_program(self, saved: str) -> None:
+        if self.editor.text() != saved or self.document.kind != "expression":
+            return  # the user (or a file argument) replaced it meanwhile
+        if self.run_program(saved):
+            return
+        # The saved text does not run: keep it with its error; the example stays on screen.
+        self.document.source = saved
+        error = self.document.last_error
+        if isinstance(error, ExpressionError):
+            self._show_expression_error(error)
 
     # ================================================================== user actions
     def run_program(self, text: str | None = None) -> bool:

@@ -57,3 +57,18 @@ def test_a_lone_surrogate_in_a_table_value_is_refused():
     assert doc.run_expression("y = x * 2")
     assert doc.set_leaf_value("x", "1\ud800") is False
     assert "lone surrogate" in str(doc.last_error)
+
+
+def test_an_unexpected_engine_error_is_an_error_not_a_crash(monkeypatch):
+    from viewer.model import Document
+    from viewer.model import expression as expression_module
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a hole in the checks")
+
+    doc = Document()
+    assert doc.run_expression("y = x * 2")
+    monkeypatch.setattr(expression_module.Program, "run", broken)
+    assert doc.run_expression("y = x * 3") is False
+    assert "ZeroDivisionError: a hole in the checks" in str(doc.last_error)
+    assert doc.scene is not None  # the previous graph stays

@@ -38,7 +38,9 @@ def test_window_state_recent_files_and_editor_text_survive_a_restart(qtbot, tmp_
     assert second.settings.recent_files()[0] == str(expr.resolve())
     assert second.theme.name == "dark"
     assert (second.width(), second.height()) == (720, 520)
-    assert second.document.trace.steps[0].op == "Sin"
+    # the saved text runs once the event loop is up, never before the window exists
+    assert second.document.trace.steps[0].op == "Square"
+    qtbot.waitUntil(lambda: second.document.trace.steps[0].op == "Sin", timeout=5000)
     second.close()
 
 
@@ -47,8 +49,20 @@ def test_saved_text_that_does_not_run_is_kept_with_its_error(qtbot):
     window = build_window([])
     qtbot.addWidget(window)
     assert window.editor.text() == "y = x +"
-    assert window.editor.error_text()
+    qtbot.waitUntil(lambda: bool(window.editor.error_text()), timeout=5000)
+    assert window.editor.text() == "y = x +"
     assert window.document.scene is not None  # the seeds' example is on screen meanwhile
+
+
+def test_a_saved_program_that_used_to_crash_the_start_up_shows_an_error(qtbot):
+    # issue 11: constant folding raised a raw OverflowError, and the saved text ran inside
+    # build_window(), so the app could not start until its settings were deleted
+    AppSettings().set_editor_text("y = x * arange(1e309)")
+    window = build_window([])
+    qtbot.addWidget(window)
+    assert window.document.scene is not None
+    qtbot.waitUntil(lambda: "finite" in window.editor.error_text(), timeout=5000)
+    assert window.editor.text() == "y = x * arange(1e309)"
 
 
 def test_build_window_opens_a_file_argument(qtbot, tmp_path):
