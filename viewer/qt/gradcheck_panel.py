@@ -13,6 +13,8 @@ from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from viewer.qt.plain_text import tooltip
+
 __all__ = ["GradCheckPanel"]
 
 _NODE_ROLE = QtCore.Qt.ItemDataRole.UserRole
@@ -109,7 +111,7 @@ class GradCheckPanel(QtWidgets.QWidget):
             for column, text in enumerate(values):
                 item = QtWidgets.QTableWidgetItem(text)
                 item.setData(_NODE_ROLE, -1 if row.node_id is None else int(row.node_id))
-                item.setToolTip(row.detail)
+                item.setToolTip(tooltip(row.detail))
                 if column == 2:
                     item.setForeground(QtGui.QColor(STATUS_COLOURS.get(row.status, "#868e96")))
                     font = item.font()

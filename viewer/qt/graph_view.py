@@ -26,6 +26,7 @@ from viewer.qt.graph_items import (
     polyline_path,
 )
 from viewer.qt.palettes import LIGHT, Theme
+from viewer.qt.plain_text import tooltip
 
 __all__ = ["FOLLOW_DURATION_MS", "GraphView", "bounds_rect", "empty_geometry", "follow_shift"]
 
@@ -324,7 +325,7 @@ class GraphView(pg.GraphicsView):
             data = self._box.mapSceneToView(scene_pos)
             text = self._tooltip_at(data.x(), data.y())
             if text:
-                QtWidgets.QToolTip.showText(help_event.globalPos(), text, self)
+                QtWidgets.QToolTip.showText(help_event.globalPos(), tooltip(text), self)
             else:
                 QtWidgets.QToolTip.hideText()
                 event.ignore()

@@ -13,6 +13,8 @@ from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from viewer.qt.plain_text import tooltip
+
 __all__ = ["LeakPanel"]
 
 _NODE_ROLE = QtCore.Qt.ItemDataRole.UserRole
@@ -136,7 +138,7 @@ class LeakPanel(QtWidgets.QWidget):
             item.setData(0, _NODE_ROLE, int(survivor.node_id))
             tip = _chain_text(survivor)
             for column in range(3):
-                item.setToolTip(column, tip)
+                item.setToolTip(column, tooltip(tip))
             items.append(item)
         self.list.addTopLevelItems(items)
         self.list.setVisible(True)

@@ -151,6 +151,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
         self.status_label = QtWidgets.QLabel(self)
         self.status_label.setObjectName("graphSizeLabel")
+        self.status_label.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         self.statusBar().addPermanentWidget(self.status_label)
         self.statusBar().setObjectName("statusBar")
 
@@ -551,6 +552,7 @@ class MainWindow(QtWidgets.QMainWindow):
             QtWidgets.QMessageBox.Icon.Warning, "autodiff viewer", message, parent=self
         )
         box.setObjectName("errorBox")
+        box.setTextFormat(QtCore.Qt.TextFormat.PlainText)  # messages quote files and names
         box.setAttribute(QtCore.Qt.WidgetAttribute.WA_DeleteOnClose)
         box.open()
 

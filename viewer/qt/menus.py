@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from PySide6 import QtGui, QtWidgets
 
 from viewer.model.examples import list_examples
+from viewer.qt.plain_text import tooltip
 
 if TYPE_CHECKING:
     from viewer.qt.main_window import MainWindow
@@ -106,7 +107,7 @@ def build_menus(window: MainWindow) -> dict[str, QtGui.QAction]:
         files = window.settings.recent_files()
         for path in files:
             act = recent.addAction(Path(path).name)
-            act.setToolTip(path)
+            act.setToolTip(tooltip(path))
             act.setStatusTip(path)
             act.triggered.connect(lambda _=False, p=path: window.open_path(p))
         if not files:

@@ -107,6 +107,7 @@ class PlaybackBar(QtWidgets.QWidget):
 
         self.position_label = QtWidgets.QLabel(self)
         self.position_label.setObjectName("stepLabel")
+        self.position_label.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         self.position_label.setMinimumWidth(220)
 
         controls = QtWidgets.QHBoxLayout()

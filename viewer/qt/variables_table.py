@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 from PySide6 import QtCore, QtWidgets
 
+from viewer.qt.plain_text import tooltip
+
 __all__ = ["VariablesTable"]
 
 _ACCEPTED_ROLE = QtCore.Qt.ItemDataRole.UserRole  # the value text the model last accepted
@@ -109,7 +111,7 @@ class VariablesTable(QtWidgets.QWidget):
         self._filling = True
         try:
             item.setText(accepted)
-            item.setToolTip(text)
+            item.setToolTip(tooltip(text))
         finally:
             self._filling = False
         self.message.setText(text)
