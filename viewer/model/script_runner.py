@@ -120,9 +120,18 @@ class ScriptResult:
         return f"{where}: {message}"
 
 
+# What the script prints reaches ``output_written`` in batches, at most every _EMIT_S seconds
+# (or _EMIT_CHARS characters), so a script that prints megabytes in small writes sends the UI
+# a few dozen signals, not millions; after _MAX_SHOWN characters only a note is sent (the
+# result keeps up to _MAX_CAPTURE).
+_EMIT_S = 0.05
+_EMIT_CHARS = 65_536
+_MAX_SHOWN = 1_000_000
+
+
 class _ThreadStream(io.TextIOBase):
-    """Stands in for sys.stdout/stderr: the script's thread writes to a buffer (and to the
-    ``output_written`` signal); every other thread writes to the original stream."""
+    """Stands in for sys.stdout/stderr: the script's thread writes to a buffer (and, batched,
+    to the ``output_written`` signal); every other thread writes to the original stream."""
 
     def __init__(self, original: Any, owner: int, buffer: list[str], signal: Signal) -> None:
         self._original = original
@@ -130,15 +139,45 @@ class _ThreadStream(io.TextIOBase):
         self._buffer = buffer
         self._signal = signal
         self._size = 0
+        self._pending: list[str] = []
+        self._pending_size = 0
+        self._shown = 0
+        self._last_emit = time.perf_counter()
+        self._lock = threading.Lock()  # the script's thread and the flusher
 
     def write(self, text: str) -> int:
         if threading.get_ident() != self._owner:
             return self._original.write(text) if self._original is not None else len(text)
         if self._size < _MAX_CAPTURE:
             self._buffer.append(text[: _MAX_CAPTURE - self._size])
-            self._size += len(text)
-        self._signal.emit(text)
+        self._size += len(text)
+        if self._shown < _MAX_SHOWN:
+            with self._lock:
+                self._pending.append(text)
+                self._pending_size += len(text)
+            now = time.perf_counter()
+            if self._pending_size >= _EMIT_CHARS or now - self._last_emit >= _EMIT_S:
+                self.emit_pending()
         return len(text)
+
+    def emit_pending(self) -> None:
+        """Send what is waiting (a flusher thread calls it while the script is quiet, and
+        the run's end)."""
+        with self._lock:
+            self._last_emit = time.perf_counter()
+            if not self._pending:
+                return
+            text = "".join(self._pending)
+            self._pending.clear()
+            self._pending_size = 0
+        room = _MAX_SHOWN - self._shown
+        if len(text) > room:
+            text = text[:room] + (
+                f"\n[... the panel shows the first {_MAX_SHOWN} characters; the run's result "
+                f"keeps {_MAX_CAPTURE}]\n"
+            )
+        self._shown += len(text)
+        self._signal.emit(text)
 
     def flush(self) -> None:
         if threading.get_ident() != self._owner and self._original is not None:
@@ -150,6 +189,26 @@ class _ThreadStream(io.TextIOBase):
     @property
     def encoding(self) -> str:  # type: ignore[override]
         return "utf-8"
+
+
+class _Flusher:
+    """Sends a quiet script's last lines within ~_EMIT_S: the batching never holds them."""
+
+    def __init__(self, streams: tuple[_ThreadStream, ...]) -> None:
+        self._streams = streams
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="script-output", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._done.wait(_EMIT_S * 2):
+            for stream in self._streams:
+                if time.perf_counter() - stream._last_emit >= _EMIT_S:
+                    stream.emit_pending()
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(1.0)
 
 
 # How long cancel() waits for the next engine operation before interrupting plain Python.
@@ -279,6 +338,7 @@ class ScriptRun:
         stdout = _ThreadStream(sys.stdout, self._thread_id, out, self.output_written)
         stderr = _ThreadStream(sys.stderr, self._thread_id, err, self.output_written)
         observer = _CancelObserver(self)
+        flusher = None
         namespace: dict[str, Any] | None = None
         gc_was_enabled = gc.isenabled()
         if self.pause_gc:
@@ -287,6 +347,7 @@ class ScriptRun:
             if not self.path.is_file():
                 raise FileNotFoundError(f"no such script: {self.path}")
             sys.stdout, sys.stderr = stdout, stderr
+            flusher = _Flusher((stdout, stderr))
             sys.argv = [str(self.path), *self.argv]
             sys.path.insert(0, str(self.path.parent))
             os.chdir(self.path.parent)
@@ -323,6 +384,8 @@ class ScriptRun:
                 for extra in self.observers:
                     core.remove_observer(extra)
             finally:
+                if flusher is not None:
+                    flusher.stop()
                 self._restore(saved, stdout, stderr)
         # Drop the script's objects as the interpreter would at exit, then see what survives.
         _drop_namespace(namespace, self.path)
@@ -364,11 +427,12 @@ class ScriptRun:
 
     def _restore(self, saved: tuple, stdout: _ThreadStream, stderr: _ThreadStream) -> None:
         cwd, argv, path, out, err = saved
-        # Only undo what is still ours: another run may have replaced the streams meanwhile.
-        if sys.stdout is stdout:
-            sys.stdout = out
-        if sys.stderr is stderr:
-            sys.stderr = err
+        stdout.emit_pending()
+        stderr.emit_pending()
+        # Whatever the script put there (``sys.stdout = io.StringIO()``) goes with its run:
+        # one run at a time, so the saved streams are the app's.
+        sys.stdout = out
+        sys.stderr = err
         sys.argv = argv
         sys.path[:] = path
         with contextlib.suppress(OSError):

@@ -1,0 +1,56 @@
+"""A script's output reaches the UI in batches (issue 11): printing 10 MB in small writes
+sends a few dozen signals, the panel gets at most a million characters, the result keeps its
+cap, a quiet script's last line still arrives, and streams the script replaced are restored."""
+
+import sys
+import textwrap
+import time
+
+from viewer.model.script_runner import _MAX_CAPTURE, _MAX_SHOWN, ScriptRun
+
+
+def _script(tmp_path, body: str):
+    path = tmp_path / "s.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def test_ten_megabytes_in_small_writes(tmp_path):
+    path = _script(tmp_path, "for i in range(200_000):\n    print('x' * 49)\n")
+    run = ScriptRun(path)
+    chunks = []
+    run.output_written.connect(chunks.append)
+    result = run.run()
+    assert result.ok
+    assert len(chunks) < 400  # 200 000 writes
+    shown = sum(len(c) for c in chunks)
+    assert _MAX_SHOWN <= shown < _MAX_SHOWN + 500 and "the panel shows" in chunks[-1]
+    assert len(result.stdout) == _MAX_CAPTURE
+
+
+def test_a_quiet_script_s_last_line_arrives_while_it_runs(tmp_path):
+    path = _script(
+        tmp_path,
+        """
+        import time
+        print("first", flush=True)
+        print("second")
+        time.sleep(0.6)
+        """,
+    )
+    run = ScriptRun(path)
+    seen = []
+    run.output_written.connect(lambda text: seen.append((time.perf_counter(), text)))
+    began = time.perf_counter()
+    run.run()
+    text = "".join(t for _, t in seen)
+    assert "first" in text and "second" in text
+    second_at = next(at for at, t in seen if "second" in t)
+    assert second_at - began < 0.45  # not held until the script ended
+
+
+def test_streams_the_script_replaced_are_restored(tmp_path):
+    before = sys.stdout, sys.stderr
+    path = _script(tmp_path, "import io, sys\nsys.stdout = io.StringIO()\nsys.stderr = None\n")
+    assert ScriptRun(path).run().ok
+    assert (sys.stdout, sys.stderr) == before
