@@ -375,7 +375,7 @@ def snapshot_from_dict(d: Any, path: str, optional: bool = False) -> Snapshot | 
     return Snapshot(shape, dtype, array, *stats, nan, inf)
 
 
-_CHUNK = 1 << 23  # bytes scanned at a time by _check_structure
+_CHUNK = 1 << 20  # bytes scanned at a time by _check_structure
 _BYTES_PER_CONTAINER = 8  # a saved trace has one array/object per ~50 bytes
 
 

@@ -423,6 +423,10 @@ class Document:
         self.leak_report = None
         if pending.kind != "expression":
             self.leaf_values = {}
+        if pending.kind != "script" and self.script_result is not None:
+            # Another document: the run (its whole recording) goes with the script's graphs.
+            self.script_result = None
+            _return_memory()
         if old_evaluation is not None and old_evaluation is not pending.evaluation:
             old_evaluation.release()
         n_steps = len(trace.steps)
@@ -613,6 +617,21 @@ class Document:
             message = f"line {error.line}, column {error.col}: {message}"
         self.status_changed.emit(f"Error: {message}")
         return False
+
+
+def _return_memory() -> None:
+    """After dropping a long run: collect its cycles and give the freed heap back to the
+    system (glibc keeps it otherwise, and the app's memory would stay at the run's peak)."""
+    import ctypes
+    import gc
+    import sys
+
+    gc.collect()
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):
+            pass  # another C library: the memory is reused by the process instead
 
 
 def read_text_bounded(path: Path, max_chars: int) -> str:

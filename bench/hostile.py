@@ -1,0 +1,211 @@
+"""Hostile-input benchmark (issue 11): what bad files and runaway scripts cost the app.
+
+    python bench/hostile.py             # everything (about a minute)
+    python bench/hostile.py --quick     # smaller sizes
+
+Side by side in one run:
+
+1. Refusing a JSON "trace" that is 120 MB of ``[[],[],...]``: time and peak memory of
+   ``trace.load`` (which refuses it before parsing) against parsing it first, as the loader
+   did before (``json.loads``), each in a fresh process; target: peak below 3x the file size.
+2. The app's event-loop stall while a script prints 10 MB in small writes: the longest gap
+   between the ticks of a 5 ms timer, with the output batched (now) and sent write by write
+   (before); target: no stall over 100 ms.
+3. The process's memory after a cancelled long training run, against before it (target:
+   back within 50 MB).
+4. Time from Cancel to an idle app for a CPU-bound script, a sleeping one and one that
+   catches BaseException (target: under 1 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _in_fresh_process(code: str) -> tuple[float, float]:
+    """(seconds, peak RSS in MB) of ``code`` run in a new interpreter."""
+    body = textwrap.indent(textwrap.dedent(code).strip(), "    ")
+    wrapper = "\n".join(
+        [
+            "import resource, sys, time",
+            f"sys.path.insert(0, {str(ROOT)!r})",
+            "t0 = time.perf_counter()",
+            "try:",
+            body,
+            "except Exception:",
+            "    pass",
+            "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024",
+            "print(time.perf_counter() - t0, peak)",
+        ]
+    )
+    out = subprocess.run([sys.executable, "-c", wrapper], capture_output=True, text=True)
+    seconds, peak = out.stdout.split()[-2:]
+    return float(seconds), float(peak)
+
+
+def dense_json(mb: int) -> None:
+    path = Path(tempfile.mkdtemp()) / "dense.json"
+    count = mb * 1_000_000 // 3
+    with open(path, "w") as f:
+        f.write('{"format": "autodiff-trace", "schema_version": 2, "x": [')
+        f.write("[]," * (count - 1) + "[]]}")
+    size = path.stat().st_size / 1e6
+    base_t, base_peak = _in_fresh_process("import autodiff.trace")
+    load_t, load_peak = _in_fresh_process(
+        f"from autodiff import trace\ntrace.load({str(path)!r})"
+    )
+    parse_t, parse_peak = _in_fresh_process(f"import json\njson.load(open({str(path)!r}))")
+    print(f"1. refusing a {size:.0f} MB [[],[],...] file (peak RSS of a fresh process)")
+    print(f"   interpreter + autodiff alone     {base_peak:8.0f} MB")
+    print(
+        f"   trace.load (refused)      {load_t:6.2f} s {load_peak:8.0f} MB  "
+        f"({(load_peak - base_peak) / size:.1f}x the file)"
+    )
+    print(
+        f"   json.load first (before)  {parse_t:6.2f} s {parse_peak:8.0f} MB  "
+        f"({(parse_peak - base_peak) / size:.1f}x the file)"
+    )
+    path.unlink()
+
+
+def output_stall(megabytes: int) -> None:
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6 import QtCore, QtWidgets
+
+    from viewer.model import script_runner
+    from viewer.qt.main_window import MainWindow
+
+    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
+    folder = Path(tempfile.mkdtemp())
+    script = folder / "prints.py"
+    lines = megabytes * 1_000_000 // 50
+    script.write_text(f"for i in range({lines}):\n    print('x' * 49)\n")
+    print(f"2. event-loop stall while a script prints {megabytes} MB in 50-byte lines")
+    saved = script_runner._EMIT_S, script_runner._EMIT_CHARS, script_runner._MAX_SHOWN
+    for label, settings in (
+        ("batched (now)", saved),
+        ("write by write (before)", (0.0, 1, 10**12)),
+    ):
+        script_runner._EMIT_S, script_runner._EMIT_CHARS, script_runner._MAX_SHOWN = settings
+        window = MainWindow()
+        window.show()
+        gaps = []
+        last = [time.perf_counter()]
+
+        def tick(gaps=gaps, last=last) -> None:
+            now = time.perf_counter()
+            gaps.append(now - last[0])
+            last[0] = now
+
+        timer = QtCore.QTimer()
+        timer.timeout.connect(tick)
+        timer.start(5)
+        began = time.perf_counter()
+        window.open_path(script, confirm_scripts=False)
+        while window.document.script_run is not None and window.document.script_run.running:
+            app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        for _ in range(200):  # let the queued output drain
+            app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        took = time.perf_counter() - began
+        timer.stop()
+        print(f"   {label:24s} longest stall {max(gaps) * 1000:7.0f} ms   run + drain {took:.1f} s")
+        window.close()
+        window.deleteLater()
+        app.processEvents()
+    script_runner._EMIT_S, script_runner._EMIT_CHARS, script_runner._MAX_SHOWN = saved
+
+
+def cancel_to_idle() -> None:
+    from viewer.model.script_runner import ScriptRun
+
+    folder = Path(tempfile.mkdtemp())
+    scripts = {
+        "CPU-bound loop": "x = 0\nwhile True:\n    x += 1\n",
+        "time.sleep(600)": "import time\ntime.sleep(600)\n",
+        "catches BaseException": (
+            "import time\nwhile True:\n    try:\n        time.sleep(0.01)\n"
+            "    except BaseException:\n        pass\n"
+        ),
+        "engine loop": (
+            "import numpy as np\nfrom autodiff import Variable\nimport autodiff.functions as F\n"
+            "x = Variable(np.array(0.5))\nwhile True:\n    y = F.sin(x) * x\n    y.backward()\n"
+        ),
+    }
+    print("4. time from Cancel to the run's end (in-process runner)")
+    for label, body in scripts.items():
+        path = folder / "s.py"
+        path.write_text(body)
+        run = ScriptRun(path)
+        run.start()
+        time.sleep(0.5)
+        began = time.perf_counter()
+        run.cancel()
+        ended = run.wait(5.0)
+        took = time.perf_counter() - began
+        state = f"{took:5.2f} s" if ended else "still running after 5 s"
+        print(f"   {label:24s} {state}")
+
+
+def memory_after_cancel(seconds: float) -> None:
+    import gc
+
+    from viewer.model import Document
+
+    folder = Path(tempfile.mkdtemp())
+    path = folder / "long.py"
+    path.write_text(
+        "import numpy as np\nfrom autodiff import Variable\nimport autodiff.functions as F\n"
+        "x = Variable(np.array(0.5), name='x')\nwhile True:\n"
+        "    x.cleargrad()\n    y = F.sin(x) * x\n    y.backward()\n"
+    )
+    gc.collect()
+    before = _rss_mb()
+    doc = Document()
+    run = doc.prepare_script(path)
+    run.start()
+    time.sleep(seconds)
+    peak = _rss_mb()
+    run.cancel()
+    run.wait(10)
+    doc.apply_script_result(run.result)
+    shown = _rss_mb()
+    n = len(run.result.trace._raw) if run.result.trace is not None else 0
+    del run  # the app keeps no reference to a finished run: the Document holds its result
+    doc.run_expression("y = x * 2")  # the next document replaces the run
+    after = _rss_mb()
+    print(f"3. memory around a cancelled {seconds:.0f} s training loop ({n} steps recorded)")
+    print(f"   before {before:.0f} MB, at the cancel {peak:.0f} MB, its graph shown {shown:.0f} MB,")
+    print(f"   after opening an expression {after:.0f} MB ({after - before:+.0f} MB)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    dense_json(12 if args.quick else 120)
+    output_stall(1 if args.quick else 10)
+    memory_after_cancel(2 if args.quick else 8)
+    cancel_to_idle()  # last: the runs it cannot stop go on recording in this process
+
+
+if __name__ == "__main__":
+    main()
