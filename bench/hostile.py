@@ -69,10 +69,8 @@ def dense_json(mb: int) -> None:
         f.write('{"format": "autodiff-trace", "schema_version": 2, "x": [')
         f.write("[]," * (count - 1) + "[]]}")
     size = path.stat().st_size / 1e6
-    base_t, base_peak = _in_fresh_process("import autodiff.trace")
-    load_t, load_peak = _in_fresh_process(
-        f"from autodiff import trace\ntrace.load({str(path)!r})"
-    )
+    _, base_peak = _in_fresh_process("import autodiff.trace")
+    load_t, load_peak = _in_fresh_process(f"from autodiff import trace\ntrace.load({str(path)!r})")
     parse_t, parse_peak = _in_fresh_process(f"import json\njson.load(open({str(path)!r}))")
     print(f"1. refusing a {size:.0f} MB [[],[],...] file (peak RSS of a fresh process)")
     print(f"   interpreter + autodiff alone     {base_peak:8.0f} MB")
@@ -193,7 +191,7 @@ def memory_after_cancel(seconds: float) -> None:
     doc.run_expression("y = x * 2")  # the next document replaces the run
     after = _rss_mb()
     print(f"3. memory around a cancelled {seconds:.0f} s training loop ({n} steps recorded)")
-    print(f"   before {before:.0f} MB, at the cancel {peak:.0f} MB, its graph shown {shown:.0f} MB,")
+    print(f"   before {before:.0f} MB, at the cancel {peak:.0f} MB, shown {shown:.0f} MB,")
     print(f"   after opening an expression {after:.0f} MB ({after - before:+.0f} MB)")
 
 

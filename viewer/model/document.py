@@ -622,16 +622,16 @@ class Document:
 def _return_memory() -> None:
     """After dropping a long run: collect its cycles and give the freed heap back to the
     system (glibc keeps it otherwise, and the app's memory would stay at the run's peak)."""
+    import contextlib
     import ctypes
     import gc
     import sys
 
     gc.collect()
     if sys.platform.startswith("linux"):
-        try:
+        # another C library has no malloc_trim: the memory is reused by the process instead
+        with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):
-            pass  # another C library: the memory is reused by the process instead
 
 
 def read_text_bounded(path: Path, max_chars: int) -> str:
