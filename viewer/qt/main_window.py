@@ -399,11 +399,28 @@ class MainWindow(QtWidgets.QMainWindow):
         self.docks["scriptDock"].show()
         self.docks["scriptDock"].raise_()
         self.statusBar().showMessage(f"Running {run.path.name}…")
+        self._set_script_running(True)
         run.start()
         return True
 
+    def _set_script_running(self, running: bool) -> None:
+        """One run at a time: Open and Run wait for the script (Cancel stops it)."""
+        for name in ("open", "run"):
+            act = self.actions.get(name)
+            if act is not None:
+                act.setEnabled(not running)
+        button = self.editor.run_button
+        button.setEnabled(not running)
+        if running:
+            button.setToolTip("A script is running: wait for it or Cancel it")
+        elif self.editor.read_only:
+            button.setToolTip("Back to the expression editor (Ctrl+Enter)")
+        else:
+            button.setToolTip("Evaluate the program and run backward (Ctrl+Enter)")
+
     def _on_script_finished(self, result: ScriptResult) -> None:
         # A failure's traceback reaches the panel once, through error_raised (_on_error).
+        self._set_script_running(False)
         ok = self.document.apply_script_result(result)
         titles = [g.title for g in result.graphs]
         # ok: its last graph is on screen (or being laid out); else the previous graph stays

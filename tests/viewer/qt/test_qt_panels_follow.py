@@ -230,3 +230,18 @@ def test_clicking_a_node_raises_the_inspector_over_the_script_tab(
     assert window.document.selection == int(window.document.scene.node_ids[x])
     qtbot.waitUntil(lambda: _in_front(inspector))
     assert not _in_front(script)
+
+
+def test_open_and_run_wait_while_a_script_runs(qtbot, tmp_path, wait_for_script):
+    from viewer.qt.main_window import MainWindow
+
+    script = tmp_path / "slow.py"
+    script.write_text("import time\ntime.sleep(0.8)\n")
+    window = MainWindow()
+    qtbot.addWidget(window)
+    assert window.open_path(script, confirm_scripts=False)
+    assert not window.actions["open"].isEnabled() and not window.actions["run"].isEnabled()
+    assert not window.editor.run_button.isEnabled()
+    wait_for_script(window)
+    assert window.actions["open"].isEnabled() and window.actions["run"].isEnabled()
+    assert window.editor.run_button.isEnabled()
