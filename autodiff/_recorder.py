@@ -195,7 +195,9 @@ class Recorder:
             if type(e) is not tuple:  # a weak reference whose object died here
                 nid = self._nid_of_ref.pop(id(e), None)
                 if nid is not None:
-                    extra.append((k, k - 1, nid, _FREED, None, None))
+                    # shown with the next step: an object freed after the last step (the
+                    # program let go of its graph) never shows as freed during it
+                    extra.append((k, k, nid, _FREED, None, None))
                 continue
             kind = e[0]
             if kind in (_FWD, _FWD_MANY):
@@ -244,14 +246,16 @@ class Recorder:
                 raw.append((_BWD, fid, gys, gxs, accs, cleared, bpass))
                 k += 1
             elif kind == _T_INPUT:
-                _, key, ref, node_info, name, value, constant, grad = e
+                _, key, ref, node_info, name, value, constant, grad, in_backward = e
                 if key in nid_of:  # an output used as a leaf after unchain(): known already
                     continue
                 nid = new(key, ref, node_info)
                 if name is not None:
                     self._t_names[nid] = name
-                # A leaf existed before its first use: it shows from the segment's start.
-                visible = self._segment_start - 1
+                # A leaf existed before its first use: it shows from the segment's start;
+                # one a backward pass made (its seed, a constant of a gradient's graph) shows
+                # from the step that first used it.
+                visible = k if in_backward else self._segment_start - 1
                 extra.append((k, visible, nid, _VALUE, value, None))
                 if grad is not _MISSING:  # a gradient held from before recording
                     extra.append((k, visible, nid, _GRAD, grad, -1))
@@ -265,7 +269,7 @@ class Recorder:
                 if name is not None:
                     self._t_names[nid] = name
                 if ref is None:  # an output already collected when its graph was adopted
-                    extra.append((k, k - 1, nid, _FREED, None))
+                    extra.append((k, k - 1, nid, _FREED, None, None))
             elif kind == _T_INFO:
                 _, key, (_, gen, op, in_keys, out_keys) = e
                 in_ids = tuple([self._nid(x) for x in in_keys])
@@ -364,7 +368,8 @@ class Recorder:
         grad = _MISSING if constant or x.grad is None else self._grad_of_leaf(x)
         append = self._tape_append
         ref = _ref(x, append)
-        append((_T_INPUT, o, ref, _variable_info(x), x._name, raw, constant, grad))
+        in_backward = self._during >= 0  # e.g. the seed of a create_graph backward
+        append((_T_INPUT, o, ref, _variable_info(x), x._name, raw, constant, grad, in_backward))
         self._registered.add(o)
         if not constant:
             self._leaf_raw[o] = raw

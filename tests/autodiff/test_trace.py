@@ -200,9 +200,13 @@ def test_freed_during_recording():
         y = F.exp(F.square(x))
         n_steps = len(t.steps)
         del y
-    assert all(t.freed(n) for n in t.variables[1:])
-    assert t.state_at(t.variables[-1], n_steps - 1) is NodeState.FREED
-    assert t.state_at(t.variables[0], n_steps - 1) is NodeState.VALUE
+        z = F.sin(x)  # a step after the graph was let go
+    assert all(t.freed(n) for n in t.variables[1:3])
+    # right after the last step of the graph it was alive; it shows as freed from the next
+    assert t.state_at(t.variables[2], n_steps - 1) is NodeState.VALUE
+    assert t.state_at(t.variables[2], n_steps) is NodeState.FREED
+    assert t.state_at(t.variables[0], n_steps) is NodeState.VALUE
+    del z
     assert t.live(t.variables[0]) is x
 
 
@@ -223,6 +227,7 @@ def test_a_name_given_to_a_variable_that_dies_before_the_end_is_kept():
         h.name = "h"
         y = F.sin(h)
         del h, y  # freed while recording: the name was written down when it was given
+        z = F.cos(x)
     (hid,) = [n for n in t.variables if t.graph.nodes[n]["name"] == "h"]
     assert t.freed(hid) and t.state_at(hid, len(t.steps) - 1) is NodeState.FREED
 

@@ -152,7 +152,7 @@ def test_timeline_follows_recording():
         del y
         gc.collect()
         z = F.sin(x)
-    assert t.timeline(yid)[-1] == (1, NodeState.FREED)
+    assert t.timeline(yid)[-1] == (2, NodeState.FREED)  # freed before step 2 (z = sin(x))
     del z
 
 

@@ -180,6 +180,7 @@ class Document:
         self.palette = name
         if self.scene is not None:
             self.scene.set_palette(name)
+            self.overlays_changed.emit()  # badges take the palette's colours
 
     # ------------------------------------------------------------------ expressions
     def leaf_rows(self) -> list[LeafRow]:

@@ -235,3 +235,40 @@ def test_constants_show_no_gradient_and_leaves_show_from_the_start():
         for step in range(last + 1)
     ]
     assert any(passing), "the gradient that reached a constant's slot is shown, as not stored"
+
+
+def test_a_graph_let_go_after_its_last_step_is_not_drawn_freed(tmp_path):
+    # the QA walk-through: a script's last graph showed everything "freed" at its last step,
+    # hiding the final gradients, because the objects died after it (the script ended)
+    path = tmp_path / "main.py"
+    path.write_text(
+        "import numpy as np\nfrom autodiff import Variable\nimport autodiff.functions as F\n"
+        "def main():\n    x = Variable(np.array(0.5), name='x')\n"
+        "    y = F.square(F.exp(x))\n    y.backward()\n    print(float(x.grad.data))\nmain()\n"
+    )
+    doc = Document()
+    assert doc.run_script(path)
+    printed = float(doc.script_result.stdout.split()[-1])
+    scene = doc.scene
+    last = scene.n_steps - 1
+    codes = scene.frame(last).state_codes
+    assert "freed" not in {scene.frame(last).state_names[c] for c in codes}
+    x = scene.names.index("x")
+    assert doc.inspect(int(scene.node_ids[x])).grad.array == pytest.approx(printed, abs=0)
+
+
+def test_the_seed_of_a_create_graph_backward_appears_with_the_backward():
+    from autodiff import Variable, trace
+
+    x = Variable(np.array(2.0), name="x")
+    with trace.record() as t:
+        y = x**3
+        y.backward(create_graph=True)
+    first_backward = next(s.index for s in t.steps if s.phase == "backward")
+    seed = t.steps[first_backward].output_grads[0]
+    made = [n for n in t.variables if t.creator_of(n) < 0 and not t.node(n)["constant"]]
+    late = [n for n in made if t.node(n)["name"] != "x"]
+    assert late, "the seed is a graph node under create_graph"
+    for n in late:
+        assert t.state_at(n, first_backward - 1) is NodeState.NOT_COMPUTED
+    assert seed is not None
