@@ -227,7 +227,7 @@ def test_a_name_given_to_a_variable_that_dies_before_the_end_is_kept():
         h.name = "h"
         y = F.sin(h)
         del h, y  # freed while recording: the name was written down when it was given
-        z = F.cos(x)
+        F.cos(x)  # a step after they were freed
     (hid,) = [n for n in t.variables if t.graph.nodes[n]["name"] == "h"]
     assert t.freed(hid) and t.state_at(hid, len(t.steps) - 1) is NodeState.FREED
 

@@ -254,6 +254,7 @@ def test_a_graph_let_go_after_its_last_step_is_not_drawn_freed(tmp_path):
     codes = scene.frame(last).state_codes
     assert "freed" not in {scene.frame(last).state_names[c] for c in codes}
     x = scene.names.index("x")
+    doc.playback.seek(last)
     assert doc.inspect(int(scene.node_ids[x])).grad.array == pytest.approx(printed, abs=0)
 
 
@@ -264,8 +265,9 @@ def test_the_seed_of_a_create_graph_backward_appears_with_the_backward():
     with trace.record() as t:
         y = x**3
         y.backward(create_graph=True)
-    first_backward = next(s.index for s in t.steps if s.phase == "backward")
-    seed = t.steps[first_backward].output_grads[0]
+    # the pass's first step: under create_graph the gradient's forward steps come first
+    first_backward = t.steps_of_pass(0)[0]
+    seed = next(s for s in t.steps if s.phase == "backward").output_grads[0]
     made = [n for n in t.variables if t.creator_of(n) < 0 and not t.node(n)["constant"]]
     late = [n for n in made if t.node(n)["name"] != "x"]
     assert late, "the seed is a graph node under create_graph"
