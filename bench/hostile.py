@@ -94,6 +94,11 @@ def output_stall(megabytes: int) -> None:
 
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
     folder = Path(tempfile.mkdtemp())
+    # the benchmark's windows keep their settings here, never in the user's file
+    for scope in (QtCore.QSettings.Scope.UserScope, QtCore.QSettings.Scope.SystemScope):
+        for fmt in (QtCore.QSettings.Format.IniFormat, QtCore.QSettings.Format.NativeFormat):
+            QtCore.QSettings.setPath(fmt, scope, str(folder))
+    os.environ["XDG_CONFIG_HOME"] = str(folder)
     script = folder / "prints.py"
     lines = megabytes * 1_000_000 // 50
     script.write_text(f"for i in range({lines}):\n    print('x' * 49)\n")

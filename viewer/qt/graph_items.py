@@ -18,7 +18,7 @@ from pyqtgraph.Qt.internals import PrimitiveArray
 from PySide6 import QtCore, QtGui
 
 from viewer.model.scene import Scene
-from viewer.qt.palettes import NodeStyle, Theme
+from viewer.qt.palettes import NodeStyle, Theme, readable_on
 
 __all__ = ["EdgeLayer", "LabelLayer", "NodeLayer", "OverlayLayer", "polyline_path"]
 
@@ -664,6 +664,6 @@ class OverlayLayer(pg.GraphicsObject):
                 painter.setPen(QtCore.Qt.PenStyle.NoPen)
                 painter.setBrush(colour)
                 painter.drawRoundedRect(pill, 8, 8)
-                painter.setPen(QtGui.QColor("#ffffff"))
+                painter.setPen(readable_on(QtGui.QColor(colour)))
                 painter.drawText(pill, QtCore.Qt.AlignmentFlag.AlignCenter, badge)
         painter.restore()

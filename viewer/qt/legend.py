@@ -21,7 +21,7 @@ from viewer.model.legend import (
     LegendMark,
     LegendState,
 )
-from viewer.qt.palettes import NodeStyle, Theme
+from viewer.qt.palettes import NodeStyle, Theme, readable_on
 
 __all__ = [
     "LegendEntry",
@@ -124,7 +124,7 @@ def paint_badge(
     painter.setPen(QtCore.Qt.PenStyle.NoPen)
     painter.setBrush(colour)
     painter.drawRoundedRect(pill, height / 2, height / 2)
-    painter.setPen(QtGui.QColor("#ffffff"))
+    painter.setPen(readable_on(QtGui.QColor(colour)))
     painter.drawText(pill, QtCore.Qt.AlignmentFlag.AlignCenter, text)
     return width
 

@@ -14,7 +14,16 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from viewer.model import scene
 from viewer.model.legend import STATE_LINES
 
-__all__ = ["DARK", "LIGHT", "THEMES", "NodeStyle", "Theme", "apply_theme", "theme_named"]
+__all__ = [
+    "DARK",
+    "LIGHT",
+    "THEMES",
+    "NodeStyle",
+    "Theme",
+    "apply_theme",
+    "readable_on",
+    "theme_named",
+]
 
 _PEN_STYLES = {
     "solid": QtCore.Qt.PenStyle.SolidLine,
@@ -223,7 +232,14 @@ def qpalette(theme: Theme) -> QtGui.QPalette:
     }
     for r, colour in pairs.items():
         pal.setColor(r, c(colour))
-    disabled = c(theme.mid)
+    # halfway between the text and the window: readable, and clearly not enabled (the
+    # theme's 'mid' all but vanished on the dark window)
+    text, window = c(theme.text), c(theme.window)
+    disabled = c(
+        (text.red() + window.red()) // 2,
+        (text.green() + window.green()) // 2,
+        (text.blue() + window.blue()) // 2,
+    )
     for r in (role.WindowText, role.Text, role.ButtonText):
         pal.setColor(group.Disabled, r, disabled)
     return pal
@@ -233,3 +249,20 @@ def apply_theme(app: QtWidgets.QApplication, theme: Theme) -> None:
     """Apply ``theme``'s palette to the whole application (Fusion keeps both readable)."""
     app.setStyle("Fusion")
     app.setPalette(qpalette(theme))
+
+
+def readable_on(colour: QtGui.QColor) -> QtGui.QColor:
+    """Black or white, whichever has the higher WCAG contrast on ``colour`` (badge text:
+    white on the dark theme's light red was 2.8:1)."""
+
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    lum = (
+        0.2126 * linear(colour.redF())
+        + 0.7152 * linear(colour.greenF())
+        + 0.0722 * linear(colour.blueF())
+    )
+    on_white = 1.05 / (lum + 0.05)
+    on_black = (lum + 0.05) / 0.05
+    return QtGui.QColor("#ffffff" if on_white >= on_black else "#000000")
