@@ -9,6 +9,7 @@ visible rectangle and only when a node is large enough on screen to read them.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -28,6 +29,23 @@ MAX_LABELS = 1500
 PARTIAL_REPAINT_LIMIT = 256
 # The most lines a label has (Scene.label: name, shape, value, gradient).
 MAX_LABEL_LINES = 4
+
+
+_SHAPE_LINE = re.compile(r"\d+(x\d+)*")
+
+
+def fitting_lines(label: str, n: int) -> list[str]:
+    """The lines of ``label`` (name, shape, value, gradient) to draw when only ``n`` fit: the
+    name, then the last lines, so the shape goes first and the value and the gradient stay
+    (the tooltip and the inspector have it all)."""
+    lines = label.split("\n")
+    if len(lines) <= n:
+        return lines
+    if n <= 1:
+        return lines[:1]
+    if _SHAPE_LINE.fullmatch(lines[0]):  # no name: the label starts with the shape
+        return lines[-n:]
+    return [lines[0], *lines[-(n - 1) :]]
 
 
 def polyline_path(points: NDArray[np.floating], offsets: NDArray[np.integer]) -> QtGui.QPainterPath:
@@ -509,7 +527,7 @@ class LabelLayer(pg.GraphicsObject):
             key = (label, width, px, lines_fit)
             text = self._elided.get(key)
             if text is None:
-                lines = label.split("\n")[:lines_fit]
+                lines = fitting_lines(label, lines_fit)
                 text = "\n".join(metrics.elidedText(line, elide, width) for line in lines)
                 if len(self._elided) > 20_000:
                     self._elided.clear()

@@ -187,3 +187,13 @@ def test_cleared_flags_leave_no_ring_or_badge_behind(qtbot, zoom):
     full = _on_screen(view)
     assert not np.array_equal(flagged, full), "the flags were never drawn"
     assert np.array_equal(partial, full), "clearing the flags left some of them on screen"
+
+
+def test_labels_that_do_not_fit_keep_the_value_and_the_gradient():
+    from viewer.qt.graph_items import fitting_lines
+
+    assert fitting_lines("1x1\n-0.3521\n∇ -0.5991", 2) == ["-0.3521", "∇ -0.5991"]
+    assert fitting_lines("x\n1x3\n[1 2 3]\n∇ [4 5 6]", 3) == ["x", "[1 2 3]", "∇ [4 5 6]"]
+    assert fitting_lines("x\n0.5\n∇ 3.3", 2) == ["x", "∇ 3.3"]
+    assert fitting_lines("x\n0.5", 2) == ["x", "0.5"]
+    assert fitting_lines("Mul", 1) == ["Mul"]
