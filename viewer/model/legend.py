@@ -131,14 +131,7 @@ MARKS: tuple[LegendMark, ...] = (
         "current", "", (), "current step", "the Function of the current step and its operands"
     ),
     LegendMark("selection", "", (), "selection", "the node the inspector shows"),
-    LegendMark(
-        "grad_carried",
-        "",
-        (),
-        "carried-over gradient",
-        "a thick dashed border: the gradient of an earlier backward is still there",
-    ),
-)
+)  # the carried-over gradient is a state: it is listed with the variables, once
 
 
 def leak_badge(reason: str) -> str:

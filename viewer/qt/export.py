@@ -209,12 +209,12 @@ def _font(pixels: int, bold: bool = False) -> QtGui.QFont:
     return font
 
 
-def _legend_rows(theme: Theme, overlays: tuple | None) -> list[tuple[LegendEntry, ...]]:
-    """The legend of a picture: the variable states, the Function states, and the marks of
-    the flags in ``overlays`` (in order of appearance), from the same entries as the
-    window's legend."""
+def _legend_rows(theme: Theme, overlays: tuple | None) -> list[tuple[str, tuple[LegendEntry, ...]]]:
+    """The legend of a picture, row by row with its title: the variable states, the Function
+    states, and the marks of the flags in ``overlays`` (in order of appearance), from the
+    same entries as the window's legend."""
     sections = dict(legend_entries(theme))
-    rows = [sections["Variables"], sections["Functions"]]
+    rows = [("variables", sections["Variables"]), ("functions", sections["Functions"])]
     marks = {entry.key: entry for entry in sections["Marks"]}
     shown: dict[str, LegendEntry] = {}
     if overlays is not None:
@@ -223,8 +223,12 @@ def _legend_rows(theme: Theme, overlays: tuple | None) -> list[tuple[LegendEntry
             if mark is not None:
                 shown.setdefault(mark.kind, marks[f"mark:{mark.kind}"])
     if shown:
-        rows.append(tuple(shown.values()))
+        rows.append(("marks", tuple(shown.values())))
     return rows
+
+
+def _title_width(title: str) -> float:
+    return QtGui.QFontMetricsF(_font(LEGEND_PIXELS, bold=True)).horizontalAdvance(title) + 14
 
 
 def _entry_width(entry: LegendEntry) -> float:
@@ -233,8 +237,11 @@ def _entry_width(entry: LegendEntry) -> float:
     return width + sum(bold.horizontalAdvance(text) + 14 for text, _ in entry.badges)
 
 
-def _legend_width(rows: list[tuple[LegendEntry, ...]]) -> float:
-    return max((sum(_entry_width(e) for e in row) for row in rows), default=0.0)
+def _legend_width(rows: list[tuple[str, tuple[LegendEntry, ...]]]) -> float:
+    return max(
+        (_title_width(title) + sum(_entry_width(e) for e in row) for title, row in rows),
+        default=0.0,
+    )
 
 
 def _picture_size(
@@ -270,8 +277,16 @@ def _paint_legend(
     font, bold = _font(LEGEND_PIXELS), _font(LEGEND_PIXELS, bold=True)
     metrics = QtGui.QFontMetricsF(font)
     y = size.height() - MARGIN - LEGEND_HEIGHT * (len(rows) - 0.5)
-    for row in rows:
-        x = (size.width() - sum(_entry_width(e) for e in row)) / 2
+    for title, row in rows:
+        x = (size.width() - _title_width(title) - sum(_entry_width(e) for e in row)) / 2
+        painter.setFont(bold)
+        painter.setPen(QtGui.QColor(theme.text))
+        painter.drawText(
+            QtCore.QRectF(x, y - 10, _title_width(title), 20),
+            QtCore.Qt.AlignmentFlag.AlignVCenter,
+            title,
+        )
+        x += _title_width(title)
         for entry in row:
             grow = 4.0 if entry.ring else 0.0
             swatch = QtCore.QRectF(x - grow, y - 8 - grow, 28 + 2 * grow, 16 + 2 * grow)

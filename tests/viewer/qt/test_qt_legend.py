@@ -105,12 +105,14 @@ def test_the_export_legend_uses_the_same_entries(qapp):
 
     sections = dict(legend_entries(LIGHT))
     rows = _legend_rows(LIGHT, None)
-    assert rows == [sections["Variables"], sections["Functions"]]
+    # each row has its title: "freed" is in both, told apart by the row it is in
+    assert rows == [("variables", sections["Variables"]), ("functions", sections["Functions"])]
     overlays = (
         np.array([0, 1, 2]),
         np.zeros((3, 4), np.uint8),
         ["cycle", "held", "1.0e-02"],
     )
-    rows = _legend_rows(LIGHT, overlays)
-    assert [e.key for e in rows[2]] == ["mark:leak_cycle", "mark:leak_held", "mark:gradcheck"]
-    assert rows[2][0] in sections["Marks"]
+    title, marks = _legend_rows(LIGHT, overlays)[2]
+    assert title == "marks"
+    assert [e.key for e in marks] == ["mark:leak_cycle", "mark:leak_held", "mark:gradcheck"]
+    assert marks[0] in sections["Marks"]
