@@ -79,7 +79,15 @@ class NodeInfo:
     def title(self) -> str:
         if self.kind == "function":
             return f"{self.op} (function #{self.node_id})"
-        return f"{self.name or 'variable'} (variable #{self.node_id})"
+        if self.name:
+            name = self.name
+        elif self.constant:
+            name = "constant"
+        elif self.creator is not None:
+            name = f"output of {self.creator.label.rsplit(' #', 1)[0]}"
+        else:
+            name = "variable"
+        return f"{name} (variable #{self.node_id})"
 
     def as_rows(self) -> list[tuple[str, str]]:
         """(field, text) rows for a two-column table."""
@@ -128,6 +136,7 @@ def inspect(trace: Any, node_id: int, step_index: int) -> NodeInfo:
         for _, v, data in graph.out_edges(node_id, data=True):
             consumers.append(NodeRef(int(v), _label(graph, v), int(data.get("slot", 0))))
         consumers.sort(key=lambda r: (r.node_id, r.slot))
+        consumers = _by_slot(consumers)
     else:
         for u, _, data in graph.in_edges(node_id, data=True):
             inputs.append(NodeRef(int(u), _label(graph, u), int(data.get("slot", 0))))
@@ -164,6 +173,26 @@ def inspect(trace: Any, node_id: int, step_index: int) -> NodeInfo:
         note=shown.note,
         passing=passing,  # type: ignore[arg-type]
     )
+
+
+def _float_text(v: float) -> str:
+    """Six decimals, as numpy prints them, without its trailing point: 1, not "1."."""
+    if v != v or v in (float("inf"), float("-inf")):
+        return str(v)
+    if v != 0 and not 1e-4 <= abs(v) < 1e16:
+        return np.format_float_scientific(v, precision=6, trim="-")
+    return np.format_float_positional(v, precision=6, trim="-")
+
+
+def _by_slot(refs: list[NodeRef]) -> list[NodeRef]:
+    """A Function that takes the node in several slots (``x + x``) is named with each slot."""
+    counts: dict[int, int] = {}
+    for r in refs:
+        counts[r.node_id] = counts.get(r.node_id, 0) + 1
+    return [
+        NodeRef(r.node_id, f"{r.label} (arg {r.slot})", r.slot) if counts[r.node_id] > 1 else r
+        for r in refs
+    ]
 
 
 def _is_live(trace: Any, node_id: int) -> bool:
@@ -203,8 +232,14 @@ def describe_array(snapshot: Any) -> ArrayInfo | None:
         if finite.size:
             histogram, edges = np.histogram(finite, bins=HISTOGRAM_BINS)
     if full:
-        with np.printoptions(precision=6, suppress=False, threshold=FULL_ARRAY_LIMIT + 1):
-            text = np.array2string(np.asarray(array), separator=", ")
+        values = np.asarray(array)
+        if values.ndim == 0 and values.dtype.kind == "f":
+            text = _float_text(float(values))
+        else:
+            with np.printoptions(
+                threshold=FULL_ARRAY_LIMIT + 1, formatter={"float_kind": _float_text}
+            ):
+                text = np.array2string(values, separator=", ")
     else:
         text = summary
     return ArrayInfo(

@@ -328,6 +328,16 @@ class Scene:
             most = max(most, lines + (0 if constant else 1))
         return most
 
+    def _unnamed(self, index: int) -> str:
+        """What to call a node without a name: "constant", "output of Mul", "variable #7"."""
+        if self._attrs[index].get("constant"):
+            return "constant"
+        for e in self._edges_of[index]:
+            u, v = (int(i) for i in self.edges[e])
+            if v == index and self.kinds[u] == "function":
+                return f"output of {self.names[u]}"
+        return f"variable #{int(self.node_ids[index])}"
+
     def display(self, index: int, step: int) -> Any:
         """What node ``index`` shows after ``step`` (a :class:`NodeDisplay`): the one source
         of its label, its tooltip and the inspector."""
@@ -482,8 +492,7 @@ class Scene:
         nid = int(self.node_ids[index])
         shown = self.display(index, step)
         state = shown.state.value.replace("_", " ")
-        fallback = "constant" if shown.state is NodeState.CONSTANT else "variable"
-        head = f"{self.names[index] or fallback} ({self.kinds[index]}, {state})"
+        head = f"{self.names[index] or self._unnamed(index)} ({self.kinds[index]}, {state})"
         lines = [head]
         if self.kinds[index] == "variable":
             if shown.value is not None:

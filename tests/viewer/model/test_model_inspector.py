@@ -73,3 +73,18 @@ def test_small_arrays_in_full_large_ones_summarised_with_histogram():
     assert big.value.histogram.sum() == 2000
     assert len(big.value.bin_edges) == len(big.value.histogram) + 1
     assert big.grad is not None and big.grad.mean == 1.0
+
+
+def test_unnamed_nodes_repeated_consumers_and_plain_numbers():
+    from viewer.model import Document
+
+    doc = Document()
+    assert doc.run_expression("x = 1.0\ny = (x + x) * 2")
+    doc.playback.to_end()
+    info = doc.inspect(0)
+    assert [c.label for c in info.consumers] == ["Add #1 (arg 0)", "Add #1 (arg 1)"]
+    assert info.value.text == "1" and info.grad.text == "4"  # not numpy's "1."
+    out = next(n for n in doc.trace.variables if doc.trace.creator_of(n) == 1)
+    assert doc.inspect(out).title == f"output of Add (variable #{out})"
+    scene = doc.scene
+    assert scene.node_tooltip(scene.index_of(out), 0).startswith("output of Add (variable")
