@@ -180,10 +180,10 @@ class PlotPanel(QtWidgets.QWidget):
         page = QtWidgets.QWidget(self.tabs)
         self.training_message = _message_label(page, "plotTrainingMessage")
         self.loss_plot = _plot_widget(page, "lossPlot")
-        self.loss_plot.setLabel("bottom", "backward() call")
+        self.loss_plot.setLabel("bottom", "backward #")
         self.loss_curve = self.loss_plot.plot([], [], pen=pg.mkPen(CURVE_COLOURS[0], width=2))
         self.norm_plot = _plot_widget(page, "gradNormPlot")
-        self.norm_plot.setLabel("bottom", "backward() call")
+        self.norm_plot.setLabel("bottom", "backward #")
         self.norm_plot.setLabel("left", "grad norm")
         for plot in (self.loss_plot, self.norm_plot):  # one width: the x-linked axes align
             plot.getAxis("left").setWidth(AXIS_WIDTH)
@@ -403,7 +403,7 @@ class PlotPanel(QtWidgets.QWidget):
     def show_training(self, data: Any) -> None:
         """A :class:`viewer.model.plots.TrainingCurves`."""
         self.training_data = data
-        steps = np.asarray(data.steps, dtype=float)
+        steps = np.asarray(data.steps, dtype=float) + 1  # backward #1.., as the graph list
         symbol = "o" if len(steps) <= 30 else None
         self.loss_curve.setData(steps, np.asarray(data.loss, dtype=float), symbol=symbol)
         self.loss_plot.setLabel("left", data.loss_label)

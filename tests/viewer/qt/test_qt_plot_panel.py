@@ -118,6 +118,7 @@ def test_training_curves_of_a_script(qtbot, window, wait_for_script):
     assert data is not None and data.n_steps == len(window.document.script_result.graphs)
     x, loss = panel.loss_curve.getData()
     assert len(x) == data.n_steps and loss[-1] < loss[0]
+    assert x[0] == 1 and x[-1] == data.n_steps  # numbered as the graph list: backward #1..
     assert len(panel.norm_curves) == len(data.labels) == 2
     assert all(len(c.getData()[1]) == data.n_steps for c in panel.norm_curves)
 
