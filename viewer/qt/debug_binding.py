@@ -153,9 +153,16 @@ class DebugBinding(QtCore.QObject):
         step = playback.current_step
         if step is not None:
             self.show_node(int(step.function))
+            first = self.document.trace.first_nonfinite()
+            flagged = first is not None and first.function == step.function
+            where = (
+                "it is the first, flagged on the graph"
+                if flagged
+                else "the first one is the Function with the NaN/Inf badge"
+            )
             self._report(
                 f"Step {index + 1}/{playback.n_steps}: {step.op} ({step.phase}) produced NaN "
-                "or Inf; the Function is flagged on the graph in both phases"
+                f"or Inf; {where}"
             )
         return index
 
