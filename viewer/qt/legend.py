@@ -206,7 +206,10 @@ class LegendWidget(QtWidgets.QScrollArea):
         body = QtWidgets.QWidget(self)
         body.setObjectName("legendBody")
         grid = QtWidgets.QGridLayout(body)
-        grid.setContentsMargins(8, 6, 8, 8)
+        # room for the vertical scroll bar: the wrapped descriptions are laid out for the
+        # viewport's width before the bar appears, and would run under it
+        bar = self.style().pixelMetric(QtWidgets.QStyle.PixelMetric.PM_ScrollBarExtent)
+        grid.setContentsMargins(8, 6, 8 + bar, 8)
         grid.setHorizontalSpacing(8)
         grid.setVerticalSpacing(4)
         top = QtCore.Qt.AlignmentFlag.AlignTop
