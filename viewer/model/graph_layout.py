@@ -37,6 +37,9 @@ class GraphLayout:
     edge_points: NDArray[np.float64]
     edge_offsets: NDArray[np.intp]
     layers: NDArray[np.intp] | None = None
+    # the width of the variables' boxes, in layout units (one column is 1.0): wide enough for
+    # the longest label line of the graph, so labels are not cut (see variable_box_width)
+    variable_width: float = 1.0
 
     @property
     def n_nodes(self) -> int:
@@ -105,9 +108,47 @@ def compute_layout(
         options: dict[str, Any] = {"progress": progress, "should_cancel": should_cancel}
         if by_generation:
             options["layers"] = _generation_layers(graph)
+        width = variable_box_width(graph)
+        if width > 1.0:
+            options["node_width"] = np.array(
+                [width if graph.nodes[n]["kind"] == "variable" else 1.0 for n in graph.nodes]
+            )
         node_keys, result = layout_module.layout_graph(graph, **options)
-        return _from_layout_module(trace, node_keys, result)
+        laid = _from_layout_module(trace, node_keys, result)
+        laid.variable_width = width
+        return laid
     return _fallback_layout(trace, progress, should_cancel)
+
+
+CHARACTERS_PER_UNIT = 14  # label characters one layout unit holds where full labels show
+MAX_VARIABLE_WIDTH = 2.2
+_WIDTH_SAMPLE = 5000  # variables looked at (a big graph's labels show only zoomed in)
+
+
+def variable_box_width(graph: Any) -> float:
+    """The variables' box width (layout units, 1.0 to MAX_VARIABLE_WIDTH) that holds the
+    longest label line of the graph (name, shape, value, gradient: their last known
+    snapshots, plus a margin for the other steps' digits); a name longer than the widest box
+    is cut in the box and whole in the tooltip and the inspector."""
+    from viewer.model.scene import format_snapshot  # scene imports this module
+
+    longest = 0
+    seen = 0
+    for _, a in graph.nodes(data=True):
+        if a.get("kind") != "variable":
+            continue
+        seen += 1
+        if seen > _WIDTH_SAMPLE:
+            break
+        shape = a.get("shape")
+        lines = [str(a.get("name") or ""), "x".join(str(d) for d in shape) if shape else ""]
+        if a.get("value") is not None:
+            lines.append(format_snapshot(a["value"]))
+        if a.get("grad") is not None:
+            lines.append("∇ " + format_snapshot(a["grad"]))
+        longest = max(longest, *(len(line) for line in lines))
+    width = (longest + 2) / CHARACTERS_PER_UNIT
+    return float(min(max(width, 1.0), MAX_VARIABLE_WIDTH))
 
 
 def _generation_layers(graph: Any) -> NDArray[np.int64]:

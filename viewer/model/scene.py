@@ -35,7 +35,12 @@ from viewer.model.node_states import (
     node_timeline,
     state_code,
 )
-from viewer.model.scene_geometry import SceneGeometry, arrow_heads, separate_parallel_edges
+from viewer.model.scene_geometry import (
+    VARIABLE_SIZE,
+    SceneGeometry,
+    arrow_heads,
+    separate_parallel_edges,
+)
 
 __all__ = [
     "DARK",
@@ -114,6 +119,7 @@ class Scene:
             self.edges, np.asarray(layout.edge_points, float), np.asarray(layout.edge_offsets)
         )
         self.geometry = SceneGeometry(
+            variable_size=(max(VARIABLE_SIZE[0], layout.variable_width), VARIABLE_SIZE[1]),
             positions=np.asarray(layout.positions, dtype=np.float64).reshape(n, 2),
             is_function=is_function,
             edge_points=points,

@@ -29,8 +29,7 @@ CAPTION_HEIGHT = 30.0
 
 def _scale_for(geometry: SceneGeometry) -> float:
     bounds = bounds_rect(geometry)
-    unit = max(geometry.variable_size[0], geometry.function_size[0], 1e-9)
-    scale = NODE_PIXELS / unit
+    scale = NODE_PIXELS  # per layout column: boxes widened for long labels keep their text size
     longest = max(bounds.width(), bounds.height(), 1e-9)
     return min(scale, (MAX_SIDE - 2 * MARGIN) / longest)
 

@@ -264,3 +264,26 @@ def test_max_label_lines_is_the_longest_label_at_any_step():
             for i in range(scene.n_nodes)
         )
         assert scene.max_label_lines() == longest, text
+
+
+def test_variable_boxes_are_as_wide_as_the_longest_label():
+    from viewer.model.graph_layout import CHARACTERS_PER_UNIT, MAX_VARIABLE_WIDTH
+
+    _, narrow = make_scene("x = 0.5\ny = exp(x)")
+    assert narrow.geometry.variable_size[0] == 1.0  # short labels: the usual box
+    _, wide = make_scene("W = [[0.1234, -0.5678, 0.9012]]\ny = sum(W * W)")
+    longest = max(
+        len(line)
+        for i in range(wide.n_nodes)
+        for step in range(-1, wide.n_steps)
+        for line in wide.label(i, step).split("\n")
+    )
+    width = wide.geometry.variable_size[0]
+    assert 1.0 < width <= MAX_VARIABLE_WIDTH
+    assert width * CHARACTERS_PER_UNIT >= min(longest, MAX_VARIABLE_WIDTH * CHARACTERS_PER_UNIT)
+    # the layout keeps the wider boxes apart
+    pos, half = wide.geometry.positions, wide.geometry.half_sizes
+    for a in range(wide.n_nodes):
+        for b in range(a + 1, wide.n_nodes):
+            if abs(pos[a, 1] - pos[b, 1]) < 1e-9:
+                assert abs(pos[a, 0] - pos[b, 0]) >= half[a, 0] + half[b, 0]
