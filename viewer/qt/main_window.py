@@ -206,7 +206,8 @@ class MainWindow(QtWidgets.QMainWindow):
         horizontal, vertical = QtCore.Qt.Orientation.Horizontal, QtCore.Qt.Orientation.Vertical
         left, right = self.docks["editorDock"], self.docks["inspectorDock"]
         width = self.width()
-        self.resizeDocks([left, right], [max(260, width // 5), max(340, width // 3)], horizontal)
+        # the graph keeps at least half of a small window (1024 px: 220 + 300 for the docks)
+        self.resizeDocks([left, right], [max(220, width // 5), max(300, width // 4)], horizontal)
         self.resizeDocks([left, self.docks["variablesDock"]], [260, 300], vertical)
         self.resizeDocks([right, self.docks["plotPanel"]], [45, 55], vertical)
 
