@@ -36,6 +36,8 @@ from autodiff import trace as trace_module
 from viewer.model import examples as examples_module
 from viewer.model.expression import (
     MAX_SOURCE_CHARS,
+    MAX_STEPS,
+    MAX_TOTAL_ELEMENTS,
     Evaluation,
     ExpressionError,
     Program,
@@ -131,6 +133,9 @@ class Document:
         self.last_error: BaseException | None = None
         self.leak_report: Any = None
         self.script_run: ScriptRun | None = None  # the run in progress, if any
+        # a typed program's budgets (the window reads them from the settings)
+        self.element_budget = MAX_TOTAL_ELEMENTS
+        self.step_budget = MAX_STEPS
         self.script_result: ScriptResult | None = None
         # Set by the Qt side to lay out big graphs off the GUI thread: called with the trace,
         # it must later call apply_layout(trace, layout) or layout_failed(trace, error) on the
@@ -211,7 +216,11 @@ class Document:
             program = parse(self.source)
             values = {k: v for k, v in self.leaf_values.items() if k in program.leaves}
             evaluation = program.run(
-                values, retain_grad=self.retain_grad, max_array_size=self.max_array_size
+                values,
+                retain_grad=self.retain_grad,
+                max_array_size=self.max_array_size,
+                element_budget=self.element_budget,
+                step_budget=self.step_budget,
             )
         except ExpressionError as e:
             return self._fail(e)
@@ -267,7 +276,11 @@ class Document:
         try:
             values = {k: v for k, v in self.leaf_values.items() if k in program.leaves}
             evaluation = program.run(
-                values, retain_grad=self.retain_grad, max_array_size=self.max_array_size
+                values,
+                retain_grad=self.retain_grad,
+                max_array_size=self.max_array_size,
+                element_budget=self.element_budget,
+                step_budget=self.step_budget,
             )
         except ExpressionError as e:
             return self._fail(e)

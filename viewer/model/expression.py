@@ -41,6 +41,8 @@ from viewer.model.expression_rules import (
     MAX_EXPONENT,
     MAX_SOURCE_CHARS,
     MAX_STATEMENTS,
+    MAX_STEPS,
+    MAX_TOTAL_ELEMENTS,
     MAX_TREE_DEPTH,
     ExpressionError,
     FunctionSpec,
@@ -59,6 +61,8 @@ __all__ = [
     "MAX_EXPONENT",
     "MAX_SOURCE_CHARS",
     "MAX_STATEMENTS",
+    "MAX_STEPS",
+    "MAX_TOTAL_ELEMENTS",
     "MAX_TREE_DEPTH",
     "Evaluation",
     "ExpressionError",
@@ -96,17 +100,21 @@ class Program:
         max_array_size: int = 4096,
         nonfinite: str = "warn",
         backward: bool = True,
+        element_budget: int = MAX_TOTAL_ELEMENTS,
+        step_budget: int = MAX_STEPS,
     ) -> Evaluation:
         """Evaluate with recording on, then run backward from the output.
 
         ``values`` overrides leaf defaults (names that are not leaves are ignored). Backward
         runs with ``retain_grad`` (False, the engine's default, shows intermediate gradients
         being dropped); a non-scalar output is seeded with ones. A NaN or Inf is reported in
-        :attr:`Evaluation.nonfinite` (``nonfinite='warn'``) or raised (``'raise'``).
+        :attr:`Evaluation.nonfinite` (``nonfinite='warn'``) or raised (``'raise'``). The run
+        may create ``element_budget`` array elements in all and record ``step_budget``
+        operations; past either it stops with an ExpressionError that names the limit.
         """
         if nonfinite not in ("warn", "raise"):
             raise ValueError("nonfinite must be 'warn' or 'raise'")
-        fields = Interpreter(self, values or {}).run(
+        fields = Interpreter(self, values or {}, element_budget, step_budget).run(
             retain_grad=retain_grad,
             max_array_size=max_array_size,
             nonfinite=nonfinite,

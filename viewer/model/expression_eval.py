@@ -39,7 +39,13 @@ if TYPE_CHECKING:
 
 
 class Interpreter:
-    def __init__(self, program: Program, values: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        program: Program,
+        values: Mapping[str, Any],
+        element_budget: int = MAX_TOTAL_ELEMENTS,
+        step_budget: int = MAX_STEPS,
+    ) -> None:
         self.program = program
         self.lines = program.lines
         self.values: dict[str, NDArray] = {}
@@ -51,7 +57,7 @@ class Interpreter:
         self.namespace: dict[str, Any] = {}
         self.leaves: dict[str, Variable] = {}
         self.nonfinite: NonFiniteWarning | None = None
-        self.budget = Budget()
+        self.budget = Budget(element_budget, step_budget)
 
     def fail(self, message: str, node: ast.AST) -> ExpressionError:
         return error_at(message, node, self.lines)
@@ -322,7 +328,7 @@ class Budget:
         if self.spent > self.elements:
             raise BudgetExceeded(
                 f"the program has made {self.spent} array elements in all; the budget of "
-                f"one run is {self.elements}"
+                f"one run is {self.elements} (the setting limits/elementBudget raises it)"
             )
 
     def on_forward(self, f: Any, inputs: Any, outputs: Any, recorded: bool) -> None:
@@ -330,7 +336,7 @@ class Budget:
         if self.taken > self.steps:
             raise BudgetExceeded(
                 f"the program ran more than {self.steps} operations (grad() of grad() "
-                "grows exponentially)"
+                "grows exponentially; the setting limits/stepBudget raises the limit)"
             )
 
     def on_backward_event(self, *args: Any) -> None:

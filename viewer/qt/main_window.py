@@ -84,6 +84,9 @@ class MainWindow(QtWidgets.QMainWindow):
             self.setWindowIcon(QtGui.QIcon(str(assets.path("icons/app.svg"))))
         self.settings = settings or AppSettings()
         self.document = Document(palette=theme or self.settings.theme())
+        document = self.document
+        document.element_budget = self.settings.budget("elementBudget", document.element_budget)
+        document.step_budget = self.settings.budget("stepBudget", document.step_budget)
         speed = self.settings.speed()
         if speed is not None:
             self.document.playback.set_speed(speed)

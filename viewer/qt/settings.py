@@ -107,5 +107,15 @@ class AppSettings:
     def set_speed(self, value: float) -> None:
         self.store.setValue("playback/speed", float(value))
 
+    def budget(self, key: str, default: int) -> int:
+        """A limit of a typed program's run (``limits/elementBudget``, ``limits/stepBudget``
+        in the settings file): a positive integer, else ``default``."""
+        value = self.store.value(f"limits/{key}")
+        try:
+            number = int(str(value).strip()) if value is not None else default
+        except ValueError:
+            return default
+        return number if number > 0 else default
+
     def sync(self) -> None:
         self.store.sync()

@@ -147,3 +147,20 @@ def test_without_a_display_the_app_says_so_instead_of_aborting(tmp_path):
     )
     assert done.returncode == 1
     assert "--export" in done.stderr
+
+
+def test_the_run_budgets_come_from_the_settings(qtbot):
+    settings = AppSettings()
+    settings.store.setValue("limits/stepBudget", "150")
+    settings.store.setValue("limits/elementBudget", "not a number")  # ignored: the default
+    window = build_window([])
+    qtbot.addWidget(window)
+    assert window.document.step_budget == 150
+    from viewer.model.expression import MAX_TOTAL_ELEMENTS
+
+    assert window.document.element_budget == MAX_TOTAL_ELEMENTS
+    program = "y = tanh(x)\n" + "\n".join(
+        f"g{i} = grad({'y' if i == 1 else f'g{i - 1}'}, x)" for i in range(1, 6)
+    )
+    assert window.run_program(program) is False
+    assert "limits/stepBudget" in str(window.document.last_error)
