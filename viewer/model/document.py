@@ -38,6 +38,7 @@ from viewer.model.expression import (
     MAX_SOURCE_CHARS,
     MAX_STEPS,
     MAX_TOTAL_ELEMENTS,
+    Budget,
     Evaluation,
     ExpressionError,
     Program,
@@ -101,6 +102,42 @@ class _Pending:
     keep_step: bool
 
 
+class ExpressionJob:
+    """A typed program to run off the GUI thread (:attr:`Document.expression_runner`):
+    :meth:`run` on any thread, :meth:`cancel` from any thread (the run stops at its next
+    operation), then :meth:`Document.apply_expression` on the GUI thread."""
+
+    def __init__(
+        self, program: Program, values: dict, options: dict, keep_step: bool, title: str
+    ) -> None:
+        self.program = program
+        self.values = values
+        self.options = options
+        self.keep_step = keep_step
+        self.title = title
+        self.budget = Budget(options.pop("element_budget"), options.pop("step_budget"))
+        self.evaluation: Evaluation | None = None
+        self.error: ExpressionError | None = None
+        self.done = False
+
+    def run(self) -> None:
+        try:
+            self.evaluation = self.program.run(self.values, budget=self.budget, **self.options)
+        except ExpressionError as e:
+            self.error = e
+        except Exception as e:  # a hole in the checks: still an error, never a crash
+            self.error = ExpressionError(f"the program could not run: {type(e).__name__}: {e}")
+        finally:
+            self.done = True
+
+    def cancel(self) -> None:
+        self.budget.cancel()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.budget.cancelled
+
+
 class Document:
     """Source text, leaf values, trace, layout, scene, playback and selection of one window."""
 
@@ -141,6 +178,10 @@ class Document:
         # it must later call apply_layout(trace, layout) or layout_failed(trace, error) on the
         # GUI thread. None: lay out synchronously.
         self.layout_runner: Callable[[Any], None] | None = None
+        # Typed programs that are not Program.quick() go to this runner when one is set: it
+        # calls job.run() on a worker thread, then apply_expression(job) on the GUI thread.
+        self.expression_runner: Callable[[ExpressionJob], None] | None = None
+        self.expression_job: ExpressionJob | None = None
         self.sync_layout_limit = SYNC_LAYOUT_LIMIT
         self.layout_by_generation = False  # see compute_layout; a layout_runner should follow it
         self._pending: _Pending | None = None
@@ -208,35 +249,76 @@ class Document:
         """
         if text is not None:
             self.source = text
-        if self.script_run is not None and self.script_run.running:
-            return self._fail(
-                ExpressionError("a script is running; wait for it or cancel it first")
-            )
+        busy = self._busy_error()
+        if busy is not None:
+            return self._fail(busy)
         try:
             program = parse(self.source)
             values = {k: v for k, v in self.leaf_values.items() if k in program.leaves}
-            evaluation = program.run(
-                values,
-                retain_grad=self.retain_grad,
-                max_array_size=self.max_array_size,
-                element_budget=self.element_budget,
-                step_budget=self.step_budget,
-            )
+            title = self.path.name if self.path is not None and self.kind == "expression" else ""
+            job = ExpressionJob(program, values, self._run_options(), False, title or "expression")
+            if self.expression_runner is not None and not program.quick():
+                self.expression_job = job
+                self.status_changed.emit("Running the program… (Cancel stops it)")
+                self.expression_runner(job)
+                return True
+            job.run()
         except ExpressionError as e:
             return self._fail(e)
         except Exception as e:  # a hole in the language's checks: still no crash
             message = f"the program could not run: {type(e).__name__}: {e}"
             return self._fail(ExpressionError(message[:500], 1, 1))
-        title = self.path.name if self.path is not None and self.kind == "expression" else ""
+        return self._install(job)
+
+    def _run_options(self) -> dict:
+        return {
+            "retain_grad": self.retain_grad,
+            "max_array_size": self.max_array_size,
+            "element_budget": self.element_budget,
+            "step_budget": self.step_budget,
+        }
+
+    def apply_expression(self, job: ExpressionJob) -> bool:
+        """On the GUI thread, after a job of :attr:`expression_runner` ran: show its graph, or
+        its error (the previous graph stays). A job that is no longer the current one is
+        ignored."""
+        if job is not self.expression_job:
+            return False
+        self.expression_job = None
+        if job.cancelled:
+            self.status_changed.emit("Program cancelled; the previous graph stays")
+            if job.evaluation is not None:
+                job.evaluation.release()
+            return False
+        return self._install(job)
+
+    def cancel_expression(self) -> None:
+        """Stop the program running on the worker (it stops at its next operation)."""
+        if self.expression_job is not None:
+            self.expression_job.cancel()
+            self.status_changed.emit("Cancelling the program…")
+
+    def _busy_error(self) -> ExpressionError | None:
+        # The engine's observer hook is process-wide: one run at a time.
+        if self.script_run is not None and self.script_run.running:
+            return ExpressionError("a script is running; wait for it or cancel it first")
+        if self.expression_job is not None:
+            return ExpressionError("a program is running; wait for it or cancel it first")
+        return None
+
+    def _install(self, job: ExpressionJob) -> bool:
+        if job.error is not None:
+            return self._fail(job.error)
+        evaluation = job.evaluation
         self._load(
             _Pending(
                 evaluation.trace,
-                title or "expression",
+                job.title,
                 "expression",
                 self.path if self.kind == "expression" else None,
                 evaluation,
-                program,
-                keep_step=False,
+                job.program,
+                keep_step=job.keep_step,
             )
         )
         if evaluation.nonfinite is not None:
@@ -273,31 +355,14 @@ class Document:
         program = self.program
         if program is None:
             return False
-        try:
-            values = {k: v for k, v in self.leaf_values.items() if k in program.leaves}
-            evaluation = program.run(
-                values,
-                retain_grad=self.retain_grad,
-                max_array_size=self.max_array_size,
-                element_budget=self.element_budget,
-                step_budget=self.step_budget,
-            )
-        except ExpressionError as e:
-            return self._fail(e)
-        self._load(
-            _Pending(
-                evaluation.trace,
-                self.title,
-                "expression",
-                self.path,
-                evaluation,
-                program,
-                keep_step,
-            )
-        )
-        return True
+        busy = self._busy_error()
+        if busy is not None:
+            return self._fail(busy)
+        values = {k: v for k, v in self.leaf_values.items() if k in program.leaves}
+        job = ExpressionJob(program, values, self._run_options(), keep_step, self.title)
+        job.run()
+        return self._install(job)
 
-    # ------------------------------------------------------------------ files
     def load_path(self, path: str | os.PathLike[str]) -> bool | ScriptRun:
         """Open a file by its suffix: an expression (``.expr``, ``.txt``) runs at once, a saved
         trace (``.json``) loads; a script (``.py``) is *not* run: a prepared
@@ -511,10 +576,15 @@ class Document:
     def _script_busy(self) -> bool:
         # Two scripts at once would share the process-wide state a run borrows (cwd, argv,
         # streams, the engine's observers), and the first one's result would land on the other.
-        return self.script_run is not None and self.script_run.running
+        return (
+            self.script_run is not None and self.script_run.running
+        ) or self.expression_job is not None
 
     def _script_busy_error(self, name: str) -> RuntimeError:
-        running = self.script_run.path.name if self.script_run is not None else "a script"
+        if self.script_run is not None:
+            running = self.script_run.path.name
+        else:
+            running = "a script" if self.expression_job is None else "the typed program"
         return RuntimeError(
             f"cannot run {name} while {running} is running: wait for it or cancel it first"
         )

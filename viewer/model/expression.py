@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from autodiff.core import Variable
 from viewer.model.expression_check import Checker, check_bracket_depth
 from viewer.model.expression_constants import as_leaf_array, fold
-from viewer.model.expression_eval import Interpreter
+from viewer.model.expression_eval import Budget, Interpreter
 from viewer.model.expression_rules import (
     CONSTRUCTORS,
     FUNCTIONS,
@@ -52,6 +52,7 @@ from viewer.model.expression_rules import (
 )
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+QUICK_ELEMENTS = 100_000  # leaves holding more than this make a program not quick()
 
 __all__ = [
     "CONSTRUCTORS",
@@ -64,6 +65,8 @@ __all__ = [
     "MAX_STEPS",
     "MAX_TOTAL_ELEMENTS",
     "MAX_TREE_DEPTH",
+    "QUICK_ELEMENTS",
+    "Budget",
     "Evaluation",
     "ExpressionError",
     "FunctionSpec",
@@ -92,6 +95,19 @@ class Program:
     leaf_statements: set[int] = field(repr=False)  # id() of ``x = <constant>`` leaf statements
     lines: list[str] = field(repr=False)
 
+    def quick(self) -> bool:
+        """Whether a run is sure to take a moment only: few statements, at most four grad()
+        calls (nested grads grow exponentially: depth 9 takes seconds), small leaves. The
+        window runs any other program on a worker thread, with Cancel."""
+        grads = sum(
+            1
+            for statement in self.statements
+            for node in ast.walk(statement)
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "grad"
+        )
+        held = sum(int(v.size) for v in self.defaults.values())
+        return grads <= 4 and len(self.statements) <= 60 and held <= QUICK_ELEMENTS
+
     def run(
         self,
         values: Mapping[str, Any] | None = None,
@@ -102,6 +118,7 @@ class Program:
         backward: bool = True,
         element_budget: int = MAX_TOTAL_ELEMENTS,
         step_budget: int = MAX_STEPS,
+        budget: Budget | None = None,
     ) -> Evaluation:
         """Evaluate with recording on, then run backward from the output.
 
@@ -111,10 +128,13 @@ class Program:
         :attr:`Evaluation.nonfinite` (``nonfinite='warn'``) or raised (``'raise'``). The run
         may create ``element_budget`` array elements in all and record ``step_budget``
         operations; past either it stops with an ExpressionError that names the limit.
+        ``budget``: a :class:`Budget` to use instead (its ``cancel()``, from another thread,
+        stops the run at its next operation).
         """
         if nonfinite not in ("warn", "raise"):
             raise ValueError("nonfinite must be 'warn' or 'raise'")
-        fields = Interpreter(self, values or {}, element_budget, step_budget).run(
+        budget = budget if budget is not None else Budget(element_budget, step_budget)
+        fields = Interpreter(self, values or {}, budget).run(
             retain_grad=retain_grad,
             max_array_size=max_array_size,
             nonfinite=nonfinite,

@@ -40,11 +40,7 @@ if TYPE_CHECKING:
 
 class Interpreter:
     def __init__(
-        self,
-        program: Program,
-        values: Mapping[str, Any],
-        element_budget: int = MAX_TOTAL_ELEMENTS,
-        step_budget: int = MAX_STEPS,
+        self, program: Program, values: Mapping[str, Any], budget: Budget | None = None
     ) -> None:
         self.program = program
         self.lines = program.lines
@@ -57,7 +53,7 @@ class Interpreter:
         self.namespace: dict[str, Any] = {}
         self.leaves: dict[str, Variable] = {}
         self.nonfinite: NonFiniteWarning | None = None
-        self.budget = Budget(element_budget, step_budget)
+        self.budget = budget if budget is not None else Budget()
 
     def fail(self, message: str, node: ast.AST) -> ExpressionError:
         return error_at(message, node, self.lines)
@@ -322,8 +318,15 @@ class Budget:
         self.steps = steps
         self.spent = 0
         self.taken = 0
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        """Stop the run at its next operation (safe from any thread)."""
+        self.cancelled = True
 
     def spend(self, n: int) -> None:
+        if self.cancelled:
+            raise BudgetExceeded("the run was cancelled")
         self.spent += n
         if self.spent > self.elements:
             raise BudgetExceeded(
@@ -332,6 +335,8 @@ class Budget:
             )
 
     def on_forward(self, f: Any, inputs: Any, outputs: Any, recorded: bool) -> None:
+        if self.cancelled:
+            raise BudgetExceeded("the run was cancelled")
         self.taken += 1
         if self.taken > self.steps:
             raise BudgetExceeded(

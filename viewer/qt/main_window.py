@@ -41,6 +41,7 @@ from viewer.qt.palettes import Theme, apply_theme, theme_named
 from viewer.qt.playback_bar import SPEEDS, PlaybackBar
 from viewer.qt.plot_binding import PlotBinding
 from viewer.qt.plot_panel import PlotPanel
+from viewer.qt.program_job import ProgramRunner
 from viewer.qt.scene_binding import SceneBinding, scene_overlays
 from viewer.qt.script_panel import ScriptBridge, ScriptPanel
 from viewer.qt.settings import AppSettings
@@ -106,6 +107,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.binding = SceneBinding(self.document, self.graph_view, self.inspector, self)
         self.layout_runner = LayoutRunner(self.document, self)
         self.document.layout_runner = self.layout_runner.start
+        self.program_runner = ProgramRunner(self.document, self)
+        self.document.expression_runner = self._start_program
+        self.program_runner.finished.connect(lambda _ok: self._set_script_running(False))
         self._script_bridge = ScriptBridge(self)
         self._editing_leaf: str | None = None
         self._theme: Theme = theme_named(theme or self.settings.theme())
@@ -406,6 +410,11 @@ class MainWindow(QtWidgets.QMainWindow):
         self._set_script_running(True)
         run.start()
         return True
+
+    def _start_program(self, job) -> None:
+        """A typed program that may take a while: on a worker, Open and Run waiting."""
+        self._set_script_running(True)
+        self.program_runner.start(job)
 
     def _set_script_running(self, running: bool) -> None:
         """One run at a time: Open and Run wait for the script (Cancel stops it)."""

@@ -72,3 +72,42 @@ def test_an_unexpected_engine_error_is_an_error_not_a_crash(monkeypatch):
     assert doc.run_expression("y = x * 3") is False
     assert "ZeroDivisionError: a hole in the checks" in str(doc.last_error)
     assert doc.scene is not None  # the previous graph stays
+
+
+def test_which_programs_are_quick():
+    from viewer.model.expression import parse
+
+    nested = "y = tanh(x)\n" + "\n".join(
+        f"g{i} = grad({'y' if i == 1 else f'g{i - 1}'}, x)" for i in range(1, 6)
+    )
+    assert parse("y = sin(x) * x").quick()
+    assert parse("y = tanh(x)\ng = grad(y, x)\nh = grad(g, x)").quick()
+    assert not parse(nested).quick()
+    assert not parse("W = ones(1000, 1000)\ny = sum(W)").quick()
+    assert not parse("\n".join(f"a{i} = x * {i}" for i in range(80))).quick()
+
+
+def test_a_document_runs_a_slow_program_through_its_runner_and_can_cancel_it():
+    import threading
+
+    from viewer.model import Document
+
+    doc = Document()
+    assert doc.run_expression("y = x * 2")
+    before = doc.trace
+    jobs = []
+    doc.expression_runner = jobs.append
+    nested = "y = tanh(x)\n" + "\n".join(
+        f"g{i} = grad({'y' if i == 1 else f'g{i - 1}'}, x)" for i in range(1, 10)
+    )
+    assert doc.run_expression(nested) and len(jobs) == 1
+    assert doc.run_expression("y = x") is False  # one run at a time
+    assert "a program is running" in str(doc.last_error)
+    worker = threading.Thread(target=jobs[0].run)
+    worker.start()
+    doc.cancel_expression()
+    worker.join(5)
+    assert not worker.is_alive()
+    assert doc.apply_expression(jobs[0]) is False
+    assert doc.trace is before and doc.expression_job is None
+    assert doc.run_expression("y = x * 3")

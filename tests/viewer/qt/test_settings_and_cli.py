@@ -160,7 +160,7 @@ def test_the_run_budgets_come_from_the_settings(qtbot):
 
     assert window.document.element_budget == MAX_TOTAL_ELEMENTS
     program = "y = tanh(x)\n" + "\n".join(
-        f"g{i} = grad({'y' if i == 1 else f'g{i - 1}'}, x)" for i in range(1, 6)
+        f"g{i} = grad({'y' if i == 1 else f'g{i - 1}'}, x)" for i in range(1, 5)
     )
     assert window.run_program(program) is False
     assert "limits/stepBudget" in str(window.document.last_error)

@@ -1,0 +1,68 @@
+"""Runs a typed program that may take a while off the GUI thread, with a Cancel button.
+
+The Document hands :meth:`ProgramRunner.start` (its ``expression_runner``) every program that
+is not ``Program.quick()`` (nested ``grad()``, many statements, big leaves): the program runs
+in a :class:`~viewer.qt.workers.Job`, the window keeps responding, and Cancel (or ``Esc``)
+stops the run at its next engine operation. The result goes back to the Document on the GUI
+thread; until then the previous graph stays on screen.
+"""
+
+from __future__ import annotations
+
+from PySide6 import QtCore, QtWidgets
+
+from viewer.model.document import Document, ExpressionJob
+from viewer.qt.workers import Job
+
+__all__ = ["ProgramRunner"]
+
+
+class ProgramRunner(QtCore.QObject):
+    finished = QtCore.Signal(bool)  # whether the program's graph is on screen
+
+    def __init__(self, document: Document, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.document = document
+        self._window = parent
+        self.job: Job | None = None
+        self.dialog: QtWidgets.QProgressDialog | None = None
+        self.show_dialog = True
+
+    @property
+    def running(self) -> bool:
+        return self.job is not None and not self.job.done
+
+    def start(self, program_job: ExpressionJob) -> None:
+        def work(progress, should_cancel):
+            program_job.run()
+            return program_job
+
+        job = Job(work, name="program", parent=self)
+        self.job = job
+        if self.show_dialog and self._window is not None:
+            dialog = QtWidgets.QProgressDialog("Running the program…", "Cancel", 0, 0, self._window)
+            dialog.setObjectName("programProgress")
+            dialog.setWindowTitle("Program")
+            dialog.setMinimumDuration(300)  # a program done sooner shows no dialog
+            dialog.setWindowModality(QtCore.Qt.WindowModality.WindowModal)
+            dialog.setAutoClose(False)
+            dialog.setAutoReset(False)
+            dialog.canceled.connect(self.cancel)
+            self.dialog = dialog
+        job.succeeded.connect(lambda result: self._done(result))
+        job.failed.connect(lambda exc, _tb: self._done(program_job))
+        job.cancelled.connect(lambda: self._done(program_job))
+        job.start()
+
+    def cancel(self) -> None:
+        """Stop the program at its next operation (its result then shows as cancelled)."""
+        self.document.cancel_expression()
+
+    def _done(self, program_job: ExpressionJob) -> None:
+        if self.dialog is not None:
+            self.dialog.reset()
+            self.dialog.hide()
+            self.dialog.deleteLater()
+            self.dialog = None
+        self.job = None
+        self.finished.emit(self.document.apply_expression(program_job))
