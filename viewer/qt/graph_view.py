@@ -294,8 +294,11 @@ class GraphView(pg.GraphicsView):
         return True
 
     def _pan_to(self, center: QtCore.QPointF) -> None:
-        now = self._box.viewRect().center()
-        self._box.translateBy(x=center.x() - now.x(), y=center.y() - now.y())
+        try:
+            now = self._box.viewRect().center()
+            self._box.translateBy(x=center.x() - now.x(), y=center.y() - now.y())
+        except RuntimeError:  # the view box was deleted under a running pan (window closed)
+            self._pan.stop()
 
     def mousePressEvent(self, event: QtGui.QMouseEvent) -> None:
         self._pan.stop()  # the user's drag wins over the follow
