@@ -386,15 +386,30 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def confirm_script(self, path: Path) -> bool:
         """Ask before running a user's script (tests replace this)."""
-        answer = QtWidgets.QMessageBox.question(
-            self,
-            "Run this script?",
+        box = self.script_confirmation(path)
+        box.exec()
+        clicked = box.clickedButton()
+        role = box.buttonRole(clicked) if clicked is not None else None
+        return role == QtWidgets.QMessageBox.ButtonRole.AcceptRole
+
+    def script_confirmation(self, path: Path) -> QtWidgets.QMessageBox:
+        """The question asked before a script runs: buttons that say what they do, "Don't
+        Run" the default (Return does not run someone's code by accident), plain text."""
+        box = QtWidgets.QMessageBox(self)
+        box.setObjectName("scriptConfirmation")
+        box.setIcon(QtWidgets.QMessageBox.Icon.Question)
+        box.setWindowTitle("Run this script?")
+        box.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+        box.setText(
             f"{path.name} is Python code: opening it runs it, with the same rights as this "
-            f"app, while recording the graphs it builds.\n\n{path}\n\nRun it?",
-            QtWidgets.QMessageBox.StandardButton.Yes | QtWidgets.QMessageBox.StandardButton.No,
-            QtWidgets.QMessageBox.StandardButton.No,
+            f"app, while recording the graphs it builds.\n\n{path}"
         )
-        return answer == QtWidgets.QMessageBox.StandardButton.Yes
+        run = box.addButton("Run Script", QtWidgets.QMessageBox.ButtonRole.AcceptRole)
+        skip = box.addButton("Don't Run", QtWidgets.QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(skip)
+        box.setEscapeButton(skip)
+        box.setProperty("runButton", run)
+        return box
 
     def start_script(self, run: ScriptRun, confirm: bool = True) -> bool:
         """Run ``run`` on its own thread; the window stays usable, Cancel stops it."""

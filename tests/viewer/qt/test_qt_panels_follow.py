@@ -245,3 +245,20 @@ def test_open_and_run_wait_while_a_script_runs(qtbot, tmp_path, wait_for_script)
     wait_for_script(window)
     assert window.actions["open"].isEnabled() and window.actions["run"].isEnabled()
     assert window.editor.run_button.isEnabled()
+
+
+def test_the_script_question_names_its_buttons_and_defaults_to_not_running(qtbot, tmp_path):
+    from PySide6 import QtCore, QtWidgets
+
+    from viewer.qt.main_window import MainWindow
+
+    window = MainWindow()
+    qtbot.addWidget(window)
+    path = tmp_path / "<b>odd</b>.py"
+    box = window.script_confirmation(path)
+    texts = sorted(b.text() for b in box.buttons())
+    assert texts == ["Don't Run", "Run Script"]
+    assert box.defaultButton().text() == "Don't Run"
+    assert box.textFormat() == QtCore.Qt.TextFormat.PlainText and "<b>odd</b>.py" in box.text()
+    assert isinstance(box.property("runButton"), QtWidgets.QPushButton)
+    box.deleteLater()
