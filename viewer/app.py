@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 from collections.abc import Sequence
 
 __all__ = ["build_window", "main", "parse_args"]
@@ -177,7 +178,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     window.show()
     if args.file:
         window.open_path(args.file, confirm_scripts=not args.yes)
-    return int(app.exec())
+    return finish(int(app.exec()))
+
+
+def finish(code: int) -> int:
+    """The window closed: a thread a script started and left running (not a daemon) would
+    keep the process alive with no window, so the app ends past it, saying so."""
+    left = [
+        t
+        for t in threading.enumerate()
+        if t is not threading.main_thread() and not t.daemon and t.is_alive()
+    ]
+    if not left:
+        return code
+    names = ", ".join(t.name for t in left[:5])
+    print(f"autodiff-viewer: ending past {len(left)} running thread(s): {names}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -191,6 +191,18 @@ class _ThreadStream(io.TextIOBase):
         return "utf-8"
 
 
+def _exit_guard(owner: int, real_exit: Any) -> Any:
+    """``os._exit`` while a script runs in the app's process: in the script's thread it ends
+    the script (as ``sys.exit`` would), not the app; elsewhere it is the real one."""
+
+    def guarded(code: int) -> None:
+        if threading.get_ident() == owner:
+            raise SystemExit(code)
+        real_exit(code)
+
+    return guarded
+
+
 class _Flusher:
     """Sends a quiet script's last lines within ~_EMIT_S: the batching never holds them."""
 
@@ -339,6 +351,7 @@ class ScriptRun:
         stderr = _ThreadStream(sys.stderr, self._thread_id, err, self.output_written)
         observer = _CancelObserver(self)
         flusher = None
+        real_exit = os._exit
         namespace: dict[str, Any] | None = None
         gc_was_enabled = gc.isenabled()
         if self.pause_gc:
@@ -347,6 +360,7 @@ class ScriptRun:
             if not self.path.is_file():
                 raise FileNotFoundError(f"no such script: {self.path}")
             sys.stdout, sys.stderr = stdout, stderr
+            os._exit = _exit_guard(self._thread_id, real_exit)
             flusher = _Flusher((stdout, stderr))
             sys.argv = [str(self.path), *self.argv]
             sys.path.insert(0, str(self.path.parent))
@@ -384,6 +398,7 @@ class ScriptRun:
                 for extra in self.observers:
                     core.remove_observer(extra)
             finally:
+                os._exit = real_exit
                 if flusher is not None:
                     flusher.stop()
                 self._restore(saved, stdout, stderr)

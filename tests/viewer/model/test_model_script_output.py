@@ -54,3 +54,30 @@ def test_streams_the_script_replaced_are_restored(tmp_path):
     path = _script(tmp_path, "import io, sys\nsys.stdout = io.StringIO()\nsys.stderr = None\n")
     assert ScriptRun(path).run().ok
     assert (sys.stdout, sys.stderr) == before
+
+
+def test_os_exit_ends_the_script_not_the_app(tmp_path):
+    import os
+
+    real = os._exit
+    path = _script(tmp_path, "import os\nprint('before')\nos._exit(7)\nprint('never')\n")
+    result = ScriptRun(path).run()
+    assert result.exit_code == 7 and not result.ok
+    assert "before" in result.stdout and "never" not in result.stdout
+    assert os._exit is real
+
+
+def test_the_app_ends_past_a_thread_a_script_left_running(tmp_path):
+    import subprocess
+
+    root = str(__import__("pathlib").Path(__file__).resolve().parents[3])
+    code = (
+        "import threading, time, sys\n"
+        f"sys.path.insert(0, {root!r})\n"
+        "threading.Thread(target=time.sleep, args=(600,), name='stuck').start()\n"
+        "from viewer.app import finish\n"
+        "finish(3)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3
+    assert "ending past 1 running thread(s): stuck" in done.stderr
