@@ -378,10 +378,8 @@ class Recorder:
         return o
 
     def _grad_of_leaf(self, x: Any) -> Any:
-        """The raw form of a leaf's gradient as it holds it now (_MISSING: none)."""
+        """The raw form of the gradient a leaf holds now (not None)."""
         g = x.grad
-        if g is None:
-            return _MISSING
         if isinstance(g, core.Variable):
             g = g.data
         return capture(np.asarray(g), self.max_array_size)  # type: ignore[attr-defined]
@@ -395,7 +393,7 @@ class Recorder:
         append = self._tape_append
         fresh = self._fresh
         fresh.clear()
-        leaf_raw, leaf_grad = self._leaf_raw, self._leaf_grad
+        leaf_grad = self._leaf_grad
         max_size = self.max_array_size  # type: ignore[attr-defined]
         dead = []
         for o, ref in self._leaf_refs.items():
@@ -404,17 +402,7 @@ class Recorder:
                 dead.append(o)
                 continue
             if values:
-                last = leaf_raw[o]
-                data = x.data
-                if type(last) is Snapshot:
-                    raw = capture(data, max_size)
-                    changed = raw != last
-                else:
-                    changed = not _same_raw(data, last)
-                    raw = capture(data, max_size) if changed else last
-                if changed:
-                    leaf_raw[o] = raw
-                    append((_T_LEAF, o, _VALUE, raw))
+                self._check_leaf(x, o)
                 fresh.add(o)
             g = x.grad
             mark = leaf_grad[o]
@@ -428,8 +416,16 @@ class Recorder:
                 append((_T_LEAF, o, _GRAD, capture(np.asarray(data), max_size)))
         for o in dead:
             del self._leaf_refs[o]
-            leaf_raw.pop(o, None)
+            self._leaf_raw.pop(o, None)
             leaf_grad.pop(o, None)
+
+    def _forget_leaves(self) -> None:
+        """Recording ended: nothing about the live leaves is needed any more."""
+        self._leaf_raw = {}
+        self._leaf_refs = {}
+        self._leaf_grad = {}
+        self._fresh = set()
+        self._scan_pending = False
 
     def _note_leaf_grads(self) -> None:
         """After a backward pass: the gradients the leaves hold now are the known ones (by
@@ -516,10 +512,7 @@ class Recorder:
                 output.backward(retain_grad=replay[0], create_graph=replay[1])
         self._recording = False
         self._tape_end = len(self._tape)  # what happens to these objects later is not recorded
-        self._leaf_raw = {}
-        self._leaf_refs = {}
-        self._fresh = set()
-        self._leaf_grad = {}
+        self._forget_leaves()
         self._maybe_constant = {}
         self._registered = set()
 
@@ -751,11 +744,7 @@ class Recorder:
         self._tape_end = len(self._tape)
         self._recording = False
         self._maybe_constant = {}
-        self._leaf_raw = {}
-        self._leaf_refs = {}
-        self._fresh = set()
-        self._leaf_grad = {}
-        self._scan_pending = False
+        self._forget_leaves()
         self._backward_stack = []
         self._during = -1
         self._create_graph = False

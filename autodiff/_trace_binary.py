@@ -32,6 +32,8 @@ from autodiff._trace_io import (
     _MAX_NDIM,
     _check_dag,
     _fail,
+    _int,
+    _list,
 )
 from autodiff.trace import Trace, TraceFormatError
 
@@ -152,22 +154,6 @@ def trace_to_npz(trace: Trace, file: str | os.PathLike[str] | io.BytesIO) -> Non
 # =============================================================================
 # Reading, validated
 # =============================================================================
-def _int(v: Any, path: str, lo: int | None = None, hi: int | None = None) -> int:
-    if type(v) is not int:
-        raise _fail(path, f"expected int, got {type(v).__name__}")
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise _fail(path, f"{v} is out of range [{lo}, {hi}]")
-    return v
-
-
-def _list(v: Any, path: str, length: int | None = None) -> list:
-    if type(v) is not list:
-        raise _fail(path, f"expected array, got {type(v).__name__}")
-    if length is not None and len(v) != length:
-        raise _fail(path, f"expected {length} items, got {len(v)}")
-    return v
-
-
 def _shape(v: Any, path: str) -> tuple[int, ...]:
     dims = _list(v, path)
     if len(dims) > _MAX_NDIM:

@@ -352,12 +352,6 @@ class TraceIndex:
                     found = origin = None
         return found, origin
 
-    def pass_end(self, backward_pass: int) -> int | None:
-        """The position of the last step of backward pass ``backward_pass`` (None: no such
-        pass); a gradient it produced is carried over after it."""
-        self._index()
-        return self._pass_end.get(backward_pass)
-
     def _last(self, node_id: int, kind: int) -> Any:
         found = None
         for _, k, value, _ in self._history(node_id):

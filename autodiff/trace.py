@@ -30,6 +30,7 @@ from autodiff._recorder import (  # noqa: F401  (the event and node kinds, for _
     _VALUE,
     _VARIABLE,
     Recorder,
+    _same_raw,
 )
 from autodiff._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
 from autodiff._trace_index import NodeState, TraceIndex, _bulk
@@ -437,10 +438,7 @@ def _upstream_variables(output: Any) -> list[Any]:
 
 
 def _same_grad(a: Any, b: Any) -> bool:
-    if b is None:
-        return False
-    x, y = np.asarray(a.data), np.asarray(b.data)
-    return x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes()
+    return b is not None and _same_raw(np.asarray(a.data), np.asarray(b.data))
 
 
 def _append_grads(trace: Trace, grads: list[tuple[Any, Any]], max_array_size: int) -> None:

@@ -22,8 +22,12 @@ Signals (synchronous, on the caller's thread):
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import gc
 import os
 import stat
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -574,11 +578,9 @@ class Document:
             self.script_run = None
 
     def _script_busy(self) -> bool:
-        # Two scripts at once would share the process-wide state a run borrows (cwd, argv,
+        # Two runs at once would share the process-wide state a run borrows (cwd, argv,
         # streams, the engine's observers), and the first one's result would land on the other.
-        return (
-            self.script_run is not None and self.script_run.running
-        ) or self.expression_job is not None
+        return self._busy_error() is not None
 
     def _script_busy_error(self, name: str) -> RuntimeError:
         if self.script_run is not None:
@@ -706,11 +708,6 @@ class Document:
 def _return_memory() -> None:
     """After dropping a long run: collect its cycles and give the freed heap back to the
     system (glibc keeps it otherwise, and the app's memory would stay at the run's peak)."""
-    import contextlib
-    import ctypes
-    import gc
-    import sys
-
     gc.collect()
     if sys.platform.startswith("linux"):
         # another C library has no malloc_trim: the memory is reused by the process instead

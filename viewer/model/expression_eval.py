@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -67,7 +66,7 @@ class Interpreter:
         with (
             np.errstate(all="ignore"),
             trace_module.record(max_array_size=max_array_size) as t,
-            self.budget.counting_steps(),
+            self.budget,
         ):
             # Free leaves exist from the start, in order of first use.
             for name in self.program.leaves:
@@ -347,13 +346,9 @@ class Budget:
     def on_backward_event(self, *args: Any) -> None:
         self.on_forward(None, None, None, True)
 
-    def counting_steps(self) -> Any:
-        @contextlib.contextmanager
-        def attached() -> Any:
-            core.add_observer(self)
-            try:
-                yield
-            finally:
-                core.remove_observer(self)
+    def __enter__(self) -> Budget:
+        core.add_observer(self)  # counts the operations while the run goes on
+        return self
 
-        return attached()
+    def __exit__(self, *exc: object) -> None:
+        core.remove_observer(self)

@@ -50,7 +50,7 @@ def node_display(trace: Any, node_id: int, step_index: int, step: Any = None) ->
     state = trace.state_at(node_id, step_index)
     value = trace.value_at(node_id, step_index)
     grad = trace.grad_at(node_id, step_index)
-    origin = _origin(trace, node_id, step_index) if grad is not None else None
+    origin = trace.grad_origin(node_id, step_index) if grad is not None else None
     note = carried_note(origin) if state is NodeState.GRAD_CARRIED else ""
     passing: tuple[tuple[str, int, Any], ...] = ()
     if step_index >= 0:
@@ -74,8 +74,3 @@ def node_display(trace: Any, node_id: int, step_index: int, step: Any = None) ->
                 if passing:
                     note = "reached this constant at this step; not stored (constants keep none)"
     return NodeDisplay(state, value, grad, note, passing, origin)
-
-
-def _origin(trace: Any, node_id: int, step_index: int) -> int | None:
-    origin = getattr(trace, "grad_origin", None)
-    return origin(node_id, step_index) if callable(origin) else None

@@ -15,7 +15,7 @@ from PySide6 import QtCore, QtWidgets
 
 from viewer.model.document import Document
 from viewer.model.scene import Scene, compute_layout
-from viewer.qt.workers import Job, JobCancelled
+from viewer.qt.workers import Job, JobCancelled, close_dialog, job_dialog
 
 __all__ = ["LayoutRunner"]
 
@@ -57,15 +57,9 @@ class LayoutRunner(QtCore.QObject):
         self.job = job
         n = trace.graph.number_of_nodes()
         if self.show_dialog and self._window is not None:
-            dialog = QtWidgets.QProgressDialog(
-                f"Laying out {n:,} nodes…", "Cancel", 0, 1000, self._window
+            dialog = job_dialog(
+                self._window, f"Laying out {n:,} nodes…", "Layout", "layoutProgress", 1000
             )
-            dialog.setObjectName("layoutProgress")
-            dialog.setWindowTitle("Layout")
-            dialog.setMinimumDuration(300)
-            dialog.setWindowModality(QtCore.Qt.WindowModality.WindowModal)
-            dialog.setAutoClose(False)
-            dialog.setAutoReset(False)
             dialog.canceled.connect(job.cancel)
             job.progressed.connect(lambda done, total, _t: dialog.setValue(done))
             self.dialog = dialog
@@ -83,11 +77,8 @@ class LayoutRunner(QtCore.QObject):
         return self.job is not None and not self.job.done
 
     def _close_dialog(self) -> None:
-        if self.dialog is not None:
-            self.dialog.reset()
-            self.dialog.hide()
-            self.dialog.deleteLater()
-            self.dialog = None
+        close_dialog(self.dialog)
+        self.dialog = None
 
     def _succeeded(self, trace: Any, layout: Any, scene: Scene) -> None:
         self._close_dialog()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 from viewer.model.document import Document, ExpressionJob
-from viewer.qt.workers import Job
+from viewer.qt.workers import Job, close_dialog, job_dialog
 
 __all__ = ["ProgramRunner"]
 
@@ -40,13 +40,9 @@ class ProgramRunner(QtCore.QObject):
         job = Job(work, name="program", parent=self)
         self.job = job
         if self.show_dialog and self._window is not None:
-            dialog = QtWidgets.QProgressDialog("Running the program…", "Cancel", 0, 0, self._window)
-            dialog.setObjectName("programProgress")
-            dialog.setWindowTitle("Program")
-            dialog.setMinimumDuration(300)  # a program done sooner shows no dialog
-            dialog.setWindowModality(QtCore.Qt.WindowModality.WindowModal)
-            dialog.setAutoClose(False)
-            dialog.setAutoReset(False)
+            dialog = job_dialog(
+                self._window, "Running the program…", "Program", "programProgress", 0
+            )
             dialog.canceled.connect(self.cancel)
             self.dialog = dialog
         job.succeeded.connect(lambda result: self._done(result))
@@ -59,10 +55,7 @@ class ProgramRunner(QtCore.QObject):
         self.document.cancel_expression()
 
     def _done(self, program_job: ExpressionJob) -> None:
-        if self.dialog is not None:
-            self.dialog.reset()
-            self.dialog.hide()
-            self.dialog.deleteLater()
-            self.dialog = None
+        close_dialog(self.dialog)
+        self.dialog = None
         self.job = None
         self.finished.emit(self.document.apply_expression(program_job))

@@ -15,9 +15,9 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from PySide6 import QtCore
+from PySide6 import QtCore, QtWidgets
 
-__all__ = ["Job", "JobCancelled"]
+__all__ = ["Job", "JobCancelled", "close_dialog", "job_dialog"]
 
 Progress = Callable[[int, int, str], None]
 Work = Callable[[Progress, Callable[[], bool]], Any]
@@ -131,3 +131,25 @@ class Job(QtCore.QObject):
         self.outcome = "cancelled"
         self.cancelled.emit()
         self._finish()
+
+
+def job_dialog(
+    parent: QtWidgets.QWidget, text: str, title: str, name: str, maximum: int
+) -> QtWidgets.QProgressDialog:
+    """The window-modal progress dialog of a long job, shown only if it lasts past 300 ms
+    (``maximum`` 0: a busy indicator); the caller connects its ``canceled``."""
+    dialog = QtWidgets.QProgressDialog(text, "Cancel", 0, maximum, parent)
+    dialog.setObjectName(name)
+    dialog.setWindowTitle(title)
+    dialog.setMinimumDuration(300)
+    dialog.setWindowModality(QtCore.Qt.WindowModality.WindowModal)
+    dialog.setAutoClose(False)
+    dialog.setAutoReset(False)
+    return dialog
+
+
+def close_dialog(dialog: QtWidgets.QProgressDialog | None) -> None:
+    if dialog is not None:
+        dialog.reset()
+        dialog.hide()
+        dialog.deleteLater()
