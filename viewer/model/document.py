@@ -731,7 +731,13 @@ def read_text_bounded(path: Path, max_chars: int) -> str:
         raw = f.read(limit + 1)
     if len(raw) > limit:
         raise ValueError(f"cannot open {path.name}: it grew past {limit} bytes while read")
-    text = raw.decode("utf-8")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"cannot open {path.name}: not UTF-8 text (byte {e.start} is 0x{raw[e.start]:02x}); "
+            "a program is a text file"
+        ) from None
     if len(text) > max_chars:
         raise ValueError(
             f"cannot open {path.name}: {len(text)} characters; a program has at most {max_chars}"

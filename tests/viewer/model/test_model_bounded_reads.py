@@ -42,3 +42,11 @@ def test_a_json_dense_in_arrays_is_refused_before_parsing(tmp_path):
         trace.load(path)
     doc = Document()
     assert doc.load_path(path) is False
+
+
+def test_a_binary_program_file_is_named_in_its_error(tmp_path):
+    path = tmp_path / "noise.expr"
+    path.write_bytes(bytes(range(128, 256)) * 4)
+    doc = Document()
+    assert doc.load_path(path) is False
+    assert "cannot open noise.expr: not UTF-8 text" in str(doc.last_error)
