@@ -11,6 +11,7 @@ from viewer.model.expression import Evaluation, ExpressionError, Program, evalua
 from viewer.model.inspector import NodeInfo, inspect
 from viewer.model.playback import PlaybackState
 from viewer.model.scene import Frame, GraphLayout, Overlay, Scene
+from viewer.model.script_process import ScriptProcess
 from viewer.model.script_runner import ScriptResult, ScriptRun
 from viewer.model.signals import Signal
 
@@ -28,6 +29,7 @@ __all__ = [
     "Program",
     "Scene",
     "ScriptError",
+    "ScriptProcess",
     "ScriptResult",
     "ScriptRun",
     "Signal",

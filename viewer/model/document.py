@@ -53,7 +53,8 @@ from viewer.model.expression import (
 from viewer.model.inspector import NodeInfo, inspect
 from viewer.model.playback import PlaybackState
 from viewer.model.scene import Frame, GraphLayout, Scene, compute_layout
-from viewer.model.script_runner import ScriptResult, ScriptRun
+from viewer.model.script_process import ScriptProcess
+from viewer.model.script_runner import ScriptResult
 from viewer.model.signals import Signal
 
 __all__ = [
@@ -173,7 +174,9 @@ class Document:
         self.scene: Scene | None = None
         self.last_error: BaseException | None = None
         self.leak_report: Any = None
-        self.script_run: ScriptRun | None = None  # the run in progress, if any
+        self.script_run: ScriptProcess | None = None  # the run in progress, if any
+        # a script's memory limit in MiB (None: half the machine's; 0: none)
+        self.script_memory_mb: int | None = None
         # a typed program's budgets (the window reads them from the settings)
         self.element_budget = MAX_TOTAL_ELEMENTS
         self.step_budget = MAX_STEPS
@@ -367,10 +370,10 @@ class Document:
         job.run()
         return self._install(job)
 
-    def load_path(self, path: str | os.PathLike[str]) -> bool | ScriptRun:
+    def load_path(self, path: str | os.PathLike[str]) -> bool | ScriptProcess:
         """Open a file by its suffix: an expression (``.expr``, ``.txt``) runs at once, a saved
         trace (``.json``) loads; a script (``.py``) is *not* run: a prepared
-        :class:`ScriptRun` is returned for the UI to confirm and start (see
+        :class:`ScriptProcess` is returned for the UI to confirm and start (see
         :meth:`prepare_script`). Returns False on error (``error_raised`` was emitted)."""
         path = Path(path)
         suffix = path.suffix.lower()
@@ -407,7 +410,7 @@ class Document:
         self.path, self.kind, self.leaf_values = old[1], old[2], old[3]
         return False
 
-    def load_example(self, key: str) -> bool | ScriptRun:
+    def load_example(self, key: str) -> bool | ScriptProcess:
         """Open a bundled example by name or stem (see :mod:`viewer.model.examples`)."""
         try:
             example = examples_module.find_example(key)
@@ -556,11 +559,13 @@ class Document:
     # ------------------------------------------------------------------ scripts
     def prepare_script(
         self, path: str | os.PathLike[str], argv: list[str] | None = None
-    ) -> ScriptRun:
-        """A ScriptRun for ``path``, registered as the document's run. The UI confirms, then
-        starts it (``run.start()`` or ``run.run()`` in a worker) and, on the GUI thread, passes
-        ``run.result`` to :meth:`apply_script_result`."""
-        run = ScriptRun(path, argv, max_array_size=self.max_array_size)
+    ) -> ScriptProcess:
+        """A run of ``path`` in a worker process (:class:`ScriptProcess`), registered as the
+        document's run. The UI confirms, then starts it (``run.start()``) and, on the GUI
+        thread, passes ``run.result`` to :meth:`apply_script_result`."""
+        run = ScriptProcess(
+            path, argv, max_array_size=self.max_array_size, memory_mb=self.script_memory_mb
+        )
         self.script_run = run
         run.finished.connect(self._script_ran)
         self.script_started.emit(run)
@@ -568,7 +573,8 @@ class Document:
         return run
 
     def run_script(self, path: str | os.PathLike[str], argv: list[str] | None = None) -> bool:
-        """Run a script on this thread and show its graphs (the synchronous path)."""
+        """Run a script (in its worker process, as the app does) and show its graphs; this
+        thread waits for it."""
         run = self.prepare_script(path, argv)
         return self.apply_script_result(run.run())
 
@@ -578,8 +584,8 @@ class Document:
             self.script_run = None
 
     def _script_busy(self) -> bool:
-        # Two runs at once would share the process-wide state a run borrows (cwd, argv,
-        # streams, the engine's observers), and the first one's result would land on the other.
+        # One run at a time: a second one's result would land on the first's, and a typed
+        # program meanwhile would compete with the run for the machine.
         return self._busy_error() is not None
 
     def _script_busy_error(self, name: str) -> RuntimeError:

@@ -105,23 +105,23 @@ def samples_for(trace: Any) -> FunctionSampler | None:
 
 
 def watch_scripts(document: Any, per_class: int = 2) -> Callable[[Any], None]:
-    """Attach a :class:`FunctionSampler` to every script the document prepares, so that
-    :func:`check_document` can check the Functions of a script after it ended.
+    """Have every script the document prepares keep samples of its Functions (a
+    :class:`FunctionSampler` in the run, sent back with its result), so that
+    :func:`check_document` can check them after the script ended.
 
     Call once per Document (the main window does, at start). Returns the slot connected to
     ``document.script_started`` (disconnect it to stop)."""
 
     def attach(run: Any) -> None:
-        observers = getattr(run, "observers", None)
-        if observers is None:
-            return  # a ScriptRun without the hook: nothing to attach to
-        sampler = FunctionSampler(per_class=per_class)
-        observers.append(sampler)
+        if not hasattr(run, "sample_functions"):
+            return  # a run without the hook: nothing to attach to
+        run.sample_functions = per_class
 
         def finished(result: Any) -> None:
             trace = getattr(result, "trace", None)
-            if trace is not None:
-                _SAMPLES[trace] = sampler
+            samples = getattr(result, "samples", None)
+            if trace is not None and samples is not None:
+                _SAMPLES[trace] = samples
 
         run.finished.connect(finished)
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from autodiff import core
 from autodiff import trace as trace_module
+from viewer.model.function_check import FunctionSampler
 from viewer.model.signals import Signal
 from viewer.model.subtrace import TraceView, view_for_root
 
@@ -81,6 +82,7 @@ class ScriptResult:
     exit_code: int | None = None
     error_line: int | None = None  # the script's own line the error came from, if known
     error_message: str | None = None  # "ZeroDivisionError: division by zero", on one line
+    samples: FunctionSampler | None = None  # what the gradient check needs (sample_functions)
     _views: dict[int, TraceView] = field(default_factory=dict, repr=False)
 
     def view(self, index: int) -> TraceView:
@@ -260,8 +262,12 @@ class ScriptRun:
         argv: list[str] | None = None,
         max_array_size: int = 4096,
         pause_gc: bool = True,
+        capture: bool = True,
     ) -> None:
         self.path = Path(path).resolve()
+        # False: the script writes to this process's own stdout/stderr (the script worker,
+        # whose streams are pipes to the app), and ``output_written`` stays silent.
+        self.capture = capture
         # With the cycle collector paused from the start of the script to the end of the
         # audit, reference cycles are reported as leaks instead of being collected by chance
         # (as ``python -m autodiff.leaks`` does). The collector is process-wide: cyclic
@@ -280,9 +286,11 @@ class ScriptRun:
         self._interrupt_lock = threading.Lock()
         self._started = False
         self._in_script = False
-        # Extra engine observers attached only while the script runs (gradcheck's
-        # FunctionSampler keeps samples of its Functions for a check after it ended).
+        # Extra engine observers attached only while the script runs.
         self.observers: list[Any] = []
+        # Keep the first calls of every Function class for the gradient check (a
+        # FunctionSampler in ``result.samples``); 0: none.
+        self.sample_functions = 0
 
     @property
     def running(self) -> bool:
@@ -353,20 +361,23 @@ class ScriptRun:
         flusher = None
         real_exit = os._exit
         namespace: dict[str, Any] | None = None
+        sampler = FunctionSampler(self.sample_functions) if self.sample_functions > 0 else None
+        observers = [*self.observers, *([sampler] if sampler is not None else [])]
         gc_was_enabled = gc.isenabled()
         if self.pause_gc:
             gc.disable()
         try:
             if not self.path.is_file():
                 raise FileNotFoundError(f"no such script: {self.path}")
-            sys.stdout, sys.stderr = stdout, stderr
+            if self.capture:
+                sys.stdout, sys.stderr = stdout, stderr
+                flusher = _Flusher((stdout, stderr))
             os._exit = _exit_guard(self._thread_id, real_exit)
-            flusher = _Flusher((stdout, stderr))
             sys.argv = [str(self.path), *self.argv]
             sys.path.insert(0, str(self.path.parent))
             os.chdir(self.path.parent)
             core.add_observer(observer)
-            for extra in self.observers:
+            for extra in observers:
                 core.add_observer(extra)
             with trace_module.record(max_array_size=self.max_array_size) as trace:
                 if self._cancel_requested:
@@ -395,7 +406,7 @@ class ScriptRun:
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread_id), None)
             try:
                 core.remove_observer(observer)
-                for extra in self.observers:
+                for extra in observers:
                     core.remove_observer(extra)
             finally:
                 os._exit = real_exit
@@ -428,6 +439,7 @@ class ScriptRun:
             exit_code=exit_code,
             error_line=error_line,
             error_message=error_message,
+            samples=sampler,
         )
         # A cancelled or failed run shows what it built up to then: its last graph too.
         if graphs:
@@ -442,12 +454,13 @@ class ScriptRun:
 
     def _restore(self, saved: tuple, stdout: _ThreadStream, stderr: _ThreadStream) -> None:
         cwd, argv, path, out, err = saved
-        stdout.emit_pending()
-        stderr.emit_pending()
-        # Whatever the script put there (``sys.stdout = io.StringIO()``) goes with its run:
-        # one run at a time, so the saved streams are the app's.
-        sys.stdout = out
-        sys.stderr = err
+        if self.capture:
+            stdout.emit_pending()
+            stderr.emit_pending()
+            # Whatever the script put there (``sys.stdout = io.StringIO()``) goes with its
+            # run: one run at a time, so the saved streams are the app's.
+            sys.stdout = out
+            sys.stderr = err
         sys.argv = argv
         sys.path[:] = path
         with contextlib.suppress(OSError):

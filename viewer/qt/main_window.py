@@ -24,7 +24,8 @@ from viewer.model.document import (
 )
 from viewer.model.examples import list_examples
 from viewer.model.expression import FUNCTIONS, ExpressionError
-from viewer.model.script_runner import ScriptResult, ScriptRun
+from viewer.model.script_process import ScriptProcess
+from viewer.model.script_runner import ScriptResult
 from viewer.qt.debug_binding import DebugBinding
 from viewer.qt.editor import EditorPanel, read_source
 from viewer.qt.example_library import ExampleLibrary
@@ -277,7 +278,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def load_example(self, key: str) -> bool:
         result = self.document.load_example(key)
-        if isinstance(result, ScriptRun):
+        if isinstance(result, ScriptProcess):
             return self.start_script(result, confirm=False)
         self._sync_editor(result)
         return bool(result)
@@ -290,7 +291,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self.settings.remove_recent_file(str(path.resolve()))
             return False
         result = self.document.load_path(path)
-        if isinstance(result, ScriptRun):
+        if isinstance(result, ScriptProcess):
             self.settings.add_recent_file(path)
             self.settings.set_last_directory(path.parent)
             return self.start_script(result, confirm=confirm_scripts)
@@ -411,7 +412,7 @@ class MainWindow(QtWidgets.QMainWindow):
         box.setProperty("runButton", run)
         return box
 
-    def start_script(self, run: ScriptRun, confirm: bool = True) -> bool:
+    def start_script(self, run: ScriptProcess, confirm: bool = True) -> bool:
         """Run ``run`` on its own thread; the window stays usable, Cancel stops it."""
         if confirm and not self.confirm_script(run.path):
             self.document.script_run = None

@@ -1,7 +1,7 @@
 """The script panel: a running script's output, its traceback when it fails, a Cancel button,
 and the graphs it built to choose from.
 
-:class:`ScriptBridge` carries a :class:`~viewer.model.script_runner.ScriptRun`'s signals,
+:class:`ScriptBridge` carries a :class:`~viewer.model.script_process.ScriptProcess`'s signals,
 which fire on the script's thread, over to the GUI thread as queued Qt signals.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.model.script_runner import ScriptRun
+from viewer.model.script_process import ScriptProcess
 
 __all__ = ["NO_SCRIPT", "ScriptBridge", "ScriptPanel"]
 
@@ -24,7 +24,7 @@ class ScriptBridge(QtCore.QObject):
     output = QtCore.Signal(str)
     finished = QtCore.Signal(object)  # the ScriptResult
 
-    def attach(self, run: ScriptRun) -> None:
+    def attach(self, run: ScriptProcess) -> None:
         # The model holds these callables strongly; they die with the run.
         run.output_written.connect(self.output.emit)
         run.finished.connect(self.finished.emit)

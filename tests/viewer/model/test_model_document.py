@@ -7,7 +7,7 @@ import pytest
 
 from viewer.model.document import Document, ScriptError
 from viewer.model.expression import ExpressionError
-from viewer.model.script_runner import ScriptRun
+from viewer.model.script_process import ScriptProcess
 
 
 @pytest.fixture
@@ -126,7 +126,7 @@ def test_examples_load(doc):
     assert doc.load_example("diamond") is True
     assert doc.title.startswith("The diamond")
     run = doc.load_example("newton")
-    assert isinstance(run, ScriptRun) and not run.done
+    assert isinstance(run, ScriptProcess) and not run.done
     assert not doc.load_example("no-such-example")
 
 

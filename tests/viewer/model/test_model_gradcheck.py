@@ -12,6 +12,7 @@ from autodiff.core import Pow
 from viewer.model import Document, gradcheck
 from viewer.model.examples import find_example
 from viewer.model.expression import parse
+from viewer.model.script_runner import ScriptRun
 
 
 class Cube(Function):
@@ -278,17 +279,50 @@ def test_right_backward_example_is_not_flagged():
     assert all(b != "wrong backward" for b in doc.scene.overlay_arrays("gradcheck")[2])
 
 
-def test_sampler_is_attached_only_while_the_script_runs():
+def test_the_worker_samples_the_scripts_functions_and_sends_them_back():
     from autodiff import core
 
+    observers = core._observers
     doc = _script_document()
-    run = doc.prepare_script(find_example("right_backward").path)
-    (sampler,) = run.observers
-    assert sampler not in core._observers
+    run = doc.prepare_script(find_example("wrong_backward").path)
+    assert run.sample_functions == 2  # watch_scripts asked the worker to keep samples
     result = run.run()
-    assert sampler not in core._observers
-    assert gradcheck.samples_for(result.trace) is sampler
-    assert {cls.__name__ for cls in sampler.samples} >= {"MatMul", "Softplus", "Sum"}
+    assert core._observers == observers  # nothing was attached in the app's process
+    sampler = gradcheck.samples_for(result.trace)
+    assert sampler is result.samples
+    by_name = {cls.__name__: cls for cls in sampler.samples}
+    assert {"MatMul", "Sum"} <= set(by_name)
+    # An autodiff class is the real one (checked on demand); the script's own class is a
+    # stand-in that carries the check made in the worker, while its module still existed.
+    assert by_name["MatMul"] is F.MatMul
+    (own,) = [cls for cls in sampler.samples if not cls.__module__.startswith("autodiff")]
+    status, _, message = sampler.samples[own][0].check()
+    assert status == "wrong", message
+
+
+def test_a_script_run_in_this_process_attaches_its_sampler_only_while_it_runs(tmp_path):
+    from autodiff import core
+
+    seen = []
+    script = tmp_path / "s.py"
+    script.write_text(
+        "import numpy as np\nfrom autodiff import Variable, core\nimport autodiff.functions as F\n"
+        "SEEN.append(len(core._observers))\n"
+        "y = F.sum(Variable(np.ones(3)) * 2.0)\ny.backward()\n"
+    )
+    import builtins
+
+    builtins.SEEN = seen
+    try:
+        run = ScriptRun(script)
+        run.sample_functions = 1
+        before = len(core._observers)
+        result = run.run()
+    finally:
+        del builtins.SEEN
+    assert seen and seen[0] > before + 1  # the recorder, the cancel hook and the sampler
+    assert len(core._observers) == before
+    assert {cls.__name__ for cls in result.samples.samples} == {"Mul", "Sum"}
 
 
 def test_expression_document_colours_its_leaves():

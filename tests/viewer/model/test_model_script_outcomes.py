@@ -7,7 +7,8 @@ import time
 import pytest
 
 from viewer.model.document import Document
-from viewer.model.script_runner import ScriptRun, run_script
+from viewer.model.script_process import ScriptProcess
+from viewer.model.script_runner import run_script
 
 # one graph with its backward pass, a marker file, then a loop until cancelled
 SLOW = """
@@ -57,7 +58,7 @@ def started(tmp_path, run):
 def slow_run(tmp_path):
     doc = Document()
     run = doc.load_path(write(tmp_path, "slow.py", SLOW))
-    assert isinstance(run, ScriptRun)
+    assert isinstance(run, ScriptProcess)
     stages = []
     run.stage_changed.connect(stages.append)
     started(tmp_path, run)
@@ -88,7 +89,7 @@ def test_a_second_script_waits_for_the_first(slow_run, tmp_path):
     run.cancel()
     assert run.wait(30)
     doc.apply_script_result(run.result)
-    assert isinstance(doc.load_path(other), ScriptRun)
+    assert isinstance(doc.load_path(other), ScriptProcess)
 
 
 def test_a_failure_says_the_scripts_line_in_one_line(tmp_path):

@@ -1,0 +1,260 @@
+"""Scripts run in a worker process: whatever the script does, the app's process is untouched,
+each way the worker can end is reported in one line, and Cancel ends it within a second."""
+
+import os
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from autodiff import core
+from viewer.model.document import Document
+from viewer.model.script_process import CANCEL_GRACE_S, ScriptProcess
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+def run(tmp_path, text, **options):
+    process = ScriptProcess(write(tmp_path, "script.py", text), **options)
+    shown = []
+    process.output_written.connect(shown.append)
+    result = process.run()
+    return result, "".join(shown)
+
+
+def started(tmp_path, text):
+    """A running process, once the script wrote its marker file."""
+    process = ScriptProcess(write(tmp_path, "script.py", text))
+    process.start()
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "started").exists():
+        assert time.monotonic() < deadline, "the script never started"
+        assert process.running, process.result and process.result.error
+        time.sleep(0.01)
+    return process
+
+
+ENGINE = """
+import numpy as np
+import autodiff.functions as F
+from autodiff import Variable
+x = Variable(np.array([1.0, 2.0]), name="x")
+for i in range(3):
+    x.cleargrad()
+    y = F.sum(x * x)
+    y.name = "loss"
+    y.backward()
+    print("grad", i, x.grad.data.tolist())
+"""
+
+
+def test_the_result_comes_back_as_data(tmp_path):
+    observers, stdout = core._observers, sys.stdout
+    result, shown = run(tmp_path, ENGINE)
+    assert result.ok, result.error
+    assert core._observers == observers and sys.stdout is stdout  # nothing touched here
+    assert shown == result.stdout == "grad 0 [2.0, 4.0]\ngrad 1 [2.0, 4.0]\ngrad 2 [2.0, 4.0]\n"
+    assert [g.title for g in result.graphs] == [f"backward #{i} from loss" for i in (1, 2, 3)]
+    view = result.view(2)
+    x = next(n for n in view.variables if view.node(n).get("name") == "x")
+    assert view.grad_at(x, len(view.steps) - 1).array.tolist() == [2.0, 4.0]
+    assert result.leak_report is not None and result.leak_report.clean
+    assert result.trace.live(x) is None  # the objects stayed in the worker
+
+
+def test_output_of_every_thread_and_both_streams_is_kept(tmp_path):
+    result, shown = run(
+        tmp_path,
+        """
+        import sys, threading
+        print("main")
+        print("oops", file=sys.stderr)
+        t = threading.Thread(target=lambda: print("from a thread"))
+        t.start(); t.join()
+        sys.stdout = open(__file__ + ".out", "w")  # the script's own business
+        """,
+    )
+    assert result.ok
+    assert result.stdout == "main\nfrom a thread\n"
+    assert result.stderr == "oops\n"
+    assert sorted(shown.splitlines()) == ["from a thread", "main", "oops"]
+
+
+def test_os_exit_in_the_script_ends_the_script_not_the_app(tmp_path):
+    result, _ = run(tmp_path, "print('bye')\nimport os\nos._exit(7)\n")
+    assert not result.ok and result.exit_code == 7 and result.stdout == "bye\n"
+
+
+def test_os_exit_from_a_thread_ends_only_the_worker_and_says_so(tmp_path):
+    result, _ = run(
+        tmp_path,
+        """
+        import os, threading, time
+        print("before", flush=True)
+        threading.Thread(target=os._exit, args=(7,)).start()
+        time.sleep(30)
+        """,
+    )
+    assert not result.ok and not result.cancelled
+    assert result.stdout == "before\n"  # what it printed first is not lost
+    assert result.error_summary == (
+        "script.py: the script's process exited with status 7 before it finished "
+        "(os._exit from a thread, or a crash)"
+    )
+
+
+def test_a_segfault_is_reported_with_the_scripts_line(tmp_path):
+    result, _ = run(tmp_path, "import ctypes\nprint('going')\nctypes.string_at(0)\n")
+    assert not result.ok
+    assert result.stdout == "going\n"
+    assert result.error_summary == "script.py line 3: the script's process crashed (SIGSEGV)"
+    assert "Segmentation fault" in result.stderr  # faulthandler's report, kept
+
+
+def test_a_memory_error_under_the_limit_names_the_limit(tmp_path):
+    result, _ = run(
+        tmp_path, "import numpy as np\nbig = np.ones(2 * 1024**3 // 8)\n", memory_mb=1024
+    )
+    assert not result.ok
+    summary = result.error_summary
+    assert summary.startswith("script.py line 2: ") and "MemoryError" in summary
+    assert summary.endswith("(a script may use 1024 MiB: Settings, limits/scriptMemoryMB)")
+
+
+def test_a_thread_that_never_ends_does_not_keep_the_run_alive(tmp_path):
+    began = time.monotonic()
+    result, _ = run(
+        tmp_path,
+        """
+        import threading, time
+        threading.Thread(target=lambda: time.sleep(600)).start()  # not a daemon
+        print("main done")
+        """,
+    )
+    assert result.ok and result.stdout == "main done\n"
+    assert time.monotonic() - began < 20
+
+
+def test_cancel_stops_a_sleeping_script_within_a_second_and_keeps_its_graph(tmp_path):
+    process = started(
+        tmp_path,
+        """
+        import pathlib, time
+        import numpy as np
+        import autodiff.functions as F
+        from autodiff import Variable
+        y = F.sum(Variable(np.ones(3), name="x") * 2.0)
+        y.backward()
+        pathlib.Path("started").write_text("yes")
+        time.sleep(600)
+        """,
+    )
+    began = time.monotonic()
+    process.cancel()
+    assert process.wait(30)
+    assert time.monotonic() - began < 1.0 + 1.0  # the worker stops, then the result is read
+    result = process.result
+    assert result.cancelled and len(result.graphs) == 1
+    assert result.summary.startswith("script.py: cancelled after")
+
+
+def test_cancel_kills_a_script_that_catches_everything_and_what_it_started(tmp_path):
+    process = started(
+        tmp_path,
+        """
+        import pathlib, subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        pathlib.Path("child").write_text(str(child.pid))
+        pathlib.Path("started").write_text("yes")
+        while True:
+            try:
+                time.sleep(600)
+            except BaseException:
+                pass
+        """,
+    )
+    child = int((tmp_path / "child").read_text())
+    began = time.monotonic()
+    process.cancel()
+    assert process.wait(30)
+    assert time.monotonic() - began < CANCEL_GRACE_S + 0.5
+    result = process.result
+    assert result.cancelled
+    assert "did not stop within" in result.error_message
+    deadline = time.monotonic() + 10
+    while _alive(child):  # the killed group's orphan is reaped by init
+        assert time.monotonic() < deadline, "the script's own child survived the cancel"
+        time.sleep(0.05)
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_the_worker_ends_when_the_app_goes_away(tmp_path):
+    process = started(
+        tmp_path, "import pathlib, time\npathlib.Path('started').write_text('y')\ntime.sleep(600)\n"
+    )
+    os.close(process._lifeline)  # what the app's death does to the pipe
+    process._lifeline = -1
+    assert process.wait(10)
+    assert "status 71" in process.result.error_message
+
+
+def test_a_missing_script_is_a_failed_result(tmp_path):
+    result = ScriptProcess(tmp_path / "nope.py").run()
+    assert not result.ok and "no such script" in result.error
+
+
+def test_the_document_runs_scripts_in_the_worker_one_at_a_time(tmp_path):
+    doc = Document()
+    doc.script_memory_mb = 4096
+    run_ = doc.load_path(write(tmp_path, "train.py", ENGINE))
+    assert isinstance(run_, ScriptProcess) and run_.memory_mb == 4096
+    run_.start()
+    assert doc.load_path(write(tmp_path, "other.py", "x = 1\n")) is False
+    assert run_.wait(60)
+    assert doc.apply_script_result(run_.result)
+    assert doc.kind == "script" and len(doc.script_result.graphs) == 3
+
+
+@pytest.mark.parametrize("limit", [0, 2048])
+def test_the_memory_limit_can_be_set_or_lifted(tmp_path, limit):
+    result, _ = run(
+        tmp_path,
+        "import resource\nprint(resource.getrlimit(resource.RLIMIT_AS)[0])\n",
+        memory_mb=limit,
+    )
+    soft = int(result.stdout)
+    if limit:
+        assert soft == limit * 1024 * 1024
+    else:
+        assert soft == -1 or soft > 2**50  # RLIM_INFINITY
+
+
+def test_big_arrays_in_the_recording_come_back_whole(tmp_path):
+    result, _ = run(
+        tmp_path,
+        """
+        import numpy as np
+        import autodiff.functions as F
+        from autodiff import Variable
+        x = Variable(np.arange(12.0).reshape(3, 4), name="x")
+        y = F.sum(F.tanh(x))
+        y.backward()
+        """,
+    )
+    view = result.view(0)
+    x = next(n for n in view.variables if view.node(n).get("name") == "x")
+    grad = view.grad_at(x, len(view.steps) - 1).array
+    np.testing.assert_allclose(grad, 1 - np.tanh(np.arange(12.0).reshape(3, 4)) ** 2)

@@ -1,0 +1,173 @@
+"""The script worker: one user script run in an interpreter of its own, for the app.
+
+``python -c "from viewer.model.script_worker import main; main()" CONFIG`` (CONFIG is JSON,
+written by :class:`viewer.model.script_process.ScriptProcess`) runs the script with
+:class:`~viewer.model.script_runner.ScriptRun` on its main thread, under its own memory limit,
+and sends what happens over the ``channel`` pipe as frames (a 4-byte little-endian length,
+then UTF-8 JSON ``{"t": kind, "s": text}``); what the script prints goes to the worker's
+stdout and stderr, pipes the app reads:
+
+* ``stage``: what the worker is doing after the script ended ("auditing leaks"...);
+* ``done``: the result is in the ``result`` folder: ``result.json`` (the outcome, the output,
+  the graphs, the leak report, the samples' structure), ``trace.npz`` (the recording, see
+  :mod:`autodiff._trace_binary`) and ``samples.npz`` (the samples' arrays). Never pickle.
+
+SIGTERM is Cancel: the script stops where it is (a sleep or a loop included) with
+:class:`~viewer.model.script_runner.ScriptCancelled`, and the worker sends what it built up to
+then, if it can before the app's deadline. The worker ends with ``os._exit``, so a thread the
+script left running cannot keep it alive, and it ends too when the app goes away (the
+``lifeline`` pipe reaches end of file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import struct
+import sys
+import threading
+from typing import Any, NoReturn
+
+__all__ = ["main"]
+
+RESULT_NAME = "result.json"
+TRACE_NAME = "trace.npz"
+SAMPLES_NAME = "samples.npz"
+
+
+class _Channel:
+    """Frames to the app; if the app is gone, the worker ends."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = threading.Lock()
+
+    def send(self, kind: str, text: str = "") -> None:
+        body = json.dumps({"t": kind, "s": text}).encode("utf-8", "replace")
+        frame = memoryview(struct.pack("<I", len(body)) + body)
+        with self._lock:
+            try:
+                while frame:
+                    frame = frame[os.write(self._fd, frame) :]
+            except OSError:
+                os._exit(70)  # the app stopped listening: nobody wants the result
+
+
+def _limit_memory(megabytes: int) -> None:
+    if megabytes <= 0:
+        return
+    try:
+        import resource
+    except ImportError:  # not a POSIX system: no limit
+        return
+    limit = megabytes * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _watch_lifeline(fd: int) -> None:
+    def wait() -> None:
+        try:
+            while os.read(fd, 1):
+                pass
+        except OSError:
+            pass
+        os._exit(71)  # the app is gone
+
+    threading.Thread(target=wait, name="lifeline", daemon=True).start()
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    args = sys.argv[1:] if argv is None else argv
+    config: dict[str, Any] = json.loads(args[0])
+    channel = _Channel(int(config["channel"]))
+    _watch_lifeline(int(config["lifeline"]))
+    _limit_memory(int(config.get("memory_mb", 0)))
+
+    from viewer.model.script_runner import ScriptCancelled, ScriptRun
+
+    # The script writes straight to this process's stdout and stderr, pipes to the app, a
+    # line at a time: a crash loses nothing printed before it.
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    run = ScriptRun(
+        config["path"],
+        list(config.get("argv", [])),
+        int(config.get("max_array_size", 4096)),
+        capture=False,
+    )
+    run.sample_functions = int(config.get("sample_functions", 0))
+    run.stage_changed.connect(lambda text: channel.send("stage", text))
+
+    def cancel(signum: int, frame: Any) -> None:
+        run.cancel()
+        if run._in_script:  # stop the script where it is: a sleep, a loop, a C call's return
+            raise ScriptCancelled("the script was cancelled")
+
+    signal.signal(signal.SIGTERM, cancel)
+    result = run.run()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # from now on Cancel simply ends the worker
+    try:
+        _write_result(result, config["result"], channel)
+    except BaseException as e:  # a full disk, a MemoryError: say so, in one line
+        channel.send("stage", f"could not send the result: {type(e).__name__}: {e}")
+        os._exit(72)
+    channel.send("done")
+    os._exit(0)
+
+
+def _write_result(result: Any, folder: str, channel: _Channel) -> None:
+    import numpy as np
+
+    from autodiff._trace_binary import trace_to_npz
+    from viewer.model.worker_data import pack_samples
+
+    trace_error = None
+    if result.trace is not None:
+        channel.send("stage", "sending the recording")
+        try:
+            trace_to_npz(result.trace, os.path.join(folder, TRACE_NAME))
+        except (MemoryError, OSError, ValueError, TypeError) as e:
+            trace_error = f"{type(e).__name__}: {e}"
+    arrays: list[np.ndarray] = []
+    samples = None if result.samples is None else pack_samples(result.samples, arrays)
+    np.savez(os.path.join(folder, SAMPLES_NAME), *arrays)
+    report = result.leak_report
+    meta = {
+        "ok": bool(result.ok),
+        "cancelled": bool(result.cancelled),
+        "error": result.error,
+        "trace": result.trace is not None and trace_error is None,
+        "trace_error": trace_error,
+        "graphs": [[g.title, int(g.root), int(g.backward_pass)] for g in result.graphs],
+        "leaks": None
+        if report is None
+        else {
+            "survivors": [_survivor(s) for s in report.survivors],
+            "held_leaves": [_survivor(s) for s in report.held_leaves],
+        },
+        "leak_error": result.leak_error,
+        "duration": float(result.duration),
+        "exit_code": result.exit_code,
+        "error_line": result.error_line,
+        "error_message": result.error_message,
+        "samples": samples,
+        "samples_per_class": int(result.samples.per_class) if result.samples else 0,
+    }
+    path = os.path.join(folder, RESULT_NAME)
+    with open(path + ".part", "w", encoding="utf-8") as f:
+        json.dump(meta, f, allow_nan=True)
+    os.replace(path + ".part", path)
+
+
+def _survivor(s: Any) -> list[Any]:
+    return [int(s.node_id), str(s.kind), str(s.label), str(s.reason), str(s.held_by)]
+
+
+if __name__ == "__main__":
+    main()
