@@ -51,6 +51,9 @@ class _Values:
         self.scalars: list[float] = []
         self.arrays: list[np.ndarray] = []
         self.summaries: list[Snapshot] = []
+        # One array held by several entries (a gradient that is also an accumulation's new
+        # value) is written once: the trace keeps every array alive while it is written.
+        self._seen: dict[int, int] = {}
 
     def ref(self, raw: Any) -> int:
         if raw is None:
@@ -64,9 +67,11 @@ class _Values:
             else:
                 self.summaries.append(raw)
                 return _SUMMARY + 3 * (len(self.summaries) - 1)
-        array = np.asarray(raw)
-        self.arrays.append(array)
-        return _ARRAY + 3 * (len(self.arrays) - 1)
+        ref = self._seen.get(id(raw))
+        if ref is None:
+            self.arrays.append(np.asarray(raw))
+            ref = self._seen[id(raw)] = _ARRAY + 3 * (len(self.arrays) - 1)
+        return ref
 
     def refs(self, raws: Any) -> list[int]:
         return [self.ref(r) for r in raws]
@@ -180,6 +185,7 @@ class _Reader:
         self.summary_dtypes = _list(header.get("summary_dtypes"), "summary_dtypes", n)
         if len(self.summary_counts) != n:
             raise _fail("summary_counts", f"expected {n} rows")
+        self._arrays: dict[int, np.ndarray] = {}  # one array for every ref to it, as written
 
     def value(self, ref: Any, path: str) -> Any:
         ref = _int(ref, path, lo=-1)
@@ -191,6 +197,9 @@ class _Reader:
                 raise _fail(path, f"scalar {index} does not exist")
             return float(self.scalars[index])
         if kind == _ARRAY:
+            found = self._arrays.get(index)
+            if found is not None:
+                return found
             if index >= len(self.array_rows):
                 raise _fail(path, f"array {index} does not exist")
             which, offset, size = (int(x) for x in self.array_rows[index])
@@ -200,7 +209,8 @@ class _Reader:
             buffer = self.buffers[which]
             if offset < 0 or offset + size > len(buffer):
                 raise _fail(path, f"array {index} runs past its buffer")
-            return buffer[offset : offset + size].reshape(shape).copy()
+            found = self._arrays[index] = buffer[offset : offset + size].reshape(shape).copy()
+            return found
         if index >= len(self.summary_stats):
             raise _fail(path, f"summary {index} does not exist")
         shape = _shape(self.summary_shapes[index], f"summary_shapes[{index}]")

@@ -105,3 +105,34 @@ def test_pickled_objects_are_never_loaded():
         trace_from_npz(buffer)
     with pytest.raises(TraceFormatError):
         trace_from_npz(io.BytesIO(b"not a zip file"))
+
+
+def _arrays_of(t):
+    from autodiff._recorder import _FWD
+
+    found = []
+    for r in t._raw:
+        groups = (r[4],) if r[0] == _FWD else (r[2], r[3], *(a[2:] for a in r[4]))
+        found += [v for g in groups for v in g if isinstance(v, np.ndarray)]
+    return found
+
+
+def test_an_array_held_by_several_entries_is_written_once_and_read_back_shared():
+    x = Variable(np.array([1.0, 2.0, 3.0]), name="x")
+    with trace.record() as t:
+        for _ in range(2):
+            y = F.sum(F.tanh(x) * x + x)
+            y.backward()
+    arrays = _arrays_of(t)
+    unique = {id(a) for a in arrays}
+    assert len(unique) < len(arrays)  # a gradient is also an accumulation's value
+    buffer = io.BytesIO()
+    trace_to_npz(t, buffer)
+    buffer.seek(0)
+    with np.load(buffer) as z:
+        assert len(z["arrays"]) == len(unique) + sum(
+            1 for e in t._extra if isinstance(e[4], np.ndarray)
+        )
+    buffer.seek(0)
+    back = trace_from_npz(buffer)
+    assert len({id(a) for a in _arrays_of(back)}) == len(unique)

@@ -171,7 +171,9 @@ class ScriptProcess:
             self._start_error = f"could not start the script's worker process: {e}"
 
     def _spawn(self) -> None:
-        self._folder = tempfile.mkdtemp(prefix="autodiff-script-")
+        # In memory where the system offers it: a long run's recording is hundreds of MB.
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+        self._folder = tempfile.mkdtemp(prefix="autodiff-script-", dir=shm)
         channel_r, channel_w = os.pipe()
         lifeline_r, lifeline_w = os.pipe()
         config = {
@@ -283,8 +285,10 @@ class ScriptProcess:
         try:
             with pipe:
                 while chunk := pipe.read1(65536):
-                    stream.write(decoder.decode(chunk))
-                stream.write(decoder.decode(b"", final=True))
+                    if text := decoder.decode(chunk):
+                        stream.write(text)
+                if text := decoder.decode(b"", final=True):
+                    stream.write(text)
         except (OSError, ValueError):
             pass
         finally:

@@ -291,6 +291,9 @@ class ScriptRun:
         # Keep the first calls of every Function class for the gradient check (a
         # FunctionSampler in ``result.samples``); 0: none.
         self.sample_functions = 0
+        # Prepare the last graph's view on the run's thread (the worker process does not:
+        # its trace goes to the app, which prepares its own).
+        self.prepare_view = True
 
     @property
     def running(self) -> bool:
@@ -442,7 +445,7 @@ class ScriptRun:
             samples=sampler,
         )
         # A cancelled or failed run shows what it built up to then: its last graph too.
-        if graphs:
+        if graphs and self.prepare_view:
             self.stage_changed.emit("preparing the last graph")
             try:
                 self.result.view(len(graphs) - 1)

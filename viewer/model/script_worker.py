@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         capture=False,
     )
     run.sample_functions = int(config.get("sample_functions", 0))
+    run.prepare_view = False
     run.stage_changed.connect(lambda text: channel.send("stage", text))
 
     def cancel(signum: int, frame: Any) -> None:
