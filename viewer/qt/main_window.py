@@ -89,6 +89,7 @@ class MainWindow(QtWidgets.QMainWindow):
         document = self.document
         document.element_budget = self.settings.budget("elementBudget", document.element_budget)
         document.step_budget = self.settings.budget("stepBudget", document.step_budget)
+        document.script_memory_mb = self.settings.script_memory_mb()
         speed = self.settings.speed()
         if speed is not None:
             self.document.playback.set_speed(speed)
@@ -197,6 +198,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.script_panel.cancel_requested.connect(doc.cancel_script)
         self.script_panel.graph_chosen.connect(doc.show_script_graph)
         self._script_bridge.output.connect(self.script_panel.append_output)
+        self._script_bridge.stage.connect(self.script_panel.show_stage)
         self._script_bridge.finished.connect(self._on_script_finished)
 
     def _restore_window(self) -> None:
@@ -402,8 +404,8 @@ class MainWindow(QtWidgets.QMainWindow):
         box.setWindowTitle("Run this script?")
         box.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         box.setText(
-            f"{path.name} is Python code: opening it runs it, with the same rights as this "
-            f"app, while recording the graphs it builds.\n\n{path}"
+            f"{path.name} is Python code: opening it runs it, in a process of its own but with "
+            f"your rights, while recording the graphs it builds.\n\n{path}"
         )
         run = box.addButton("Run Script", QtWidgets.QMessageBox.ButtonRole.AcceptRole)
         skip = box.addButton("Don't Run", QtWidgets.QMessageBox.ButtonRole.RejectRole)

@@ -22,11 +22,13 @@ class ScriptBridge(QtCore.QObject):
     """Lives on the GUI thread; its signals, emitted from the script's thread, are queued."""
 
     output = QtCore.Signal(str)
+    stage = QtCore.Signal(str)  # what the run does after the script ended
     finished = QtCore.Signal(object)  # the ScriptResult
 
     def attach(self, run: ScriptProcess) -> None:
         # The model holds these callables strongly; they die with the run.
         run.output_written.connect(self.output.emit)
+        run.stage_changed.connect(self.stage.emit)
         run.finished.connect(self.finished.emit)
 
 
@@ -68,16 +70,23 @@ class ScriptPanel(QtWidgets.QWidget):
         self.cancel_button.clicked.connect(self.cancel_requested)
         self.graphs.activated.connect(self.graph_chosen)
         self._error_colour = QtGui.QColor("#c92a2a")
+        self._running = ""
 
     def set_error_colour(self, colour: str) -> None:
         self._error_colour = QtGui.QColor(colour)
 
     def started(self, name: str) -> None:
         self.output.clear()
-        self.status.setText(f"Running {name}… (Cancel stops it at its next operation)")
+        self._running = name
+        self.status.setText(f"Running {name} in a process of its own… (Cancel stops it)")
         self.cancel_button.setEnabled(True)
         self.graphs.clear()
         self.graphs.setEnabled(False)
+
+    def show_stage(self, text: str) -> None:
+        """What the run is doing now that the script ended ("sending the recording")."""
+        if self.cancel_button.isEnabled():
+            self.status.setText(f"{self._running}: {text}…")
 
     def append_output(self, text: str) -> None:
         cursor = self.output.textCursor()

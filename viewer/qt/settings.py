@@ -117,5 +117,15 @@ class AppSettings:
             return default
         return number if number > 0 else default
 
+    def script_memory_mb(self) -> int | None:
+        """The memory a script's process may use, in MiB (``limits/scriptMemoryMB``): 0 for
+        no limit; None (the default, half the machine's memory) when unset or not a number."""
+        value = self.store.value("limits/scriptMemoryMB")
+        try:
+            number = int(str(value).strip()) if value is not None else -1
+        except ValueError:
+            return None
+        return number if number >= 0 else None
+
     def sync(self) -> None:
         self.store.sync()

@@ -69,7 +69,8 @@ def test_checks_round_trip():
 
 
 @pytest.mark.parametrize(
-    "value", [object(), np.array([object()]), F.Sum(0, False), lambda: 1, [[[[[[[[[[[[[[1]]]]]]]]]]]]]]]
+    "value",
+    [object(), np.array([object()]), F.Sum(0, False), lambda: 1, [[[[[[[[[[[[[[1]]]]]]]]]]]]]]],
 )
 def test_what_is_not_plain_data_is_refused(value):
     with pytest.raises(Unpackable):

@@ -94,3 +94,24 @@ def test_declining_the_confirmation_does_not_run_the_script(qtbot, window, tmp_p
     qtbot.wait(100)
     assert not marker.exists()
     assert window.document.script_run is None
+
+
+def test_the_panel_says_what_the_run_does_after_the_script_and_that_it_ran_apart(
+    qtbot, window, wait_for_script, tmp_path
+):
+    stages = []
+    script = tmp_path / "staged.py"
+    script.write_text(
+        "import numpy as np\nfrom autodiff import Variable\nimport autodiff.functions as F\n"
+        "y = F.sum(Variable(np.ones(3)) * 2.0)\ny.backward()\n"
+    )
+    window._script_bridge.stage.connect(stages.append)
+    panel = window.script_panel
+    window.open_path(script, confirm_scripts=False)
+    assert "in a process of its own" in panel.status.text()
+    panel.show_stage("sending the recording")
+    assert panel.status.text() == "staged.py: sending the recording…"
+    wait_for_script(window)
+    assert "sending the recording" in stages and "reading the result" in stages
+    panel.show_stage("late")  # after the run: the summary stays
+    assert panel.status.text().startswith("staged.py ran in")

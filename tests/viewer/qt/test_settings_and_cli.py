@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from viewer.app import build_window, main
 from viewer.model import assets
 from viewer.qt.settings import AppSettings
@@ -164,3 +166,18 @@ def test_the_run_budgets_come_from_the_settings(qtbot):
     )
     assert window.run_program(program) is False
     assert "limits/stepBudget" in str(window.document.last_error)
+
+
+@pytest.mark.parametrize(("stored", "expected"), [("512", 512), ("0", 0), ("lots", None)])
+def test_a_scripts_memory_limit_comes_from_the_settings(qtbot, tmp_path, stored, expected):
+    AppSettings().store.setValue("limits/scriptMemoryMB", stored)
+    window = build_window([])
+    qtbot.addWidget(window)
+    assert window.document.script_memory_mb == expected
+    script = tmp_path / "s.py"
+    script.write_text("x = 1\n")
+    run = window.document.prepare_script(script)
+    from viewer.model.script_process import default_memory_mb
+
+    assert run.memory_mb == (default_memory_mb() if expected is None else expected)
+    window.document.script_run = None
