@@ -124,6 +124,8 @@ class ExpressionJob:
         self.evaluation: Evaluation | None = None
         self.error: ExpressionError | None = None
         self.done = False
+        # What to put back when the job fails or is cancelled (a leaf edit's old value).
+        self.undo: Callable[[], None] | None = None
 
     def run(self) -> None:
         try:
@@ -292,6 +294,9 @@ class Document:
         if job is not self.expression_job:
             return False
         self.expression_job = None
+        if (job.cancelled or job.error is not None) and job.undo is not None:
+            job.undo()
+            self.leaves_changed.emit(self.leaf_rows())
         if job.cancelled:
             self.status_changed.emit("Program cancelled; the previous graph stays")
             if job.evaluation is not None:
@@ -306,7 +311,7 @@ class Document:
             self.status_changed.emit("Cancelling the program…")
 
     def _busy_error(self) -> ExpressionError | None:
-        # The engine's observer hook is process-wide: one run at a time.
+        # One run at a time: its result is what the window shows next.
         if self.script_run is not None and self.script_run.running:
             return ExpressionError("a script is running; wait for it or cancel it first")
         if self.expression_job is not None:
@@ -343,31 +348,40 @@ class Document:
             array = parse_value(value)
         except ExpressionError as e:
             return self._fail(ExpressionError(f"value of {name}: {e.message}", e.line, e.col))
-        previous = self.leaf_values.get(name)
-        self.leaf_values[name] = array
-        if not self._rerun(keep_step=True):
-            if previous is None:
-                self.leaf_values.pop(name, None)
-            else:
-                self.leaf_values[name] = previous
-            return False
-        return True
+        return self._rerun_with(lambda values: values.__setitem__(name, array))
 
     def reset_leaf_values(self) -> bool:
         """Back to the program's defaults and re-run."""
-        self.leaf_values.clear()
-        return self._rerun(keep_step=True)
+        return self._rerun_with(dict.clear)
 
-    def _rerun(self, keep_step: bool) -> bool:
+    def _rerun_with(self, change: Callable[[dict], None]) -> bool:
+        """Re-run the program with ``change`` made to the leaf values; the change is undone
+        when the run fails or is cancelled. A program that is not quick runs on
+        :attr:`expression_runner` (True means it started; its graph comes later)."""
         program = self.program
         if program is None:
             return False
         busy = self._busy_error()
         if busy is not None:
             return self._fail(busy)
+        saved = dict(self.leaf_values)
+
+        def undo() -> None:
+            self.leaf_values.clear()
+            self.leaf_values.update(saved)
+
+        change(self.leaf_values)
         values = {k: v for k, v in self.leaf_values.items() if k in program.leaves}
-        job = ExpressionJob(program, values, self._run_options(), keep_step, self.title)
+        job = ExpressionJob(program, values, self._run_options(), True, self.title)
+        job.undo = undo
+        if self.expression_runner is not None and not program.quick():
+            self.expression_job = job
+            self.status_changed.emit("Running the program… (Cancel stops it)")
+            self.expression_runner(job)
+            return True
         job.run()
+        if job.error is not None:
+            undo()
         return self._install(job)
 
     def load_path(self, path: str | os.PathLike[str]) -> bool | ScriptProcess:

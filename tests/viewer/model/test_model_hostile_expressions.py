@@ -111,3 +111,39 @@ def test_a_document_runs_a_slow_program_through_its_runner_and_can_cancel_it():
     assert doc.apply_expression(jobs[0]) is False
     assert doc.trace is before and doc.expression_job is None
     assert doc.run_expression("y = x * 3")
+
+
+def _slow_document():
+    from viewer.model import Document
+    from viewer.model.expression import parse
+
+    doc = Document()
+    slow = "W = ones(1000, 1000)\ny = sum(W * x)"
+    assert not parse(slow).quick()
+    assert doc.run_expression(slow)  # no runner yet: on this thread
+    jobs = []
+    doc.expression_runner = jobs.append
+    return doc, jobs
+
+
+def test_a_leaf_edit_of_a_slow_program_runs_on_the_runner_too():
+    doc, jobs = _slow_document()
+    before = doc.trace
+    assert doc.set_leaf_value("x", "3") and len(jobs) == 1
+    assert doc.trace is before  # nothing changed yet: the run is on the worker
+    jobs[0].run()
+    assert doc.apply_expression(jobs[0])
+    assert float(doc.evaluation.output.data) == 3_000_000.0
+    assert float(doc.leaf_values["x"]) == 3.0
+
+
+def test_a_cancelled_leaf_edit_puts_the_old_value_back():
+    doc, jobs = _slow_document()
+    assert doc.set_leaf_value("x", "3")
+    rows = []
+    doc.leaves_changed.connect(rows.append)
+    jobs[0].cancel()
+    jobs[0].run()
+    assert doc.apply_expression(jobs[0]) is False
+    assert "x" not in doc.leaf_values and rows  # the table shows the default again
+    assert doc.reset_leaf_values() and len(jobs) == 2

@@ -58,3 +58,15 @@ def test_cancel_stops_a_slow_program_and_keeps_the_previous_graph(qtbot):
     assert window.document.expression_job is None
     assert window.actions["run"].isEnabled()
     assert window.run_program("y = x * 2")  # and the next program runs
+
+
+def test_editing_a_leaf_of_a_slow_program_runs_on_the_worker(qtbot):
+    window = _window(qtbot)
+    assert window.run_program("W = ones(1000, 1000)\ny = sum(W * x)")
+    qtbot.waitUntil(lambda: window.program_runner.job is None, timeout=60_000)
+    before = window.document.trace
+    assert window.set_leaf_value("x", "3")
+    assert window.document.trace is before and window.program_runner.job is not None
+    qtbot.waitUntil(lambda: window.document.trace is not before, timeout=60_000)
+    assert float(window.document.evaluation.output.data) == 3_000_000.0
+    assert window.actions["run"].isEnabled()
