@@ -17,7 +17,8 @@ Then a 100 000-node graph (a chain of 50 000 ``sin``): the time and peak memory
 
 Last, a long training script the way the viewer opens it (``--script``, by default
 resources/examples/sine_regression.py: 10 000 iterations, 80 000 steps): the script alone,
-``Document.run_script`` split into the recorded run (with the leak audit and the view of the
+``Document.run_script`` (the worker process) and the in-process runner it replaced, side by
+side, each split into the recorded run (with the leak audit and the view of the
 last graph, :func:`viewer.model.subtrace.view_for_root`) and showing it (layout and scene), and
 for comparison what the whole run's ``Trace.steps`` and ``Trace.graph`` cost. Wall-clock time,
 one run each (it is a latency the user waits for).
@@ -306,32 +307,39 @@ def training_script(path: Path) -> None:
     finally:
         os.chdir(saved[0])
         sys.path[:] = saved[1]
-    gc.collect()
-    document = Document()
-    run = ScriptRun(path)
-    stages: list[tuple[str, float]] = [("the script, recording", clock())]
-    run.stage_changed.connect(lambda stage: stages.append((stage, clock())))
-    result = run.run()
-    stages.append(("", clock()))
-    ran = stages[-1][1] - stages[0][1]
-    t0 = clock()
-    shown = document.apply_script_result(result)
-    show = clock() - t0
-    assert shown, document.last_error
-    t = result.trace
-    view = document.trace
+    from viewer.model.script_process import ScriptProcess
+
     print(f"  the script alone                       {plain:7.2f} s")
-    print(
-        f"  Document.run_script                    {ran + show:7.2f} s   "
-        f"{len(t.steps):,} steps, {len(t.variables) + len(t.functions):,} nodes recorded"
-    )
-    print(f"    run: record, audit, view of the last {ran:7.2f} s")
-    for (stage, start), (_, end) in itertools.pairwise(stages):
-        print(f"      {stage:<35}{end - start:7.2f} s")
-    print(
-        f"    show it: layout and scene            {show:7.2f} s   "
-        f"{view.graph.number_of_nodes()} nodes, {len(view.steps)} steps"
-    )
+    for label, runner in (
+        ("worker process (Document.run_script)", ScriptProcess),
+        ("in this process (before)", ScriptRun),
+    ):
+        gc.collect()
+        document = Document()
+        run = runner(path)
+        stages: list[tuple[str, float]] = [("the script, recording", clock())]
+        run.stage_changed.connect(lambda stage, stages=stages: stages.append((stage, clock())))
+        result = run.run()
+        stages.append(("", clock()))
+        ran = stages[-1][1] - stages[0][1]
+        t0 = clock()
+        shown = document.apply_script_result(result)
+        show = clock() - t0
+        assert shown, document.last_error
+        t = result.trace
+        view = document.trace
+        print(
+            f"  {label:<38} {ran + show:7.2f} s   "
+            f"{len(t.steps):,} steps, {len(t.variables) + len(t.functions):,} nodes recorded"
+        )
+        print(f"    run: record, audit, send, view       {ran:7.2f} s")
+        for (stage, start), (_, end) in itertools.pairwise(stages):
+            print(f"      {stage[:34]:<35}{end - start:7.2f} s")
+        print(
+            f"    show it: layout and scene            {show:7.2f} s   "
+            f"{view.graph.number_of_nodes()} nodes, {len(view.steps)} steps"
+        )
+        del result, t, view, run, document
     fresh = ScriptRun(path).run().trace  # a trace whose steps and graph were never built
     t0 = clock()
     steps = fresh.steps
@@ -354,7 +362,11 @@ def main() -> None:
         default=Path(__file__).resolve().parent.parent / "resources/examples/sine_regression.py",
         help="the training script of the last section",
     )
+    parser.add_argument("--only-script", action="store_true", help="only the last section")
     args = parser.parse_args()
+    if args.only_script:
+        training_script(args.script.resolve())
+        return
     global TIMER
     TIMER = time.process_time if args.timer == "cpu" else time.perf_counter
     repeats = args.repeats or (3 if args.quick else 11)

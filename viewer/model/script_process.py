@@ -50,6 +50,7 @@ from viewer.model.script_runner import (
     ScriptResult,
     _collect_graphs,
     _Flusher,
+    _RunState,
     _ThreadStream,
 )
 from viewer.model.script_worker import RESULT_NAME, SAMPLES_NAME, TRACE_NAME
@@ -71,7 +72,7 @@ def default_memory_mb() -> int:
     return max(1024, total // 2 // (1024 * 1024))
 
 
-class ScriptProcess:
+class ScriptProcess(_RunState):
     """One run of one script in a worker process; the same face as
     :class:`~viewer.model.script_runner.ScriptRun` (``start``/``run``/``wait``/``cancel``,
     ``running``/``done``/``result`` and the three signals)."""
@@ -108,14 +109,6 @@ class ScriptProcess:
 
     # ------------------------------------------------------------------ the run's face
     @property
-    def running(self) -> bool:
-        return self._started and not self._done.is_set()
-
-    @property
-    def done(self) -> bool:
-        return self._done.is_set()
-
-    @property
     def pid(self) -> int | None:
         return None if self._proc is None else self._proc.pid
 
@@ -131,9 +124,6 @@ class ScriptProcess:
         """Run the script and wait for its result, on this thread."""
         self._begin()
         return self._supervise()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        return self._done.wait(timeout)
 
     def cancel(self) -> None:
         """Ask the worker to stop; kill it (and what it started) CANCEL_GRACE_S later."""

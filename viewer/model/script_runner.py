@@ -252,7 +252,26 @@ class _CancelObserver:
             self._check()
 
 
-class ScriptRun:
+class _RunState:
+    """What every kind of run answers about itself (it sets ``_started`` and ``_done``)."""
+
+    _started: bool
+    _done: threading.Event
+
+    @property
+    def running(self) -> bool:
+        return self._started and not self._done.is_set()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the run finished; False on timeout."""
+        return self._done.wait(timeout)
+
+
+class ScriptRun(_RunState):
     """One run of one script. Signals ``output_written(text)`` and ``finished(result)`` are
     emitted on the thread that runs the script: a Qt view must queue them to the GUI thread."""
 
@@ -295,14 +314,6 @@ class ScriptRun:
         # its trace goes to the app, which prepares its own).
         self.prepare_view = True
 
-    @property
-    def running(self) -> bool:
-        return self._started and not self._done.is_set()
-
-    @property
-    def done(self) -> bool:
-        return self._done.is_set()
-
     def start(self) -> threading.Thread:
         """Run on a new daemon thread; returns it."""
         if self._started:
@@ -313,10 +324,6 @@ class ScriptRun:
         self._started = True
         thread.start()
         return thread
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the run finished; False on timeout."""
-        return self._done.wait(timeout)
 
     def cancel(self) -> None:
         """Ask the script to stop: its next engine operation raises ScriptCancelled, and a
