@@ -16,6 +16,8 @@ dtypes in the header).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import io
 import json
 import math
@@ -106,8 +108,26 @@ class _Values:
         header["summary_dtypes"] = [s.dtype for s in self.summaries]
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Any:
+    """Reading or writing a long run makes millions of small lists and nothing cyclic: with
+    the collector on, each of its passes would walk the whole heap (the trace included)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def trace_to_npz(trace: Trace, file: str | os.PathLike[str] | io.BytesIO) -> None:
     """Write ``trace`` (its decoded tables) to ``file`` (a path or a binary buffer)."""
+    with _collector_paused():
+        _write(trace, file)
+
+
+def _write(trace: Trace, file: str | os.PathLike[str] | io.BytesIO) -> None:
     values = _Values()
     info = []
     for entry in trace._info:
@@ -186,33 +206,37 @@ class _Reader:
         if len(self.summary_counts) != n:
             raise _fail("summary_counts", f"expected {n} rows")
         self._arrays: dict[int, np.ndarray] = {}  # one array for every ref to it, as written
+        self.scalar_list = self.scalars.tolist()  # Python floats, read once
+        self.row_list = self.array_rows.tolist()
 
-    def value(self, ref: Any, path: str) -> Any:
-        ref = _int(ref, path, lo=-1)
+    def value(self, ref: Any, path: str, i: int | None = None) -> Any:
+        """The raw value ``ref`` names (``path[i]`` in a message: built only for one)."""
+        if type(ref) is not int or ref < -1:
+            raise _fail(_at(path, i), f"expected a value reference, got {str(ref)[:40]}")
         if ref < 0:
             return None
         kind, index = ref % 3, ref // 3
         if kind == _SCALAR:
             if index >= len(self.scalars):
-                raise _fail(path, f"scalar {index} does not exist")
-            return float(self.scalars[index])
+                raise _fail(_at(path, i), f"scalar {index} does not exist")
+            return self.scalar_list[index]
         if kind == _ARRAY:
             found = self._arrays.get(index)
             if found is not None:
                 return found
-            if index >= len(self.array_rows):
-                raise _fail(path, f"array {index} does not exist")
-            which, offset, size = (int(x) for x in self.array_rows[index])
+            if index >= len(self.row_list):
+                raise _fail(_at(path, i), f"array {index} does not exist")
+            which, offset, size = self.row_list[index]
             shape = _shape(self.array_shapes[index], f"array_shapes[{index}]")
             if not 0 <= which < len(self.buffers) or math.prod(shape) != size:
-                raise _fail(path, f"array {index} has a bad buffer or size")
+                raise _fail(_at(path, i), f"array {index} has a bad buffer or size")
             buffer = self.buffers[which]
             if offset < 0 or offset + size > len(buffer):
-                raise _fail(path, f"array {index} runs past its buffer")
+                raise _fail(_at(path, i), f"array {index} runs past its buffer")
             found = self._arrays[index] = buffer[offset : offset + size].reshape(shape).copy()
             return found
         if index >= len(self.summary_stats):
-            raise _fail(path, f"summary {index} does not exist")
+            raise _fail(_at(path, i), f"summary {index} does not exist")
         shape = _shape(self.summary_shapes[index], f"summary_shapes[{index}]")
         dtype = self.summary_dtypes[index]
         if type(dtype) is not str or len(dtype) > 64:
@@ -225,11 +249,20 @@ class _Reader:
         )
 
     def values(self, refs: Any, path: str) -> tuple:
-        return tuple(self.value(r, f"{path}[{i}]") for i, r in enumerate(_list(refs, path)))
+        return tuple([self.value(r, path, i) for i, r in enumerate(_list(refs, path))])
+
+
+def _at(path: str, i: int | None) -> str:
+    return path if i is None else f"{path}[{i}]"
 
 
 def trace_from_npz(file: str | os.PathLike[str] | io.BytesIO) -> Trace:
     """Read a trace written by :func:`trace_to_npz`; raises TraceFormatError."""
+    with _collector_paused():
+        return _read(file)
+
+
+def _read(file: str | os.PathLike[str] | io.BytesIO) -> Trace:
     try:
         with np.load(file, allow_pickle=False) as arrays:
             data = {name: arrays[name] for name in arrays.files}
