@@ -31,6 +31,7 @@ import contextlib
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import struct
@@ -232,8 +233,10 @@ class ScriptProcess(_RunState):
         ]
         for reader in readers:
             reader.start()
-        done = self._read_channel()
+        done = self._read_channel(proc)
         proc.wait()
+        with contextlib.suppress(OSError):  # what the script started ends with its run
+            os.killpg(proc.pid, signal.SIGKILL)
         for reader in readers:  # a grandchild holding the pipes must not hold the result
             reader.join(2.0)
         if done or self._result_written():
@@ -243,29 +246,45 @@ class ScriptProcess(_RunState):
                 return self._failed(f"the script's result could not be read: {e}")
         return self._ended_early(proc.returncode)
 
-    def _read_channel(self) -> bool:
-        """Forward frames until the worker closes the channel; True after ``done``."""
-        done = False
-        with os.fdopen(self._channel, "rb", buffering=0) as pipe:
-            self._channel = -1
+    def _read_channel(self, proc: subprocess.Popen[bytes]) -> bool:
+        """Forward frames until ``done``, the worker's end or the channel's; True after
+        ``done``. A process the script started may hold the channel open after the worker
+        ended: the worker's own end is what counts."""
+        fd, self._channel = self._channel, -1
+        pending = b""
+        try:
             while True:
-                head = _read_exactly(pipe, 4)
-                if head is None:
-                    return done
-                (size,) = struct.unpack("<I", head)
-                body = _read_exactly(pipe, size) if size <= _MAX_FRAME else None
-                try:
-                    message = json.loads(body) if body is not None else None
-                    kind, text = message["t"], message["s"]
-                except (ValueError, TypeError, KeyError):
-                    self._kill()  # the script wrote over the worker's messages
+                ready, _, _ = select.select([fd], [], [], 0.2)
+                if not ready:
+                    if proc.poll() is not None:
+                        return False
+                    continue
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
                     return False
-                if kind == "out":
-                    self.output_written.emit(str(text))
-                elif kind == "stage":
-                    self.stage_changed.emit(str(text))
-                elif kind == "done":
-                    done = True
+                pending += chunk
+                while len(pending) >= 4:
+                    (size,) = struct.unpack("<I", pending[:4])
+                    if size > _MAX_FRAME:
+                        self._kill()  # the script wrote over the worker's messages
+                        return False
+                    if len(pending) < 4 + size:
+                        break
+                    body, pending = pending[4 : 4 + size], pending[4 + size :]
+                    try:
+                        message = json.loads(body)
+                        kind, text = message["t"], message["s"]
+                    except (ValueError, TypeError, KeyError):
+                        self._kill()
+                        return False
+                    if kind == "out":
+                        self.output_written.emit(str(text))
+                    elif kind == "stage":
+                        self.stage_changed.emit(str(text))
+                    elif kind == "done":
+                        return True
+        finally:
+            os.close(fd)
 
     def _read_stream(self, pipe: Any, kept: list[str]) -> None:
         """One of the worker's streams: kept (up to a cap) and sent on in batches."""
@@ -412,17 +431,6 @@ class ScriptProcess(_RunState):
             except Exception as e:  # shown later, when the document asks for the view
                 self.stage_changed.emit(f"could not prepare the graph: {e}")
         return result
-
-
-def _read_exactly(pipe: Any, size: int) -> bytes | None:
-    parts = []
-    while size:
-        chunk = pipe.read(size)
-        if not chunk:
-            return None
-        parts.append(chunk)
-        size -= len(chunk)
-    return b"".join(parts)
 
 
 def _signal_name(number: int) -> str:

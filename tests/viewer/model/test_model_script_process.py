@@ -258,3 +258,26 @@ def test_big_arrays_in_the_recording_come_back_whole(tmp_path):
     x = next(n for n in view.variables if view.node(n).get("name") == "x")
     grad = view.grad_at(x, len(view.steps) - 1).array
     np.testing.assert_allclose(grad, 1 - np.tanh(np.arange(12.0).reshape(3, 4)) ** 2)
+
+
+def test_a_process_the_script_leaves_behind_neither_holds_the_result_nor_survives(tmp_path):
+    began = time.monotonic()
+    result, _ = run(
+        tmp_path,
+        """
+        import os, pathlib, time
+        pid = os.fork()
+        if pid == 0:  # holds every pipe of the worker, the channel included
+            time.sleep(600)
+            os._exit(0)
+        pathlib.Path("child").write_text(str(pid))
+        print("parent done")
+        """,
+    )
+    assert result.ok and result.stdout == "parent done\n"
+    assert time.monotonic() - began < 15
+    child = int((tmp_path / "child").read_text())
+    deadline = time.monotonic() + 10
+    while _alive(child):
+        assert time.monotonic() < deadline, "the script's own child outlived its run"
+        time.sleep(0.05)
