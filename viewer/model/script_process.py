@@ -362,10 +362,10 @@ class ScriptProcess(_RunState):
                 f"the script's process exited with status {returncode} before it finished "
                 "(os._exit from a thread, or a crash)"
             )
+        # The crash report is in the output already (stderr, kept in the result): the error
+        # is the one line.
         line = _crash_line(console, self.path)
-        tail = "\n".join(console.strip().splitlines()[-20:])
-        error = f"{tail}\n{message}" if tail else message
-        return self._base(error=error, error_message=message, error_line=line)
+        return self._base(error=message, error_message=message, error_line=line)
 
     def _read_result(self) -> ScriptResult:
         from autodiff._trace_binary import trace_from_npz

@@ -101,10 +101,13 @@ class ScriptResult:
     def summary(self) -> str:
         name = self.path.name
         if self.cancelled:
-            return f"{name}: cancelled after {self.duration:.1f} s"
+            why = f" ({self.error_message})" if self.error_message else ""
+            return f"{name}: cancelled after {self.duration:.1f} s{why}"
         if not self.ok:
             last = (self.error or "").strip().splitlines()
-            return f"{name} failed: {last[-1] if last else 'error'}"
+            message = self.error_message or (last[-1] if last else "error")
+            where = f", line {self.error_line}" if self.error_line is not None else ""
+            return f"{name} failed: {message}{where}"
         n = len(self.graphs)
         return f"{name} ran in {self.duration:.1f} s and built {n} graph{'s' if n != 1 else ''}"
 
@@ -175,8 +178,8 @@ class _ThreadStream(io.TextIOBase):
         room = _MAX_SHOWN - self._shown
         if len(text) > room:
             text = text[:room] + (
-                f"\n[... the panel shows the first {_MAX_SHOWN} characters; the run's result "
-                f"keeps {_MAX_CAPTURE}]\n"
+                f"\n[… the output goes on: the panel shows only the first {_MAX_SHOWN:,} "
+                "characters of each stream]\n"
             )
         self._shown += len(text)
         self._signal.emit(text)

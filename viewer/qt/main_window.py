@@ -23,7 +23,8 @@ from viewer.model.document import (
     ScriptError,
 )
 from viewer.model.examples import list_examples
-from viewer.model.expression import FUNCTIONS, ExpressionError
+from viewer.model.expression import ExpressionError
+from viewer.model.expression_rules import KNOWN_CALLABLES
 from viewer.model.script_process import ScriptProcess
 from viewer.model.script_runner import ScriptResult
 from viewer.qt.debug_binding import DebugBinding
@@ -97,7 +98,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.graph_view = GraphView(self)
         self.setCentralWidget(self.graph_view)
         self.editor = EditorPanel(self)
-        self.editor.highlighter.set_functions([*FUNCTIONS, "grad", "randn", "zeros", "ones"])
+        self.editor.highlighter.set_functions(KNOWN_CALLABLES)  # the language's own list
         self.variables = VariablesTable(self)
         self.examples = ExampleLibrary(self)
         self.inspector = InspectorPanel(self)
@@ -241,8 +242,12 @@ class MainWindow(QtWidgets.QMainWindow):
         self.run_program(DEFAULT_PROGRAM)
 
     def _run_saved_program(self, saved: str) -> None:
-        if self.editor.text() != saved or self.document.kind != "expression":
-            return  # the user (or a file argument) replaced it meanwhile
+        if (
+            self.editor.text() != saved
+            or self.document.kind != "expression"
+            or self.document.script_run is not None
+        ):
+            return  # the user (or a file argument: a script running) replaced it meanwhile
         if self.run_program(saved):
             return
         # The saved text does not run: keep it with its error; the example stays on screen.

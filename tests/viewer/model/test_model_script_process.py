@@ -281,3 +281,20 @@ def test_a_process_the_script_leaves_behind_neither_holds_the_result_nor_survive
     while _alive(child):
         assert time.monotonic() < deadline, "the script's own child outlived its run"
         time.sleep(0.05)
+
+
+def test_the_summary_says_why_a_cancel_ended_the_process_and_where_a_crash_happened(tmp_path):
+    result, _ = run(tmp_path, "import ctypes\nprint('going')\nctypes.string_at(0)\n")
+    assert result.summary == "script.py failed: the script's process crashed (SIGSEGV), line 3"
+    assert result.error == "the script's process crashed (SIGSEGV)"  # the dump is in stderr
+    process = started(
+        tmp_path,
+        "import pathlib, time\npathlib.Path('started').write_text('y')\n"
+        "while True:\n    try:\n        time.sleep(600)\n    except BaseException:\n        pass\n",
+    )
+    process.cancel()
+    assert process.wait(30)
+    assert process.result.summary.endswith(
+        "(the script did not stop within 0.8 s of Cancel: its process was ended, and what it "
+        "built is not kept)"
+    )

@@ -181,3 +181,18 @@ def test_a_scripts_memory_limit_comes_from_the_settings(qtbot, tmp_path, stored,
 
     assert run.memory_mb == (default_memory_mb() if expected is None else expected)
     window.document.script_run = None
+
+
+def test_a_script_on_the_command_line_is_not_raced_by_the_saved_program(
+    qtbot, tmp_path, wait_for_script
+):
+    AppSettings().store.setValue("editor/text", "x = 1.5\ny = x * 2\n")
+    script = tmp_path / "s.py"
+    script.write_text("import time\ntime.sleep(0.5)\nraise ValueError('no graph')\n")
+    window = build_window([str(script), "--yes"])
+    qtbot.addWidget(window)
+    qtbot.wait(200)  # the saved program's turn comes with the event loop
+    wait_for_script(window)
+    # The failed script leaves the expression on screen, without a stale "a script is
+    # running" error from the saved program's refused start.
+    assert "script is running" not in window.editor.error_text()

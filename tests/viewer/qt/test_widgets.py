@@ -172,3 +172,13 @@ def test_calls_into_the_bindings_cannot_drain_none_true_or_false():
     for singleton in (None, True, False):
         count = sys.getrefcount(singleton)
         assert count > 1_000 and (not leaking or count > 2**39)
+
+
+def test_the_editor_highlights_every_name_the_language_knows(qtbot):
+    from viewer.model.expression_rules import KNOWN_CALLABLES
+    from viewer.qt.main_window import MainWindow
+
+    window = MainWindow()
+    qtbot.addWidget(window)
+    assert window.editor.highlighter._functions == set(KNOWN_CALLABLES)
+    assert {"linspace", "arange", "grad", "sum"} <= window.editor.highlighter._functions
