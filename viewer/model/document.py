@@ -70,7 +70,6 @@ __all__ = [
 EXPRESSION_SUFFIXES = (".expr", ".txt")
 TRACE_SUFFIXES = (".json",)
 SCRIPT_SUFFIXES = (".py",)
-DEFAULT_EXPRESSION = "x = 0.5\ny = square(exp(square(x)))\n"
 SYNC_LAYOUT_LIMIT = 1000  # nodes; bigger graphs go to layout_runner when one is set
 MAX_TRACE_BYTES = 200_000_000
 
@@ -260,7 +259,7 @@ class Document:
             self.source = text
         busy = self._busy_error()
         if busy is not None:
-            return self._fail(busy)
+            return self.fail(busy)
         try:
             program = parse(self.source)
             values = {k: v for k, v in self.leaf_values.items() if k in program.leaves}
@@ -273,10 +272,10 @@ class Document:
                 return True
             job.run()
         except ExpressionError as e:
-            return self._fail(e)
+            return self.fail(e)
         except Exception as e:  # a hole in the language's checks: still no crash
             message = f"the program could not run: {type(e).__name__}: {e}"
-            return self._fail(ExpressionError(message[:500], 1, 1))
+            return self.fail(ExpressionError(message[:500], 1, 1))
         return self._install(job)
 
     def _run_options(self) -> dict:
@@ -320,7 +319,7 @@ class Document:
 
     def _install(self, job: ExpressionJob) -> bool:
         if job.error is not None:
-            return self._fail(job.error)
+            return self.fail(job.error)
         evaluation = job.evaluation
         self._load(
             _Pending(
@@ -343,11 +342,11 @@ class Document:
         current program, keeping the playback position. False (and ``error_raised``) when the
         value does not parse or the run fails; nothing changes then."""
         if self.program is None or name not in self.program.leaves:
-            return self._fail(ExpressionError(f"{name} is not a variable of the expression"))
+            return self.fail(ExpressionError(f"{name} is not a variable of the expression"))
         try:
             array = parse_value(value)
         except ExpressionError as e:
-            return self._fail(ExpressionError(f"value of {name}: {e.message}", e.line, e.col))
+            return self.fail(ExpressionError(f"value of {name}: {e.message}", e.line, e.col))
         return self._rerun_with(lambda values: values.__setitem__(name, array))
 
     def reset_leaf_values(self) -> bool:
@@ -363,7 +362,7 @@ class Document:
             return False
         busy = self._busy_error()
         if busy is not None:
-            return self._fail(busy)
+            return self.fail(busy)
         saved = dict(self.leaf_values)
 
         def undo() -> None:
@@ -393,9 +392,9 @@ class Document:
         suffix = path.suffix.lower()
         if suffix in SCRIPT_SUFFIXES:
             if not path.is_file():
-                return self._fail(FileNotFoundError(f"no such script: {path}"))
+                return self.fail(FileNotFoundError(f"no such script: {path}"))
             if self._script_busy():
-                return self._fail(self._script_busy_error(path.name))
+                return self.fail(self._script_busy_error(path.name))
             return self.prepare_script(path)
         if suffix in TRACE_SUFFIXES:
             return self._load_trace_file(path)
@@ -403,10 +402,10 @@ class Document:
             try:
                 text = read_text_bounded(path, MAX_SOURCE_CHARS)
             except (OSError, UnicodeDecodeError, ValueError) as e:
-                return self._fail(e)
+                return self.fail(e)
             return self.load_expression(text, path=path)
         known = ", ".join(EXPRESSION_SUFFIXES + TRACE_SUFFIXES + SCRIPT_SUFFIXES)
-        return self._fail(ValueError(f"cannot open {path.name}: unknown file type (use {known})"))
+        return self.fail(ValueError(f"cannot open {path.name}: unknown file type (use {known})"))
 
     def load_expression(self, text: str, path: Path | None = None, title: str = "") -> bool:
         """Replace the editor's text with ``text`` (from a file or an example) and run it;
@@ -429,10 +428,10 @@ class Document:
         try:
             example = examples_module.find_example(key)
         except ValueError as e:
-            return self._fail(e)
+            return self.fail(e)
         if example.kind == "script":
             if self._script_busy():
-                return self._fail(self._script_busy_error(example.path.name))
+                return self.fail(self._script_busy_error(example.path.name))
             return self.prepare_script(example.path)
         return self.load_expression(example.read(), path=example.path, title=example.title)
 
@@ -440,7 +439,7 @@ class Document:
         try:
             t = trace_module.load(path, max_bytes=MAX_TRACE_BYTES)
         except Exception as e:  # TraceFormatError, OSError, or a bug: the old graph stays
-            return self._fail(e)
+            return self.fail(e)
         self.load_trace(t, path.name, path=path)
         if not any(s.phase == "backward" for s in t.steps):
             self.status_changed.emit(
@@ -464,11 +463,11 @@ class Document:
     def save_trace(self, path: str | os.PathLike[str]) -> bool:
         """Save the current trace as JSON (loadable by :meth:`load_path`)."""
         if self.trace is None or not hasattr(self.trace, "to_json"):
-            return self._fail(ValueError("there is no trace to save"))
+            return self.fail(ValueError("there is no trace to save"))
         try:
             self.trace.to_json(path)
         except (OSError, ValueError, TypeError) as e:
-            return self._fail(e)
+            return self.fail(e)
         self.status_changed.emit(f"Saved the trace to {Path(path).name}")
         return True
 
@@ -549,7 +548,7 @@ class Document:
         """The layout of the pending ``trace`` failed or was cancelled: keep the old graph."""
         if self._pending is not None and self._pending.trace is trace:
             self._pending = None
-        self._fail(error)
+        self.fail(error)
 
     def cancel_layout(self) -> None:
         """Forget the pending graph (its layout result will be ignored)."""
@@ -635,12 +634,12 @@ class Document:
                 self.status_changed.emit(f"{result.summary}, before it built a graph")
             return shown
         if not result.ok:
-            self._fail(ScriptError(result.summary, result))
+            self.fail(ScriptError(result.summary, result))
             return False
         if not result.graphs:
             if result.leak_report is not None:
                 self._flag_leaks(result.leak_report)
-            return self._fail(
+            return self.fail(
                 ValueError(
                     f"{result.path.name} ran but recorded no graph: it must call autodiff "
                     "functions on Variables outside no_grad (and ideally backward)"
@@ -659,12 +658,12 @@ class Document:
         """Show graph ``index`` of the last script result."""
         result = self.script_result
         if result is None or not 0 <= index < len(result.graphs):
-            return self._fail(ValueError(f"no script graph number {index}"))
+            return self.fail(ValueError(f"no script graph number {index}"))
         graph = result.graphs[index]
         try:
             view = result.view(index)
         except Exception as e:  # a broken trace must not take the document down
-            return self._fail(e)
+            return self.fail(e)
         self._load(
             _Pending(
                 view,
@@ -689,7 +688,7 @@ class Document:
         try:
             report = self.trace.audit()
         except Exception as e:  # the audit is a debugging aid; never fatal
-            self._fail(e)
+            self.fail(e)
             return None
         self._flag_leaks(report)
         return report
@@ -715,7 +714,10 @@ class Document:
         self.leaks_found.emit(report)
 
     # ------------------------------------------------------------------ errors
-    def _fail(self, error: BaseException) -> bool:
+    def fail(self, error: BaseException) -> bool:
+        """Report ``error`` the document's one way: ``last_error``, ``error_raised`` and the
+        status line; nothing else changes (the graph on screen stays). Returns False, so a
+        loader can ``return self.fail(e)``."""
         self.last_error = error
         self.error_raised.emit(error)
         message = error.message if isinstance(error, ExpressionError | ScriptError) else str(error)

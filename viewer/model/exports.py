@@ -86,11 +86,6 @@ def export_document(document: Any, path: str | os.PathLike[str]) -> bool:
             raise ValueError("there is no graph to export: type an expression or open a file")
         result = export_trace(document.trace, path)
     except (OSError, ValueError, TypeError) as e:
-        fail = getattr(document, "_fail", None)
-        if fail is not None:
-            return bool(fail(e))
-        document.error_raised.emit(e)
-        document.status_changed.emit(f"Error: {e}")
-        return False
+        return document.fail(e)
     document.status_changed.emit(result.message)
     return True

@@ -549,11 +549,4 @@ def _matched(report: GradCheckReport, trace: Any) -> GradCheckReport:
 
 
 def _fail(document: Any, message: str) -> None:
-    error = ValueError(message)
-    fail = getattr(document, "_fail", None)
-    if fail is not None:
-        fail(error)
-    else:
-        document.error_raised.emit(error)
-        document.status_changed.emit(f"Error: {message}")
-    return None
+    document.fail(ValueError(message))

@@ -13,12 +13,8 @@ from numpy.typing import NDArray
 
 __all__ = ["GraphLayout", "LayoutCancelled", "compute_layout", "layout_from_positions"]
 
-try:
-    from viewer.model.layout import LayoutCancelled
-except ImportError:  # the layout module is not there yet
-
-    class LayoutCancelled(Exception):  # type: ignore[no-redef]
-        """The layout was cancelled through ``should_cancel``."""
+from viewer.model import layout as layout_module
+from viewer.model.layout import LayoutCancelled
 
 
 @dataclass
@@ -100,24 +96,18 @@ def compute_layout(
     layout stops by raising ``LayoutCancelled``.
     """
     graph = trace.graph
-    try:
-        from viewer.model import layout as layout_module
-    except ImportError:
-        layout_module = None
-    if layout_module is not None and hasattr(layout_module, "layout_graph"):
-        options: dict[str, Any] = {"progress": progress, "should_cancel": should_cancel}
-        if by_generation:
-            options["layers"] = _generation_layers(graph)
-        width = variable_box_width(graph)
-        if width > 1.0:
-            options["node_width"] = np.array(
-                [width if graph.nodes[n]["kind"] == "variable" else 1.0 for n in graph.nodes]
-            )
-        node_keys, result = layout_module.layout_graph(graph, **options)
-        laid = _from_layout_module(trace, node_keys, result)
-        laid.variable_width = width
-        return laid
-    return _fallback_layout(trace, progress, should_cancel)
+    options: dict[str, Any] = {"progress": progress, "should_cancel": should_cancel}
+    if by_generation:
+        options["layers"] = _generation_layers(graph)
+    width = variable_box_width(graph)
+    if width > 1.0:
+        options["node_width"] = np.array(
+            [width if graph.nodes[n]["kind"] == "variable" else 1.0 for n in graph.nodes]
+        )
+    node_keys, result = layout_module.layout_graph(graph, **options)
+    laid = _from_layout_module(trace, node_keys, result)
+    laid.variable_width = width
+    return laid
 
 
 CHARACTERS_PER_UNIT = 14  # label characters one layout unit holds where full labels show
@@ -185,33 +175,4 @@ def _from_layout_module(trace: Any, node_keys: Sequence[Any], result: Any) -> Gr
     layers = getattr(result, "layers", None)
     if layers is not None:
         laid.layers = np.asarray(layers, dtype=np.intp)
-    return laid
-
-
-def _fallback_layout(
-    trace: Any,
-    progress: Callable[[float], None] | None,
-    should_cancel: Callable[[], bool] | None,
-) -> GraphLayout:
-    """Rows by longest path from the leaves, nodes in creation order within a row."""
-    graph = trace.graph
-    node_ids = sorted(graph.nodes)
-    layer: dict[int, int] = {}
-    for k, nid in enumerate(node_ids):
-        if should_cancel is not None and k % 1000 == 0 and should_cancel():
-            raise LayoutCancelled("layout cancelled")
-        preds = [layer[p] for p in graph.predecessors(nid) if p in layer]
-        layer[nid] = max(preds) + 1 if preds else 0
-    rows: dict[int, list[int]] = {}
-    for nid in node_ids:
-        rows.setdefault(layer[nid], []).append(nid)
-    positions = np.zeros((len(node_ids), 2))
-    index = {nid: i for i, nid in enumerate(node_ids)}
-    for row, members in rows.items():
-        for k, nid in enumerate(members):
-            positions[index[nid]] = ((k - (len(members) - 1) / 2) * 1.4, row * 1.0)
-    if progress is not None:
-        progress(1.0)
-    laid = layout_from_positions(trace, node_ids, positions)
-    laid.layers = np.array([layer[n] for n in node_ids], dtype=np.intp)
     return laid
