@@ -220,7 +220,6 @@ def qpalette(theme: Theme) -> QtGui.QPalette:
         role.AlternateBase: theme.alt_base,
         role.ToolTipBase: theme.base,
         role.ToolTipText: theme.text,
-        role.PlaceholderText: theme.mid,
         role.Text: theme.text,
         role.Button: theme.button,
         role.ButtonText: theme.text,
@@ -240,8 +239,12 @@ def qpalette(theme: Theme) -> QtGui.QPalette:
         (text.green() + window.green()) // 2,
         (text.blue() + window.blue()) // 2,
     )
-    for r in (role.WindowText, role.Text, role.ButtonText):
+    for r in (role.WindowText, role.Text, role.ButtonText, role.PlaceholderText):
         pal.setColor(group.Disabled, r, disabled)
+    # a placeholder ("choose a graph to show it") is a hint, not a value: the same halfway
+    # colour, which 'mid' was too faint for on the dark theme
+    for g in (group.Active, group.Inactive):
+        pal.setColor(g, role.PlaceholderText, disabled)
     return pal
 
 

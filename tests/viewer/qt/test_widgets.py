@@ -182,3 +182,18 @@ def test_the_editor_highlights_every_name_the_language_knows(qtbot):
     qtbot.addWidget(window)
     assert window.editor.highlighter._functions == set(KNOWN_CALLABLES)
     assert {"linspace", "arange", "grad", "sum"} <= window.editor.highlighter._functions
+
+
+def test_placeholders_are_readable_in_both_themes_enabled_or_not():
+    from PySide6 import QtGui
+
+    from viewer.qt.palettes import THEMES, qpalette
+
+    role, group = QtGui.QPalette.ColorRole, QtGui.QPalette.ColorGroup
+    for theme in THEMES.values():
+        pal = qpalette(theme)
+        window = pal.color(group.Active, role.Window)
+        for g in (group.Active, group.Disabled):
+            hint = pal.color(g, role.PlaceholderText)
+            gap = abs(hint.lightnessF() - window.lightnessF())
+            assert gap > 0.25, (theme.name, g, hint.name(), window.name())
