@@ -37,6 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from autodiff import trace as trace_module
+from autodiff.leaks import LeakReport
 from viewer.model import examples as examples_module
 from viewer.model.expression import (
     MAX_SOURCE_CHARS,
@@ -693,7 +694,7 @@ class Document:
         self._flag_leaks(report)
         return report
 
-    def _flag_leaks(self, report: Any) -> None:
+    def _flag_leaks(self, report: LeakReport) -> None:
         """Badge each survivor of ``report`` 'cycle' or 'held' (by its reason); its tooltip
         keeps the reason and the holder chain."""
         from viewer.model.legend import leak_badge
@@ -702,14 +703,11 @@ class Document:
         self.leak_report = report
         if self.scene is not None:
             self.scene.clear_overlays("leak")
-            for survivor in getattr(report, "survivors", ()) or ():
-                nid = _survivor_node(survivor)
-                if nid is not None:
-                    reason = getattr(survivor, "reason", "")
-                    held_by = getattr(survivor, "held_by", "")
-                    tip = f"{reason}: {held_by}" if held_by else str(reason)
-                    overlay = Overlay("leak", leak_badge(reason), self.scene.palette.error, tip)
-                    self.scene.set_overlay(nid, overlay)
+            for survivor in report.survivors:
+                reason, held_by = survivor.reason, survivor.held_by
+                tip = f"{reason}: {held_by}" if held_by else reason
+                overlay = Overlay("leak", leak_badge(reason), self.scene.palette.error, tip)
+                self.scene.set_overlay(survivor.node_id, overlay)
             self.overlays_changed.emit()
         self.leaks_found.emit(report)
 
@@ -765,14 +763,6 @@ def read_text_bounded(path: Path, max_chars: int) -> str:
             f"cannot open {path.name}: {len(text)} characters; a program has at most {max_chars}"
         )
     return text
-
-
-def _survivor_node(survivor: Any) -> int | None:
-    for attr in ("node", "node_id", "nid"):
-        value = getattr(survivor, attr, None)
-        if isinstance(value, int | np.integer):
-            return int(value)
-    return None
 
 
 def _value_text(value: NDArray[np.float64]) -> str:

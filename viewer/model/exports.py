@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autodiff import trace as trace_module
-
 __all__ = [
     "DATA_FORMATS",
     "FILE_FILTER",
@@ -68,12 +66,11 @@ def export_trace(trace: Any, path: str | os.PathLike[str]) -> ExportResult:
         if base is not None:
             note = " (the script's whole recording, every iteration, not only this graph)"
         return ExportResult(path, fmt, f"Saved the trace to {path.name}{note}")
-    # DOT and GraphML read only ``.graph``, which a TraceView restricts to the graph shown.
+    # A TraceView exports the graph shown; a Trace its whole graph.
     if fmt == "DOT":
-        text = trace_module.Trace.to_dot(trace)
-        path.write_text(text, encoding="utf-8")
+        path.write_text(trace.to_dot(), encoding="utf-8")
     else:
-        trace_module.Trace.to_graphml(trace, path)
+        trace.to_graphml(path)
     n = trace.graph.number_of_nodes()
     return ExportResult(path, fmt, f"Exported the graph ({n} nodes) to {path.name} as {fmt}")
 

@@ -42,18 +42,4 @@ def node_timeline(trace: Any, node_id: int, steps: Sequence[Any]) -> list[tuple[
 
 def change_points(trace: Any, node_id: int, steps: Sequence[Any]) -> list[int]:
     """Step indexes at which the node's state, value or gradient may change (with -1)."""
-    public = getattr(trace, "change_points", None)
-    if callable(public):
-        return sorted({max(int(p), -1) for p in public(node_id)} | {-1})
-    # Fallback for trace-like objects: the steps that mention the node, and the step before.
-    points = {-1}
-    for s in steps:
-        mentioned = (
-            s.function == node_id
-            or node_id in s.inputs
-            or node_id in s.outputs
-            or node_id in s.cleared
-        )
-        if mentioned:
-            points.update((s.index - 1, s.index))
-    return sorted(points)
+    return sorted({max(int(p), -1) for p in trace.change_points(node_id)} | {-1})

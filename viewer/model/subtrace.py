@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -153,6 +154,17 @@ class TraceView:
 
     def audit(self) -> Any:
         return self.base.audit()
+
+    # DOT and GraphML read only ``graph``, which a view restricts to its own graph.
+    def to_dot(self) -> str:
+        from autodiff import _trace_io
+
+        return _trace_io.to_dot(self)
+
+    def to_graphml(self, path: str | os.PathLike[str]) -> None:
+        from autodiff import _trace_io
+
+        _trace_io.to_graphml(self, path)
 
 
 def view_for_root(trace: Any, root: int, backward_pass: int = -1) -> TraceView:
