@@ -156,6 +156,29 @@ class Trace(Recorder, TraceIndex):
                 steps.append(step if step is not None else self._make_step(k, raw[k]))
         return steps
 
+    @property
+    def step_count(self) -> int:
+        """``len(steps)``, without building them or decoding the tape."""
+        return self.count_steps()
+
+    def count_steps(self, at_most: int | None = None) -> int:
+        """The number of steps recorded, counted without decoding the tape (a long run's
+        takes seconds to decode). With ``at_most``, counting stops past it: the answer is then
+        ``at_most + 1`` for any longer recording, in time proportional to ``at_most``."""
+        with self._sync_lock:
+            n = len(self._t_raw)
+            if at_most is not None and n > at_most:
+                return at_most + 1
+            tape = self._tape
+            end = len(tape) if self._recording else self._tape_end
+            for i in range(end):
+                e = tape[i]
+                if type(e) is tuple and e[0] <= _BWD:
+                    n += 1
+                    if at_most is not None and n > at_most:
+                        return at_most + 1
+            return n
+
     def step(self, index: int) -> Step:
         """``steps[index]``, building only that Step (a long run has millions)."""
         n = len(self._raw)

@@ -544,3 +544,21 @@ def test_from_output_marks_plain_operands_constant():
     const = [v for v in t.variables if t.graph.nodes[v]["constant"]]
     assert len(const) == 2
     assert t.state_at(const[0], len(t.steps) - 1) is NodeState.CONSTANT
+
+
+def test_step_count_is_the_number_of_steps_without_building_them():
+    x = Variable(np.array([1.0, 2.0]), name="x")
+    counts = []
+    with trace.record() as t:
+        for i in range(3):
+            x.cleargrad()
+            y = F.sum(F.sin(x) * x)
+            y.backward(create_graph=i == 2)
+            del y  # freed: the tape holds its weak references' deaths too
+            counts.append(t.step_count)
+        assert t._tape  # still undecoded while recording
+    assert counts[0] == 6 and counts[1] == 12 and counts[2] > 18
+    assert not t._steps  # nothing built
+    assert t.count_steps(at_most=10) == 11 and t.count_steps(at_most=100) == counts[-1]
+    assert len(t.steps) == t.step_count == counts[-1]
+    assert t.count_steps(at_most=10) == 11  # decoded now: the same answers

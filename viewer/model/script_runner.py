@@ -316,6 +316,11 @@ class ScriptRun(_RunState):
         # Prepare the last graph's view on the run's thread (the worker process does not:
         # its trace goes to the app, which prepares its own).
         self.prepare_view = True
+        # A cancelled run that recorded more steps than this returns its output only: its
+        # graphs are not collected, audited or kept (the worker process has a deadline to
+        # meet). None: no limit.
+        self.keep_on_cancel: int | None = None
+        self.dropped_trace: Any = None
 
     def start(self) -> threading.Thread:
         """Run on a new daemon thread; returns it."""
@@ -429,11 +434,29 @@ class ScriptRun(_RunState):
         # Drop the script's objects as the interpreter would at exit, then see what survives.
         _drop_namespace(namespace, self.path)
         namespace = None
+        limit = self.keep_on_cancel
+        too_long = (
+            cancelled
+            and trace is not None
+            and limit is not None
+            and trace.count_steps(at_most=limit) > limit
+        )
         try:
-            self.stage_changed.emit("collecting the graphs")
-            graphs = _collect_graphs(trace, self.stage_changed)
-            self.stage_changed.emit("auditing leaks")
-            leak_report, leak_error = _audit(trace)
+            if too_long:
+                error_message = (
+                    f"what it recorded is not kept: more than {limit:,} steps cannot be sent "
+                    "in the time Cancel allows"
+                )
+                # Held, not freed: freeing millions of steps takes longer than Cancel allows,
+                # and the worker's process ends right after (os._exit frees nothing).
+                self.dropped_trace = trace
+                trace, graphs, leak_report = None, [], None
+                leak_error = "not audited: the run was cancelled"
+            else:
+                self.stage_changed.emit("collecting the graphs")
+                graphs = _collect_graphs(trace, self.stage_changed)
+                self.stage_changed.emit("auditing leaks")
+                leak_report, leak_error = _audit(trace)
         finally:
             if gc_was_enabled:
                 gc.enable()

@@ -22,6 +22,7 @@ script left running cannot keep it alive, and it ends too when the app goes away
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -35,6 +36,9 @@ __all__ = ["main"]
 RESULT_NAME = "result.json"
 TRACE_NAME = "trace.npz"
 SAMPLES_NAME = "samples.npz"
+# A cancelled run sends its recording only up to this many steps: more would not be written
+# before the app's deadline (about 20 us a step, after the collection and the audit).
+CANCEL_KEEP_STEPS = 10_000
 
 
 class _Channel:
@@ -88,6 +92,13 @@ def main(argv: list[str] | None = None) -> NoReturn:
     _watch_lifeline(int(config["lifeline"]))
     _limit_memory(int(config.get("memory_mb", 0)))
 
+    # The collector stays off to the end (the run pauses it for the leak audit anyway): a
+    # full collection over a long run's recording, as it restarts, takes longer than a
+    # Cancel allows, and the process ends with os._exit, freeing nothing one by one.
+    gc.disable()
+    # What sending the result needs, imported now: after a Cancel there is no time for it.
+    import autodiff._trace_binary  # noqa: F401
+    import viewer.model.worker_data  # noqa: F401
     from viewer.model.script_runner import ScriptCancelled, ScriptRun
 
     # The script writes straight to this process's stdout and stderr, pipes to the app, a
@@ -103,6 +114,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     )
     run.sample_functions = int(config.get("sample_functions", 0))
     run.prepare_view = False
+    run.keep_on_cancel = CANCEL_KEEP_STEPS
     run.stage_changed.connect(lambda text: channel.send("stage", text))
 
     def cancel(signum: int, frame: Any) -> None:

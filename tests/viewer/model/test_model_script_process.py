@@ -298,3 +298,34 @@ def test_the_summary_says_why_a_cancel_ended_the_process_and_where_a_crash_happe
         "(the script did not stop within 0.8 s of Cancel: its process was ended, and what it "
         "built is not kept)"
     )
+
+
+def test_a_cancelled_long_run_sends_its_output_and_says_its_recording_is_not_kept(tmp_path):
+    process = started(
+        tmp_path,
+        """
+        import pathlib
+        import numpy as np
+        import autodiff.functions as F
+        from autodiff import Variable
+        x = Variable(np.array(0.5), name="x")
+        i = 0
+        while True:
+            x.cleargrad()
+            y = F.sin(x) * x
+            y.backward()
+            i += 1
+            if i == 3000:  # 12 000 steps
+                print("iterating", flush=True)
+                pathlib.Path("started").write_text("yes")
+        """,
+    )
+    began = time.monotonic()
+    process.cancel()
+    assert process.wait(30)
+    assert time.monotonic() - began < CANCEL_GRACE_S + 0.5
+    result = process.result
+    assert result.cancelled and result.trace is None and result.graphs == []
+    assert result.stdout == "iterating\n"  # what it printed came through
+    assert "what it recorded is not kept: more than 10,000 steps" in result.summary
+    assert "did not stop" not in result.summary  # the worker ended by itself, in time
