@@ -1,5 +1,5 @@
-"""The import direction of ARCHITECTURE.md: the engine pulls in no Qt and (in core) no networkx;
-viewer.model pulls in no Qt. Each check runs in a fresh interpreter."""
+"""The import direction of docs/ARCHITECTURE.md ("Layers"): the engine pulls in no Qt and (in
+core) no networkx; viewer.model pulls in no Qt. Each check runs in a fresh interpreter."""
 
 from __future__ import annotations
 
