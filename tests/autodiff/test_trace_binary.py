@@ -10,8 +10,8 @@ import pytest
 
 import autodiff.functions as F
 from autodiff import Variable, no_grad, trace
-from autodiff._trace_binary import trace_from_npz, trace_to_npz
 from autodiff.trace import TraceFormatError
+from autodiff.trace._binary import trace_from_npz, trace_to_npz
 
 
 def _loop():
@@ -108,7 +108,7 @@ def test_pickled_objects_are_never_loaded():
 
 
 def _arrays_of(t):
-    from autodiff._recorder import _FWD
+    from autodiff.trace._recorder import _FWD
 
     found = []
     for r in t._raw:

@@ -211,7 +211,7 @@ def x_id_or_prev(t, f):
 def test_snapshot_statistics_are_computed_when_first_read():
     import copy
 
-    from autodiff._snapshot import summarize, to_snapshot
+    from autodiff.trace._snapshot import summarize, to_snapshot
 
     a = np.array([[1.0, -np.inf], [np.nan, 4.0]])
     lazy = to_snapshot(a.copy())

@@ -10,7 +10,7 @@ stdout and stderr, pipes the app reads:
 * ``stage``: what the worker is doing after the script ended ("auditing leaks"...);
 * ``done``: the result is in the ``result`` folder: ``result.json`` (the outcome, the output,
   the graphs, the leak report, the samples' structure), ``trace.npz`` (the recording, see
-  :mod:`autodiff._trace_binary`) and ``samples.npz`` (the samples' arrays). Never pickle.
+  :mod:`autodiff.trace._binary`) and ``samples.npz`` (the samples' arrays). Never pickle.
 
 SIGTERM is Cancel: the script stops where it is (a sleep or a loop included) with
 :class:`~viewer.model.script_runner.ScriptCancelled`, and the worker sends what it built up to
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     # Cancel allows, and the process ends with os._exit, freeing nothing one by one.
     gc.disable()
     # What sending the result needs, imported now: after a Cancel there is no time for it.
-    import autodiff._trace_binary  # noqa: F401
+    import autodiff.trace._binary  # noqa: F401
     import viewer.model.worker_data  # noqa: F401
     from viewer.model.script_runner import ScriptCancelled, ScriptRun
 
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
 def _write_result(result: Any, folder: str, channel: _Channel) -> None:
     import numpy as np
 
-    from autodiff._trace_binary import trace_to_npz
+    from autodiff.trace._binary import trace_to_npz
     from viewer.model.worker_data import pack_samples
 
     trace_error = None

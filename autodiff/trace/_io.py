@@ -17,7 +17,6 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from autodiff._snapshot import Snapshot, raw_nonfinite, to_snapshot
 from autodiff.trace import (
     _BWD,
     _CLEARED,
@@ -31,6 +30,7 @@ from autodiff.trace import (
     Trace,
     TraceFormatError,
 )
+from autodiff.trace._snapshot import Snapshot, raw_nonfinite, to_snapshot
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_DEPTH", "SCHEMA_VERSION", "load", "to_dot", "to_graphml"]
 

@@ -26,9 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from autodiff._recorder import _BWD, _FUNCTION, _FWD, _VARIABLE
-from autodiff._snapshot import Snapshot
-from autodiff._trace_io import (
+from autodiff.trace import Trace, TraceFormatError
+from autodiff.trace._io import (
     _ARRAY_DTYPES,
     _EVENT_NAMES,
     _MAX_NDIM,
@@ -37,7 +36,8 @@ from autodiff._trace_io import (
     _int,
     _list,
 )
-from autodiff.trace import Trace, TraceFormatError
+from autodiff.trace._recorder import _BWD, _FUNCTION, _FWD, _VARIABLE
+from autodiff.trace._snapshot import Snapshot
 
 __all__ = ["FORMAT", "trace_from_npz", "trace_to_npz"]
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from autodiff import core
-from autodiff._snapshot import Snapshot, capture
+from autodiff.trace._snapshot import Snapshot, capture
 
 _F64 = np.dtype(np.float64)
 _NDARRAY = np.ndarray

@@ -2,7 +2,7 @@
 
 ``with record() as t: ...`` attaches a :class:`Trace` to the engine's observer hook
 (:func:`autodiff.core.add_observer`). While recording, each event stores a compact tuple of
-node ids and raw snapshots (see :mod:`autodiff._snapshot`); the :class:`Step` objects, the
+node ids and raw snapshots (see :mod:`autodiff.trace._snapshot`); the :class:`Step` objects, the
 :class:`Snapshot` statistics and the networkx graph are built on first access. The trace holds
 only weak references to engine objects: recording never keeps a graph alive.
 """
@@ -19,7 +19,8 @@ import networkx as nx
 import numpy as np
 
 from autodiff import core
-from autodiff._recorder import (  # noqa: F401  (the event and node kinds, for _trace_io)
+from autodiff.trace._index import NodeState, TraceIndex, _bulk
+from autodiff.trace._recorder import (  # noqa: F401  (the event and node kinds, for _trace_io)
     _BWD,
     _CLEARED,
     _EMPTIED,
@@ -32,8 +33,7 @@ from autodiff._recorder import (  # noqa: F401  (the event and node kinds, for _
     Recorder,
     _same_raw,
 )
-from autodiff._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
-from autodiff._trace_index import NodeState, TraceIndex, _bulk
+from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
 
 if TYPE_CHECKING:
     from autodiff.leaks import LeakReport
@@ -373,17 +373,17 @@ class Trace(Recorder, TraceIndex):
     # Exports and the leak audit
     # ------------------------------------------------------------------------------
     def to_dot(self) -> str:
-        from autodiff import _trace_io
+        from autodiff.trace import _io as _trace_io
 
         return _trace_io.to_dot(self)
 
     def to_graphml(self, path: str | os.PathLike[str]) -> None:
-        from autodiff import _trace_io
+        from autodiff.trace import _io as _trace_io
 
         _trace_io.to_graphml(self, path)
 
     def to_json(self, path: str | os.PathLike[str]) -> None:
-        from autodiff import _trace_io
+        from autodiff.trace import _io as _trace_io
 
         _trace_io.to_json(self, path)
 
@@ -478,6 +478,6 @@ def _append_grads(trace: Trace, grads: list[tuple[Any, Any]], max_array_size: in
 
 def load(path: str | os.PathLike[str], max_bytes: int | None = None) -> Trace:
     """Load a trace saved by :meth:`Trace.to_json`; raises :class:`TraceFormatError`."""
-    from autodiff import _trace_io
+    from autodiff.trace import _io as _trace_io
 
     return _trace_io.load(path, max_bytes=max_bytes)

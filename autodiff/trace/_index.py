@@ -19,7 +19,7 @@ import gc
 from collections.abc import Iterator
 from typing import Any
 
-from autodiff._recorder import _CLEARED, _EMPTIED, _FUNCTION, _FWD, _GRAD, _VALUE
+from autodiff.trace._recorder import _CLEARED, _EMPTIED, _FUNCTION, _FWD, _GRAD, _VALUE
 
 # Building this many objects or more at once pauses the cycle collector (see _bulk).
 BULK = 10_000

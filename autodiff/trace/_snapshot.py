@@ -172,7 +172,7 @@ class Snapshot:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Snapshot:
         """Inverse of :meth:`to_dict`; raises ``TraceFormatError`` naming the bad field."""
-        from autodiff._trace_io import snapshot_from_dict
+        from autodiff.trace._io import snapshot_from_dict
 
         return snapshot_from_dict(d, "snapshot")
 
