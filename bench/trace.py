@@ -19,7 +19,7 @@ Last, a long training script the way the viewer opens it (``--script``, by defau
 resources/examples/sine_regression.py: 10 000 iterations, 80 000 steps): the script alone,
 ``Document.run_script`` (the worker process) and the in-process runner it replaced, side by
 side, each split into the recorded run (with the leak audit and the view of the
-last graph, :func:`viewer.model.subtrace.view_for_root`) and showing it (layout and scene), and
+last graph, :func:`autodiff.trace.view_for_root`) and showing it (layout and scene), and
 for comparison what the whole run's ``Trace.steps`` and ``Trace.graph`` cost. Wall-clock time,
 one run each (it is a latency the user waits for).
 

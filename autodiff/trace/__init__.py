@@ -34,6 +34,7 @@ from autodiff.trace._recorder import (  # noqa: F401  (the event and node kinds,
     _same_raw,
 )
 from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
+from autodiff.trace._view import TraceView, view_for_root
 
 if TYPE_CHECKING:
     from autodiff.leaks import LeakReport
@@ -45,9 +46,11 @@ __all__ = [
     "Step",
     "Trace",
     "TraceFormatError",
+    "TraceView",
     "from_output",
     "load",
     "record",
+    "view_for_root",
 ]
 
 DEFAULT_MAX_ARRAY_SIZE = 4096

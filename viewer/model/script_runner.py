@@ -36,9 +36,9 @@ from typing import Any
 
 from autodiff import core
 from autodiff import trace as trace_module
+from autodiff.trace import TraceView, view_for_root
 from viewer.model.function_check import FunctionSampler
 from viewer.model.signals import Signal
-from viewer.model.subtrace import TraceView, view_for_root
 
 __all__ = ["ScriptCancelled", "ScriptGraph", "ScriptResult", "ScriptRun", "run_script"]
 

@@ -215,7 +215,7 @@ def test_script_views_and_freed_nodes_match_the_trace():
 
     import autodiff.functions as F
     from autodiff import Variable, trace
-    from viewer.model.subtrace import view_for_root
+    from autodiff.trace import view_for_root
 
     with trace.record() as t:
         x = Variable(np.array(0.5), name="x")

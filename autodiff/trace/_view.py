@@ -21,7 +21,7 @@ from typing import Any
 
 import networkx as nx
 
-from autodiff.trace import NodeState
+from autodiff.trace._index import NodeState
 
 __all__ = ["TraceView", "view_for_root"]
 
