@@ -34,6 +34,7 @@ from autodiff.trace._recorder import (  # noqa: F401  (the event and node kinds,
     _same_raw,
 )
 from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
+from autodiff.trace._reader import TraceReader
 from autodiff.trace._view import TraceView, view_for_root
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ __all__ = [
     "Step",
     "Trace",
     "TraceFormatError",
+    "TraceReader",
     "TraceView",
     "from_output",
     "load",

@@ -562,3 +562,31 @@ def test_step_count_is_the_number_of_steps_without_building_them():
     assert t.count_steps(at_most=10) == 11 and t.count_steps(at_most=100) == counts[-1]
     assert len(t.steps) == t.step_count == counts[-1]
     assert t.count_steps(at_most=10) == 11  # decoded now: the same answers
+
+
+def test_a_trace_and_a_view_of_it_both_answer_the_reading_interface():
+    from pathlib import Path
+
+    from autodiff.trace import TraceReader, TraceView, view_for_root
+
+    x = Variable(np.array([1.0, 2.0]), name="x")
+    with trace.record() as t:
+        for _ in range(2):
+            x.cleargrad()
+            F.sum(F.sin(x) * x).backward()
+    view = view_for_root(t, t.backward_roots[1], 1)
+    assert isinstance(t, TraceReader) and isinstance(view, TraceView)
+    assert isinstance(view, TraceReader)
+    members = [m for m in vars(TraceReader) if not m.startswith("_")]
+    for reader in (t, view):
+        missing = [m for m in members if not hasattr(reader, m)]
+        assert missing == [], (type(reader).__name__, missing)
+    # the viewer's model reads traces only through it
+    model = Path(__file__).resolve().parents[2] / "viewer" / "model"
+    untyped = [
+        f"{p.name}:{i}"
+        for p in sorted(model.glob("*.py"))
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if "trace: Any" in line
+    ]
+    assert untyped == []

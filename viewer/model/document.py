@@ -38,6 +38,7 @@ from numpy.typing import NDArray
 
 from autodiff import trace as trace_module
 from autodiff.leaks import LeakReport
+from autodiff.trace import TraceReader
 from viewer.model import examples as examples_module
 from viewer.model.expression import (
     MAX_SOURCE_CHARS,
@@ -98,7 +99,7 @@ class LeafRow:
 
 @dataclass
 class _Pending:
-    trace: Any
+    trace: TraceReader
     title: str
     kind: str
     path: Path | None
@@ -171,7 +172,7 @@ class Document:
         self.path: Path | None = None
         self.program: Program | None = None
         self.evaluation: Evaluation | None = None
-        self.trace: Any = None
+        self.trace: TraceReader = None
         self.layout: GraphLayout | None = None
         self.scene: Scene | None = None
         self.last_error: BaseException | None = None
@@ -451,7 +452,7 @@ class Document:
 
     def load_trace(
         self,
-        trace: Any,
+        trace: TraceReader,
         title: str = "trace",
         layout: GraphLayout | None = None,
         path: Path | None = None,
@@ -491,7 +492,9 @@ class Document:
             return
         self.apply_layout(pending.trace, layout)
 
-    def apply_layout(self, trace: Any, layout: GraphLayout, scene: Scene | None = None) -> bool:
+    def apply_layout(
+        self, trace: TraceReader, layout: GraphLayout, scene: Scene | None = None
+    ) -> bool:
         """Install ``layout`` for the pending ``trace`` and show it. A layout for a trace that
         is no longer pending (the user loaded something else meanwhile) is ignored.
 
@@ -545,7 +548,7 @@ class Document:
             self._flag_leaks(result.leak_report)
         return True
 
-    def layout_failed(self, trace: Any, error: BaseException) -> None:
+    def layout_failed(self, trace: TraceReader, error: BaseException) -> None:
         """The layout of the pending ``trace`` failed or was cancelled: keep the old graph."""
         if self._pending is not None and self._pending.trace is trace:
             self._pending = None

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from autodiff.trace import TraceReader
+
 __all__ = [
     "DATA_FORMATS",
     "FILE_FILTER",
@@ -52,7 +54,7 @@ def format_for(path: str | os.PathLike[str]) -> str:
     return DATA_FORMATS[suffix][0]
 
 
-def export_trace(trace: Any, path: str | os.PathLike[str]) -> ExportResult:
+def export_trace(trace: TraceReader, path: str | os.PathLike[str]) -> ExportResult:
     """Write ``trace`` (a Trace or a TraceView) to ``path`` in the format its suffix names."""
     path = Path(path)
     fmt = format_for(path)

@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from autodiff.core import Variable
+from autodiff.trace import TraceReader
 from viewer.model.expression_check import Checker, check_bracket_depth
 from viewer.model.expression_constants import as_leaf_array, fold
 from viewer.model.expression_eval import Budget, Interpreter
@@ -152,7 +153,7 @@ class Evaluation:
     tells what is still alive and why.
     """
 
-    trace: Any  # autodiff.trace.Trace
+    trace: TraceReader  # autodiff.trace.Trace
     output: Variable | None
     output_name: str | None
     namespace: dict[str, Any]

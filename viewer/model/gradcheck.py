@@ -41,6 +41,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from autodiff import core
+from autodiff.trace import TraceReader
 from viewer.model.function_check import (
     ATOL,
     MAX_ELEMENTS,
@@ -95,7 +96,7 @@ OVERLAY_KIND = "gradcheck"
 _SAMPLES: weakref.WeakKeyDictionary[Any, FunctionSampler] = weakref.WeakKeyDictionary()
 
 
-def samples_for(trace: Any) -> FunctionSampler | None:
+def samples_for(trace: TraceReader) -> FunctionSampler | None:
     """The samples kept while the script that recorded ``trace`` ran (None if none)."""
     base = getattr(trace, "base", trace)  # a TraceView stands for its whole trace
     try:
@@ -132,14 +133,14 @@ def watch_scripts(document: Any, per_class: int = 2) -> Callable[[Any], None]:
 # =============================================================================
 # Every Function of a graph
 # =============================================================================
-def _function_ids(trace: Any) -> list[int]:
+def _function_ids(trace: TraceReader) -> list[int]:
     functions = getattr(trace, "functions", None)
     if functions is not None:
         return list(functions)
     return [n for n, a in trace.graph.nodes(data=True) if a["kind"] == "function"]
 
 
-def _live(trace: Any, node_id: int) -> Any:
+def _live(trace: TraceReader, node_id: int) -> Any:
     live = getattr(trace, "live", None)
     if live is None:
         return None
@@ -157,7 +158,7 @@ def _check_live(
 
 
 def _function_checks(
-    trace: Any,
+    trace: TraceReader,
     samples: FunctionSampler | None,
     *,
     max_functions: int = MAX_FUNCTIONS,
@@ -223,7 +224,7 @@ OBJECTS_GONE_REASON = (
 
 
 def check_trace(
-    trace: Any,
+    trace: TraceReader,
     samples: FunctionSampler | None = None,
     *,
     saved: bool = False,
@@ -276,7 +277,7 @@ def check_trace(
 # =============================================================================
 # Typed expressions: leaves, every backward pass, and the Functions
 # =============================================================================
-def _pass_ends(trace: Any) -> dict[int, int]:
+def _pass_ends(trace: TraceReader) -> dict[int, int]:
     ends: dict[int, int] = {}
     for step in trace.steps:
         if step.phase == "backward":
@@ -284,7 +285,7 @@ def _pass_ends(trace: Any) -> dict[int, int]:
     return ends
 
 
-def _derivative_orders(trace: Any, roots: Sequence[int]) -> list[int]:
+def _derivative_orders(trace: TraceReader, roots: Sequence[int]) -> list[int]:
     """1 + how many create_graph passes built a part of each root's graph."""
     during = {s.function: s.during_backward for s in trace.steps if s.during_backward >= 0}
     graph = trace.graph
@@ -295,7 +296,7 @@ def _derivative_orders(trace: Any, roots: Sequence[int]) -> list[int]:
     return orders
 
 
-def _root_label(trace: Any, root: int, program_output: str | None, last: bool) -> str:
+def _root_label(trace: TraceReader, root: int, program_output: str | None, last: bool) -> str:
     name = trace.node(root).get("name")
     if name:
         return str(name)
@@ -529,7 +530,7 @@ def check_document(document: Any, **options: Any) -> GradCheckReport | None:
     return report
 
 
-def _matched(report: GradCheckReport, trace: Any) -> GradCheckReport:
+def _matched(report: GradCheckReport, trace: TraceReader) -> GradCheckReport:
     """Keep only results whose node ids mean the same node in the document's ``trace`` (the
     check ran the program again; a deterministic program gives the same ids)."""
 

@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 
 __all__ = ["GraphLayout", "LayoutCancelled", "compute_layout", "layout_from_positions"]
 
+from autodiff.trace import TraceReader
 from viewer.model import layout as layout_module
 from viewer.model.layout import LayoutCancelled
 
@@ -47,7 +48,7 @@ class GraphLayout:
 
 
 def layout_from_positions(
-    trace: Any,
+    trace: TraceReader,
     node_ids: Sequence[int],
     positions: NDArray[np.float64],
     edge_paths: Callable[[int, int, int], NDArray[np.float64]] | None = None,
@@ -81,7 +82,7 @@ def layout_from_positions(
 
 
 def compute_layout(
-    trace: Any,
+    trace: TraceReader,
     progress: Callable[[float], None] | None = None,
     should_cancel: Callable[[], bool] | None = None,
     by_generation: bool = False,
@@ -158,7 +159,7 @@ def _generation_layers(graph: Any) -> NDArray[np.int64]:
     return np.array([layers[n] for n in nodes], dtype=np.int64)
 
 
-def _from_layout_module(trace: Any, node_keys: Sequence[Any], result: Any) -> GraphLayout:
+def _from_layout_module(trace: TraceReader, node_keys: Sequence[Any], result: Any) -> GraphLayout:
     positions = np.asarray(result.positions, dtype=np.float64).reshape(-1, 2)
     paths = getattr(result, "edge_paths", None)
     graph = trace.graph

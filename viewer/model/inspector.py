@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from autodiff.trace import NodeState
+from autodiff.trace import NodeState, TraceReader
 from viewer.model.node_display import node_display
 
 __all__ = ["FULL_ARRAY_LIMIT", "ArrayInfo", "NodeInfo", "NodeRef", "describe_array", "inspect"]
@@ -121,7 +121,7 @@ class NodeInfo:
         return rows
 
 
-def inspect(trace: Any, node_id: int, step_index: int) -> NodeInfo:
+def inspect(trace: TraceReader, node_id: int, step_index: int) -> NodeInfo:
     """Describe ``node_id`` after ``trace.steps[0..step_index]`` (-1: before any step)."""
     attrs = trace.node(node_id)
     graph = trace.graph
@@ -195,7 +195,7 @@ def _by_slot(refs: list[NodeRef]) -> list[NodeRef]:
     ]
 
 
-def _is_live(trace: Any, node_id: int) -> bool:
+def _is_live(trace: TraceReader, node_id: int) -> bool:
     live = getattr(trace, "live", None)
     if live is None:
         return False

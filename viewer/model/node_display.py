@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from autodiff.trace import NodeState
+from autodiff.trace import NodeState, TraceReader
 
 __all__ = ["NodeDisplay", "carried_note", "node_display"]
 
@@ -44,7 +44,9 @@ def carried_note(origin: int | None) -> str:
     return f"{where}: nothing emptied it (cleargrad / zero_grad), so the next backward adds to it"
 
 
-def node_display(trace: Any, node_id: int, step_index: int, step: Any = None) -> NodeDisplay:
+def node_display(
+    trace: TraceReader, node_id: int, step_index: int, step: Any = None
+) -> NodeDisplay:
     """What ``node_id`` shows after step ``step_index`` of ``trace`` (a Trace or TraceView);
     ``step`` is ``trace.steps[step_index]`` when the caller has it."""
     state = trace.state_at(node_id, step_index)

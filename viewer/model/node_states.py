@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from autodiff.trace import NodeState
+from autodiff.trace import NodeState, TraceReader
 
 __all__ = [
     "STATE_CODES",
@@ -27,7 +27,9 @@ def state_code(state: NodeState | str) -> int:
     return STATE_CODES[state]
 
 
-def node_timeline(trace: Any, node_id: int, steps: Sequence[Any]) -> list[tuple[int, NodeState]]:
+def node_timeline(
+    trace: TraceReader, node_id: int, steps: Sequence[Any]
+) -> list[tuple[int, NodeState]]:
     """(step, state) at each change point of the node, starting with -1.
 
     A Trace (or TraceView) gives the whole timeline from one pass over the node's history
@@ -40,6 +42,6 @@ def node_timeline(trace: Any, node_id: int, steps: Sequence[Any]) -> list[tuple[
     return [(p, trace.state_at(node_id, p)) for p in change_points(trace, node_id, steps)]
 
 
-def change_points(trace: Any, node_id: int, steps: Sequence[Any]) -> list[int]:
+def change_points(trace: TraceReader, node_id: int, steps: Sequence[Any]) -> list[int]:
     """Step indexes at which the node's state, value or gradient may change (with -1)."""
     return sorted({max(int(p), -1) for p in trace.change_points(node_id)} | {-1})

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from autodiff.trace import Snapshot
+from autodiff.trace import Snapshot, TraceReader
 from viewer.model.node_display import node_display
 from viewer.model.plot_scales import ViewRange, robust_range
 
@@ -311,7 +311,7 @@ def _snapshot_total(snapshot: Any) -> float:
     return float(snapshot.mean) * float(np.prod(snapshot.shape))
 
 
-def training_curves(trace: Any, max_parameters: int = MAX_PARAMETERS) -> TrainingCurves:
+def training_curves(trace: TraceReader, max_parameters: int = MAX_PARAMETERS) -> TrainingCurves:
     """The loss and the parameters' gradient norms for every ``backward()`` of ``trace``.
 
     One walk over the steps: a parameter is a leaf variable (no creator, not a constant, not a
@@ -380,7 +380,7 @@ def training_curves(trace: Any, max_parameters: int = MAX_PARAMETERS) -> Trainin
     )
 
 
-def _parameter_labels(trace: Any, parameters: list[int]) -> tuple[str, ...]:
+def _parameter_labels(trace: TraceReader, parameters: list[int]) -> tuple[str, ...]:
     names = [trace.node(nid).get("name") for nid in parameters]
     counts: dict[str, int] = {}
     for name in names:
@@ -456,7 +456,7 @@ def histogram(array: Any, bins: int = DEFAULT_BINS, label: str = "") -> Histogra
 
 
 def node_histograms(
-    trace: Any, node_id: int, step: int, bins: int = DEFAULT_BINS
+    trace: TraceReader, node_id: int, step: int, bins: int = DEFAULT_BINS
 ) -> NodeHistograms:
     """Histograms of the value and gradient of variable ``node_id`` after ``step``.
 

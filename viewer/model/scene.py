@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from autodiff.trace import NodeState
+from autodiff.trace import NodeState, TraceReader
 from viewer.model.colours import DARK, LIGHT, PALETTES, Palette, error_colour
 from viewer.model.graph_layout import (
     GraphLayout,
@@ -99,7 +99,9 @@ class Frame:
 class Scene:
     """Arrays for the graph view of one trace with one layout."""
 
-    def __init__(self, trace: Any, layout: GraphLayout, palette: str | Palette = "light") -> None:
+    def __init__(
+        self, trace: TraceReader, layout: GraphLayout, palette: str | Palette = "light"
+    ) -> None:
         self.trace = trace
         self.layout = layout
         self.palette = palette if isinstance(palette, Palette) else PALETTES[palette]

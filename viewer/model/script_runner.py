@@ -36,7 +36,7 @@ from typing import Any
 
 from autodiff import core
 from autodiff import trace as trace_module
-from autodiff.trace import TraceView, view_for_root
+from autodiff.trace import TraceReader, TraceView, view_for_root
 from viewer.model.function_check import FunctionSampler
 from viewer.model.signals import Signal
 
@@ -61,7 +61,7 @@ class ScriptGraph:
     root: int
     backward_pass: int  # -1 when backward was never called on it
 
-    def view(self, trace: Any) -> TraceView:
+    def view(self, trace: TraceReader) -> TraceView:
         """A trace restricted to this graph and its steps (what the viewer shows)."""
         return view_for_root(trace, self.root, self.backward_pass)
 
@@ -74,7 +74,7 @@ class ScriptResult:
     error: str | None  # the traceback text of an exception, else None
     stdout: str
     stderr: str
-    trace: Any  # autodiff.trace.Trace (None if recording could not start)
+    trace: TraceReader | None  # a Trace (None if recording could not start)
     graphs: list[ScriptGraph] = field(default_factory=list)
     leak_report: Any = None  # autodiff.leaks.LeakReport, after the namespace was dropped
     leak_error: str | None = None  # why the audit could not run
@@ -320,7 +320,7 @@ class ScriptRun(_RunState):
         # graphs are not collected, audited or kept (the worker process has a deadline to
         # meet). None: no limit.
         self.keep_on_cancel: int | None = None
-        self.dropped_trace: Any = None
+        self.dropped_trace: TraceReader | None = None
 
     def start(self) -> threading.Thread:
         """Run on a new daemon thread; returns it."""
@@ -562,7 +562,7 @@ def _script_line(error: BaseException, path: Path) -> int | None:
     return line
 
 
-def _collect_graphs(trace: Any, stage_changed: Signal) -> list[ScriptGraph]:
+def _collect_graphs(trace: TraceReader, stage_changed: Signal) -> list[ScriptGraph]:
     """The graphs of ``trace``; none when there is no trace or it cannot be read (a run must
     always end with a result, or the UI would wait for it forever)."""
     if trace is None:
@@ -574,7 +574,7 @@ def _collect_graphs(trace: Any, stage_changed: Signal) -> list[ScriptGraph]:
         return []
 
 
-def _graphs_of(trace: Any) -> list[ScriptGraph]:
+def _graphs_of(trace: TraceReader) -> list[ScriptGraph]:
     graphs = []
     roots = trace.backward_roots
     for bpass, root in enumerate(roots):
@@ -592,7 +592,7 @@ def _graphs_of(trace: Any) -> list[ScriptGraph]:
     return graphs
 
 
-def _root_label(trace: Any, node_id: int) -> str:
+def _root_label(trace: TraceReader, node_id: int) -> str:
     """``loss`` for a named variable, else ``MeanSquaredError #13`` after its creator."""
     name = trace.node(node_id).get("name")
     if name:
@@ -603,7 +603,7 @@ def _root_label(trace: Any, node_id: int) -> str:
     return f"variable #{node_id}"
 
 
-def _audit(trace: Any) -> tuple[Any, str | None]:
+def _audit(trace: TraceReader) -> tuple[Any, str | None]:
     if trace is None or not hasattr(trace, "audit"):
         return None, "no trace"
     try:
