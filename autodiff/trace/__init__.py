@@ -19,7 +19,9 @@ import networkx as nx
 import numpy as np
 
 from autodiff import core
+from autodiff.trace._checks import TraceFormatError
 from autodiff.trace._index import NodeState, TraceIndex, _bulk
+from autodiff.trace._reader import TraceReader
 from autodiff.trace._recorder import (  # noqa: F401  (the event and node kinds, for _trace_io)
     _BWD,
     _CLEARED,
@@ -34,7 +36,6 @@ from autodiff.trace._recorder import (  # noqa: F401  (the event and node kinds,
     _same_raw,
 )
 from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
-from autodiff.trace._reader import TraceReader
 from autodiff.trace._view import TraceView, view_for_root
 
 if TYPE_CHECKING:
@@ -56,10 +57,6 @@ __all__ = [
 ]
 
 DEFAULT_MAX_ARRAY_SIZE = 4096
-
-
-class TraceFormatError(ValueError):
-    """A saved trace is malformed; the message names the JSON path and the problem."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,16 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from autodiff.trace import Trace, TraceFormatError
-from autodiff.trace._io import (
-    _ARRAY_DTYPES,
-    _EVENT_NAMES,
-    _MAX_NDIM,
-    _check_dag,
-    _fail,
-    _int,
-    _list,
-)
+from autodiff.trace import Trace
+from autodiff.trace._checks import _ARRAY_DTYPES, _MAX_NDIM, TraceFormatError, _fail, _int, _list
+from autodiff.trace._io import _EVENT_NAMES, _check_dag
 from autodiff.trace._recorder import _BWD, _FUNCTION, _FWD, _VARIABLE
 from autodiff.trace._snapshot import Snapshot
 

@@ -8,7 +8,6 @@ field and raises :class:`~autodiff.trace.TraceFormatError` naming the JSON path 
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import stat
@@ -28,9 +27,18 @@ from autodiff.trace import (
     _VALUE,
     _VARIABLE,
     Trace,
-    TraceFormatError,
 )
-from autodiff.trace._snapshot import Snapshot, raw_nonfinite, to_snapshot
+from autodiff.trace._checks import (
+    _MAX_NDIM,
+    TraceFormatError,
+    _bool,
+    _dict,
+    _fail,
+    _int,
+    _list,
+    _str,
+)
+from autodiff.trace._snapshot import Snapshot, raw_nonfinite, snapshot_from_dict, to_snapshot
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_DEPTH", "SCHEMA_VERSION", "load", "to_dot", "to_graphml"]
 
@@ -42,7 +50,6 @@ FORMAT = "autodiff-trace"
 SCHEMA_VERSION = 2
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 64  # the format itself needs 7 + the largest array's ndim
-_MAX_NDIM = 32
 _EVENT_KINDS = {
     "value": _VALUE,
     "grad": _GRAD,
@@ -51,13 +58,6 @@ _EVENT_KINDS = {
     "emptied": _EMPTIED,
 }
 _EVENT_NAMES = {v: k for k, v in _EVENT_KINDS.items()}
-_ARRAY_DTYPES = frozenset(
-    ["bool"]
-    + [f"int{n}" for n in (8, 16, 32, 64)]
-    + [f"uint{n}" for n in (8, 16, 32, 64)]
-    + ["float16", "float32", "float64"]
-)
-_NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
 # =============================================================================
@@ -252,129 +252,6 @@ def to_json(trace: Trace, path: str | os.PathLike[str]) -> None:
 # =============================================================================
 # Loading, with validation
 # =============================================================================
-def _type_name(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, dict):
-        return "object"
-    if isinstance(v, list):
-        return "array"
-    return type(v).__name__
-
-
-def _fail(path: str, problem: str) -> TraceFormatError:
-    return TraceFormatError(f"{path}: {problem}")
-
-
-def _int(v: Any, path: str, lo: int | None = None, hi: int | None = None) -> int:
-    if type(v) is not int:
-        raise _fail(path, f"expected int, got {_type_name(v)}")
-    if lo is not None and v < lo:
-        raise _fail(path, f"expected an int >= {lo}, got {v}")
-    if hi is not None and v > hi:
-        raise _fail(path, f"expected an int <= {hi}, got {v}")
-    return v
-
-
-def _bool(v: Any, path: str) -> bool:
-    if type(v) is not bool:
-        raise _fail(path, f"expected bool, got {_type_name(v)}")
-    return v
-
-
-def _str(v: Any, path: str, optional: bool = False, max_len: int = 10_000) -> str | None:
-    if v is None and optional:
-        return None
-    if type(v) is not str:
-        raise _fail(
-            path, f"expected {'string or null' if optional else 'string'}, got {_type_name(v)}"
-        )
-    if len(v) > max_len:
-        raise _fail(path, f"string of {len(v)} characters, above the limit of {max_len}")
-    return v
-
-
-def _list(v: Any, path: str, length: int | None = None) -> list:
-    if type(v) is not list:
-        raise _fail(path, f"expected array, got {_type_name(v)}")
-    if length is not None and len(v) != length:
-        raise _fail(path, f"expected {length} item(s), got {len(v)}")
-    return v
-
-
-def _dict(v: Any, path: str, keys: tuple[str, ...]) -> dict:
-    if type(v) is not dict:
-        raise _fail(path, f"expected object, got {_type_name(v)}")
-    for key in keys:
-        if key not in v:
-            raise _fail(path, f"missing field '{key}'")
-    return v
-
-
-def _float(v: Any, path: str) -> float:
-    if type(v) is str:
-        if v in _NONFINITE:
-            return _NONFINITE[v]
-        raise _fail(path, f"expected a number or 'nan'/'inf'/'-inf', got string {v[:20]!r}")
-    if type(v) not in (int, float):
-        raise _fail(path, f"expected number, got {_type_name(v)}")
-    return float(v)
-
-
-def _array(v: Any, shape: tuple[int, ...], dtype: str, path: str) -> np.ndarray:
-    """Decode a nested list, checking it matches ``shape`` and holds the right scalars."""
-    if dtype not in _ARRAY_DTYPES:
-        raise _fail(path, f"arrays of dtype {dtype!r} cannot be stored (numeric dtypes only)")
-    kind = np.dtype(dtype).kind
-    flat: list = []
-    # iterative walk: (value, depth, path)
-    stack = [(v, 0, path)]
-    while stack:
-        item, depth, p = stack.pop()
-        if depth < len(shape):
-            _list(item, p, shape[depth])
-            for i in range(len(item) - 1, -1, -1):
-                stack.append((item[i], depth + 1, f"{p}[{i}]"))
-            continue
-        if kind == "b":
-            flat.append(_bool(item, p))
-        elif kind in "iu":
-            flat.append(_int(item, p))
-        else:
-            flat.append(_float(item, p))
-    try:
-        a = np.array(flat, dtype=dtype).reshape(shape)
-    except (OverflowError, ValueError) as e:
-        raise _fail(path, f"values do not fit dtype {dtype}: {e}") from None
-    a.flags.writeable = False
-    return a
-
-
-_SNAPSHOT_KEYS = ("shape", "dtype", "array", "min", "max", "mean", "norm", "nan", "inf")
-
-
-def snapshot_from_dict(d: Any, path: str, optional: bool = False) -> Snapshot | None:
-    if d is None and optional:
-        return None
-    _dict(d, path, _SNAPSHOT_KEYS)
-    shape_list = _list(d["shape"], f"{path}.shape")
-    if len(shape_list) > _MAX_NDIM:
-        raise _fail(
-            f"{path}.shape", f"{len(shape_list)} dimensions, above the limit of {_MAX_NDIM}"
-        )
-    shape = tuple(_int(n, f"{path}.shape[{i}]", lo=0) for i, n in enumerate(shape_list))
-    dtype = _str(d["dtype"], f"{path}.dtype", max_len=64)
-    array = None
-    if d["array"] is not None:
-        array = _array(d["array"], shape, dtype, f"{path}.array")
-    stats = [_float(d[k], f"{path}.{k}") for k in ("min", "max", "mean", "norm")]
-    nan = _int(d["nan"], f"{path}.nan", lo=0)
-    inf = _int(d["inf"], f"{path}.inf", lo=0)
-    return Snapshot(shape, dtype, array, *stats, nan, inf)
-
-
 _CHUNK = 1 << 20  # bytes scanned at a time by _check_structure
 _BYTES_PER_CONTAINER = 8  # a saved trace has one array/object per ~50 bytes
 

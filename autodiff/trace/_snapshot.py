@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from autodiff.trace._checks import _MAX_NDIM, _array, _dict, _fail, _float, _int, _list, _str
+
 __all__ = ["Snapshot", "capture", "raw_nonfinite", "to_snapshot"]
 
 _F64 = np.dtype(np.float64)
@@ -172,8 +174,6 @@ class Snapshot:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Snapshot:
         """Inverse of :meth:`to_dict`; raises ``TraceFormatError`` naming the bad field."""
-        from autodiff.trace._io import snapshot_from_dict
-
         return snapshot_from_dict(d, "snapshot")
 
 
@@ -327,3 +327,26 @@ def _summarize_carefully(
                 mean = float(vals.mean())
                 norm = float(np.sqrt(np.dot(vals.ravel(), vals.ravel())))
     return Snapshot(shape, dtype, array, lo, hi, mean, norm, nan, inf)
+
+
+_SNAPSHOT_KEYS = ("shape", "dtype", "array", "min", "max", "mean", "norm", "nan", "inf")
+
+
+def snapshot_from_dict(d: Any, path: str, optional: bool = False) -> Snapshot | None:
+    if d is None and optional:
+        return None
+    _dict(d, path, _SNAPSHOT_KEYS)
+    shape_list = _list(d["shape"], f"{path}.shape")
+    if len(shape_list) > _MAX_NDIM:
+        raise _fail(
+            f"{path}.shape", f"{len(shape_list)} dimensions, above the limit of {_MAX_NDIM}"
+        )
+    shape = tuple(_int(n, f"{path}.shape[{i}]", lo=0) for i, n in enumerate(shape_list))
+    dtype = _str(d["dtype"], f"{path}.dtype", max_len=64)
+    array = None
+    if d["array"] is not None:
+        array = _array(d["array"], shape, dtype, f"{path}.array")
+    stats = [_float(d[k], f"{path}.{k}") for k in ("min", "max", "mean", "norm")]
+    nan = _int(d["nan"], f"{path}.nan", lo=0)
+    inf = _int(d["inf"], f"{path}.inf", lo=0)
+    return Snapshot(shape, dtype, array, *stats, nan, inf)

@@ -1,0 +1,125 @@
+"""The loaders' field checks (JSON, binary, a Snapshot's dict): each returns the checked value
+or raises :class:`TraceFormatError` naming the field's path and the problem. A leaf module:
+it imports nothing of the trace package."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["TraceFormatError"]
+
+_MAX_NDIM = 32
+_ARRAY_DTYPES = frozenset(
+    ["bool"]
+    + [f"int{n}" for n in (8, 16, 32, 64)]
+    + [f"uint{n}" for n in (8, 16, 32, 64)]
+    + ["float16", "float32", "float64"]
+)
+_NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+class TraceFormatError(ValueError):
+    """A saved trace is malformed; the message names the JSON path and the problem."""
+
+
+def _type_name(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, dict):
+        return "object"
+    if isinstance(v, list):
+        return "array"
+    return type(v).__name__
+
+
+def _fail(path: str, problem: str) -> TraceFormatError:
+    return TraceFormatError(f"{path}: {problem}")
+
+
+def _int(v: Any, path: str, lo: int | None = None, hi: int | None = None) -> int:
+    if type(v) is not int:
+        raise _fail(path, f"expected int, got {_type_name(v)}")
+    if lo is not None and v < lo:
+        raise _fail(path, f"expected an int >= {lo}, got {v}")
+    if hi is not None and v > hi:
+        raise _fail(path, f"expected an int <= {hi}, got {v}")
+    return v
+
+
+def _bool(v: Any, path: str) -> bool:
+    if type(v) is not bool:
+        raise _fail(path, f"expected bool, got {_type_name(v)}")
+    return v
+
+
+def _str(v: Any, path: str, optional: bool = False, max_len: int = 10_000) -> str | None:
+    if v is None and optional:
+        return None
+    if type(v) is not str:
+        raise _fail(
+            path, f"expected {'string or null' if optional else 'string'}, got {_type_name(v)}"
+        )
+    if len(v) > max_len:
+        raise _fail(path, f"string of {len(v)} characters, above the limit of {max_len}")
+    return v
+
+
+def _list(v: Any, path: str, length: int | None = None) -> list:
+    if type(v) is not list:
+        raise _fail(path, f"expected array, got {_type_name(v)}")
+    if length is not None and len(v) != length:
+        raise _fail(path, f"expected {length} item(s), got {len(v)}")
+    return v
+
+
+def _dict(v: Any, path: str, keys: tuple[str, ...]) -> dict:
+    if type(v) is not dict:
+        raise _fail(path, f"expected object, got {_type_name(v)}")
+    for key in keys:
+        if key not in v:
+            raise _fail(path, f"missing field '{key}'")
+    return v
+
+
+def _float(v: Any, path: str) -> float:
+    if type(v) is str:
+        if v in _NONFINITE:
+            return _NONFINITE[v]
+        raise _fail(path, f"expected a number or 'nan'/'inf'/'-inf', got string {v[:20]!r}")
+    if type(v) not in (int, float):
+        raise _fail(path, f"expected number, got {_type_name(v)}")
+    return float(v)
+
+
+def _array(v: Any, shape: tuple[int, ...], dtype: str, path: str) -> np.ndarray:
+    """Decode a nested list, checking it matches ``shape`` and holds the right scalars."""
+    if dtype not in _ARRAY_DTYPES:
+        raise _fail(path, f"arrays of dtype {dtype!r} cannot be stored (numeric dtypes only)")
+    kind = np.dtype(dtype).kind
+    flat: list = []
+    # iterative walk: (value, depth, path)
+    stack = [(v, 0, path)]
+    while stack:
+        item, depth, p = stack.pop()
+        if depth < len(shape):
+            _list(item, p, shape[depth])
+            for i in range(len(item) - 1, -1, -1):
+                stack.append((item[i], depth + 1, f"{p}[{i}]"))
+            continue
+        if kind == "b":
+            flat.append(_bool(item, p))
+        elif kind in "iu":
+            flat.append(_int(item, p))
+        else:
+            flat.append(_float(item, p))
+    try:
+        a = np.array(flat, dtype=dtype).reshape(shape)
+    except (OverflowError, ValueError) as e:
+        raise _fail(path, f"values do not fit dtype {dtype}: {e}") from None
+    a.flags.writeable = False
+    return a
