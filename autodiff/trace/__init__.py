@@ -22,11 +22,8 @@ from autodiff import core
 from autodiff.trace._checks import TraceFormatError
 from autodiff.trace._index import NodeState, TraceIndex, _bulk
 from autodiff.trace._reader import TraceReader
-from autodiff.trace._recorder import (  # noqa: F401  (the event and node kinds, for _trace_io)
+from autodiff.trace._recorder import (
     _BWD,
-    _CLEARED,
-    _EMPTIED,
-    _FREED,
     _FUNCTION,
     _FWD,
     _GRAD,

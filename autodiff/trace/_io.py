@@ -16,18 +16,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from autodiff.trace import (
-    _BWD,
-    _CLEARED,
-    _EMPTIED,
-    _FREED,
-    _FUNCTION,
-    _FWD,
-    _GRAD,
-    _VALUE,
-    _VARIABLE,
-    Trace,
-)
+from autodiff.trace import Trace
 from autodiff.trace._checks import (
     _MAX_NDIM,
     TraceFormatError,
@@ -37,6 +26,17 @@ from autodiff.trace._checks import (
     _int,
     _list,
     _str,
+)
+from autodiff.trace._recorder import (
+    _BWD,
+    _CLEARED,
+    _EMPTIED,
+    _FREED,
+    _FUNCTION,
+    _FWD,
+    _GRAD,
+    _VALUE,
+    _VARIABLE,
 )
 from autodiff.trace._snapshot import Snapshot, raw_nonfinite, snapshot_from_dict, to_snapshot
 
