@@ -2,7 +2,7 @@
 meanings, and how each state's border is stroked. No Qt: the window's legend dock and the
 legend of an exported picture both read these tables, so they cannot disagree.
 
-A state is told apart by its fill (the palettes in :mod:`viewer.model.colours`) and by its
+A state is told apart by its fill (the palettes in :mod:`viewer.model.graph_colours`) and by its
 border (:data:`STATE_LINES`), so a reader who cannot tell two fills apart still can.
 """
 

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from autodiff.trace import NodeState, TraceReader
-from viewer.model.colours import DARK, LIGHT, PALETTES, Palette, error_colour
+from viewer.model.graph_colours import DARK, LIGHT, PALETTES, Palette, error_colour
 from viewer.model.graph_layout import (
     GraphLayout,
     LayoutCancelled,

@@ -2,7 +2,7 @@
 and its panel, the jumps to NaN/Inf, and the exports of the graph as data.
 
 Every action forwards to a model call (``Document.release_graph``,
-``gradcheck.check_document``, ``PlaybackState.first_nonfinite``, ``exports.export_document``)
+``gradcheck.check_document``, ``PlaybackState.first_nonfinite``, ``data_export.export_document``)
 and shows what came back; a request that does not apply is answered with a message and leaves
 the document as it was.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from PySide6 import QtCore, QtWidgets
 
-from viewer.model import exports, gradcheck
+from viewer.model import data_export, gradcheck
 from viewer.model.document import TRACE_SUFFIXES, Document
 from viewer.qt.gradcheck_panel import GradCheckPanel
 from viewer.qt.leak_panel import LeakPanel
@@ -169,7 +169,7 @@ class DebugBinding(QtCore.QObject):
     # ---------------------------------------------------------------- exports
     def export_data(self, path: str | Path) -> bool:
         """The graph as DOT or GraphML, or the trace as JSON (by the suffix)."""
-        return exports.export_document(self.document, path)
+        return data_export.export_document(self.document, path)
 
     # ---------------------------------------------------------------- selection
     def show_node(self, node_id: int) -> bool:

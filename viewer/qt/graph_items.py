@@ -19,7 +19,7 @@ from pyqtgraph.Qt.internals import PrimitiveArray
 from PySide6 import QtCore, QtGui
 
 from viewer.model.scene import Scene
-from viewer.qt.palettes import NodeStyle, Theme, readable_on
+from viewer.qt.themes import NodeStyle, Theme, readable_on
 
 __all__ = ["EdgeLayer", "LabelLayer", "NodeLayer", "OverlayLayer", "polyline_path"]
 

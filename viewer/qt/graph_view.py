@@ -25,8 +25,8 @@ from viewer.qt.graph_items import (
     OverlayLayer,
     polyline_path,
 )
-from viewer.qt.palettes import LIGHT, Theme
 from viewer.qt.plain_text import tooltip
+from viewer.qt.themes import LIGHT, Theme
 
 __all__ = ["FOLLOW_DURATION_MS", "GraphView", "bounds_rect", "empty_geometry", "follow_shift"]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from viewer.model.document import SCRIPT_SUFFIXES, Document, ScriptError
 from viewer.model.expression import ExpressionError
-from viewer.qt.export import EXPORT_FORMATS, export_graph
-from viewer.qt.palettes import theme_named
+from viewer.qt.image_export import EXPORT_FORMATS, export_graph
 from viewer.qt.scene_binding import scene_overlays
+from viewer.qt.themes import theme_named
 
 __all__ = ["ExportError", "ScriptFailed", "ScriptNotConfirmed", "export_file"]
 

@@ -2,7 +2,7 @@
 
 :func:`legend_entries` resolves the model's tables (:mod:`viewer.model.legend`) against a
 theme, and the ``paint_*`` functions draw one swatch; the window's :class:`LegendWidget` and
-the legend of an exported picture (:mod:`viewer.qt.export`) both use them, so they show the
+the legend of an exported picture (:mod:`viewer.qt.image_export`) both use them, so they show the
 same thing.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.model.colours import error_colour
+from viewer.model.graph_colours import error_colour
 from viewer.model.legend import (
     FUNCTION_STATES,
     MARKS,
@@ -21,7 +21,7 @@ from viewer.model.legend import (
     LegendMark,
     LegendState,
 )
-from viewer.qt.palettes import NodeStyle, Theme, readable_on
+from viewer.qt.themes import NodeStyle, Theme, readable_on
 
 __all__ = [
     "LegendEntry",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.model import assets, exports
+from viewer.model import assets, data_export
 from viewer.model.document import (
     EXPRESSION_SUFFIXES,
     SCRIPT_SUFFIXES,
@@ -30,16 +30,15 @@ from viewer.model.script_runner import ScriptResult
 from viewer.qt.debug_binding import DebugBinding
 from viewer.qt.editor import EditorPanel, read_source
 from viewer.qt.example_library import ExampleLibrary
-from viewer.qt.export import EXPORT_FORMATS, export_graph
 from viewer.qt.gradcheck_panel import GradCheckPanel
 from viewer.qt.graph_view import GraphView
 from viewer.qt.icons import media_icon
+from viewer.qt.image_export import EXPORT_FORMATS, export_graph
 from viewer.qt.inspector import InspectorPanel
 from viewer.qt.layout_job import LayoutRunner
 from viewer.qt.leak_panel import LeakPanel
 from viewer.qt.legend import LegendWidget
 from viewer.qt.menus import SHORTCUTS, build_menus
-from viewer.qt.palettes import Theme, apply_theme, theme_named
 from viewer.qt.playback_bar import SPEEDS, PlaybackBar
 from viewer.qt.plot_binding import PlotBinding
 from viewer.qt.plot_panel import PlotPanel
@@ -47,6 +46,7 @@ from viewer.qt.program_job import ProgramRunner
 from viewer.qt.scene_binding import SceneBinding, scene_overlays
 from viewer.qt.script_panel import ScriptBridge, ScriptPanel
 from viewer.qt.settings import AppSettings
+from viewer.qt.themes import Theme, apply_theme, theme_named
 from viewer.qt.variables_table import VariablesTable
 
 __all__ = ["DEFAULT_PROGRAM", "SHORTCUTS", "MainWindow", "start_folder"]
@@ -56,7 +56,7 @@ OPEN_FILTER = (
     "Everything it opens (*.expr *.txt *.json *.py);;Expressions (*.expr *.txt);;"
     "Traces (*.json);;Python scripts (*.py);;All files (*)"
 )
-EXPORT_FILTER = "PNG image (*.png);;SVG drawing (*.svg);;" + exports.FILE_FILTER
+EXPORT_FILTER = "PNG image (*.png);;SVG drawing (*.svg);;" + data_export.FILE_FILTER
 LAST_EXPORT_DIRECTORY = "files/lastExportDirectory"  # QSettings key; Open's is the settings'
 
 
@@ -342,7 +342,7 @@ class MainWindow(QtWidgets.QMainWindow):
         )
         if path:
             self.settings.store.setValue(LAST_EXPORT_DIRECTORY, str(Path(path).parent))
-            known = (*EXPORT_FORMATS, *exports.DATA_FORMATS)
+            known = (*EXPORT_FORMATS, *data_export.DATA_FORMATS)
             if Path(path).suffix.lower() not in known:
                 # no suffix typed: the one of the chosen filter, "PNG image (*.png)" -> .png
                 path += chosen.split("(*", 1)[1].split()[0].rstrip(")") if "(*" in chosen else ""

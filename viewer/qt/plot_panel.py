@@ -15,8 +15,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
-from viewer.qt.palettes import LIGHT, Theme
 from viewer.qt.plot_items import ReadableAxis, SeriesLegend
+from viewer.qt.themes import LIGHT, Theme
 
 __all__ = ["HISTOGRAM_COLOURS", "TABS", "PlotPanel", "plot_histogram"]
 

@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-from viewer.model.colours import DARK, LIGHT
+from viewer.model.graph_colours import DARK, LIGHT
 from viewer.model.legend import (
     FUNCTION_STATES,
     LINE_PATTERNS,

@@ -4,7 +4,7 @@ import numpy as np
 from PySide6 import QtCore
 
 from viewer.qt.graph_view import GraphView
-from viewer.qt.palettes import DARK
+from viewer.qt.themes import DARK
 
 
 def _view(qtbot, scene):

@@ -7,7 +7,7 @@ from PySide6 import QtCore, QtGui
 
 from viewer.model.document import Document
 from viewer.qt.graph_view import GraphView
-from viewer.qt.palettes import DARK, LIGHT
+from viewer.qt.themes import DARK, LIGHT
 
 
 def _scene(example):

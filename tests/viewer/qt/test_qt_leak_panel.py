@@ -141,7 +141,7 @@ def test_the_leak_example_exports_with_its_badges(qapp, tmp_path, capsys):
     from PySide6 import QtGui
 
     from viewer.app import main
-    from viewer.model.colours import LIGHT
+    from viewer.model.graph_colours import LIGHT
 
     out = tmp_path / "leak.png"
     assert main(["--export", str(out), "--yes", str(find_example("global_list").path)]) == 0

@@ -8,7 +8,7 @@ from viewer.model.legend import MARKS, STATE_LINES
 from viewer.model.node_states import STATE_NAMES
 from viewer.qt.graph_items import _pen
 from viewer.qt.legend import LegendWidget, legend_entries
-from viewer.qt.palettes import DARK, LIGHT
+from viewer.qt.themes import DARK, LIGHT
 
 
 def _pixels(image: QtGui.QImage) -> np.ndarray:
@@ -101,7 +101,7 @@ def test_a_swatch_is_the_node_as_the_graph_draws_it(qapp):
 
 
 def test_the_export_legend_uses_the_same_entries(qapp):
-    from viewer.qt.export import _legend_rows
+    from viewer.qt.image_export import _legend_rows
 
     sections = dict(legend_entries(LIGHT))
     rows = _legend_rows(LIGHT, None)

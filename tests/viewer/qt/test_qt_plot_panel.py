@@ -12,8 +12,8 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from viewer.model.expression import parse
 from viewer.model.plots import DEFAULT_POINTS, TrainingCurves, function_plot
-from viewer.qt.palettes import DARK
 from viewer.qt.plot_panel import PlotPanel
+from viewer.qt.themes import DARK
 
 
 def _plotted(qtbot, window):

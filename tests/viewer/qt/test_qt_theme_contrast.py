@@ -4,7 +4,7 @@ keeps at least 3:1 on the window (the QA walk-through found 2.8:1 and near-invis
 import pytest
 from PySide6 import QtGui
 
-from viewer.qt.palettes import THEMES, qpalette, readable_on
+from viewer.qt.themes import THEMES, qpalette, readable_on
 
 
 def _luminance(c: QtGui.QColor) -> float:

@@ -187,7 +187,7 @@ def test_the_editor_highlights_every_name_the_language_knows(qtbot):
 def test_placeholders_are_readable_in_both_themes_enabled_or_not():
     from PySide6 import QtGui
 
-    from viewer.qt.palettes import THEMES, qpalette
+    from viewer.qt.themes import THEMES, qpalette
 
     role, group = QtGui.QPalette.ColorRole, QtGui.QPalette.ColorGroup
     for theme in THEMES.values():

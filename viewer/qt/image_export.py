@@ -16,7 +16,7 @@ from viewer.model.scene import Frame, SceneGeometry
 from viewer.qt.graph_items import polyline_path
 from viewer.qt.graph_view import bounds_rect
 from viewer.qt.legend import LegendEntry, legend_entries, paint_badge, paint_mark, paint_node
-from viewer.qt.palettes import LIGHT, Theme
+from viewer.qt.themes import LIGHT, Theme
 
 __all__ = ["EXPORT_FORMATS", "export_graph", "paint_graph", "render_image"]
 

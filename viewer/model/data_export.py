@@ -4,7 +4,7 @@ The writers are the recorder's own (``Trace.to_dot``, ``to_graphml``, ``to_json`
 picks one by the file's suffix and knows what a :class:`~autodiff.trace.TraceView` (one
 graph of a script) can give: DOT and GraphML of the graph on screen, and JSON of the whole
 recording (the JSON format describes a complete trace: Open shows every iteration at once).
-Pictures (PNG, SVG) are painted by the Qt side (``viewer.qt.export``).
+Pictures (PNG, SVG) are painted by the Qt side (``viewer.qt.image_export``).
 """
 
 from __future__ import annotations
