@@ -333,6 +333,24 @@ class Trace(Recorder, TraceIndex):
                     edges.append((nid, y, slot, {"slot": slot}))
         return edges
 
+    def edges(self, node_ids: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """The graph's edges as integer arrays, built from the tables (no networkx): an
+        ``(E, 2)`` array of ``(source, target)`` node ids and the ``(E,)`` argument slots, per
+        function in id order its inputs, then its outputs. With ``node_ids``, only the edges
+        between those nodes (as in :meth:`subgraph`)."""
+        n_nodes = len(self._info)
+        if node_ids is None:
+            rows = self._edges(range(n_nodes))
+        else:
+            keep = {int(n) for n in node_ids}
+            for nid in keep:
+                if not 0 <= nid < n_nodes:
+                    raise KeyError(f"Trace has no node {nid!r} (ids are 0..{n_nodes - 1})")
+            rows = self._edges(sorted(keep), keep)
+        pairs = np.array([(u, v) for u, v, _, _ in rows], dtype=np.int64).reshape(-1, 2)
+        slots = np.array([k for _, _, k, _ in rows], dtype=np.int64)
+        return pairs, slots
+
     def subgraph(self, node_ids: Any) -> nx.MultiDiGraph:
         """``networkx.MultiDiGraph(t.graph.subgraph(node_ids))`` (the same nodes, attributes,
         edges and iteration order), built from the tables without the whole graph: what a

@@ -36,6 +36,8 @@ class TraceReader(Protocol):
 
     def node(self, node_id: int) -> dict[str, Any]: ...
 
+    def edges(self) -> tuple[Any, Any]: ...  # (E, 2) source/target ids and (E,) slots
+
     def state_at(self, node_id: int, step_index: int) -> NodeState: ...
 
     def value_at(self, node_id: int, step_index: int) -> Any: ...  # a Snapshot or None

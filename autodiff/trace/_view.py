@@ -62,6 +62,10 @@ class TraceView:
                 self._graph = nx.MultiDiGraph(self.base.graph.subgraph(self._nodes))
         return self._graph
 
+    def edges(self) -> tuple[Any, Any]:
+        """The view's edges as integer arrays (see :meth:`autodiff.trace.Trace.edges`)."""
+        return self.base.edges(self._nodes)
+
     @property
     def variables(self) -> list[int]:
         nodes = self.graph.nodes

@@ -591,3 +591,24 @@ def test_a_trace_and_a_view_of_it_both_answer_the_reading_interface():
         if "trace: Any" in line
     ]
     assert untyped == []
+
+
+def test_edges_as_integer_arrays_match_the_graph_for_a_trace_and_a_view():
+    from autodiff.trace import view_for_root
+
+    x = Variable(np.array([1.0, 2.0]), name="x")
+    with trace.record() as t:
+        for _ in range(2):
+            x.cleargrad()
+            F.sum(F.sin(x) * x + x * x).backward()  # x + x, x * x: two slots from one node
+    pairs, slots = t.edges()
+    assert pairs.shape == (len(slots), 2) and pairs.dtype == np.int64
+    expected = sorted((u, v, d["slot"]) for u, v, d in t.graph.edges(data=True))
+    rows = zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(), slots.tolist(), strict=True)
+    assert sorted(rows) == expected
+    view = view_for_root(t, t.backward_roots[1], 1)
+    vp, vs = view.edges()
+    expected = sorted((u, v, d["slot"]) for u, v, d in view.graph.edges(data=True))
+    rows = zip(vp[:, 0].tolist(), vp[:, 1].tolist(), vs.tolist(), strict=True)
+    assert sorted(rows) == expected
+    assert 0 < len(vs) < len(slots)
