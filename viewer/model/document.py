@@ -267,17 +267,24 @@ class Document:
             values = {k: v for k, v in self.leaf_values.items() if k in program.leaves}
             title = self.path.name if self.path is not None and self.kind == "expression" else ""
             job = ExpressionJob(program, values, self._run_options(), False, title or "expression")
-            if self.expression_runner is not None and not program.quick():
-                self.expression_job = job
-                self.status_changed.emit("Running the program… (Cancel stops it)")
-                self.expression_runner(job)
-                return True
-            job.run()
         except ExpressionError as e:
             return self.fail(e)
         except Exception as e:  # a hole in the language's checks: still no crash
             message = f"the program could not run: {type(e).__name__}: {e}"
             return self.fail(ExpressionError(message[:500], 1, 1))
+        return self._run_job(job)
+
+    def _run_job(self, job: ExpressionJob) -> bool:
+        """Run ``job`` here and show it, or hand a program that is not quick to
+        :attr:`expression_runner` (True: it started; its graph comes later)."""
+        if self.expression_runner is not None and not job.program.quick():
+            self.expression_job = job
+            self.status_changed.emit("Running the program… (Cancel stops it)")
+            self.expression_runner(job)
+            return True
+        job.run()
+        if job.error is not None and job.undo is not None:
+            job.undo()
         return self._install(job)
 
     def _run_options(self) -> dict:
@@ -375,15 +382,7 @@ class Document:
         values = {k: v for k, v in self.leaf_values.items() if k in program.leaves}
         job = ExpressionJob(program, values, self._run_options(), True, self.title)
         job.undo = undo
-        if self.expression_runner is not None and not program.quick():
-            self.expression_job = job
-            self.status_changed.emit("Running the program… (Cancel stops it)")
-            self.expression_runner(job)
-            return True
-        job.run()
-        if job.error is not None:
-            undo()
-        return self._install(job)
+        return self._run_job(job)
 
     def load_path(self, path: str | os.PathLike[str]) -> bool | ScriptProcess:
         """Open a file by its suffix: an expression (``.expr``, ``.txt``) runs at once, a saved

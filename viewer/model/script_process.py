@@ -185,14 +185,13 @@ class ScriptProcess(_RunState):
         # Started in its (empty) result folder, without the current folder on sys.path: a
         # module the user's folder holds cannot stand in for the worker's own imports before
         # the script runs (it then moves to the script's folder, as ``python script.py``).
-        flags = ["-P"]  # Python 3.11+
         entry = "from viewer.model.script_worker import main; main()"
         try:
             with self._lock:
                 if self._cancel_requested:
                     raise OSError("cancelled before it started")
                 self._proc = subprocess.Popen(
-                    [sys.executable, *flags, "-c", entry, json.dumps(config)],
+                    [sys.executable, "-P", "-c", entry, json.dumps(config)],
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
@@ -277,9 +276,7 @@ class ScriptProcess(_RunState):
                     except (ValueError, TypeError, KeyError):
                         self._kill()
                         return False
-                    if kind == "out":
-                        self.output_written.emit(str(text))
-                    elif kind == "stage":
+                    if kind == "stage":
                         self.stage_changed.emit(str(text))
                     elif kind == "done":
                         return True
@@ -318,9 +315,6 @@ class ScriptProcess(_RunState):
             self._folder = None
 
     # ------------------------------------------------------------------ results
-    def _console_text(self) -> str:
-        return "".join(self._stderr)
-
     def _base(self, **fields: Any) -> ScriptResult:
         values: dict[str, Any] = {
             "path": self.path,
@@ -340,12 +334,14 @@ class ScriptProcess(_RunState):
 
     def _ended_early(self, returncode: int) -> ScriptResult:
         """No result came: say how the worker ended, in one line."""
-        console = self._console_text()
-        if self._killed or (self._cancel_requested and returncode == -signal.SIGTERM):
+        if self._killed:
             message = (
                 f"the script did not stop within {CANCEL_GRACE_S:g} s of Cancel: its process "
                 "was ended, and what it built is not kept"
             )
+            return self._base(cancelled=True, error="cancelled", error_message=message)
+        if self._cancel_requested and returncode == -signal.SIGTERM:  # before its handler
+            message = "the script's process ended at the Cancel, before it sent anything"
             return self._base(cancelled=True, error="cancelled", error_message=message)
         if returncode < 0:
             name = _signal_name(-returncode)
@@ -364,7 +360,7 @@ class ScriptProcess(_RunState):
             )
         # The crash report is in the output already (stderr, kept in the result): the error
         # is the one line.
-        line = _crash_line(console, self.path)
+        line = _crash_line("".join(self._stderr), self.path)
         return self._base(error=message, error_message=message, error_line=line)
 
     def _read_result(self) -> ScriptResult:
@@ -407,18 +403,15 @@ class ScriptProcess(_RunState):
         stderr = "".join(self._stderr)
         if note:
             stderr += f"\n[the recording could not be sent: {note}]\n"
-        result = ScriptResult(
-            path=self.path,
+        result = self._base(
             ok=meta.get("ok") is True,
             cancelled=meta.get("cancelled") is True,
             error=_opt_str(meta.get("error")),
-            stdout="".join(self._stdout),
             stderr=stderr,
             trace=trace,
             graphs=graphs,
             leak_report=_leak_report(meta.get("leaks")),
             leak_error=_opt_str(meta.get("leak_error")),
-            duration=time.perf_counter() - self._began,
             exit_code=_opt_int(meta.get("exit_code")),
             error_line=_opt_int(meta.get("error_line")),
             error_message=error_message,

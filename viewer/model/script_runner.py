@@ -104,10 +104,8 @@ class ScriptResult:
             why = f" ({self.error_message})" if self.error_message else ""
             return f"{name}: cancelled after {self.duration:.1f} s{why}"
         if not self.ok:
-            last = (self.error or "").strip().splitlines()
-            message = self.error_message or (last[-1] if last else "error")
             where = f", line {self.error_line}" if self.error_line is not None else ""
-            return f"{name} failed: {message}{where}"
+            return f"{name} failed: {self._one_line}{where}"
         n = len(self.graphs)
         return f"{name} ran in {self.duration:.1f} s and built {n} graph{'s' if n != 1 else ''}"
 
@@ -117,12 +115,16 @@ class ScriptResult:
         ZeroDivisionError: division by zero`` ('' when the run did not fail)."""
         if self.ok or self.cancelled:
             return ""
-        last = (self.error or "").strip().splitlines()
-        message = self.error_message or (last[-1] if last else "error")
         where = self.path.name
         if self.error_line is not None:
             where += f" line {self.error_line}"
-        return f"{where}: {message}"
+        return f"{where}: {self._one_line}"
+
+    @property
+    def _one_line(self) -> str:
+        """The failure's message: the one the run made, else the traceback's last line."""
+        last = (self.error or "").strip().splitlines()
+        return self.error_message or (last[-1] if last else "error")
 
 
 # What the script prints reaches ``output_written`` in batches, at most every _EMIT_S seconds

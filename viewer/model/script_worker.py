@@ -165,7 +165,6 @@ def _write_result(result: Any, folder: str, channel: _Channel) -> None:
             "held_leaves": [_survivor(s) for s in report.held_leaves],
         },
         "leak_error": result.leak_error,
-        "duration": float(result.duration),
         "exit_code": result.exit_code,
         "error_line": result.error_line,
         "error_message": result.error_message,
@@ -180,7 +179,3 @@ def _write_result(result: Any, folder: str, channel: _Channel) -> None:
 
 def _survivor(s: Any) -> list[Any]:
     return [int(s.node_id), str(s.kind), str(s.label), str(s.reason), str(s.held_by)]
-
-
-if __name__ == "__main__":
-    main()

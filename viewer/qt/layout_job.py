@@ -11,25 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore
 
 from viewer.model.document import Document
 from viewer.model.scene import Scene, compute_layout
-from viewer.qt.workers import Job, JobCancelled, close_dialog, job_dialog
+from viewer.qt.workers import Job, JobCancelled, JobRunner, job_dialog
 
 __all__ = ["LayoutRunner"]
 
 
-class LayoutRunner(QtCore.QObject):
+class LayoutRunner(JobRunner):
     finished = QtCore.Signal(str)  # 'succeeded' | 'failed' | 'cancelled'
 
-    def __init__(self, document: Document, parent: QtWidgets.QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.document = document
-        self._window = parent
-        self.job: Job | None = None
-        self.dialog: QtWidgets.QProgressDialog | None = None
-        self.show_dialog = True
+    document: Document
 
     def start(self, trace: Any) -> None:
         """Lay out ``trace`` in a worker (replacing a layout still running)."""
@@ -71,14 +65,6 @@ class LayoutRunner(QtCore.QObject):
     def cancel(self) -> None:
         if self.job is not None and not self.job.done:
             self.job.cancel()
-
-    @property
-    def running(self) -> bool:
-        return self.job is not None and not self.job.done
-
-    def _close_dialog(self) -> None:
-        close_dialog(self.dialog)
-        self.dialog = None
 
     def _succeeded(self, trace: Any, layout: Any, scene: Scene) -> None:
         self._close_dialog()

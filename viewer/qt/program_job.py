@@ -9,28 +9,18 @@ thread; until then the previous graph stays on screen.
 
 from __future__ import annotations
 
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore
 
 from viewer.model.document import Document, ExpressionJob
-from viewer.qt.workers import Job, close_dialog, job_dialog
+from viewer.qt.workers import Job, JobRunner, job_dialog
 
 __all__ = ["ProgramRunner"]
 
 
-class ProgramRunner(QtCore.QObject):
+class ProgramRunner(JobRunner):
     finished = QtCore.Signal(bool)  # whether the program's graph is on screen
 
-    def __init__(self, document: Document, parent: QtWidgets.QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.document = document
-        self._window = parent
-        self.job: Job | None = None
-        self.dialog: QtWidgets.QProgressDialog | None = None
-        self.show_dialog = True
-
-    @property
-    def running(self) -> bool:
-        return self.job is not None and not self.job.done
+    document: Document
 
     def start(self, program_job: ExpressionJob) -> None:
         def work(progress, should_cancel):
@@ -55,7 +45,6 @@ class ProgramRunner(QtCore.QObject):
         self.document.cancel_expression()
 
     def _done(self, program_job: ExpressionJob) -> None:
-        close_dialog(self.dialog)
-        self.dialog = None
+        self._close_dialog()
         self.job = None
         self.finished.emit(self.document.apply_expression(program_job))

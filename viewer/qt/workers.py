@@ -17,7 +17,7 @@ from typing import Any
 
 from PySide6 import QtCore, QtWidgets
 
-__all__ = ["Job", "JobCancelled", "close_dialog", "job_dialog"]
+__all__ = ["Job", "JobCancelled", "JobRunner", "close_dialog", "job_dialog"]
 
 Progress = Callable[[int, int, str], None]
 Work = Callable[[Progress, Callable[[], bool]], Any]
@@ -153,3 +153,24 @@ def close_dialog(dialog: QtWidgets.QProgressDialog | None) -> None:
         dialog.reset()
         dialog.hide()
         dialog.deleteLater()
+
+
+class JobRunner(QtCore.QObject):
+    """A document's long work on a :class:`Job`, with its progress dialog: what the layout and
+    program runners share (each starts its own job and reports its own outcome)."""
+
+    def __init__(self, document: Any, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.document = document
+        self._window = parent
+        self.job: Job | None = None
+        self.dialog: QtWidgets.QProgressDialog | None = None
+        self.show_dialog = True
+
+    @property
+    def running(self) -> bool:
+        return self.job is not None and not self.job.done
+
+    def _close_dialog(self) -> None:
+        close_dialog(self.dialog)
+        self.dialog = None
