@@ -392,8 +392,10 @@ class Document:
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix in SCRIPT_SUFFIXES:
-            if not path.is_file():
+            if not path.exists():
                 return self.fail(FileNotFoundError(f"no such script: {path}"))
+            if not path.is_file():  # a FIFO would block the worker's read, a device never end
+                return self.fail(ValueError(f"cannot run {path.name}: not a regular file"))
             if self._script_busy():
                 return self.fail(self._script_busy_error(path.name))
             return self.prepare_script(path)

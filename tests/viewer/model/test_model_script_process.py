@@ -329,3 +329,13 @@ def test_a_cancelled_long_run_sends_its_output_and_says_its_recording_is_not_kep
     assert result.stdout == "iterating\n"  # what it printed came through
     assert "what it recorded is not kept: more than 10,000 steps" in result.summary
     assert "did not stop" not in result.summary  # the worker ended by itself, in time
+
+
+def test_a_script_that_is_not_a_regular_file_is_refused_by_name(tmp_path):
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    doc = Document()
+    assert doc.load_path(fifo) is False
+    assert str(doc.last_error) == "cannot run pipe.py: not a regular file"
+    assert doc.load_path(tmp_path / "gone.py") is False
+    assert "no such script" in str(doc.last_error)
