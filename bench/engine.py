@@ -3,6 +3,7 @@
     python bench/engine.py              # the full run (a few minutes, most of it DeZero's)
     python bench/engine.py --quick      # a smoke run on small sizes
     python bench/engine.py --repeats 9  # more repeats for steadier medians
+    python bench/engine.py --base cfa9107   # also an earlier commit's engine, side by side
 
 DeZero (``pip install dezero``) and PyTorch (``pip install torch``) are optional and
 benchmark-only: a missing one shows as ``-``. DeZero 0.0.13 needs ``np.int = int`` on numpy 2,
@@ -39,6 +40,8 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import baseline  # noqa: E402
 
 import autodiff  # noqa: E402
 import autodiff.functions as AF  # noqa: E402
@@ -77,13 +80,40 @@ def _import_torch() -> types.ModuleType | None:
 
 
 class Engine:
-    """What a benchmark needs from a DeZero-like engine: Variable, Parameter, functions."""
+    """What a benchmark needs from a DeZero-like engine: Variable, Parameter, functions.
 
-    def __init__(self, name: str, module: types.ModuleType, functions: types.ModuleType) -> None:
+    ``base``: for an earlier commit's autodiff (``--base``), whose runs happen inside
+    :meth:`baseline.Baseline.active` (see :func:`runner`).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        module: types.ModuleType,
+        functions: types.ModuleType,
+        base: baseline.Baseline | None = None,
+    ) -> None:
         self.name = name
         self.Variable = module.Variable
         self.Parameter = module.Parameter
         self.F = functions
+        self.base = base
+
+
+def runner(
+    engine: Engine, make: Callable[..., Callable[[], dict[str, float]]], *args: object
+) -> Callable[[], dict[str, float]]:
+    """``make(engine, *args)``, run inside the engine's baseline when it has one."""
+    run = make(engine, *args)
+    if engine.base is None:
+        return run
+    base = engine.base
+
+    def within() -> dict[str, float]:
+        with base.active():
+            return run()
+
+    return within
 
 
 # =============================================================================
@@ -213,10 +243,12 @@ def branches_torch(torch: types.ModuleType, n: int) -> Callable[[], dict[str, fl
 
 
 # =============================================================================
-# (c) MLP training step: batch 32, 10 -> 64 -> 64 -> 1, sigmoid, MSE, SGD
+# (c) MLP training step: batch 32, 10 -> 64 -> 64 -> 1, MSE, SGD; the second hidden layer is
+# sigmoid (c) or tanh (c2)
 # =============================================================================
 MLP_SIZES = ((10, 64), (64, 64), (64, 1))
-MLP_LR = 0.1
+# tanh's slope at 0 is four times sigmoid's: at 0.1 the tanh variant diverges within 20 steps
+MLP_LR = {"sigmoid": 0.1, "tanh": 0.03}
 
 
 def _mlp_data() -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
@@ -230,8 +262,12 @@ def _mlp_data() -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     return x, t, weights
 
 
-def mlp_dezero_like(engine: Engine, steps: int) -> Callable[[], dict[str, float]]:
+def mlp_dezero_like(
+    engine: Engine, steps: int, second: str = "sigmoid"
+) -> Callable[[], dict[str, float]]:
     P, F = engine.Parameter, engine.F
+    act2 = getattr(F, second)
+    lr = MLP_LR[second]
 
     def run() -> dict[str, float]:
         x, t, weights = _mlp_data()
@@ -241,14 +277,14 @@ def mlp_dezero_like(engine: Engine, steps: int) -> Callable[[], dict[str, float]
         def train() -> None:
             for _ in range(steps):
                 h = F.sigmoid(F.linear(x, W1, b1))
-                h = F.sigmoid(F.linear(h, W2, b2))
+                h = act2(F.linear(h, W2, b2))
                 y = F.linear(h, W3, b3)
                 loss = F.mean_squared_error(y, t)
                 for p in params:
                     p.cleargrad()
                 loss.backward()
                 for p in params:
-                    p.data -= MLP_LR * p.grad.data
+                    p.data -= lr * p.grad.data
             losses.append(float(loss.data))
 
         seconds = _timed(train)
@@ -258,7 +294,12 @@ def mlp_dezero_like(engine: Engine, steps: int) -> Callable[[], dict[str, float]
     return run
 
 
-def mlp_torch(torch: types.ModuleType, steps: int) -> Callable[[], dict[str, float]]:
+def mlp_torch(
+    torch: types.ModuleType, steps: int, second: str = "sigmoid"
+) -> Callable[[], dict[str, float]]:
+    act2 = getattr(torch, second)
+    lr = MLP_LR[second]
+
     def run() -> dict[str, float]:
         x, t, weights = _mlp_data()
         x, t = torch.from_numpy(x), torch.from_numpy(t)
@@ -268,7 +309,7 @@ def mlp_torch(torch: types.ModuleType, steps: int) -> Callable[[], dict[str, flo
         def train() -> None:
             for _ in range(steps):
                 h = torch.sigmoid(x @ W1 + b1)
-                h = torch.sigmoid(h @ W2 + b2)
+                h = act2(h @ W2 + b2)
                 y = h @ W3 + b3
                 loss = ((y - t) ** 2).sum() / len(y)
                 for p in params:
@@ -276,7 +317,7 @@ def mlp_torch(torch: types.ModuleType, steps: int) -> Callable[[], dict[str, flo
                 loss.backward()
                 with torch.no_grad():
                     for p in params:
-                        p -= MLP_LR * p.grad
+                        p -= lr * p.grad
             losses.append(loss.item())
 
         seconds = _timed(train)
@@ -289,8 +330,10 @@ def _sigmoid(a: np.ndarray) -> np.ndarray:
     return np.tanh(a * 0.5) * 0.5 + 0.5
 
 
-def mlp_numpy(steps: int) -> Callable[[], dict[str, float]]:
+def mlp_numpy(steps: int, second: str = "sigmoid") -> Callable[[], dict[str, float]]:
     """The floor: the same step written by hand in numpy, no graph at all."""
+    tanh = second == "tanh"
+    lr = MLP_LR[second]
 
     def run() -> dict[str, float]:
         x, t, weights = _mlp_data()
@@ -301,19 +344,21 @@ def mlp_numpy(steps: int) -> Callable[[], dict[str, float]]:
             n = len(x)
             for _ in range(steps):
                 h1 = _sigmoid(x @ W1 + b1)
-                h2 = _sigmoid(h1 @ W2 + b2)
+                a2 = h1 @ W2 + b2
+                h2 = np.tanh(a2) if tanh else _sigmoid(a2)
                 y = h2 @ W3 + b3
                 diff = y - t
                 loss = (diff**2).sum() / n
                 gy = diff * (2.0 / n)
                 grads = [None] * 6
                 grads[4], grads[5] = h2.T @ gy, gy.sum(axis=0)
-                g = (gy @ W3.T) * h2 * (1 - h2)
+                g = gy @ W3.T
+                g = g * (1 - h2 * h2) if tanh else g * h2 * (1 - h2)
                 grads[2], grads[3] = h1.T @ g, g.sum(axis=0)
                 g = (g @ W2.T) * h1 * (1 - h1)
                 grads[0], grads[1] = x.T @ g, g.sum(axis=0)
                 for p, grad in zip(params, grads, strict=True):
-                    p -= MLP_LR * grad
+                    p -= lr * grad
             losses.append(float(loss))
 
         seconds = _timed(train)
@@ -392,7 +437,7 @@ def matmul_numpy(size: int, depth: int) -> Callable[[], dict[str, float]]:
 # =============================================================================
 # Report
 # =============================================================================
-ENGINE_COLUMNS = ("autodiff", "DeZero", "PyTorch", "numpy")
+ENGINE_COLUMNS = ("autodiff", "before", "DeZero", "PyTorch", "numpy")
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -406,7 +451,11 @@ def _ratio(value: float | None) -> str:
 
 
 def print_table(rows: list[dict]) -> None:
-    headers = ("benchmark", *ENGINE_COLUMNS, "ours/DeZero", "ours/floor", "target", "met")
+    before = any("before" in row["samples"] for row in rows)
+    columns = [e for e in ENGINE_COLUMNS if e != "before" or before]
+    headers = ("benchmark", *columns, "ours/DeZero", "ours/floor", "target", "met")
+    if before:
+        headers = (*headers[:-2], "ours/before", *headers[-2:])
     table = [headers]
     for row in rows:
         samples: Samples = row["samples"]
@@ -417,10 +466,11 @@ def print_table(rows: list[dict]) -> None:
                 row["name"],
                 *(
                     _fmt(statistics.median(samples[e]) if e in samples else None, unit)
-                    for e in ENGINE_COLUMNS
+                    for e in columns
                 ),
                 _ratio(median_ratio(ours, samples.get("DeZero"))),
                 _ratio(median_ratio(ours, samples.get("numpy"))),
+                *((_ratio(median_ratio(ours, samples.get("before"))),) if before else ()),
                 row.get("target", ""),
                 row.get("met", ""),
             )
@@ -447,6 +497,11 @@ def main(argv: list[str] | None = None) -> int:
         help="cpu: this process's CPU time (steady on a shared machine; the same as wall time "
         "for single-threaded work on an idle one); wall: elapsed time",
     )
+    parser.add_argument(
+        "--base",
+        metavar="REF",
+        help="also time this git commit's autodiff, side by side (the 'before' column)",
+    )
     args = parser.parse_args(argv)
     global _clock
     _clock = CLOCKS[args.clock]
@@ -457,12 +512,20 @@ def main(argv: list[str] | None = None) -> int:
     dezero = _import_dezero()
     dz = Engine("DeZero", dezero, dezero.functions) if dezero is not None else None
     torch = _import_torch()
-    engines = [e for e in (ours, dz) if e is not None]
+    before = None
+    if args.base:
+        base = baseline.load(args.base)
+        before = Engine(
+            "before", base.module("autodiff.core"), base.module("autodiff.functions"), base
+        )
+    engines = [e for e in (ours, before, dz) if e is not None]
 
     print(
         f"autodiff {autodiff.__version__}, DeZero {getattr(dezero, '__version__', '-')}, "
         f"PyTorch {getattr(torch, '__version__', '-')}, numpy {np.__version__}, "
-        f"Python {sys.version.split()[0]}; medians of {repeats} repeats ((c): {5 * repeats} "
+        f"Python {sys.version.split()[0]}"
+        + (f", before = {args.base} ({before.base.commit})" if before else "")
+        + f"; medians of {repeats} repeats ((c): {5 * repeats} "
         f"short runs), {args.clock} time; ratios are medians of per-repeat ratios"
         + (" (--quick: small sizes)" if quick else "")
     )
@@ -477,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
     # (a)
     steps = 200 if quick else 2000
     n_ops = 3 * steps
-    runners: dict = {e.name: chain_dezero_like(e, steps) for e in engines}
+    runners: dict = {e.name: runner(e, chain_dezero_like, steps) for e in engines}
     if torch is not None:
         runners["PyTorch"] = chain_torch(torch, steps)
     res = run_alternately(runners, repeats)
@@ -497,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
     runners = {}
     for n in sizes:
         for e in engines:
-            runners[(e.name, n)] = branches_dezero_like(e, n)
+            runners[(e.name, n)] = runner(e, branches_dezero_like, n)
         if torch is not None:
             runners[("PyTorch", n)] = branches_torch(torch, n)
     res = run_alternately(runners, repeats)
@@ -519,24 +582,25 @@ def main(argv: list[str] | None = None) -> int:
     name = f"(b) time({sizes[-1]}) / time({sizes[0]})"
     rows.append({**target_row(name, scaling, "", "<= 5", ok), "ratios": False})
 
-    # (c): short runs of 20 steps, five times as many repeats, so the engines alternate often
+    # (c), (c2): short runs of 20 steps, five times as many repeats, so the engines alternate
     steps = 10 if quick else 20
-    runners = {e.name: mlp_dezero_like(e, steps) for e in engines}
-    if torch is not None:
-        runners["PyTorch"] = mlp_torch(torch, steps)
-    runners["numpy"] = mlp_numpy(steps)
-    res = run_alternately(runners, repeats * 5)
-    per100 = scaled(res, "train", 100 / steps * 1e3)
-    ratio = median_ratio(per100["autodiff"], per100.get("DeZero"))
-    ok = _met(None if ratio is None else ratio <= 0.5)
-    rows.append(
-        target_row("(c) MLP 32x10-64-64-1 per 100 steps", per100, "ms", "<= 0.5x DeZero", ok)
-    )
-    losses = {name: r["loss"][-1] for name, r in res.items()}
+    losses = {}
+    for label, second in (("(c)", "sigmoid"), ("(c2)", "tanh")):
+        runners = {e.name: runner(e, mlp_dezero_like, steps, second) for e in engines}
+        if torch is not None:
+            runners["PyTorch"] = mlp_torch(torch, steps, second)
+        runners["numpy"] = mlp_numpy(steps, second)
+        res = run_alternately(runners, repeats * 5)
+        per100 = scaled(res, "train", 100 / steps * 1e3)
+        ratio = median_ratio(per100["autodiff"], per100.get("DeZero"))
+        ok = _met(None if ratio is None else ratio <= 0.5)
+        name = f"{label} MLP 32x10-64-64-1 {second} per 100 steps"
+        rows.append(target_row(name, per100, "ms", "<= 0.5x DeZero", ok))
+        losses[label] = {name: r["loss"][-1] for name, r in res.items()}
 
     # (d)
     size, depth = (128, 10) if quick else (512, 10)
-    runners = {e.name: matmul_dezero_like(e, size, depth) for e in engines}
+    runners = {e.name: runner(e, matmul_dezero_like, size, depth) for e in engines}
     if torch is not None:
         runners["PyTorch"] = matmul_torch(torch, size, depth)
     runners["numpy"] = matmul_numpy(size, depth)
@@ -549,10 +613,11 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print_table(rows)
     print()
-    print(
-        f"(c) loss after {steps} steps (same model, same data): "
-        + ", ".join(f"{name} {loss:.6g}" for name, loss in losses.items())
-    )
+    for label, by_engine in losses.items():
+        print(
+            f"{label} loss after {steps} steps (same model, same data): "
+            + ", ".join(f"{name} {loss:.6g}" for name, loss in by_engine.items())
+        )
     return 0
 
 
