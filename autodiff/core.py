@@ -8,9 +8,11 @@ Differences that matter:
   re-sorting a list on every insert, and is exposed step by step through :func:`iter_backward`,
   which :meth:`Variable.backward` drains. The recorder in :mod:`autodiff.trace` listens to the
   same steps through the observer hook (:func:`add_observer`).
-* Without ``create_graph``, backward runs each Function's ``backward_data`` (the derivative on
-  plain arrays) and keeps intermediate gradients as arrays: no Function or Variable is built for
-  a gradient nobody differentiates. With it, ``backward`` runs on Variables and is recorded.
+* Each primitive writes its derivative once, as ``derivative(ops, *gys)`` over a small
+  namespace of operations: without ``create_graph`` backward runs it with :data:`ARRAYS` on
+  plain ndarrays and keeps intermediate gradients as arrays (no Function or Variable is built
+  for a gradient nobody differentiates); with it, the same formula runs with :data:`VARIABLES`
+  and is recorded. Broadcasting is summed back once, in the backward loop, not by each op.
 * A plain number or array operand becomes a :class:`Constant`, which receives no ``.grad``.
 * Every result is an ndarray, never a numpy scalar.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import operator
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -27,20 +30,25 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from autodiff import utils
+from autodiff import _shapes
 
 __all__ = [
+    "ARRAYS",
+    "VARIABLES",
+    "ArrayOps",
     "BackwardStep",
     "Config",
     "Constant",
     "Function",
     "Parameter",
     "Variable",
+    "VariableOps",
     "add",
     "add_observer",
     "as_array",
     "as_variable",
     "div",
+    "fit_gradient",
     "iter_backward",
     "mul",
     "neg",
@@ -433,18 +441,30 @@ _functions_module = None
 class Function:
     """Base class of every primitive.
 
-    ``forward`` takes and returns ndarrays; ``backward`` takes and returns Variables, so the
-    backward pass is itself differentiable when ``create_graph=True``. A Function holds its
-    inputs strongly and its outputs by weakref: dropping the final output frees the graph by
-    reference counting alone.
+    ``forward`` takes and returns ndarrays. The derivative is written either way:
 
-    Optionally, ``backward_data`` is the same derivative on plain ndarrays (it takes the output
-    gradients' arrays and returns arrays); backward uses it when ``create_graph`` is False,
-    which skips building a Function and a Variable for every operation of the derivative. It
-    must compute exactly what ``backward`` computes (the tests check every one).
+    * ``derivative(ops, *gys)``, once, for the engine's primitives: the output gradients in,
+      one gradient per input out (None for none), computed with the operations of ``ops``
+      (:class:`ArrayOps` or :class:`VariableOps`) and the methods ndarrays and Variables share
+      (arithmetic, ``@``, ``[...]``, ``.reshape``, ``.transpose``, ``.T``, ``.sum``, ``.shape``).
+      ``ops.value(v)`` is what the formula computes with for an input or output Variable ``v``
+      (``ops.value(self.inputs[0])``, ``ops.value(self.outputs[0]())``).
+      Backward runs it on arrays, or on Variables (recorded) with ``create_graph``;
+    * ``backward(*gys)``, on Variables, as in DeZero: a user's Function. Without
+      ``create_graph`` it runs unrecorded.
+
+    A gradient may keep the shape broadcasting gave it (``x + b`` with ``b`` of shape (3,)):
+    backward sums it back to the input's shape. A Function holds its inputs strongly and its
+    outputs by weakref: dropping the final output frees the graph by reference counting alone.
+
+    ``backward_data``, the same derivative on plain arrays written a second time, is a fast path
+    kept only where ``bench/engine.py`` shows it pays (each says which row); backward uses it
+    instead of ``derivative`` when ``create_graph`` is False.
     """
 
-    # None: no array fast path, backward always runs ``backward`` on Variables
+    # None: the class writes ``backward`` itself (see __init_subclass__)
+    derivative: Any = None
+    # None: no second, array-only derivative
     backward_data: Any = None
 
     __slots__ = ("__dict__", "__weakref__", "_order", "generation", "inputs", "outputs")
@@ -515,14 +535,107 @@ class Function:
 
     __setstate__ = _restore_state
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__
+        if "backward" in own and "derivative" not in own:
+            cls.derivative = None  # a subclass's own backward is its derivative, on both paths
+        if ("backward" in own or "derivative" in own) and "backward_data" not in own:
+            cls.backward_data = None  # an inherited fast path would disagree with it
+
     def forward(self, *xs: NDArray) -> Any:
         raise NotImplementedError(f"{type(self).__name__}.forward is not implemented")
 
     def backward(self, *gys: Variable) -> Any:
-        raise NotImplementedError(f"{type(self).__name__}.backward is not implemented")
+        """The derivative on Variables: one gradient per input, each of the input's shape."""
+        if self.derivative is None:
+            raise NotImplementedError(f"{type(self).__name__}.backward is not implemented")
+        gxs = self.derivative(VARIABLES, *gys)
+        inputs = self.inputs
+        if type(gxs) is not tuple:
+            return _fit(self, 0, gxs, inputs[0], True) if len(inputs) == 1 else gxs
+        if len(gxs) != len(inputs):
+            return gxs  # backward names the mismatch
+        pairs = enumerate(zip(gxs, inputs, strict=True))
+        return tuple(_fit(self, k, gx, x, True) for k, (gx, x) in pairs)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} generation={getattr(self, 'generation', '?')}>"
+
+
+# =============================================================================
+# The operations a derivative is written with
+# =============================================================================
+class ArrayOps:
+    """A derivative's operations on ndarrays: backward without ``create_graph``.
+
+    Only what ndarrays and Variables spell differently is here; arithmetic, ``@``, ``[...]``,
+    ``.reshape``, ``.transpose``, ``.T``, ``.sum`` and ``.shape`` are common to both.
+    """
+
+    __slots__ = ()
+    recorded = False
+    #: what the formula computes with for an input or output Variable: its array
+    value = staticmethod(operator.attrgetter("data"))
+    exp = staticmethod(np.exp)
+    sin = staticmethod(np.sin)
+    cos = staticmethod(np.cos)
+    sum_to = staticmethod(_shapes.sum_to)
+    broadcast_to = staticmethod(_shapes.broadcast_to)
+
+    @staticmethod
+    def scatter_add(gy: NDArray, slices: Any, shape: tuple[int, ...]) -> NDArray:
+        """Zeros of ``shape`` with ``gy`` added at ``slices``: the gradient of ``x[slices]``."""
+        return _functions()._scatter_add(gy, slices, shape)
+
+    @staticmethod
+    def softmax(x: NDArray, axis: Any) -> NDArray:
+        return _functions()._softmax_data(x, axis)
+
+
+class VariableOps:
+    """The same operations on Variables, recorded: backward with ``create_graph``."""
+
+    __slots__ = ()
+    recorded = True
+
+    @staticmethod
+    def value(v: Variable) -> Variable:
+        return v
+
+    @staticmethod
+    def exp(x: Variable) -> Variable:
+        return _functions().exp(x)
+
+    @staticmethod
+    def sin(x: Variable) -> Variable:
+        return _functions().sin(x)
+
+    @staticmethod
+    def cos(x: Variable) -> Variable:
+        return _functions().cos(x)
+
+    @staticmethod
+    def sum_to(x: Variable, shape: tuple[int, ...]) -> Variable:
+        return _functions().sum_to(x, shape)
+
+    @staticmethod
+    def broadcast_to(x: Variable, shape: tuple[int, ...]) -> Variable:
+        return _functions().broadcast_to(x, shape)
+
+    @staticmethod
+    def scatter_add(gy: Variable, slices: Any, shape: tuple[int, ...]) -> Variable:
+        return _functions().GetItemGrad(slices, shape)(gy)
+
+    @staticmethod
+    def softmax(x: Variable, axis: Any) -> Variable:
+        return _functions().softmax(x, axis)
+
+
+#: the derivative's operations without create_graph (plain arrays)
+ARRAYS = ArrayOps()
+#: with create_graph (Variables: the backward pass is recorded, differentiable again)
+VARIABLES = VariableOps()
 
 
 # =============================================================================
@@ -650,7 +763,9 @@ def _backward(
                 if gy is None:
                     continue  # the output was dropped or received no gradient
                 ys, gys = (y,), (gy,)
+                single = True
             else:
+                single = False
                 ys = tuple(ref() for ref in output_refs)
                 gys = [pending.pop(y, None) for y in ys]
                 if all(gy is None for gy in gys):
@@ -665,7 +780,7 @@ def _backward(
             # The outputs' gradients are complete: keep them on the Variables only if asked.
             # As in DeZero, retain_grad=False leaves every non-leaf's .grad None afterwards,
             # the output's own included.
-            if not retain_grad and len(ys) == 1:
+            if not retain_grad and single:
                 y.grad = None  # the common case, spelled out: this loop runs once per step
                 cleared = ys if emit else ()
             else:
@@ -684,8 +799,10 @@ def _backward(
 
             if create_graph:
                 gxs = f.backward(*gys)
-            elif f.backward_data is not None:
-                gxs = f.backward_data(*gys)
+            elif (derivative := f.backward_data) is not None:
+                gxs = derivative(*gys)
+            elif (derivative := f.derivative) is not None:
+                gxs = derivative(ARRAYS, gy) if single else derivative(ARRAYS, *gys)
             else:
                 gxs = _backward_without_graph(f, gys)
             inputs = f.inputs
@@ -697,7 +814,7 @@ def _backward(
                     f"{len(inputs)} input(s); return one per input (None for no gradient)"
                 )
 
-            accumulated = []
+            accumulated = [] if emit else None
             for slot, x in enumerate(inputs):
                 gx = gxs[slot]
                 if gx is None:
@@ -706,10 +823,9 @@ def _backward(
                     gx = Variable(as_array(gx))  # a backward that returned plain arrays
                 data = x.data
                 if data is not None and gx.shape != data.shape:
-                    raise ValueError(
-                        f"{type(f).__name__}.backward returned a gradient of shape "
-                        f"{gx.shape} for input {slot} of shape {data.shape}"
-                    )
+                    gx = _fit(f, slot, gx, x, create_graph)
+                    if emit:  # observers see the gradient the input received
+                        gxs = (*gxs[:slot], gx, *gxs[slot + 1 :])
                 c = x.creator
                 if c is None:
                     if type(x) is Constant:
@@ -774,6 +890,39 @@ def _accumulate(old: Variable | None, g: Any, create_graph: bool) -> Variable:
     return _as_grad(old.data + g)
 
 
+def _fit(f: Function, slot: int, gx: Any, x: Variable, recorded: bool) -> Any:
+    """``gx`` summed back to the shape of ``f``'s input ``x`` (the one place broadcasting is
+    undone in backward); a shape broadcasting cannot explain raises, naming the op."""
+    data = x.data
+    if gx is None or data is None:
+        return gx
+    shape, widened = data.shape, gx.shape
+    if widened == shape:
+        return gx
+    lead = len(widened) - len(shape)
+    if lead > 0 and widened[lead:] == shape and not recorded:
+        # the common case, a bias over a batch: only leading axes to sum, one reduction
+        return _add_reduce(gx, axis=_LEAD_AXES[lead] if lead < 8 else tuple(range(lead)))
+    if lead < 0 or any(s != 1 and s != g for s, g in zip(shape, widened[lead:], strict=True)):
+        raise ValueError(
+            f"{type(f).__name__}.backward returned a gradient of shape {widened} for input "
+            f"{slot} of shape {shape}, which broadcasting does not explain"
+        )
+    if recorded and isinstance(gx, Variable):
+        return _functions().sum_to(gx, shape)
+    return _shapes.sum_to(gx, shape)
+
+
+_add_reduce = np.add.reduce  # ndarray.sum without numpy's Python-level wrapper
+_LEAD_AXES = [tuple(range(n)) for n in range(8)]
+
+
+def fit_gradient(f: Function, slot: int, gx: Any) -> Any:
+    """A gradient for ``f``'s input ``slot`` as backward keeps it: summed back to the input's
+    shape where broadcasting widened it. ValueError names the op for any other shape."""
+    return _fit(f, slot, gx, f.inputs[slot], isinstance(gx, Variable))
+
+
 def _backward_without_graph(f: Function, gys: tuple) -> tuple:
     """Run a Function's Variable ``backward`` without recording (it has no backward_data)."""
     old_mode = Config.enable_backprop
@@ -790,44 +939,15 @@ def _backward_without_graph(f: Function, gys: tuple) -> tuple:
 # =============================================================================
 # Arithmetic primitives (each: a Function subclass and a lowercase function)
 # =============================================================================
-def _sum_to(gx: Variable, shape: tuple[int, ...]) -> Variable:
-    """Undo broadcasting in backward: sum ``gx`` down to ``shape`` when they differ."""
-    if gx.data.shape == shape:
-        return gx
-    return _functions().sum_to(gx, shape)
-
-
-def _sum_to_data(gx: NDArray, shape: tuple[int, ...]) -> NDArray:
-    """:func:`_sum_to` on plain arrays, for ``backward_data``."""
-    if gx.shape == shape:
-        return gx
-    return utils.sum_to(gx, shape)
-
-
 class Add(Function):
-    # The input shapes when they differ (broadcasting), else None. Backward needs only the
-    # shapes, not the inputs' data, which linear_simple frees.
-    shapes = None
-
     def forward(self, x0, x1):
-        if x0.shape != x1.shape:
-            self.shapes = (x0.shape, x1.shape)
         try:
             return x0 + x1
         except ValueError as e:
             raise _broadcast_error("add", x0, x1) from e
 
-    def backward(self, gy):
-        if self.shapes is None:
-            return gy, gy
-        s0, s1 = self.shapes
-        return _sum_to(gy, s0), _sum_to(gy, s1)
-
-    def backward_data(self, gy):
-        if self.shapes is None:
-            return gy, gy
-        s0, s1 = self.shapes
-        return _sum_to_data(gy, s0), _sum_to_data(gy, s1)
+    def derivative(self, ops, gy):
+        return gy, gy  # backward sums a broadcast operand's share back to its shape
 
 
 def add(x0: Any, x1: Any) -> Variable:
@@ -867,13 +987,9 @@ class Mul(Function):
         except ValueError as e:
             raise _broadcast_error("mul", x0, x1) from e
 
-    def backward(self, gy):
+    def derivative(self, ops, gy):
         x0, x1 = self.inputs
-        return _sum_to(gy * x1, x0.shape), _sum_to(gy * x0, x1.shape)
-
-    def backward_data(self, gy):
-        x0, x1 = self.inputs[0].data, self.inputs[1].data
-        return _sum_to_data(gy * x1, x0.shape), _sum_to_data(gy * x0, x1.shape)
+        return gy * ops.value(x1), gy * ops.value(x0)
 
 
 def mul(x0: Any, x1: Any) -> Variable:
@@ -884,10 +1000,7 @@ class Neg(Function):
     def forward(self, x):
         return -x
 
-    def backward(self, gy):
-        return -gy
-
-    def backward_data(self, gy):
+    def derivative(self, ops, gy):
         return -gy
 
 
@@ -896,27 +1009,14 @@ def neg(x: Any) -> Variable:
 
 
 class Sub(Function):
-    shapes = None  # as in Add
-
     def forward(self, x0, x1):
-        if x0.shape != x1.shape:
-            self.shapes = (x0.shape, x1.shape)
         try:
             return x0 - x1
         except ValueError as e:
             raise _broadcast_error("sub", x0, x1) from e
 
-    def backward(self, gy):
-        if self.shapes is None:
-            return gy, -gy
-        s0, s1 = self.shapes
-        return _sum_to(gy, s0), _sum_to(-gy, s1)
-
-    def backward_data(self, gy):
-        if self.shapes is None:
-            return gy, -gy
-        s0, s1 = self.shapes
-        return _sum_to_data(gy, s0), _sum_to_data(-gy, s1)
+    def derivative(self, ops, gy):
+        return gy, -gy
 
 
 def sub(x0: Any, x1: Any) -> Variable:
@@ -935,18 +1035,10 @@ class Div(Function):
         except ValueError as e:
             raise _broadcast_error("div", x0, x1) from e
 
-    def backward(self, gy):
+    def derivative(self, ops, gy):
         # d(x0/x1) = dx0/x1 - x0 dx1 / x1^2
-        x0, x1 = self.inputs
-        gx0 = gy / x1
-        gx1 = gy * (-x0 / x1**2)
-        return _sum_to(gx0, x0.shape), _sum_to(gx1, x1.shape)
-
-    def backward_data(self, gy):
-        x0, x1 = self.inputs[0].data, self.inputs[1].data
-        gx0 = gy / x1
-        gx1 = gy * (-x0 / x1**2)
-        return _sum_to_data(gx0, x0.shape), _sum_to_data(gx1, x1.shape)
+        x0, x1 = ops.value(self.inputs[0]), ops.value(self.inputs[1])
+        return gy / x1, gy * (-x0 / x1**2)
 
 
 def div(x0: Any, x1: Any) -> Variable:
@@ -967,14 +1059,9 @@ class Pow(Function):
     def forward(self, x):
         return x**self.c
 
-    def backward(self, gy):
-        (x,) = self.inputs
+    def derivative(self, ops, gy):
         c = self.c
-        return c * x ** (c - 1) * gy
-
-    def backward_data(self, gy):
-        c = self.c
-        return c * self.inputs[0].data ** (c - 1) * gy
+        return c * ops.value(self.inputs[0]) ** (c - 1) * gy
 
 
 def pow(x: Any, c: Any) -> Variable:

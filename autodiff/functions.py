@@ -1,10 +1,11 @@
 """Differentiable functions, named as in DeZero's ``dezero/functions.py``.
 
 Each primitive is a Function subclass with its derivative beside its forward, plus a lowercase
-function. ``backward`` works on Variables (so it can be differentiated again); ``backward_data``,
-right below it, is the same derivative on plain arrays, used when no graph of the backward pass
-is wanted. Composites (``average``, ``sigmoid_simple``, ``mean_squared_error_simple``...) are
-written in terms of primitives and need no backward of their own.
+function. The derivative is written once, as ``derivative(ops, gy)`` (see
+:class:`autodiff.core.Function`): backward runs it on plain arrays, or on Variables when the
+backward pass must itself be differentiable (``create_graph``). Composites (``average``,
+``sigmoid_simple``, ``mean_squared_error_simple``...) are written in terms of primitives and
+need no derivative of their own.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from autodiff import utils
+from autodiff import _shapes
 from autodiff.core import (
     Config,
     Constant,
@@ -92,12 +93,8 @@ class Square(Function):
     def forward(self, x):
         return x**2
 
-    def backward(self, gy):
-        (x,) = self.inputs
-        return 2 * x * gy
-
-    def backward_data(self, gy):
-        return 2 * self.inputs[0].data * gy
+    def derivative(self, ops, gy):
+        return 2 * ops.value(self.inputs[0]) * gy
 
 
 def square(x: Any) -> Variable:
@@ -108,13 +105,9 @@ class Exp(Function):
     def forward(self, x):
         return np.exp(x)
 
-    def backward(self, gy):
+    def derivative(self, ops, gy):
         # d exp(x) = exp(x): reuse the output instead of recomputing it
-        y = self.outputs[0]()
-        return gy * y
-
-    def backward_data(self, gy):
-        return gy * self.outputs[0]().data
+        return gy * ops.value(self.outputs[0]())
 
 
 def exp(x: Any) -> Variable:
@@ -125,12 +118,8 @@ class Log(Function):
     def forward(self, x):
         return np.log(x)
 
-    def backward(self, gy):
-        (x,) = self.inputs
-        return gy / x
-
-    def backward_data(self, gy):
-        return gy / self.inputs[0].data
+    def derivative(self, ops, gy):
+        return gy / ops.value(self.inputs[0])
 
 
 def log(x: Any) -> Variable:
@@ -141,12 +130,8 @@ class Sin(Function):
     def forward(self, x):
         return np.sin(x)
 
-    def backward(self, gy):
-        (x,) = self.inputs
-        return gy * cos(x)
-
-    def backward_data(self, gy):
-        return gy * np.cos(self.inputs[0].data)
+    def derivative(self, ops, gy):
+        return gy * ops.cos(ops.value(self.inputs[0]))
 
 
 def sin(x: Any) -> Variable:
@@ -157,12 +142,8 @@ class Cos(Function):
     def forward(self, x):
         return np.cos(x)
 
-    def backward(self, gy):
-        (x,) = self.inputs
-        return gy * -sin(x)
-
-    def backward_data(self, gy):
-        return gy * -np.sin(self.inputs[0].data)
+    def derivative(self, ops, gy):
+        return gy * -ops.sin(ops.value(self.inputs[0]))
 
 
 def cos(x: Any) -> Variable:
@@ -173,13 +154,9 @@ class Tanh(Function):
     def forward(self, x):
         return np.tanh(x)
 
-    def backward(self, gy):
+    def derivative(self, ops, gy):
         # d tanh(x) = 1 - tanh(x)^2
-        y = self.outputs[0]()
-        return gy * (1 - y * y)
-
-    def backward_data(self, gy):
-        y = self.outputs[0]().data
+        y = ops.value(self.outputs[0]())
         return gy * (1 - y * y)
 
 
@@ -192,13 +169,9 @@ class Sigmoid(Function):
         # tanh form: no overflow warning for large |x|
         return np.tanh(x * 0.5) * 0.5 + 0.5
 
-    def backward(self, gy):
+    def derivative(self, ops, gy):
         # d sigmoid(x) = y (1 - y)
-        y = self.outputs[0]()
-        return gy * y * (1 - y)
-
-    def backward_data(self, gy):
-        y = self.outputs[0]().data
+        y = ops.value(self.outputs[0]())
         return gy * y * (1 - y)
 
 
@@ -216,11 +189,7 @@ class ReLU(Function):
     def forward(self, x):
         return np.maximum(x, 0.0).astype(x.dtype, copy=False)
 
-    def backward(self, gy):
-        (x,) = self.inputs
-        return gy * (x.data > 0)
-
-    def backward_data(self, gy):
+    def derivative(self, ops, gy):
         return gy * (self.inputs[0].data > 0)
 
 
@@ -239,10 +208,7 @@ class LeakyReLU(Function):
         # 1 where x > 0, slope elsewhere
         return np.where(self.inputs[0].data > 0, 1, self.slope).astype(dtype, copy=False)
 
-    def backward(self, gy):
-        return gy * self._mask(gy.dtype)
-
-    def backward_data(self, gy):
+    def derivative(self, ops, gy):
         return gy * self._mask(gy.dtype)
 
 
@@ -263,10 +229,7 @@ class Clip(Function):
         x = self.inputs[0].data
         return (x >= self.x_min) * (x <= self.x_max)
 
-    def backward(self, gy):
-        return gy * self._mask()
-
-    def backward_data(self, gy):
+    def derivative(self, ops, gy):
         return gy * self._mask()
 
 
@@ -291,10 +254,7 @@ class Reshape(Function):
                 f"into shape {self.shape}"
             ) from e
 
-    def backward(self, gy):
-        return reshape(gy, self.x_shape)
-
-    def backward_data(self, gy):
+    def derivative(self, ops, gy):
         return gy.reshape(self.x_shape)
 
 
@@ -325,10 +285,7 @@ class Transpose(Function):
         n = len(self.axes)
         return tuple(int(i) for i in np.argsort([ax % n for ax in self.axes]))
 
-    def backward(self, gy):
-        return transpose(gy, self._inverse_axes())
-
-    def backward_data(self, gy):
+    def derivative(self, ops, gy):
         return gy.transpose(self._inverse_axes())
 
 
@@ -369,12 +326,8 @@ class GetItem(Function):
                 f"get_item: index {self.slices!r} is invalid for shape {x.shape}: {e}"
             ) from e
 
-    def backward(self, gy):
-        (x,) = self.inputs
-        return GetItemGrad(self.slices, x.shape)(gy)
-
-    def backward_data(self, gy):
-        return _scatter_add(gy, self.slices, self.inputs[0].data.shape)
+    def derivative(self, ops, gy):
+        return ops.scatter_add(gy, self.slices, self.inputs[0].shape)
 
 
 def _scatter_add(gy: np.ndarray, slices: Any, shape: tuple[int, ...]) -> np.ndarray:
@@ -394,10 +347,7 @@ class GetItemGrad(Function):
     def forward(self, gy):
         return _scatter_add(gy, self.slices, self.in_shape)
 
-    def backward(self, ggx):
-        return get_item(ggx, self.slices)
-
-    def backward_data(self, ggx):
+    def derivative(self, ops, ggx):
         return ggx[self.slices]
 
 
@@ -440,14 +390,6 @@ def _check_axis(op: str, axis: Any, shape: tuple[int, ...]) -> None:
             )
 
 
-def _broadcast_data(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    # a writable copy: np.broadcast_to alone returns a read-only view, and a gradient that
-    # cannot be updated in place (``grad.data *= rate``) is a trap
-    if a.shape == shape:
-        return a
-    return np.broadcast_to(a, shape).copy()
-
-
 class Sum(Function):
     def __init__(self, axis: Any, keepdims: bool) -> None:
         self.axis = _normalize_axis(axis, "sum")
@@ -458,13 +400,9 @@ class Sum(Function):
         self.x_shape = x.shape
         return _add_reduce(x, axis=self.axis, keepdims=self.keepdims)
 
-    def backward(self, gy):
-        gy = utils.reshape_sum_backward(gy, self.x_shape, self.axis, self.keepdims)
-        return broadcast_to(gy, self.x_shape)
-
-    def backward_data(self, gy):
-        gy = utils.reshape_sum_backward(gy, self.x_shape, self.axis, self.keepdims)
-        return _broadcast_data(gy, self.x_shape)
+    def derivative(self, ops, gy):
+        gy = _shapes.reshape_sum_backward(gy, self.x_shape, self.axis, self.keepdims)
+        return ops.broadcast_to(gy, self.x_shape)
 
 
 def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Variable:
@@ -477,13 +415,10 @@ class SumTo(Function):
 
     def forward(self, x):
         self.x_shape = x.shape
-        return utils.sum_to(x, self.shape)
+        return _shapes.sum_to(x, self.shape)
 
-    def backward(self, gy):
-        return broadcast_to(gy, self.x_shape)
-
-    def backward_data(self, gy):
-        return _broadcast_data(gy, self.x_shape)
+    def derivative(self, ops, gy):
+        return ops.broadcast_to(gy, self.x_shape)
 
 
 def sum_to(x: Any, shape: tuple[int, ...]) -> Variable:
@@ -501,17 +436,14 @@ class BroadcastTo(Function):
     def forward(self, x):
         self.x_shape = x.shape
         try:
-            return _broadcast_data(x, self.shape)
+            return _shapes.broadcast_to(x, self.shape)
         except ValueError as e:
             raise ValueError(
                 f"broadcast_to: an array of shape {x.shape} cannot be broadcast to {self.shape}"
             ) from e
 
-    def backward(self, gy):
-        return sum_to(gy, self.x_shape)
-
-    def backward_data(self, gy):
-        return utils.sum_to(gy, self.x_shape)
+    def derivative(self, ops, gy):
+        return ops.sum_to(gy, self.x_shape)
 
 
 def broadcast_to(x: Any, shape: tuple[int, ...]) -> Variable:
@@ -542,48 +474,34 @@ def _matmul_error(op: str, x: np.ndarray, W: np.ndarray) -> ValueError:
     return ValueError(f"{op}: shapes {x.shape} and {W.shape} are not aligned ({why})")
 
 
-def _swap_last(x: Variable) -> Variable:
+def _swap_last(x: Any) -> Any:
     # transpose of the last two axes (stacked matrices), the plain .T for 2-D
     if x.ndim == 2:
         return x.T
-    axes = (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2)
-    return transpose(x, axes)
+    return x.transpose((*range(x.ndim - 2), x.ndim - 1, x.ndim - 2))
 
 
-def _matmul_grads(gy: Variable, x: Variable, W: Variable) -> tuple[Any, Any]:
-    """Gradients of ``x @ W`` with numpy's rules: 1-D operands, stacked and broadcast batches.
+def _matmul_grads(ops: Any, f: Function, gy: Any) -> tuple[Any, Any]:
+    """Gradients of ``x @ W`` (``f``'s first two inputs) with numpy's rules: 1-D operands,
+    stacked and broadcast batches.
 
     A Constant operand (a plain array such as a batch of data) gets None: nobody reads it, and
     its product is as costly as the weight's.
     """
-    if x.ndim == 2 and W.ndim == 2:
-        gx = None if type(x) is Constant else matmul(gy, W.T)
-        gW = None if type(W) is Constant else matmul(x.T, gy)
-        return gx, gW
-    # make both at least 2-D as numpy does (a 1-D x is a row, a 1-D W a column), then sum the
-    # gradients over broadcast batch axes and drop the added axes again
-    x2 = x if x.ndim > 1 else reshape(x, (1, x.shape[0]))
-    W2 = W if W.ndim > 1 else reshape(W, (W.shape[0], 1))
-    batch = np.broadcast_shapes(x2.shape[:-2], W2.shape[:-2])
-    gy2 = reshape(gy, (*batch, x2.shape[-2], W2.shape[-1]))
-    gx = sum_to(matmul(gy2, _swap_last(W2)), x2.shape)
-    gW = sum_to(matmul(_swap_last(x2), gy2), W2.shape)
-    return reshape(gx, x.shape), reshape(gW, W.shape)
-
-
-def _matmul_grads_data(gy: np.ndarray, x_var: Variable, W_var: Variable) -> tuple:
-    """:func:`_matmul_grads` on plain arrays."""
-    x, W = x_var.data, W_var.data
+    x_var, W_var = f.inputs[0], f.inputs[1]
+    x, W = ops.value(x_var), ops.value(W_var)
     if x.ndim == 2 and W.ndim == 2:
         gx = None if type(x_var) is Constant else gy @ W.T
         gW = None if type(W_var) is Constant else x.T @ gy
         return gx, gW
-    x2 = x if x.ndim > 1 else x.reshape(1, x.shape[0])
-    W2 = W if W.ndim > 1 else W.reshape(W.shape[0], 1)
+    # make both at least 2-D as numpy does (a 1-D x is a row, a 1-D W a column), then sum the
+    # gradients over broadcast batch axes and drop the added axes again
+    x2 = x if x.ndim > 1 else x.reshape((1, x.shape[0]))
+    W2 = W if W.ndim > 1 else W.reshape((W.shape[0], 1))
     batch = np.broadcast_shapes(x2.shape[:-2], W2.shape[:-2])
-    gy2 = np.reshape(gy, (*batch, x2.shape[-2], W2.shape[-1]))
-    gx = utils.sum_to(gy2 @ np.swapaxes(W2, -1, -2), x2.shape)
-    gW = utils.sum_to(np.swapaxes(x2, -1, -2) @ gy2, W2.shape)
+    gy2 = gy.reshape((*batch, x2.shape[-2], W2.shape[-1]))
+    gx = ops.sum_to(gy2 @ _swap_last(W2), x2.shape)
+    gW = ops.sum_to(_swap_last(x2) @ gy2, W2.shape)
     return gx.reshape(x.shape), gW.reshape(W.shape)
 
 
@@ -594,13 +512,8 @@ class MatMul(Function):
         except ValueError as e:
             raise _matmul_error("matmul", x, W) from e
 
-    def backward(self, gy):
-        x, W = self.inputs
-        return _matmul_grads(gy, x, W)
-
-    def backward_data(self, gy):
-        x, W = self.inputs
-        return _matmul_grads_data(gy, x, W)
+    def derivative(self, ops, gy):
+        return _matmul_grads(ops, self, gy)
 
 
 def matmul(x: Any, W: Any) -> Variable:
@@ -629,21 +542,11 @@ class Linear(Function):
             ) from e
         return y
 
-    def backward(self, gy):
-        x, W = self.inputs[0], self.inputs[1]
-        gx, gW = _matmul_grads(gy, x, W)
+    def derivative(self, ops, gy):
+        gx, gW = _matmul_grads(ops, self, gy)
         if len(self.inputs) == 2:
             return gx, gW
-        return gx, gW, sum_to(gy, self.inputs[2].shape)
-
-    def backward_data(self, gy):
-        gx, gW = _matmul_grads_data(gy, self.inputs[0], self.inputs[1])
-        if len(self.inputs) == 2:
-            return gx, gW
-        b_shape = self.inputs[2].data.shape
-        if gy.ndim == 2 and b_shape == gy.shape[1:]:
-            return gx, gW, _add_reduce(gy, axis=0)  # the usual (N, out) output, (out,) bias
-        return gx, gW, utils.sum_to(gy, b_shape)
+        return gx, gW, gy  # the bias's share: backward sums it over the batch
 
 
 def linear(x: Any, W: Any, b: Any = None) -> Variable:
@@ -676,15 +579,11 @@ class Max(Function):
     def _mask_and_shape(self) -> tuple[np.ndarray, list[int]]:
         # the gradient goes to every element equal to the extreme (ties share it)
         x = self.inputs[0].data
-        shape = utils.max_backward_shape(x, self.axis)
+        shape = _shapes.max_backward_shape(x, self.axis)
         y = self.outputs[0]().data.reshape(shape)
         return x == y, shape
 
-    def backward(self, gy):
-        mask, shape = self._mask_and_shape()
-        return broadcast_to(reshape(gy, shape), mask.shape) * mask
-
-    def backward_data(self, gy):
+    def derivative(self, ops, gy):
         mask, shape = self._mask_and_shape()
         return gy.reshape(shape) * mask
 
@@ -728,15 +627,9 @@ class Softmax(Function):
         _check_axis("softmax", self.axis, x.shape)
         return _softmax_data(x, self.axis)
 
-    def backward(self, gy):
+    def derivative(self, ops, gy):
         # J^T gy = y * gy - y * sum(y * gy)
-        y = self.outputs[0]()
-        gx = y * gy
-        sumdx = sum(gx, axis=self.axis, keepdims=True)
-        return gx - y * sumdx
-
-    def backward_data(self, gy):
-        y = self.outputs[0]().data
+        y = ops.value(self.outputs[0]())
         gx = y * gy
         return gx - y * gx.sum(axis=self.axis, keepdims=True)
 
@@ -751,17 +644,12 @@ class LogSoftmax(Function):
 
     def forward(self, x):
         _check_axis("log_softmax", self.axis, x.shape)
-        log_z = utils.logsumexp(x, self.axis)
+        log_z = _shapes.logsumexp(x, self.axis)
         return x - log_z
 
-    def backward(self, gy):
+    def derivative(self, ops, gy):
         # gy - softmax(x) * sum(gy), with softmax(x) = exp(y)
-        y = self.outputs[0]()
-        return gy - exp(y) * sum(gy, axis=self.axis, keepdims=True)
-
-    def backward_data(self, gy):
-        y = self.outputs[0]().data
-        return gy - np.exp(y) * gy.sum(axis=self.axis, keepdims=True)
+        return gy - ops.exp(ops.value(self.outputs[0]())) * gy.sum(axis=self.axis, keepdims=True)
 
 
 def log_softmax(x: Any, axis: int = 1) -> Variable:
@@ -784,15 +672,9 @@ class MeanSquaredError(Function):
         diff = x0 - x1
         return _add_reduce(diff**2, axis=None) / len(diff)
 
-    def backward(self, gy):
+    def derivative(self, ops, gy):
         # d/dx0 sum((x0 - x1)^2) / N = 2 (x0 - x1) / N
-        x0, x1 = self.inputs
-        diff = x0 - x1
-        gx0 = gy * diff * (2.0 / len(diff))
-        return gx0, -gx0
-
-    def backward_data(self, gy):
-        diff = self.inputs[0].data - self.inputs[1].data
+        diff = ops.value(self.inputs[0]) - ops.value(self.inputs[1])
         gx0 = gy * diff * (2.0 / len(diff))
         return gx0, -gx0
 
@@ -824,7 +706,7 @@ class SoftmaxCrossEntropy(Function):
     def forward(self, x, t):
         _check_labels("softmax_cross_entropy", x, t)
         n = x.shape[0]
-        log_z = utils.logsumexp(x, axis=1)
+        log_z = _shapes.logsumexp(x, axis=1)
         log_p = x - log_z
         log_p = log_p[np.arange(n), t.ravel()]
         return -log_p.sum() / np.float32(n)
@@ -833,16 +715,11 @@ class SoftmaxCrossEntropy(Function):
         x, t = self.inputs
         return np.eye(x.shape[1], dtype=x.dtype)[t.data]
 
-    def backward(self, gy):
+    def derivative(self, ops, gy):
         # (softmax(x) - onehot(t)) / N; the labels get no gradient
-        x = self.inputs[0]
+        x = ops.value(self.inputs[0])
         gy = gy * (1 / x.shape[0])
-        return (softmax(x) - self._onehot()) * gy, None
-
-    def backward_data(self, gy):
-        x = self.inputs[0].data
-        gy = gy * (1 / x.shape[0])
-        return (_softmax_data(x, 1) - self._onehot()) * gy, None
+        return (ops.softmax(x, 1) - self._onehot()) * gy, None
 
 
 def softmax_cross_entropy(x: Any, t: Any) -> Variable:

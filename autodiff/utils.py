@@ -1,5 +1,6 @@
-"""Helpers named as in DeZero's ``dezero/utils.py``: shape helpers for backward,
-numerical gradients and gradient checks, and DOT export of a graph."""
+"""Helpers named as in DeZero's ``dezero/utils.py``: numerical gradients and gradient checks,
+DOT export of a graph, and (from :mod:`autodiff._shapes`, where the engine reads them) the
+shape helpers of backward."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from autodiff._shapes import logsumexp, max_backward_shape, reshape_sum_backward, sum_to
+from autodiff.core import Variable
 
 __all__ = [
     "get_dot_graph",
@@ -26,65 +30,6 @@ __all__ = [
 
 
 # =============================================================================
-# Shape helpers used by backward
-# =============================================================================
-def sum_to(x: NDArray, shape: tuple[int, ...]) -> NDArray:
-    """Sum ``x`` over the axes that broadcasting added or stretched, down to ``shape``."""
-    ndim = len(shape)
-    lead = x.ndim - ndim
-    if lead < 0:
-        raise ValueError(f"sum_to: cannot sum an array of shape {x.shape} to shape {shape}")
-    lead_axis = tuple(range(lead))
-    axis = tuple(i + lead for i, sx in enumerate(shape) if sx == 1)
-    y = np.add.reduce(x, axis=lead_axis + axis, keepdims=True)  # x.sum, minus a wrapper
-    if lead > 0:
-        y = y.squeeze(lead_axis)
-    if y.shape != tuple(shape):
-        raise ValueError(f"sum_to: cannot sum an array of shape {x.shape} to shape {shape}")
-    return y
-
-
-def reshape_sum_backward(gy: Any, x_shape: tuple[int, ...], axis: Any, keepdims: bool) -> Any:
-    """Give ``gy`` (the gradient of a sum) back the axes the sum removed, so it broadcasts."""
-    ndim = len(x_shape)
-    tupled_axis = axis
-    if axis is None:
-        tupled_axis = None
-    elif not isinstance(axis, tuple | list):
-        tupled_axis = (axis,)
-
-    if not (ndim == 0 or tupled_axis is None or keepdims):
-        actual_axis = [a if a >= 0 else a + ndim for a in tupled_axis]
-        shape = list(gy.shape)
-        for a in sorted(actual_axis):
-            shape.insert(a, 1)
-    else:
-        shape = gy.shape
-    return gy.reshape(shape)
-
-
-def logsumexp(x: NDArray, axis: int = 1) -> NDArray:
-    """``log(sum(exp(x), axis))`` computed without overflow; keeps the reduced axis."""
-    m = x.max(axis=axis, keepdims=True)
-    y = x - m
-    np.exp(y, out=y)
-    s = y.sum(axis=axis, keepdims=True)
-    np.log(s, out=s)
-    m += s
-    return m
-
-
-def max_backward_shape(x: Any, axis: Any) -> list[int]:
-    """The shape of ``max(x, axis)`` with the reduced axes kept as 1 (negative axes too)."""
-    if axis is None:
-        axis = range(x.ndim)
-    elif isinstance(axis, int):
-        axis = (axis,)
-    axis = [ax % x.ndim for ax in axis] if x.ndim else []
-    return [s if ax not in axis else 1 for ax, s in enumerate(x.shape)]
-
-
-# =============================================================================
 # Gradient check
 # =============================================================================
 def numerical_grad(f: Callable[..., Any], x: Any, *args: Any, **kwargs: Any) -> NDArray:
@@ -93,8 +38,6 @@ def numerical_grad(f: Callable[..., Any], x: Any, *args: Any, **kwargs: Any) -> 
     ``f(x, *args, **kwargs)`` is evaluated twice per element of ``x``; the result summed
     over its elements is the function differentiated (as backward with a ones seed does).
     """
-    from autodiff.core import Variable
-
     eps = 1e-4
     x_var = x if isinstance(x, Variable) else Variable(np.asarray(x))
     original = x_var.data
@@ -117,8 +60,6 @@ def numerical_grad(f: Callable[..., Any], x: Any, *args: Any, **kwargs: Any) -> 
 
 
 def _total(y: Any) -> float:
-    from autodiff.core import Variable
-
     return float(np.asarray(y.data if isinstance(y, Variable) else y, dtype=np.float64).sum())
 
 
@@ -136,8 +77,6 @@ def gradient_check(
     Returns True when every input agrees within ``rtol``/``atol``; otherwise prints a
     side-by-side report of the input(s) that disagree (when ``verbose``) and returns False.
     """
-    from autodiff.core import Variable
-
     arrays = [np.array(x.data if isinstance(x, Variable) else x, dtype=np.float64) for x in inputs]
     variables = [Variable(a.copy()) for a in arrays]
     y = f(*variables, **kwargs)

@@ -696,3 +696,35 @@ def test_a_copied_variable_is_a_new_object_with_its_own_creation_order(make_copy
         d = make_copy(y)
         assert d.generation == y.generation and d._order != y._order
         assert d.creator._order != y.creator._order or make_copy is copy.copy
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_backward_sums_a_broadcast_gradient_back_once_for_any_function(create_graph):
+    # a user's Function may return the gradient at the broadcast shape, as the built-in
+    # derivatives do: the loop sums it back to the input's shape on both paths
+    class AddRow(Function):
+        def forward(self, x, b):
+            return x + b
+
+        def backward(self, gy):
+            return gy, gy
+
+    x = Variable(np.ones((4, 3)))
+    b = Variable(np.array([1.0, 2.0, 3.0]))
+    AddRow()(x, b).backward(create_graph=create_graph)
+    assert b.grad.shape == (3,)
+    np.testing.assert_array_equal(b.grad.data, [4.0, 4.0, 4.0])
+    assert (b.grad.creator is not None) == create_graph
+
+
+def test_backward_names_the_op_and_shapes_broadcasting_cannot_explain():
+    class Bad(Function):
+        def forward(self, x):
+            return x * 2
+
+        def backward(self, gy):
+            return gy[:2]
+
+    y = Bad()(Variable(np.ones(3)))
+    with pytest.raises(ValueError, match=r"Bad.backward returned a gradient of shape \(2,\)"):
+        y.backward()

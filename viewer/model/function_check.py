@@ -2,8 +2,10 @@
 
 The building block of :mod:`viewer.model.gradcheck`: :func:`check_function` re-runs a Function
 (a fresh instance with the same attributes, so the user's graph is never touched) at given
-inputs, draws a random output gradient ``gy``, and compares ``backward(gy)`` (and the array
-fast path ``backward_data``) with central differences of ``sum(gy * forward(x))`` in float64.
+inputs, draws a random output gradient ``gy``, and compares ``backward(gy)`` (on Variables) and
+the array path backward takes without create_graph (``derivative(ARRAYS, gy)``, or a second
+``backward_data`` where a class has one) with central differences of ``sum(gy * forward(x))`` in
+float64. Gradients are summed back over broadcast axes first, as backward does.
 Arrays of up to :data:`MAX_ELEMENTS` elements are compared element by element; bigger ones
 along a few random directions.
 
@@ -15,6 +17,7 @@ runs, so that its Functions can be checked after its objects are gone.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import weakref
@@ -25,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from autodiff.core import Function, Variable, using_config
+from autodiff.core import ARRAYS, Function, Variable, fit_gradient, using_config
 
 __all__ = [
     "ATOL",
@@ -46,7 +49,6 @@ ATOL = 1e-7
 STEP = 1e-5  # central-difference step, relative to max(1, |x|)
 MAX_ELEMENTS = 64  # arrays up to this size are compared element by element (and kept)
 DIRECTIONS = 3  # bigger arrays: this many random directions
-_PATHS = ("backward", "backward_data")
 # Worst first: the status of a group is the first of these that any member has.
 _SEVERITY = ("wrong", "kink", "ok", "nonfinite", "skipped")
 
@@ -86,7 +88,9 @@ class SlotCheck:
     """One input slot of a Function, through one backward path."""
 
     slot: int
-    path: str  # 'backward' (Variables, used with create_graph) | 'backward_data' (arrays)
+    # 'backward' (Variables, used with create_graph); the array path used without it:
+    # 'derivative(ARRAYS)' (the same formula on arrays) or 'backward_data' (a second one)
+    path: str
     comparison: Comparison
 
 
@@ -301,7 +305,7 @@ def _prepared(
 
 
 def _gradient_arrays(
-    gxs: Any, xs: Sequence[NDArray[Any]], op: str, path: str
+    gxs: Any, xs: Sequence[NDArray[Any]], op: str, path: str, function: Function
 ) -> list[NDArray[np.float64] | None]:
     if not isinstance(gxs, tuple | list):
         gxs = (gxs,)
@@ -315,6 +319,8 @@ def _gradient_arrays(
         if gx is None:
             arrays.append(None)
             continue
+        with contextlib.suppress(ValueError):  # a shape it cannot fit is named below
+            gx = fit_gradient(function, slot, gx)
         data = np.asarray(gx.data if isinstance(gx, Variable) else gx, dtype=np.float64)
         if data.shape != x.shape:
             raise _Wrong(
@@ -363,11 +369,18 @@ def _check_at(
     try:
         with np.errstate(all="ignore"), using_config("enable_backprop", False):
             gxs = function.backward(*[Variable(gy.copy()) for gy in gys])
-        analytic["backward"] = _gradient_arrays(gxs, xs, op, "backward")
+        analytic["backward"] = _gradient_arrays(gxs, xs, op, "backward", function)
+        array_path = None
         if getattr(cls, "backward_data", None) is not None:
+            array_path = "backward_data"
             with np.errstate(all="ignore"):
                 gxs = function.backward_data(*[gy.copy() for gy in gys])
-            analytic["backward_data"] = _gradient_arrays(gxs, xs, op, "backward_data")
+        elif getattr(cls, "derivative", None) is not None:
+            array_path = "derivative(ARRAYS)"
+            with np.errstate(all="ignore"):
+                gxs = function.derivative(ARRAYS, *[gy.copy() for gy in gys])
+        if array_path is not None:
+            analytic[array_path] = _gradient_arrays(gxs, xs, op, array_path, function)
     except _Wrong as e:
         return "wrong", (), str(e)
     except Exception as e:
@@ -421,7 +434,8 @@ def _function_message(op: str, status: str, checks: Sequence[SlotCheck]) -> str:
             )
         return text
     if status == "kink":
-        kinks = max(sum(c.comparison.kinks for c in checks if c.path == path) for path in _PATHS)
+        paths = {c.path for c in checks}
+        kinks = max(sum(c.comparison.kinks for c in checks if c.path == path) for path in paths)
         return (
             f"{op} is not differentiable at {kinks} point(s) here; backprop gives a valid "
             "one-sided (sub)gradient"

@@ -366,3 +366,15 @@ def test_a_big_graph_checks_a_few_functions_of_each_op():
     assert {c.op for c in report.functions} == {"Sin", "Mul", "Add"}
     assert all(len(c.node_ids) == 250 and c.status == "ok" for c in report.functions)
     assert any("stand for the rest" in note for note in report.notes)
+
+
+def test_check_function_sums_broadcast_gradients_as_backward_does():
+    # Mul's derivative leaves the (3,) operand's gradient at the broadcast shape (4, 3);
+    # backward sums it back, and so must the check, on both paths
+    from autodiff.core import Mul
+
+    x0 = np.random.default_rng(1).standard_normal((4, 3))
+    check = gradcheck.check_function(Mul(), x0, np.array([1.0, -2.0, 3.0]))
+    assert check.status == "ok", check.message
+    assert {s.path for s in check.slots} == {"backward", "derivative(ARRAYS)"}
+    assert {s.comparison.shape for s in check.slots if s.slot == 1} == {(3,)}

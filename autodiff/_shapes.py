@@ -1,0 +1,86 @@
+"""Shape helpers of backward, on ndarrays: the engine's leaf (numpy only).
+
+``autodiff.utils`` re-exports them under DeZero's names (``dezero.utils.sum_to``...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["broadcast_to", "logsumexp", "max_backward_shape", "reshape_sum_backward", "sum_to"]
+
+_add_reduce = np.add.reduce  # ndarray.sum without numpy's Python-level wrapper
+
+
+def sum_to(x: NDArray, shape: tuple[int, ...]) -> NDArray:
+    """Sum ``x`` over the axes that broadcasting added or stretched, down to ``shape``."""
+    ndim = len(shape)
+    lead = x.ndim - ndim
+    if lead < 0:
+        raise ValueError(f"sum_to: cannot sum an array of shape {x.shape} to shape {shape}")
+    lead_axis = tuple(range(lead))
+    axis = tuple(i + lead for i, sx in enumerate(shape) if sx == 1 and x.shape[i + lead] != 1)
+    if not axis:
+        # only leading axes were added (a bias over a batch): one reduction, nothing to squeeze
+        y = _add_reduce(x, axis=lead_axis) if lead else x
+    else:
+        y = _add_reduce(x, axis=lead_axis + axis, keepdims=True)
+        if lead > 0:
+            y = y.squeeze(lead_axis)
+    if y.shape != tuple(shape):
+        raise ValueError(f"sum_to: cannot sum an array of shape {x.shape} to shape {shape}")
+    return y
+
+
+def reshape_sum_backward(gy: Any, x_shape: tuple[int, ...], axis: Any, keepdims: bool) -> Any:
+    """Give ``gy`` (the gradient of a sum) back the axes the sum removed, so it broadcasts."""
+    ndim = len(x_shape)
+    tupled_axis = axis
+    if axis is None:
+        tupled_axis = None
+    elif not isinstance(axis, tuple | list):
+        tupled_axis = (axis,)
+
+    if not (ndim == 0 or tupled_axis is None or keepdims):
+        actual_axis = [a if a >= 0 else a + ndim for a in tupled_axis]
+        shape = list(gy.shape)
+        for a in sorted(actual_axis):
+            shape.insert(a, 1)
+    else:
+        shape = gy.shape
+    return gy.reshape(shape)
+
+
+def logsumexp(x: NDArray, axis: int = 1) -> NDArray:
+    """``log(sum(exp(x), axis))`` computed without overflow; keeps the reduced axis."""
+    m = x.max(axis=axis, keepdims=True)
+    y = x - m
+    np.exp(y, out=y)
+    s = y.sum(axis=axis, keepdims=True)
+    np.log(s, out=s)
+    m += s
+    return m
+
+
+def max_backward_shape(x: Any, axis: Any) -> list[int]:
+    """The shape of ``max(x, axis)`` with the reduced axes kept as 1 (negative axes too)."""
+    if axis is None:
+        axis = range(x.ndim)
+    elif isinstance(axis, int):
+        axis = (axis,)
+    axis = [ax % x.ndim for ax in axis] if x.ndim else []
+    return [s if ax not in axis else 1 for ax, s in enumerate(x.shape)]
+
+
+def broadcast_to(x: NDArray, shape: tuple[int, ...]) -> NDArray:
+    """``x`` broadcast to ``shape`` as a writable array (a copy when the shape changes).
+
+    ``np.broadcast_to`` alone returns a read-only view, and a gradient that cannot be updated
+    in place (``grad.data *= rate``) is a trap.
+    """
+    if x.shape == shape:
+        return x
+    return np.broadcast_to(x, shape).copy()
