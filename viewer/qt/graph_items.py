@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from pyqtgraph.Qt.internals import PrimitiveArray
 from PySide6 import QtCore, QtGui
 
-from viewer.model.scene import Scene
+from viewer.model.scene_text import label_detail
 from viewer.qt.themes import NodeStyle, Theme, readable_on
 
 __all__ = ["EdgeLayer", "LabelLayer", "NodeLayer", "OverlayLayer", "polyline_path"]
@@ -460,7 +460,7 @@ class LabelLayer(pg.GraphicsObject):
             self.update(rect)
 
     def _detail(self, pixels_per_unit: float) -> int:
-        return Scene.label_detail(pixels_per_unit, len(self._positions))
+        return label_detail(pixels_per_unit, len(self._positions))
 
     def boundingRect(self) -> QtCore.QRectF:
         return self._bounds

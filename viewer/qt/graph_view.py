@@ -16,7 +16,8 @@ import pyqtgraph as pg
 from numpy.typing import NDArray
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.model.scene import Frame, SceneGeometry
+from viewer.model.scene import Frame
+from viewer.model.scene_geometry import SceneGeometry
 from viewer.qt.graph_items import (
     MAX_LABEL_LINES,
     EdgeLayer,

@@ -12,7 +12,8 @@ import numpy as np
 from PySide6 import QtCore, QtGui, QtSvg
 
 from viewer.model.legend import mark_for_badge
-from viewer.model.scene import Frame, SceneGeometry
+from viewer.model.scene import Frame
+from viewer.model.scene_geometry import SceneGeometry
 from viewer.qt.graph_items import polyline_path
 from viewer.qt.graph_view import bounds_rect
 from viewer.qt.legend import LegendEntry, legend_entries, paint_badge, paint_mark, paint_node
