@@ -169,7 +169,7 @@ class GraphView(pg.GraphicsView):
         the step moved, pan to keep its nodes in view (see :meth:`set_follow`)."""
         moved = self._frame is None or self._frame.step != frame.step
         self._frame = frame
-        self._nodes.set_states(frame.state_codes, frame.state_names)
+        self._nodes.set_states(frame.state_codes, frame.state_names, frame.fill)
         self._nodes.set_overlays(frame.current_nodes, self._selected)
         path, arrows = self._active_paths(frame.active_edges)
         self._active_edges.set_edges(path, arrows, len(frame.active_edges))

@@ -77,8 +77,8 @@ def _node_styles(
 ) -> dict[str, NodeStyle]:
     """``kind:state`` -> NodeStyle from ``colours`` (``kind:state`` -> (border, text)): the
     fill is the model's palette, the border's pattern and width the legend's
-    :data:`~viewer.model.legend.STATE_LINES`, so the view, the model's ``Frame.fill`` and the
-    legend agree."""
+    :data:`~viewer.model.legend.STATE_LINES`. The graph fills its nodes with ``Frame.fill``,
+    which the scene takes from the same palette; the legend's swatches use this fill."""
     styles = {}
     for key, (border, text) in colours.items():
         kind, state = key.split(":")
