@@ -50,7 +50,8 @@ sys.path.insert(0, str(ROOT))
 import autodiff.functions as F  # noqa: E402
 from autodiff import Function, Variable, trace  # noqa: E402
 from bench.reference_graphs import GEN_DAG, load_gen_dag  # noqa: E402
-from viewer.model.scene import Scene, compute_layout  # noqa: E402
+from viewer.model.graph_layout import compute_layout  # noqa: E402
+from viewer.model.scene import Scene  # noqa: E402
 
 TARGETS_MS = {1000: 16.0, 10000: 50.0}
 

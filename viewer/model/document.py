@@ -52,9 +52,10 @@ from viewer.model.expression import (
     parse,
     parse_value,
 )
+from viewer.model.graph_layout import GraphLayout, compute_layout
 from viewer.model.inspector import NodeInfo, inspect
 from viewer.model.playback import PlaybackState
-from viewer.model.scene import Frame, GraphLayout, Scene, compute_layout
+from viewer.model.scene import Frame, Scene
 from viewer.model.script_process import ScriptProcess
 from viewer.model.script_runner import ScriptResult
 from viewer.model.signals import Signal
@@ -702,7 +703,7 @@ class Document:
         """Badge each survivor of ``report`` 'cycle' or 'held' (by its reason); its tooltip
         keeps the reason and the holder chain."""
         from viewer.model.legend import leak_badge
-        from viewer.model.scene import Overlay
+        from viewer.model.node_overlays import Overlay
 
         self.leak_report = report
         if self.scene is not None:

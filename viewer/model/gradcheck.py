@@ -465,7 +465,7 @@ def apply_overlays(scene: Any, report: GradCheckReport) -> int:
     """Colour the checked nodes of ``scene`` by their error (overlay kind ``'gradcheck'``);
     wrong Functions are flagged red with a ``wrong backward`` badge. Returns how many nodes
     got an overlay. Read them back with ``scene.overlay_arrays('gradcheck')``."""
-    from viewer.model.scene import Overlay
+    from viewer.model.node_overlays import Overlay
 
     errors = {n: e for n, e in report.node_errors().items() if scene.index_of(n) >= 0}
     scene.set_error_colours(errors, OVERLAY_KIND)

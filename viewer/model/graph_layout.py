@@ -16,6 +16,7 @@ __all__ = ["GraphLayout", "LayoutCancelled", "compute_layout", "layout_from_posi
 from autodiff.trace import TraceReader
 from viewer.model import layout as layout_module
 from viewer.model.layout import LayoutCancelled
+from viewer.model.scene_text import format_snapshot
 
 
 @dataclass
@@ -121,8 +122,6 @@ def variable_box_width(graph: Any) -> float:
     longest label line of the graph (name, shape, value, gradient: their last known
     snapshots, plus a margin for the other steps' digits); a name longer than the widest box
     is cut in the box and whole in the tooltip and the inspector."""
-    from viewer.model.scene import format_snapshot  # scene imports this module
-
     longest = 0
     seen = 0
     for _, a in graph.nodes(data=True):

@@ -1,9 +1,9 @@
 """The graphics items of the graph view: edges, nodes and labels, each drawn from arrays.
 
 Nothing here creates one QGraphicsItem per node. Edges are one QPainterPath built from numpy
-arrays; nodes are one pyqtgraph ScatterPlotItem per (kind, state) group, which draws every
-spot of the group from one cached pixmap; labels are painted only for the nodes inside the
-visible rectangle and only when a node is large enough on screen to read them.
+arrays; nodes are one pyqtgraph ScatterPlotItem, which stamps every spot of a style from one
+cached pixmap; labels are painted only for the nodes inside the visible rectangle and only
+when a node is large enough on screen to read them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from pyqtgraph.Qt.internals import PrimitiveArray
 from PySide6 import QtCore, QtGui
 
-from viewer.model.scene import Scene
+from viewer.model.scene_text import label_detail
 from viewer.qt.themes import NodeStyle, Theme, readable_on
 
 __all__ = ["EdgeLayer", "LabelLayer", "NodeLayer", "OverlayLayer", "polyline_path"]
@@ -200,10 +200,12 @@ class _Spots(pg.ScatterPlotItem):
 class NodeLayer:
     """All nodes in one pixel-mode ScatterPlotItem, plus two small overlays (current, selected).
 
-    Each spot is stamped from a pixmap pyqtgraph renders once per (symbol, size, pen, brush),
-    so a repaint costs one ``drawPixmapFragments`` call. A step writes the style of the nodes
-    whose state changed straight into the item's record array, re-rendering nothing else.
-    Spot sizes follow the zoom so nodes keep their size in layout units.
+    A node's fill is the frame's (``Frame.fill``, the model's palette); its border (colour,
+    width, pattern) is the theme's style for its kind and state. Each spot is stamped from a
+    pixmap pyqtgraph renders once per (symbol, size, pen, brush), so a repaint costs one
+    ``drawPixmapFragments`` call. A step writes the style of the nodes whose state or fill
+    changed straight into the item's record array, re-rendering nothing else. Spot sizes
+    follow the zoom so nodes keep their size in layout units.
     """
 
     def __init__(self, view_box: pg.ViewBox) -> None:
@@ -213,7 +215,8 @@ class NodeLayer:
         self._ring = self._make_item(z=3)
         self._positions = np.zeros((0, 2))
         self._is_function = np.zeros(0, dtype=bool)
-        self._keys = np.zeros(0, dtype=np.int32)
+        self._keys = np.zeros(0, dtype=np.int64)
+        self._fill: NDArray[np.uint8] | None = None
         self._state_names: tuple[str, ...] = ()
         self._sizes = {False: (1.0, 0.45), True: (1.0, 0.45)}
         self._pixels_per_unit = 1.0
@@ -248,7 +251,8 @@ class NodeLayer:
         self._positions = np.asarray(positions, dtype=np.float64).reshape(-1, 2)
         self._is_function = np.asarray(is_function, dtype=bool)
         self._sizes = {False: variable_size, True: function_size}
-        self._keys = np.full(len(self._positions), -1, dtype=np.int32)
+        self._keys = np.full(len(self._positions), -1, dtype=np.int64)
+        self._fill = None
         self._styles.clear()
         self._selected = -1
         self._current_nodes = np.zeros(0, dtype=np.intp)
@@ -260,20 +264,32 @@ class NodeLayer:
         """The style key of each node: 1000 * is_function + state code."""
         return self._is_function.astype(np.int32) * 1000 + np.asarray(codes, dtype=np.int32)
 
-    def set_states(self, codes: NDArray[np.integer], state_names: Sequence[str]) -> None:
-        """Restyle the nodes whose state changed (all of them the first time)."""
+    def spot_keys(self, codes: NDArray[np.integer], fill: NDArray[np.uint8]) -> NDArray[np.int64]:
+        """The key of each node's spot: its style key (the border) in the high 32 bits, its
+        RGBA fill packed in the low 32."""
+        rgba = np.ascontiguousarray(fill, dtype=np.uint8).reshape(-1, 4).view(np.uint32)
+        return (self.style_keys(codes).astype(np.int64) << 32) | rgba.reshape(-1)
+
+    def set_states(
+        self, codes: NDArray[np.integer], state_names: Sequence[str], fill: NDArray[np.uint8]
+    ) -> None:
+        """Restyle the nodes whose state or fill (``(n, 4)`` RGBA) changed (all of them the
+        first time)."""
         names = tuple(state_names)
-        keys = self.style_keys(codes)
+        keys = self.spot_keys(codes, fill)
+        fill = np.asarray(fill, dtype=np.uint8).reshape(-1, 4)
         if names != self._state_names or len(self._item.data) != len(self._positions):
             self._state_names = names
             self._styles.clear()
             self._keys = keys
+            self._fill = fill
             self._send_all()
             return
         changed = np.flatnonzero(keys != self._keys)
         if len(changed) == 0:
             return
         self._keys = keys
+        self._fill = fill
         if len(changed) <= PARTIAL_REPAINT_LIMIT:
             self._item.dirty = self.node_rects(changed)
         self._write_styles(changed)
@@ -295,21 +311,28 @@ class NodeLayer:
         keys = self._keys[nodes]
         for key in np.unique(keys):
             idx = nodes[keys == key]
-            symbol, pen, brush = self._style_objects(int(key))
+            fill = self._fill[idx[0]] if self._fill is not None else None
+            symbol, pen, brush = self._style_objects(int(key), fill)
             data["symbol"][idx] = symbol
             data["pen"][idx] = pen
             data["brush"][idx] = brush
         data["sourceRect"][nodes] = 0
         self._item.updateSpots()
 
-    def _style_objects(self, key: int) -> tuple[QtGui.QPainterPath, QtGui.QPen, QtGui.QBrush]:
+    def _style_objects(
+        self, key: int, fill: NDArray[np.uint8] | None
+    ) -> tuple[QtGui.QPainterPath, QtGui.QPen, QtGui.QBrush]:
+        """Symbol, pen and brush of a spot key; the brush is ``fill``, or before any frame
+        (key -1) the theme's default fill."""
         # The same objects for the same key let pyqtgraph's atlas reuse one rendered pixmap.
         cached = self._styles.get(key)
         if cached is None:
-            style = self._style(key)
-            is_function = key >= 1000
+            style_key = key >> 32
+            style = self._style(style_key)
+            is_function = style_key >= 1000
             w, h = self._sizes[is_function]
-            cached = (_symbol(w, h, rounded=not is_function), _pen(style), pg.mkBrush(style.fill))
+            colour = style.fill if fill is None else tuple(int(c) for c in fill)
+            cached = (_symbol(w, h, rounded=not is_function), _pen(style), pg.mkBrush(colour))
             self._styles[key] = cached
         return cached
 
@@ -460,7 +483,7 @@ class LabelLayer(pg.GraphicsObject):
             self.update(rect)
 
     def _detail(self, pixels_per_unit: float) -> int:
-        return Scene.label_detail(pixels_per_unit, len(self._positions))
+        return label_detail(pixels_per_unit, len(self._positions))
 
     def boundingRect(self) -> QtCore.QRectF:
         return self._bounds

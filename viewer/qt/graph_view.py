@@ -16,7 +16,8 @@ import pyqtgraph as pg
 from numpy.typing import NDArray
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.model.scene import Frame, SceneGeometry
+from viewer.model.scene import Frame
+from viewer.model.scene_geometry import SceneGeometry
 from viewer.qt.graph_items import (
     MAX_LABEL_LINES,
     EdgeLayer,
@@ -168,7 +169,7 @@ class GraphView(pg.GraphicsView):
         the step moved, pan to keep its nodes in view (see :meth:`set_follow`)."""
         moved = self._frame is None or self._frame.step != frame.step
         self._frame = frame
-        self._nodes.set_states(frame.state_codes, frame.state_names)
+        self._nodes.set_states(frame.state_codes, frame.state_names, frame.fill)
         self._nodes.set_overlays(frame.current_nodes, self._selected)
         path, arrows = self._active_paths(frame.active_edges)
         self._active_edges.set_edges(path, arrows, len(frame.active_edges))

@@ -12,7 +12,8 @@ import numpy as np
 from PySide6 import QtCore, QtGui, QtSvg
 
 from viewer.model.legend import mark_for_badge
-from viewer.model.scene import Frame, SceneGeometry
+from viewer.model.scene import Frame
+from viewer.model.scene_geometry import SceneGeometry
 from viewer.qt.graph_items import polyline_path
 from viewer.qt.graph_view import bounds_rect
 from viewer.qt.legend import LegendEntry, legend_entries, paint_badge, paint_mark, paint_node
@@ -95,6 +96,7 @@ def paint_graph(
     # Nodes, with their labels.
     names = tuple(frame.state_names) if frame is not None else ()
     codes = frame.state_codes if frame is not None else np.full(n, -1)
+    fills = frame.fill if frame is not None else np.zeros((0, 4), np.uint8)
     labels = frame.labels if frame is not None and frame.labels is not None else None
     current = set(int(i) for i in frame.current_nodes) if frame is not None else set()
     font = QtGui.QFont(painter.font())
@@ -113,7 +115,8 @@ def paint_graph(
         rect = QtCore.QRectF(
             centre.x() - w * scale / 2, centre.y() - h * scale / 2, w * scale, h * scale
         )
-        paint_node(painter, rect, kind, style)
+        fill = QtGui.QColor(*(int(c) for c in fills[i])) if i < len(fills) else None
+        paint_node(painter, rect, kind, style, fill)
         radius = rect.height() / 2.6
         for ring, colour, width, grow in (
             (i in current, theme.current, 3.0, 5.0),

@@ -14,7 +14,8 @@ from typing import Any
 from PySide6 import QtCore
 
 from viewer.model.document import Document
-from viewer.model.scene import Scene, compute_layout
+from viewer.model.graph_layout import compute_layout
+from viewer.model.scene import Scene
 from viewer.qt.workers import Job, JobCancelled, JobRunner, job_dialog
 
 __all__ = ["LayoutRunner"]

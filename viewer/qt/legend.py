@@ -102,11 +102,18 @@ def legend_entries(theme: Theme) -> tuple[tuple[str, tuple[LegendEntry, ...]], .
     )
 
 
-def paint_node(painter: QtGui.QPainter, rect: QtCore.QRectF, kind: str, style: NodeStyle) -> None:
+def paint_node(
+    painter: QtGui.QPainter,
+    rect: QtCore.QRectF,
+    kind: str,
+    style: NodeStyle,
+    fill: QtGui.QColor | None = None,
+) -> None:
     """A node's box as the graph draws it: a rounded box for a variable, a box for a
-    Function; fill, border colour, width and pattern from ``style``."""
+    Function; border colour, width and pattern from ``style``, the fill too unless ``fill``
+    (a frame's colour for the node) is given."""
     painter.setPen(style.pen())
-    painter.setBrush(QtGui.QColor(style.fill))
+    painter.setBrush(fill if fill is not None else QtGui.QColor(style.fill))
     if kind == "function":
         painter.drawRect(rect)
     else:

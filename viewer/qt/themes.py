@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.model import scene
+from viewer.model import graph_colours
 from viewer.model.legend import STATE_LINES
+from viewer.model.node_states import state_code
 
 __all__ = [
     "DARK",
@@ -72,19 +73,19 @@ def _hex(rgba) -> str:
 
 
 def _node_styles(
-    palette: scene.Palette, colours: dict[str, tuple[str, str]]
+    palette: graph_colours.Palette, colours: dict[str, tuple[str, str]]
 ) -> dict[str, NodeStyle]:
     """``kind:state`` -> NodeStyle from ``colours`` (``kind:state`` -> (border, text)): the
     fill is the model's palette, the border's pattern and width the legend's
-    :data:`~viewer.model.legend.STATE_LINES`, so the view, the model's ``Frame.fill`` and the
-    legend agree."""
+    :data:`~viewer.model.legend.STATE_LINES`. The graph fills its nodes with ``Frame.fill``,
+    which the scene takes from the same palette; the legend's swatches use this fill."""
     styles = {}
     for key, (border, text) in colours.items():
         kind, state = key.split(":")
         table = palette.function_fill if kind == "function" else palette.variable_fill
         drawn_as = "value" if state == "default" else state
         line, width = STATE_LINES[drawn_as]
-        fill = _hex(table[scene.state_code(drawn_as)])
+        fill = _hex(table[state_code(drawn_as)])
         styles[key] = NodeStyle(fill, border, text, width, line)
     return styles
 
@@ -107,7 +108,7 @@ class Theme:
     current: str
     error: str
     nodes: dict[str, NodeStyle] = field(default_factory=dict)
-    graph: scene.Palette = scene.LIGHT
+    graph: graph_colours.Palette = graph_colours.LIGHT
 
     def node_style(self, kind: str, state: str) -> NodeStyle:
         """Style for a node of ``kind`` ('variable' | 'function') in ``state`` (a state name);
@@ -132,9 +133,9 @@ LIGHT = Theme(
     selection="#2f6fdb",
     current="#e8590c",
     error="#c92a2a",
-    graph=scene.LIGHT,
+    graph=graph_colours.LIGHT,
     nodes=_node_styles(
-        scene.LIGHT,
+        graph_colours.LIGHT,
         {
             "variable:default": ("#b9770e", "#2b1a00"),
             "variable:not_computed": ("#c9a877", "#8a7758"),
@@ -172,9 +173,9 @@ DARK = Theme(
     selection="#74a8ff",
     current="#ff922b",
     error="#ff6b6b",
-    graph=scene.DARK,
+    graph=graph_colours.DARK,
     nodes=_node_styles(
-        scene.DARK,
+        graph_colours.DARK,
         {
             "variable:default": ("#ffd08a", "#1e1200"),
             "variable:not_computed": ("#8a765a", "#a99878"),

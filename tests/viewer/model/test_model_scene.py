@@ -4,15 +4,11 @@ import numpy as np
 import pytest
 
 from viewer.model.expression import evaluate
-from viewer.model.scene import (
-    DARK,
-    LIGHT,
-    STATE_NAMES,
-    Overlay,
-    Scene,
-    compute_layout,
-    state_code,
-)
+from viewer.model.graph_colours import DARK, LIGHT
+from viewer.model.graph_layout import compute_layout
+from viewer.model.node_overlays import Overlay
+from viewer.model.node_states import STATE_NAMES, state_code
+from viewer.model.scene import Scene
 
 
 def make_scene(text, palette="light"):
