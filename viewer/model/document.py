@@ -42,6 +42,7 @@ from numpy.typing import NDArray
 
 from autodiff.leaks import LeakReport
 from autodiff.trace import TraceReader
+from viewer.model import data_export
 from viewer.model.expression import (
     MAX_STEPS,
     MAX_TOTAL_ELEMENTS,
@@ -57,6 +58,8 @@ from viewer.model.file_loader import (
     TRACE_SUFFIXES,
     FileLoader,
 )
+from viewer.model.gradcheck import apply_overlays
+from viewer.model.gradcheck_report import GradCheckReport
 from viewer.model.inspector import NodeInfo, inspect
 from viewer.model.playback import PlaybackState
 from viewer.model.scene import Frame, GraphLayout, Scene, compute_layout
@@ -333,6 +336,19 @@ class Document:
         self.status_changed.emit(f"Saved the trace to {Path(path).name}")
         return True
 
+    def export_data(self, path: str | os.PathLike[str]) -> bool:
+        """Write the graph shown as DOT or GraphML, or its trace as JSON, by the suffix of
+        ``path`` (:func:`viewer.model.data_export.export_trace`); ``status_changed`` says
+        where. An error goes to ``error_raised`` (False) and changes nothing."""
+        try:
+            if self.trace is None:
+                raise ValueError("there is no graph to export: type an expression or open a file")
+            result = data_export.export_trace(self.trace, path)
+        except (OSError, ValueError, TypeError) as e:
+            return self.fail(e)
+        self.status_changed.emit(result.message)
+        return True
+
     def apply_layout(
         self, trace: TraceReader, layout: GraphLayout, scene: Scene | None = None
     ) -> bool:
@@ -446,6 +462,15 @@ class Document:
                 self.scene.set_overlay(survivor.node_id, overlay)
             self.overlays_changed.emit()
         self.leaks_found.emit(report)
+
+    def show_gradient_check(self, report: GradCheckReport) -> None:
+        """Colour the scene by a gradient check of the graph shown (overlay kind
+        ``'gradcheck'``, see :func:`viewer.model.gradcheck.apply_overlays`) and put its summary
+        on the status line."""
+        if self.scene is not None:
+            apply_overlays(self.scene, report)
+            self.overlays_changed.emit()
+        self.status_changed.emit(report.summary)
 
     # ------------------------------------------------------------------ errors
     def fail(self, error: BaseException) -> bool:
