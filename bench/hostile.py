@@ -96,10 +96,10 @@ RUNNERS = ("worker process (now)", "in-process (before)")
 
 
 def _use_runner(label: str) -> None:
-    from viewer.model import document
+    from viewer.model import script_loader
     from viewer.model.script_process import ScriptProcess
 
-    document.ScriptProcess = ScriptProcess if label == RUNNERS[0] else _in_process
+    script_loader.ScriptProcess = ScriptProcess if label == RUNNERS[0] else _in_process
 
 
 def output_stall(megabytes: int) -> None:

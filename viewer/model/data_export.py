@@ -5,6 +5,10 @@ picks one by the file's suffix and knows what a :class:`~autodiff.trace.TraceVie
 graph of a script) can give: DOT and GraphML of the graph on screen, and JSON of the whole
 recording (the JSON format describes a complete trace: Open shows every iteration at once).
 Pictures (PNG, SVG) are painted by the Qt side (``viewer.qt.image_export``).
+
+:func:`export_trace` takes the trace and the path, writes the file and returns what it did (an
+:class:`ExportResult`), or raises: reporting it is the caller's
+(:meth:`Document.export_data <viewer.model.document.Document.export_data>`).
 """
 
 from __future__ import annotations
@@ -12,7 +16,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from autodiff.trace import TraceReader
 
@@ -20,7 +23,6 @@ __all__ = [
     "DATA_FORMATS",
     "FILE_FILTER",
     "ExportResult",
-    "export_document",
     "export_trace",
     "format_for",
 ]
@@ -75,16 +77,3 @@ def export_trace(trace: TraceReader, path: str | os.PathLike[str]) -> ExportResu
         trace.to_graphml(path)
     n = trace.graph.number_of_nodes()
     return ExportResult(path, fmt, f"Exported the graph ({n} nodes) to {path.name} as {fmt}")
-
-
-def export_document(document: Any, path: str | os.PathLike[str]) -> bool:
-    """Export what ``document`` shows; ``status_changed`` says where, an error goes to
-    ``error_raised`` (and False is returned) with the document unchanged."""
-    try:
-        if document.trace is None:
-            raise ValueError("there is no graph to export: type an expression or open a file")
-        result = export_trace(document.trace, path)
-    except (OSError, ValueError, TypeError) as e:
-        return document.fail(e)
-    document.status_changed.emit(result.message)
-    return True

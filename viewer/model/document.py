@@ -1,10 +1,15 @@
 """The Document: what the main window shows, as one observable object.
 
 It holds the editor's text, the leaf values, the current trace with its layout and scene, the
-playback cursor (with the selection) and the last script run. Every way of getting a graph
-ends in :meth:`Document.load_trace`; nothing is replaced until the new graph is complete, so an
-error (a bad expression, a broken trace file, a failing script) leaves the previous graph on
-screen and is reported through ``error_raised``.
+playback cursor (with the selection) and the script run (the one in progress and the last
+result). The ways of getting a graph live in loaders the Document composes:
+:class:`~viewer.model.expression_loader.ExpressionLoader` (typed programs and leaf edits),
+:class:`~viewer.model.script_loader.ScriptLoader` (scripts in their worker process) and
+:class:`~viewer.model.file_loader.FileLoader` (files and examples, by what they hold). Its
+methods of the same names delegate to them. Every loader ends in :meth:`Document.load_graph`;
+nothing is replaced until the new graph is complete, so an error (a bad expression, a broken
+trace file, a failing script) leaves the previous graph on screen and is reported through
+``error_raised`` (:meth:`Document.fail`).
 
 Signals (synchronous, on the caller's thread):
 
@@ -26,7 +31,6 @@ import contextlib
 import ctypes
 import gc
 import os
-import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,26 +40,31 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from autodiff import trace as trace_module
 from autodiff.leaks import LeakReport
 from autodiff.trace import TraceReader
-from viewer.model import examples as examples_module
+from viewer.model import data_export
 from viewer.model.expression import (
-    MAX_SOURCE_CHARS,
     MAX_STEPS,
     MAX_TOTAL_ELEMENTS,
-    Budget,
     Evaluation,
     ExpressionError,
     Program,
     format_value,
-    parse,
-    parse_value,
 )
+from viewer.model.expression_loader import ExpressionJob, ExpressionLoader
+from viewer.model.file_loader import (
+    EXPRESSION_SUFFIXES,
+    SCRIPT_SUFFIXES,
+    TRACE_SUFFIXES,
+    FileLoader,
+)
+from viewer.model.gradcheck import apply_overlays
+from viewer.model.gradcheck_report import GradCheckReport
 from viewer.model.graph_layout import GraphLayout, compute_layout
 from viewer.model.inspector import NodeInfo, inspect
 from viewer.model.playback import PlaybackState
 from viewer.model.scene import Frame, Scene
+from viewer.model.script_loader import ScriptError, ScriptLoader
 from viewer.model.script_process import ScriptProcess
 from viewer.model.script_runner import ScriptResult
 from viewer.model.signals import Signal
@@ -65,26 +74,13 @@ __all__ = [
     "SCRIPT_SUFFIXES",
     "TRACE_SUFFIXES",
     "Document",
+    "ExpressionJob",
     "LeafRow",
     "ScriptError",
     "compute_layout",
 ]
 
-EXPRESSION_SUFFIXES = (".expr", ".txt")
-TRACE_SUFFIXES = (".json",)
-SCRIPT_SUFFIXES = (".py",)
 SYNC_LAYOUT_LIMIT = 1000  # nodes; bigger graphs go to layout_runner when one is set
-MAX_TRACE_BYTES = 200_000_000
-
-
-class ScriptError(Exception):
-    """A script failed; ``traceback`` is its traceback text, ``result`` the ScriptResult."""
-
-    def __init__(self, message: str, result: ScriptResult) -> None:
-        super().__init__(message)
-        self.message = message
-        self.result = result
-        self.traceback = result.error or ""
 
 
 @dataclass(frozen=True)
@@ -100,6 +96,8 @@ class LeafRow:
 
 @dataclass
 class _Pending:
+    """A graph waiting for its layout: what :meth:`Document.apply_layout` installs."""
+
     trace: TraceReader
     title: str
     kind: str
@@ -107,44 +105,6 @@ class _Pending:
     evaluation: Evaluation | None
     program: Program | None
     keep_step: bool
-
-
-class ExpressionJob:
-    """A typed program to run off the GUI thread (:attr:`Document.expression_runner`):
-    :meth:`run` on any thread, :meth:`cancel` from any thread (the run stops at its next
-    operation), then :meth:`Document.apply_expression` on the GUI thread."""
-
-    def __init__(
-        self, program: Program, values: dict, options: dict, keep_step: bool, title: str
-    ) -> None:
-        self.program = program
-        self.values = values
-        self.options = options
-        self.keep_step = keep_step
-        self.title = title
-        self.budget = Budget(options.pop("element_budget"), options.pop("step_budget"))
-        self.evaluation: Evaluation | None = None
-        self.error: ExpressionError | None = None
-        self.done = False
-        # What to put back when the job fails or is cancelled (a leaf edit's old value).
-        self.undo: Callable[[], None] | None = None
-
-    def run(self) -> None:
-        try:
-            self.evaluation = self.program.run(self.values, budget=self.budget, **self.options)
-        except ExpressionError as e:
-            self.error = e
-        except Exception as e:  # a hole in the checks: still an error, never a crash
-            self.error = ExpressionError(f"the program could not run: {type(e).__name__}: {e}")
-        finally:
-            self.done = True
-
-    def cancel(self) -> None:
-        self.budget.cancel()
-
-    @property
-    def cancelled(self) -> bool:
-        return self.budget.cancelled
 
 
 class Document:
@@ -192,10 +152,14 @@ class Document:
         # Typed programs that are not Program.quick() go to this runner when one is set: it
         # calls job.run() on a worker thread, then apply_expression(job) on the GUI thread.
         self.expression_runner: Callable[[ExpressionJob], None] | None = None
-        self.expression_job: ExpressionJob | None = None
+        self.expression_job: ExpressionJob | None = None  # the program running there
         self.sync_layout_limit = SYNC_LAYOUT_LIMIT
         self.layout_by_generation = False  # see compute_layout; a layout_runner should follow it
         self._pending: _Pending | None = None
+        # the ways of getting a graph
+        self.expressions = ExpressionLoader(self)
+        self.scripts = ScriptLoader(self)
+        self.files = FileLoader(self, self.expressions, self.scripts)
 
     # ------------------------------------------------------------------ state
     @property
@@ -239,7 +203,6 @@ class Document:
             self.scene.set_palette(name)
             self.overlays_changed.emit()  # badges take the palette's colours
 
-    # ------------------------------------------------------------------ expressions
     def leaf_rows(self) -> list[LeafRow]:
         """The variables table: each leaf of the current program with its value."""
         program = self.program
@@ -252,205 +215,105 @@ class Document:
             rows.append(LeafRow(name, value, _value_text(value), value.shape, not edited))
         return rows
 
+    # ------------------------------------------------------------------ loaders
+    # The contract the window, the app and the tests call; each forwards to its loader.
     def run_expression(self, text: str | None = None) -> bool:
-        """Parse and evaluate ``text`` (default: :attr:`source`) and show its graph.
+        """Parse and run ``text`` (default: :attr:`source`): :meth:`ExpressionLoader.run`."""
+        return self.expressions.run(text)
 
-        On an error the previous graph stays, ``error_raised`` carries the ExpressionError
-        (line and column for the editor) and False is returned.
-        """
-        if text is not None:
-            self.source = text
-        busy = self._busy_error()
-        if busy is not None:
-            return self.fail(busy)
-        try:
-            program = parse(self.source)
-            values = {k: v for k, v in self.leaf_values.items() if k in program.leaves}
-            title = self.path.name if self.path is not None and self.kind == "expression" else ""
-            job = ExpressionJob(program, values, self._run_options(), False, title or "expression")
-        except ExpressionError as e:
-            return self.fail(e)
-        except Exception as e:  # a hole in the language's checks: still no crash
-            message = f"the program could not run: {type(e).__name__}: {e}"
-            return self.fail(ExpressionError(message[:500], 1, 1))
-        return self._run_job(job)
+    def load_expression(self, text: str, path: Path | None = None, title: str = "") -> bool:
+        """Replace the text and run it, leaf edits forgotten: :meth:`ExpressionLoader.load`."""
+        return self.expressions.load(text, path, title)
 
-    def _run_job(self, job: ExpressionJob) -> bool:
-        """Run ``job`` here and show it, or hand a program that is not quick to
-        :attr:`expression_runner` (True: it started; its graph comes later)."""
-        if self.expression_runner is not None and not job.program.quick():
-            self.expression_job = job
-            self.status_changed.emit("Running the program… (Cancel stops it)")
-            self.expression_runner(job)
-            return True
-        job.run()
-        if job.error is not None and job.undo is not None:
-            job.undo()
-        return self._install(job)
+    def set_leaf_value(self, name: str, value: Any) -> bool:
+        """Re-run with a leaf's new value: :meth:`ExpressionLoader.set_leaf_value`."""
+        return self.expressions.set_leaf_value(name, value)
 
-    def _run_options(self) -> dict:
-        return {
-            "retain_grad": self.retain_grad,
-            "max_array_size": self.max_array_size,
-            "element_budget": self.element_budget,
-            "step_budget": self.step_budget,
-        }
+    def reset_leaf_values(self) -> bool:
+        """Back to the program's defaults and re-run."""
+        return self.expressions.reset_leaf_values()
 
     def apply_expression(self, job: ExpressionJob) -> bool:
-        """On the GUI thread, after a job of :attr:`expression_runner` ran: show its graph, or
-        its error (the previous graph stays). A job that is no longer the current one is
-        ignored."""
-        if job is not self.expression_job:
-            return False
-        self.expression_job = None
-        if (job.cancelled or job.error is not None) and job.undo is not None:
-            job.undo()
-            self.leaves_changed.emit(self.leaf_rows())
-        if job.cancelled:
-            self.status_changed.emit("Program cancelled; the previous graph stays")
-            if job.evaluation is not None:
-                job.evaluation.release()
-            return False
-        return self._install(job)
+        """Show a job of :attr:`expression_runner` once it ran: :meth:`ExpressionLoader.apply`."""
+        return self.expressions.apply(job)
 
     def cancel_expression(self) -> None:
         """Stop the program running on the worker (it stops at its next operation)."""
-        if self.expression_job is not None:
-            self.expression_job.cancel()
-            self.status_changed.emit("Cancelling the program…")
+        self.expressions.cancel()
 
-    def _busy_error(self) -> ExpressionError | None:
-        # One run at a time: its result is what the window shows next.
+    def load_path(self, path: str | os.PathLike[str]) -> bool | ScriptProcess:
+        """Open a file by its suffix (a script is only prepared): :meth:`FileLoader.load_path`."""
+        return self.files.load_path(path)
+
+    def load_example(self, key: str) -> bool | ScriptProcess:
+        """Open a bundled example by name or stem: :meth:`FileLoader.load_example`."""
+        return self.files.load_example(key)
+
+    def prepare_script(
+        self, path: str | os.PathLike[str], argv: list[str] | None = None
+    ) -> ScriptProcess:
+        """A run of ``path`` for the UI to confirm and start: :meth:`ScriptLoader.prepare`."""
+        return self.scripts.prepare(path, argv)
+
+    def run_script(self, path: str | os.PathLike[str], argv: list[str] | None = None) -> bool:
+        """Run a script and show its graphs, waiting for it: :meth:`ScriptLoader.run`."""
+        return self.scripts.run(path, argv)
+
+    def cancel_script(self) -> None:
+        self.scripts.cancel()
+
+    def apply_script_result(self, result: ScriptResult) -> bool:
+        """Show what a finished script built: :meth:`ScriptLoader.apply_result`."""
+        return self.scripts.apply_result(result)
+
+    def show_script_graph(self, index: int) -> bool:
+        """Show graph ``index`` of the last script result."""
+        return self.scripts.show_graph(index)
+
+    def busy_error(self) -> ExpressionError | None:
+        """Why no other run may start now (None: one may). One run at a time: its result is
+        what the window shows next."""
         if self.script_run is not None and self.script_run.running:
             return ExpressionError("a script is running; wait for it or cancel it first")
         if self.expression_job is not None:
             return ExpressionError("a program is running; wait for it or cancel it first")
         return None
 
-    def _install(self, job: ExpressionJob) -> bool:
-        if job.error is not None:
-            return self.fail(job.error)
-        evaluation = job.evaluation
-        self._load(
-            _Pending(
-                evaluation.trace,
-                job.title,
-                "expression",
-                self.path if self.kind == "expression" else None,
-                evaluation,
-                job.program,
-                keep_step=job.keep_step,
-            )
-        )
-        if evaluation.nonfinite is not None:
-            w = evaluation.nonfinite
-            self.status_changed.emit(f"Line {w.line}: {w.message}")
-        return True
-
-    def set_leaf_value(self, name: str, value: Any) -> bool:
-        """Set a leaf's value (a number, an array, or text like ``"[1, 2]"``) and re-run the
-        current program, keeping the playback position. False (and ``error_raised``) when the
-        value does not parse or the run fails; nothing changes then."""
-        if self.program is None or name not in self.program.leaves:
-            return self.fail(ExpressionError(f"{name} is not a variable of the expression"))
+    # ------------------------------------------------------------------ graphs
+    def load_graph(
+        self,
+        trace: TraceReader,
+        title: str,
+        kind: str,
+        path: Path | None = None,
+        *,
+        layout: GraphLayout | None = None,
+        evaluation: Evaluation | None = None,
+        program: Program | None = None,
+        keep_step: bool = False,
+    ) -> None:
+        """Show ``trace`` as a graph of ``kind`` ('expression', 'trace' or 'script'), laid out
+        with ``layout`` (computed when None: here, or through :attr:`layout_runner` for a big
+        graph). A typed program's graph brings its ``evaluation`` and ``program``;
+        ``keep_step`` (a re-run of the same program) keeps the playback position and the
+        selection. The graph shown until then stays until this one is installed."""
+        pending = _Pending(trace, title, kind, path, evaluation, program, keep_step)
+        self._pending = pending
+        if layout is not None:
+            self.apply_layout(trace, layout)
+            return
+        n = trace.graph.number_of_nodes()
+        if self.layout_runner is not None and n > self.sync_layout_limit:
+            self.status_changed.emit(f"Laying out {n} nodes…")
+            self.layout_started.emit(n)
+            self.layout_runner(trace)
+            return
         try:
-            array = parse_value(value)
-        except ExpressionError as e:
-            return self.fail(ExpressionError(f"value of {name}: {e.message}", e.line, e.col))
-        return self._rerun_with(lambda values: values.__setitem__(name, array))
-
-    def reset_leaf_values(self) -> bool:
-        """Back to the program's defaults and re-run."""
-        return self._rerun_with(dict.clear)
-
-    def _rerun_with(self, change: Callable[[dict], None]) -> bool:
-        """Re-run the program with ``change`` made to the leaf values; the change is undone
-        when the run fails or is cancelled. A program that is not quick runs on
-        :attr:`expression_runner` (True means it started; its graph comes later)."""
-        program = self.program
-        if program is None:
-            return False
-        busy = self._busy_error()
-        if busy is not None:
-            return self.fail(busy)
-        saved = dict(self.leaf_values)
-
-        def undo() -> None:
-            self.leaf_values.clear()
-            self.leaf_values.update(saved)
-
-        change(self.leaf_values)
-        values = {k: v for k, v in self.leaf_values.items() if k in program.leaves}
-        job = ExpressionJob(program, values, self._run_options(), True, self.title)
-        job.undo = undo
-        return self._run_job(job)
-
-    def load_path(self, path: str | os.PathLike[str]) -> bool | ScriptProcess:
-        """Open a file by its suffix: an expression (``.expr``, ``.txt``) runs at once, a saved
-        trace (``.json``) loads; a script (``.py``) is *not* run: a prepared
-        :class:`ScriptProcess` is returned for the UI to confirm and start (see
-        :meth:`prepare_script`). Returns False on error (``error_raised`` was emitted)."""
-        path = Path(path)
-        suffix = path.suffix.lower()
-        if suffix in SCRIPT_SUFFIXES:
-            if not path.exists():
-                return self.fail(FileNotFoundError(f"no such script: {path}"))
-            if not path.is_file():  # a FIFO would block the worker's read, a device never end
-                return self.fail(ValueError(f"cannot run {path.name}: not a regular file"))
-            if self._script_busy():
-                return self.fail(self._script_busy_error(path.name))
-            return self.prepare_script(path)
-        if suffix in TRACE_SUFFIXES:
-            return self._load_trace_file(path)
-        if suffix in EXPRESSION_SUFFIXES:
-            try:
-                text = read_text_bounded(path, MAX_SOURCE_CHARS)
-            except (OSError, UnicodeDecodeError, ValueError) as e:
-                return self.fail(e)
-            return self.load_expression(text, path=path)
-        known = ", ".join(EXPRESSION_SUFFIXES + TRACE_SUFFIXES + SCRIPT_SUFFIXES)
-        return self.fail(ValueError(f"cannot open {path.name}: unknown file type (use {known})"))
-
-    def load_expression(self, text: str, path: Path | None = None, title: str = "") -> bool:
-        """Replace the editor's text with ``text`` (from a file or an example) and run it;
-        edited leaf values are forgotten."""
-        old = (self.source, self.path, self.kind, dict(self.leaf_values))
-        self.source = text
-        self.leaf_values = {}
-        self.path = path
-        self.kind = "expression"
-        if self.run_expression():
-            if title or path is not None:
-                self.title = title or path.name  # type: ignore[union-attr]
-            return True
-        # keep the text (the user sees the error in it) but not a half-switched document
-        self.path, self.kind, self.leaf_values = old[1], old[2], old[3]
-        return False
-
-    def load_example(self, key: str) -> bool | ScriptProcess:
-        """Open a bundled example by name or stem (see :mod:`viewer.model.examples`)."""
-        try:
-            example = examples_module.find_example(key)
-        except ValueError as e:
-            return self.fail(e)
-        if example.kind == "script":
-            if self._script_busy():
-                return self.fail(self._script_busy_error(example.path.name))
-            return self.prepare_script(example.path)
-        return self.load_expression(example.read(), path=example.path, title=example.title)
-
-    def _load_trace_file(self, path: Path) -> bool:
-        try:
-            t = trace_module.load(path, max_bytes=MAX_TRACE_BYTES)
-        except Exception as e:  # TraceFormatError, OSError, or a bug: the old graph stays
-            return self.fail(e)
-        self.load_trace(t, path.name, path=path)
-        if not any(s.phase == "backward" for s in t.steps):
-            self.status_changed.emit(
-                f"{path.name} has no backward steps: only the forward pass can be played. To "
-                "see gradients, record it with y.backward() inside autodiff.trace.record()"
-            )
-        return True
+            layout = compute_layout(trace, by_generation=self.layout_by_generation)
+        except Exception as e:  # a layout bug must not take the document down
+            self.layout_failed(trace, e)
+            return
+        self.apply_layout(trace, layout)
 
     def load_trace(
         self,
@@ -461,8 +324,7 @@ class Document:
     ) -> None:
         """Show ``trace`` (an autodiff Trace or a TraceView) with ``layout`` (computed when
         None: synchronously, or through :attr:`layout_runner` for a big graph)."""
-        pending = _Pending(trace, title, "trace", path, None, None, keep_step=False)
-        self._load(pending, layout)
+        self.load_graph(trace, title, "trace", path, layout=layout)
 
     def save_trace(self, path: str | os.PathLike[str]) -> bool:
         """Save the current trace as JSON (loadable by :meth:`load_path`)."""
@@ -475,24 +337,18 @@ class Document:
         self.status_changed.emit(f"Saved the trace to {Path(path).name}")
         return True
 
-    # ------------------------------------------------------------------ layout
-    def _load(self, pending: _Pending, layout: GraphLayout | None = None) -> None:
-        self._pending = pending
-        if layout is not None:
-            self.apply_layout(pending.trace, layout)
-            return
-        n = pending.trace.graph.number_of_nodes()
-        if self.layout_runner is not None and n > self.sync_layout_limit:
-            self.status_changed.emit(f"Laying out {n} nodes…")
-            self.layout_started.emit(n)
-            self.layout_runner(pending.trace)
-            return
+    def export_data(self, path: str | os.PathLike[str]) -> bool:
+        """Write the graph shown as DOT or GraphML, or its trace as JSON, by the suffix of
+        ``path`` (:func:`viewer.model.data_export.export_trace`); ``status_changed`` says
+        where. An error goes to ``error_raised`` (False) and changes nothing."""
         try:
-            layout = compute_layout(pending.trace, by_generation=self.layout_by_generation)
-        except Exception as e:  # a layout bug must not take the document down
-            self.layout_failed(pending.trace, e)
-            return
-        self.apply_layout(pending.trace, layout)
+            if self.trace is None:
+                raise ValueError("there is no graph to export: type an expression or open a file")
+            result = data_export.export_trace(self.trace, path)
+        except (OSError, ValueError, TypeError) as e:
+            return self.fail(e)
+        self.status_changed.emit(result.message)
+        return True
 
     def apply_layout(
         self, trace: TraceReader, layout: GraphLayout, scene: Scene | None = None
@@ -547,7 +403,7 @@ class Document:
         if pending.kind == "script" and result is not None and result.leak_report is not None:
             # Every graph of a script shares the run's audit: flag the one installed now (also
             # another graph chosen later, or one laid out in a worker after the run ended).
-            self._flag_leaks(result.leak_report)
+            self.flag_leaks(result.leak_report)
         return True
 
     def layout_failed(self, trace: TraceReader, error: BaseException) -> None:
@@ -575,114 +431,6 @@ class Document:
             what += " (nothing to animate: no function was applied)"
         return what
 
-    # ------------------------------------------------------------------ scripts
-    def prepare_script(
-        self, path: str | os.PathLike[str], argv: list[str] | None = None
-    ) -> ScriptProcess:
-        """A run of ``path`` in a worker process (:class:`ScriptProcess`), registered as the
-        document's run. The UI confirms, then starts it (``run.start()``) and, on the GUI
-        thread, passes ``run.result`` to :meth:`apply_script_result`."""
-        run = ScriptProcess(
-            path, argv, max_array_size=self.max_array_size, memory_mb=self.script_memory_mb
-        )
-        self.script_run = run
-        run.finished.connect(self._script_ran)
-        self.script_started.emit(run)
-        self.status_changed.emit(f"Ready to run {run.path.name}")
-        return run
-
-    def run_script(self, path: str | os.PathLike[str], argv: list[str] | None = None) -> bool:
-        """Run a script (in its worker process, as the app does) and show its graphs; this
-        thread waits for it."""
-        run = self.prepare_script(path, argv)
-        return self.apply_script_result(run.run())
-
-    def _script_ran(self, result: ScriptResult) -> None:
-        # Emitted on the script's thread: only bookkeeping here, no view work.
-        if self.script_run is not None and self.script_run.result is result:
-            self.script_run = None
-
-    def _script_busy(self) -> bool:
-        # One run at a time: a second one's result would land on the first's, and a typed
-        # program meanwhile would compete with the run for the machine.
-        return self._busy_error() is not None
-
-    def _script_busy_error(self, name: str) -> RuntimeError:
-        if self.script_run is not None:
-            running = self.script_run.path.name
-        else:
-            running = "a script" if self.expression_job is None else "the typed program"
-        return RuntimeError(
-            f"cannot run {name} while {running} is running: wait for it or cancel it first"
-        )
-
-    def cancel_script(self) -> None:
-        if self.script_run is not None:
-            self.script_run.cancel()
-            self.status_changed.emit(f"Cancelling {self.script_run.path.name}…")
-
-    def apply_script_result(self, result: ScriptResult) -> bool:
-        """Show what a finished script built (call on the GUI thread). Loads its last graph;
-        the others are in ``script_result.graphs`` (see :meth:`show_script_graph`).
-
-        A cancelled run shows what it built up to the cancel (True when there was a graph);
-        a failed run keeps the previous graph and reports the error (False), and the graphs
-        it built before the error can still be shown with :meth:`show_script_graph`."""
-        if self.script_run is not None and self.script_run.result is result:
-            self.script_run = None
-        self.script_result = result
-        self.script_finished.emit(result)
-        if result.cancelled:
-            shown = bool(result.graphs) and self.show_script_graph(len(result.graphs) - 1)
-            if shown:
-                self.status_changed.emit(f"{result.summary}: showing what it built until then")
-            else:
-                self.status_changed.emit(f"{result.summary}, before it built a graph")
-            return shown
-        if not result.ok:
-            self.fail(ScriptError(result.summary, result))
-            return False
-        if not result.graphs:
-            if result.leak_report is not None:
-                self._flag_leaks(result.leak_report)
-            return self.fail(
-                ValueError(
-                    f"{result.path.name} ran but recorded no graph: it must call autodiff "
-                    "functions on Variables outside no_grad (and ideally backward)"
-                )
-            )
-        self.show_script_graph(len(result.graphs) - 1)
-        # (its leaks are flagged by apply_layout, on the new scene, once it is installed)
-        if result.graphs[0].backward_pass < 0:
-            self.status_changed.emit(
-                f"{result.path.name} never called backward: showing the forward graph of its "
-                "last outputs. Call loss.backward() to see gradients"
-            )
-        return True
-
-    def show_script_graph(self, index: int) -> bool:
-        """Show graph ``index`` of the last script result."""
-        result = self.script_result
-        if result is None or not 0 <= index < len(result.graphs):
-            return self.fail(ValueError(f"no script graph number {index}"))
-        graph = result.graphs[index]
-        try:
-            view = result.view(index)
-        except Exception as e:  # a broken trace must not take the document down
-            return self.fail(e)
-        self._load(
-            _Pending(
-                view,
-                f"{result.path.name}: {graph.title}",
-                "script",
-                result.path,
-                None,
-                None,
-                keep_step=False,
-            )
-        )
-        return True
-
     # ------------------------------------------------------------------ leaks
     def release_graph(self) -> Any:
         """Drop the document's references to the engine objects of a typed expression and
@@ -696,10 +444,10 @@ class Document:
         except Exception as e:  # the audit is a debugging aid; never fatal
             self.fail(e)
             return None
-        self._flag_leaks(report)
+        self.flag_leaks(report)
         return report
 
-    def _flag_leaks(self, report: LeakReport) -> None:
+    def flag_leaks(self, report: LeakReport) -> None:
         """Badge each survivor of ``report`` 'cycle' or 'held' (by its reason); its tooltip
         keeps the reason and the holder chain."""
         from viewer.model.legend import leak_badge
@@ -715,6 +463,15 @@ class Document:
                 self.scene.set_overlay(survivor.node_id, overlay)
             self.overlays_changed.emit()
         self.leaks_found.emit(report)
+
+    def show_gradient_check(self, report: GradCheckReport) -> None:
+        """Colour the scene by a gradient check of the graph shown (overlay kind
+        ``'gradcheck'``, see :func:`viewer.model.gradcheck.apply_overlays`) and put its summary
+        on the status line."""
+        if self.scene is not None:
+            apply_overlays(self.scene, report)
+            self.overlays_changed.emit()
+        self.status_changed.emit(report.summary)
 
     # ------------------------------------------------------------------ errors
     def fail(self, error: BaseException) -> bool:
@@ -738,36 +495,6 @@ def _return_memory() -> None:
         # another C library has no malloc_trim: the memory is reused by the process instead
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL("libc.so.6").malloc_trim(0)
-
-
-def read_text_bounded(path: Path, max_chars: int) -> str:
-    """A program file's text, read with a cap: a FIFO, a device (``/dev/zero``) or a file of
-    gigabytes is refused before reading, with a message that names the file."""
-    info = os.stat(path)
-    if not stat.S_ISREG(info.st_mode):
-        raise ValueError(f"cannot open {path.name}: not a regular file")
-    limit = 4 * max_chars  # UTF-8: at most 4 bytes a character
-    if info.st_size > limit:
-        raise ValueError(
-            f"cannot open {path.name}: {info.st_size} bytes; a program has at most "
-            f"{max_chars} characters"
-        )
-    with open(path, "rb") as f:
-        raw = f.read(limit + 1)
-    if len(raw) > limit:
-        raise ValueError(f"cannot open {path.name}: it grew past {limit} bytes while read")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(
-            f"cannot open {path.name}: not UTF-8 text (byte {e.start} is 0x{raw[e.start]:02x}); "
-            "a program is a text file"
-        ) from None
-    if len(text) > max_chars:
-        raise ValueError(
-            f"cannot open {path.name}: {len(text)} characters; a program has at most {max_chars}"
-        )
-    return text
 
 
 def _value_text(value: NDArray[np.float64]) -> str:

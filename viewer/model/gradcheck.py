@@ -13,18 +13,25 @@ Two checks, both against central differences ``(f(x + h) - f(x - h)) / 2h`` in f
   Function with a wrong backward fails its local check while every correct primitive passes.
   The live Function is re-run on a fresh instance (its ``__dict__`` copied), so the user's
   graph is never touched (see :mod:`viewer.model.function_check`). For a script, whose
-  objects are gone when it ends, a :class:`FunctionSampler` attached to the run (see
-  :func:`watch_scripts`) keeps the parameters and inputs of the first calls of every Function
-  class, and checks the script's own classes at once (their module is cleared at the end).
+  objects are gone when it ends, a :class:`FunctionSampler` attached to the run keeps the
+  parameters and inputs of the first calls of every Function class (ask for it with
+  :class:`ScriptSampling`), and checks the script's own classes at once (their module is
+  cleared at the end); the run sends them back as ``result.samples``.
 
 Where a function is not differentiable (``relu`` at 0, ``max`` with ties) the two one-sided
 differences disagree; a backprop value between them is a valid subgradient, reported as a
 ``kink``, not as an error. Points where the forward or the gradient is NaN/Inf are reported as
 ``nonfinite`` (the graph's NaN overlay shows where they were born).
 
-:func:`check_document` runs the right check for what a :class:`~viewer.model.document.Document`
-shows, colours the scene (overlay kind ``'gradcheck'``: green < 1e-6 < amber < 1e-3 < red, a
-wrong Function is red with a ``wrong backward`` badge) and emits ``overlays_changed``.
+The checks take plain inputs and return a :class:`GradCheckReport`: :func:`check_function`,
+:func:`check_trace` (with the samples, if any), :func:`check_program`, and :func:`check_graph`
+(the right one for a graph as the viewer shows it). :func:`apply_overlays` colours a scene by a
+report (overlay kind ``'gradcheck'``: green < 1e-6 < amber < 1e-3 < red, a wrong Function is
+red with a ``wrong backward`` badge). Two things work with a
+:class:`~viewer.model.document.Document`: :class:`ScriptSampling` (:func:`watch_scripts`), the
+object that has its scripts keep samples, and :func:`check_document`, which reads what the
+document shows, checks it and hands the report to
+:meth:`Document.show_gradient_check <viewer.model.document.Document.show_gradient_check>`.
 """
 
 from __future__ import annotations
@@ -33,8 +40,8 @@ import dataclasses
 import math
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import numpy as np
@@ -62,6 +69,10 @@ from viewer.model.function_check import (
 from viewer.model.gradcheck_report import GradCheckReport, LeafCheck, ReportRow
 from viewer.model.plots import _snapshot_total
 
+if TYPE_CHECKING:
+    from viewer.model.document import Document
+    from viewer.model.script_runner import ScriptResult
+
 __all__ = [
     "ATOL",
     "MAX_ELEMENTS",
@@ -77,10 +88,12 @@ __all__ = [
     "GradCheckReport",
     "LeafCheck",
     "ReportRow",
+    "ScriptSampling",
     "SlotCheck",
     "apply_overlays",
     "check_document",
     "check_function",
+    "check_graph",
     "check_program",
     "check_trace",
     "samples_for",
@@ -90,44 +103,6 @@ __all__ = [
 MAX_FUNCTIONS = 400  # beyond this, a few Functions of each op stand for the rest
 PER_OP = 3  # how many Functions of one op are checked in a big graph
 OVERLAY_KIND = "gradcheck"
-
-
-# Samples by the trace their script recorded (filled by watch_scripts).
-_SAMPLES: weakref.WeakKeyDictionary[Any, FunctionSampler] = weakref.WeakKeyDictionary()
-
-
-def samples_for(trace: TraceReader) -> FunctionSampler | None:
-    """The samples kept while the script that recorded ``trace`` ran (None if none)."""
-    base = getattr(trace, "base", trace)  # a TraceView stands for its whole trace
-    try:
-        return _SAMPLES.get(base)
-    except TypeError:
-        return None
-
-
-def watch_scripts(document: Any, per_class: int = 2) -> Callable[[Any], None]:
-    """Have every script the document prepares keep samples of its Functions (a
-    :class:`FunctionSampler` in the run, sent back with its result), so that
-    :func:`check_document` can check them after the script ended.
-
-    Call once per Document (the main window does, at start). Returns the slot connected to
-    ``document.script_started`` (disconnect it to stop)."""
-
-    def attach(run: Any) -> None:
-        if not hasattr(run, "sample_functions"):
-            return  # a run without the hook: nothing to attach to
-        run.sample_functions = per_class
-
-        def finished(result: Any) -> None:
-            trace = getattr(result, "trace", None)
-            samples = getattr(result, "samples", None)
-            if trace is not None and samples is not None:
-                _SAMPLES[trace] = samples
-
-        run.finished.connect(finished)
-
-    document.script_started.connect(attach)
-    return attach
 
 
 # =============================================================================
@@ -238,15 +213,14 @@ def check_trace(
 
     Live Functions (``trace.live(id)``: the graph is still referenced, as with
     ``viewer.show(y)``) are re-run at their own inputs; freed ones use ``samples`` (kept while
-    a script ran) by op name. Leaf gradients are not re-derived here: without the program that
-    built the graph there is nothing to re-run (see :func:`check_program`).
+    a script ran: its ``result.samples``) by op name. Leaf gradients are not re-derived here:
+    without the program that built the graph there is nothing to re-run (see
+    :func:`check_program`).
 
     When no Function can be re-run at all (``saved``: the trace was loaded from a file) the
     report has no rows, only its ``reason``.
     """
     began = time.perf_counter()
-    if samples is None:
-        samples = samples_for(trace)
     options = {"rtol": rtol, "atol": atol, "max_elements": max_elements, "seed": seed}
     checks, notes = _function_checks(trace, samples, max_functions=max_functions, **options)
     reason = ""
@@ -490,43 +464,55 @@ def apply_overlays(scene: Any, report: GradCheckReport) -> int:
     return len(errors)
 
 
-def check_document(document: Any, **options: Any) -> GradCheckReport | None:
-    """Check what ``document`` shows, colour its scene and report.
+def check_graph(
+    trace: TraceReader,
+    program: Any = None,
+    values: Mapping[str, Any] | None = None,
+    *,
+    samples: FunctionSampler | None = None,
+    saved: bool = False,
+    **options: Any,
+) -> GradCheckReport:
+    """Check a graph as the viewer shows it.
 
-    A typed expression: :func:`check_program` at the current leaf values (leaves and
-    Functions). A script's graph: :func:`check_trace` with the samples kept during the run
-    (see :func:`watch_scripts`). Any other trace: :func:`check_trace` on its live objects.
-    Emits ``overlays_changed`` and ``status_changed`` (the report's summary); on a problem,
-    ``error_raised`` with a ValueError that says what is missing, and returns None.
+    With the typed ``program`` that built ``trace``: :func:`check_program` at ``values``
+    (leaves and Functions), keeping only the results whose node ids mean the same node in
+    ``trace``. Without: :func:`check_trace` with a script's ``samples``; ``saved``: the trace
+    was loaded from a file (nothing of it can be re-run).
+    """
+    if program is not None:
+        return _matched(check_program(program, values, **options), trace)
+    return check_trace(trace, samples, saved=saved, **options)
+
+
+def check_document(document: Document, **options: Any) -> GradCheckReport | None:
+    """Check what ``document`` shows (:func:`check_graph`: a typed expression at its current
+    leaf values, a script's graph with the samples its run sent back, any other trace on its
+    live objects), colour its scene and put the summary on its status line
+    (:meth:`Document.show_gradient_check`), and return the report. On a problem,
+    ``error_raised`` carries a ValueError that says what is missing, and None is returned.
     """
     if document.scene is None or document.trace is None:
-        return _fail(document, "there is no graph to check: type an expression or open one")
-    run = getattr(document, "script_run", None)
-    if run is not None and getattr(run, "running", False):
-        return _fail(document, "a script is running; wait for it or cancel it first")
-    program = getattr(document, "program", None)
-    if document.kind == "expression" and program is not None:
-        evaluation = getattr(document, "evaluation", None)
+        return _refuse(document, "there is no graph to check: type an expression or open one")
+    run = document.script_run
+    if run is not None and run.running:
+        return _refuse(document, "a script is running; wait for it or cancel it first")
+    program = document.program if document.kind == "expression" else None
+    values = None
+    if program is not None:
+        evaluation = document.evaluation
         values = dict(evaluation.values) if evaluation is not None else dict(document.leaf_values)
-        try:
-            report = check_program(program, values, **options)
-        except Exception as e:  # ExpressionError, or a bug in a check: the app stays up
-            return _fail(document, f"the gradient check failed: {_describe(e)}")
-        report = _matched(report, document.trace)
-    else:
-        samples = None
-        result = getattr(document, "script_result", None)
-        if document.kind == "script" and result is not None:
-            samples = samples_for(result.trace)
-        path = getattr(document, "path", None)
-        saved = document.kind == "trace" and path is not None and path.suffix.lower() == ".json"
-        try:
-            report = check_trace(document.trace, samples, saved=saved, **options)
-        except Exception as e:
-            return _fail(document, f"the gradient check failed: {_describe(e)}")
-    apply_overlays(document.scene, report)
-    document.overlays_changed.emit()
-    document.status_changed.emit(report.summary)
+    result = document.script_result
+    samples = result.samples if document.kind == "script" and result is not None else None
+    path = document.path
+    saved = document.kind == "trace" and path is not None and path.suffix.lower() == ".json"
+    try:
+        report = check_graph(
+            document.trace, program, values, samples=samples, saved=saved, **options
+        )
+    except Exception as e:  # ExpressionError, or a bug in a check: the app stays up
+        return _refuse(document, f"the gradient check failed: {_describe(e)}")
+    document.show_gradient_check(report)
     return report
 
 
@@ -549,5 +535,61 @@ def _matched(report: GradCheckReport, trace: TraceReader) -> GradCheckReport:
     return dataclasses.replace(report, leaves=leaves, functions=functions, notes=notes)
 
 
-def _fail(document: Any, message: str) -> None:
+def _refuse(document: Document, message: str) -> None:
     document.fail(ValueError(message))
+
+
+# =============================================================================
+# Scripts: samples kept while they ran
+# =============================================================================
+class ScriptSampling:
+    """Has every script run a Document prepares keep samples of its Functions (a
+    :class:`FunctionSampler` of ``per_class`` calls per class in its worker, sent back as
+    ``result.samples``), so that :func:`check_document` can check a script's graph after the
+    script ended.
+
+    It is the slot of ``document.script_started``; a Signal holds a callable object strongly,
+    so the document keeps it for as long as it lives. :meth:`close` stops it.
+    """
+
+    def __init__(self, document: Document, per_class: int = 2) -> None:
+        self.document = document
+        self.per_class = per_class
+        document.script_started.connect(self)
+
+    def __call__(self, run: Any) -> None:
+        if not hasattr(run, "sample_functions"):
+            return  # a run without the hook: nothing to attach to
+        run.sample_functions = self.per_class
+        run.finished.connect(_note_samples)
+
+    def close(self) -> None:
+        """Runs prepared from now on keep no samples."""
+        self.document.script_started.disconnect(self)
+
+
+def watch_scripts(document: Document, per_class: int = 2) -> ScriptSampling:
+    """Have every script ``document`` prepares keep samples for a later check: the
+    :class:`ScriptSampling` of the document (call once per Document; the window does)."""
+    return ScriptSampling(document, per_class)
+
+
+# The samples a watched run sent back, by its trace, for samples_for(trace) alone: a bare trace
+# has no link to the result it came with. The checks never read this table; they are given
+# the samples (check_document takes them from the document's script_result).
+_SENT: weakref.WeakKeyDictionary[Any, FunctionSampler] = weakref.WeakKeyDictionary()
+
+
+def _note_samples(result: ScriptResult) -> None:
+    if result.trace is not None and result.samples is not None:
+        _SENT[result.trace] = result.samples
+
+
+def samples_for(trace: TraceReader) -> FunctionSampler | None:
+    """The samples sent back by the watched script run that recorded ``trace`` (a Trace, or a
+    TraceView of one of its graphs); None if none."""
+    base = getattr(trace, "base", trace)  # a TraceView stands for its whole trace
+    try:
+        return _SENT.get(base)
+    except TypeError:
+        return None

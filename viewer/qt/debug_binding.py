@@ -2,8 +2,8 @@
 and its panel, the jumps to NaN/Inf, and the exports of the graph as data.
 
 Every action forwards to a model call (``Document.release_graph``,
-``gradcheck.check_document``, ``PlaybackState.first_nonfinite``, ``data_export.export_document``)
-and shows what came back; a request that does not apply is answered with a message and leaves
+``gradcheck.check_document``, ``PlaybackState.first_nonfinite``, ``Document.export_data``) and
+shows what came back; a request that does not apply is answered with a message and leaves
 the document as it was.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from PySide6 import QtCore, QtWidgets
 
-from viewer.model import data_export, gradcheck
+from viewer.model import gradcheck
 from viewer.model.document import TRACE_SUFFIXES, Document
 from viewer.qt.gradcheck_panel import GradCheckPanel
 from viewer.qt.leak_panel import LeakPanel
@@ -43,7 +43,8 @@ class DebugBinding(QtCore.QObject):
         self._raise_dock = raise_dock
         self._checked_scene: Any = None
         self.last_check: Any = None
-        gradcheck.watch_scripts(document)  # scripts keep samples for a later check
+        # the document's scripts keep samples for a later check
+        self.script_sampling = gradcheck.watch_scripts(document)
         document.leaks_found.connect(self._on_leaks_found)
         document.graph_loaded.connect(self._on_graph_loaded)
         leak_panel.node_requested.connect(self.show_node)
@@ -169,7 +170,7 @@ class DebugBinding(QtCore.QObject):
     # ---------------------------------------------------------------- exports
     def export_data(self, path: str | Path) -> bool:
         """The graph as DOT or GraphML, or the trace as JSON (by the suffix)."""
-        return data_export.export_document(self.document, path)
+        return self.document.export_data(path)
 
     # ---------------------------------------------------------------- selection
     def show_node(self, node_id: int) -> bool:
