@@ -73,6 +73,12 @@ def default_memory_mb() -> int:
     return max(1024, total // 2 // (1024 * 1024))
 
 
+# A line the worker has not finished yet waits this long for its end before it is shown, and
+# is shown at once beyond this many characters.
+_PARTIAL_LINE_S = 0.25
+_MAX_PARTIAL_LINE = 65536
+
+
 class ScriptProcess(_RunState):
     """One run of one script in a worker process; the same face as
     :class:`~viewer.model.script_runner.ScriptRun` (``start``/``run``/``wait``/``cancel``,
@@ -284,20 +290,40 @@ class ScriptProcess(_RunState):
             os.close(fd)
 
     def _read_stream(self, pipe: Any, kept: list[str]) -> None:
-        """One of the worker's streams: kept (up to a cap) and sent on in batches."""
+        """One of the worker's streams: kept (up to a cap) and sent on in batches.
+
+        Only whole lines are passed on while more may come (the other stream's output goes
+        to the same panel, and ``print`` writes its text and its newline separately); a
+        line without its end is sent once the stream has been quiet for _PARTIAL_LINE_S,
+        so a prompt without a newline still shows."""
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         stream = _ThreadStream(None, threading.get_ident(), kept, self.output_written)
         flusher = _Flusher((stream,))
+        partial = ""
         try:
             with pipe:
-                while chunk := pipe.read1(65536):
-                    if text := decoder.decode(chunk):
-                        stream.write(text)
-                if text := decoder.decode(b"", final=True):
-                    stream.write(text)
+                fd = pipe.fileno()
+                while True:
+                    if partial and not select.select([fd], [], [], _PARTIAL_LINE_S)[0]:
+                        stream.write(partial)
+                        partial = ""
+                        continue
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        break
+                    text = partial + decoder.decode(chunk)
+                    cut = text.rfind("\n") + 1
+                    if len(text) - cut > _MAX_PARTIAL_LINE:
+                        cut = len(text)
+                    if cut:
+                        stream.write(text[:cut])
+                    partial = text[cut:]
+            partial += decoder.decode(b"", final=True)
         except (OSError, ValueError):
             pass
         finally:
+            if partial:
+                stream.write(partial)
             flusher.stop()
             stream.emit_pending()
 

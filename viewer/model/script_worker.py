@@ -102,10 +102,12 @@ def main(argv: list[str] | None = None) -> NoReturn:
     from viewer.model.script_runner import ScriptCancelled, ScriptRun
 
     # The script writes straight to this process's stdout and stderr, pipes to the app, a
-    # line at a time: a crash loses nothing printed before it.
+    # line at a time: a crash loses nothing printed before it. Not write-through (stderr's
+    # default), so that print's text and its newline leave as one write and a line of one
+    # stream is not split by the other's.
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError, OSError):
-            stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+            stream.reconfigure(line_buffering=True, write_through=False)  # type: ignore[union-attr]
     run = ScriptRun(
         config["path"],
         list(config.get("argv", [])),
@@ -125,6 +127,11 @@ def main(argv: list[str] | None = None) -> NoReturn:
     signal.signal(signal.SIGTERM, cancel)
     result = run.run()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # from now on Cancel simply ends the worker
+    # os._exit below flushes nothing: a last line without its newline (and whatever the script
+    # set sys.stdout to) would be lost, and it must reach the app before the result does
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        with contextlib.suppress(Exception):
+            stream.flush()  # type: ignore[union-attr]
     try:
         _write_result(result, config["result"], channel)
     except BaseException as e:  # a full disk, a MemoryError: say so, in one line

@@ -86,6 +86,29 @@ def test_output_of_every_thread_and_both_streams_is_kept(tmp_path):
     assert sorted(shown.splitlines()) == ["from a thread", "main", "oops"]
 
 
+def test_lines_of_the_two_streams_are_not_spliced(tmp_path):
+    # stderr's line is written in two parts with stdout's line between them: the panel shows
+    # whole lines
+    result, shown = run(
+        tmp_path,
+        """
+        import sys
+        sys.stderr.write("half of ")
+        print("out")
+        sys.stderr.write("a line\\n")
+        print("oops", file=sys.stderr)
+        """,
+    )
+    assert result.ok, result.error
+    assert sorted(shown.splitlines()) == ["half of a line", "oops", "out"]
+
+
+def test_a_last_line_without_its_newline_is_kept_and_shown(tmp_path):
+    result, shown = run(tmp_path, "import sys\nprint('first')\nsys.stdout.write('no newline')\n")
+    assert result.ok, result.error
+    assert result.stdout == shown == "first\nno newline"
+
+
 def test_os_exit_in_the_script_ends_the_script_not_the_app(tmp_path):
     result, _ = run(tmp_path, "print('bye')\nimport os\nos._exit(7)\n")
     assert not result.ok and result.exit_code == 7 and result.stdout == "bye\n"
