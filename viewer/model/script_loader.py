@@ -78,10 +78,10 @@ class ScriptLoader:
         return self.apply_result(run.run())
 
     def cancel(self) -> None:
-        doc = self.document
-        if doc.script_run is not None:
-            doc.script_run.cancel()
-            doc.status_changed.emit(f"Cancelling {doc.script_run.path.name}…")
+        run = self.document.script_run  # once: the run may end (and go) while it is cancelled
+        if run is not None:
+            run.cancel()
+            self.document.status_changed.emit(f"Cancelling {run.path.name}…")
 
     def apply_result(self, result: ScriptResult) -> bool:
         """Show what a finished script built (call on the GUI thread). Loads its last graph;
