@@ -3,6 +3,7 @@
     python bench/trace.py            # the full run (a minute or two)
     python bench/trace.py --quick    # a smoke run on small sizes (no training script)
     python bench/trace.py --repeats 15
+    python bench/trace.py --quick --base cfa9107   # also an earlier commit, in the same run
 
 Workloads (the same as bench/engine.py):
   (a) scalar chain y = sin(y) * y + y, 2000 steps, forward + backward;
@@ -27,6 +28,10 @@ Each time is the median of ``--repeats`` runs, variants alternating within each 
 ratio is the median of the per-repeat ratios (variants of one repeat run back to back); the
 garbage collector is off inside a timed region (as ``timeit`` does); BLAS uses one thread;
 times are CPU time of the process (``--timer wall`` for wall-clock time).
+
+``--base REF`` runs (a), (b) and the big graph for this tree and for that commit's autodiff
+(loaded beside it by ``bench/baseline.py``), after / before / after / before, so that each
+figure of the two versions is measured in the same run.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import gc  # noqa: E402
 import itertools  # noqa: E402
 import resource  # noqa: E402
@@ -44,13 +50,15 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
-from collections.abc import Callable  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
 from functools import partial  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import baseline  # noqa: E402
 
 import autodiff.functions as F  # noqa: E402
 from autodiff import Parameter, Variable, core, trace  # noqa: E402
@@ -351,6 +359,43 @@ def training_script(path: Path) -> None:
     print(f"  the whole run's Trace.graph (first)    {all_graph:7.2f} s   {len(graph):,} nodes")
 
 
+ENGINE_NAMES = ("F", "Parameter", "Variable", "core", "trace")
+
+
+@contextlib.contextmanager
+def _engine(base: baseline.Baseline | None) -> Iterator[None]:
+    """Inside, this module's engine names are ``base``'s (None: the current tree's)."""
+    if base is None:
+        yield
+        return
+    names = globals()
+    saved = {name: names[name] for name in ENGINE_NAMES}
+    names.update(
+        F=base.module("autodiff.functions"),
+        Parameter=base.module("autodiff.core").Parameter,
+        Variable=base.module("autodiff.core").Variable,
+        core=base.module("autodiff.core"),
+        trace=base.module("autodiff.trace"),
+    )
+    try:
+        with base.active():
+            yield
+    finally:
+        names.update(saved)
+
+
+def engine_sections(steps: int, mlp_steps: int, big_ops: int, repeats: int) -> None:
+    med = compare(f"(a) scalar chain, {steps} steps, forward + backward", chain(steps), repeats)
+    ops = 3 * steps
+    check = hook_check_cost(2 * ops)
+    print(
+        f"  no-observer hook checks (~{2 * ops} per run): {check * 1e6:.0f} us = "
+        f"{100 * check / med['none']:.2f}% of the run"
+    )
+    compare(f"(b) MLP, {mlp_steps} training steps", mlp(mlp_steps), repeats)
+    big_graph(big_ops)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
@@ -363,6 +408,9 @@ def main() -> None:
         help="the training script of the last section",
     )
     parser.add_argument("--only-script", action="store_true", help="only the last section")
+    parser.add_argument(
+        "--base", metavar="REF", help="also run (a), (b) and the big graph with this commit"
+    )
     args = parser.parse_args()
     if args.only_script:
         training_script(args.script.resolve())
@@ -372,16 +420,17 @@ def main() -> None:
     repeats = args.repeats or (3 if args.quick else 11)
     steps = 200 if args.quick else 2000
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}; medians of {repeats}")
-    med = compare(f"(a) scalar chain, {steps} steps, forward + backward", chain(steps), repeats)
-    ops = 3 * steps
-    check = hook_check_cost(2 * ops)
-    print(
-        f"  no-observer hook checks (~{2 * ops} per run): {check * 1e6:.0f} us = "
-        f"{100 * check / med['none']:.2f}% of the run"
-    )
     mlp_steps = 2 if args.quick else 10
-    compare(f"(b) MLP, {mlp_steps} training steps", mlp(mlp_steps), repeats)
-    big_graph(5_000 if args.quick else 50_000)
+    big_ops = 5_000 if args.quick else 50_000
+    if args.base is None:
+        engine_sections(steps, mlp_steps, big_ops, repeats)
+    else:
+        base = baseline.load(args.base)
+        for version in (None, base, None, base):
+            label = "after (this tree)" if version is None else f"before ({base.commit})"
+            print(f"\n======== {label}")
+            with _engine(version):
+                engine_sections(steps, mlp_steps, big_ops, repeats)
     if not args.quick:
         training_script(args.script.resolve())
 

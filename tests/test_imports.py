@@ -3,6 +3,7 @@ core) no networkx; viewer.model pulls in no Qt. Each check runs in a fresh inter
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import subprocess
 import sys
@@ -41,3 +42,113 @@ def test_recorder_and_viewer_model_import_no_qt(module):
     if found is None:
         pytest.skip(f"{module} does not exist yet")
     assert _loaded_after([module], QT) == []
+
+
+# ----------------------------------------------------------------------------- import circles
+def _product_modules() -> dict[str, Path]:
+    modules = {}
+    for package in ("autodiff", "viewer"):
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join(parts)] = path
+    return modules
+
+
+def _skipped(tree: ast.Module) -> set[int]:
+    """Nodes inside ``if TYPE_CHECKING:`` (types only) and ``if __name__ == "__main__":`` (run
+    as a script, the module is ``__main__``): neither imports anything when imported."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If):
+            continue
+        test = ast.unparse(node.test)
+        if test in ("TYPE_CHECKING", "typing.TYPE_CHECKING") or "__name__ ==" in test:
+            skipped.update(id(n) for n in ast.walk(node))
+    return skipped
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """module -> the product modules it imports, at the top or inside a function."""
+    modules = _product_modules()
+
+    def known(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = _skipped(tree)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parts, base] if base else parts)
+                # ``from package import submodule`` imports the submodule
+                targets = [
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                    for a in node.names
+                ]
+            for target in targets:
+                found = known(target)
+                if found is not None and found != name:
+                    graph[name].add(found)
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components with more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circle_beyond_the_engines_core():
+    # docs/ARCHITECTURE.md: core and functions import each other (Variable's operators call
+    # functions lazily, functions' primitives subclass core's Function); nothing else may,
+    # not even through an import inside a function
+    circles = _circles(_import_graph())
+    assert [sorted(c) for c in circles if c != {"autodiff.core", "autodiff.functions"}] == []
+
+
+def test_the_circle_check_finds_a_lazy_import_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _circles(graph) == [{"a", "b", "c"}]

@@ -22,15 +22,19 @@ import io
 import json
 import math
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autodiff.trace import Trace
 from autodiff.trace._checks import _ARRAY_DTYPES, _MAX_NDIM, TraceFormatError, _fail, _int, _list
 from autodiff.trace._io import _EVENT_NAMES, _check_dag
 from autodiff.trace._recorder import _BWD, _FUNCTION, _FWD, _VARIABLE
 from autodiff.trace._snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from autodiff.trace._trace import Trace
 
 __all__ = ["FORMAT", "trace_from_npz", "trace_to_npz"]
 
@@ -249,13 +253,15 @@ def _at(path: str, i: int | None) -> str:
     return path if i is None else f"{path}[{i}]"
 
 
-def trace_from_npz(file: str | os.PathLike[str] | io.BytesIO) -> Trace:
+def trace_from_npz(
+    file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace]
+) -> Trace:
     """Read a trace written by :func:`trace_to_npz`; raises TraceFormatError."""
     with _collector_paused():
-        return _read(file)
+        return _read(file, make)
 
 
-def _read(file: str | os.PathLike[str] | io.BytesIO) -> Trace:
+def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace]) -> Trace:
     try:
         with np.load(file, allow_pickle=False) as arrays:
             data = {name: arrays[name] for name in arrays.files}
@@ -272,7 +278,7 @@ def _read(file: str | os.PathLike[str] | io.BytesIO) -> Trace:
         raise TraceFormatError(f"not a binary trace: the format is not {FORMAT!r}")
     if header.get("version") != VERSION:
         raise _fail("version", f"expected {VERSION}")
-    t = Trace(_int(header.get("max_array_size"), "max_array_size", lo=0))
+    t = make(_int(header.get("max_array_size"), "max_array_size", lo=0))
     info = _list(header.get("info"), "info")
     n = len(info)
     for i, entry in enumerate(info):

@@ -11,12 +11,11 @@ import json
 import os
 import re
 import stat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import numpy as np
 
-from autodiff.trace import Trace
 from autodiff.trace._checks import (
     _MAX_NDIM,
     TraceFormatError,
@@ -39,6 +38,11 @@ from autodiff.trace._recorder import (
     _VARIABLE,
 )
 from autodiff.trace._snapshot import Snapshot, raw_nonfinite, snapshot_from_dict, to_snapshot
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from autodiff.trace._trace import Trace
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_DEPTH", "SCHEMA_VERSION", "load", "to_dot", "to_graphml"]
 
@@ -288,9 +292,13 @@ def _check_structure(data: bytes, max_depth: int) -> None:
 
 
 def load(
-    path: str | os.PathLike[str], max_bytes: int | None = None, max_depth: int = MAX_DEPTH
+    path: str | os.PathLike[str],
+    make: Callable[[int], Trace],
+    max_bytes: int | None = None,
+    max_depth: int = MAX_DEPTH,
 ) -> Trace:
-    """Read a trace written by :meth:`Trace.to_json`, validating every field."""
+    """Read a trace written by :meth:`Trace.to_json`, validating every field; ``make(n)`` is
+    the empty Trace to fill (``Trace`` itself: this module does not import it)."""
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     try:
         info = os.stat(path)
@@ -321,10 +329,10 @@ def load(
         raise TraceFormatError(f"{os.fspath(path)}: nested too deeply") from None
     except ValueError as e:  # e.g. an integer of thousands of digits
         raise TraceFormatError(f"{os.fspath(path)}: not a trace: {str(e)[:200]}") from None
-    return trace_from_dict(data)
+    return trace_from_dict(data, make)
 
 
-def trace_from_dict(data: Any) -> Trace:
+def trace_from_dict(data: Any, make: Callable[[int], Trace]) -> Trace:
     """Build a Trace from the dict of :func:`trace_to_dict` (validated field by field)."""
     _dict(data, "$", ("format", "schema_version"))
     if data["format"] != FORMAT:
@@ -337,7 +345,7 @@ def trace_from_dict(data: Any) -> Trace:
             f"{SCHEMA_VERSION}: upgrade autodiff to load it",
         )
     _dict(data, "$", ("max_array_size", "graph", "steps", "events", "backward_roots"))
-    t = Trace(_int(data["max_array_size"], "max_array_size", lo=0))
+    t = make(_int(data["max_array_size"], "max_array_size", lo=0))
     _load_graph(t, data["graph"])
     _load_steps(t, _list(data["steps"], "steps"))
     roots = _list(data["backward_roots"], "backward_roots")

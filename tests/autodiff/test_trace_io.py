@@ -10,7 +10,8 @@ import pytest
 import autodiff.functions as F
 from autodiff import Variable, no_grad, trace
 from autodiff.trace import NodeState, TraceFormatError
-from autodiff.trace._io import trace_from_dict, trace_to_dict
+from autodiff.trace._io import trace_to_dict
+from autodiff.trace._trace import trace_from_dict
 
 
 def _recorded():

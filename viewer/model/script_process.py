@@ -3,7 +3,7 @@
 :class:`ScriptProcess` is what the app (and :meth:`viewer.model.document.Document.run_script`)
 uses: it starts a worker interpreter (:mod:`viewer.model.script_worker`) for one run and
 hands back a :class:`~viewer.model.script_runner.ScriptResult` built from data only: the
-recording read with :func:`autodiff.trace._binary.trace_from_npz`, the leak report, the
+recording read with :func:`autodiff.trace._trace.trace_from_npz`, the leak report, the
 output and the gradient check's samples. Whatever the script does (``os._exit``, a
 segfault, a MemoryError, a thread that never ends, ``sys.stdout`` replaced, a signal handler
 of its own), the app's process is untouched, and each way a worker can end is reported in
@@ -390,7 +390,7 @@ class ScriptProcess(_RunState):
         return self._base(error=message, error_message=message, error_line=line)
 
     def _read_result(self) -> ScriptResult:
-        from autodiff.trace._binary import trace_from_npz
+        from autodiff.trace._trace import trace_from_npz
         from viewer.model.worker_data import unpack_samples
 
         assert self._folder is not None

@@ -1,0 +1,492 @@
+"""The Trace: the recorder's tables, read as steps, node states and a graph."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+import numpy as np
+
+from autodiff import core
+from autodiff.trace import _audit, _binary, _io
+from autodiff.trace._index import TraceIndex, _bulk
+from autodiff.trace._recorder import (
+    _BWD,
+    _FUNCTION,
+    _FWD,
+    _GRAD,
+    _VALUE,
+    _VARIABLE,
+    Recorder,
+    _same_raw,
+)
+from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
+
+if TYPE_CHECKING:
+    from autodiff.trace._audit import LeakReport
+
+__all__ = [
+    "Accumulation",
+    "Step",
+    "Trace",
+    "from_output",
+    "load",
+    "record",
+    "trace_from_dict",
+    "trace_from_npz",
+]
+
+DEFAULT_MAX_ARRAY_SIZE = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Accumulation:
+    """A fan-in sum during backward: ``old + contribution = new`` at input ``slot``."""
+
+    node: int
+    slot: int
+    old: Snapshot
+    contribution: Snapshot
+    new: Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One Function's forward or backward, in the order the engine ran it."""
+
+    index: int
+    phase: str  # 'forward' | 'backward'
+    function: int
+    op: str
+    generation: int
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    values: tuple[Snapshot | None, ...]
+    output_grads: tuple[Snapshot | None, ...]
+    input_grads: tuple[Snapshot | None, ...]
+    accumulations: tuple[Accumulation, ...]
+    cleared: tuple[int, ...]
+    backward_pass: int
+    nonfinite: bool
+    # For a forward step run inside backward(create_graph=True) (a gradient being computed
+    # as a differentiable graph): the index of that backward pass; -1 otherwise.
+    during_backward: int = -1
+
+
+class Trace(Recorder, TraceIndex):
+    """A recorded graph and its timeline. Build one with :func:`record`, :func:`from_output`
+    or :func:`load`.
+
+    ``steps`` is the exact timeline; ``graph`` the networkx.MultiDiGraph (one edge per argument
+    slot, ``slot`` attribute); node ids are integers from a counter, in registration order.
+    """
+
+    def __init__(self, max_array_size: int = DEFAULT_MAX_ARRAY_SIZE) -> None:
+        if max_array_size < 0:
+            raise ValueError(f"max_array_size must be >= 0, got {max_array_size}")
+        self.max_array_size = int(max_array_size)
+        self._init_recorder()  # the tape, the decoded tables and the recording state
+        self._steps: list[Step] = []
+        self._some_steps: dict[int, Step] = {}  # steps built one by one (Trace.step)
+        self._snapshots: dict[int, Snapshot] = {}  # id(raw value) -> its Snapshot
+        self._init_index()  # histories and structure, built lazily from _raw and _extra
+        self._graph: nx.MultiDiGraph | None = None
+        self._graph_nodes = 0
+        self._variables: list[int] = []
+        self._functions: list[int] = []
+        self._kinds_seen = 0  # nodes of _info sorted into _variables / _functions
+
+    @property
+    def variables(self) -> list[int]:
+        """Variable node ids in creation order."""
+        self._sort_kinds()
+        return self._variables
+
+    @property
+    def functions(self) -> list[int]:
+        """Function node ids in creation order."""
+        self._sort_kinds()
+        return self._functions
+
+    def _sort_kinds(self) -> None:
+        info = self._info
+        n = len(info)
+        if self._kinds_seen == n:
+            return
+        variables, functions = self._variables, self._functions
+        for nid in range(self._kinds_seen, n):
+            (variables if info[nid][0] == _VARIABLE else functions).append(nid)
+        self._kinds_seen = n
+
+    def __repr__(self) -> str:
+        return (
+            f"<Trace {len(self.variables)} variables, {len(self.functions)} functions, "
+            f"{len(self._raw)} steps>"
+        )
+
+    # ------------------------------------------------------------------------------
+    # Steps
+    # ------------------------------------------------------------------------------
+    @property
+    def steps(self) -> list[Step]:
+        steps = self._steps
+        raw = self._raw
+        some = self._some_steps
+        with _bulk(len(raw) - len(steps)):
+            for k in range(len(steps), len(raw)):
+                step = some.pop(k, None)
+                steps.append(step if step is not None else self._make_step(k, raw[k]))
+        return steps
+
+    @property
+    def step_count(self) -> int:
+        """``len(steps)``, without building them or decoding the tape."""
+        return self.count_steps()
+
+    def count_steps(self, at_most: int | None = None) -> int:
+        """The number of steps recorded, counted without decoding the tape (a long run's
+        takes seconds to decode). With ``at_most``, counting stops past it: the answer is then
+        ``at_most + 1`` for any longer recording, in time proportional to ``at_most``."""
+        with self._sync_lock:
+            n = len(self._t_raw)
+            if at_most is not None and n > at_most:
+                return at_most + 1
+            tape = self._tape
+            end = len(tape) if self._recording else self._tape_end
+            for i in range(end):
+                e = tape[i]
+                if type(e) is tuple and e[0] <= _BWD:
+                    n += 1
+                    if at_most is not None and n > at_most:
+                        return at_most + 1
+            return n
+
+    def step(self, index: int) -> Step:
+        """``steps[index]``, building only that Step (a long run has millions)."""
+        n = len(self._raw)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError(f"step index {index} out of range (the trace has {n} steps)")
+        if index < len(self._steps):
+            return self._steps[index]
+        step = self._some_steps.get(index)
+        if step is None:
+            step = self._some_steps[index] = self._make_step(index, self._raw[index])
+        return step
+
+    def _snap(self, raw: Any) -> Snapshot | None:
+        """The Snapshot of a raw value, made once and shared by steps, states and the graph
+        (raw values live as long as the trace, so their ids are stable keys)."""
+        if raw is None or type(raw) is Snapshot:
+            return raw
+        snap = self._snapshots.get(id(raw))
+        if snap is None:
+            snap = self._snapshots[id(raw)] = to_snapshot(raw)
+        return snap
+
+    def _make_step(self, k: int, r: tuple) -> Step:
+        snap = self._snap
+        fid = r[1]
+        _, gen, op, in_ids, out_ids = self._info[fid]
+        if r[0] == _FWD:
+            values = tuple([snap(v) for v in r[4]])
+            nonfinite = any(v is not None and not v.finite for v in values)
+            return Step(
+                k, "forward", fid, op, gen, in_ids, out_ids, values, (), (), (), (), -1,
+                nonfinite, r[5],
+            )  # fmt: skip
+        _, _, gys, gxs, accs, cleared, bpass = r
+        input_grads = tuple([snap(g) for g in gxs])
+        accumulations = tuple(
+            [Accumulation(node, slot, snap(o), snap(c), snap(n)) for node, slot, o, c, n in accs]
+        )
+        nonfinite = any(g is not None and not g.finite for g in input_grads) or any(
+            not a.new.finite for a in accumulations
+        )
+        return Step(
+            k, "backward", fid, op, gen, in_ids, out_ids, (),
+            tuple([snap(g) for g in gys]), input_grads, accumulations, cleared, bpass, nonfinite,
+        )  # fmt: skip
+
+    def first_nonfinite(self) -> Step | None:
+        """The first step (forward or backward) that produced NaN or Inf, or None."""
+        for k, r in enumerate(self._raw):
+            if r[0] == _FWD:
+                bad = any(raw_nonfinite(v) for v in r[4])
+            else:
+                bad = any(raw_nonfinite(g) for g in r[3]) or any(raw_nonfinite(a[4]) for a in r[4])
+            if bad:
+                return self.step(k)
+        return None
+
+    # ------------------------------------------------------------------------------
+    # Nodes and the graph
+    # ------------------------------------------------------------------------------
+    def node(self, node_id: int) -> dict[str, Any]:
+        """The node's attributes (the same keys as ``graph.nodes[node_id]``)."""
+        self._history(node_id)  # validates the id
+        ref = self._refs[node_id]
+        obj = ref() if ref is not None else None
+        if obj is not None and self._info[node_id][0] == _VARIABLE and obj.name is not None:
+            self._names[node_id] = obj.name
+        return self._attrs(node_id)
+
+    def _attrs(self, nid: int) -> dict[str, Any]:
+        info = self._info[nid]
+        if info[0] == _FUNCTION:
+            return {
+                "kind": "function",
+                "name": None,
+                "op": info[2],
+                "shape": None,
+                "dtype": None,
+                "generation": info[1],
+                "constant": False,
+                "value": None,
+                "grad": None,
+                "grad_of": None,
+            }
+        _, gen, shape, dtype = info
+        return {
+            "kind": "variable",
+            "name": self._names.get(nid),
+            "op": None,
+            "shape": None if shape is None else tuple(shape),
+            "dtype": None if dtype is None else _dtype_name(dtype),
+            "generation": gen,
+            "constant": nid in self._constants,
+            "value": self._last(nid, _VALUE),
+            "grad": self._last(nid, _GRAD),
+            "grad_of": self._grad_of.get(nid),
+        }
+
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        """The networkx.MultiDiGraph (built on first access, extended as recording goes on).
+
+        Node attributes: kind, name, op, shape, dtype, generation, constant, value (last
+        known Snapshot), grad (last known Snapshot), grad_of (for a gradient that is itself a
+        graph node under create_graph=True: the variable it is the gradient of). Edge
+        attribute ``slot``: the argument slot (variable -> function) or the output index
+        (function -> variable); it is also the edge key.
+        """
+        return self._sync_graph()
+
+    def _sync_graph(self) -> nx.MultiDiGraph:
+        g = self._graph
+        if g is None:
+            g = self._graph = nx.MultiDiGraph(max_array_size=self.max_array_size)
+        self._index()
+        start, end = self._graph_nodes, len(self._info)
+        if self._recording:
+            self._refresh_names()
+        info = self._info
+        attrs = self._attrs
+        with _bulk(end - start):
+            g.add_nodes_from([(nid, attrs(nid)) for nid in range(start, end)])
+            g.add_edges_from(self._edges(range(start, end)))
+        self._graph_nodes = end
+        nodes = g.nodes
+        for nid in self._dirty:
+            if nid < start and info[nid][0] == _VARIABLE:
+                a = nodes[nid]
+                a["value"] = self._last(nid, _VALUE)
+                a["grad"] = self._last(nid, _GRAD)
+                a["name"] = self._names.get(nid)
+                a["grad_of"] = self._grad_of.get(nid)
+        self._dirty.clear()
+        return g
+
+    def _edges(self, functions: Any, keep: Any = None) -> list[tuple[int, int, int, dict]]:
+        """``(u, v, key, attrs)`` of the functions among the node ids ``functions``, in the
+        graph's order: per function its inputs, then its outputs; only edges to nodes in
+        ``keep`` when it is given."""
+        info = self._info
+        edges = []
+        for nid in functions:
+            entry = info[nid]
+            if entry[0] != _FUNCTION:
+                continue
+            for slot, x in enumerate(entry[3]):
+                if keep is None or x in keep:
+                    edges.append((x, nid, slot, {"slot": slot}))
+            for slot, y in enumerate(entry[4]):
+                if keep is None or y in keep:
+                    edges.append((nid, y, slot, {"slot": slot}))
+        return edges
+
+    def edges(self, node_ids: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """The graph's edges as integer arrays, built from the tables (no networkx): an
+        ``(E, 2)`` array of ``(source, target)`` node ids and the ``(E,)`` argument slots, per
+        function in id order its inputs, then its outputs. With ``node_ids``, only the edges
+        between those nodes (as in :meth:`subgraph`)."""
+        n_nodes = len(self._info)
+        if node_ids is None:
+            rows = self._edges(range(n_nodes))
+        else:
+            keep = {int(n) for n in node_ids}
+            for nid in keep:
+                if not 0 <= nid < n_nodes:
+                    raise KeyError(f"Trace has no node {nid!r} (ids are 0..{n_nodes - 1})")
+            rows = self._edges(sorted(keep), keep)
+        pairs = np.array([(u, v) for u, v, _, _ in rows], dtype=np.int64).reshape(-1, 2)
+        slots = np.array([k for _, _, k, _ in rows], dtype=np.int64)
+        return pairs, slots
+
+    def subgraph(self, node_ids: Any) -> nx.MultiDiGraph:
+        """``networkx.MultiDiGraph(t.graph.subgraph(node_ids))`` (the same nodes, attributes,
+        edges and iteration order), built from the tables without the whole graph: what a
+        viewer showing one graph of a long run needs."""
+        keep = {int(n) for n in node_ids}
+        n_nodes = len(self._info)
+        for nid in keep:
+            if not 0 <= nid < n_nodes:
+                raise KeyError(f"Trace has no node {nid!r} (ids are 0..{n_nodes - 1})")
+        order = sorted(keep)
+        self._index()
+        if self._recording:
+            for nid in order:
+                self.node(nid)  # picks up names given since the op
+        g = nx.MultiDiGraph(max_array_size=self.max_array_size)
+        g.add_nodes_from([(nid, self._attrs(nid)) for nid in order])
+        # The order a copy of a subgraph view gets: edges by source node, then as the source's
+        # successors were added (a variable's consumers in creation order; a function's
+        # outputs by slot), then by key.
+        edges = self._edges(order, keep)
+        info = self._info
+        edges.sort(key=lambda e: (e[0], e[2] if info[e[0]][0] == _FUNCTION else e[1], e[2]))
+        g.add_edges_from(edges)
+        return g
+
+    def live(self, node_id: int) -> Any:
+        """The engine object behind ``node_id`` if it is still alive, else None."""
+        ref = self._refs[node_id]
+        return None if ref is None else ref()
+
+    def freed(self, node_id: int) -> bool:
+        """True when the node's engine object existed and has been collected."""
+        ref = self._refs[node_id]
+        return ref is not None and ref() is None
+
+    # ------------------------------------------------------------------------------
+    # Exports and the leak audit
+    # ------------------------------------------------------------------------------
+    def to_dot(self) -> str:
+        return _io.to_dot(self)
+
+    def to_graphml(self, path: str | os.PathLike[str]) -> None:
+        _io.to_graphml(self, path)
+
+    def to_json(self, path: str | os.PathLike[str]) -> None:
+        _io.to_json(self, path)
+
+    def audit(self) -> LeakReport:
+        """Which recorded objects are still alive, and who holds them (see autodiff.leaks)."""
+        return _audit.audit(self, skip=_AUDIT_CODE)
+
+
+@contextlib.contextmanager
+def record(max_array_size: int = DEFAULT_MAX_ARRAY_SIZE) -> Iterator[Trace]:
+    """Record every graph built and every backward run inside the block.
+
+    Arrays with at most ``max_array_size`` elements are copied; larger ones are summarised.
+    """
+    trace = Trace(max_array_size)
+    trace._start()
+    try:
+        yield trace
+    finally:
+        trace._stop()
+
+
+def from_output(output: Any, max_array_size: int = DEFAULT_MAX_ARRAY_SIZE) -> Trace:
+    """A trace of the existing graph upstream of ``output``.
+
+    Forward steps come in (generation, creation order). When backward already ran on the
+    graph (a leaf holds a gradient), the trace also has a backward pass: backward from
+    ``output`` is replayed, recorded, and every gradient is put back as it was, so the
+    program sees no change. A gradient the program holds that one backward does not give
+    (the sum of several backward calls) shows at the last step as it is held. Plain-array
+    operands (``core.Constant``) are CONSTANT; outputs made under no_grad look like leaves.
+    """
+    if not isinstance(output, core.Variable):
+        raise TypeError(f"from_output: expected a Variable, got {type(output).__name__}")
+    trace = Trace(max_array_size)
+    variables = _upstream_variables(output)
+    held = [(v, v.grad) for v in variables]
+    leaves_hold = any(g is not None and v.creator is None for v, g in held)
+    if not leaves_hold:
+        trace._walk(output)
+        _append_grads(trace, [(v, v.grad) for v in variables], max_array_size)
+        return trace
+    retain = any(g is not None and v.creator is not None for v, g in held if v is not output)
+    create_graph = any(g is not None and g.creator is not None for _, g in held)
+    for v in variables:
+        v.grad = None
+    try:
+        trace._walk(output, replay=(retain, create_graph))
+        replayed = {id(v): v.grad for v in variables}
+    finally:
+        for v, g in held:
+            v.grad = g
+    differ = [(v, g) for v, g in held if g is not None and not _same_grad(g, replayed.get(id(v)))]
+    _append_grads(trace, differ, max_array_size)
+    return trace
+
+
+def _upstream_variables(output: Any) -> list[Any]:
+    """Every Variable of the graph behind ``output`` (iteratively; creation order)."""
+    seen = {id(output): output}
+    stack = [output]
+    done: set[int] = set()
+    while stack:
+        f = stack.pop().creator
+        if f is None or id(f) in done:
+            continue
+        done.add(id(f))
+        for x in f.inputs:
+            if id(x) not in seen:
+                seen[id(x)] = x
+                stack.append(x)
+    return sorted(seen.values(), key=lambda v: v._order)
+
+
+def _same_grad(a: Any, b: Any) -> bool:
+    return b is not None and _same_raw(np.asarray(a.data), np.asarray(b.data))
+
+
+def _append_grads(trace: Trace, grads: list[tuple[Any, Any]], max_array_size: int) -> None:
+    """The gradients the program holds, shown at the last step (as they are held now)."""
+    stamp = len(trace._raw)
+    extra = trace._extra
+    node_of = {id(trace.live(nid)): nid for nid in trace.variables}
+    for v, g in grads:
+        nid = node_of.get(id(v))
+        if nid is not None and g is not None:
+            raw = capture(g.data, max_array_size)
+            extra.append((stamp, stamp - 1, nid, _GRAD, raw, None))
+
+
+def load(path: str | os.PathLike[str], max_bytes: int | None = None) -> Trace:
+    """Load a trace saved by :meth:`Trace.to_json`; raises :class:`TraceFormatError`."""
+    return _io.load(path, Trace, max_bytes=max_bytes)
+
+
+def trace_from_dict(data: Any) -> Trace:
+    """A Trace from the dict of :func:`autodiff.trace._io.trace_to_dict`, validated field by
+    field; raises :class:`TraceFormatError`."""
+    return _io.trace_from_dict(data, Trace)
+
+
+def trace_from_npz(file: str | os.PathLike[str] | Any) -> Trace:
+    """A Trace from the file of :func:`autodiff.trace._binary.trace_to_npz`; raises
+    :class:`TraceFormatError`."""
+    return _binary.trace_from_npz(file, Trace)
+
+
+_AUDIT_CODE = (Trace.audit.__code__,)  # the audit skips its own caller's frame
