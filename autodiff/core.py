@@ -5,9 +5,8 @@ Differences that matter:
 
 * Variable's operators are written out below as methods; nothing is patched in at import time.
 * Backward pops Functions from a heap keyed on ``(-generation, -creation order)`` instead of
-  re-sorting a list on every insert, and is exposed step by step through :func:`iter_backward`,
-  which :meth:`Variable.backward` drains. The recorder in :mod:`autodiff.trace` listens to the
-  same steps through the observer hook (:func:`add_observer`).
+  re-sorting a list on every insert. The recorder in :mod:`autodiff.trace` hears each step
+  through the observer hook (:func:`add_observer`).
 * Each primitive writes its derivative once, as ``derivative(ops, *gys)`` over a small
   namespace of operations: without ``create_graph`` backward runs it with :data:`ARRAYS` on
   plain ndarrays and keeps intermediate gradients as arrays (no Function or Variable is built
@@ -36,7 +35,6 @@ __all__ = [
     "ARRAYS",
     "VARIABLES",
     "ArrayOps",
-    "BackwardStep",
     "Config",
     "Constant",
     "Function",
@@ -49,7 +47,6 @@ __all__ = [
     "as_variable",
     "div",
     "fit_gradient",
-    "iter_backward",
     "mul",
     "neg",
     "no_grad",
@@ -103,14 +100,18 @@ def add_observer(observer: Any) -> None:
 
     ``on_forward(function, inputs, outputs, recorded)``: after a Function ran forward;
     ``recorded`` is False under ``no_grad`` (the outputs are constants, no graph was built).
-    ``on_backward_begin(output, retain_grad, create_graph)``, ``on_backward_step(step)``,
-    ``on_backward_end(output)``: around and at each step of :func:`iter_backward`.
-    ``on_backward_event(function, output_grads, input_grads, accumulated, cleared)``: the
-    same step as ``on_backward_step`` without the :class:`BackwardStep` object, its fields as
-    they are (``*_raw``): the cheaper hook, for an observer that runs at every step.
-    ``on_variable(variable)``: a Variable was constructed (leaves and outputs alike).
-    ``on_constant(variable)``: right after ``on_variable``, for a Variable the engine made to
-    wrap a plain number or array operand (``x * 2``, ``matmul(x, ndarray)``).
+    An input the engine made to wrap a plain number or array operand (``x * 2``,
+    ``matmul(x, ndarray)``) is a :class:`Constant`.
+    ``on_backward_begin(output, retain_grad, create_graph)`` and ``on_backward_end(output)``:
+    around a backward pass.
+    ``on_backward_event(function, output_grads, input_grads, accumulated, cleared)``: after
+    each Function's step of it. ``output_grads``: the gradient each output delivered (None for
+    an output that received none); ``input_grads``: the gradient given to each input slot
+    (summed back to the input's shape); ``accumulated``: for each slot whose input already held
+    a gradient, ``(slot, old, new)`` with ``new = old + contribution``; ``cleared``: the outputs
+    whose gradient was dropped because ``retain_grad`` was False. The gradients are as the loop
+    holds them: ndarrays (numpy scalars from a user's backward) or, with create_graph,
+    Variables.
     ``on_rename(variable)``: ``variable.name`` was assigned.
     """
     global _observers
@@ -126,11 +127,8 @@ def remove_observer(observer: Any) -> None:
 
 
 _EVENTS = (
-    "on_variable",
-    "on_constant",
     "on_forward",
     "on_backward_begin",
-    "on_backward_step",
     "on_backward_event",
     "on_backward_end",
     "on_rename",
@@ -139,27 +137,20 @@ _EVENTS = (
 _handlers: dict[str, tuple] = {}
 # The handlers of the events that fire once per operation, read directly where they fire: an
 # observer that does not handle one costs nothing there.
-_on_variable: tuple = ()
 _on_forward: tuple = ()
-_on_backward_step: tuple = ()
 _on_backward_event: tuple = ()
 _on_rename: tuple = ()
-_on_constant: tuple = ()
 
 
 def _bind_handlers() -> None:
-    global _handlers, _on_variable, _on_forward, _on_backward_step, _on_backward_event
-    global _on_rename, _on_constant
+    global _handlers, _on_forward, _on_backward_event, _on_rename
     _handlers = {
         event: tuple(h for h in (getattr(o, event, None) for o in _observers) if h is not None)
         for event in _EVENTS
     }
-    _on_variable = _handlers["on_variable"]
     _on_forward = _handlers["on_forward"]
-    _on_backward_step = _handlers["on_backward_step"]
     _on_backward_event = _handlers["on_backward_event"]
     _on_rename = _handlers["on_rename"]
-    _on_constant = _handlers["on_constant"]
 
 
 @contextlib.contextmanager
@@ -236,9 +227,6 @@ class Variable:
         self.creator: Function | None = None
         self.generation = 0
         self._order = next(_creation_counter)
-        if _on_variable:
-            for handler in _on_variable:
-                handler(self)
 
     @property
     def name(self) -> str | None:
@@ -315,8 +303,7 @@ class Variable:
         ``create_graph=True`` records the backward pass itself, so the gradients are
         differentiable again (higher-order derivatives, Newton's method).
         """
-        for _ in _backward(self, retain_grad, create_graph, steps=bool(_on_backward_step)):
-            pass
+        _backward(self, retain_grad, create_graph)
 
     # --- shape methods (composites in autodiff.functions) -------------------
     def reshape(self, *shape: Any) -> Variable:
@@ -641,91 +628,17 @@ VARIABLES = VariableOps()
 # =============================================================================
 # Backward, one step at a time
 # =============================================================================
-class BackwardStep:
-    """What one Function did during backward.
-
-    ``output_grads``: the gradient each output delivered (None for an output that received
-    none); ``input_grads``: the contribution produced for each input slot;
-    ``accumulated``: for each input slot that already held a gradient, ``(slot, old, new)``
-    where ``new = old + contribution``; ``cleared``: the outputs whose gradient was dropped
-    after this step because ``retain_grad`` was False.
-
-    The gradients are kept as the loop holds them (arrays without create_graph) and become
-    Variables only when ``output_grads``/``input_grads``/``accumulated`` is read, so that an
-    observer pays only for what it reads. ``output_grads_raw``, ``input_grads_raw`` and
-    ``accumulated_raw`` give them as they are: ndarrays, numpy scalars or Variables.
-    """
-
-    __slots__ = (
-        "accumulated_raw",
-        "cleared",
-        "function",
-        "index",
-        "input_grads_raw",
-        "output_grads_raw",
-    )
-
-    def __init__(
-        self,
-        function: Function,
-        output_grads: tuple,
-        input_grads: tuple,
-        accumulated: tuple,
-        cleared: tuple,
-        index: int,
-    ) -> None:
-        self.function = function
-        self.output_grads_raw = output_grads
-        self.input_grads_raw = input_grads
-        self.accumulated_raw = accumulated
-        self.cleared = cleared
-        self.index = index
-
-    @property
-    def output_grads(self) -> tuple:
-        grads = self.output_grads_raw = _as_grads(self.output_grads_raw)
-        return grads
-
-    @property
-    def input_grads(self) -> tuple:
-        grads = self.input_grads_raw = _as_grads(self.input_grads_raw)
-        return grads
-
-    @property
-    def accumulated(self) -> tuple:
-        acc = self.accumulated_raw = tuple(
-            (slot, _as_grad(old), _as_grad(new)) for slot, old, new in self.accumulated_raw
-        )
-        return acc
-
-
-def _as_grads(grads: tuple) -> tuple:
-    return tuple(None if g is None else _as_grad(g) for g in grads)
-
-
-def iter_backward(
-    output: Variable, retain_grad: bool = False, create_graph: bool = False
-) -> Iterator[BackwardStep]:
-    """Run backward from ``output`` one Function at a time, yielding a BackwardStep after each.
-
-    Functions are popped from a heap keyed on ``(-generation, -creation order)``: a Function
-    runs only after every Function that consumed its outputs, and ties go to the most
-    recently created first, so the order is the same on every run. No recursion: any depth works.
-    """
-    return _backward(output, retain_grad, create_graph, steps=True)
-
-
-def _backward(
-    output: Variable, retain_grad: bool, create_graph: bool, steps: bool
-) -> Iterator[BackwardStep]:
-    # The one backward loop. With ``steps`` False (Variable.backward with no on_backward_step
-    # handler attached) it builds no BackwardStep and never yields; with no observer of
-    # backward steps at all (``emit`` False) it also skips collecting what a step did.
+def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
+    # The one backward loop. Functions are popped from a heap keyed on (-generation, -creation
+    # order): a Function runs only after every Function that consumed its outputs, and ties
+    # go to the most recently created first, so the order is the same on every run. No
+    # recursion: any depth works. With no observer of backward steps (``emit`` False) it skips
+    # collecting what a step did.
     #
     # Gradients of intermediate Variables live in ``pending`` while they are being summed and
     # are handed to their creator when it is popped; only leaves (and, with retain_grad, the
     # intermediates) get a ``.grad`` Variable. Without create_graph the values are plain arrays
-    # (``backward_data``), so no Variable is built for a gradient nobody will see.
+    # (``derivative(ARRAYS, ...)``), so no Variable is built for a gradient nobody will see.
     if output.data is None:
         raise ValueError(
             f"backward: {output.name or 'the Variable'} holds no data (Variable(None)); "
@@ -736,7 +649,7 @@ def _backward(
     seed = output.grad
     observers = _observers
     step_events = _on_backward_event
-    emit = steps or bool(step_events)
+    emit = bool(step_events)
     if observers:
         _notify("on_backward_begin", output, retain_grad, create_graph)
     creator = output.creator
@@ -752,7 +665,6 @@ def _backward(
     if create_graph:
         old_mode = Config.enable_backprop
         Config.enable_backprop = True
-    index = 0
     try:
         while heap:
             f = heappop(heap)[2]
@@ -854,18 +766,6 @@ def _backward(
                 accumulated = tuple(accumulated) if accumulated else ()
                 for handler in step_events:
                     handler(f, gys, gxs, accumulated, cleared)
-                if not steps:
-                    continue
-                step = BackwardStep(f, gys, gxs, accumulated, cleared, index)
-                index += 1
-                for handler in _on_backward_step:
-                    handler(step)
-                if create_graph:
-                    Config.enable_backprop = old_mode  # the consumer runs in the caller's mode
-                    yield step
-                    Config.enable_backprop = True
-                else:
-                    yield step
     finally:
         if create_graph:
             Config.enable_backprop = old_mode
@@ -968,12 +868,8 @@ def _operand(x: Any, like: Any) -> Any:
 
 
 def _constant(data: NDArray) -> Constant:
-    """Wrap a plain number or array operand; observers hear of it through ``on_constant``."""
-    variable = Constant(data)
-    if _on_constant:
-        for handler in _on_constant:
-            handler(variable)
-    return variable
+    """Wrap a plain number or array operand (the one place the engine makes a Constant)."""
+    return Constant(data)
 
 
 def _broadcast_error(op: str, x0: NDArray, x1: NDArray) -> ValueError:

@@ -7,8 +7,10 @@ import math
 import operator
 import pickle
 
+import engine_steps
 import numpy as np
 import pytest
+from engine_steps import iter_backward
 
 import autodiff
 import autodiff.functions as F
@@ -508,7 +510,7 @@ def test_iter_backward_yields_steps_in_heap_order():
     b = F.exp(a)
     c = F.sin(a)
     y = b + c
-    steps = list(core.iter_backward(y))
+    steps = list(iter_backward(y))
     names = [type(s.function).__name__ for s in steps]
     # generation first; among equal generations the most recently created first (Sin, Exp)
     assert names == ["Add", "Sin", "Exp", "Square"]
@@ -526,7 +528,7 @@ def test_iter_backward_yields_steps_in_heap_order():
 def test_iter_backward_reports_grads_as_variables():
     x = Variable(np.array([1.0, 2.0]))
     y = F.sum(x * x)
-    steps = list(core.iter_backward(y))
+    steps = list(iter_backward(y))
     for step in steps:
         for g in (*step.output_grads, *step.input_grads):
             assert g is None or isinstance(g, Variable)
@@ -564,7 +566,7 @@ class _Recorder:
 
 def test_observer_hook_events_and_results_match_the_silent_path():
     rec = _Recorder()
-    core.add_observer(rec)
+    engine_steps.add_observer(rec)
     try:
         x = Variable(np.array(0.5))
         y = F.sin(x) * x + 2.0
@@ -573,7 +575,7 @@ def test_observer_hook_events_and_results_match_the_silent_path():
         y.backward()
         observed = x.grad.data.copy()
     finally:
-        core.remove_observer(rec)
+        engine_steps.remove_observer(rec)
     kinds = [e[0] for e in rec.events]
     assert kinds.count("constant") == 1
     forwards = [e[1:] for e in rec.events if e[0] == "forward"]
@@ -606,29 +608,8 @@ def test_plain_operands_become_constants_without_gradients():
     assert const.grad is None
     np.testing.assert_allclose(x.grad.data, [1 / 3, 1 / 3])
     # the gradient still reaches observers and iter_backward
-    steps = list(core.iter_backward(x / 3.0 + np.ones(2)))
+    steps = list(iter_backward(x / 3.0 + np.ones(2)))
     assert steps[0].input_grads[1] is not None
-
-
-def test_iter_backward_with_create_graph_yields_in_the_callers_mode():
-    x = Variable(np.array(2.0))
-    y = x**3
-    modes = [Config.enable_backprop for _ in core.iter_backward(y, create_graph=True)]
-    assert modes == [True]
-    y = x**3
-    with no_grad():
-        modes = [Config.enable_backprop for _ in core.iter_backward(y, create_graph=True)]
-    assert modes == [False]
-    assert Config.enable_backprop is True
-    assert x.grad.creator is not None  # the gradient was recorded
-
-
-def test_stopping_iter_backward_early_restores_the_mode():
-    x = Variable(np.array(2.0))
-    steps = core.iter_backward(F.sin(F.exp(x)), create_graph=True)
-    next(steps)
-    steps.close()
-    assert Config.enable_backprop is True
 
 
 def test_backward_event_hook_reports_what_the_backward_step_does():
@@ -644,7 +625,7 @@ def test_backward_event_hook_reports_what_the_backward_step_does():
     with_steps = [
         (type(s.function).__name__, s.output_grads_raw, s.input_grads_raw, s.accumulated_raw,
          s.cleared)
-        for s in core.iter_backward(y)
+        for s in iter_backward(y)
     ]  # fmt: skip
     x.cleargrad()
     events = Events()

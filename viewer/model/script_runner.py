@@ -245,7 +245,7 @@ class _CancelObserver:
             raise ScriptCancelled("the script was cancelled")
 
     # Once per engine operation: one attribute test until a cancel is asked for. The backward
-    # hook is on_backward_event, which needs no BackwardStep object.
+    # hook is on_backward_event.
     def on_forward(self, function: Any, inputs: Any, outputs: Any, recorded: bool) -> None:
         if self._run._cancel_requested:
             self._check()
