@@ -16,7 +16,8 @@ from __future__ import annotations
 import contextlib
 import enum
 import gc
-from collections.abc import Iterator
+import operator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from autodiff.trace._recorder import _CLEARED, _EMPTIED, _FUNCTION, _FWD, _GRAD, _VALUE
@@ -61,18 +62,18 @@ class NodeState(enum.Enum):
 
 
 class TraceIndex:
-    """Histories, states and the integer structure index; the tables live on the Trace."""
+    """Histories, states and the integer structure index over a recorder's tables.
 
-    # attributes set by Trace.__init__
-    _info: list[tuple]
-    _raw: list[tuple]
-    _extra: list[tuple]
-    _constants: set[int]
-    _operands: set[int]
-    _recording: bool
-    _graph: Any
+    ``tables``: the :class:`~autodiff.trace._recorder.Recorder` (its ``_raw``, ``_info``,
+    ``_extra``, ``_constants`` and ``_operands``); ``snapshot(raw)``: a raw value as the
+    Trace's Snapshot. Neither refers back to the Trace, so dropping a Trace frees it by
+    reference counting alone. ``shown_nodes``: how many nodes the Trace's networkx graph
+    holds (0 while it has none); a new event marks those nodes' attributes dirty."""
 
-    def _init_index(self) -> None:
+    def __init__(self, tables: Any, snapshot: Callable[[Any], Any]) -> None:
+        self._tables = tables
+        self._snap = snapshot
+        self.shown_nodes = 0
         # Per-node history, indexed by node id (None: no event yet).
         self._events: list[list[tuple] | None] = []
         self._indexed = (0, 0)  # (steps, extra events) already in the histories
@@ -85,6 +86,13 @@ class TraceIndex:
         self._pass_steps: dict[int, list[int]] = {}
         self._creator: dict[int, int] = {}
         self._structured = (0, 0)
+
+    # The tables, read through the recorder (which decodes what its tape still holds).
+    _raw = property(operator.attrgetter("_tables._raw"))
+    _info = property(operator.attrgetter("_tables._info"))
+    _extra = property(operator.attrgetter("_tables._extra"))
+    _operands = property(operator.attrgetter("_tables._operands"))
+    _constants = property(operator.attrgetter("_tables._constants"))
 
     # ------------------------------------------------------------------------------
     # Node histories
@@ -111,7 +119,7 @@ class TraceIndex:
         operands = self._operands
         pass_end = self._pass_end
         # nodes already in the networkx graph get their value/grad attributes refreshed
-        start = 0 if self._graph is None else self._graph_nodes  # type: ignore[attr-defined]
+        start = self.shown_nodes
         touched = self._dirty
 
         def push(node: int, event: tuple) -> None:
@@ -323,7 +331,7 @@ class TraceIndex:
         for pos, kind, value, _ in self._history(node_id):
             if kind == _VALUE and pos <= position:
                 found = value
-        return self._snap(found)  # type: ignore[attr-defined]
+        return self._snap(found)
 
     def grad_at(self, node_id: int, step_index: int, before: bool = False) -> Any:
         """The variable's gradient after ``steps[0..step_index]`` (None if none, cleared by
@@ -331,7 +339,7 @@ class TraceIndex:
         return self.grad_at_position(node_id, _position(step_index, before))
 
     def grad_at_position(self, node_id: int, position: int) -> Any:
-        return self._snap(self._grad_event(node_id, position)[0])  # type: ignore[attr-defined]
+        return self._snap(self._grad_event(node_id, position)[0])
 
     def grad_origin(self, node_id: int, step_index: int, before: bool = False) -> int | None:
         """The backward pass (0-based) that produced the gradient the node holds after step
@@ -357,7 +365,7 @@ class TraceIndex:
         for _, k, value, _ in self._history(node_id):
             if k == kind:
                 found = value
-        return self._snap(found)  # type: ignore[attr-defined]
+        return self._snap(found)
 
     # ------------------------------------------------------------------------------
     # Structure, as integers

@@ -1,4 +1,4 @@
-"""The recording half of :class:`autodiff.trace.Trace`: the engine's observer hook.
+"""The recorder :class:`autodiff.trace.Trace` holds: the engine's observer hook and its tables.
 
 Recording keeps only what cannot be recovered later, in the cheapest form, on one ordered
 *tape* (a list):
@@ -75,8 +75,9 @@ class _Decoded:
 
 
 class Recorder:
-    """Observer methods, registration of live objects and the tape's decoding; the state
-    lives on the Trace."""
+    """The engine's observer while a trace records: registration of live objects, the tape,
+    its decoding into the tables below, and the recording state. A :class:`Trace` owns one
+    and reads the tables; the recorder knows nothing of what reads them."""
 
     # The decoded tables, indexed by node id where they are lists.
     _raw = _Decoded()  # steps: (_FWD, fid, in_ids, out_ids, values, during) or
@@ -95,11 +96,8 @@ class Recorder:
     _grad_of = _Decoded()  # gradient node -> the node it is the gradient of (create_graph)
     backward_roots = _Decoded()  # the output node of each backward pass, in order
 
-    # attributes set by Trace.__init__
-    _tape: list
-    _tape_append: Any  # _tape.append: the weak references' callback too
-
-    def _init_recorder(self) -> None:
+    def __init__(self, max_array_size: int) -> None:
+        self.max_array_size = max_array_size
         self._t_raw: list[tuple] = []
         self._t_info: list[tuple] = []
         self._t_extra: list[tuple] = []
@@ -749,12 +747,6 @@ class Recorder:
         self._during = -1
         self._create_graph = False
         self._registered = set()
-        if self._graph is not None:  # type: ignore[attr-defined]
-            self._sync_graph()  # type: ignore[attr-defined]
-            nodes = self._graph.nodes  # type: ignore[attr-defined]
-            names = self._t_names
-            for nid in self.variables:  # type: ignore[attr-defined]
-                nodes[nid]["name"] = names.get(nid)
 
     def _refresh_names(self) -> None:
         """Pick up the names given to live Variables since they were recorded (reading side,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import operator
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -77,28 +79,116 @@ class Step:
     during_backward: int = -1
 
 
-class Trace(Recorder, TraceIndex):
+def _snapshot(made: dict[int, Snapshot], raw: Any) -> Snapshot | None:
+    """The Snapshot of ``raw``, from ``made`` (id(raw) -> Snapshot) or made and kept there."""
+    if raw is None or type(raw) is Snapshot:
+        return raw
+    snap = made.get(id(raw))
+    if snap is None:
+        snap = made[id(raw)] = to_snapshot(raw)
+    return snap
+
+
+def _delegate(part: str, name: str) -> Any:
+    """A Trace method that is its ``part``'s method ``name`` (same signature and doc)."""
+    method = getattr({"_recorder": Recorder, "_indexer": TraceIndex}[part], name)
+    get = operator.attrgetter(f"{part}.{name}")
+
+    def forward(self: Trace, *args: Any, **kwargs: Any) -> Any:
+        return get(self)(*args, **kwargs)
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = method.__doc__
+    forward.__wrapped__ = method  # type: ignore[attr-defined]  # inspect.signature reads it
+    return forward
+
+
+class Trace:
     """A recorded graph and its timeline. Build one with :func:`record`, :func:`from_output`
     or :func:`load`.
 
     ``steps`` is the exact timeline; ``graph`` the networkx.MultiDiGraph (one edge per argument
     slot, ``slot`` attribute); node ids are integers from a counter, in registration order.
+
+    A Trace is composed of two parts: its :class:`~autodiff.trace._recorder.Recorder` (the
+    engine's observer while recording, and the tables it decodes its tape into) and its
+    :class:`~autodiff.trace._index.TraceIndex` (histories and states over those tables). What
+    they answer is offered here, by delegation.
     """
 
     def __init__(self, max_array_size: int = DEFAULT_MAX_ARRAY_SIZE) -> None:
         if max_array_size < 0:
             raise ValueError(f"max_array_size must be >= 0, got {max_array_size}")
         self.max_array_size = int(max_array_size)
-        self._init_recorder()  # the tape, the decoded tables and the recording state
+        # the tape, the decoded tables and the recording state
+        self._recorder = Recorder(self.max_array_size)
         self._steps: list[Step] = []
         self._some_steps: dict[int, Step] = {}  # steps built one by one (Trace.step)
         self._snapshots: dict[int, Snapshot] = {}  # id(raw value) -> its Snapshot
-        self._init_index()  # histories and structure, built lazily from _raw and _extra
+        # histories and structure, built lazily from the tables
+        # the Snapshot of a raw value, made once and shared by steps, states and the graph (raw
+        # values live as long as the trace, so their ids are stable keys)
+        self._snap = functools.partial(_snapshot, self._snapshots)
+        self._indexer = TraceIndex(self._recorder, self._snap)
         self._graph: nx.MultiDiGraph | None = None
         self._graph_nodes = 0
         self._variables: list[int] = []
         self._functions: list[int] = []
         self._kinds_seen = 0  # nodes of _info sorted into _variables / _functions
+
+    # --- the recorder's tables (read: the tape is decoded first) -----------------------
+    _raw = property(operator.attrgetter("_recorder._raw"))
+    _info = property(operator.attrgetter("_recorder._info"))
+    _extra = property(operator.attrgetter("_recorder._extra"))
+    _refs = property(operator.attrgetter("_recorder._refs"))
+    _names = property(operator.attrgetter("_recorder._names"))
+    _constants = property(operator.attrgetter("_recorder._constants"))
+    _operands = property(operator.attrgetter("_recorder._operands"))
+    _grad_of = property(operator.attrgetter("_recorder._grad_of"))
+    _tape = property(operator.attrgetter("_recorder._tape"))
+    _recording = property(operator.attrgetter("_recorder._recording"))
+
+    @property
+    def backward_roots(self) -> list[int]:
+        """The output node of each backward pass, in order."""
+        return self._recorder.backward_roots
+
+    @backward_roots.setter
+    def backward_roots(self, roots: list[int]) -> None:
+        self._recorder.backward_roots = roots
+
+    _sync = _delegate("_recorder", "_sync")
+    _walk = _delegate("_recorder", "_walk")
+
+    def _start(self) -> None:
+        self._recorder._start()
+
+    def _stop(self) -> None:
+        self._recorder._stop()
+        if self._graph is not None:  # names given while recording reach the graph built
+            self._sync_graph()
+            nodes = self._graph.nodes
+            names = self._names
+            for nid in self.variables:
+                nodes[nid]["name"] = names.get(nid)
+
+    # --- the index's answers ------------------------------------------------------------
+    state_at = _delegate("_indexer", "state_at")
+    state_at_position = _delegate("_indexer", "state_at_position")
+    change_points = _delegate("_indexer", "change_points")
+    timeline = _delegate("_indexer", "timeline")
+    position_timeline = _delegate("_indexer", "position_timeline")
+    value_at = _delegate("_indexer", "value_at")
+    value_at_position = _delegate("_indexer", "value_at_position")
+    grad_at = _delegate("_indexer", "grad_at")
+    grad_at_position = _delegate("_indexer", "grad_at_position")
+    grad_origin = _delegate("_indexer", "grad_origin")
+    grad_origin_at_position = _delegate("_indexer", "grad_origin_at_position")
+    forward_step_of = _delegate("_indexer", "forward_step_of")
+    steps_of_pass = _delegate("_indexer", "steps_of_pass")
+    creator_of = _delegate("_indexer", "creator_of")
+    ancestors = _delegate("_indexer", "ancestors")
+    outputs = _delegate("_indexer", "outputs")
 
     @property
     def variables(self) -> list[int]:
@@ -151,12 +241,13 @@ class Trace(Recorder, TraceIndex):
         """The number of steps recorded, counted without decoding the tape (a long run's
         takes seconds to decode). With ``at_most``, counting stops past it: the answer is then
         ``at_most + 1`` for any longer recording, in time proportional to ``at_most``."""
-        with self._sync_lock:
-            n = len(self._t_raw)
+        rec = self._recorder
+        with rec._sync_lock:
+            n = len(rec._t_raw)
             if at_most is not None and n > at_most:
                 return at_most + 1
             tape = self._tape
-            end = len(tape) if self._recording else self._tape_end
+            end = len(tape) if rec._recording else rec._tape_end
             for i in range(end):
                 e = tape[i]
                 if type(e) is tuple and e[0] <= _BWD:
@@ -178,16 +269,6 @@ class Trace(Recorder, TraceIndex):
         if step is None:
             step = self._some_steps[index] = self._make_step(index, self._raw[index])
         return step
-
-    def _snap(self, raw: Any) -> Snapshot | None:
-        """The Snapshot of a raw value, made once and shared by steps, states and the graph
-        (raw values live as long as the trace, so their ids are stable keys)."""
-        if raw is None or type(raw) is Snapshot:
-            return raw
-        snap = self._snapshots.get(id(raw))
-        if snap is None:
-            snap = self._snapshots[id(raw)] = to_snapshot(raw)
-        return snap
 
     def _make_step(self, k: int, r: tuple) -> Step:
         snap = self._snap
@@ -229,7 +310,7 @@ class Trace(Recorder, TraceIndex):
     # ------------------------------------------------------------------------------
     def node(self, node_id: int) -> dict[str, Any]:
         """The node's attributes (the same keys as ``graph.nodes[node_id]``)."""
-        self._history(node_id)  # validates the id
+        self._indexer._history(node_id)  # validates the id
         ref = self._refs[node_id]
         obj = ref() if ref is not None else None
         if obj is not None and self._info[node_id][0] == _VARIABLE and obj.name is not None:
@@ -260,8 +341,8 @@ class Trace(Recorder, TraceIndex):
             "dtype": None if dtype is None else _dtype_name(dtype),
             "generation": gen,
             "constant": nid in self._constants,
-            "value": self._last(nid, _VALUE),
-            "grad": self._last(nid, _GRAD),
+            "value": self._indexer._last(nid, _VALUE),
+            "grad": self._indexer._last(nid, _GRAD),
             "grad_of": self._grad_of.get(nid),
         }
 
@@ -281,25 +362,25 @@ class Trace(Recorder, TraceIndex):
         g = self._graph
         if g is None:
             g = self._graph = nx.MultiDiGraph(max_array_size=self.max_array_size)
-        self._index()
+        self._indexer._index()
         start, end = self._graph_nodes, len(self._info)
         if self._recording:
-            self._refresh_names()
+            self._recorder._refresh_names()
         info = self._info
         attrs = self._attrs
         with _bulk(end - start):
             g.add_nodes_from([(nid, attrs(nid)) for nid in range(start, end)])
             g.add_edges_from(self._edges(range(start, end)))
-        self._graph_nodes = end
+        self._graph_nodes = self._indexer.shown_nodes = end
         nodes = g.nodes
-        for nid in self._dirty:
+        for nid in self._indexer._dirty:
             if nid < start and info[nid][0] == _VARIABLE:
                 a = nodes[nid]
-                a["value"] = self._last(nid, _VALUE)
-                a["grad"] = self._last(nid, _GRAD)
+                a["value"] = self._indexer._last(nid, _VALUE)
+                a["grad"] = self._indexer._last(nid, _GRAD)
                 a["name"] = self._names.get(nid)
                 a["grad_of"] = self._grad_of.get(nid)
-        self._dirty.clear()
+        self._indexer._dirty.clear()
         return g
 
     def _edges(self, functions: Any, keep: Any = None) -> list[tuple[int, int, int, dict]]:
@@ -348,7 +429,7 @@ class Trace(Recorder, TraceIndex):
             if not 0 <= nid < n_nodes:
                 raise KeyError(f"Trace has no node {nid!r} (ids are 0..{n_nodes - 1})")
         order = sorted(keep)
-        self._index()
+        self._indexer._index()
         if self._recording:
             for nid in order:
                 self.node(nid)  # picks up names given since the op
