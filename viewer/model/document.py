@@ -481,7 +481,7 @@ class Document:
         if layout is not None:
             self.apply_layout(pending.trace, layout)
             return
-        n = pending.trace.graph.number_of_nodes()
+        n = len(pending.trace.variables) + len(pending.trace.functions)
         if self.layout_runner is not None and n > self.sync_layout_limit:
             self.status_changed.emit(f"Laying out {n} nodes…")
             self.layout_started.emit(n)
