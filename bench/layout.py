@@ -285,7 +285,11 @@ COLUMNS: list[tuple[str, int, Callable[[dict[str, Any]], str]]] = [
     ("dot X", 7, lambda r: fmt_cross(r.get("dot"))),
     ("ours/dot", 8, lambda r: ratio(r["ours"], r.get("dot"))),
     ("multipartite X", 14, lambda r: fmt_cross(r["multipartite"])),
-    ("grandalf s", 10, lambda r: f"{r['grandalf']['cpu_s']:.2f}" if "grandalf" in r else "-"),
+    (
+        "grandalf s",
+        10,
+        lambda r: f"{r['grandalf']['cpu_s']:.2f}" if "cpu_s" in r.get("grandalf", {}) else "-",
+    ),
     ("grandalf X", 10, lambda r: fmt_cross(r.get("grandalf"))),
 ]
 

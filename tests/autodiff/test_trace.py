@@ -613,3 +613,22 @@ def test_edges_as_integer_arrays_match_the_graph_for_a_trace_and_a_view():
     rows = zip(vp[:, 0].tolist(), vp[:, 1].tolist(), vs.tolist(), strict=True)
     assert sorted(rows) == expected
     assert 0 < len(vs) < len(slots)
+
+
+def test_a_view_sorts_its_nodes_into_variables_and_functions_without_a_graph():
+    from autodiff.trace import view_for_root
+
+    w = Variable(np.array([0.5, -1.0]), name="w")
+    with trace.record() as t:
+        for _ in range(3):
+            w.cleargrad()
+            F.sum(F.tanh(w) * w).backward()
+    view = view_for_root(t, t.backward_roots[1], 1)
+    variables, functions = view.variables, view.functions
+    assert t._graph is None and view._graph is None
+    assert variables == [n for n in view.graph.nodes if view.graph.nodes[n]["kind"] == "variable"]
+    assert functions == [n for n in view.graph.nodes if view.graph.nodes[n]["kind"] == "function"]
+    assert sorted(variables + functions) == list(view.graph.nodes)
+    assert set(variables) <= set(t.variables) and set(functions) <= set(t.functions)
+    assert t.variables[0] in variables  # the shared weight, recorded first
+    assert 0 < len(functions) < len(t.functions)

@@ -302,7 +302,7 @@ class Document:
         if layout is not None:
             self.apply_layout(trace, layout)
             return
-        n = trace.graph.number_of_nodes()
+        n = len(trace.variables) + len(trace.functions)  # without building the networkx graph
         if self.layout_runner is not None and n > self.sync_layout_limit:
             self.status_changed.emit(f"Laying out {n} nodes…")
             self.layout_started.emit(n)

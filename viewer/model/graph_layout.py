@@ -1,13 +1,18 @@
 """Layouts in trace terms: :func:`compute_layout` runs :mod:`viewer.model.layout` on a trace's
-graph and keeps what the scene needs, one polyline per argument slot."""
+nodes and edges and keeps what the scene needs, one polyline per argument slot.
+
+The graph is read through the trace's reading interface (``variables``, ``functions``,
+``edges()`` as integer arrays, ``node()``), so laying a graph out never builds its networkx
+graph (``trace.graph``); nodes and edges keep the order they have there.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import networkx as nx
 import numpy as np
 from numpy.typing import NDArray
 
@@ -56,17 +61,12 @@ def layout_from_positions(
 ) -> GraphLayout:
     """A :class:`GraphLayout` from node positions: one straight edge per argument slot
     unless ``edge_paths(u_index, v_index, edge_number)`` gives a polyline."""
-    graph = trace.graph
-    node_ids = np.asarray(node_ids, dtype=np.int64)
-    index_of = {int(n): i for i, n in enumerate(node_ids)}
-    edges, slots, chunks = [], [], []
-    for u, v, data in graph.edges(data=True):
-        if u not in index_of or v not in index_of:
-            continue
-        iu, iv = index_of[u], index_of[v]
-        e = len(edges)
-        edges.append((iu, iv))
-        slots.append(int(data.get("slot", 0)))
+    node_ids = np.asarray(node_ids, dtype=np.int64).reshape(-1)
+    is_function = np.isin(node_ids, np.asarray(trace.functions, dtype=np.int64))
+    edges, slots = _edges_between(trace, node_ids, is_function)
+    positions = np.asarray(positions, dtype=np.float64).reshape(-1, 2)
+    chunks = []
+    for e, (iu, iv) in enumerate(edges.tolist()):
         path = edge_paths(iu, iv, e) if edge_paths is not None else None
         if path is None:
             path = np.vstack([positions[iu], positions[iv]])
@@ -74,9 +74,9 @@ def layout_from_positions(
     offsets = np.concatenate([[0], np.cumsum([len(c) for c in chunks], dtype=np.intp)])
     return GraphLayout(
         node_ids=node_ids,
-        positions=np.asarray(positions, dtype=np.float64).reshape(-1, 2),
-        edges=np.asarray(edges, dtype=np.intp).reshape(-1, 2),
-        edge_slots=np.asarray(slots, dtype=np.intp),
+        positions=positions,
+        edges=edges,
+        edge_slots=slots,
         edge_points=np.concatenate(chunks) if chunks else np.zeros((0, 2)),
         edge_offsets=offsets.astype(np.intp),
     )
@@ -88,7 +88,7 @@ def compute_layout(
     should_cancel: Callable[[], bool] | None = None,
     by_generation: bool = False,
 ) -> GraphLayout:
-    """Lay out the trace's graph with :func:`viewer.model.layout.layout_graph`.
+    """Lay out the trace's graph with :func:`viewer.model.layout.layered_layout`.
 
     Layers minimise the total edge span (a parameter sits just above its consumer); with
     ``by_generation`` every node's layer is fixed by its DeZero generation instead
@@ -97,19 +97,26 @@ def compute_layout(
     ``progress(fraction)`` is called now and then; when ``should_cancel()`` returns True the
     layout stops by raising ``LayoutCancelled``.
     """
-    graph = trace.graph
+    node_ids, is_function = _nodes_of(trace)
+    edges, slots = _edges_between(trace, node_ids, is_function)
     options: dict[str, Any] = {"progress": progress, "should_cancel": should_cancel}
     if by_generation:
-        options["layers"] = _generation_layers(graph)
-    width = variable_box_width(graph)
+        options["layers"] = _generation_layers(trace, node_ids, is_function, edges)
+    width = variable_box_width(trace.node(int(n)) for n in node_ids[~is_function][:_WIDTH_SAMPLE])
     if width > 1.0:
-        options["node_width"] = np.array(
-            [width if graph.nodes[n]["kind"] == "variable" else 1.0 for n in graph.nodes]
-        )
-    node_keys, result = layout_module.layout_graph(graph, **options)
-    laid = _from_layout_module(trace, node_keys, result)
-    laid.variable_width = width
-    return laid
+        options["node_width"] = np.where(is_function, 1.0, width)
+    result = layout_module.layered_layout(len(node_ids), edges, **options)
+    has_edges = len(edges) > 0
+    return GraphLayout(
+        node_ids=node_ids,
+        positions=np.asarray(result.positions, dtype=np.float64).reshape(-1, 2),
+        edges=edges,
+        edge_slots=slots,
+        edge_points=result.edge_points if has_edges else np.zeros((0, 2)),
+        edge_offsets=np.asarray(result.edge_offsets if has_edges else [0], dtype=np.intp),
+        layers=np.asarray(result.layers, dtype=np.intp),
+        variable_width=width,
+    )
 
 
 CHARACTERS_PER_UNIT = 14  # label characters one layout unit holds where full labels show
@@ -117,19 +124,14 @@ MAX_VARIABLE_WIDTH = 2.2
 _WIDTH_SAMPLE = 5000  # variables looked at (a big graph's labels show only zoomed in)
 
 
-def variable_box_width(graph: Any) -> float:
+def variable_box_width(variables: Iterable[Mapping[str, Any]]) -> float:
     """The variables' box width (layout units, 1.0 to MAX_VARIABLE_WIDTH) that holds the
-    longest label line of the graph (name, shape, value, gradient: their last known
-    snapshots, plus a margin for the other steps' digits); a name longer than the widest box
-    is cut in the box and whole in the tooltip and the inspector."""
+    longest label line of the variables (``node()`` attributes; the first _WIDTH_SAMPLE are
+    read): name, shape, value, gradient (their last known snapshots), plus a margin for the
+    other steps' digits. A name longer than the widest box is cut in the box and whole in the
+    tooltip and the inspector."""
     longest = 0
-    seen = 0
-    for _, a in graph.nodes(data=True):
-        if a.get("kind") != "variable":
-            continue
-        seen += 1
-        if seen > _WIDTH_SAMPLE:
-            break
+    for a in itertools.islice(variables, _WIDTH_SAMPLE):
         shape = a.get("shape")
         lines = [str(a.get("name") or ""), "x".join(str(d) for d in shape) if shape else ""]
         if a.get("value") is not None:
@@ -141,38 +143,47 @@ def variable_box_width(graph: Any) -> float:
     return float(min(max(width, 1.0), MAX_VARIABLE_WIDTH))
 
 
-def _generation_layers(graph: Any) -> NDArray[np.int64]:
-    """``2 * generation + is_function`` per node (in ``graph.nodes`` order), made to grow
-    along every edge: where a recorded generation does not grow (a leaf whose data was
-    replaced, a loaded trace), the node goes one below its lowest predecessor."""
-    nodes = list(graph.nodes)
-    layers = {
-        n: 2 * int(graph.nodes[n].get("generation") or 0)
-        + (graph.nodes[n].get("kind") == "function")
-        for n in nodes
-    }
-    for n in nx.topological_sort(graph):
-        for p in graph.predecessors(n):
-            if layers[p] >= layers[n]:
-                layers[n] = layers[p] + 1
-    return np.array([layers[n] for n in nodes], dtype=np.int64)
+def _nodes_of(trace: TraceReader) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """The trace's node ids in id order (the order of ``trace.graph.nodes``) and which of
+    them are functions."""
+    variables, functions = trace.variables, trace.functions
+    n = len(variables) + len(functions)
+    ids = np.fromiter(itertools.chain(variables, functions), dtype=np.int64, count=n)
+    order = np.argsort(ids, kind="stable")
+    return ids[order], (order >= len(variables))
 
 
-def _from_layout_module(trace: TraceReader, node_keys: Sequence[Any], result: Any) -> GraphLayout:
-    positions = np.asarray(result.positions, dtype=np.float64).reshape(-1, 2)
-    paths = getattr(result, "edge_paths", None)
-    graph = trace.graph
-    n_graph_edges = graph.number_of_edges()
-    by_edge = None
-    if isinstance(paths, list | tuple) and len(paths) == n_graph_edges:
-        by_edge = paths
-    laid = layout_from_positions(
-        trace,
-        [int(k) for k in node_keys],
-        positions,
-        (lambda u, v, e: by_edge[e]) if by_edge is not None else None,
-    )
-    layers = getattr(result, "layers", None)
-    if layers is not None:
-        laid.layers = np.asarray(layers, dtype=np.intp)
-    return laid
+def _edges_between(
+    trace: TraceReader, node_ids: NDArray[np.int64], is_function: NDArray[np.bool_]
+) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """The trace's edges between ``node_ids`` (``is_function`` says which are functions):
+    (E, 2) indexes into ``node_ids`` and the (E,) argument slots, in the order of
+    ``trace.graph.edges()``: by source id; from a variable, by consumer id; from a function,
+    by output slot; parallel edges (``x + x``) by slot."""
+    pairs, slots = trace.edges()
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    slots = np.asarray(slots, dtype=np.intp).reshape(-1)
+    if len(node_ids) == 0 or len(pairs) == 0:
+        return np.zeros((0, 2), np.intp), np.zeros(0, np.intp)
+    sorter = np.argsort(node_ids, kind="stable")
+    ordered = node_ids[sorter]
+    at = np.minimum(np.searchsorted(ordered, pairs), len(ordered) - 1)
+    shown = (ordered[at] == pairs).all(axis=1)
+    pairs, slots, index = pairs[shown], slots[shown], sorter[at[shown]]
+    then = np.where(is_function[index[:, 0]], slots, pairs[:, 1])
+    order = np.lexsort((slots, then, pairs[:, 0]))
+    return index[order].astype(np.intp, copy=False), slots[order]
+
+
+def _generation_layers(
+    trace: TraceReader,
+    node_ids: NDArray[np.int64],
+    is_function: NDArray[np.bool_],
+    edges: NDArray[np.intp],
+) -> NDArray[np.int64]:
+    """``2 * generation + is_function`` per node, made to grow along every edge: where a
+    recorded generation does not grow (a leaf whose data was replaced, a loaded trace), the
+    node goes one below its lowest predecessor."""
+    generations = [int(trace.node(int(n)).get("generation") or 0) for n in node_ids]
+    start = 2 * np.asarray(generations, dtype=np.int64).reshape(-1) + is_function
+    return layout_module.layers_at_least(len(node_ids), edges, start)

@@ -41,7 +41,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from viewer.model.layout_layering import _checked_layers, _components, _min_span_layers
+from viewer.model.layout_layering import (
+    _checked_layers,
+    _components,
+    _longest_path_layers,
+    _min_span_layers,
+)
 from viewer.model.layout_ordering import _LayeredGraph, _order
 from viewer.model.layout_placement import _assign_x, _edge_polylines
 
@@ -53,6 +58,7 @@ __all__ = [
     "LayoutCancelled",
     "count_crossings",
     "layered_layout",
+    "layers_at_least",
     "layout_graph",
 ]
 
@@ -197,6 +203,19 @@ def layered_layout(
         layer_crossings=int(crossings),
         stats=stats,
     )
+
+
+def layers_at_least(n_nodes: int, edges: ArrayLike, minimum: ArrayLike) -> NDArray[np.int64]:
+    """A layering for ``layered_layout(layers=...)`` that keeps each node in layer
+    ``minimum[i]`` unless it must go lower to be below all its predecessors (then it goes one
+    below the deepest). Raises ValueError for a cycle, a self-loop or an endpoint out of
+    range."""
+    n = int(n_nodes)
+    start = np.asarray(minimum, dtype=np.int64).reshape(-1)
+    if len(start) != n:
+        raise ValueError(f"minimum has {len(start)} entries for {n} nodes")
+    _, src, dst, _ = _unique_edges(n, edges)
+    return _longest_path_layers(n, src, dst, start)
 
 
 def layout_graph(

@@ -53,14 +53,18 @@ def _checked_layers(
 
 
 def _longest_path_layers(
-    n: int, src: NDArray[np.int64], dst: NDArray[np.int64]
+    n: int,
+    src: NDArray[np.int64],
+    dst: NDArray[np.int64],
+    start: NDArray[np.int64] | None = None,
 ) -> NDArray[np.int64]:
-    """Each node one layer below its deepest predecessor (Kahn's order, no recursion)."""
+    """Each node one layer below its deepest predecessor, or in layer ``start[i]`` (default 0)
+    when that is deeper (Kahn's order, no recursion)."""
     order = np.argsort(src, kind="stable")
     succ = dst[order].tolist()
     ptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n))]).tolist()
     indeg = np.bincount(dst, minlength=n).tolist()
-    layer = [0] * n
+    layer = [0] * n if start is None else [int(s) for s in start]
     stack = [v for v in range(n - 1, -1, -1) if indeg[v] == 0]
     done = 0
     while stack:

@@ -78,8 +78,7 @@ class Scene:
         self.node_ids = np.asarray(layout.node_ids, dtype=np.int64)
         self._index_of = {int(nid): i for i, nid in enumerate(self.node_ids)}
         n = len(self.node_ids)
-        graph_nodes = trace.graph.nodes
-        attrs = [graph_nodes[int(nid)] for nid in self.node_ids]
+        attrs = [trace.node(int(nid)) for nid in self.node_ids]
         self.kinds: tuple[str, ...] = tuple(a["kind"] for a in attrs)
         is_function = np.array([k == "function" for k in self.kinds], dtype=bool)
         self.names: tuple[str, ...] = tuple(node_name(a) for a in attrs)

@@ -50,7 +50,7 @@ class LayoutRunner(JobRunner):
 
         job = Job(work, name="layout", parent=self)
         self.job = job
-        n = trace.graph.number_of_nodes()
+        n = len(trace.variables) + len(trace.functions)
         if self.show_dialog and self._window is not None:
             dialog = job_dialog(
                 self._window, f"Laying out {n:,} nodes…", "Layout", "layoutProgress", 1000
