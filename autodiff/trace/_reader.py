@@ -38,6 +38,8 @@ class TraceReader(Protocol):
 
     def edges(self) -> tuple[Any, Any]: ...  # (E, 2) source/target ids and (E,) slots
 
+    def creator_of(self, node_id: int) -> int: ...  # the producing function node, or -1
+
     def state_at(self, node_id: int, step_index: int) -> NodeState: ...
 
     def value_at(self, node_id: int, step_index: int) -> Any: ...  # a Snapshot or None

@@ -90,6 +90,12 @@ class TraceView:
             self._kinds = (variables, functions)
         return self._kinds
 
+    def creator_of(self, node_id: int) -> int:
+        """The function node of the view that produced ``node_id``; -1 for a leaf, a constant
+        or a variable whose creator is outside the view (as ``in_degree`` in its graph)."""
+        creator = self.base.creator_of(node_id)
+        return creator if creator in self._node_set else -1
+
     @property
     def backward_roots(self) -> list[int]:
         passes = {s.backward_pass for s in self._steps if s.phase == "backward"}

@@ -632,3 +632,21 @@ def test_a_view_sorts_its_nodes_into_variables_and_functions_without_a_graph():
     assert set(variables) <= set(t.variables) and set(functions) <= set(t.functions)
     assert t.variables[0] in variables  # the shared weight, recorded first
     assert 0 < len(functions) < len(t.functions)
+
+
+def test_creator_of_in_a_trace_and_in_a_view_that_cuts_the_creator_off():
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        y = F.sin(x)
+        z = F.exp(y)
+    nx_graph = t.graph
+    for nid in t.variables:
+        preds = list(nx_graph.predecessors(nid))
+        assert t.creator_of(nid) == (preds[0] if preds else -1)
+    y_id, z_id = t.variables[1], t.variables[2]
+    exp_id = t.creator_of(z_id)
+    view = trace.TraceView(t, [y_id, exp_id, z_id], [1])
+    assert view.creator_of(z_id) == exp_id
+    assert view.creator_of(y_id) == -1  # its creator (sin) is not in the view
+    assert isinstance(view, trace.TraceReader) and isinstance(t, trace.TraceReader)
+    del y, z

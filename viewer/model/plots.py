@@ -324,7 +324,6 @@ def training_curves(trace: TraceReader, max_parameters: int = MAX_PARAMETERS) ->
             "there is no loss to plot: the program never called backward(). Call "
             "loss.backward() in the training loop"
         )
-    graph = trace.graph
     passes = [p for p, r in enumerate(roots) if trace.node(r).get("grad_of") is None]
     if not passes:
         raise ValueError("every backward() here runs from a gradient: there is no loss to plot")
@@ -348,10 +347,10 @@ def training_curves(trace: TraceReader, max_parameters: int = MAX_PARAMETERS) ->
                 candidates.add(nid)
     parameters = []
     for nid in sorted(candidates):
-        attrs = graph.nodes[nid] if nid in graph else trace.node(nid)
-        if attrs["kind"] != "variable" or attrs.get("constant") or attrs.get("grad_of") is not None:
+        if trace.creator_of(nid) >= 0:  # made by a Function: not a leaf (no networkx graph)
             continue
-        if nid in graph and graph.in_degree(nid) > 0:
+        attrs = trace.node(nid)
+        if attrs["kind"] != "variable" or attrs.get("constant") or attrs.get("grad_of") is not None:
             continue
         parameters.append(nid)
     notes = []

@@ -221,3 +221,15 @@ def test_a_summarised_array_is_drawn_only_while_the_object_still_holds_it():
     w.data = w.data + 1.0  # the program moved on: the step's array is gone
     later = node_histograms(t, 0, last)
     assert later.value is None and "holds another array now" in later.message
+
+
+def test_training_curves_do_not_build_the_networkx_graph(tmp_path):
+    # a long run's t.graph takes seconds to build; the curves need only each node's creator
+    script = tmp_path / "train.py"
+    script.write_text(TRAINING)
+    doc = Document()
+    assert doc.run_script(script)
+    trace = doc.script_result.trace
+    curves = plots.training_curves(trace)
+    assert curves.labels == ("W (1, 1)", "b (1,)")
+    assert trace._graph is None
