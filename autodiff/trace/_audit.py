@@ -118,7 +118,7 @@ def _candidates(trace: Trace) -> tuple[dict[int, int], set[int]]:
     """id(object) -> node id for every live recorded object, and the ids of the leaves."""
     found: dict[int, int] = {}
     leaves: set[int] = set()
-    for nid in _node_ids(trace):
+    for nid in trace.alive():
         obj = trace.live(nid)
         if obj is not None:
             found[id(obj)] = nid
@@ -126,11 +126,6 @@ def _candidates(trace: Trace) -> tuple[dict[int, int], set[int]]:
                 leaves.add(id(obj))
         obj = None
     return found, leaves
-
-
-def _node_ids(trace: Trace) -> list[int]:
-    """Every node of the trace, in id order."""
-    return sorted((*trace.variables, *trace.functions))
 
 
 def _user_frames(skip: tuple[types.CodeType, ...]) -> list[types.FrameType]:
@@ -159,7 +154,7 @@ def _ancestors(trace: Trace, probe: list, stop: set[int]) -> list | None:
     """
     members: list = [probe]
     del probe  # from here on the probe is referenced by the caller's name and members only
-    for nid in _node_ids(trace):
+    for nid in trace.alive():
         obj = trace.live(nid)
         if obj is not None:
             members.append(obj)

@@ -56,6 +56,8 @@ class TraceReader(Protocol):
 
     def live(self, node_id: int) -> Any: ...  # the engine object, None once freed
 
+    def alive(self) -> list[int]: ...  # the nodes whose engine object is still alive
+
     def freed(self, node_id: int) -> bool: ...
 
     def audit(self) -> Any: ...  # a LeakReport

@@ -449,6 +449,11 @@ class Trace:
         ref = self._refs[node_id]
         return None if ref is None else ref()
 
+    def alive(self) -> list[int]:
+        """The nodes whose engine object is still alive, in id order (the objects themselves
+        through :meth:`live`: this list holds none of them)."""
+        return [nid for nid, ref in enumerate(self._refs) if ref is not None and ref() is not None]
+
     def freed(self, node_id: int) -> bool:
         """True when the node's engine object existed and has been collected."""
         ref = self._refs[node_id]

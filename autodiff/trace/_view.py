@@ -172,6 +172,10 @@ class TraceView:
     def live(self, node_id: int) -> Any:
         return self.base.live(node_id)
 
+    def alive(self) -> list[int]:
+        nodes = self._node_set
+        return [nid for nid in self.base.alive() if nid in nodes]
+
     def freed(self, node_id: int) -> bool:
         freed = getattr(self.base, "freed", None)
         return bool(freed(node_id)) if freed is not None else False
