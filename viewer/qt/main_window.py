@@ -30,6 +30,7 @@ from viewer.model.script_runner import ScriptResult
 from viewer.qt.debug_binding import DebugBinding
 from viewer.qt.editor import EditorPanel, read_source
 from viewer.qt.example_library import ExampleLibrary
+from viewer.qt.expression_runner import ExpressionRunner
 from viewer.qt.gradcheck_panel import GradCheckPanel
 from viewer.qt.graph_view import GraphView
 from viewer.qt.icons import media_icon
@@ -42,7 +43,6 @@ from viewer.qt.menus import SHORTCUTS, build_menus
 from viewer.qt.playback_bar import SPEEDS, PlaybackBar
 from viewer.qt.plot_binding import PlotBinding
 from viewer.qt.plot_panel import PlotPanel
-from viewer.qt.program_job import ProgramRunner
 from viewer.qt.scene_binding import SceneBinding, scene_overlays
 from viewer.qt.script_panel import ScriptBridge, ScriptPanel
 from viewer.qt.settings import AppSettings
@@ -110,9 +110,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.binding = SceneBinding(self.document, self.graph_view, self.inspector, self)
         self.layout_runner = LayoutRunner(self.document, self)
         self.document.layout_runner = self.layout_runner.start
-        self.program_runner = ProgramRunner(self.document, self)
+        self.expression_runner = ExpressionRunner(self.document, self)
         self.document.expression_runner = self._start_program
-        self.program_runner.finished.connect(lambda _ok: self._set_script_running(False))
+        self.expression_runner.finished.connect(lambda _ok: self._set_script_running(False))
         self._script_bridge = ScriptBridge(self)
         self._editing_leaf: str | None = None
         self._theme: Theme = theme_named(theme or self.settings.theme())
@@ -201,6 +201,11 @@ class MainWindow(QtWidgets.QMainWindow):
         self._script_bridge.output.connect(self.script_panel.append_output)
         self._script_bridge.stage.connect(self.script_panel.show_stage)
         self._script_bridge.finished.connect(self._on_script_finished)
+
+    @property
+    def program_runner(self) -> ExpressionRunner:
+        """:attr:`expression_runner`, under the name it had."""
+        return self.expression_runner
 
     def _restore_window(self) -> None:
         geometry = self.settings.geometry()
@@ -437,7 +442,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def _start_program(self, job) -> None:
         """A typed program that may take a while: on a worker, Open and Run waiting."""
         self._set_script_running(True)
-        self.program_runner.start(job)
+        self.expression_runner.start(job)
 
     def _set_script_running(self, running: bool) -> None:
         """One run at a time: Open and Run wait for the script (Cancel stops it)."""
