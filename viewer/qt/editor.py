@@ -213,6 +213,17 @@ class EditorPanel(QtWidgets.QWidget):
         self.run_button.setToolTip("Evaluate the program and run backward (Ctrl+Enter)")
         self.clear_error()
 
+    def set_busy(self, busy: bool) -> None:
+        """A script or a slow program is running (one run at a time): Run waits for it."""
+        button = self.run_button
+        button.setEnabled(not busy)
+        if busy:
+            button.setToolTip("A script is running: wait for it or Cancel it")
+        elif self.read_only:
+            button.setToolTip("Back to the expression editor (Ctrl+Enter)")
+        else:
+            button.setToolTip("Evaluate the program and run backward (Ctrl+Enter)")
+
     def request_run(self) -> None:
         if self.read_only:
             self.edit_requested.emit()

@@ -2,7 +2,7 @@
 
 The view knows nothing of traces. It takes the model's :class:`SceneGeometry` once per graph
 (where things are) and a :class:`Frame` once per step (what state each node is in, which
-Function is current, the labels), and hit tests through callbacks the main window wires to
+Function is current, the labels), and hit tests through callbacks its SceneBinding wires to
 the model's scene. When the step moves, the view follows it: it pans (never zooms) to keep the
 current Function and its nodes on screen.
 """

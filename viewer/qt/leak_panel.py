@@ -3,7 +3,7 @@
 It renders a :class:`autodiff.leaks.LeakReport` (the Document's ``leak_report``): one row per
 survivor with its reason (a reference ``cycle``, or ``referenced`` from a root) and the chain
 of holders; the selected row's chain is spelled out below, one hop a line. Clicking a row asks
-for the node (the main window selects it and centres the view on it).
+for the node (its LeakBinding selects it and centres the view on it).
 """
 
 from __future__ import annotations

@@ -1,16 +1,21 @@
-"""The main window: wires the Document to the views and owns menus, shortcuts, docks and
-settings.
+"""The main window: builds the panels, their docks and their binders, and owns what is the
+window's own: menus and shortcuts, the title, the status bar, the docks, dialogs, settings and
+the one run at a time.
 
-Only this module (with :mod:`viewer.qt.scene_binding`) connects models to views. Long work
-(laying out a big graph, running a user's script) runs off the GUI thread; its results come
-back as queued Qt signals.
+Each panel is bound to the Document by its ``*Binding`` (``viewer/qt/*_binding.py``); this
+module connects only the window's own parts. Long work (laying out a big graph, running a
+typed program or a user's script) runs off the GUI thread; its results come back as queued Qt
+signals.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -22,34 +27,38 @@ from viewer.model.document import (
     Document,
     ScriptError,
 )
-from viewer.model.examples import list_examples
 from viewer.model.expression import ExpressionError
-from viewer.model.expression_rules import KNOWN_CALLABLES
 from viewer.model.script_process import ScriptProcess
 from viewer.model.script_runner import ScriptResult
-from viewer.qt.debug_binding import DebugBinding
-from viewer.qt.editor import EditorPanel, read_source
+from viewer.qt.editor import EditorPanel
+from viewer.qt.editor_binding import EditorBinding
+from viewer.qt.example_binding import ExampleBinding
 from viewer.qt.example_library import ExampleLibrary
+from viewer.qt.expression_runner import ExpressionRunner
+from viewer.qt.gradcheck_binding import GradCheckBinding
 from viewer.qt.gradcheck_panel import GradCheckPanel
 from viewer.qt.graph_view import GraphView
 from viewer.qt.icons import media_icon
 from viewer.qt.image_export import EXPORT_FORMATS, export_graph
 from viewer.qt.inspector import InspectorPanel
 from viewer.qt.layout_job import LayoutRunner
+from viewer.qt.leak_binding import LeakBinding
 from viewer.qt.leak_panel import LeakPanel
 from viewer.qt.legend import LegendWidget
 from viewer.qt.menus import SHORTCUTS, build_menus
+from viewer.qt.nonfinite_binding import NonfiniteBinding
 from viewer.qt.playback_bar import SPEEDS, PlaybackBar
 from viewer.qt.plot_binding import PlotBinding
 from viewer.qt.plot_panel import PlotPanel
-from viewer.qt.program_job import ProgramRunner
 from viewer.qt.scene_binding import SceneBinding, scene_overlays
-from viewer.qt.script_panel import ScriptBridge, ScriptPanel
+from viewer.qt.script_binding import ScriptBinding
+from viewer.qt.script_panel import ScriptPanel
 from viewer.qt.settings import AppSettings
 from viewer.qt.themes import Theme, apply_theme, theme_named
+from viewer.qt.variables_binding import VariablesBinding
 from viewer.qt.variables_table import VariablesTable
 
-__all__ = ["DEFAULT_PROGRAM", "SHORTCUTS", "MainWindow", "start_folder"]
+__all__ = ["DEFAULT_PROGRAM", "SHORTCUTS", "DebugCommands", "MainWindow", "start_folder"]
 
 DEFAULT_PROGRAM = "# The seeds' example\nx = 0.5\ny = square(exp(square(x)))\n"
 OPEN_FILTER = (
@@ -68,6 +77,18 @@ def start_folder(*candidates: str | os.PathLike[str] | None) -> str:
         if candidate and Path(candidate).is_dir():
             return str(Path(candidate))
     return str(Path.home())
+
+
+@dataclass(frozen=True)
+class DebugCommands:
+    """What the Debug menu runs (``window.debug``), each command carried out by its binder."""
+
+    release_graph: Callable[[], Any]  # LeakBinding
+    check_gradients: Callable[[], Any]  # GradCheckBinding
+    first_nonfinite: Callable[[], int | None]  # NonfiniteBinding
+    next_nonfinite: Callable[[], int | None]
+    export_data: Callable[[str | os.PathLike[str]], bool]  # Document.export_data
+    show_node: Callable[[int], bool]  # SceneBinding
 
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -95,26 +116,22 @@ class MainWindow(QtWidgets.QMainWindow):
         if speed is not None:
             self.document.playback.set_speed(speed)
 
+        # ---- the panels
         self.graph_view = GraphView(self)
         self.setCentralWidget(self.graph_view)
         self.editor = EditorPanel(self)
-        self.editor.highlighter.set_functions(KNOWN_CALLABLES)  # the language's own list
         self.variables = VariablesTable(self)
         self.examples = ExampleLibrary(self)
         self.inspector = InspectorPanel(self)
-        self.playback_bar = PlaybackBar(self.document.playback, self)
+        self.playback_bar = PlaybackBar(self.document.playback, self)  # bound by its own binder
         self.script_panel = ScriptPanel(self)
         self.leak_panel = LeakPanel(self)
         self.gradcheck_panel = GradCheckPanel(self)
         self.plot_panel = PlotPanel(self)
-        self.binding = SceneBinding(self.document, self.graph_view, self.inspector, self)
         self.layout_runner = LayoutRunner(self.document, self)
         self.document.layout_runner = self.layout_runner.start
-        self.program_runner = ProgramRunner(self.document, self)
+        self.expression_runner = ExpressionRunner(self.document, self)
         self.document.expression_runner = self._start_program
-        self.program_runner.finished.connect(lambda _ok: self._set_script_running(False))
-        self._script_bridge = ScriptBridge(self)
-        self._editing_leaf: str | None = None
         self._theme: Theme = theme_named(theme or self.settings.theme())
         self.legend = LegendWidget(self._theme, self)
 
@@ -142,18 +159,6 @@ class MainWindow(QtWidgets.QMainWindow):
         for name in ("leakPanel", "gradCheckPanel"):
             self.tabifyDockWidget(self.docks["plotPanel"], self.docks[name])
         self.docks["plotPanel"].raise_()
-        self.plot_binding = PlotBinding(
-            self.document, self.plot_panel, self.docks["plotPanel"], self
-        )
-        self.debug = DebugBinding(
-            self.document,
-            self.leak_panel,
-            self.gradcheck_panel,
-            self.binding.select_node_id,
-            self.statusBar().showMessage,
-            self.raise_dock,
-            self,
-        )
         self.docks["playbackDock"].setFeatures(
             QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable
         )
@@ -162,18 +167,47 @@ class MainWindow(QtWidgets.QMainWindow):
         self.status_label = QtWidgets.QLabel(self)
         self.status_label.setObjectName("graphSizeLabel")
         self.status_label.setTextFormat(QtCore.Qt.TextFormat.PlainText)
-        self.statusBar().addPermanentWidget(self.status_label)
-        self.statusBar().setObjectName("statusBar")
+        status_bar = self.statusBar()
+        status_bar.addPermanentWidget(self.status_label)
+        status_bar.setObjectName("statusBar")
+
+        # ---- one binder per panel: each makes its panel's connections
+        doc, docks = self.document, self.docks
+        self.scene_binding = SceneBinding(doc, self.graph_view, self.inspector, status_bar, self)
+        scene = self.scene_binding
+        self.plot_binding = PlotBinding(doc, self.plot_panel, docks["plotPanel"], self)
+        self.leak_binding = LeakBinding(
+            doc, self.leak_panel, docks["leakPanel"], scene, status_bar, self
+        )
+        self.gradcheck_binding = GradCheckBinding(
+            doc, self.gradcheck_panel, docks["gradCheckPanel"], scene, self
+        )
+        self.nonfinite_binding = NonfiniteBinding(doc, scene, status_bar, self)
+        self.editor_binding = EditorBinding(
+            doc, self.editor, docks["editorDock"], self.settings, self
+        )
+        self.variables_binding = VariablesBinding(doc, self.variables, self)
+        self.script_binding = ScriptBinding(
+            doc, self.script_panel, docks["scriptDock"], status_bar, self
+        )
+        self.debug = DebugCommands(
+            release_graph=self.leak_binding.release_graph,
+            check_gradients=self.gradcheck_binding.check_gradients,
+            first_nonfinite=self.nonfinite_binding.first_nonfinite,
+            next_nonfinite=self.nonfinite_binding.next_nonfinite,
+            export_data=doc.export_data,
+            show_node=scene.show_node,
+        )
 
         self.actions = build_menus(self)
         self.leak_panel.set_release_action(self.actions["release_graph"])
         self.gradcheck_panel.set_check_action(self.actions["check_gradients"])
-        self._connect()
-        self.examples.set_examples([(e.stem, e.title, e.description) for e in list_examples()])
+        self._bind_window()
+        self.example_binding = ExampleBinding(self.examples, self.load_example, self)
         self.set_theme(self._theme.name)
         if restore:
             self._restore_window()
-        self._load_initial_program()
+        self.editor_binding.load_initial(DEFAULT_PROGRAM)
 
     # ================================================================== construction
     def _add_dock(self, name: str, title: str, widget, area) -> QtWidgets.QDockWidget:
@@ -184,23 +218,34 @@ class MainWindow(QtWidgets.QMainWindow):
         self.docks[name] = dock
         return dock
 
-    def _connect(self) -> None:
+    def _bind_window(self) -> None:
+        """The window's own parts: the status bar, the title, where an error is shown, the
+        docks raised, the saved speed, and Open and Run while something runs."""
         doc = self.document
         doc.status_changed.connect(self._on_status)
         doc.error_raised.connect(self._on_error)
-        doc.leaves_changed.connect(self._on_leaves_changed)
         doc.graph_loaded.connect(self._on_graph_loaded)
+        doc.script_finished.connect(self._on_script_finished)
         doc.playback.speed_changed.connect(self.settings.set_speed)
-        self.editor.run_requested.connect(self.run_program)
-        self.editor.edit_requested.connect(self.edit_expression)
         self.graph_view.node_clicked.connect(self._on_node_clicked)
-        self.variables.value_edited.connect(self.set_leaf_value)
-        self.examples.example_chosen.connect(self.load_example)
-        self.script_panel.cancel_requested.connect(doc.cancel_script)
-        self.script_panel.graph_chosen.connect(doc.show_script_graph)
-        self._script_bridge.output.connect(self.script_panel.append_output)
-        self._script_bridge.stage.connect(self.script_panel.show_stage)
-        self._script_bridge.finished.connect(self._on_script_finished)
+        self.expression_runner.finished.connect(lambda _ok: self._set_script_running(False))
+        self.script_binding.shown.connect(self._on_script_shown)
+
+    # ================================================================== former names
+    @property
+    def binding(self) -> SceneBinding:
+        """:attr:`scene_binding`, under the name it had."""
+        return self.scene_binding
+
+    @property
+    def program_runner(self) -> ExpressionRunner:
+        """:attr:`expression_runner`, under the name it had."""
+        return self.expression_runner
+
+    @property
+    def _script_bridge(self) -> ScriptBinding:
+        """:attr:`script_binding`, under the name it had."""
+        return self.script_binding
 
     def _restore_window(self) -> None:
         geometry = self.settings.geometry()
@@ -228,66 +273,23 @@ class MainWindow(QtWidgets.QMainWindow):
             self._docks_sized = True
             QtCore.QTimer.singleShot(0, self._size_docks)
 
-    def _load_initial_program(self) -> None:
-        saved = self.settings.editor_text()
-        if saved is not None and saved.strip() and saved != DEFAULT_PROGRAM:
-            # The seeds' example first; the saved text runs once the event loop is up, like
-            # any program the user runs: whatever it does, the window is already there.
-            self.document.run_expression(DEFAULT_PROGRAM)
-            self.editor.set_text(saved)
-            self.document.source = saved
-            QtCore.QTimer.singleShot(0, lambda: self._run_saved_program(saved))
-            return
-        self.editor.set_text(DEFAULT_PROGRAM)
-        self.run_program(DEFAULT_PROGRAM)
-
-    def _run_saved_program(self, saved: str) -> None:
-        if (
-            self.editor.text() != saved
-            or self.document.kind != "expression"
-            or self.document.script_run is not None
-        ):
-            return  # the user (or a file argument: a script running) replaced it meanwhile
-        if self.run_program(saved):
-            return
-        # The saved text does not run: keep it with its error; the example stays on screen.
-        self.document.source = saved
-        error = self.document.last_error
-        if isinstance(error, ExpressionError):
-            self._show_expression_error(error)
-
     # ================================================================== user actions
     def run_program(self, text: str | None = None) -> bool:
         """Run the editor's program (Ctrl+Enter). The text is kept whatever happens."""
-        if text is None:
-            if self.editor.read_only:  # a script or a trace is shown: its text is no program
-                return self.edit_expression()
-            text = self.editor.text()
-        self.settings.set_editor_text(text)
-        self.editor.clear_error()
-        return self.document.run_expression(text)
+        return self.editor_binding.run(text)
 
     def edit_expression(self) -> bool:
-        """Back from a script's or a trace's read-only view (the editor's Edit button): the
-        expression that was in the editor, editable again, and run."""
-        self.editor.show_editable(self.editor.program_text or self.document.source)
-        return self.run_program(self.editor.text())
+        """Back from a script's or a trace's read-only view (the editor's Edit button)."""
+        return self.editor_binding.edit()
 
     def set_leaf_value(self, name: str, text: str) -> bool:
-        self._editing_leaf = name
-        try:
-            ok = self.document.set_leaf_value(name, text)
-        finally:
-            self._editing_leaf = None
-        if not ok:
-            self.variables.mark_error(name, str(self.document.last_error))
-        return ok
+        return self.variables_binding.set_leaf_value(name, text)
 
     def load_example(self, key: str) -> bool:
         result = self.document.load_example(key)
         if isinstance(result, ScriptProcess):
             return self.start_script(result, confirm=False)
-        self._sync_editor(result)
+        self.editor_binding.sync(result)
         return bool(result)
 
     def open_path(self, path: str | Path, confirm_scripts: bool = True) -> bool:
@@ -306,7 +308,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self.settings.add_recent_file(path)
             self.settings.set_last_directory(path.parent)
         if path.suffix.lower() in EXPRESSION_SUFFIXES:
-            self._sync_editor(result)
+            self.editor_binding.sync(result)
         return bool(result)
 
     def _document_folder(self) -> Path | None:
@@ -353,7 +355,7 @@ class MainWindow(QtWidgets.QMainWindow):
         JSON (by the suffix)."""
         if Path(path).suffix.lower() in EXPORT_FORMATS:
             return self.export_view(path)
-        return self.debug.export_data(path)
+        return self.document.export_data(path)
 
     def raise_dock(self, name: str) -> None:
         dock = self.docks[name]
@@ -372,7 +374,7 @@ class MainWindow(QtWidgets.QMainWindow):
                 self.document.frame(),
                 self._theme,
                 caption=self._caption(),
-                selected=self.binding.selected_index(),
+                selected=self.scene_binding.selected_index(),
                 overlays=scene_overlays(scene),
             )
         except (OSError, ValueError) as exc:
@@ -425,10 +427,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self.document.script_run = None
             self.statusBar().showMessage(f"Did not run {run.path.name}")
             return False
-        self._script_bridge.attach(run)
-        self.script_panel.started(run.path.name)
-        self.docks["scriptDock"].show()
-        self.docks["scriptDock"].raise_()
+        self.script_binding.attach(run)
         self.statusBar().showMessage(f"Running {run.path.name}…")
         self._set_script_running(True)
         run.start()
@@ -437,7 +436,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def _start_program(self, job) -> None:
         """A typed program that may take a while: on a worker, Open and Run waiting."""
         self._set_script_running(True)
-        self.program_runner.start(job)
+        self.expression_runner.start(job)
 
     def _set_script_running(self, running: bool) -> None:
         """One run at a time: Open and Run wait for the script (Cancel stops it)."""
@@ -445,35 +444,12 @@ class MainWindow(QtWidgets.QMainWindow):
             act = self.actions.get(name)
             if act is not None:
                 act.setEnabled(not running)
-        button = self.editor.run_button
-        button.setEnabled(not running)
-        if running:
-            button.setToolTip("A script is running: wait for it or Cancel it")
-        elif self.editor.read_only:
-            button.setToolTip("Back to the expression editor (Ctrl+Enter)")
-        else:
-            button.setToolTip("Evaluate the program and run backward (Ctrl+Enter)")
+        self.editor.set_busy(running)
 
-    def _on_script_finished(self, result: ScriptResult) -> None:
-        # A failure's traceback reaches the panel once, through error_raised (_on_error).
+    def _on_script_finished(self, _result: ScriptResult) -> None:
         self._set_script_running(False)
-        ok = self.document.apply_script_result(result)
-        titles = [g.title for g in result.graphs]
-        # ok: its last graph is on screen (or being laid out); else the previous graph stays
-        # and the list offers the graphs a failed run built before its error
-        self.script_panel.finished(result.summary, titles, len(titles) - 1 if ok else -1)
-        if not result.ok and not result.cancelled:
-            self.docks["scriptDock"].show()
-            self.docks["scriptDock"].raise_()
-        if ok and len(titles) > 1:
-            self.statusBar().showMessage(
-                f"{result.summary}: showing the last; choose another in the Script panel"
-            )
-        if ok and result.graphs and result.graphs[0].backward_pass < 0:
-            self.script_panel.append_error(
-                f"Note: {result.path.name} never called backward(), so the graph shows its "
-                "forward pass only, without gradients. Call loss.backward() to see them."
-            )
+
+    def _on_script_shown(self, result: ScriptResult, ok: bool) -> None:
         survivors = getattr(result.leak_report, "survivors", None)
         if ok and survivors:
             self.statusBar().showMessage(
@@ -500,7 +476,7 @@ class MainWindow(QtWidgets.QMainWindow):
         action = self.actions.get(f"theme_{self._theme.name}") if hasattr(self, "actions") else None
         if action is not None:
             action.setChecked(True)
-        self.binding.refresh()
+        self.scene_binding.refresh()
 
     @property
     def theme(self) -> Theme:
@@ -521,21 +497,15 @@ class MainWindow(QtWidgets.QMainWindow):
         self.statusBar().showMessage(text)
 
     def _on_error(self, error: BaseException) -> None:
-        if self._editing_leaf is not None:
+        """Where an error is shown: a leaf's cell, the editor, the script panel, else a box."""
+        if self.variables_binding.editing is not None:
             return  # shown on the variables table's cell
         if isinstance(error, ExpressionError):
-            self._show_expression_error(error)
+            self.editor_binding.show_error(error)
         elif isinstance(error, ScriptError):
-            self.script_panel.append_error(error.traceback or error.message)
+            self.script_binding.show_error(error.traceback or error.message)
         else:
             self._report(str(error))
-
-    def _show_expression_error(self, error: ExpressionError) -> None:
-        self.editor.show_error(error.message, error.line, error.col, error.end_line, error.end_col)
-        self.docks["editorDock"].show()
-
-    def _on_leaves_changed(self, rows) -> None:
-        self.variables.set_leaves([(r.name, r.text, _shape_text(r.shape)) for r in rows])
 
     def _on_node_clicked(self, index: int) -> None:
         # The inspector answers a click: bring it in front of the tabs it shares its place
@@ -548,55 +518,10 @@ class MainWindow(QtWidgets.QMainWindow):
         scene = document.scene
         if scene is None:
             return
-        self._show_program(document)
-        if document.kind != "script" and document.script_run is None:
-            self.script_panel.clear()  # the last script's output belongs to no graph shown
         self.status_label.setText(
             f"{scene.n_nodes} nodes · {scene.n_edges} edges · {scene.n_steps} steps"
         )
         self.setWindowTitle(f"{document.title} — autodiff viewer")
-        result = document.script_result
-        if document.kind == "script" and result is not None:
-            # the graph may have been chosen elsewhere (a leak in another graph)
-            titles = [f"{result.path.name}: {g.title}" for g in result.graphs]
-            if document.title in titles:
-                self.script_panel.graphs.setCurrentIndex(titles.index(document.title))
-
-    def _show_program(self, document: Document) -> None:
-        """The editor shows what is on screen: the expression (editable), a script's source or
-        a note for a saved trace (both read-only)."""
-        editor = self.editor
-        if document.kind == "expression":
-            if editor.read_only:  # an expression file or example after a script or a trace
-                editor.show_editable(document.source)
-                self.settings.set_editor_text(document.source)
-            return
-        path = document.path
-        if document.kind == "script" and path is not None:
-            key: tuple = ("script", path)  # every graph of one script shows the same source
-            if editor.showing(key):
-                return
-            text = read_source(path)
-            if text is None:
-                text = f"# graph of {path.name} — scripts are shown read-only (cannot read it)\n"
-            note = f"{path.name}, read-only: the graph is the script's. Edit goes back to the "
-            note += "expression."
-        else:
-            name = path.name if path is not None else document.title
-            key = ("trace", path, document.title)
-            text = f"# graph of {name} — a saved trace: there is no program to edit\n"
-            note = f"{name} is a saved trace. Edit goes back to the expression."
-        editor.show_read_only(text, note, key)
-
-    def _sync_editor(self, ok: bool) -> None:
-        """After an expression file or example: the editor shows the document's text (an
-        undoable replacement) and the error, if it failed."""
-        if self.editor.text() != self.document.source:
-            self.editor.set_text(self.document.source)
-            self.settings.set_editor_text(self.document.source)
-        error = self.document.last_error
-        if not ok and isinstance(error, ExpressionError):
-            self._show_expression_error(error)
 
     def _report(self, message: str) -> None:
         """A problem that is not in the editor's text: status bar and a non-blocking box."""
@@ -636,7 +561,3 @@ class MainWindow(QtWidgets.QMainWindow):
                 if suffix in EXPRESSION_SUFFIXES + TRACE_SUFFIXES + SCRIPT_SUFFIXES:
                     self.open_path(url.toLocalFile())
                     break
-
-
-def _shape_text(shape: tuple[int, ...]) -> str:
-    return "scalar" if shape == () else " x ".join(str(d) for d in shape)

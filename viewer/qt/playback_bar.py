@@ -1,15 +1,22 @@
-"""Playback controls bound to :class:`viewer.model.playback.PlaybackState`.
+"""The playback controls: buttons, the phase strip over the timeline, the speed and the step.
 
-The bar owns the play timer (timers belong to the Qt side); everything else it does is call
-the state's methods and mirror its signals.
+The bar draws what it is told (:meth:`PlaybackBar.show_timeline`, :meth:`PlaybackBar.show_step`,
+...) and owns the play timer (timers belong to the Qt side). Its
+:class:`~viewer.qt.playback_binding.PlaybackBinding` drives a
+:class:`viewer.model.playback.PlaybackState` from it and mirrors the state's signals on it; the
+bar is built over its state with that binding, so that it works on its own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.model.playback import PlaybackState
+from viewer.model.playback import PhaseSpan, PlaybackState
 from viewer.qt.icons import media_icon
+from viewer.qt.playback_binding import PlaybackBinding
 
 __all__ = ["SPEEDS", "PhaseStrip", "PlaybackBar"]
 
@@ -23,9 +30,11 @@ class PhaseStrip(QtWidgets.QWidget):
     BACKWARD = "#5aa5c8"
     NONFINITE = "#d6336c"
 
-    def __init__(self, state: PlaybackState, parent: QtWidgets.QWidget | None = None) -> None:
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
-        self._state = state
+        self._n_steps = 0
+        self._spans: tuple[PhaseSpan, ...] = ()
+        self._nonfinite: tuple[int, ...] = ()
         self.setObjectName("phaseStrip")
         self.setMinimumHeight(16)
         self.setSizePolicy(
@@ -35,8 +44,17 @@ class PhaseStrip(QtWidgets.QWidget):
     def sizeHint(self) -> QtCore.QSize:
         return QtCore.QSize(200, 16)
 
+    def set_timeline(
+        self, n_steps: int, spans: Sequence[PhaseSpan], nonfinite: Sequence[int]
+    ) -> None:
+        """The steps to draw: how many, their phase spans and the ones that made NaN/Inf."""
+        self._n_steps = n_steps
+        self._spans = tuple(spans)
+        self._nonfinite = tuple(nonfinite)
+        self.update()
+
     def _x(self, index: float) -> float:
-        n = self._state.n_steps
+        n = self._n_steps
         margin = 8.0
         width = max(1.0, self.width() - 2 * margin)
         return margin + width * (index + 1) / max(1, n)
@@ -48,7 +66,7 @@ class PhaseStrip(QtWidgets.QWidget):
         font = painter.font()
         font.setPixelSize(10)
         painter.setFont(font)
-        for span in self._state.spans:
+        for span in self._spans:
             colour = QtGui.QColor(self.FORWARD if span.phase == "forward" else self.BACKWARD)
             x0, x1 = self._x(span.start - 1), self._x(span.stop - 1)
             rect = QtCore.QRectF(x0, 3, max(1.0, x1 - x0 - 1), h - 6)
@@ -58,19 +76,27 @@ class PhaseStrip(QtWidgets.QWidget):
                 painter.setPen(self.palette().color(QtGui.QPalette.ColorRole.WindowText))
                 painter.drawText(rect, QtCore.Qt.AlignmentFlag.AlignCenter, span.label)
         painter.setPen(QtGui.QPen(QtGui.QColor(self.NONFINITE), 2))
-        for i in self._state.nonfinite_steps:
+        for i in self._nonfinite:
             x = self._x(i)
             painter.drawLine(QtCore.QPointF(x, 1), QtCore.QPointF(x, h - 1))
         painter.end()
 
 
 class PlaybackBar(QtWidgets.QWidget):
-    """Jump to start, step back, play/pause, step forward, jump to end, phase, speed, timeline."""
+    """Jump to start, step back, play/pause, step forward, jump to end, phase, speed, timeline.
+
+    The buttons' ``clicked`` and the timer's ``timeout`` are what the user and the clock ask
+    for; the other requests are the bar's signals.
+    """
+
+    seek_requested = QtCore.Signal(int)  # the slider was moved, or a phase chosen in the menu
+    next_phase_requested = QtCore.Signal()  # the phase button, or B
+    speed_requested = QtCore.Signal(float)  # steps per second, chosen in the box
 
     def __init__(self, state: PlaybackState, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("playbackBar")
-        self._state = state
+        self._playing = False
 
         def button(name: str, tip: str) -> QtWidgets.QToolButton:
             b = QtWidgets.QToolButton(self)
@@ -97,7 +123,7 @@ class PlaybackBar(QtWidgets.QWidget):
         self.slider.setObjectName("timelineSlider")
         self.slider.setToolTip("Timeline: drag to any step")
         self.slider.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
-        self.strip = PhaseStrip(state, self)
+        self.strip = PhaseStrip(self)
 
         self.speed_box = QtWidgets.QComboBox(self)
         self.speed_box.setObjectName("speedBox")
@@ -137,24 +163,11 @@ class PlaybackBar(QtWidgets.QWidget):
 
         self.timer = QtCore.QTimer(self)
         self.timer.setObjectName("playTimer")
-        self.timer.timeout.connect(self._tick)
 
-        self.start_button.clicked.connect(state.to_start)
-        self.back_button.clicked.connect(state.step_back)
-        self.play_button.clicked.connect(state.toggle_playing)
-        self.forward_button.clicked.connect(state.step_forward)
-        self.end_button.clicked.connect(state.to_end)
         self.phase_button.clicked.connect(self.jump_next_phase)
-        self.slider.valueChanged.connect(self._on_slider)
+        self.slider.valueChanged.connect(self.seek_requested)
         self.speed_box.currentIndexChanged.connect(self._on_speed_box)
-
-        state.steps_changed.connect(self._on_steps_changed)
-        state.step_changed.connect(self._on_step_changed)
-        state.playing_changed.connect(self._on_playing_changed)
-        state.speed_changed.connect(self._on_speed_changed)
-        self._on_steps_changed(state.n_steps)
-        self._on_speed_changed(state.speed)
-        self._on_playing_changed(state.playing)
+        self.binding = PlaybackBinding(state, self)
 
     def set_icon_colour(self, colour: QtGui.QColor | str) -> None:
         """Redraw the buttons' icons in ``colour`` (the theme's text colour)."""
@@ -167,50 +180,46 @@ class PlaybackBar(QtWidgets.QWidget):
             (self.end_button, "end"),
         ):
             b.setIcon(media_icon(kind, colour))
-        self._show_playing(self._state.playing)
+        self._show_playing_icon()
 
-    # ---------------------------------------------------------------- actions
+    # ---------------------------------------------------------------- requests
     def jump_next_phase(self) -> None:
-        """Show the first step of the next phase (``B``): from the forward phase the first
+        """Ask for the first step of the next phase (``B``): from the forward phase the first
         backward step, from a backward pass the next phase; at the last one, stay."""
-        self._state.to_next_phase()
-
-    def _tick(self) -> None:
-        self._state.tick()
-
-    def _on_slider(self, value: int) -> None:
-        if value != self._state.index:
-            self._state.seek(value)
+        self.next_phase_requested.emit()
 
     def _on_speed_box(self, i: int) -> None:
         value = self.speed_box.itemData(i)
         if value is not None:
-            self._state.set_speed(float(value))
+            self.speed_requested.emit(float(value))
 
-    # ---------------------------------------------------------------- mirror the state
-    def _on_steps_changed(self, n: int) -> None:
+    # ---------------------------------------------------------------- what it shows
+    def show_timeline(
+        self, n: int, index: int, spans: Sequence[PhaseSpan], nonfinite: Sequence[int]
+    ) -> None:
+        """A new list of ``n`` steps, the cursor at ``index``: the slider's range, the phase
+        menu and the strip."""
         with QtCore.QSignalBlocker(self.slider):
             self.slider.setRange(-1, max(-1, n - 1))
-            self.slider.setValue(self._state.index)
+            self.slider.setValue(index)
         self.slider.setPageStep(max(1, n // 10))
         self.phase_menu.clear()
-        for span in self._state.spans:
+        for span in spans:
             action = self.phase_menu.addAction(f"{span.label}: steps {span.start + 1}-{span.stop}")
-            action.triggered.connect(lambda _=False, s=span.start: self._state.seek(s))
-        self.phase_button.setEnabled(bool(self._state.spans))
+            action.triggered.connect(lambda _=False, s=span.start: self.seek_requested.emit(s))
+        self.phase_button.setEnabled(bool(spans))
         for b in (self.start_button, self.back_button, self.play_button):
             b.setEnabled(n > 0)
         self.forward_button.setEnabled(n > 0)
         self.end_button.setEnabled(n > 0)
-        self.strip.update()
-        self._on_step_changed(self._state.index)
+        self.strip.set_timeline(n, spans, nonfinite)
 
-    def _on_step_changed(self, index: int) -> None:
+    def show_step(self, index: int, n: int, step: Any, next_span: PhaseSpan | None) -> None:
+        """The cursor at ``index`` of ``n`` steps (``step`` the current one, None before any),
+        and the span the phase button jumps to (None: no later phase)."""
         if self.slider.value() != index:
             with QtCore.QSignalBlocker(self.slider):
                 self.slider.setValue(index)
-        n = self._state.n_steps
-        step = self._state.current_step
         if n == 0:
             text = "no steps"
         elif step is None:
@@ -218,30 +227,30 @@ class PlaybackBar(QtWidgets.QWidget):
         else:
             text = f"step {index + 1} / {n} · {step.phase} · {step.op}"
         self.position_label.setText(text)
-        step = self._state.next_phase()
-        target = None if step is None else self._state.span_at(step)
-        if target is not None:
-            self.phase_button.setText(f"→ {target.label}")
+        if next_span is not None:
+            self.phase_button.setText(f"→ {next_span.label}")
             self.phase_button.setToolTip(
-                f"Jump to the first {target.label} step (B); the arrow lists every phase"
+                f"Jump to the first {next_span.label} step (B); the arrow lists every phase"
             )
         else:
             self.phase_button.setText("Phases")
             self.phase_button.setToolTip("No later phase; the arrow lists every phase")
 
-    def _show_playing(self, playing: bool) -> None:
-        self.play_button.setIcon(self._pause_icon if playing else self._play_icon)
-        self.play_button.setToolTip("Pause (Space)" if playing else "Play (Space)")
+    def _show_playing_icon(self) -> None:
+        self.play_button.setIcon(self._pause_icon if self._playing else self._play_icon)
+        self.play_button.setToolTip("Pause (Space)" if self._playing else "Play (Space)")
 
-    def _on_playing_changed(self, playing: bool) -> None:
-        self._show_playing(playing)
+    def show_playing(self, playing: bool, interval_ms: int) -> None:
+        """Playing (the timer ticks every ``interval_ms``) or paused."""
+        self._playing = playing
+        self._show_playing_icon()
         if playing:
-            self.timer.start(self._state.interval_ms)
+            self.timer.start(interval_ms)
         else:
             self.timer.stop()
 
-    def _on_speed_changed(self, speed: float) -> None:
-        self.timer.setInterval(self._state.interval_ms)
+    def show_speed(self, speed: float, interval_ms: int) -> None:
+        self.timer.setInterval(interval_ms)
         best = min(range(len(SPEEDS)), key=lambda i: abs(SPEEDS[i] - speed))
         if SPEEDS[best] != speed:
             # A speed set from elsewhere (settings) that is not in the list: add it.

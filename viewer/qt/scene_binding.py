@@ -2,13 +2,14 @@
 
 One step change is one ``GraphView.set_frame`` call with the scene's precomputed frame; the
 inspector is refreshed with the Document's ``inspect()``. Clicks and tooltips go through the
-scene's hit tests.
+scene's hit tests. :meth:`SceneBinding.show_node` is how the other panels (leaks, gradient
+check, NaN jumps) show a node: selected and centred, in whichever of a script's graphs holds it.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from PySide6 import QtCore
+from PySide6 import QtCore, QtWidgets
 
 from viewer.model.document import Document
 from viewer.model.scene import Scene
@@ -40,12 +41,14 @@ class SceneBinding(QtCore.QObject):
         document: Document,
         view: GraphView,
         inspector: InspectorPanel,
+        status_bar: QtWidgets.QStatusBar | None = None,
         parent: QtCore.QObject | None = None,
     ) -> None:
         super().__init__(parent)
         self.document = document
         self.view = view
         self.inspector = inspector
+        self.status_bar = status_bar
         self._shown: Scene | None = None
         document.graph_loaded.connect(self._on_graph_loaded)
         document.overlays_changed.connect(self._on_overlays_changed)
@@ -146,6 +149,34 @@ class SceneBinding(QtCore.QObject):
         if index >= 0:
             self.document.select(int(node_id))
             self.view.center_on(index)
+
+    def show_node(self, node_id: int) -> bool:
+        """Select ``node_id`` and centre the view on it. A script's survivor in another of
+        its graphs switches to that graph first."""
+        scene = self.document.scene
+        if scene is None:
+            return False
+        if scene.index_of(node_id) < 0 and not self._show_graph_with(node_id):
+            if self.status_bar is not None:
+                self.status_bar.showMessage(f"Node #{node_id} is not in the graph shown")
+            return False
+        self.select_node_id(int(node_id))
+        return True
+
+    def _show_graph_with(self, node_id: int) -> bool:
+        doc = self.document
+        result = doc.script_result
+        if doc.kind != "script" or result is None:
+            return False
+        for index in range(len(result.graphs)):
+            try:
+                view = result.view(index)
+            except Exception:  # a broken graph: look at the others
+                continue
+            if node_id in view.graph:
+                doc.show_script_graph(index)
+                return doc.scene is not None and doc.scene.index_of(node_id) >= 0
+        return False
 
     def _node_at(self, x: float, y: float) -> int:
         scene = self._shown

@@ -1,8 +1,6 @@
 """The script panel: a running script's output, its traceback when it fails, a Cancel button,
-and the graphs it built to choose from.
-
-:class:`ScriptBridge` carries a :class:`~viewer.model.script_process.ScriptProcess`'s signals,
-which fire on the script's thread, over to the GUI thread as queued Qt signals.
+and the graphs it built to choose from. What it shows comes from its
+:class:`~viewer.qt.script_binding.ScriptBinding`.
 """
 
 from __future__ import annotations
@@ -11,25 +9,9 @@ from collections.abc import Sequence
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.model.script_process import ScriptProcess
-
-__all__ = ["NO_SCRIPT", "ScriptBridge", "ScriptPanel"]
+__all__ = ["NO_SCRIPT", "ScriptPanel"]
 
 NO_SCRIPT = "No script is shown. File > Open a .py file to run one and see its graphs."
-
-
-class ScriptBridge(QtCore.QObject):
-    """Lives on the GUI thread; its signals, emitted from the script's thread, are queued."""
-
-    output = QtCore.Signal(str)
-    stage = QtCore.Signal(str)  # what the run does after the script ended
-    finished = QtCore.Signal(object)  # the ScriptResult
-
-    def attach(self, run: ScriptProcess) -> None:
-        # The model holds these callables strongly; they die with the run.
-        run.output_written.connect(self.output.emit)
-        run.stage_changed.connect(self.stage.emit)
-        run.finished.connect(self.finished.emit)
 
 
 class ScriptPanel(QtWidgets.QWidget):

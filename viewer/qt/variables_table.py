@@ -1,7 +1,7 @@
 """The leaf variables of the typed program: name, value (editable), shape.
 
-Editing a value emits :attr:`VariablesTable.value_edited`; the main window re-runs the program
-with it. A value the model rejects is not kept in the cell: the cell goes back to the last
+Editing a value emits :attr:`VariablesTable.value_edited`; its VariablesBinding re-runs the
+program with it. A value the model rejects is not kept in the cell: the cell goes back to the last
 accepted value (what the graph shows), and the reason, with the text that was typed, appears
 in a message under the table (and in the cell's tooltip) until a value is accepted.
 """

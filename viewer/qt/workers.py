@@ -1,10 +1,12 @@
 """Long work off the GUI thread: a job runs in a QThread and reports through Qt signals.
 
-A :class:`Job` wraps a plain callable ``work(progress, should_cancel)``; ``progress(done,
+A :class:`Job` is one piece of work handed to a worker thread: it wraps a plain callable
+``work(progress, should_cancel)``, which its ``_Worker`` calls on the thread; ``progress(done,
 total, text)`` may be called from the worker at any rate (reports are throttled to the GUI),
 ``should_cancel()`` turns True once the user cancels. The result, the exception or the
 cancellation comes back as a queued signal, so slots run on the GUI thread and may touch
-widgets.
+widgets. A :class:`JobRunner` runs the document's jobs of one kind (the layout, a typed
+program), one at a time, each on a Job with its progress dialog.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ class JobCancelled(Exception):
     """Raised by work that noticed ``should_cancel()``; reported as :attr:`Job.cancelled`."""
 
 
-class _Runner(QtCore.QObject):
+class _Worker(QtCore.QObject):
+    """Lives on the job's thread and calls its work there."""
+
     progressed = QtCore.Signal(int, int, str)
     succeeded = QtCore.Signal(object)
     failed = QtCore.Signal(object, str)  # the exception, its formatted traceback
@@ -79,13 +83,13 @@ class Job(QtCore.QObject):
         self._cancel = threading.Event()
         self._thread = QtCore.QThread()
         self._thread.setObjectName(name)
-        self._runner = _Runner(work, self._cancel)
-        self._runner.moveToThread(self._thread)
-        self._thread.started.connect(self._runner.run)
-        self._runner.progressed.connect(self.progressed)
-        self._runner.succeeded.connect(self._on_succeeded)
-        self._runner.failed.connect(self._on_failed)
-        self._runner.cancelled.connect(self._on_cancelled)
+        self._worker = _Worker(work, self._cancel)
+        self._worker.moveToThread(self._thread)
+        self._thread.started.connect(self._worker.run)
+        self._worker.progressed.connect(self.progressed)
+        self._worker.succeeded.connect(self._on_succeeded)
+        self._worker.failed.connect(self._on_failed)
+        self._worker.cancelled.connect(self._on_cancelled)
         self._done = False
         self.outcome: str | None = None  # 'succeeded' | 'failed' | 'cancelled'
         self.result: Any = None
@@ -156,8 +160,9 @@ def close_dialog(dialog: QtWidgets.QProgressDialog | None) -> None:
 
 
 class JobRunner(QtCore.QObject):
-    """A document's long work on a :class:`Job`, with its progress dialog: what the layout and
-    program runners share (each starts its own job and reports its own outcome)."""
+    """Runs a document's jobs of one kind, each on a :class:`Job` with its progress dialog: what
+    the layout and expression runners share (each starts its own jobs and reports their
+    outcome)."""
 
     def __init__(self, document: Any, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)

@@ -1,10 +1,11 @@
 """Runs a typed program that may take a while off the GUI thread, with a Cancel button.
 
-The Document hands :meth:`ProgramRunner.start` (its ``expression_runner``) every program that
-is not ``Program.quick()`` (nested ``grad()``, many statements, big leaves): the program runs
-in a :class:`~viewer.qt.workers.Job`, the window keeps responding, and Cancel (or ``Esc``)
-stops the run at its next engine operation. The result goes back to the Document on the GUI
-thread; until then the previous graph stays on screen.
+The Document hands :meth:`ExpressionRunner.start` (its ``expression_runner``) every
+:class:`~viewer.model.expression_loader.ExpressionJob` whose program is not ``Program.quick()``
+(nested ``grad()``, many statements, big leaves): the program runs in a
+:class:`~viewer.qt.workers.Job`, the window keeps responding, and Cancel (or ``Esc``) stops the
+run at its next engine operation. The result goes back to the Document on the GUI thread; until
+then the previous graph stays on screen.
 """
 
 from __future__ import annotations
@@ -14,18 +15,18 @@ from PySide6 import QtCore
 from viewer.model.document import Document, ExpressionJob
 from viewer.qt.workers import Job, JobRunner, job_dialog
 
-__all__ = ["ProgramRunner"]
+__all__ = ["ExpressionRunner"]
 
 
-class ProgramRunner(JobRunner):
+class ExpressionRunner(JobRunner):
     finished = QtCore.Signal(bool)  # whether the program's graph is on screen
 
     document: Document
 
-    def start(self, program_job: ExpressionJob) -> None:
+    def start(self, expression_job: ExpressionJob) -> None:
         def work(progress, should_cancel):
-            program_job.run()
-            return program_job
+            expression_job.run()
+            return expression_job
 
         job = Job(work, name="program", parent=self)
         self.job = job
@@ -36,15 +37,15 @@ class ProgramRunner(JobRunner):
             dialog.canceled.connect(self.cancel)
             self.dialog = dialog
         job.succeeded.connect(lambda result: self._done(result))
-        job.failed.connect(lambda exc, _tb: self._done(program_job))
-        job.cancelled.connect(lambda: self._done(program_job))
+        job.failed.connect(lambda exc, _tb: self._done(expression_job))
+        job.cancelled.connect(lambda: self._done(expression_job))
         job.start()
 
     def cancel(self) -> None:
         """Stop the program at its next operation (its result then shows as cancelled)."""
         self.document.cancel_expression()
 
-    def _done(self, program_job: ExpressionJob) -> None:
+    def _done(self, expression_job: ExpressionJob) -> None:
         self._close_dialog()
         self.job = None
-        self.finished.emit(self.document.apply_expression(program_job))
+        self.finished.emit(self.document.apply_expression(expression_job))

@@ -1,0 +1,98 @@
+"""Binds a script's run to the script panel: its output and stages while it runs, Cancel, what
+it built when it ends, and the choice of another of its graphs.
+
+A :class:`~viewer.model.script_process.ScriptProcess`'s signals fire on the script's
+supervising thread; :meth:`ScriptBinding.attach` carries them over to the GUI thread as the
+binding's own Qt signals (queued), and the result is applied to the Document there.
+"""
+
+from __future__ import annotations
+
+from PySide6 import QtCore, QtWidgets
+
+from viewer.model.document import Document
+from viewer.model.script_process import ScriptProcess
+from viewer.model.script_runner import ScriptResult
+from viewer.qt.script_panel import ScriptPanel
+
+__all__ = ["ScriptBinding"]
+
+
+class ScriptBinding(QtCore.QObject):
+    """Lives on the GUI thread; ``output``, ``stage`` and ``finished``, emitted from the
+    script's thread, are queued."""
+
+    output = QtCore.Signal(str)
+    stage = QtCore.Signal(str)  # what the run does after the script ended
+    finished = QtCore.Signal(object)  # the ScriptResult
+    shown = QtCore.Signal(object, bool)  # the ScriptResult applied; whether its graph is shown
+
+    def __init__(
+        self,
+        document: Document,
+        panel: ScriptPanel,
+        dock: QtWidgets.QDockWidget,
+        status_bar: QtWidgets.QStatusBar,
+        parent: QtCore.QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.document = document
+        self.panel = panel
+        self.dock = dock
+        self.status_bar = status_bar
+        panel.cancel_requested.connect(document.cancel_script)
+        panel.graph_chosen.connect(document.show_script_graph)
+        self.output.connect(panel.append_output)
+        self.stage.connect(panel.show_stage)
+        self.finished.connect(self._on_finished)
+        document.graph_loaded.connect(self._on_graph_loaded)
+
+    def attach(self, run: ScriptProcess) -> None:
+        """Show ``run`` as running in the panel and carry its signals over (the caller starts
+        it)."""
+        # The model holds these callables strongly; they die with the run.
+        run.output_written.connect(self.output.emit)
+        run.stage_changed.connect(self.stage.emit)
+        run.finished.connect(self.finished.emit)
+        self.panel.started(run.path.name)
+        self._raise_dock()
+
+    def show_error(self, error_text: str) -> None:
+        self.panel.append_error(error_text)
+
+    def _raise_dock(self) -> None:
+        self.dock.show()
+        self.dock.raise_()
+
+    # ---------------------------------------------------------------- the run ended
+    def _on_finished(self, result: ScriptResult) -> None:
+        # A failure's traceback reaches the panel once, through error_raised (the window's).
+        ok = self.document.apply_script_result(result)
+        titles = [g.title for g in result.graphs]
+        # ok: its last graph is on screen (or being laid out); else the previous graph stays
+        # and the list offers the graphs a failed run built before its error
+        self.panel.finished(result.summary, titles, len(titles) - 1 if ok else -1)
+        if not result.ok and not result.cancelled:
+            self._raise_dock()
+        if ok and len(titles) > 1:
+            self.status_bar.showMessage(
+                f"{result.summary}: showing the last; choose another in the Script panel"
+            )
+        if ok and result.graphs and result.graphs[0].backward_pass < 0:
+            self.panel.append_error(
+                f"Note: {result.path.name} never called backward(), so the graph shows its "
+                "forward pass only, without gradients. Call loss.backward() to see them."
+            )
+        self.shown.emit(result, ok)
+
+    def _on_graph_loaded(self, document: Document) -> None:
+        if document.scene is None:
+            return
+        if document.kind != "script" and document.script_run is None:
+            self.panel.clear()  # the last script's output belongs to no graph shown
+        result = document.script_result
+        if document.kind == "script" and result is not None:
+            # the graph may have been chosen elsewhere (a leak in another graph)
+            titles = [f"{result.path.name}: {g.title}" for g in result.graphs]
+            if document.title in titles:
+                self.panel.graphs.setCurrentIndex(titles.index(document.title))
