@@ -87,7 +87,7 @@ def dense_json(mb: int) -> None:
 
 def _in_process(path, argv=None, max_array_size=4096, memory_mb=None):
     """The runner scripts had before the worker process: a thread of the app's own."""
-    from viewer.model.script_runner import ScriptRun
+    from viewer.model.script_run import ScriptRun
 
     return ScriptRun(path, argv, max_array_size=max_array_size)
 

@@ -300,7 +300,7 @@ def training_script(path: Path) -> None:
     import runpy
 
     from viewer.model.document import Document
-    from viewer.model.script_runner import ScriptRun
+    from viewer.model.script_run import ScriptRun
 
     print(f"\n{path.name} in the viewer (wall-clock seconds)")
     clock = time.perf_counter

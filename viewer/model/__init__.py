@@ -14,7 +14,7 @@ from viewer.model.node_overlays import Overlay
 from viewer.model.playback import PlaybackState
 from viewer.model.scene import Frame, Scene
 from viewer.model.script_process import ScriptProcess
-from viewer.model.script_runner import ScriptResult, ScriptRun
+from viewer.model.script_run import ScriptResult, ScriptRun
 from viewer.model.signals import Signal
 
 __all__ = [

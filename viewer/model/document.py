@@ -66,7 +66,7 @@ from viewer.model.playback import PlaybackState
 from viewer.model.scene import Frame, Scene
 from viewer.model.script_loader import ScriptError, ScriptLoader
 from viewer.model.script_process import ScriptProcess
-from viewer.model.script_runner import ScriptResult
+from viewer.model.script_run import ScriptResult
 from viewer.model.signals import Signal
 
 __all__ = [

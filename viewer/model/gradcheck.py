@@ -71,7 +71,7 @@ from viewer.model.plots import _snapshot_total
 
 if TYPE_CHECKING:
     from viewer.model.document import Document
-    from viewer.model.script_runner import ScriptResult
+    from viewer.model.script_run import ScriptResult
 
 __all__ = [
     "ATOL",

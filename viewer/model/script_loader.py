@@ -12,7 +12,7 @@ import os
 from typing import TYPE_CHECKING
 
 from viewer.model.script_process import ScriptProcess
-from viewer.model.script_runner import ScriptResult
+from viewer.model.script_run import ScriptResult
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -2,7 +2,7 @@
 
 :class:`ScriptProcess` is what the app (and :meth:`viewer.model.document.Document.run_script`)
 uses: it starts a worker interpreter (:mod:`viewer.model.script_worker`) for one run and
-hands back a :class:`~viewer.model.script_runner.ScriptResult` built from data only: the
+hands back a :class:`~viewer.model.script_run.ScriptResult` built from data only: the
 recording read with :func:`autodiff.trace._trace.trace_from_npz`, the leak report, the
 output and the gradient check's samples. Whatever the script does (``os._exit``, a
 segfault, a MemoryError, a thread that never ends, ``sys.stdout`` replaced, a signal handler
@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from autodiff.leaks import LeakReport, Survivor
-from viewer.model.script_runner import (
+from viewer.model.script_run import (
     ScriptGraph,
     ScriptResult,
     _collect_graphs,
@@ -81,7 +81,7 @@ _MAX_PARTIAL_LINE = 65536
 
 class ScriptProcess(_RunState):
     """One run of one script in a worker process; the same face as
-    :class:`~viewer.model.script_runner.ScriptRun` (``start``/``run``/``wait``/``cancel``,
+    :class:`~viewer.model.script_run.ScriptRun` (``start``/``run``/``wait``/``cancel``,
     ``running``/``done``/``result`` and the three signals)."""
 
     def __init__(

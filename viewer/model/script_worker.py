@@ -2,7 +2,7 @@
 
 ``python -c "from viewer.model.script_worker import main; main()" CONFIG`` (CONFIG is JSON,
 written by :class:`viewer.model.script_process.ScriptProcess`) runs the script with
-:class:`~viewer.model.script_runner.ScriptRun` on its main thread, under its own memory limit,
+:class:`~viewer.model.script_run.ScriptRun` on its main thread, under its own memory limit,
 and sends what happens over the ``channel`` pipe as frames (a 4-byte little-endian length,
 then UTF-8 JSON ``{"t": kind, "s": text}``); what the script prints goes to the worker's
 stdout and stderr, pipes the app reads:
@@ -13,7 +13,7 @@ stdout and stderr, pipes the app reads:
   :mod:`autodiff.trace._binary`) and ``samples.npz`` (the samples' arrays). Never pickle.
 
 SIGTERM is Cancel: the script stops where it is (a sleep or a loop included) with
-:class:`~viewer.model.script_runner.ScriptCancelled`, and the worker sends what it built up to
+:class:`~viewer.model.script_run.ScriptCancelled`, and the worker sends what it built up to
 then, if it can before the app's deadline. The worker ends with ``os._exit``, so a thread the
 script left running cannot keep it alive, and it ends too when the app goes away (the
 ``lifeline`` pipe reaches end of file).
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     # What sending the result needs, imported now: after a Cancel there is no time for it.
     import autodiff.trace._binary  # noqa: F401
     import viewer.model.worker_data  # noqa: F401
-    from viewer.model.script_runner import ScriptCancelled, ScriptRun
+    from viewer.model.script_run import ScriptCancelled, ScriptRun
 
     # The script writes straight to this process's stdout and stderr, pipes to the app, a
     # line at a time: a crash loses nothing printed before it. Not write-through (stderr's

@@ -29,7 +29,7 @@ from viewer.model.document import (
 )
 from viewer.model.expression import ExpressionError
 from viewer.model.script_process import ScriptProcess
-from viewer.model.script_runner import ScriptResult
+from viewer.model.script_run import ScriptResult
 from viewer.qt.editor import EditorPanel
 from viewer.qt.editor_binding import EditorBinding
 from viewer.qt.example_binding import ExampleBinding
@@ -41,7 +41,7 @@ from viewer.qt.graph_view import GraphView
 from viewer.qt.icons import media_icon
 from viewer.qt.image_export import EXPORT_FORMATS, export_graph
 from viewer.qt.inspector import InspectorPanel
-from viewer.qt.layout_job import LayoutRunner
+from viewer.qt.layout_runner import LayoutRunner
 from viewer.qt.leak_binding import LeakBinding
 from viewer.qt.leak_panel import LeakPanel
 from viewer.qt.legend import LegendWidget

@@ -12,7 +12,7 @@ from PySide6 import QtCore, QtWidgets
 
 from viewer.model.document import Document
 from viewer.model.script_process import ScriptProcess
-from viewer.model.script_runner import ScriptResult
+from viewer.model.script_run import ScriptResult
 from viewer.qt.script_panel import ScriptPanel
 
 __all__ = ["ScriptBinding"]

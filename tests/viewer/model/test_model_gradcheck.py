@@ -12,7 +12,7 @@ from autodiff.core import Pow
 from viewer.model import Document, gradcheck
 from viewer.model.examples import find_example
 from viewer.model.expression import parse
-from viewer.model.script_runner import ScriptRun
+from viewer.model.script_run import ScriptRun
 
 
 class Cube(Function):

@@ -8,7 +8,7 @@ import pytest
 
 from viewer.model.document import Document
 from viewer.model.script_process import ScriptProcess
-from viewer.model.script_runner import run_script
+from viewer.model.script_run import run_script
 
 # one graph with its backward pass, a marker file, then a loop until cancelled
 SLOW = """

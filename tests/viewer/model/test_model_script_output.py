@@ -6,7 +6,7 @@ import sys
 import textwrap
 import time
 
-from viewer.model.script_runner import _MAX_CAPTURE, _MAX_SHOWN, ScriptRun
+from viewer.model.script_run import _MAX_CAPTURE, _MAX_SHOWN, ScriptRun
 
 
 def _script(tmp_path, body: str):

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from viewer.model.examples import list_examples
-from viewer.model.script_runner import ScriptRun, run_script
+from viewer.model.script_run import ScriptRun, run_script
 
 GOOD = """
 import sys
