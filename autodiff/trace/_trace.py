@@ -310,15 +310,18 @@ class Trace:
     # ------------------------------------------------------------------------------
     def node(self, node_id: int) -> dict[str, Any]:
         """The node's attributes (the same keys as ``graph.nodes[node_id]``)."""
-        self._indexer._history(node_id)  # validates the id
-        ref = self._refs[node_id]
+        self._indexer._history(node_id)  # validates the id (and decodes the tape)
+        rec = self._recorder
+        ref = rec._t_refs[node_id]
         obj = ref() if ref is not None else None
-        if obj is not None and self._info[node_id][0] == _VARIABLE and obj.name is not None:
-            self._names[node_id] = obj.name
+        if obj is not None and rec._t_info[node_id][0] == _VARIABLE and obj.name is not None:
+            rec._t_names[node_id] = obj.name
         return self._attrs(node_id)
 
     def _attrs(self, nid: int) -> dict[str, Any]:
-        info = self._info[nid]
+        # the recorder's decoded tables as they are: every caller has decoded the tape first
+        rec = self._recorder
+        info = rec._t_info[nid]
         if info[0] == _FUNCTION:
             return {
                 "kind": "function",
@@ -333,17 +336,18 @@ class Trace:
                 "grad_of": None,
             }
         _, gen, shape, dtype = info
+        last = self._indexer._last
         return {
             "kind": "variable",
-            "name": self._names.get(nid),
+            "name": rec._t_names.get(nid),
             "op": None,
             "shape": None if shape is None else tuple(shape),
             "dtype": None if dtype is None else _dtype_name(dtype),
             "generation": gen,
-            "constant": nid in self._constants,
-            "value": self._indexer._last(nid, _VALUE),
-            "grad": self._indexer._last(nid, _GRAD),
-            "grad_of": self._grad_of.get(nid),
+            "constant": nid in rec._t_constants,
+            "value": last(nid, _VALUE),
+            "grad": last(nid, _GRAD),
+            "grad_of": rec._t_grad_of.get(nid),
         }
 
     @property
