@@ -16,12 +16,13 @@ from PySide6 import QtCore, QtWidgets
 from viewer.model import gradcheck
 from viewer.model.document import Document
 from viewer.qt.gradcheck_panel import GradCheckPanel
+from viewer.qt.panel_binding import PanelBinding
 from viewer.qt.scene_binding import SceneBinding
 
 __all__ = ["GradCheckBinding"]
 
 
-class GradCheckBinding(QtCore.QObject):
+class GradCheckBinding(PanelBinding):
     def __init__(
         self,
         document: Document,
@@ -30,10 +31,7 @@ class GradCheckBinding(QtCore.QObject):
         scene: SceneBinding,
         parent: QtCore.QObject | None = None,
     ) -> None:
-        super().__init__(parent)
-        self.document = document
-        self.panel = panel
-        self.dock = dock
+        super().__init__(document, panel, dock, parent)
         self._checked_scene: Any = None
         self.last_check: Any = None
         # the document's scripts keep samples for a later check

@@ -14,12 +14,13 @@ from PySide6 import QtCore, QtWidgets
 
 from viewer.model.document import TRACE_SUFFIXES, Document
 from viewer.qt.leak_panel import LeakPanel
+from viewer.qt.panel_binding import PanelBinding
 from viewer.qt.scene_binding import SceneBinding
 
 __all__ = ["LeakBinding"]
 
 
-class LeakBinding(QtCore.QObject):
+class LeakBinding(PanelBinding):
     def __init__(
         self,
         document: Document,
@@ -29,10 +30,7 @@ class LeakBinding(QtCore.QObject):
         status_bar: QtWidgets.QStatusBar,
         parent: QtCore.QObject | None = None,
     ) -> None:
-        super().__init__(parent)
-        self.document = document
-        self.panel = panel
-        self.dock = dock
+        super().__init__(document, panel, dock, parent)
         self.status_bar = status_bar
         document.leaks_found.connect(self._on_leaks_found)
         document.graph_loaded.connect(self._on_graph_loaded)

@@ -21,6 +21,7 @@ from PySide6 import QtCore, QtWidgets
 
 from viewer.model import plots
 from viewer.model.document import Document
+from viewer.qt.panel_binding import PanelBinding
 from viewer.qt.plot_panel import PlotPanel
 
 __all__ = ["PlotBinding"]
@@ -28,7 +29,7 @@ __all__ = ["PlotBinding"]
 CHUNK = 8  # points per slice: ~15 ms of engine work between two looks at the event queue
 
 
-class PlotBinding(QtCore.QObject):
+class PlotBinding(PanelBinding):
     function_plotted = QtCore.Signal(object)  # the FunctionPlot just shown (tests wait on it)
 
     def __init__(
@@ -38,10 +39,7 @@ class PlotBinding(QtCore.QObject):
         dock: QtWidgets.QDockWidget | None = None,
         parent: QtCore.QObject | None = None,
     ) -> None:
-        super().__init__(parent)
-        self.document = document
-        self.panel = panel
-        self.dock = dock
+        super().__init__(document, panel, dock, parent)
         self.leaf: str | None = None  # chosen by the user; None: the first scalar leaf
         self._function_key: Any = None
         self._training_key: Any = None

@@ -13,12 +13,13 @@ from PySide6 import QtCore, QtWidgets
 from viewer.model.document import Document
 from viewer.model.script_process import ScriptProcess
 from viewer.model.script_run import ScriptResult
+from viewer.qt.panel_binding import PanelBinding
 from viewer.qt.script_panel import ScriptPanel
 
 __all__ = ["ScriptBinding"]
 
 
-class ScriptBinding(QtCore.QObject):
+class ScriptBinding(PanelBinding):
     """Lives on the GUI thread; ``output``, ``stage`` and ``finished``, emitted from the
     script's thread, are queued."""
 
@@ -35,10 +36,7 @@ class ScriptBinding(QtCore.QObject):
         status_bar: QtWidgets.QStatusBar,
         parent: QtCore.QObject | None = None,
     ) -> None:
-        super().__init__(parent)
-        self.document = document
-        self.panel = panel
-        self.dock = dock
+        super().__init__(document, panel, dock, parent)
         self.status_bar = status_bar
         panel.cancel_requested.connect(document.cancel_script)
         panel.graph_chosen.connect(document.show_script_graph)
