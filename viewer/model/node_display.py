@@ -35,13 +35,43 @@ class NodeDisplay:
     origin: int | None = None  # the backward pass (0-based) whose gradient is held
 
 
-def carried_note(origin: int | None) -> str:
-    """Why a gradient is drawn as carried over, for a gradient made by pass ``origin``."""
+def carried_note(origin: int | None, adder: int | None = None, emptied: bool = False) -> str:
+    """Why a gradient made by pass ``origin`` is drawn as carried over, and what comes of it
+    (the recording knows): ``adder``, the later pass that adds to it; ``emptied``, the program
+    empties it first (``cleargrads()`` between the forward and the backward of the book's loop);
+    neither: nothing touches it again."""
     if origin is not None and origin >= 0:
         where = f"carried over from backward #{origin + 1}"
     else:
         where = "held before recording began"
-    return f"{where}: nothing emptied it (cleargrad / zero_grad), so the next backward adds to it"
+    if adder is not None:
+        return (
+            f"{where}: nothing empties it (cleargrad / zero_grad) before backward "
+            f"#{adder + 1}, which adds to it"
+        )
+    if emptied:
+        return (
+            f"{where}; the program empties it (cleargrad / zero_grad) before the next "
+            "backward, which starts afresh"
+        )
+    return f"{where}; no later backward touches it"
+
+
+def _fate(trace: TraceReader, node_id: int, step_index: int, origin: int | None) -> tuple:
+    """What happens next to a carried-over gradient: ``(adder, emptied)`` for
+    :func:`carried_note`, from the node's later change points."""
+    for step, state in trace.timeline(node_id):
+        if step <= step_index:
+            continue
+        if state in (NodeState.GRAD, NodeState.GRAD_CARRIED):
+            later = trace.grad_origin(node_id, step)
+            if later is not None and later >= 0 and later != origin:
+                return later, False
+            continue
+        if state is NodeState.FREED:
+            return None, False
+        return None, True  # no gradient any more: emptied (or cleared) before it was added to
+    return None, False
 
 
 def node_display(
@@ -53,7 +83,9 @@ def node_display(
     value = trace.value_at(node_id, step_index)
     grad = trace.grad_at(node_id, step_index)
     origin = trace.grad_origin(node_id, step_index) if grad is not None else None
-    note = carried_note(origin) if state is NodeState.GRAD_CARRIED else ""
+    note = ""
+    if state is NodeState.GRAD_CARRIED:
+        note = carried_note(origin, *_fate(trace, node_id, step_index, origin))
     passing: tuple[tuple[str, int, Any], ...] = ()
     if step_index >= 0:
         if step is None:

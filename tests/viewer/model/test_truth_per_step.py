@@ -274,3 +274,24 @@ def test_the_seed_of_a_create_graph_backward_appears_with_the_backward():
     for n in late:
         assert t.state_at(n, first_backward - 1) is NodeState.NOT_COMPUTED
     assert seed is not None
+
+
+def test_a_carried_gradient_the_program_empties_before_backward_does_not_claim_an_addition(
+    tmp_path,
+):
+    # The book's loop empties the gradients between the forward and the backward: during the
+    # forward the old gradient is held (carried over), but no backward adds to it, and the
+    # note must not say so (it did: "nothing emptied it, so the next backward adds to it").
+    doc, records = _run(tmp_path, _BY_HAND)
+    notes = []
+    for k, rec in enumerate(records):
+        if rec["before"] is None:
+            continue
+        for _step, frame, scene in _walk(doc, k):
+            if frame.phase == "backward":
+                break
+            info = doc.inspect(int(scene.node_ids[scene.names.index("w")]))
+            assert info.state is NodeState.GRAD_CARRIED
+            assert "empties it" in info.note and "adds to it" not in info.note, info.note
+            notes.append(info.note)
+    assert notes, "no forward step held a carried gradient"
