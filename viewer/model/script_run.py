@@ -417,7 +417,9 @@ class ScriptRun(_RunState):
         except BaseException as e:  # the user's script: anything it raises is reported
             error = _format_traceback(e, self.path)
             error_line = _script_line(e, self.path)
-            text = " ".join(str(e).split())
+            # a SyntaxError's str() ends in "(file, line N)": the line is said once, by the run
+            raw = e.msg if isinstance(e, SyntaxError) and e.msg else str(e)
+            text = " ".join(str(raw).split())
             error_message = f"{type(e).__name__}: {text}" if text else type(e).__name__
         finally:
             with self._interrupt_lock:

@@ -30,6 +30,18 @@ class NonfiniteBinding(QtCore.QObject):
         self.document = document
         self.scene = scene
         self.status_bar = status_bar
+        # (the message about a step, that step): cleared once playback leaves the step, so
+        # the status bar never describes another step than the one shown
+        self._about: tuple[str, int] | None = None
+        document.playback.step_changed.connect(self._on_step_changed)
+
+    def _on_step_changed(self, *args: object) -> None:
+        about = self._about
+        if about is None or self.document.playback.index == about[1]:
+            return
+        self._about = None
+        if self.status_bar.currentMessage() == about[0]:
+            self.status_bar.clearMessage()
 
     def first_nonfinite(self) -> int | None:
         return self._jump(self.document.playback.first_nonfinite)
@@ -60,8 +72,10 @@ class NonfiniteBinding(QtCore.QObject):
                 if flagged
                 else "the first one is the Function with the NaN/Inf badge"
             )
-            report(
+            message = (
                 f"Step {index + 1}/{playback.n_steps}: {step.op} ({step.phase}) produced NaN "
                 f"or Inf; {where}"
             )
+            report(message)
+            self._about = (message, playback.index)
         return index

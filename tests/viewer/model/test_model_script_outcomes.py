@@ -114,3 +114,10 @@ def test_a_multi_line_message_stays_on_one_line(tmp_path):
 
 def test_a_run_that_succeeds_or_is_cancelled_has_no_error_summary(tmp_path):
     assert run_script(write(tmp_path, "ok.py", "x = 1\n")).error_summary == ""
+
+
+def test_a_syntax_error_names_its_line_once(tmp_path):
+    # str(SyntaxError) ends in "(file, line N)"; the summary says the line itself
+    result = run_script(write(tmp_path, "syn.py", "x = (\n"))
+    assert result.error_summary == "syn.py line 1: SyntaxError: '(' was never closed"
+    assert result.summary.count("line 1") == 1, result.summary

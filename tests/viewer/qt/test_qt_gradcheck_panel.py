@@ -99,6 +99,20 @@ def test_the_nan_example_jumps_to_the_log_step(window):
     assert {"Ctrl+J", "N"} <= {s.toString() for s in window.actions[key].shortcuts()}
 
 
+def test_the_nan_message_goes_when_playback_leaves_its_step(window):
+    # the status bar must not describe another step than the one shown (QA: it still said
+    # "Step 5/6: Log ... produced NaN" at step 6/6)
+    assert window.load_example("nan_log")
+    playback = window.document.playback
+    window.actions["first_nonfinite"].trigger()
+    message = window.statusBar().currentMessage()
+    assert "produced NaN" in message
+    playback.seek(playback.index)  # the same step: the message stays
+    assert window.statusBar().currentMessage() == message
+    playback.seek(playback.n_steps - 1)
+    assert "produced NaN" not in window.statusBar().currentMessage()
+
+
 def test_no_nan_says_so(window):
     assert window.run_program("y = exp(x)")
     index = window.document.playback.index
