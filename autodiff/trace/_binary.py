@@ -28,7 +28,7 @@ import numpy as np
 
 from autodiff.trace._checks import _ARRAY_DTYPES, _MAX_NDIM, TraceFormatError, _fail, _int, _list
 from autodiff.trace._io import _EVENT_NAMES, _check_dag
-from autodiff.trace._recorder import _BWD, _FUNCTION, _FWD, _VARIABLE
+from autodiff.trace._recorder import _FUNCTION, _FWD, _VARIABLE
 from autodiff.trace._snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -279,6 +279,7 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
     if header.get("version") != VERSION:
         raise _fail("version", f"expected {VERSION}")
     t = make(_int(header.get("max_array_size"), "max_array_size", lo=0))
+    rows = t.tables
     info = _list(header.get("info"), "info")
     n = len(info)
     for i, entry in enumerate(info):
@@ -290,16 +291,15 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
                 raise _fail(f"{p}[2]", "expected an op name")
             ins = tuple(_int(x, f"{p}[3]", 0, n - 1) for x in _list(entry[3], f"{p}[3]"))
             outs = tuple(_int(x, f"{p}[4]", 0, n - 1) for x in _list(entry[4], f"{p}[4]"))
-            t._info.append((_FUNCTION, _int(entry[1], f"{p}[1]"), op, ins, outs))
+            rows.add_function(_int(entry[1], f"{p}[1]"), op, ins, outs)
         elif entry and entry[0] == 0 and len(entry) == 4:
             shape = None if entry[2] is None else _shape(entry[2], f"{p}[2]")
             dtype = entry[3]
             if dtype is not None and (type(dtype) is not str or dtype not in _ARRAY_DTYPES):
                 raise _fail(f"{p}[3]", "expected an array dtype or null")
-            t._info.append((_VARIABLE, _int(entry[1], f"{p}[1]"), shape, dtype))
+            rows.add_variable(_int(entry[1], f"{p}[1]"), shape, dtype)
         else:
             raise _fail(p, "expected [0, gen, shape, dtype] or [1, gen, op, ins, outs]")
-        t._refs.append(None)
     for f in range(n):  # links join variables and functions, one creator each, no cycle
         entry = t._info[f]
         if entry[0] == _FUNCTION and any(t._info[x][0] != _VARIABLE for x in entry[3] + entry[4]):
@@ -327,7 +327,7 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
             if len(vals) != len(outs):
                 raise _fail(f"{p}[2]", f"{len(vals)} values for {len(outs)} outputs")
             during = _int(r[3], f"{p}[3]", lo=-1)
-            t._raw.append((_FWD, fid, ins, outs, vals, during))
+            rows.add_forward_step(fid, vals, during)
         elif r and r[0] == 1 and len(r) == 7:
             fid = function(r[1], f"{p}[1]")
             _, _, _, ins, outs = t._info[fid]
@@ -346,7 +346,7 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
                 accs.append((node, slot, *(reader.value(a[i], f"{q}[{i}]") for i in (2, 3, 4))))
             cleared = tuple(_int(c, f"{p}[5]", 0, n - 1) for c in _list(r[5], f"{p}[5]"))
             bpass = _int(r[6], f"{p}[6]", 0, max(len(roots) - 1, 0))
-            t._raw.append((_BWD, fid, gys, gxs, tuple(accs), cleared, bpass))
+            rows.add_backward_step(fid, gys, gxs, tuple(accs), cleared, bpass)
         else:
             raise _fail(p, "expected a forward or a backward step")
     t.backward_roots = roots
@@ -364,23 +364,22 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
             raise _fail(f"{p}[3]", f"expected one of {sorted(kinds)}")
         origin = None if e[5] is None else _int(e[5], f"{p}[5]", -1, len(roots))
         value = reader.value(e[4], f"{p}[4]")
-        t._extra.append((stamp, visible, node, kinds[e[3]], value, origin))
+        rows.add_event(stamp, visible, node, kinds[e[3]], value, origin)
     names = header.get("names")
     if type(names) is not dict:
         raise _fail("names", "expected an object")
     for key, name in names.items():
         if not key.isdigit() or type(name) is not str or len(name) > 10_000:
             raise _fail("names", f"bad entry {key[:20]!r}")
-        t._names[_int(int(key), "names", 0, n - 1)] = name
+        rows.set_name(_int(int(key), "names", 0, n - 1), name)
     for field in ("constants", "operands"):
-        table = t._constants if field == "constants" else t._operands
         for v in _list(header.get(field), field):
-            table.add(_int(v, field, 0, n - 1))
+            rows.mark_constant(_int(v, field, 0, n - 1), operand=field == "operands")
     grad_of = header.get("grad_of")
     if type(grad_of) is not dict:
         raise _fail("grad_of", "expected an object")
     for key, target in grad_of.items():
         if not key.isdigit():
             raise _fail("grad_of", f"bad key {key[:20]!r}")
-        t._grad_of[_int(int(key), "grad_of", 0, n - 1)] = _int(target, "grad_of", 0, n - 1)
+        rows.set_grad_of(_int(int(key), "grad_of", 0, n - 1), _int(target, "grad_of", 0, n - 1))
     return t

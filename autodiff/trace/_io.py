@@ -27,12 +27,10 @@ from autodiff.trace._checks import (
     _str,
 )
 from autodiff.trace._recorder import (
-    _BWD,
     _CLEARED,
     _EMPTIED,
     _FREED,
     _FUNCTION,
-    _FWD,
     _GRAD,
     _VALUE,
     _VARIABLE,
@@ -369,6 +367,7 @@ def _load_graph(t: Trace, g: Any) -> None:
     _dict(g, "graph", ("nodes", "links"))
     nodes = _list(g["nodes"], "graph.nodes")
     grad_of: dict[int, tuple[int, str]] = {}
+    rows = t.tables
     for i, n in enumerate(nodes):
         p = f"graph.nodes[{i}]"
         _dict(n, p, ("id", "kind", "name", "op", "shape", "dtype", "generation", "constant"))
@@ -379,7 +378,7 @@ def _load_graph(t: Trace, g: Any) -> None:
         constant = _bool(n["constant"], f"{p}.constant")
         if kind == "function":
             op = _str(n["op"], f"{p}.op", max_len=_MAX_OP)
-            t._info.append((_FUNCTION, gen, op, (), ()))
+            rows.add_function(gen, op)
         elif kind == "variable":
             name = _str(n["name"], f"{p}.name", optional=True, max_len=_MAX_NAME)
             shape = None
@@ -389,20 +388,14 @@ def _load_graph(t: Trace, g: Any) -> None:
                     raise _fail(f"{p}.shape", f"more than {_MAX_NDIM} dimensions")
                 shape = tuple(_int(d, f"{p}.shape[{j}]", lo=0) for j, d in enumerate(dims))
             dtype = _str(n["dtype"], f"{p}.dtype", optional=True, max_len=64)
-            t._info.append((_VARIABLE, gen, shape, dtype))
-            if name is not None:
-                t._names[i] = name
-            if constant:
-                t._constants.add(i)
-                if n.get("operand") is not None and _bool(n["operand"], f"{p}.operand"):
-                    t._operands.add(i)
+            operand = n.get("operand") is not None and _bool(n["operand"], f"{p}.operand")
+            rows.add_variable(gen, shape, dtype, name, constant, operand)
             if n.get("grad_of") is not None:
                 grad_of[i] = (n["grad_of"], f"{p}.grad_of")
         else:
             raise _fail(f"{p}.kind", f"expected 'variable' or 'function', got {kind[:20]!r}")
-        t._refs.append(None)
     for nid, (target, p) in grad_of.items():
-        t._grad_of[nid] = _node_ref(t, target, p, _VARIABLE)
+        rows.set_grad_of(nid, _node_ref(t, target, p, _VARIABLE))
     links = _list(g["links"], "graph.links")
     ins: dict[int, dict[int, int]] = {}
     outs: dict[int, dict[int, int]] = {}
@@ -427,10 +420,9 @@ def _load_graph(t: Trace, g: Any) -> None:
             slots = table.get(f, {})
             if sorted(slots) != list(range(len(slots))):
                 raise _fail("graph.links", f"the {what} slots of function node {f} have gaps")
-        _, gen, op, _, _ = t._info[f]
         in_ids = tuple(ins.get(f, {})[k] for k in range(len(ins.get(f, {}))))
         out_ids = tuple(outs.get(f, {})[k] for k in range(len(outs.get(f, {}))))
-        t._info[f] = (_FUNCTION, gen, op, in_ids, out_ids)
+        rows.link_function(f, in_ids, out_ids)
     _check_dag(t, outs)
 
 
@@ -533,7 +525,7 @@ def _load_steps(t: Trace, steps: list) -> None:
             for key in ("output_grads", "input_grads", "accumulations", "cleared"):
                 _list(s[key], f"{p}.{key}", 0)
             produced = values
-            t._raw.append((_FWD, fid, in_ids, out_ids, values, during))
+            t.tables.add_forward_step(fid, values, during)
         else:
             if bpass < 0:
                 raise _fail(f"{p}.backward_pass", f"expected >= 0 for a backward step, got {bpass}")
@@ -561,7 +553,7 @@ def _load_steps(t: Trace, steps: list) -> None:
                 for i, n in enumerate(_list(s["cleared"], f"{p}.cleared"))
             )
             produced = gxs + tuple(a[4] for a in accs)
-            t._raw.append((_BWD, fid, gys, gxs, tuple(accs), cleared, bpass))
+            t.tables.add_backward_step(fid, gys, gxs, tuple(accs), cleared, bpass)
         if nonfinite != any(raw_nonfinite(v) for v in produced):
             raise _fail(f"{p}.nonfinite", f"says {nonfinite} but the step's snapshots disagree")
 
@@ -585,4 +577,4 @@ def _load_events(t: Trace, events: list) -> None:
         origin = e.get("pass")
         if origin is not None:
             origin = _int(origin, f"{p}.pass", lo=-1, hi=len(t.backward_roots))
-        t._extra.append((stamp, visible, node, _EVENT_KINDS[kind_name], snap, origin))
+        t.tables.add_event(stamp, visible, node, _EVENT_KINDS[kind_name], snap, origin)

@@ -138,6 +138,82 @@ class Recorder:
         self._backward_stack: list[tuple[int, bool]] = []
 
     # ------------------------------------------------------------------------------
+    # The tables' constructors: how a loader (``_io``, ``_binary``) fills a fresh recorder's
+    # tables, one row each, in the layouts above (recording decodes its tape into the same)
+    # ------------------------------------------------------------------------------
+    def add_variable(
+        self,
+        generation: int,
+        shape: tuple[int, ...] | None,
+        dtype: Any,
+        name: str | None = None,
+        constant: bool = False,
+        operand: bool = False,
+    ) -> int:
+        """A variable node with no engine object behind it; returns its id."""
+        nid = len(self._t_info)
+        self._t_info.append((_VARIABLE, generation, shape, dtype))
+        self._t_refs.append(None)
+        if name is not None:
+            self.set_name(nid, name)
+        if constant:
+            self.mark_constant(nid, operand)
+        return nid
+
+    def add_function(
+        self, generation: int, op: str, inputs: tuple[int, ...] = (), outputs: tuple[int, ...] = ()
+    ) -> int:
+        """A function node (its links may come later, :meth:`link_function`); returns its id."""
+        nid = len(self._t_info)
+        self._t_info.append((_FUNCTION, generation, op, inputs, outputs))
+        self._t_refs.append(None)
+        return nid
+
+    def link_function(self, fid: int, inputs: tuple[int, ...], outputs: tuple[int, ...]) -> None:
+        _, generation, op, _, _ = self._t_info[fid]
+        self._t_info[fid] = (_FUNCTION, generation, op, inputs, outputs)
+
+    def set_name(self, node: int, name: str) -> None:
+        self._t_names[node] = name
+
+    def mark_constant(self, node: int, operand: bool = False) -> None:
+        """``node`` is a constant; ``operand``: one the engine wrapped (``core.Constant``),
+        on which backward stores no gradient."""
+        self._t_constants.add(node)
+        if operand:
+            self._t_operands.add(node)
+
+    def set_grad_of(self, node: int, target: int) -> None:
+        """``node`` is the gradient of ``target`` (a gradient graph's node, create_graph)."""
+        self._t_grad_of[node] = target
+
+    def add_forward_step(self, fid: int, values: tuple, during: int = -1) -> None:
+        """Function ``fid`` ran forward (its inputs and outputs as its node has them)."""
+        _, _, _, in_ids, out_ids = self._t_info[fid]
+        self._t_raw.append((_FWD, fid, in_ids, out_ids, values, during))
+
+    def add_backward_step(
+        self,
+        fid: int,
+        output_grads: tuple,
+        input_grads: tuple,
+        accumulations: tuple,
+        cleared: tuple[int, ...],
+        backward_pass: int,
+    ) -> None:
+        """Function ``fid``'s step of backward pass ``backward_pass``; ``accumulations``:
+        ``(input node, slot, old, contribution, new)`` per fan-in sum."""
+        self._t_raw.append(
+            (_BWD, fid, output_grads, input_grads, accumulations, cleared, backward_pass)
+        )
+
+    def add_event(
+        self, stamp: int, visible: int, node: int, kind: int, raw: Any, origin: int | None
+    ) -> None:
+        """A node event that is not a step (see ``_extra``)."""
+        self._t_extra.append((stamp, visible, node, kind, raw, origin))
+
+    # ------------------------------------------------------------------------------
     # Decoding the tape into the tables
     # ------------------------------------------------------------------------------
     def _sync(self) -> None:

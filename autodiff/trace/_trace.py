@@ -157,6 +157,12 @@ class Trace:
     def backward_roots(self, roots: list[int]) -> None:
         self._recorder.backward_roots = roots
 
+    @property
+    def tables(self) -> Recorder:
+        """The recorder, as its tables and their constructors (``add_variable``,
+        ``add_function``, ``add_forward_step``...): how a loader fills a new Trace."""
+        return self._recorder
+
     _sync = _delegate("_recorder", "_sync")
     _walk = _delegate("_recorder", "_walk")
 
@@ -553,13 +559,12 @@ def _same_grad(a: Any, b: Any) -> bool:
 def _append_grads(trace: Trace, grads: list[tuple[Any, Any]], max_array_size: int) -> None:
     """The gradients the program holds, shown at the last step (as they are held now)."""
     stamp = len(trace._raw)
-    extra = trace._extra
+    rows = trace.tables
     node_of = {id(trace.live(nid)): nid for nid in trace.variables}
     for v, g in grads:
         nid = node_of.get(id(v))
         if nid is not None and g is not None:
-            raw = capture(g.data, max_array_size)
-            extra.append((stamp, stamp - 1, nid, _GRAD, raw, None))
+            rows.add_event(stamp, stamp - 1, nid, _GRAD, capture(g.data, max_array_size), None)
 
 
 def load(path: str | os.PathLike[str], max_bytes: int | None = None) -> Trace:

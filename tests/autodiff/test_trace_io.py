@@ -448,3 +448,20 @@ def test_files_written_can_be_read_back(tmp_path, name):
     t.to_graphml(tmp_path / "t.graphml")
     g = nx.read_graphml(tmp_path / "t.graphml")  # well-formed XML
     assert "\x00" not in g.nodes["0"]["name"] and "\x1b" not in g.nodes["0"]["name"]
+
+
+def test_the_loaders_build_rows_only_through_the_tables_constructors():
+    # the tables' layouts are the recorder's (Recorder.add_variable, add_forward_step...):
+    # a loader that appended its own tuples would drift from them unseen
+    import inspect
+    import re
+
+    from autodiff.trace import _binary, _io
+
+    write = re.compile(
+        r"\._(?:t_)?(?:info|raw|extra|refs|names|constants|operands|grad_of)"
+        r"(?:\.(?:append|add|update)\(|\[[^\]]*\]\s*=)"
+    )
+    for module in (_io, _binary):
+        found = write.findall(inspect.getsource(module))
+        assert found == [], (module.__name__, found)
