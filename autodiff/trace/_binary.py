@@ -128,7 +128,7 @@ def _write(trace: Trace, file: str | os.PathLike[str] | io.BytesIO) -> None:
     values = _Values()
     info = []
     for entry in trace._info:
-        if entry[0] == _FUNCTION:
+        if entry.kind == _FUNCTION:
             _, gen, op, ins, outs = entry
             info.append([1, int(gen), str(op), list(ins), list(outs)])
         else:
@@ -137,7 +137,7 @@ def _write(trace: Trace, file: str | os.PathLike[str] | io.BytesIO) -> None:
             info.append([0, int(gen), shape, None if dtype is None else np.dtype(dtype).name])
     raw = []
     for r in trace._raw:
-        if r[0] == _FWD:
+        if r.kind == _FWD:
             _, fid, _ins, _outs, vals, during = r
             raw.append([0, fid, values.refs(vals), int(during)])
         else:
@@ -302,14 +302,16 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
             raise _fail(p, "expected [0, gen, shape, dtype] or [1, gen, op, ins, outs]")
     for f in range(n):  # links join variables and functions, one creator each, no cycle
         entry = t._info[f]
-        if entry[0] == _FUNCTION and any(t._info[x][0] != _VARIABLE for x in entry[3] + entry[4]):
+        if entry.kind == _FUNCTION and any(
+            t._info[x].kind != _VARIABLE for x in entry.inputs + entry.outputs
+        ):
             raise _fail(f"info[{f}]", "a function's inputs and outputs must be variables")
-    outs_of = {f: dict(enumerate(e[4])) for f, e in enumerate(t._info) if e[0] == _FUNCTION}
+    outs_of = {f: dict(enumerate(e.outputs)) for f, e in enumerate(t._info) if e.kind == _FUNCTION}
     _check_dag(t, outs_of)
 
     def function(v: Any, path: str) -> int:
         fid = _int(v, path, 0, n - 1)
-        if t._info[fid][0] != _FUNCTION:
+        if t._info[fid].kind != _FUNCTION:
             raise _fail(path, f"node {fid} is not a function")
         return fid
 

@@ -133,7 +133,7 @@ class TraceIndex:
 
         e = e0
         for k in range(k0, n_raw + 1):
-            while e < n_extra and extra[e][0] <= k:
+            while e < n_extra and extra[e].stamp <= k:
                 stamp, visible, node, kind, value, origin = extra[e]
                 pos = min(2 * visible + 1, 2 * stamp)
                 push(node, (pos, kind, value, origin))
@@ -143,32 +143,32 @@ class TraceIndex:
             if k == n_raw:
                 break
             r = raw[k]
-            fid = r[1]
+            fid = r.function
             pos = 2 * k + 1
-            if r[0] == _FWD:
+            if r.kind == _FWD:
                 push(fid, (pos, _VALUE, None, None))
-                for nid, value in zip(r[3], r[4], strict=True):
+                for nid, value in zip(r.outputs, r.values, strict=True):
                     push(nid, (pos, _VALUE, value, None))
-                if r[5] >= 0:  # run by a backward pass (create_graph): part of that pass
-                    pass_end[r[5]] = pos
+                if r.during >= 0:  # run by a backward pass (create_graph): part of that pass
+                    pass_end[r.during] = pos
                 continue
-            bpass = r[6]
+            bpass = r.backward_pass
             pass_end[bpass] = pos
             push(fid, (pos, _GRAD, None, None))
-            in_ids = info[fid][3]
-            accs = r[4]
-            for slot, g in enumerate(r[3]):
+            in_ids = info[fid].inputs
+            accs = r.accumulations
+            for slot, g in enumerate(r.input_grads):
                 if g is None:
                     continue
                 nid = in_ids[slot]
                 if nid in operands:
                     continue  # backward stores no gradient on a plain operand
                 if accs:
-                    for a in accs:
-                        if a[1] == slot:
-                            g = a[4]  # the running sum is what the node holds now
+                    for _node, a_slot, _old, _contribution, new in accs:
+                        if a_slot == slot:
+                            g = new  # the running sum is what the node holds now
                 push(nid, (pos, _GRAD, g, bpass))
-            for nid in r[5]:
+            for nid in r.cleared:
                 push(nid, (pos, _CLEARED, None, None))
         self._indexed = (n_raw, n_extra)
 
@@ -379,11 +379,11 @@ class TraceIndex:
         pass_steps = self._pass_steps
         for k in range(k0, len(raw)):
             r = raw[k]
-            if r[0] == _FWD:
-                forward_step[r[1]] = k
-                bpass = r[5]  # the backward pass that ran it (create_graph), or -1
+            if r.kind == _FWD:
+                forward_step[r.function] = k
+                bpass = r.during  # the backward pass that ran it (create_graph), or -1
             else:
-                bpass = r[6]
+                bpass = r.backward_pass
             if bpass >= 0:
                 steps = pass_steps.get(bpass)
                 if steps is None:
@@ -393,8 +393,8 @@ class TraceIndex:
         creator = self._creator
         for nid in range(n0, len(info)):
             entry = info[nid]
-            if entry[0] == _FUNCTION:
-                for y in entry[4]:
+            if entry.kind == _FUNCTION:
+                for y in entry.outputs:
                     creator[y] = nid
         self._structured = (len(raw), len(info))
 
@@ -428,8 +428,8 @@ class TraceIndex:
         while stack:
             nid = stack.pop()
             entry = info[nid]
-            if entry[0] == _FUNCTION:
-                parents = entry[3]
+            if entry.kind == _FUNCTION:
+                parents = entry.inputs
             else:
                 c = creator.get(nid)
                 parents = () if c is None else (c,)
@@ -448,9 +448,9 @@ class TraceIndex:
         used = set()
         made = []
         for entry in info:
-            if entry[0] == _FUNCTION:
-                used.update(entry[3])
-                made.extend(entry[4])
+            if entry.kind == _FUNCTION:
+                used.update(entry.inputs)
+                made.extend(entry.outputs)
         found = sorted(set(made) - used)
         if last is None:
             return found

@@ -358,7 +358,7 @@ def _node_ref(t: Trace, v: Any, path: str, kind: int | None = None) -> int:
     nid = _int(v, path, lo=0)
     if nid >= len(t._info):
         raise _fail(path, f"node {nid} does not exist (the graph has {len(t._info)} nodes)")
-    if kind is not None and t._info[nid][0] != kind:
+    if kind is not None and t._info[nid].kind != kind:
         raise _fail(path, f"node {nid} is not a {'variable' if kind == _VARIABLE else 'function'}")
     return nid
 
@@ -405,9 +405,9 @@ def _load_graph(t: Trace, g: Any) -> None:
         u = _node_ref(t, e["source"], f"{p}.source")
         v = _node_ref(t, e["target"], f"{p}.target")
         slot = _int(e["slot"], f"{p}.slot", lo=0)
-        if t._info[u][0] == _VARIABLE and t._info[v][0] == _FUNCTION:
+        if t._info[u].kind == _VARIABLE and t._info[v].kind == _FUNCTION:
             table, f, x = ins, v, u
-        elif t._info[u][0] == _FUNCTION and t._info[v][0] == _VARIABLE:
+        elif t._info[u].kind == _FUNCTION and t._info[v].kind == _VARIABLE:
             table, f, x = outs, u, v
         else:
             raise _fail(p, "a link must join a variable and a function")

@@ -31,7 +31,22 @@ from typing import Any
 import numpy as np
 
 from autodiff import core
+from autodiff.trace._rows import (
+    BWD,
+    FUNCTION,
+    FWD,
+    VARIABLE,
+    BackwardRow,
+    EventRow,
+    ForwardRow,
+    FunctionRow,
+    VariableRow,
+)
 from autodiff.trace._snapshot import Snapshot, capture
+
+# A row from a plain tuple without the NamedTuple's Python-level __new__ (half the cost: a
+# long run decodes millions of rows)
+_new = tuple.__new__
 
 _F64 = np.dtype(np.float64)
 _NDARRAY = np.ndarray
@@ -42,8 +57,10 @@ _ref = weakref.ref
 # Event kinds in a node's history. _CLEARED: dropped by backward (retain_grad=False);
 # _EMPTIED: set to None by the program (cleargrad(), zero_grad(), ``x.grad = None``).
 _VALUE, _GRAD, _CLEARED, _FREED, _EMPTIED = range(5)
-_VARIABLE, _FUNCTION = 0, 1
-_FWD, _BWD = 0, 1  # first field of a raw step, and of the tape's two hot entries
+# node kinds and step kinds, the first field of a node row and of a step row (and of the tape's
+# two hot entries): see _rows, where the rows are named
+_VARIABLE, _FUNCTION = VARIABLE, FUNCTION
+_FWD, _BWD = FWD, BWD
 # The tape's other entries (see _decode).
 (
     _FWD_MANY, _T_STEP, _T_NODE, _T_INFO, _T_INPUT, _T_EVENT, _T_GRAD_OF, _T_ROOT, _T_NAME,
@@ -79,16 +96,10 @@ class Recorder:
     its decoding into the tables below, and the recording state. A :class:`Trace` owns one
     and reads the tables; the recorder knows nothing of what reads them."""
 
-    # The decoded tables, indexed by node id where they are lists.
-    _raw = _Decoded()  # steps: (_FWD, fid, in_ids, out_ids, values, during) or
-    #   (_BWD, fid, output grads, input grads, accumulations, cleared ids, pass)
-    _info = _Decoded()  # (_VARIABLE, generation, shape, dtype) or
-    #   (_FUNCTION, generation, op, input ids, output ids)
-    _extra = _Decoded()  # node events that are not steps, in stamp order:
-    #   (stamp = steps recorded before, visible step, node, kind, raw, origin): shown after
-    #   step ``visible`` (an event between two steps: visible == stamp, with the next step);
-    #   origin: for a gradient, the backward pass that produced it (-1: before recording;
-    #   None: not a backward's, e.g. set by the program)
+    # The decoded tables, indexed by node id where they are lists; their rows are _rows'.
+    _raw = _Decoded()  # steps: ForwardRow or BackwardRow, in order
+    _info = _Decoded()  # nodes: VariableRow or FunctionRow
+    _extra = _Decoded()  # node events that are not steps, in stamp order: EventRow
     _refs = _Decoded()  # weak reference of each node's engine object (None: not known)
     _names = _Decoded()  # node -> Variable name
     _constants = _Decoded()  # CONSTANT nodes
@@ -152,7 +163,7 @@ class Recorder:
     ) -> int:
         """A variable node with no engine object behind it; returns its id."""
         nid = len(self._t_info)
-        self._t_info.append((_VARIABLE, generation, shape, dtype))
+        self._t_info.append(_new(VariableRow, (_VARIABLE, generation, shape, dtype)))
         self._t_refs.append(None)
         if name is not None:
             self.set_name(nid, name)
@@ -165,13 +176,13 @@ class Recorder:
     ) -> int:
         """A function node (its links may come later, :meth:`link_function`); returns its id."""
         nid = len(self._t_info)
-        self._t_info.append((_FUNCTION, generation, op, inputs, outputs))
+        self._t_info.append(_new(FunctionRow, (_FUNCTION, generation, op, inputs, outputs)))
         self._t_refs.append(None)
         return nid
 
     def link_function(self, fid: int, inputs: tuple[int, ...], outputs: tuple[int, ...]) -> None:
         _, generation, op, _, _ = self._t_info[fid]
-        self._t_info[fid] = (_FUNCTION, generation, op, inputs, outputs)
+        self._t_info[fid] = _new(FunctionRow, (_FUNCTION, generation, op, inputs, outputs))
 
     def set_name(self, node: int, name: str) -> None:
         self._t_names[node] = name
@@ -190,7 +201,7 @@ class Recorder:
     def add_forward_step(self, fid: int, values: tuple, during: int = -1) -> None:
         """Function ``fid`` ran forward (its inputs and outputs as its node has them)."""
         _, _, _, in_ids, out_ids = self._t_info[fid]
-        self._t_raw.append((_FWD, fid, in_ids, out_ids, values, during))
+        self._t_raw.append(_new(ForwardRow, (_FWD, fid, in_ids, out_ids, values, during)))
 
     def add_backward_step(
         self,
@@ -204,14 +215,17 @@ class Recorder:
         """Function ``fid``'s step of backward pass ``backward_pass``; ``accumulations``:
         ``(input node, slot, old, contribution, new)`` per fan-in sum."""
         self._t_raw.append(
-            (_BWD, fid, output_grads, input_grads, accumulations, cleared, backward_pass)
+            _new(
+                BackwardRow,
+                (_BWD, fid, output_grads, input_grads, accumulations, cleared, backward_pass),
+            )
         )
 
     def add_event(
         self, stamp: int, visible: int, node: int, kind: int, raw: Any, origin: int | None
     ) -> None:
         """A node event that is not a step (see ``_extra``)."""
-        self._t_extra.append((stamp, visible, node, kind, raw, origin))
+        self._t_extra.append(_new(EventRow, (stamp, visible, node, kind, raw, origin)))
 
     # ------------------------------------------------------------------------------
     # Decoding the tape into the tables
@@ -239,6 +253,8 @@ class Recorder:
         refs = self._t_refs
         nid = len(refs)
         refs.append(ref)
+        if type(info) is tuple:  # made on the recording side: becomes its row here
+            info = _new(VariableRow if info[0] == _VARIABLE else FunctionRow, info)
         self._t_info.append(info)
         if key is not None:
             self._nid_of[key] = nid
@@ -264,6 +280,9 @@ class Recorder:
         nid_of = self._nid_of
         last_grad = self._last_grad
         new = self._node
+        refs = self._t_refs
+        nid_of_ref = self._nid_of_ref
+        late_names = self._late_names
         k = len(raw)
         for e in chunk:
             if type(e) is not tuple:  # a weak reference whose object died here
@@ -271,13 +290,37 @@ class Recorder:
                 if nid is not None:
                     # shown with the next step: an object freed after the last step (the
                     # program let go of its graph) never shows as freed during it
-                    extra.append((k, k, nid, _FREED, None, None))
+                    extra.append(_new(EventRow, (k, k, nid, _FREED, None, None)))
                 continue
             kind = e[0]
-            if kind in (_FWD, _FWD_MANY):
+            if kind == _FWD:  # one output, nearly every op: _node's work, inline
+                _, f_key, in_keys, values, during, cls, gen, meta, f_ref, y_ref, y_key = e
+                in_ids = tuple([nid_of[x] if x in nid_of else self._nid(x) for x in in_keys])
+                fid = len(refs)
+                y_id = fid + 1
+                if meta is not None:
+                    shape, dtype = meta[0]
+                elif type(values[0]) is float:
+                    shape, dtype = (), _F64
+                else:
+                    shape, dtype = values[0].shape, values[0].dtype
+                out_ids = (y_id,)
+                refs.append(f_ref)
+                refs.append(y_ref)
+                info.append(_new(FunctionRow, (_FUNCTION, gen, cls.__name__, in_ids, out_ids)))
+                info.append(_new(VariableRow, (_VARIABLE, gen + 1, shape, dtype)))
+                nid_of[f_key] = fid
+                nid_of[y_key] = y_id
+                if f_ref is not None:
+                    nid_of_ref[id(f_ref)] = fid
+                if y_ref is not None:
+                    nid_of_ref[id(y_ref)] = y_id
+                    if late_names and (name := late_names.pop(y_key, None)) is not None:
+                        self._t_names[y_id] = name
+                raw.append(_new(ForwardRow, (_FWD, fid, in_ids, out_ids, values, during)))
+                k += 1
+            elif kind == _FWD_MANY:
                 _, f_key, in_keys, values, during, cls, gen, meta, f_ref, y_refs, y_keys = e
-                if kind == _FWD:
-                    y_refs, y_keys = (y_refs,), (y_keys,)
                 in_ids = tuple([nid_of[x] if x in nid_of else self._nid(x) for x in in_keys])
                 fid = new(f_key, f_ref, None)
                 for slot, y_key in enumerate(y_keys):
@@ -287,10 +330,10 @@ class Recorder:
                         shape, dtype = (), _F64
                     else:
                         shape, dtype = values[slot].shape, values[slot].dtype
-                    new(y_key, y_refs[slot], (_VARIABLE, gen + 1, shape, dtype))
+                    new(y_key, y_refs[slot], _new(VariableRow, (_VARIABLE, gen + 1, shape, dtype)))
                 out_ids = tuple(range(fid + 1, fid + 1 + len(y_keys)))
-                info[fid] = (_FUNCTION, gen, cls.__name__, in_ids, out_ids)
-                raw.append((_FWD, fid, in_ids, out_ids, values, during))
+                info[fid] = _new(FunctionRow, (_FUNCTION, gen, cls.__name__, in_ids, out_ids))
+                raw.append(_new(ForwardRow, (_FWD, fid, in_ids, out_ids, values, during)))
                 k += 1
             elif kind == _BWD:
                 _, f_key, gys, gxs, accs, cleared, bpass, passed_on = e
@@ -317,7 +360,7 @@ class Recorder:
                         cleared = out_ids
                     else:
                         cleared = tuple([nid_of[y] for y in cleared if y in nid_of])
-                raw.append((_BWD, fid, gys, gxs, accs, cleared, bpass))
+                raw.append(_new(BackwardRow, (_BWD, fid, gys, gxs, accs, cleared, bpass)))
                 k += 1
             elif kind == _T_INPUT:
                 _, key, ref, node_info, name, value, constant, grad, in_backward = e
@@ -330,9 +373,9 @@ class Recorder:
                 # one a backward pass made (its seed, a constant of a gradient's graph) shows
                 # from the step that first used it.
                 visible = k if in_backward else self._segment_start - 1
-                extra.append((k, visible, nid, _VALUE, value, None))
+                extra.append(_new(EventRow, (k, visible, nid, _VALUE, value, None)))
                 if grad is not _MISSING:  # a gradient held from before recording
-                    extra.append((k, visible, nid, _GRAD, grad, -1))
+                    extra.append(_new(EventRow, (k, visible, nid, _GRAD, grad, -1)))
                 if constant:
                     self._t_constants.add(nid)
                     if constant == _OPERAND:
@@ -343,16 +386,17 @@ class Recorder:
                 if name is not None:
                     self._t_names[nid] = name
                 if ref is None:  # an output already collected when its graph was adopted
-                    extra.append((k, k - 1, nid, _FREED, None, None))
+                    extra.append(_new(EventRow, (k, k - 1, nid, _FREED, None, None)))
             elif kind == _T_INFO:
                 _, key, (_, gen, op, in_keys, out_keys) = e
                 in_ids = tuple([self._nid(x) for x in in_keys])
                 out_ids = tuple([self._nid(y) for y in out_keys])
-                info[nid_of[key]] = (_FUNCTION, gen, op, in_ids, out_ids)
+                info[nid_of[key]] = _new(FunctionRow, (_FUNCTION, gen, op, in_ids, out_ids))
             elif kind == _T_STEP:
                 _, f_key, in_keys, out_keys, values, during = e[1]
                 fid = nid_of[f_key]
-                raw.append((_FWD, fid, info[fid][3], info[fid][4], values, during))
+                row = info[fid]
+                raw.append(_new(ForwardRow, (_FWD, fid, row.inputs, row.outputs, values, during)))
                 k += 1
             elif kind == _T_EVENT:
                 _, visible_now, key, event, value = e
@@ -361,10 +405,12 @@ class Recorder:
                 if event == _GRAD:  # a backward pass's seed
                     origin = len(self._tbackward_roots) - 1
                     last_grad.setdefault(origin, {})[nid] = value
-                extra.append((k, k if visible_now else k - 1, nid, event, value, origin))
+                extra.append(
+                    _new(EventRow, (k, k if visible_now else k - 1, nid, event, value, origin))
+                )
             elif kind == _T_LEAF:  # a change the program made to a leaf between two steps
                 _, key, event, value = e
-                extra.append((k, k, self._nid(key), event, value, None))
+                extra.append(_new(EventRow, (k, k, self._nid(key), event, value, None)))
             elif kind == _T_SEGMENT:
                 self._segment_start = k
             elif kind == _T_NAME:

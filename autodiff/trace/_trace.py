@@ -26,6 +26,7 @@ from autodiff.trace._recorder import (
     Recorder,
     _same_raw,
 )
+from autodiff.trace._rows import BackwardRow, ForwardRow
 from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
 
 if TYPE_CHECKING:
@@ -215,7 +216,7 @@ class Trace:
             return
         variables, functions = self._variables, self._functions
         for nid in range(self._kinds_seen, n):
-            (variables if info[nid][0] == _VARIABLE else functions).append(nid)
+            (variables if info[nid].kind == _VARIABLE else functions).append(nid)
         self._kinds_seen = n
 
     def __repr__(self) -> str:
@@ -276,16 +277,16 @@ class Trace:
             step = self._some_steps[index] = self._make_step(index, self._raw[index])
         return step
 
-    def _make_step(self, k: int, r: tuple) -> Step:
+    def _make_step(self, k: int, r: ForwardRow | BackwardRow) -> Step:
         snap = self._snap
-        fid = r[1]
+        fid = r.function
         _, gen, op, in_ids, out_ids = self._info[fid]
-        if r[0] == _FWD:
-            values = tuple([snap(v) for v in r[4]])
+        if r.kind == _FWD:
+            values = tuple([snap(v) for v in r.values])
             nonfinite = any(v is not None and not v.finite for v in values)
             return Step(
                 k, "forward", fid, op, gen, in_ids, out_ids, values, (), (), (), (), -1,
-                nonfinite, r[5],
+                nonfinite, r.during,
             )  # fmt: skip
         _, _, gys, gxs, accs, cleared, bpass = r
         input_grads = tuple([snap(g) for g in gxs])
@@ -303,10 +304,13 @@ class Trace:
     def first_nonfinite(self) -> Step | None:
         """The first step (forward or backward) that produced NaN or Inf, or None."""
         for k, r in enumerate(self._raw):
-            if r[0] == _FWD:
-                bad = any(raw_nonfinite(v) for v in r[4])
+            if r.kind == _FWD:
+                bad = any(raw_nonfinite(v) for v in r.values)
             else:
-                bad = any(raw_nonfinite(g) for g in r[3]) or any(raw_nonfinite(a[4]) for a in r[4])
+                bad = any(raw_nonfinite(g) for g in r.input_grads) or any(
+                    raw_nonfinite(a[4])
+                    for a in r.accumulations  # (node, slot, old, c, new)
+                )
             if bad:
                 return self.step(k)
         return None
@@ -320,7 +324,7 @@ class Trace:
         rec = self._recorder
         ref = rec._t_refs[node_id]
         obj = ref() if ref is not None else None
-        if obj is not None and rec._t_info[node_id][0] == _VARIABLE and obj.name is not None:
+        if obj is not None and rec._t_info[node_id].kind == _VARIABLE and obj.name is not None:
             rec._t_names[node_id] = obj.name
         return self._attrs(node_id)
 
@@ -328,14 +332,14 @@ class Trace:
         # the recorder's decoded tables as they are: every caller has decoded the tape first
         rec = self._recorder
         info = rec._t_info[nid]
-        if info[0] == _FUNCTION:
+        if info.kind == _FUNCTION:
             return {
                 "kind": "function",
                 "name": None,
-                "op": info[2],
+                "op": info.op,
                 "shape": None,
                 "dtype": None,
-                "generation": info[1],
+                "generation": info.generation,
                 "constant": False,
                 "value": None,
                 "grad": None,

@@ -465,3 +465,28 @@ def test_the_loaders_build_rows_only_through_the_tables_constructors():
     for module in (_io, _binary):
         found = write.findall(inspect.getsource(module))
         assert found == [], (module.__name__, found)
+
+
+def test_the_tables_rows_are_named_alike_recorded_or_loaded(tmp_path):
+    import io
+
+    from autodiff.trace._binary import trace_to_npz
+    from autodiff.trace._rows import BackwardRow, EventRow, ForwardRow, FunctionRow, VariableRow
+    from autodiff.trace._trace import trace_from_npz
+
+    x = Variable(np.array([0.5, -1.0]), name="x")
+    with trace.record() as t:
+        for _ in range(2):
+            x.cleargrad()
+            F.sum(F.sin(x) * x).backward()
+    path = tmp_path / "t.json"
+    t.to_json(path)
+    buffer = io.BytesIO()
+    trace_to_npz(t, buffer)
+    buffer.seek(0)
+    for tr in (t, trace.load(path), trace_from_npz(buffer)):
+        assert {type(r) for r in tr._raw} == {ForwardRow, BackwardRow}
+        assert {type(r) for r in tr._info} == {VariableRow, FunctionRow}
+        assert tr._extra and {type(e) for e in tr._extra} == {EventRow}
+        fwd = next(r for r in tr._raw if r.kind == 0)
+        assert tr._info[fwd.function].outputs == fwd.outputs
