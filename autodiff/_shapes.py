@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 __all__ = ["broadcast_to", "logsumexp", "max_backward_shape", "reshape_sum_backward", "sum_to"]
 
 _add_reduce = np.add.reduce  # ndarray.sum without numpy's Python-level wrapper
+_LEAD_AXES = [tuple(range(n)) for n in range(8)]
 
 
 def sum_to(x: NDArray, shape: tuple[int, ...]) -> NDArray:
@@ -21,10 +22,13 @@ def sum_to(x: NDArray, shape: tuple[int, ...]) -> NDArray:
     lead = x.ndim - ndim
     if lead < 0:
         raise ValueError(f"sum_to: cannot sum an array of shape {x.shape} to shape {shape}")
+    if lead > 0 and x.shape[lead:] == shape:
+        # only leading axes were added (a bias over a batch): one reduction, nothing to squeeze
+        added = _LEAD_AXES[lead] if lead < len(_LEAD_AXES) else tuple(range(lead))
+        return _add_reduce(x, axis=added)
     lead_axis = tuple(range(lead))
     axis = tuple(i + lead for i, sx in enumerate(shape) if sx == 1 and x.shape[i + lead] != 1)
     if not axis:
-        # only leading axes were added (a bias over a batch): one reduction, nothing to squeeze
         y = _add_reduce(x, axis=lead_axis) if lead else x
     else:
         y = _add_reduce(x, axis=lead_axis + axis, keepdims=True)

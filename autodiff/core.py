@@ -561,7 +561,6 @@ class ArrayOps:
     """
 
     __slots__ = ()
-    recorded = False
     #: what the formula computes with for an input or output Variable: its array
     value = staticmethod(operator.attrgetter("data"))
     exp = staticmethod(np.exp)
@@ -584,7 +583,6 @@ class VariableOps:
     """The same operations on Variables, recorded: backward with ``create_graph``."""
 
     __slots__ = ()
-    recorded = True
 
     @staticmethod
     def value(v: Variable) -> Variable:
@@ -626,7 +624,7 @@ VARIABLES = VariableOps()
 
 
 # =============================================================================
-# Backward, one step at a time
+# Backward
 # =============================================================================
 def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
     # The one backward loop. Functions are popped from a heap keyed on (-generation, -creation
@@ -794,27 +792,17 @@ def _fit(f: Function, slot: int, gx: Any, x: Variable, recorded: bool) -> Any:
     """``gx`` summed back to the shape of ``f``'s input ``x`` (the one place broadcasting is
     undone in backward); a shape broadcasting cannot explain raises, naming the op."""
     data = x.data
-    if gx is None or data is None:
+    if gx is None or data is None or gx.shape == data.shape:
         return gx
-    shape, widened = data.shape, gx.shape
-    if widened == shape:
-        return gx
-    lead = len(widened) - len(shape)
-    if lead > 0 and widened[lead:] == shape and not recorded:
-        # the common case, a bias over a batch: only leading axes to sum, one reduction
-        return _add_reduce(gx, axis=_LEAD_AXES[lead] if lead < 8 else tuple(range(lead)))
-    if lead < 0 or any(s != 1 and s != g for s, g in zip(shape, widened[lead:], strict=True)):
+    try:
+        if recorded and isinstance(gx, Variable):
+            return _functions().sum_to(gx, data.shape)
+        return _shapes.sum_to(gx, data.shape)
+    except ValueError:  # sum_to refuses any shape it cannot sum down to the input's
         raise ValueError(
-            f"{type(f).__name__}.backward returned a gradient of shape {widened} for input "
-            f"{slot} of shape {shape}, which broadcasting does not explain"
-        )
-    if recorded and isinstance(gx, Variable):
-        return _functions().sum_to(gx, shape)
-    return _shapes.sum_to(gx, shape)
-
-
-_add_reduce = np.add.reduce  # ndarray.sum without numpy's Python-level wrapper
-_LEAD_AXES = [tuple(range(n)) for n in range(8)]
+            f"{type(f).__name__}.backward returned a gradient of shape {gx.shape} for input "
+            f"{slot} of shape {data.shape}, which broadcasting does not explain"
+        ) from None
 
 
 def fit_gradient(f: Function, slot: int, gx: Any) -> Any:
@@ -824,7 +812,7 @@ def fit_gradient(f: Function, slot: int, gx: Any) -> Any:
 
 
 def _backward_without_graph(f: Function, gys: tuple) -> tuple:
-    """Run a Function's Variable ``backward`` without recording (it has no backward_data)."""
+    """Run a user's Function's ``backward`` (on Variables) without recording."""
     old_mode = Config.enable_backprop
     Config.enable_backprop = False
     try:

@@ -201,23 +201,8 @@ class TraceIndex:
 
     def state_at_position(self, node_id: int, position: int) -> NodeState:
         """:meth:`state_at` at a position (``2 * i + 1``: after step i; ``2 * i``: before)."""
-        has_value = False
-        grad_state = None
-        origin = None
-        for pos, kind, _, o in self._history(node_id):
-            if pos > position:
-                continue
-            if kind == _VALUE:
-                has_value = True
-            elif kind == _GRAD:
-                grad_state, origin = NodeState.GRAD, o
-            elif kind == _CLEARED:
-                grad_state = NodeState.GRAD_CLEARED
-            elif kind == _EMPTIED:
-                grad_state = None
-            else:
-                return NodeState.FREED
-        return self._state(node_id, has_value, grad_state, origin, position)
+        upto = [e for e in self._history(node_id) if e[0] <= position]
+        return self._sweep(node_id, upto, [position])[0][1]
 
     def _state(
         self, node_id: int, has_value: bool, grad_state: Any, origin: Any, position: int
@@ -294,7 +279,8 @@ class TraceIndex:
     def _sweep(
         self, node_id: int, history: list[tuple], points: list[int]
     ) -> list[tuple[int, NodeState]]:
-        # What state_at_position computes, for every point at once: the history is in order.
+        # The node's state at each of ``points`` (ascending), the events of ``history`` (in
+        # position order) applied in turn: the one place the events make a state.
         has_value = freed = False
         grad_state = origin = None
         timeline = []

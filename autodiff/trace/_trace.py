@@ -308,8 +308,7 @@ class Trace:
                 bad = any(raw_nonfinite(v) for v in r.values)
             else:
                 bad = any(raw_nonfinite(g) for g in r.input_grads) or any(
-                    raw_nonfinite(a[4])
-                    for a in r.accumulations  # (node, slot, old, c, new)
+                    raw_nonfinite(new) for *_, new in r.accumulations
                 )
             if bad:
                 return self.step(k)
