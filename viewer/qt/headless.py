@@ -71,8 +71,10 @@ def export_file(
         raise ExportError(
             f"cannot export to {out.name}: the output must end in {' or '.join(EXPORT_FORMATS)}"
         )
-    if not source.is_file():
+    if not source.exists():
         raise ExportError(f"cannot read {source}: no such file")
+    if not source.is_file():  # a FIFO or a device would block, a folder is no graph
+        raise ExportError(f"cannot read {source}: not a regular file")
     script = source.suffix.lower() in SCRIPT_SUFFIXES
     if script and not run_scripts:
         raise ScriptNotConfirmed(source)

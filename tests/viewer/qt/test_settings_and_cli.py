@@ -86,6 +86,17 @@ def test_export_png_and_svg_exit_zero(qapp, tmp_path, capsys):
     assert main(["--export", str(tmp_path / "f.png"), "--phase", "forward", TANH]) == 0
 
 
+def test_export_of_a_fifo_or_a_folder_says_it_is_not_a_file(qapp, tmp_path, capsys):
+    import os
+
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    for source in (fifo, tmp_path):
+        assert main(["--export", str(tmp_path / "a.png"), str(source)]) != 0
+        err = capsys.readouterr().err
+        assert "not a regular file" in err and "no such file" not in err, err
+
+
 def test_export_errors_exit_non_zero_with_a_message(qapp, tmp_path, capsys):
     missing = tmp_path / "missing.expr"
     assert main(["--export", str(tmp_path / "a.png"), str(missing)]) != 0
