@@ -1,0 +1,143 @@
+"""Find: a node by its name, op or scope path, case ignored, matches in id order, cycling."""
+
+import numpy as np
+
+from viewer.model.expression import evaluate
+from viewer.model.find import FindCursor, FindIndex, match_summary
+from viewer.model.graph_layout import compute_layout
+from viewer.model.scene import Scene
+
+
+class _ScopedTrace:
+    """A trace-like reader with scope paths (as the engine records them since issue 13)."""
+
+    def __init__(self):
+        self._nodes = {
+            0: {"kind": "variable", "name": "x", "op": None, "scope": ""},
+            1: {"kind": "function", "name": None, "op": "Linear", "scope": "Net/fc1"},
+            2: {"kind": "variable", "name": None, "op": None, "scope": "Net/fc1"},
+            3: {"kind": "function", "name": None, "op": "Sigmoid", "scope": "Net"},
+            4: {"kind": "variable", "name": "hidden", "op": None, "scope": "Net"},
+            5: {"kind": "function", "name": None, "op": "Linear", "scope": "Net/fc2"},
+            6: {"kind": "variable", "name": "y", "op": None, "scope": "Net/fc2"},
+        }
+
+    @property
+    def variables(self):
+        return [n for n, a in self._nodes.items() if a["kind"] == "variable"]
+
+    @property
+    def functions(self):
+        return [n for n, a in self._nodes.items() if a["kind"] == "function"]
+
+    def node(self, nid):
+        return dict(self._nodes[nid])
+
+
+def _scene(text):
+    trace = evaluate(text).trace
+    return trace, Scene(trace, compute_layout(trace))
+
+
+def test_finds_by_name_and_op_case_insensitively_in_id_order():
+    trace, scene = _scene("x = 0.5\nw = 2.0\ny = square(exp(square(x))) * w")
+    index = FindIndex(trace, scene)
+    squares = index.search("SQUARE")
+    ops = [trace.node(int(n))["op"] for n in squares]
+    assert ops == ["Square", "Square"]
+    assert list(squares) == sorted(squares)
+    (w,) = index.search(" W ")
+    assert trace.node(int(w))["name"] == "w"
+    assert len(index.search("x")) == 2  # the leaf x and the op Exp
+    assert len(index.search("xp")) == 1  # a substring of Exp
+    assert len(index.search("nothing like it")) == 0
+    assert len(index.search("")) == 0
+    assert len(index.search("   ")) == 0
+
+
+def test_finds_by_scope_path_and_by_id():
+    index = FindIndex(_ScopedTrace())
+    assert list(index.search("net/fc1")) == [1, 2]
+    assert list(index.search("fc")) == [1, 2, 5, 6]
+    assert list(index.search("net")) == [1, 2, 3, 4, 5, 6]
+    assert list(index.search("linear")) == [1, 5]
+    assert list(index.search("#4")) == [4]
+    assert list(index.search("#40")) == []
+    # a match never spans two fields: 'x' then the op of the next field
+    assert list(index.search("hiddennet")) == []
+
+
+def test_a_trace_without_scopes_is_searched_by_name_and_op():
+    trace, scene = _scene("x = 0.5\ny = tanh(x)")
+    assert "scope" not in trace.node(0) or trace.node(0)["scope"] == ""
+    assert len(FindIndex(trace, scene).search("tanh")) == 1
+    assert len(FindIndex(trace, None).search("tanh")) == 1
+
+
+def test_nodes_the_scene_shows_but_the_trace_does_not_list_are_searched_by_shown_name():
+    trace = _ScopedTrace()
+
+    class _SceneWithModule:
+        node_ids = np.array([0, 3, 4, 100])
+        names = ("x", "Sigmoid", "hidden", "fc1")
+        kinds = ("variable", "function", "variable", "module")
+
+    index = FindIndex(trace, _SceneWithModule())
+    assert 100 in set(index.search("fc1"))
+    assert list(index.search("sigm")) == [3]
+
+
+def test_cursor_cycles_both_ways_and_counts():
+    cursor = FindCursor()
+    cursor.set_source(_ScopedTrace())
+    seen = []
+    cursor.current_changed.connect(seen.append)
+    assert cursor.search("fc") == 1
+    assert cursor.summary() == "1 of 4"
+    assert [cursor.next(), cursor.next(), cursor.next(), cursor.next()] == [2, 5, 6, 1]
+    assert cursor.previous() == 6
+    assert cursor.summary() == "4 of 4"
+    assert seen == [1, 2, 5, 6, 1, 6]
+    assert cursor.search("zzz") is None
+    assert cursor.summary() == "no match"
+    assert cursor.next() is None and cursor.previous() is None
+    assert cursor.search("") is None and cursor.summary() == ""
+
+
+def test_a_new_graph_runs_the_query_again_and_keeps_the_current_match():
+    cursor = FindCursor()
+    first = _ScopedTrace()
+    cursor.set_source(first)
+    cursor.search("linear")
+    cursor.next()
+    assert cursor.current == 5
+    counts = []
+    cursor.matches_changed.connect(lambda c: counts.append(c.count))
+    second = _ScopedTrace()
+    cursor.set_source(second)
+    assert counts == [2] and cursor.current == 5
+    cursor.set_source(second)  # the same graph: nothing happens
+    assert counts == [2]
+
+
+def test_match_summary():
+    assert match_summary(2, 12, "fc") == "3 of 12"
+    assert match_summary(-1, 0, "fc") == "no match"
+    assert match_summary(-1, 0, " ") == ""
+
+
+def test_a_big_graph_is_searched_quickly():
+    class _Chain:
+        n = 100_000
+        variables = tuple(range(0, n, 2))
+        functions = tuple(range(1, n, 2))
+
+        def node(self, nid):
+            if nid % 2:
+                return {"kind": "function", "name": None, "op": "Exp", "scope": f"Net/b{nid % 7}"}
+            return {"kind": "variable", "name": f"v{nid}", "op": None}
+
+    index = FindIndex(_Chain())
+    hits = index.search("net/b3")
+    assert len(hits) == len([n for n in range(1, 100_000, 2) if n % 7 == 3])
+    assert len(index.search("v99998")) == 1

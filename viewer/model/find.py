@@ -1,0 +1,175 @@
+"""Find a node by its name, its op or its scope path (Ctrl+F), and step through the matches.
+
+:class:`FindIndex` holds the searchable text of every node of a trace: the variable's name, the
+name the scene shows, the Function's op and the scope path it ran in (``node(nid)["scope"]``;
+'' for a trace recorded before scopes). Every node of the trace is searched, also the ones the
+scene does not show now (inside a collapsed module box): the caller reveals a match before it
+selects it. The text is one lower-cased string, a line per node, so a query is one regular
+expression scan and a ``searchsorted`` whatever the size of the graph.
+
+:class:`FindCursor` is the find bar's state: the query, its matches in node-id order (creation
+order: inputs before what is computed from them) and which one is current ("3 of 12").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from viewer.model.signals import Signal
+
+__all__ = ["FindCursor", "FindIndex", "match_summary"]
+
+_ID_QUERY = re.compile(r"#(\d+)")
+# Joins a node's fields on its line: no query a person types contains it, so a match never
+# spans two fields.
+_FIELD_SEP = "\x1f"
+
+
+def _node_fields(attrs: dict[str, Any], shown: str) -> tuple[str, ...]:
+    name = attrs.get("name") or ""
+    op = attrs.get("op") or ""
+    scope = attrs.get("scope") or ""
+    return (str(name), str(shown), str(op), str(scope))
+
+
+class FindIndex:
+    """The searchable text of every node of ``trace`` and of ``scene`` (optional).
+
+    ``scene`` adds the names it displays (a Function's op, a module box's name) and the nodes it
+    shows that the trace may not list itself (module boxes)."""
+
+    def __init__(self, trace: Any, scene: Any = None) -> None:
+        ids: list[int] = []
+        if trace is not None:
+            ids = [int(n) for n in (*trace.variables, *trace.functions)]
+        shown: dict[int, str] = {}
+        kinds: dict[int, str] = {}
+        if scene is not None:
+            for nid, name, kind in zip(scene.node_ids, scene.names, scene.kinds, strict=False):
+                shown[int(nid)] = name or ""
+                kinds[int(nid)] = kind
+        known = set(ids)
+        ids += [nid for nid in shown if nid not in known]
+        self.node_ids: NDArray[np.int64] = np.unique(np.asarray(ids, dtype=np.int64))
+        lines = []
+        for nid in self.node_ids:
+            nid = int(nid)
+            attrs: dict[str, Any] = {}
+            if trace is not None and (nid in known):
+                attrs = trace.node(nid)
+            elif nid in kinds:
+                attrs = {"kind": kinds[nid]}
+            lines.append(_FIELD_SEP.join(_node_fields(attrs, shown.get(nid, ""))))
+        self._text = "\n".join(lines).lower()
+        lengths = np.fromiter((len(line) + 1 for line in lines), dtype=np.int64, count=len(lines))
+        self._starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(lines) else lengths
+
+    def __len__(self) -> int:
+        return len(self.node_ids)
+
+    def search(self, query: str) -> NDArray[np.int64]:
+        """The node ids whose name, shown name, op or scope path contains ``query`` (case
+        ignored; surrounding spaces too), in id order. ``#12`` finds node 12. An empty query
+        finds nothing."""
+        query = query.strip().lower()
+        if not query or len(self.node_ids) == 0:
+            return np.zeros(0, dtype=np.int64)
+        by_id = _ID_QUERY.fullmatch(query)
+        if by_id is not None:
+            nid = int(by_id.group(1))
+            hit = self.node_ids[np.searchsorted(self.node_ids, nid) :][:1]
+            return hit[hit == nid]
+        offsets = [m.start() for m in re.finditer(re.escape(query), self._text)]
+        if not offsets:
+            return np.zeros(0, dtype=np.int64)
+        rows = np.searchsorted(self._starts, np.asarray(offsets, dtype=np.int64), side="right") - 1
+        return self.node_ids[np.unique(rows)]
+
+
+def match_summary(position: int, count: int, query: str) -> str:
+    """The find bar's count: '3 of 12', 'no match', or '' before anything is typed."""
+    if not query.strip():
+        return ""
+    if count == 0:
+        return "no match"
+    return f"{position + 1} of {count}"
+
+
+class FindCursor:
+    """A query, its matches and the current one; ``next`` and ``previous`` wrap around.
+
+    Signals: ``matches_changed(cursor)`` (a new query or a new graph), ``current_changed(node
+    id | None)`` (the match to show moved)."""
+
+    def __init__(self) -> None:
+        self.matches_changed = Signal("matches_changed")
+        self.current_changed = Signal("current_changed")
+        self._index: FindIndex | None = None
+        self._source: tuple[Any, Any] = (None, None)
+        self.query = ""
+        self.matches: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self.position = -1
+
+    # ------------------------------------------------------------------ source
+    def set_source(self, trace: Any, scene: Any = None) -> None:
+        """Search another graph (built lazily, on the first query); the query is run again
+        there, and the current match stays if the new graph has it."""
+        if self._source[0] is trace and self._source[1] is scene:
+            return
+        self._source = (trace, scene)
+        self._index = None
+        if self.query.strip():
+            current = self.current
+            self._run(self.query, keep=current)
+
+    @property
+    def index(self) -> FindIndex:
+        if self._index is None:
+            self._index = FindIndex(*self._source)
+        return self._index
+
+    # ------------------------------------------------------------------ queries
+    def search(self, query: str) -> int | None:
+        """Find ``query``; the first match becomes current. Returns it (None: no match)."""
+        self._run(query, keep=None)
+        return self.current
+
+    def _run(self, query: str, keep: int | None) -> None:
+        self.query = query
+        self.matches = self.index.search(query) if query.strip() else np.zeros(0, np.int64)
+        position = 0 if len(self.matches) else -1
+        if keep is not None and len(self.matches):
+            at = int(np.searchsorted(self.matches, keep))
+            if at < len(self.matches) and self.matches[at] == keep:
+                position = at
+        self.position = position
+        self.matches_changed.emit(self)
+        self.current_changed.emit(self.current)
+
+    @property
+    def count(self) -> int:
+        return len(self.matches)
+
+    @property
+    def current(self) -> int | None:
+        return int(self.matches[self.position]) if 0 <= self.position < self.count else None
+
+    def next(self) -> int | None:
+        return self._move(+1)
+
+    def previous(self) -> int | None:
+        return self._move(-1)
+
+    def _move(self, delta: int) -> int | None:
+        if self.count == 0:
+            return None
+        self.position = (self.position + delta) % self.count
+        self.current_changed.emit(self.current)
+        return self.current
+
+    def summary(self) -> str:
+        return match_summary(self.position, self.count, self.query)
