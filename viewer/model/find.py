@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from autodiff.trace import TraceReader
+from viewer.model.scene import Scene
 from viewer.model.signals import Signal
 
 __all__ = ["FindCursor", "FindIndex", "match_summary"]
@@ -42,7 +44,7 @@ class FindIndex:
     ``scene`` adds the names it displays (a Function's op, a module box's name) and the nodes it
     shows that the trace may not list itself (module boxes)."""
 
-    def __init__(self, trace: Any, scene: Any = None) -> None:
+    def __init__(self, trace: TraceReader | None, scene: Scene | None = None) -> None:
         ids: list[int] = []
         if trace is not None:
             ids = [int(n) for n in (*trace.variables, *trace.functions)]
@@ -109,13 +111,13 @@ class FindCursor:
         self.matches_changed = Signal("matches_changed")
         self.current_changed = Signal("current_changed")
         self._index: FindIndex | None = None
-        self._source: tuple[Any, Any] = (None, None)
+        self._source: tuple[TraceReader | None, Scene | None] = (None, None)
         self.query = ""
         self.matches: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.position = -1
 
     # ------------------------------------------------------------------ source
-    def set_source(self, trace: Any, scene: Any = None) -> None:
+    def set_source(self, trace: TraceReader | None, scene: Scene | None = None) -> None:
         """Search another graph (built lazily, on the first query); the query is run again
         there, and the current match stays if the new graph has it."""
         if self._source[0] is trace and self._source[1] is scene:

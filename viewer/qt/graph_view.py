@@ -58,6 +58,7 @@ class GraphView(pg.GraphicsView):
     """The autodiff graph, top (inputs) to bottom (outputs)."""
 
     node_clicked = QtCore.Signal(int)
+    view_changed = QtCore.Signal()  # the visible part of the graph moved: pan, zoom, resize
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
@@ -84,6 +85,8 @@ class GraphView(pg.GraphicsView):
         self._box.clicked.connect(self._on_clicked)
         self._box.sigTransformChanged.connect(self._on_zoom)
         self._box.sigResized.connect(self._on_zoom)
+        # the range is set at once, the transform only at the next paint
+        self._box.sigRangeChanged.connect(self._on_range)
         self._follow = True
         self._follow_animated = True
         self._pan = QtCore.QVariantAnimation(self)
@@ -234,11 +237,19 @@ class GraphView(pg.GraphicsView):
 
     def center_on(self, node: int) -> None:
         if 0 <= node < self._geometry.n_nodes:
-            self._pan.stop()
             x, y = self._geometry.positions[node]
-            rect = self._box.viewRect()
-            rect.moveCenter(QtCore.QPointF(float(x), float(y)))
-            self._box.setRange(rect=rect, padding=0)
+            self.center_at(float(x), float(y))
+
+    def center_at(self, x: float, y: float) -> None:
+        """Pan (never zoom) so the point (x, y) in layout units is in the middle."""
+        self._pan.stop()
+        rect = self._box.viewRect()
+        rect.moveCenter(QtCore.QPointF(float(x), float(y)))
+        self._box.setRange(rect=rect, padding=0)
+
+    def visible_rect(self) -> QtCore.QRectF:
+        """The part of the graph in view, in layout units."""
+        return self._box.viewRect()
 
     # ----------------------------------------------------------------- following the step
     def set_follow(self, enabled: bool, animated: bool | None = None) -> None:
@@ -316,6 +327,10 @@ class GraphView(pg.GraphicsView):
         px = self._box.viewPixelSize()[0]
         if px > 0 and np.isfinite(px):
             self._nodes.set_pixels_per_unit(1.0 / px)
+        self.view_changed.emit()
+
+    def _on_range(self, *args: object) -> None:
+        self.view_changed.emit()
 
     # ----------------------------------------------------------------- interaction
     def _on_clicked(self, point: QtCore.QPointF) -> None:

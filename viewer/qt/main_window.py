@@ -35,6 +35,8 @@ from viewer.qt.editor_binding import EditorBinding
 from viewer.qt.example_binding import ExampleBinding
 from viewer.qt.example_library import ExampleLibrary
 from viewer.qt.expression_runner import ExpressionRunner
+from viewer.qt.find_bar import FindBar
+from viewer.qt.find_binding import FindBinding
 from viewer.qt.gradcheck_binding import GradCheckBinding
 from viewer.qt.gradcheck_panel import GradCheckPanel
 from viewer.qt.graph_view import GraphView
@@ -47,6 +49,8 @@ from viewer.qt.leak_panel import LeakPanel
 from viewer.qt.legend import LegendWidget
 from viewer.qt.menus import SHORTCUTS, build_menus
 from viewer.qt.nonfinite_binding import NonfiniteBinding
+from viewer.qt.overview import Overview
+from viewer.qt.overview_binding import OverviewBinding
 from viewer.qt.playback_bar import SPEEDS, PlaybackBar
 from viewer.qt.plot_binding import PlotBinding
 from viewer.qt.plot_panel import PlotPanel
@@ -119,6 +123,8 @@ class MainWindow(QtWidgets.QMainWindow):
         # ---- the panels
         self.graph_view = GraphView(self)
         self.setCentralWidget(self.graph_view)
+        self.find_bar = FindBar(self.graph_view)  # both float over the graph
+        self.overview = Overview(self.graph_view)
         self.editor = EditorPanel(self)
         self.variables = VariablesTable(self)
         self.examples = ExampleLibrary(self)
@@ -183,6 +189,8 @@ class MainWindow(QtWidgets.QMainWindow):
             doc, self.gradcheck_panel, docks["gradCheckPanel"], scene, self
         )
         self.nonfinite_binding = NonfiniteBinding(doc, scene, status_bar, self)
+        self.find_binding = FindBinding(doc, self.find_bar, scene, status_bar, self)
+        self.overview_binding = OverviewBinding(doc, self.overview, self.graph_view, scene, self)
         self.editor_binding = EditorBinding(
             doc, self.editor, docks["editorDock"], self.settings, self
         )
@@ -464,6 +472,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if isinstance(app, QtWidgets.QApplication):
             apply_theme(app, self._theme)
         self.graph_view.set_theme(self._theme)
+        self.overview.set_theme(self._theme)
         self.playback_bar.set_icon_colour(self._theme.text)
         self.editor.run_button.setIcon(media_icon("play", self._theme.text))
         self.editor.set_error_colour(self._theme.error)

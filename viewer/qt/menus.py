@@ -55,9 +55,15 @@ SHORTCUTS: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "slower": (("[",), "Play slower"),
     "faster": (("]",), "Play faster"),
+    "find": (
+        ("Ctrl+F",),
+        "Find a node by name, op or scope path (Enter: next match, Shift+Enter: previous, "
+        "Esc: close)",
+    ),
     "fit": (("F",), "Fit the graph in the view"),
     "zoom_in": (("Ctrl+=", "Ctrl++"), "Zoom in (or the mouse wheel)"),
     "zoom_out": (("Ctrl+-",), "Zoom out"),
+    "overview": (("Ctrl+M",), "Show or hide the overview of the whole graph"),
     "shortcuts": (("F1",), "Show the keyboard shortcuts"),
 }
 
@@ -144,6 +150,8 @@ def build_menus(window: MainWindow) -> dict[str, QtGui.QAction]:
     edit_menu.addSeparator()
     action("run", "&Run the Program", window.run_program, edit_menu)
     action("reset_leaves", "Reset the Leaf Values", doc.reset_leaf_values, edit_menu)
+    edit_menu.addSeparator()
+    action("find", "&Find a Node…", window.find_binding.open, edit_menu)
 
     # ---------------------------------------------------------------- View
     view_menu = bar.addMenu("&View")
@@ -151,6 +159,7 @@ def build_menus(window: MainWindow) -> dict[str, QtGui.QAction]:
     action("zoom_in", "Zoom &In", lambda: window.graph_view.zoom_by(1.25), view_menu)
     action("zoom_out", "Zoom &Out", lambda: window.graph_view.zoom_by(0.8), view_menu)
     actions["follow_step"] = _follow_action(window, view_menu)
+    actions["overview"] = _overview_action(window, view_menu)
     view_menu.addSeparator()
     theme_menu = view_menu.addMenu("&Theme")
     group = QtGui.QActionGroup(window)
@@ -233,6 +242,28 @@ def _follow_action(window: MainWindow, menu: QtWidgets.QMenu) -> QtGui.QAction:
     def toggled(on: bool) -> None:
         window.graph_view.set_follow(on)
         window.settings.set_follow_active_step(on)
+
+    act.toggled.connect(toggled)
+    window.addAction(act)
+    menu.addAction(act)
+    return act
+
+
+def _overview_action(window: MainWindow, menu: QtWidgets.QMenu) -> QtGui.QAction:
+    """View > Overview: checkable, kept in the settings, shows or hides the minimap."""
+    act = QtGui.QAction("&Overview", window)
+    act.setObjectName("action_overview")
+    act.setCheckable(True)
+    keys, tip = SHORTCUTS["overview"]
+    act.setShortcuts([QtGui.QKeySequence(k) for k in keys])
+    act.setStatusTip(tip)
+    act.setToolTip(f"{tip} ({keys[0]})")
+    act.setChecked(window.settings.overview_shown())
+    window.overview.set_shown(act.isChecked())
+
+    def toggled(on: bool) -> None:
+        window.overview.set_shown(on)
+        window.settings.set_overview_shown(on)
 
     act.toggled.connect(toggled)
     window.addAction(act)

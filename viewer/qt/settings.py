@@ -1,5 +1,6 @@
 """What survives a restart: window geometry and dock state, recent files, the editor's text,
-the theme, whether the graph follows the active step, and the playback speed, stored with
+the theme, whether the graph follows the active step and shows its overview, and the
+playback speed, stored with
 QSettings (an INI file in the user's config folder).
 
 Tests point the whole thing elsewhere with ``QSettings.setPath`` (or pass their own QSettings).
@@ -96,6 +97,19 @@ class AppSettings:
 
     def set_follow_active_step(self, on: bool) -> None:
         self.store.setValue("view/followActiveStep", bool(on))
+
+    def overview_shown(self) -> bool:
+        """Whether the graph view shows its overview (minimap); default on."""
+        return self._flag("view/overview", True)
+
+    def set_overview_shown(self, on: bool) -> None:
+        self.store.setValue("view/overview", bool(on))
+
+    def _flag(self, key: str, default: bool) -> bool:
+        value = self.store.value(key, default)
+        if isinstance(value, str):  # an INI file gives back text
+            return value.strip().lower() not in ("false", "0", "no", "off")
+        return bool(value)
 
     def speed(self) -> float | None:
         value = self.store.value("playback/speed")

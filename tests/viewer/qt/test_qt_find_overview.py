@@ -1,0 +1,190 @@
+"""Ctrl+F finds nodes (selects and centres the match, Enter cycles, Esc closes) and the
+overview shows the whole graph, follows pan and zoom, and a click in it moves the view."""
+
+import numpy as np
+from PySide6 import QtCore, QtWidgets
+
+from viewer.model.overview import overview_map, rasterise
+from viewer.qt.find_bar import FindBar
+from viewer.qt.overview import Overview
+from viewer.qt.settings import AppSettings
+
+PROGRAM = "x = 0.5\nw = 2.0\ny = square(exp(square(x))) * w + square(w)"
+
+
+def _squares(window):
+    scene = window.document.scene
+    return [int(n) for n, name in zip(scene.node_ids, scene.names, strict=True) if name == "Square"]
+
+
+def _centre(window):
+    return window.graph_view.visible_rect().center()
+
+
+def _at(window, node_id):
+    scene = window.document.scene
+    x, y = scene.geometry.positions[scene.index_of(node_id)]
+    c = _centre(window)
+    return abs(c.x() - x) < 1e-6 and abs(c.y() - y) < 1e-6
+
+
+def _open_find(qtbot, window):
+    window.graph_view.setFocus()
+    qtbot.keyClick(
+        window.graph_view, QtCore.Qt.Key.Key_F, QtCore.Qt.KeyboardModifier.ControlModifier
+    )
+    field = window.findChild(QtWidgets.QLineEdit, "findField")
+    assert field is not None and field.isVisible() and field.hasFocus()
+    return field
+
+
+def test_ctrl_f_opens_the_bar_typing_selects_and_centres_enter_cycles(qtbot, window):
+    assert window.run_program(PROGRAM)
+    window.graph_view.zoom_by(4.0)
+    squares = _squares(window)
+    assert len(squares) == 3
+    field = _open_find(qtbot, window)
+    count = window.findChild(QtWidgets.QLabel, "findCount")
+    qtbot.keyClicks(field, "squ")
+    assert window.document.selection == squares[0]
+    assert _at(window, squares[0])
+    assert count.text() == "1 of 3"
+    qtbot.keyClick(field, QtCore.Qt.Key.Key_Return)
+    assert window.document.selection == squares[1] and _at(window, squares[1])
+    assert count.text() == "2 of 3"
+    qtbot.keyClick(field, QtCore.Qt.Key.Key_Return)
+    qtbot.keyClick(field, QtCore.Qt.Key.Key_Return)  # wraps around
+    assert window.document.selection == squares[0] and count.text() == "1 of 3"
+    qtbot.keyClick(field, QtCore.Qt.Key.Key_Return, QtCore.Qt.KeyboardModifier.ShiftModifier)
+    assert window.document.selection == squares[2] and count.text() == "3 of 3"
+    # the playback keys are the field's while it has the focus
+    index = window.document.playback.index
+    qtbot.keyClick(field, QtCore.Qt.Key.Key_Left)
+    qtbot.keyClick(field, QtCore.Qt.Key.Key_Space)
+    assert window.document.playback.index == index and not window.document.playback.playing
+    qtbot.keyClick(field, QtCore.Qt.Key.Key_Escape)
+    assert not window.find_bar.isVisible()
+    assert window.document.selection == squares[2]  # the last match stays selected
+
+
+def test_the_buttons_no_match_and_a_new_graph(qtbot, window):
+    assert window.run_program(PROGRAM)
+    field = _open_find(qtbot, window)
+    bar = window.find_bar
+    qtbot.keyClicks(field, "w")
+    (w,) = [
+        int(n)
+        for n, name in zip(window.document.scene.node_ids, window.document.scene.names, strict=True)
+        if name == "w"
+    ]
+    assert window.document.selection == w
+    qtbot.keyClicks(field, "zz")
+    assert bar.count_label.text() == "no match"
+    assert not bar.next_button.isEnabled()
+    assert window.document.selection == w  # nothing found: the selection stays
+    field.clear()
+    qtbot.keyClicks(field, "exp")
+    assert bar.count_label.text() == "1 of 1"
+    qtbot.mouseClick(bar.next_button, QtCore.Qt.MouseButton.LeftButton)
+    assert bar.count_label.text() == "1 of 1"
+    # another graph: the query runs again there
+    assert window.run_program("x = 0.5\ny = exp(x) + exp(x * x)")
+    assert bar.count_label.text() == "1 of 2"
+    qtbot.mouseClick(bar.close_button, QtCore.Qt.MouseButton.LeftButton)
+    assert not bar.isVisible()
+
+
+def test_a_match_is_revealed_first_when_the_document_can(qtbot, window):
+    assert window.run_program(PROGRAM)
+    revealed = []
+    window.document.reveal = lambda nid: revealed.append(nid) or True
+    field = _open_find(qtbot, window)
+    qtbot.keyClicks(field, "exp")
+    assert revealed and revealed[-1] == window.document.selection  # one per keystroke
+
+
+def test_find_bar_keys_alone(qtbot):
+    host = QtWidgets.QWidget()
+    qtbot.addWidget(host)
+    host.resize(500, 300)
+    host.show()
+    bar = FindBar(host)
+    bar.open_bar()
+    assert bar.isVisible() and bar.geometry().right() <= host.width()
+    seen = []
+    bar.next_requested.connect(lambda: seen.append("next"))
+    bar.previous_requested.connect(lambda: seen.append("previous"))
+    bar.closed.connect(lambda: seen.append("closed"))
+    qtbot.keyClick(bar.field, QtCore.Qt.Key.Key_Enter)
+    qtbot.keyClick(bar.field, QtCore.Qt.Key.Key_Return, QtCore.Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClick(bar.field, QtCore.Qt.Key.Key_Escape)
+    assert seen == ["next", "previous", "closed"]
+
+
+# ------------------------------------------------------------------ the overview
+def test_overview_is_shown_and_its_rectangle_follows_pan_and_zoom(qtbot, window):
+    assert window.load_example("goldstein") is True
+    overview = window.findChild(Overview, "overview")
+    assert overview is not None
+    qtbot.waitUntil(overview.isVisible)
+    view = window.graph_view
+    r = overview.geometry()
+    assert r.right() <= view.width() and r.bottom() <= view.height()
+    overview.repaint()
+    whole = overview.viewport_pixels()
+    view.zoom_by(3.0)
+    zoomed = overview.viewport_pixels()
+    assert zoomed.width() < whole.width() / 2
+    rect = view.visible_rect()
+    view.view_box.translateBy(x=rect.width() / 2, y=0)
+    moved = overview.viewport_pixels()
+    assert moved.center().x() > zoomed.center().x() + 1
+    image = overview.grab().toImage()
+    assert not image.isNull()
+
+
+def test_a_click_in_the_overview_centres_the_view_there(qtbot, window):
+    assert window.load_example("goldstein") is True
+    overview = window.overview
+    qtbot.waitUntil(overview.isVisible)
+    window.graph_view.zoom_by(4.0)
+    overview.repaint()
+    point = QtCore.QPoint(overview.width() // 5, overview.height() // 2)
+    qtbot.mouseClick(overview, QtCore.Qt.MouseButton.LeftButton, pos=point)
+    x, y = overview.map.to_layout(point.x(), point.y())
+    c = window.graph_view.visible_rect().center()
+    assert abs(c.x() - x) < 1e-3 and abs(c.y() - y) < 1e-3
+    qtbot.mousePress(overview, QtCore.Qt.MouseButton.LeftButton, pos=point)
+    end = QtCore.QPoint(overview.width() * 4 // 5, overview.height() // 2)
+    qtbot.mouseMove(overview, end)
+    qtbot.mouseRelease(overview, QtCore.Qt.MouseButton.LeftButton, pos=end)
+    assert window.graph_view.visible_rect().center().x() > c.x()
+
+
+def test_overview_marks_the_step_and_the_toggle_is_remembered(qtbot, window):
+    assert window.load_example("goldstein") is True
+    overview = window.overview
+    window.document.playback.to_end()
+    assert len(overview._active) > 0
+    act = window.actions["overview"]
+    assert act.shortcut().toString() == "Ctrl+M" and act.isChecked()
+    act.trigger()
+    assert not overview.isVisible() and not AppSettings().overview_shown()
+    act.trigger()
+    assert overview.isVisible() and AppSettings().overview_shown()
+
+
+def test_rasterise_covers_boxes_and_edges():
+    positions = np.array([[0.0, 0.0], [10.0, 5.0]])
+    half = np.array([[0.5, 0.25], [0.5, 0.25]])
+    omap = overview_map((-0.5, -0.25, 10.5, 5.25), 110, 55, margin=0)
+    points = np.array([[0.0, 0.0], [10.0, 5.0]])
+    nodes, edges = rasterise(omap, positions, half, points, np.array([0, 2]))
+    assert nodes.shape == (55, 110)
+    assert nodes[2, 5] and nodes[52, 104] and not nodes[27, 55]
+    assert edges[27, 55]
+    # 100 000 nodes rasterise at once, every box at least a pixel
+    many = np.random.default_rng(0).uniform(0, 1000, (100_000, 2))
+    omap = overview_map((0, 0, 1000, 1000), 200, 200)
+    nodes, _ = rasterise(omap, many, np.full((100_000, 2), 0.1))
+    assert 0.5 < nodes.mean() <= 1.0

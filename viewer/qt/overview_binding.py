@@ -1,0 +1,58 @@
+"""Binds the overview to the graph view and the Document: the graph shown, the view's
+rectangle (pan, zoom, resize), the current step's nodes and the selection; a click in the
+overview centres the view there."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6 import QtCore
+
+from viewer.model.document import Document
+from viewer.qt.graph_view import GraphView
+from viewer.qt.overview import Overview
+from viewer.qt.scene_binding import SceneBinding
+
+__all__ = ["OverviewBinding"]
+
+
+class OverviewBinding(QtCore.QObject):
+    def __init__(
+        self,
+        document: Document,
+        overview: Overview,
+        view: GraphView,
+        scene_binding: SceneBinding,
+        parent: QtCore.QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.document = document
+        self.overview = overview
+        self.view = view
+        self.scene_binding = scene_binding
+        # connected after the SceneBinding's: the view already shows what these report
+        document.graph_loaded.connect(self._on_graph_loaded)
+        document.playback.step_changed.connect(self._on_step_changed)
+        document.selection_changed.connect(self._on_selection_changed)
+        scene_binding.scene_shown.connect(self._on_graph)
+        view.view_changed.connect(self._on_view_changed)
+        overview.centre_requested.connect(view.center_at)
+        self._on_graph()
+
+    def _on_graph_loaded(self, _document: Document) -> None:
+        self._on_graph()
+
+    def _on_graph(self) -> None:
+        self.overview.set_graph(self.view.geometry_data)
+        self._on_view_changed()
+        self._on_step_changed(self.document.playback.index)
+        self._on_selection_changed(self.document.selection)
+
+    def _on_view_changed(self) -> None:
+        self.overview.set_view_rect(self.view.visible_rect())
+
+    def _on_step_changed(self, _index: int) -> None:
+        frame = self.view.frame
+        self.overview.set_active(frame.current_nodes if frame is not None else np.zeros(0, int))
+
+    def _on_selection_changed(self, _node_id: int | None) -> None:
+        self.overview.set_selected(self.scene_binding.selected_index())
