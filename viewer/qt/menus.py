@@ -63,7 +63,10 @@ SHORTCUTS: dict[str, tuple[tuple[str, ...], str]] = {
     "fit": (("F",), "Fit the graph in the view"),
     "zoom_in": (("Ctrl+=", "Ctrl++"), "Zoom in (or the mouse wheel)"),
     "zoom_out": (("Ctrl+-",), "Zoom out"),
-    "overview": (("Ctrl+M",), "Show or hide the overview of the whole graph"),
+    "overview": (
+        ("Ctrl+M",),
+        "Show or hide the overview (the whole graph, while part of it is out of view)",
+    ),
     "shortcuts": (("F1",), "Show the keyboard shortcuts"),
 }
 

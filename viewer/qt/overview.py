@@ -28,14 +28,15 @@ def _rgba(colour: str | QtGui.QColor, alpha: int = 255) -> NDArray[np.uint8]:
 
 
 class Overview(QtWidgets.QWidget):
-    """A small map of the graph over ``host``'s bottom right corner."""
+    """A small map of the graph over ``host``'s bottom right corner, shown while part of the
+    graph is out of view (and the View menu's toggle is on)."""
 
     centre_requested = QtCore.Signal(float, float)  # a point in layout units
 
     def __init__(self, host: QtWidgets.QWidget) -> None:
         super().__init__(host)
         self.setObjectName("overview")
-        self.setToolTip("Overview: click or drag to move the view")
+        self.setToolTip("The whole graph: click or drag to move the view there")
         self.setCursor(QtCore.Qt.CursorShape.PointingHandCursor)
         self._host = host
         self._theme: Theme = LIGHT
@@ -48,6 +49,7 @@ class Overview(QtWidgets.QWidget):
         self._active = np.zeros((0, 2))
         self._selected: NDArray[np.float64] | None = None
         self._enabled = True
+        self._whole = False  # the view shows the whole graph
         host.installEventFilter(self)
         self.hide()
 
@@ -57,6 +59,7 @@ class Overview(QtWidgets.QWidget):
             return
         self._geometry = geometry
         self._bounds = geometry.bounds()
+        self._whole = self._shows_whole_graph()
         self._active = np.zeros((0, 2))
         self._selected = None
         self._image = None
@@ -68,9 +71,21 @@ class Overview(QtWidgets.QWidget):
         self.update()
 
     def set_view_rect(self, rect: QtCore.QRectF) -> None:
-        """The part of the graph the view shows, in layout units."""
+        """The part of the graph the view shows, in layout units. While that is all of it,
+        the overview has nothing to add and steps aside."""
         self._view_rect = QtCore.QRectF(rect)
+        whole = self._shows_whole_graph()
+        if whole != self._whole:
+            self._whole = whole
+            self._place()
         self.update()
+
+    def _shows_whole_graph(self) -> bool:
+        r = self._view_rect
+        if r.isEmpty():
+            return False
+        x0, y0, x1, y1 = self._bounds
+        return r.left() <= x0 and r.top() <= y0 and r.right() >= x1 and r.bottom() >= y1
 
     def set_active(self, nodes: NDArray[np.integer]) -> None:
         """The current step's nodes (indexes), marked on the map."""
@@ -90,7 +105,7 @@ class Overview(QtWidgets.QWidget):
         self.update()
 
     def set_shown(self, on: bool) -> None:
-        """The View menu's toggle: shown whenever there is a graph, or never."""
+        """The View menu's toggle: shown while part of the graph is out of view, or never."""
         self._enabled = bool(on)
         self._place()
 
@@ -107,7 +122,13 @@ class Overview(QtWidgets.QWidget):
     def _place(self) -> None:
         geo = self._geometry
         host = self._host.rect()
-        if not self._enabled or geo is None or geo.n_nodes == 0 or host.width() < 160:
+        if (
+            not self._enabled
+            or geo is None
+            or geo.n_nodes == 0
+            or self._whole
+            or host.width() < 160
+        ):
             self.hide()
             return
         longest = int(min(_LONGEST, host.width() * 0.28, host.height() * 0.4))
@@ -132,8 +153,8 @@ class Overview(QtWidgets.QWidget):
         theme = self._theme
         pixels = np.empty((h, w, 4), dtype=np.uint8)
         pixels[:] = _rgba(theme.graph_background, 225)
-        pixels[edges] = _rgba(theme.edge, 255)
-        pixels[nodes] = _rgba(theme.text, 255)
+        pixels[edges] = _rgba(theme.mid, 255)
+        pixels[nodes] = _rgba(theme.edge, 255)
         self._pixels = np.ascontiguousarray(pixels)
         self._image = QtGui.QImage(
             self._pixels.data, w, h, 4 * w, QtGui.QImage.Format.Format_RGBA8888

@@ -122,19 +122,23 @@ def test_find_bar_keys_alone(qtbot):
 
 
 # ------------------------------------------------------------------ the overview
-def test_overview_is_shown_and_its_rectangle_follows_pan_and_zoom(qtbot, window):
+def test_overview_shows_while_part_of_the_graph_is_out_of_view_and_follows_pan_and_zoom(
+    qtbot, window
+):
     assert window.load_example("goldstein") is True
     overview = window.findChild(Overview, "overview")
     assert overview is not None
-    qtbot.waitUntil(overview.isVisible)
     view = window.graph_view
+    assert not overview.isVisible()  # the whole graph is in view: nothing to add
+    view.zoom_by(2.0)
+    qtbot.waitUntil(overview.isVisible)
     r = overview.geometry()
     assert r.right() <= view.width() and r.bottom() <= view.height()
     overview.repaint()
-    whole = overview.viewport_pixels()
-    view.zoom_by(3.0)
+    before = overview.viewport_pixels()
+    view.zoom_by(2.0)
     zoomed = overview.viewport_pixels()
-    assert zoomed.width() < whole.width() / 2
+    assert zoomed.width() < before.width() * 0.6
     rect = view.visible_rect()
     view.view_box.translateBy(x=rect.width() / 2, y=0)
     moved = overview.viewport_pixels()
@@ -146,8 +150,8 @@ def test_overview_is_shown_and_its_rectangle_follows_pan_and_zoom(qtbot, window)
 def test_a_click_in_the_overview_centres_the_view_there(qtbot, window):
     assert window.load_example("goldstein") is True
     overview = window.overview
-    qtbot.waitUntil(overview.isVisible)
     window.graph_view.zoom_by(4.0)
+    qtbot.waitUntil(overview.isVisible)
     overview.repaint()
     point = QtCore.QPoint(overview.width() // 5, overview.height() // 2)
     qtbot.mouseClick(overview, QtCore.Qt.MouseButton.LeftButton, pos=point)
@@ -170,8 +174,12 @@ def test_overview_marks_the_step_and_the_toggle_is_remembered(qtbot, window):
     assert act.shortcut().toString() == "Ctrl+M" and act.isChecked()
     act.trigger()
     assert not overview.isVisible() and not AppSettings().overview_shown()
+    window.graph_view.zoom_by(3.0)
+    assert not overview.isVisible()
     act.trigger()
     assert overview.isVisible() and AppSettings().overview_shown()
+    window.graph_view.fit()
+    assert not overview.isVisible()
 
 
 def test_rasterise_covers_boxes_and_edges():
