@@ -95,11 +95,12 @@ def rasterise(
         r1 = np.clip(np.maximum(np.ceil(bottom), r0 + 1), 1, h).astype(np.intp)
         # Boxes as a 2-D difference array: +1 at the top left, -1 past each side, +1 past the
         # far corner; the running sums along both axes count the boxes over each pixel.
-        diff = np.zeros((h + 1, w + 1), dtype=np.int32)
-        np.add.at(diff, (r0, c0), 1)
-        np.add.at(diff, (r0, c1), -1)
-        np.add.at(diff, (r1, c0), -1)
-        np.add.at(diff, (r1, c1), 1)
+        size = (h + 1) * (w + 1)
+        corners = [
+            np.bincount(r * (w + 1) + c, minlength=size)
+            for r, c in ((r0, c0), (r0, c1), (r1, c0), (r1, c1))
+        ]
+        diff = (corners[0] - corners[1] - corners[2] + corners[3]).reshape(h + 1, w + 1)
         nodes = diff.cumsum(axis=0).cumsum(axis=1)[:h, :w] > 0
     if edge_points is not None and edge_offsets is not None and len(edge_points) > 1:
         edges = _edge_mask(omap, np.asarray(edge_points, float), np.asarray(edge_offsets))

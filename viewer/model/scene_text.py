@@ -23,6 +23,7 @@ __all__ = [
     "accumulation_text",
     "format_snapshot",
     "label_detail",
+    "named_at_any_zoom",
     "node_name",
     "nonfinite_badge",
 ]
@@ -80,6 +81,16 @@ def label_detail(pixels_per_unit: float, n_nodes: int = 0) -> int:
         return 0
     full_at = 70 if n_nodes <= 2000 else 110
     return 1 if pixels_per_unit < full_at else 2
+
+
+# The kinds of node whose name is drawn at any zoom (a collapsed module box names what it
+# hides); a graph without such nodes draws no label below label_detail's threshold.
+NAMED_KINDS = ("module",)
+
+
+def named_at_any_zoom(kinds: Sequence[str]) -> NDArray[np.bool_]:
+    """Which nodes keep their name when the view is zoomed out too far for labels."""
+    return np.fromiter((k in NAMED_KINDS for k in kinds), dtype=bool, count=len(kinds))
 
 
 def node_name(attrs: Mapping[str, Any]) -> str:

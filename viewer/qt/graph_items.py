@@ -29,6 +29,11 @@ MAX_LABELS = 1500
 PARTIAL_REPAINT_LIMIT = 256
 # The most lines a label has (Scene.label: name, shape, value, gradient).
 MAX_LABEL_LINES = 4
+# Zoomed out past labels (label_detail 0), a node still named at any zoom (a module box) or
+# one whose box is still this tall on screen shows its name, at most this wide, in a pill.
+READABLE_BOX_PX = 12.0
+NAME_FONT_PX = 11
+NAME_MAX_PX = 160
 
 
 _SHAPE_LINE = re.compile(r"\d+(x\d+)*")
@@ -427,6 +432,13 @@ class LabelLayer(pg.GraphicsObject):
         self._elided: dict[tuple[str, int, int, int], str] = {}
         self._max_lines = MAX_LABEL_LINES
         self._painted_pixel_size = 0
+        self._named = np.zeros(0, dtype=bool)
+        self._name_pad_px = 0.0  # how far a name's pill may reach out of its box
+        self._padded: QtCore.QRectF | None = None
+        self._name_text = QtGui.QColor("#1d1f23")
+        self._name_back = QtGui.QColor(251, 251, 252, 215)
+        self._painted_names = 0
+        self._names: dict[str, tuple[str, int]] = {}  # a name -> (elided, width in pixels)
         self.setAcceptedMouseButtons(QtCore.Qt.MouseButton.NoButton)
         # Makes option.exposedRect the area being repainted, not the whole graph.
         self.setFlag(self.GraphicsItemFlag.ItemUsesExtendedStyleOption, True)
@@ -450,7 +462,35 @@ class LabelLayer(pg.GraphicsObject):
             self._bounds = QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1])
         else:
             self._bounds = QtCore.QRectF()
+        self._named = np.zeros(len(self._positions), dtype=bool)
+        self._name_pad_px = 0.0
+        self._padded = None
         self.update()
+
+    def set_named(self, named: NDArray[np.bool_]) -> None:
+        """The nodes whose name is drawn at any zoom (modules; :func:`named_at_any_zoom`)."""
+        named = np.asarray(named, dtype=bool).reshape(-1)
+        mask = np.zeros(len(self._positions), dtype=bool)
+        mask[: min(len(named), len(mask))] = named[: len(mask)]
+        self.prepareGeometryChange()
+        self._named = mask
+        self._name_pad_px = NAME_MAX_PX / 2 + 6 if mask.any() else 0.0
+        self._padded = None
+        self.update()
+
+    def set_name_colours(self, text: QtGui.QColor | str, background: QtGui.QColor | str) -> None:
+        """The colours of the names drawn zoomed out: the theme's text on its graph
+        background (the pill may reach past the node, onto the background)."""
+        self._name_text = QtGui.QColor(text)
+        back = QtGui.QColor(background)
+        back.setAlpha(215)
+        self._name_back = back
+        self.update()
+
+    @property
+    def painted_names(self) -> int:
+        """How many names the last zoomed-out paint drew."""
+        return self._painted_names
 
     def set_labels(
         self,
@@ -467,6 +507,9 @@ class LabelLayer(pg.GraphicsObject):
         self._style_keys = np.asarray(style_keys, dtype=np.int32)
         self._text_colours = dict(text_colours)
         if self._detail(self._nodes.pixels_per_unit) == 0:
+            named = np.flatnonzero(self._named)
+            if len(old) != len(self._labels) or any(old[i] != self._labels[i] for i in named):
+                self.update()
             return
         if len(old) != len(self._labels):
             self.update()
@@ -486,7 +529,21 @@ class LabelLayer(pg.GraphicsObject):
         return label_detail(pixels_per_unit, len(self._positions))
 
     def boundingRect(self) -> QtCore.QRectF:
-        return self._bounds
+        if self._name_pad_px <= 0:
+            return self._bounds
+        if self._padded is None:
+            px, py = self.pixelVectors()
+            dx = (px.length() if px is not None else 0.0) * self._name_pad_px
+            dy = (py.length() if py is not None else 0.0) * NAME_FONT_PX
+            self._padded = self._bounds.adjusted(-dx, -dy, dx, dy)
+        return self._padded
+
+    def viewTransformChanged(self) -> None:
+        # Names are sized in pixels: their reach in layout units changes with the zoom.
+        if self._name_pad_px > 0:
+            self.prepareGeometryChange()
+            self._padded = None
+        super().viewTransformChanged()
 
     def font_pixel_size(self, pixels_per_unit: float) -> int:
         """The label font's pixel size at a zoom: a function of the zoom and of the graph alone
@@ -511,6 +568,7 @@ class LabelLayer(pg.GraphicsObject):
         scale = _pixels_per_unit(painter)
         detail = self._detail(scale)
         if detail == 0:
+            self._paint_names(painter, option, n, scale)
             return
         pos, half = self._positions[:n], self._half[:n]
         # Which labels are drawn at all is decided on the whole visible rectangle, then cut to
@@ -559,6 +617,103 @@ class LabelLayer(pg.GraphicsObject):
             painter.setPen(self._text_colours.get(style, black))
             painter.drawText(inner, flags, text)
         painter.restore()
+
+    def _paint_names(self, painter: QtGui.QPainter, option, n: int, scale: float) -> None:
+        """Zoomed out past labels: the names of the nodes named at any zoom and of the boxes
+        still tall enough to read, each on a pill of the background, centred on its node; a
+        name that would cover one already placed (modules first, then in node order) is left
+        out, so a crowded view stays readable."""
+        self._painted_names = 0
+        candidates = np.flatnonzero(
+            self._named[:n] | (self._half[:n, 1] * 2 * scale >= READABLE_BOX_PX)
+        )
+        if len(candidates) == 0:
+            return
+        pos, half = self._positions[candidates], self._half[candidates]
+        reach = np.maximum(half, np.array([self._name_pad_px, NAME_FONT_PX]) / max(scale, 1e-9))
+        shown = self.boundingRect()
+        view_box = self.getViewBox()
+        if view_box is not None:
+            shown = shown.intersected(self.mapRectFromView(view_box.viewRect()))
+        keep = np.flatnonzero(_overlapping(pos, reach, shown))
+        keep = keep[np.argsort(~self._named[candidates[keep]], kind="stable")][:MAX_LABELS]
+        if len(keep) == 0:
+            return
+        font = QtGui.QFont(self._font)
+        font.setPixelSize(NAME_FONT_PX)
+        metrics = QtGui.QFontMetrics(font)
+        transform = painter.worldTransform()
+        # Which names are drawn is decided on the whole view, then cut to the exposed part:
+        # a partial repaint draws what a full one draws there.
+        pills = _place_pills(
+            [self._name_text_of(int(candidates[k]), metrics) for k in keep],
+            _map_points(transform, pos[keep]),
+            metrics.height() + 2,
+        )
+        if option is not None:
+            exposed = transform.mapRect(option.exposedRect)
+            pills = [(text, pill) for text, pill in pills if pill.intersects(exposed)]
+        if not pills:
+            return
+        painter.save()
+        painter.resetTransform()
+        painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, True)
+        painter.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing, True)
+        painter.setFont(font)
+        for text, pill in pills:
+            radius = pill.height() / 2
+            painter.setPen(QtCore.Qt.PenStyle.NoPen)
+            painter.setBrush(self._name_back)
+            painter.drawRoundedRect(pill, radius, radius)
+            painter.setPen(self._name_text)
+            painter.drawText(pill, QtCore.Qt.AlignmentFlag.AlignCenter, text)
+        self._painted_names = len(pills)
+        painter.restore()
+
+    def _name_text_of(self, node: int, metrics: QtGui.QFontMetrics) -> tuple[str, int]:
+        """The first line of a node's label, elided to NAME_MAX_PX ('' for none), and its
+        width in pixels."""
+        name = self._labels[node].split("\n", 1)[0] if node < len(self._labels) else ""
+        named = self._names.get(name)
+        if named is None:
+            text = metrics.elidedText(name, QtCore.Qt.TextElideMode.ElideRight, NAME_MAX_PX - 8)
+            named = (text, metrics.horizontalAdvance(text))
+            if len(self._names) > 20_000:
+                self._names.clear()
+            self._names[name] = named
+        return named
+
+
+def _map_points(transform: QtGui.QTransform, points: NDArray[np.floating]) -> NDArray[np.float64]:
+    """``transform`` (affine) applied to (n, 2) points at once."""
+    t = transform
+    x, y = points[:, 0], points[:, 1]
+    return np.stack([t.m11() * x + t.m21() * y + t.dx(), t.m12() * x + t.m22() * y + t.dy()], 1)
+
+
+def _place_pills(
+    texts: Sequence[tuple[str, int]], centres: NDArray[np.float64], height: int
+) -> list[tuple[str, QtCore.QRectF]]:
+    """Pills (device pixels) for ``texts`` (text, width) at ``centres``, in order, each left
+    out when it would overlap one placed before (looked up in a grid of NAME_MAX_PX-wide
+    cells)."""
+    placed: list[tuple[str, QtCore.QRectF]] = []
+    cells: dict[tuple[int, int], list[QtCore.QRectF]] = {}
+    for (text, text_width), (x, y) in zip(texts, centres.tolist(), strict=True):
+        if not text:
+            continue
+        width = text_width + 8
+        pill = QtCore.QRectF(x - width / 2, y - height / 2, width, height)
+        cols = range(int(pill.left() // NAME_MAX_PX), int(pill.right() // NAME_MAX_PX) + 1)
+        rows = range(int(pill.top() // height), int(pill.bottom() // height) + 1)
+        near = [cells.get((c, r), ()) for c in cols for r in rows]
+        if any(pill.intersects(other) for group in near for other in group):
+            continue
+        for c in cols:
+            for r in rows:
+                cells.setdefault((c, r), []).append(pill)
+        placed.append((text, pill))
+    return placed
 
 
 def _overlapping(

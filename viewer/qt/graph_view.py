@@ -119,6 +119,7 @@ class GraphView(pg.GraphicsView):
         self._edges.set_theme(theme)
         self._active_edges.set_theme(theme)
         self._nodes.set_theme(theme)
+        self._labels.set_name_colours(theme.text, theme.graph_background)
         if self._frame is not None:
             self._send_labels(self._frame)
 
@@ -166,6 +167,11 @@ class GraphView(pg.GraphicsView):
         if fit:
             self.fit()
         self._on_zoom()
+
+    def set_named_nodes(self, named: NDArray[np.bool_]) -> None:
+        """The nodes whose name is drawn at any zoom, also zoomed out past labels (module
+        boxes); call after :meth:`set_graph`."""
+        self._labels.set_named(named)
 
     def set_frame(self, frame: Frame) -> None:
         """Show one step: node states, the current Function and its edges, labels; and, when

@@ -45,6 +45,7 @@ class Overview(QtWidgets.QWidget):
         self._map: OverviewMap | None = None
         self._image: QtGui.QImage | None = None
         self._pixels: NDArray[np.uint8] | None = None  # the buffer the image reads
+        self._masks: tuple[NDArray[np.bool_], NDArray[np.bool_]] | None = None
         self._view_rect = QtCore.QRectF()
         self._active = np.zeros((0, 2))
         self._selected: NDArray[np.float64] | None = None
@@ -63,6 +64,7 @@ class Overview(QtWidgets.QWidget):
         self._active = np.zeros((0, 2))
         self._selected = None
         self._image = None
+        self._masks = None
         self._place()
 
     def set_theme(self, theme: Theme) -> None:
@@ -147,9 +149,12 @@ class Overview(QtWidgets.QWidget):
         self._map = overview_map(self._bounds, w, h)
         if geo is None:
             return
-        nodes, edges = rasterise(
-            self._map, geo.positions, geo.half_sizes, geo.edge_points, geo.edge_offsets
-        )
+        if self._masks is None or self._masks[0].shape != (h, w):
+            # the graph's pixels, kept while only the theme changes
+            self._masks = rasterise(
+                self._map, geo.positions, geo.half_sizes, geo.edge_points, geo.edge_offsets
+            )
+        nodes, edges = self._masks
         theme = self._theme
         pixels = np.empty((h, w, 4), dtype=np.uint8)
         pixels[:] = _rgba(theme.graph_background, 225)

@@ -13,6 +13,7 @@ from PySide6 import QtCore, QtWidgets
 
 from viewer.model.document import Document
 from viewer.model.scene import Scene
+from viewer.model.scene_text import named_at_any_zoom
 from viewer.qt.graph_view import GraphView, empty_geometry
 from viewer.qt.inspector import InspectorPanel
 
@@ -83,6 +84,7 @@ class SceneBinding(QtCore.QObject):
             self.view.set_graph(
                 scene.geometry, fit=not same_place, label_lines=scene.max_label_lines()
             )
+            self.view.set_named_nodes(named_at_any_zoom(scene.kinds))
             self._shown = scene
             self._send_overlays()
             self.scene_shown.emit()

@@ -196,3 +196,56 @@ def test_rasterise_covers_boxes_and_edges():
     omap = overview_map((0, 0, 1000, 1000), 200, 200)
     nodes, _ = rasterise(omap, many, np.full((100_000, 2), 0.1))
     assert 0.5 < nodes.mean() <= 1.0
+
+
+# ------------------------------------------------------------------ names at far zoom
+def _far_view(qtbot, scene):
+    from viewer.qt.graph_view import GraphView
+
+    view = GraphView()
+    qtbot.addWidget(view)
+    view.resize(640, 480)
+    view.show()
+    qtbot.waitExposed(view)
+    view.set_graph(scene.geometry)
+    view.set_frame(scene.frame(scene.n_steps - 1))
+    view.zoom_by(0.25)
+    qtbot.wait(10)
+    assert view.pixels_per_unit() < 25  # past labels: label_detail 0
+    return view
+
+
+def test_zoomed_out_only_the_nodes_named_at_any_zoom_keep_a_name(qtbot, seed_scene):
+    from viewer.model.scene_text import named_at_any_zoom
+
+    view = _far_view(qtbot, seed_scene)
+    labels = view._labels
+    view.viewport().repaint()
+    assert labels.painted_names == 0  # no module in the seeds' example: no text at all
+    named = named_at_any_zoom(("variable", "module", "function", "module"))
+    assert list(named) == [False, True, False, True]
+    mask = np.zeros(seed_scene.n_nodes, dtype=bool)
+    mask[0] = True
+    plain = view.grab().toImage()
+    view.set_named_nodes(mask)
+    view.viewport().repaint()
+    assert labels.painted_names == 1
+    assert view.grab().toImage() != plain
+    view.zoom_by(8.0)  # near: every node has its label again, drawn the usual way
+    view.viewport().repaint()
+    assert labels.painted_pixel_size > 0
+
+
+def test_a_scene_with_module_nodes_names_them_at_far_zoom(qtbot, window):
+    assert window.run_program(PROGRAM)
+    scene = window.document.scene
+    kinds = list(scene.kinds)
+    kinds[0] = "module"  # as module collapse makes them
+    scene.kinds = tuple(kinds)
+    window.scene_binding._shown = None  # show the scene again, as a new graph
+    window.scene_binding.refresh()
+    view = window.graph_view
+    view.zoom_by(0.2)
+    qtbot.wait(10)
+    view.viewport().repaint()
+    assert view._labels.painted_names == 1
