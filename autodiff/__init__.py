@@ -12,6 +12,7 @@ from autodiff.core import (
     as_array,
     as_variable,
     no_grad,
+    scope,
     test_mode,
     using_config,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "models",
     "no_grad",
     "optimizers",
+    "scope",
     "test_mode",
     "using_config",
     "utils",

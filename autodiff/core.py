@@ -53,6 +53,7 @@ __all__ = [
     "pow",
     "remove_observer",
     "rsub",
+    "scope",
     "sub",
     "test_mode",
     "using_config",
@@ -113,6 +114,9 @@ def add_observer(observer: Any) -> None:
     holds them: ndarrays (numpy scalars from a user's backward) or, with create_graph,
     Variables.
     ``on_rename(variable)``: ``variable.name`` was assigned.
+    ``on_scope_begin(part)`` and ``on_scope_end()``: a named part of the program begins and
+    ends (an observer defines both or neither): ``part`` is the Layer whose ``__call__`` runs
+    (:mod:`autodiff.layers`) or the name given to :func:`scope`. Scopes nest.
     """
     global _observers
     if observer not in _observers:
@@ -140,10 +144,13 @@ _handlers: dict[str, tuple] = {}
 _on_forward: tuple = ()
 _on_backward_event: tuple = ()
 _on_rename: tuple = ()
+# (on_scope_begin, on_scope_end) of each observer that handles scopes: Layer.__call__ reads it
+# once per call (empty: no scope is opened at all)
+_on_scope: tuple = ()
 
 
 def _bind_handlers() -> None:
-    global _handlers, _on_forward, _on_backward_event, _on_rename
+    global _handlers, _on_forward, _on_backward_event, _on_rename, _on_scope
     _handlers = {
         event: tuple(h for h in (getattr(o, event, None) for o in _observers) if h is not None)
         for event in _EVENTS
@@ -151,6 +158,37 @@ def _bind_handlers() -> None:
     _on_forward = _handlers["on_forward"]
     _on_backward_event = _handlers["on_backward_event"]
     _on_rename = _handlers["on_rename"]
+    _on_scope = tuple(
+        (o.on_scope_begin, o.on_scope_end) for o in _observers if hasattr(o, "on_scope_begin")
+    )
+
+
+def _begin_scope(part: Any) -> tuple:
+    """Tell the scope handlers that ``part`` begins; returns the ends to call when it is over
+    (the same observers, even if others were attached in between)."""
+    pairs = _on_scope
+    for begin, _ in pairs:
+        begin(part)
+    return pairs
+
+
+@contextlib.contextmanager
+def scope(name: str) -> Iterator[None]:
+    """A named part of the program: the recorder puts every Function run inside the block in
+    scope ``name`` (nested in the scope around it, e.g. a Layer's), and the viewer can
+    collapse it into one box. Costs nothing when nothing records.
+
+    >>> with scope("loss"):
+    ...     loss = F.mean_squared_error(y, t)
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"scope() takes a non-empty name (a str), not {name!r}")
+    pairs = _begin_scope(name) if _on_scope else ()
+    try:
+        yield
+    finally:
+        for _, end in pairs:
+            end()
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from weakref import ref
 import numpy as np
 from numpy.typing import DTypeLike
 
+import autodiff.core as _core
 import autodiff.functions as F
 from autodiff.core import Parameter, Variable
 
@@ -29,7 +30,9 @@ class Layer:
     """Base class of layers and models: holds Parameters and sub-Layers by attribute name.
 
     Subclasses implement :meth:`forward`; calling the layer runs it. ``name`` is the attribute
-    name under which a parent layer holds this one (used in error messages), or None.
+    name under which a parent layer holds this one (used in error messages), or None. While a
+    trace records, each call is a scope (:meth:`_scope_name`): the Functions it runs carry its
+    path, ``Net/b2/fc``.
     """
 
     def __init__(self) -> None:
@@ -51,6 +54,9 @@ class Layer:
             if isinstance(value, Layer):
                 if value.name is None:
                     object.__setattr__(value, "name", name)
+                    # named by its place, not by the user: called on its own, the class names
+                    # its scope (scope_name)
+                    object.__setattr__(value, "_place_name", name)
                 _qualify_names(value, value.name)
             elif value.name is None:
                 value.name = name  # a Parameter is named after its attribute ("W")
@@ -67,7 +73,15 @@ class Layer:
         object.__delattr__(self, name)
 
     def __call__(self, *inputs: Any) -> Any:
-        outputs = self.forward(*inputs)
+        if _core._on_scope:  # a recorder listens: the call is a scope (Net/b2/fc)
+            ends = _core._begin_scope(self)
+            try:
+                outputs = self.forward(*inputs)
+            finally:
+                for _, end in ends:
+                    end()
+        else:
+            outputs = self.forward(*inputs)
         # Weak references only: a layer must not keep the last graph alive.
         d = self.__dict__
         try:
@@ -83,6 +97,16 @@ class Layer:
                 return outputs
             d["outputs"] = [_weak(y) for y in outputs]
         return outputs if len(outputs) > 1 else outputs[0]
+
+    def _scope_name(self, outermost: bool) -> str:
+        """The part of scope paths this layer's call adds: the name its parent holds it by
+        (``fc``), or the name the user set; the outermost layer of a call is named by its
+        class (``Net/b2/fc``) unless the user named it. A '/' would read as nesting: '_'."""
+        d = self.__dict__
+        name = d.get("name")
+        if not name or not isinstance(name, str) or (outermost and name == d.get("_place_name")):
+            name = type(self).__name__
+        return name.replace("/", "_")
 
     def forward(self, *inputs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__}.forward is not implemented")

@@ -61,7 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import baseline  # noqa: E402
 
 import autodiff.functions as F  # noqa: E402
-from autodiff import Parameter, Variable, core, trace  # noqa: E402
+from autodiff import Parameter, Variable, core, layers, trace  # noqa: E402
 
 TIMER = time.process_time  # CPU time of this process; --timer wall for time.perf_counter
 CHAIN_START = -0.5  # the iterates stay in (-0.5, 0): no overflow
@@ -147,6 +147,41 @@ def mlp(steps: int) -> Callable[[], object]:
             h = F.sigmoid(F.linear(h, W2, b2))
             y = F.linear(h, W3, b3)
             loss = F.mean_squared_error(y, t)
+            for p in params:
+                p.cleargrad()
+            loss.backward()
+            for p in params:
+                p.data -= 0.1 * p.grad.data
+        return float(loss.data)
+
+    return run
+
+
+def layered_mlp(steps: int) -> Callable[[], object]:
+    """(b) built of Layers: a Model holding three Linear layers, so each call opens scopes
+    (``MLP/l0``...) when recording; what scopes add to recording is (b2)'s ratio against
+    (b)'s, and against the base's (b2) with ``--base``."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((32, 10)).astype(np.float32)
+    t = np.sin(x.sum(axis=1, keepdims=True)).astype(np.float32)
+
+    class MLP(layers.Layer):
+        def __init__(self) -> None:
+            super().__init__()
+            for i, (n_in, n_out) in enumerate(MLP_SIZES):
+                setattr(self, f"l{i}", layers.Linear(n_out, in_size=n_in))
+
+        def forward(self, h: object) -> object:
+            h = F.sigmoid(self.l0(h))
+            h = F.sigmoid(self.l1(h))
+            return self.l2(h)
+
+    def run() -> object:
+        np.random.seed(0)
+        model = MLP()
+        params = list(model.params())
+        for _ in range(steps):
+            loss = F.mean_squared_error(model(x), t)
             for p in params:
                 p.cleargrad()
             loss.backward()
@@ -359,7 +394,7 @@ def training_script(path: Path) -> None:
     print(f"  the whole run's Trace.graph (first)    {all_graph:7.2f} s   {len(graph):,} nodes")
 
 
-ENGINE_NAMES = ("F", "Parameter", "Variable", "core", "trace")
+ENGINE_NAMES = ("F", "Parameter", "Variable", "core", "layers", "trace")
 
 
 @contextlib.contextmanager
@@ -375,6 +410,7 @@ def _engine(base: baseline.Baseline | None) -> Iterator[None]:
         Parameter=base.module("autodiff.core").Parameter,
         Variable=base.module("autodiff.core").Variable,
         core=base.module("autodiff.core"),
+        layers=base.module("autodiff.layers"),
         trace=base.module("autodiff.trace"),
     )
     try:
@@ -393,6 +429,8 @@ def engine_sections(steps: int, mlp_steps: int, big_ops: int, repeats: int) -> N
         f"{100 * check / med['none']:.2f}% of the run"
     )
     compare(f"(b) MLP, {mlp_steps} training steps", mlp(mlp_steps), repeats)
+    name = f"(b2) the same MLP as Layers (scopes), {mlp_steps} steps"
+    compare(name, layered_mlp(mlp_steps), repeats)
     big_graph(big_ops)
 
 

@@ -165,8 +165,13 @@ def _write(trace: Trace, file: str | os.PathLike[str] | io.BytesIO) -> None:
         "operands": sorted(trace._operands),
         "grad_of": {str(k): int(v) for k, v in trace._grad_of.items()},
         "backward_roots": [int(r) for r in trace.backward_roots],
+        "scopes": [[r.name, r.cls, int(r.parent)] for r in trace.scopes()[1:]],
+        "parameters": sorted(trace._parameters),
     }
     out: dict[str, np.ndarray] = {}
+    scope_of = trace._scope_of
+    out["scope_nodes"] = np.fromiter(scope_of.keys(), np.int64, len(scope_of))
+    out["scope_ids"] = np.fromiter(scope_of.values(), np.int64, len(scope_of))
     values.write(header, out)
     text = json.dumps(header, allow_nan=True, separators=(",", ":")).encode("utf-8")
     out["header"] = np.frombuffer(text, dtype=np.uint8)
@@ -282,6 +287,14 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
     rows = t.tables
     info = _list(header.get("info"), "info")
     n = len(info)
+    for i, row in enumerate(_list(header.get("scopes", []), "scopes")):
+        p = f"scopes[{i}]"
+        name, cls, parent = _list(row, p, 3)
+        if type(name) is not str or type(cls) is not str or len(name) + len(cls) > 10_000:
+            raise _fail(p, "expected [name, class, parent]")
+        sid = rows.add_scope(name, cls, _int(parent, f"{p}[2]", 0, i))
+        if len(t.scopes()[sid].path) > 10_000:
+            raise _fail(p, "the scope's path is longer than 10000 characters")
     for i, entry in enumerate(info):
         p = f"info[{i}]"
         entry = _list(entry, p)
@@ -352,6 +365,21 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
         else:
             raise _fail(p, "expected a forward or a backward step")
     t.backward_roots = roots
+    scope_nodes = data.get("scope_nodes", np.zeros(0, np.int64))
+    scope_ids = data.get("scope_ids", np.zeros(0, np.int64))
+    if (
+        scope_nodes.shape != scope_ids.shape
+        or scope_nodes.ndim != 1
+        or scope_nodes.dtype.kind not in "iu"
+        or scope_ids.dtype.kind not in "iu"
+        or (scope_nodes.size and (scope_nodes.min() < 0 or scope_nodes.max() >= n))
+        or (scope_ids.size and (scope_ids.min() < 0 or scope_ids.max() >= len(t.scopes())))
+    ):
+        raise _fail("scope_nodes", "expected node ids and scope ids of the same length")
+    for node, sid in zip(scope_nodes.tolist(), scope_ids.tolist(), strict=True):
+        rows.set_scope(node, sid)
+    for v in _list(header.get("parameters", []), "parameters"):
+        rows.mark_parameter(_int(v, "parameters", 0, n - 1))
     kinds = {name: kind for kind, name in _EVENT_NAMES.items()}
     steps = len(t._raw)
     last = 0

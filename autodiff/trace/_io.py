@@ -49,7 +49,7 @@ FORMAT = "autodiff-trace"
 # 'pass' that produced a gradient; nodes may be 'operand' (a constant backward stores no
 # gradient on); an event's 'visible' may be any step from -1 up to its stamp. Files of version
 # 1 load as they are.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: scopes (a table, and each node's scope id) and the parameter flag
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 64  # the format itself needs 7 + the largest array's ndim
 _EVENT_KINDS = {
@@ -82,13 +82,15 @@ def _dot_escape(text: str) -> str:
 
 
 def to_dot(trace: Trace) -> str:
-    """DOT text in DeZero's colours: variables orange ellipses, functions light blue boxes."""
+    """DOT text in DeZero's colours: variables orange ellipses, functions light blue boxes;
+    each scope instance (a Layer's call, an ``autodiff.scope`` block) is a cluster around the
+    nodes made in it, nested as the scopes are."""
     g = trace.graph
-    lines = ["digraph g {"]
+    node_lines: dict[int, str] = {}
     for nid, a in g.nodes(data=True):
         if a["kind"] == "function":
             label = f"{a['op']}\ngen {a['generation']}"
-            lines.append(
+            node_lines[nid] = (
                 f'{nid} [label="{_dot_escape(label)}", color=lightblue, style=filled, shape=box]'
             )
         else:
@@ -100,7 +102,38 @@ def to_dot(trace: Trace) -> str:
                 parts.append(f"grad {_fmt(a['grad'])}")
             parts.append(f"gen {a['generation']}" + (" const" if a["constant"] else ""))
             label = "\n".join(p for p in parts if p)
-            lines.append(f'{nid} [label="{_dot_escape(label)}", color=orange, style=filled]')
+            node_lines[nid] = f'{nid} [label="{_dot_escape(label)}", color=orange, style=filled]'
+    scopes = trace.scopes()
+    scope_of = trace._scope_of
+    members: dict[int, list[int]] = {}
+    for nid in node_lines:
+        members.setdefault(scope_of.get(nid, 0), []).append(nid)
+    children: dict[int, list[int]] = {}
+    for sid in range(1, len(scopes)):
+        children.setdefault(scopes[sid].parent, []).append(sid)
+    lines = ["digraph g {"]
+
+    def cluster(sid: int, indent: str) -> None:
+        """Scope ``sid``'s nodes and its sub-scopes' clusters (iterative: scopes nest deep)."""
+        todo: list[tuple[int, str] | str] = [(sid, indent)]
+        while todo:
+            item = todo.pop()
+            if isinstance(item, str):  # a cluster's closing brace
+                lines.append(item)
+                continue
+            sid, indent = item
+            inner = indent
+            if sid:
+                row = scopes[sid]
+                title = f"{row.path} ({row.cls})" if row.cls else row.path
+                lines.append(f"{indent}subgraph cluster_{sid} {{")
+                inner = indent + "  "
+                lines.append(f'{inner}label="{_dot_escape(title)}"; style=rounded; color=gray50;')
+                todo.append(f"{indent}}}")
+            lines.extend(inner + node_lines[nid] for nid in members.get(sid, ()))
+            todo.extend((c, inner) for c in reversed(children.get(sid, [])))
+
+    cluster(0, "")
     for u, v, _k in sorted(g.edges(keys=True)):
         lines.append(f"{u} -> {v}")
     lines.append("}")
@@ -139,6 +172,8 @@ def to_graphml(trace: Trace, path: str | os.PathLike[str]) -> None:
             "generation": a["generation"],
             "constant": a["constant"],
             "grad_of": -1 if a["grad_of"] is None else a["grad_of"],
+            "scope": _xml_text(a["scope"]),
+            "parameter": a["parameter"],
         }
         if a["kind"] == "variable":
             _flat_snapshot("value", a["value"], attrs)
@@ -172,6 +207,8 @@ def _cut(text: Any, limit: int) -> str | None:
 def trace_to_dict(trace: Trace) -> dict[str, Any]:
     """The JSON-ready dict of a trace (what :func:`to_json` writes)."""
     g = trace.graph
+    scope_of = trace._scope_of
+    parameters = trace._parameters
     nodes = []
     for nid in range(len(trace._info)):
         a = g.nodes[nid]
@@ -187,6 +224,8 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
                 "constant": a["constant"],
                 "operand": nid in trace._operands,
                 "grad_of": a["grad_of"],
+                "scope": scope_of.get(nid, 0),
+                "parameter": nid in parameters,
             }
         )
     links = [
@@ -242,6 +281,10 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
         "steps": steps,
         "events": events,
         "backward_roots": list(trace.backward_roots),
+        "scopes": [
+            {"name": _cut(r.name, _MAX_NAME), "cls": _cut(r.cls, _MAX_OP), "parent": r.parent}
+            for r in trace.scopes()[1:]
+        ],
     }
 
 
@@ -344,6 +387,8 @@ def trace_from_dict(data: Any, make: Callable[[int], Trace]) -> Trace:
         )
     _dict(data, "$", ("max_array_size", "graph", "steps", "events", "backward_roots"))
     t = make(_int(data["max_array_size"], "max_array_size", lo=0))
+    if "scopes" in data:  # schema 3
+        _load_scopes(t, _list(data["scopes"], "scopes"))
     _load_graph(t, data["graph"])
     _load_steps(t, _list(data["steps"], "steps"))
     roots = _list(data["backward_roots"], "backward_roots")
@@ -352,6 +397,23 @@ def trace_from_dict(data: Any, make: Callable[[int], Trace]) -> Trace:
     t.backward_roots = list(roots)
     _load_events(t, _list(data["events"], "events"))
     return t
+
+
+def _load_scopes(t: Trace, scopes: list) -> None:
+    """Scope instances 1..n (0, the root, is every trace's); a parent comes before its
+    children."""
+    rows = t.tables
+    for i, row in enumerate(scopes):
+        p = f"scopes[{i}]"
+        _dict(row, p, ("name", "cls", "parent"))
+        name = _str(row["name"], f"{p}.name", max_len=_MAX_NAME)
+        cls = _str(row["cls"], f"{p}.cls", max_len=_MAX_OP)
+        parent = _int(row["parent"], f"{p}.parent", lo=0)
+        if parent > i:  # scope ids start at 1: row i is scope i + 1
+            raise _fail(f"{p}.parent", f"scope {parent} does not come before scope {i + 1}")
+        sid = rows.add_scope(name, cls, parent)
+        if len(t.scopes()[sid].path) > _MAX_NAME:  # nesting must not multiply a file's size
+            raise _fail(p, f"the scope's path is longer than {_MAX_NAME} characters")
 
 
 def _node_ref(t: Trace, v: Any, path: str, kind: int | None = None) -> int:
@@ -394,6 +456,13 @@ def _load_graph(t: Trace, g: Any) -> None:
                 grad_of[i] = (n["grad_of"], f"{p}.grad_of")
         else:
             raise _fail(f"{p}.kind", f"expected 'variable' or 'function', got {kind[:20]!r}")
+        if n.get("scope") is not None:
+            scope = _int(n["scope"], f"{p}.scope", lo=0)
+            if scope >= len(t.scopes()):
+                raise _fail(f"{p}.scope", f"scope {scope} does not exist")
+            rows.set_scope(i, scope)
+        if n.get("parameter") is not None and _bool(n["parameter"], f"{p}.parameter"):
+            rows.mark_parameter(i)
     for nid, (target, p) in grad_of.items():
         rows.set_grad_of(nid, _node_ref(t, target, p, _VARIABLE))
     links = _list(g["links"], "graph.links")

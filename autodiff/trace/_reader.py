@@ -40,6 +40,10 @@ class TraceReader(Protocol):
 
     def creator_of(self, node_id: int) -> int: ...  # the producing function node, or -1
 
+    def scopes(self) -> list[Any]: ...  # ScopeRow per scope id; 0 is the root
+
+    def node_scopes(self) -> Any: ...  # (n,) scope id per node id of the whole trace
+
     def state_at(self, node_id: int, step_index: int) -> NodeState: ...
 
     def value_at(self, node_id: int, step_index: int) -> Any: ...  # a Snapshot or None

@@ -35,11 +35,13 @@ from autodiff.trace._rows import (
     BWD,
     FUNCTION,
     FWD,
+    ROOT_SCOPE,
     VARIABLE,
     BackwardRow,
     EventRow,
     ForwardRow,
     FunctionRow,
+    ScopeRow,
     VariableRow,
 )
 from autodiff.trace._snapshot import Snapshot, capture
@@ -64,8 +66,8 @@ _FWD, _BWD = FWD, BWD
 # The tape's other entries (see _decode).
 (
     _FWD_MANY, _T_STEP, _T_NODE, _T_INFO, _T_INPUT, _T_EVENT, _T_GRAD_OF, _T_ROOT, _T_NAME,
-    _T_LEAF, _T_SEGMENT,
-) = range(2, 13)  # fmt: skip
+    _T_LEAF, _T_SEGMENT, _T_SCOPE, _T_SCOPE_END, _T_PARAMETER,
+) = range(2, 16)  # fmt: skip
 # Cap on remembered no_grad outputs / operand constants (only needed if they later feed a
 # recorded graph; the oldest are almost always dead).
 _CONSTANT_MEMORY = 200_000
@@ -106,6 +108,9 @@ class Recorder:
     _operands = _Decoded()  # the CONSTANT nodes backward stores no gradient on (core.Constant)
     _grad_of = _Decoded()  # gradient node -> the node it is the gradient of (create_graph)
     backward_roots = _Decoded()  # the output node of each backward pass, in order
+    _scopes = _Decoded()  # scope instances: ScopeRow, by scope id (0: the root)
+    _scope_of = _Decoded()  # node -> its scope id, for the nodes in one (others: 0)
+    _parameters = _Decoded()  # the nodes that are Parameters
 
     def __init__(self, max_array_size: int) -> None:
         self.max_array_size = max_array_size
@@ -118,6 +123,11 @@ class Recorder:
         self._t_operands: set[int] = set()
         self._t_grad_of: dict[int, int] = {}
         self._tbackward_roots: list[int] = []
+        self._t_scopes: list[ScopeRow] = [ROOT_SCOPE]
+        self._t_scope_of: dict[int, int] = {}
+        self._t_parameters: set[int] = set()
+        self._scope_depth = 0  # recording: scopes open now
+        self._scope_now = 0  # decoding: the scope the tape is in
         self._tape: list = []
         self._tape_append = self._tape.append
         self._sync_lock = threading.Lock()  # one decoder at a time
@@ -197,6 +207,21 @@ class Recorder:
     def set_grad_of(self, node: int, target: int) -> None:
         """``node`` is the gradient of ``target`` (a gradient graph's node, create_graph)."""
         self._t_grad_of[node] = target
+
+    def add_scope(self, name: str, cls: str = "", parent: int = 0) -> int:
+        """A scope instance inside ``parent`` (0: a top scope); returns its id."""
+        up = self._t_scopes[parent]
+        path = f"{up.path}/{name}" if parent else name
+        self._t_scopes.append(_new(ScopeRow, (path, name, cls, parent, up.depth + 1)))
+        return len(self._t_scopes) - 1
+
+    def set_scope(self, node: int, scope: int) -> None:
+        """``node`` ran (a function) or was made (a variable) in scope instance ``scope``."""
+        if scope:
+            self._t_scope_of[node] = scope
+
+    def mark_parameter(self, node: int) -> None:
+        self._t_parameters.add(node)
 
     def add_forward_step(self, fid: int, values: tuple, during: int = -1) -> None:
         """Function ``fid`` ran forward (its inputs and outputs as its node has them)."""
@@ -283,6 +308,8 @@ class Recorder:
         refs = self._t_refs
         nid_of_ref = self._nid_of_ref
         late_names = self._late_names
+        scope = self._scope_now
+        scope_of = self._t_scope_of
         k = len(raw)
         for e in chunk:
             if type(e) is not tuple:  # a weak reference whose object died here
@@ -318,6 +345,8 @@ class Recorder:
                     if late_names and (name := late_names.pop(y_key, None)) is not None:
                         self._t_names[y_id] = name
                 raw.append(_new(ForwardRow, (_FWD, fid, in_ids, out_ids, values, during)))
+                if scope:
+                    scope_of[fid] = scope_of[y_id] = scope
                 k += 1
             elif kind == _FWD_MANY:
                 _, f_key, in_keys, values, during, cls, gen, meta, f_ref, y_refs, y_keys = e
@@ -334,6 +363,9 @@ class Recorder:
                 out_ids = tuple(range(fid + 1, fid + 1 + len(y_keys)))
                 info[fid] = _new(FunctionRow, (_FUNCTION, gen, cls.__name__, in_ids, out_ids))
                 raw.append(_new(ForwardRow, (_FWD, fid, in_ids, out_ids, values, during)))
+                if scope:
+                    for nid in (fid, *out_ids):
+                        scope_of[nid] = scope
                 k += 1
             elif kind == _BWD:
                 _, f_key, gys, gxs, accs, cleared, bpass, passed_on = e
@@ -413,6 +445,13 @@ class Recorder:
                 extra.append(_new(EventRow, (k, k, self._nid(key), event, value, None)))
             elif kind == _T_SEGMENT:
                 self._segment_start = k
+            elif kind == _T_SCOPE:
+                scope = self.add_scope(e[1], e[2], scope)
+            elif kind == _T_SCOPE_END:
+                if scope:
+                    scope = self._t_scopes[scope].parent
+            elif kind == _T_PARAMETER:
+                self._t_parameters.add(nid_of[e[1]])
             elif kind == _T_NAME:
                 nid = nid_of.get(e[1])
                 if nid is None:
@@ -426,6 +465,7 @@ class Recorder:
                 roots = self._tbackward_roots
                 roots.append(self._nid(e[1]))
                 last_grad.pop(len(roots) - 4, None)  # passes nest a few deep at most
+        self._scope_now = scope
 
     # ------------------------------------------------------------------------------
     # Registration (the slow paths: first sight of a leaf, a constant, a graph built before
@@ -490,6 +530,8 @@ class Recorder:
         ref = _ref(x, append)
         in_backward = self._during >= 0  # e.g. the seed of a create_graph backward
         append((_T_INPUT, o, ref, _variable_info(x), x._name, raw, constant, grad, in_backward))
+        if isinstance(x, core.Parameter):
+            append((_T_PARAMETER, o))
         self._registered.add(o)
         if not constant:
             self._leaf_raw[o] = raw
@@ -854,6 +896,19 @@ class Recorder:
     # ------------------------------------------------------------------------------
     # Start and stop
     # ------------------------------------------------------------------------------
+    def on_scope_begin(self, part: Any) -> None:
+        if type(part) is str:
+            name, cls = part.replace("/", "_"), ""
+        else:  # a Layer
+            name, cls = part._scope_name(not self._scope_depth), type(part).__name__
+        self._scope_depth += 1
+        self._tape_append((_T_SCOPE, name, cls))
+
+    def on_scope_end(self) -> None:
+        if self._scope_depth:  # not one that was open before recording began
+            self._scope_depth -= 1
+            self._tape_append((_T_SCOPE_END,))
+
     def _start(self) -> None:
         self._recording = True
         self._start_order = next(core._creation_counter)
@@ -866,6 +921,7 @@ class Recorder:
         self._maybe_constant = {}
         self._forget_leaves()
         self._backward_stack = []
+        self._scope_depth = 0
         self._during = -1
         self._create_graph = False
         self._registered = set()

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["BackwardRow", "EventRow", "ForwardRow", "FunctionRow", "VariableRow"]
+__all__ = [
+    "ROOT_SCOPE",
+    "BackwardRow",
+    "EventRow",
+    "ForwardRow",
+    "FunctionRow",
+    "ScopeRow",
+    "VariableRow",
+]
 
 # Row kinds: the first field of a step row and of a node row.
 FWD, BWD = 0, 1
@@ -64,3 +72,17 @@ class EventRow(NamedTuple):
     kind: int  # _VALUE, _GRAD, _CLEARED, _FREED, _EMPTIED (see _recorder)
     raw: Any
     origin: int | None  # a gradient's backward pass (-1: before recording; None: not one's)
+
+
+class ScopeRow(NamedTuple):
+    """One scope instance: a Layer's call or an ``autodiff.scope`` block (two calls of one
+    layer are two instances with the same path). Row 0 of every table is the root."""
+
+    path: str  # "Net/b2/fc": the names from the outermost scope in, joined by "/"
+    name: str  # the last part of the path
+    cls: str  # the Layer's class name; "" for an autodiff.scope block and the root
+    parent: int  # the enclosing instance (0: none but the root; -1 for the root itself)
+    depth: int  # 1 for a top scope, 0 for the root
+
+
+ROOT_SCOPE = ScopeRow("", "", "", -1, 0)

@@ -26,7 +26,7 @@ from autodiff.trace._recorder import (
     Recorder,
     _same_raw,
 )
-from autodiff.trace._rows import BackwardRow, ForwardRow
+from autodiff.trace._rows import BackwardRow, ForwardRow, ScopeRow
 from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
 
 if TYPE_CHECKING:
@@ -146,6 +146,8 @@ class Trace:
     _constants = property(operator.attrgetter("_recorder._constants"))
     _operands = property(operator.attrgetter("_recorder._operands"))
     _grad_of = property(operator.attrgetter("_recorder._grad_of"))
+    _scope_of = property(operator.attrgetter("_recorder._scope_of"))
+    _parameters = property(operator.attrgetter("_recorder._parameters"))
     _tape = property(operator.attrgetter("_recorder._tape"))
     _recording = property(operator.attrgetter("_recorder._recording"))
 
@@ -208,6 +210,22 @@ class Trace:
         """Function node ids in creation order."""
         self._sort_kinds()
         return self._functions
+
+    def scopes(self) -> list[ScopeRow]:
+        """The scope instances, by scope id (0: the root, ``path == ''``): one per Layer call
+        and per ``autodiff.scope`` block, in the order they began."""
+        return self._recorder._scopes
+
+    def node_scopes(self) -> np.ndarray:
+        """The scope id of every node, indexed by node id (0: in no scope); a variable is in
+        its creator's scope, a leaf in none."""
+        scope_of = self._scope_of
+        out = np.zeros(len(self._info), dtype=np.int64)
+        if scope_of:
+            out[np.fromiter(scope_of.keys(), np.int64, len(scope_of))] = np.fromiter(
+                scope_of.values(), np.int64, len(scope_of)
+            )
+        return out
 
     def _sort_kinds(self) -> None:
         info = self._info
@@ -331,6 +349,8 @@ class Trace:
         # the recorder's decoded tables as they are: every caller has decoded the tape first
         rec = self._recorder
         info = rec._t_info[nid]
+        scope = rec._t_scope_of.get(nid)
+        path = "" if scope is None else rec._t_scopes[scope].path
         if info.kind == _FUNCTION:
             return {
                 "kind": "function",
@@ -343,10 +363,14 @@ class Trace:
                 "value": None,
                 "grad": None,
                 "grad_of": None,
+                "scope": path,
+                "parameter": False,
             }
         _, gen, shape, dtype = info
         last = self._indexer._last
         return {
+            "scope": path,
+            "parameter": nid in rec._t_parameters,
             "kind": "variable",
             "name": rec._t_names.get(nid),
             "op": None,

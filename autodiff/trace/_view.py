@@ -20,8 +20,10 @@ from collections.abc import Iterable
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from autodiff.trace._index import NodeState
+from autodiff.trace._rows import ROOT_SCOPE
 
 __all__ = ["TraceView", "view_for_root"]
 
@@ -89,6 +91,18 @@ class TraceView:
                 (variables if k < end and base_variables[k] == n else functions).append(n)
             self._kinds = (variables, functions)
         return self._kinds
+
+    def scopes(self) -> list[Any]:
+        """The base trace's scope instances (scope ids are the base's)."""
+        scopes = getattr(self.base, "scopes", None)
+        return scopes() if callable(scopes) else [ROOT_SCOPE]
+
+    def node_scopes(self) -> Any:
+        """The base trace's scope id per node, indexed by the base's node ids."""
+        node_scopes = getattr(self.base, "node_scopes", None)
+        if callable(node_scopes):
+            return node_scopes()
+        return np.zeros(max(self._nodes, default=-1) + 1, dtype=np.int64)
 
     def creator_of(self, node_id: int) -> int:
         """The function node of the view that produced ``node_id``; -1 for a leaf, a constant

@@ -39,6 +39,7 @@ def test_examples_have_titles_kinds_and_categories():
         "nan_log",
         "newton",
         "small_mlp",
+        "residual_mlp",
     ):
         assert stem in examples
     assert examples["diamond"].kind == "expression"
@@ -90,7 +91,7 @@ def test_seed_values_of_the_examples():
     assert doc.playback.first_nonfinite() is not None
 
 
-@pytest.mark.parametrize("stem", ["newton", "small_mlp"])
+@pytest.mark.parametrize("stem", ["newton", "small_mlp", "residual_mlp"])
 def test_bundled_scripts_of_this_module_run(stem):
     doc = Document()
     run = doc.load_example(stem)
@@ -100,3 +101,25 @@ def test_bundled_scripts_of_this_module_run(stem):
     playback = doc.playback
     playback.to_end()
     assert playback.at_end and playback.n_steps > 0
+
+
+def test_the_residual_mlp_runs_six_identical_blocks_in_scopes():
+    doc = Document()
+    result = doc.load_example("residual_mlp").run()
+    assert result.ok, result.error
+    assert [float(line.split()[-1]) for line in result.stdout.splitlines()] == sorted(
+        (float(line.split()[-1]) for line in result.stdout.splitlines()), reverse=True
+    )  # the loss falls at every step
+    trace = result.trace
+    blocks = [r for r in trace.scopes() if r.cls == "Block"]
+    assert [r.path for r in blocks[:6]] == [f"ResidualMLP/b{i}" for i in range(6)]
+    assert len(blocks) == 6 * 5  # five steps
+    ops = {}
+    scopes = trace.node_scopes()
+    for f in trace.functions:
+        row = trace.scopes()[scopes[f]]
+        while row.depth > 2:
+            row = trace.scopes()[row.parent]
+        if row.cls == "Block":
+            ops.setdefault(row.path, []).append(trace.node(f)["op"])
+    assert len({tuple(v) for v in ops.values()}) == 1  # the same ops in every block

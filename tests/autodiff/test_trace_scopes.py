@@ -1,0 +1,279 @@
+"""Scopes: a Layer's call (and an ``autodiff.scope`` block) names the Functions run in it."""
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+import autodiff
+import autodiff.functions as F
+from autodiff import Layer, Model, Variable, core
+from autodiff.layers import Linear
+from autodiff.trace import TraceFormatError, record, view_for_root
+from autodiff.trace._binary import trace_to_npz
+from autodiff.trace._io import SCHEMA_VERSION, trace_to_dict
+from autodiff.trace._trace import trace_from_dict, trace_from_npz
+
+
+class Block(Layer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = Linear(3)
+        self.fc2 = Linear(3)
+
+    def forward(self, x):
+        return x + self.fc2(F.relu(self.fc(x)))
+
+
+class Net(Model):
+    def __init__(self) -> None:
+        super().__init__()
+        self.b1 = Block()
+        self.b2 = Block()
+        self.out = Linear(1)
+
+    def forward(self, x):
+        return self.out(self.b2(self.b1(x)))
+
+
+def _recorded(net=None):
+    net = net or Net()
+    x = Variable(np.random.default_rng(0).standard_normal((2, 3)), name="x")
+    with record() as t:
+        y = net(x)
+        with autodiff.scope("loss"):
+            loss = F.sum(y * y)
+        loss.backward()
+    return t, loss
+
+
+def _ops_by_scope(t):
+    return [(t.node(f)["op"], t.node(f)["scope"]) for f in t.functions]
+
+
+def test_paths_are_attribute_names_under_the_outermost_class():
+    t, _ = _recorded()
+    assert _ops_by_scope(t) == [
+        ("Linear", "Net/b1/fc"),
+        ("ReLU", "Net/b1"),
+        ("Linear", "Net/b1/fc2"),
+        ("Add", "Net/b1"),
+        ("Linear", "Net/b2/fc"),
+        ("ReLU", "Net/b2"),
+        ("Linear", "Net/b2/fc2"),
+        ("Add", "Net/b2"),
+        ("Linear", "Net/out"),
+        ("Mul", "loss"),
+        ("Sum", "loss"),
+    ]
+    rows = t.scopes()
+    assert rows[0].path == "" and rows[0].parent == -1
+    by_path = {r.path: r for r in rows[1:]}
+    assert by_path["Net/b2"].cls == "Block" and by_path["Net/b2"].name == "b2"
+    assert by_path["Net/b2/fc"].depth == 3
+    assert rows[by_path["Net/b2/fc"].parent].path == "Net/b2"
+    assert by_path["loss"].cls == "" and by_path["loss"].depth == 1
+
+
+def test_variables_are_in_their_creators_scope_and_parameters_are_flagged():
+    t, _ = _recorded()
+    scopes = t.node_scopes()
+    assert len(scopes) == len(t.variables) + len(t.functions)
+    for v in t.variables:
+        a = t.node(v)
+        creator = t.creator_of(v)
+        expected = "" if creator < 0 else t.node(creator)["scope"]
+        assert a["scope"] == expected
+        assert t.scopes()[scopes[v]].path == expected
+        assert a["parameter"] == (a["name"] is not None and a["name"] != "x")
+    assert sum(t.node(v)["parameter"] for v in t.variables) == 10  # 5 Linear: W and b
+
+
+def test_a_name_the_user_set_replaces_the_attribute_name_and_the_class():
+    net = Net()
+    net.b1.name = "first"
+    t, _ = _recorded(net)
+    assert "Net/first/fc" in {r.path for r in t.scopes()}
+    net.name = "model"
+    t, _ = _recorded(net)
+    assert t.node(t.functions[0])["scope"] == "model/first/fc"
+
+
+def test_a_layer_called_on_its_own_is_named_by_its_class():
+    net = Net()
+    x = Variable(np.ones((2, 3)))
+    with record() as t:
+        net.b2(x)
+    assert {t.node(f)["scope"] for f in t.functions} == {"Block", "Block/fc", "Block/fc2"}
+
+
+def test_each_call_is_its_own_instance():
+    fc = Linear(2)
+    x = Variable(np.ones((1, 2)))
+    with record() as t:
+        fc(fc(x))
+    rows = t.scopes()
+    assert [r.path for r in rows] == ["", "Linear", "Linear"]
+    ids = t.node_scopes()
+    assert [int(ids[f]) for f in t.functions] == [1, 2]
+
+
+def test_scope_blocks_nest_inside_layers_and_outside_is_empty():
+    class Head(Layer):
+        def forward(self, x):
+            with autodiff.scope("norm"):
+                x = x / F.sum(x)
+            return F.exp(x)
+
+    x = Variable(np.ones(3))
+    with record() as t:
+        y = Head()(x)
+        z = y * 2
+    assert _ops_by_scope(t)[-1] == ("Mul", "")
+    assert ("Div", "Head/norm") in _ops_by_scope(t)
+    assert ("Exp", "Head") in _ops_by_scope(t)
+    del z
+
+
+def test_an_exception_inside_a_layer_closes_its_scope():
+    class Broken(Layer):
+        def forward(self, x):
+            x = x * 2
+            raise ValueError("broken")
+
+    x = Variable(np.ones(2))
+    with record() as t:
+        with pytest.raises(ValueError):
+            Broken()(x)
+        y = x + 1
+    assert _ops_by_scope(t) == [("Mul", "Broken"), ("Add", "")]
+    del y
+
+
+def test_recording_that_begins_inside_a_layer_ignores_its_end():
+    holder = {}
+
+    class Outer(Layer):
+        def forward(self, x):
+            holder["trace"] = record()
+            holder["t"] = holder["trace"].__enter__()
+            return x * 3
+
+    x = Variable(np.ones(2))
+    Outer()(x)
+    y = x + 1  # after the layer ended: in no scope
+    holder["trace"].__exit__(None, None, None)
+    t = holder["t"]
+    assert _ops_by_scope(t) == [("Mul", ""), ("Add", "")]
+    del y
+
+
+def test_scope_takes_a_name():
+    with pytest.raises(TypeError, match="non-empty name"), autodiff.scope(""):
+        pass
+    with autodiff.scope("nothing records"):  # no recorder: nothing happens
+        Variable(np.ones(1)) * 2
+
+
+def test_no_recorder_no_scope_call(monkeypatch):
+    def refuse(part):
+        raise AssertionError("a scope was opened with nobody listening")
+
+    monkeypatch.setattr(core, "_begin_scope", refuse)
+    assert core._on_scope == ()
+    Net()(Variable(np.ones((1, 3))))
+    with record(), pytest.raises(AssertionError):
+        Net()(Variable(np.ones((1, 3))))
+
+
+def test_a_slash_in_a_name_does_not_read_as_nesting():
+    fc = Linear(1)
+    fc.name = "a/b"
+    with record() as t, autodiff.scope("c/d"):
+        fc(Variable(np.ones((1, 2))))
+    assert t.node(t.functions[0])["scope"] == "c_d/a_b"
+
+
+def test_saved_traces_keep_scopes(tmp_path):
+    t, _ = _recorded()
+    path = tmp_path / "t.json"
+    t.to_json(path)
+    assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION == 3
+    buffer = io.BytesIO()
+    trace_to_npz(t, buffer)
+    buffer.seek(0)
+    for loaded in (autodiff.trace.load(path), trace_from_npz(buffer)):
+        assert loaded.scopes() == t.scopes()
+        assert loaded.node_scopes().tolist() == t.node_scopes().tolist()
+        assert [loaded.node(n)["parameter"] for n in t.variables] == [
+            t.node(n)["parameter"] for n in t.variables
+        ]
+        assert _ops_by_scope(loaded) == _ops_by_scope(t)
+
+
+def test_older_files_load_in_no_scope():
+    t, _ = _recorded()
+    d = trace_to_dict(t)
+    d["schema_version"] = 2
+    del d["scopes"]
+    for n in d["graph"]["nodes"]:
+        del n["scope"], n["parameter"]
+    old = trace_from_dict(d)
+    assert [r.path for r in old.scopes()] == [""]
+    assert {old.node(f)["scope"] for f in old.functions} == {""}
+    assert not any(old.node(v)["parameter"] for v in old.variables)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d["scopes"][0].update(parent=5), r"scopes\[0\]\.parent: scope 5 does not"),
+        (lambda d: d["scopes"][1].update(name=7), r"scopes\[1\]\.name: expected string"),
+        (lambda d: d["graph"]["nodes"][3].update(scope=99), r"nodes\[3\]\.scope: scope 99"),
+        (lambda d: d["graph"]["nodes"][3].update(scope=-1), r"nodes\[3\]\.scope"),
+        (lambda d: d.update(scopes={}), r"scopes: expected array"),
+    ],
+)
+def test_malformed_scopes_name_the_field(edit, message):
+    t, _ = _recorded()
+    d = trace_to_dict(t)
+    edit(d)
+    with pytest.raises(TraceFormatError, match=message):
+        trace_from_dict(d)
+
+
+def test_nested_names_cannot_multiply_a_files_size():
+    t, _ = _recorded()
+    d = trace_to_dict(t)
+    d["scopes"] = [{"name": "x" * 5000, "cls": "", "parent": i} for i in range(5)]
+    for n in d["graph"]["nodes"]:
+        n["scope"] = 0
+    with pytest.raises(TraceFormatError, match="longer than"):
+        trace_from_dict(d)
+
+
+def test_dot_draws_scopes_as_nested_clusters_and_graphml_carries_them(tmp_path):
+    t, _ = _recorded()
+    dot = t.to_dot()
+    assert dot.count("subgraph cluster_") == len(t.scopes()) - 1
+    b2 = dot.index('label="Net/b2 (Block)"')
+    fc = dot.index('label="Net/b2/fc (Linear)"')
+    end_of_b2 = dot.index("}", fc)
+    assert b2 < fc < end_of_b2  # nested: fc's cluster inside b2's
+    path = tmp_path / "t.graphml"
+    t.to_graphml(path)
+    import networkx as nx
+
+    g = nx.read_graphml(path)
+    assert {a["scope"] for _, a in g.nodes(data=True) if a["kind"] == "function"} >= {
+        "Net/b1/fc",
+        "loss",
+    }
+
+
+def test_a_view_of_one_pass_reads_the_whole_traces_scopes():
+    t, _ = _recorded()
+    view = view_for_root(t, t.backward_roots[0])
+    assert view.scopes() == t.scopes()
+    assert view.node_scopes()[view.functions].tolist() == t.node_scopes()[view.functions].tolist()
