@@ -109,9 +109,14 @@ class FindBar(QtWidgets.QFrame):
 
     # ---------------------------------------------------------------- events
     def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
-        if watched is self._host and event.type() == QtCore.QEvent.Type.Resize:
+        # Qt may still filter the host's last events while the window is being torn down,
+        # after this object's Python attributes are gone.
+        host, field = getattr(self, "_host", None), getattr(self, "field", None)
+        if host is None or field is None:
+            return False
+        if watched is host and event.type() == QtCore.QEvent.Type.Resize:
             self._place()
-        elif watched is self.field and event.type() == QtCore.QEvent.Type.KeyPress:
+        elif watched is field and event.type() == QtCore.QEvent.Type.KeyPress:
             key = event.key()
             if key in (QtCore.Qt.Key.Key_Return, QtCore.Qt.Key.Key_Enter):
                 shift = event.modifiers() & QtCore.Qt.KeyboardModifier.ShiftModifier

@@ -212,7 +212,8 @@ class Overview(QtWidgets.QWidget):
 
     # ---------------------------------------------------------------- events
     def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
-        if watched is self._host and event.type() == QtCore.QEvent.Type.Resize:
+        host = getattr(self, "_host", None)  # None while the window is being torn down
+        if host is not None and watched is host and event.type() == QtCore.QEvent.Type.Resize:
             self._place()
         return super().eventFilter(watched, event)
 

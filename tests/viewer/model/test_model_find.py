@@ -141,3 +141,22 @@ def test_a_big_graph_is_searched_quickly():
     hits = index.search("net/b3")
     assert len(hits) == len([n for n in range(1, 100_000, 2) if n % 7 == 3])
     assert len(index.search("v99998")) == 1
+
+
+def test_a_recorded_trace_is_searched_by_its_scope_paths():
+    import autodiff
+    import autodiff.functions as F
+    import autodiff.layers as L
+    from autodiff import Variable, trace
+
+    with trace.record() as t:
+        x = Variable(np.ones((2, 3)), name="x")
+        with autodiff.scope("encoder"):
+            h = F.tanh(x)
+        y = L.Linear(4)(h)
+        F.sum(y).backward()
+    index = FindIndex(t)
+    encoder = index.search("ENCODER")
+    assert len(encoder) == 2
+    assert {t.node(int(n))["scope"] for n in encoder} == {"encoder"}
+    assert [t.node(int(n))["kind"] for n in index.search("linear")] == ["function", "variable"]
