@@ -155,8 +155,13 @@ def test_a_recorded_trace_is_searched_by_its_scope_paths():
             h = F.tanh(x)
         y = L.Linear(4)(h)
         F.sum(y).backward()
-    index = FindIndex(t)
-    encoder = index.search("ENCODER")
-    assert len(encoder) == 2
-    assert {t.node(int(n))["scope"] for n in encoder} == {"encoder"}
-    assert [t.node(int(n))["kind"] for n in index.search("linear")] == ["function", "variable"]
+    scene = Scene(t, compute_layout(t))
+    # without a scene every node is read with node(); with one, from its arrays
+    for index in (FindIndex(t), FindIndex(t, scene)):
+        encoder = index.search("ENCODER")
+        assert len(encoder) == 2
+        assert {t.node(int(n))["scope"] for n in encoder} == {"encoder"}
+        kinds = [t.node(int(n))["kind"] for n in index.search("linear")]
+        assert kinds == ["function", "variable"]
+        assert [t.node(int(n))["name"] for n in index.search("w")] == ["W"]
+        assert len(index.search("tanh")) == 1
