@@ -13,6 +13,8 @@ from PySide6 import QtCore, QtGui, QtWidgets
 __all__ = ["FindBar"]
 
 _MARGIN = 8  # pixels between the bar and the view's edges
+_FIELD_WIDTH = 200  # the field's width when there is room, and the least it shrinks to
+_FIELD_MIN_WIDTH = 70
 
 
 class FindBar(QtWidgets.QFrame):
@@ -31,7 +33,7 @@ class FindBar(QtWidgets.QFrame):
         self.field.setObjectName("findField")
         self.field.setPlaceholderText("Find a name, op or scope")
         self.field.setClearButtonEnabled(True)
-        self.field.setMinimumWidth(180)
+        self.field.setFixedWidth(_FIELD_WIDTH)
         self.field.setToolTip(
             "Find nodes by name, op or scope path (Enter: next, Shift+Enter: previous, "
             "Esc: close; #12 finds node 12)"
@@ -40,7 +42,8 @@ class FindBar(QtWidgets.QFrame):
         self.count_label.setObjectName("findCount")
         self.count_label.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         metrics = QtGui.QFontMetrics(self.font())
-        self.count_label.setMinimumWidth(metrics.horizontalAdvance("999 of 999") + 6)
+        self._count_width = metrics.horizontalAdvance("999 of 999") + 6
+        self.count_label.setMinimumWidth(self._count_width)
         self.previous_button = self._button("findPrevious", "▲", "Previous match (Shift+Enter)")
         self.next_button = self._button("findNext", "▼", "Next match (Enter)")
         self.close_button = self._button("findClose", "✕", "Close (Esc)")
@@ -128,8 +131,20 @@ class FindBar(QtWidgets.QFrame):
         return super().eventFilter(watched, event)
 
     def _place(self) -> None:
-        self.adjustSize()
+        """Top right of the host; in a narrow host the field gives up its width first."""
         host = self._host.rect()
-        width = min(self.sizeHint().width(), max(120, host.width() - 2 * _MARGIN))
-        self.resize(width, self.sizeHint().height())
-        self.move(host.right() - width - _MARGIN + 1, _MARGIN)
+        self.count_label.setMinimumWidth(self._count_width)
+        for button in (self.previous_button, self.next_button):
+            button.setVisible(True)
+        others = self.sizeHint().width() - self.field.maximumWidth()  # the field's is fixed
+        room = host.width() - 2 * _MARGIN - others
+        if room < _FIELD_MIN_WIDTH:  # the count keeps only the width of its text
+            self.count_label.setMinimumWidth(0)
+            room += self._count_width - self.count_label.sizeHint().width()
+        if room < _FIELD_MIN_WIDTH:  # and Enter / Shift+Enter stand for the arrows
+            for button in (self.previous_button, self.next_button):
+                room += button.sizeHint().width() + self.layout().spacing()
+                button.setVisible(False)
+        self.field.setFixedWidth(int(min(_FIELD_WIDTH, max(_FIELD_MIN_WIDTH, room))))
+        self.adjustSize()
+        self.move(max(0, host.right() - self.width() - _MARGIN + 1), _MARGIN)

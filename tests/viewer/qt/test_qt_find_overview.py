@@ -119,6 +119,12 @@ def test_find_bar_keys_alone(qtbot):
     qtbot.keyClick(bar.field, QtCore.Qt.Key.Key_Return, QtCore.Qt.KeyboardModifier.ShiftModifier)
     qtbot.keyClick(bar.field, QtCore.Qt.Key.Key_Escape)
     assert seen == ["next", "previous", "closed"]
+    # a narrow host: the field shrinks, the buttons stay inside and apart from it
+    host.resize(230, 200)
+    bar.open_bar()
+    assert bar.geometry().left() >= 0 and bar.geometry().right() <= host.width()
+    assert bar.field.geometry().right() < bar.count_label.geometry().left()
+    assert bar.close_button.geometry().right() <= bar.width()
 
 
 # ------------------------------------------------------------------ the overview
