@@ -272,3 +272,25 @@ def test_a_process_run_keeps_what_it_is_told(tmp_path):
     assert result.ok, result.error
     assert len(result.passes) == 303 and len(result.graphs) <= 10 + 1 + 100
     assert [g.number for g in result.graphs][:5] == [0, 1, 2, 3, 4]
+
+
+def test_the_memory_held_stays_bounded_with_the_collector_off():
+    gc.disable()  # as in the worker: only reference counting frees what the run drops
+    try:
+        recording = PassRecording(4096, max_passes=20, max_flagged=0)
+        x = Variable(np.array(1.5), name="x")  # bench/long_runs.py's loop
+        with recording:
+            for i in range(4500):
+                if i == 500:
+                    before = len(gc.get_objects())
+                y = (x * x).sum()
+                y.name = "loss"
+                x.cleargrad()
+                y.backward()
+                x.data = x.data - 1e-6 * x.grad.data
+            after = len(gc.get_objects())
+        # a dropped pass's trace leaves nothing behind (about 25 objects a pass if it did)
+        assert after - before < 1000, after - before
+        assert len(recording.segments) <= 11 and len(recording.passes) == 4500
+    finally:
+        gc.enable()
