@@ -101,7 +101,7 @@ class PassRecording:
         self.trace_pass[index] = self._passes_in_current - 1
         data = output.data
         try:
-            self._loss = float(np.sum(data, dtype=np.float64))
+            self._loss = _total(data)
         except (TypeError, ValueError):
             self._loss = math.nan
         key = (self._call_line(), getattr(data, "shape", None))
@@ -191,10 +191,20 @@ def _discard(trace: Trace | None) -> None:
         trace._recorder._tape.clear()
 
 
+def _total(data: Any) -> float:
+    """The sum of a value, as a float (a scalar loss, the usual case, without numpy's sum)."""
+    if type(data) is np.ndarray and data.size == 1:
+        return float(data.item())
+    return float(np.sum(data, dtype=np.float64))
+
+
 def _norm(g: Any) -> float:
     data = g.data if isinstance(g, core.Variable) else g
     try:
-        return float(np.sqrt(np.sum(np.square(data, dtype=np.float64))))
+        if type(data) is np.float64 or (type(data) is np.ndarray and data.size == 1):
+            return abs(float(data.item()))
+        flat = np.asarray(data, dtype=np.float64).reshape(-1)
+        return math.sqrt(float(np.dot(flat, flat)))
     except (TypeError, ValueError):
         return math.nan
 

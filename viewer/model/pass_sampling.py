@@ -189,13 +189,11 @@ class PassLog:
 
     def add(self, loss: float, iteration: int, flags: int, norms: Sequence[float]) -> None:
         """One pass: ``norms[k]`` is parameter ``k``'s (see :meth:`parameter`)."""
-        n = len(self._loss)
         self._loss.append(loss)
         self._iteration.append(iteration)
         self._flags.append(flags & 0xFF)
         for k, column in enumerate(self._norms):
             column.append(norms[k] if k < len(norms) else math.nan)
-        assert all(len(c) == n + 1 for c in self._norms)
 
     def parameter(self, label: str) -> int | None:
         """A new parameter's column (NaN for the passes before), None past MAX_NORMS."""
