@@ -403,9 +403,15 @@ class Document:
         self.graph_loaded.emit(self)
         self.status_changed.emit(self._loaded_message())
         result = self.script_result
-        if pending.kind == "script" and result is not None and result.leak_report is not None:
+        if (
+            pending.kind == "script"
+            and result is not None
+            and result.leak_report is not None
+            and getattr(trace, "base", trace) is result.trace
+        ):
             # Every graph of a script shares the run's audit: flag the one installed now (also
-            # another graph chosen later, or one laid out in a worker after the run ended).
+            # another graph chosen later, or one laid out in a worker after the run ended). A
+            # pass a long run recorded on its own has its own node ids: the audit is not its.
             self.flag_leaks(result.leak_report)
         return True
 

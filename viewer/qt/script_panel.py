@@ -122,8 +122,8 @@ class ScriptPanel(QtWidgets.QWidget):
         self.status.setText(summary)
         self.cancel_button.setEnabled(False)
         self._set_titles(graph_titles, sampling)
+        self._on_screen = shown if 0 <= shown < len(graph_titles) else -1
         self.show_entries(range(len(graph_titles)))
-        self.select_graph(shown)
 
     def _set_titles(self, titles: Sequence[str], sampling: str) -> None:
         self._titles = list(titles)
@@ -143,8 +143,10 @@ class ScriptPanel(QtWidgets.QWidget):
         self.graphs.clear()
         for i in indexes:
             self.graphs.addItem(self._titles[i], i)
-        self.graphs.setEnabled(self.graphs.count() > 0)
         self.select_graph(self._on_screen)
+        # enabled whenever one of the graphs listed is not on screen
+        listed = self.graphs.findData(self._on_screen) >= 0 if self._on_screen >= 0 else False
+        self.graphs.setEnabled(self.graphs.count() > (1 if listed else 0))
         total = len(self._titles)
         self.count.setText(f"{self.graphs.count():,} of {total:,}" if total else "")
 

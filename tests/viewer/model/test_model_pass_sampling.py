@@ -294,3 +294,36 @@ def test_the_memory_held_stays_bounded_with_the_collector_off():
         assert len(recording.segments) <= 11 and len(recording.passes) == 4500
     finally:
         gc.enable()
+
+
+LEAKY = """
+import numpy as np
+from autodiff import Variable
+w = Variable(np.array([1.0, 2.0]), name="w")
+for epoch in range(60):
+    w.cleargrad()
+    h = w * w
+    if epoch == 0:
+        cycle = {"h": h}
+        cycle["me"] = cycle  # a leak in the first pass: a cycle holds h
+    loss = h.sum()
+    loss.backward()
+"""
+
+
+def test_the_leak_audit_is_flagged_on_the_first_passes_graphs_only(tmp_path):
+    path = tmp_path / "leaky.py"
+    path.write_text(textwrap.dedent(LEAKY))
+    doc = Document()
+    doc.script_max_passes = 10
+    assert doc.run_script(path)
+    result = doc.script_result
+    assert result.leak_report is not None and result.leak_report.survivors
+    assert result.graphs[-1].trace is not None  # on screen: a pass recorded on its own
+
+    def leaks():
+        return [o for overlays in doc.scene.overlays.values() for o in overlays if o.kind == "leak"]
+
+    assert leaks() == []  # its node ids are not the audit's
+    assert doc.show_script_graph(0)  # the first pass: the audited recording
+    assert leaks()
