@@ -84,8 +84,7 @@ class PassRecording:
         core.remove_observer(self)
         self._current._stop()
         if self._current is not self.head:
-            _discard(self._current)  # the operations after the last pass: not kept
-            self._current = self.head
+            self._current = self.head  # the operations after the last pass: not kept
 
     @property
     def sampled(self) -> bool:
@@ -150,8 +149,8 @@ class PassRecording:
         self._grads = {}
         self.passes.add(self._loss, self._iteration, flags, norms)
         dropped = self.reservoir.offer(index, bool(flags & FLAG_NONFINITE))
-        for gone in dropped:
-            _discard(self.segments.pop(gone, None))
+        for gone in dropped:  # freed at once (reference counting: the worker's collector is off)
+            self.segments.pop(gone, None)
             self.trace_pass.pop(gone, None)
             self.names.pop(gone, None)
         if index + 1 < self.reservoir.head:
@@ -159,11 +158,8 @@ class PassRecording:
         # The pass is recorded: from here on each pass gets a trace of its own.
         ended = self._current
         ended._stop()
-        if ended is not self.head:
-            if index in dropped:
-                _discard(ended)
-            else:
-                self.segments[index] = ended
+        if ended is not self.head and index not in dropped:
+            self.segments[index] = ended
         self._current = Trace(self.max_array_size)
         self._passes_in_current = 0
         self._current._start()
@@ -180,15 +176,6 @@ class PassRecording:
                 return frame.f_lineno
             frame = frame.f_back
         return -1
-
-
-def _discard(trace: Trace | None) -> None:
-    """Free a dropped pass's trace now. Its tape holds weak references whose callback is
-    the tape's own ``append``: a reference cycle, which only the cycle collector would free,
-    and the worker runs with the collector off (the leak audit counts on it). Emptying the
-    tape breaks the cycle; the trace is dropped anyway."""
-    if trace is not None:
-        trace._recorder._tape.clear()
 
 
 def _total(data: Any) -> float:
