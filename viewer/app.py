@@ -64,6 +64,13 @@ def _parser() -> argparse.ArgumentParser:
         "--export of a .py needs it",
     )
     p.add_argument(
+        "--max-passes",
+        type=int,
+        metavar="N",
+        help="keep the graphs of about N backward passes of a script, a sample of a longer run "
+        "(default: the saved limits/scriptMaxPasses, else 1000); every pass is plotted",
+    )
+    p.add_argument(
         "--verbose",
         action="store_true",
         help="with --export: print a failing script's whole traceback, not just its line",
@@ -77,6 +84,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         raise _UsageError("autodiff-viewer: error: --export needs an INPUT file to render\n")
     if args.export is None and (args.phase is not None or args.step is not None):
         raise _UsageError("autodiff-viewer: error: --phase and --step only go with --export\n")
+    if args.max_passes is not None and args.max_passes < 2:
+        raise _UsageError("autodiff-viewer: error: --max-passes must be at least 2\n")
     return args
 
 
@@ -108,6 +117,8 @@ def build_window(argv: Sequence[str] | None = None):
     from viewer.qt.main_window import MainWindow
 
     window = MainWindow(theme=args.theme)
+    if args.max_passes is not None:
+        window.document.script_max_passes = args.max_passes
     if args.file:
         window.open_path(args.file, confirm_scripts=not args.yes)
     return window
@@ -175,6 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from viewer.qt.main_window import MainWindow
 
     window = MainWindow(theme=args.theme)
+    if args.max_passes is not None:
+        window.document.script_max_passes = args.max_passes
     window.show()
     if args.file:
         window.open_path(args.file, confirm_scripts=not args.yes)

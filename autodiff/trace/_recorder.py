@@ -896,6 +896,13 @@ class Recorder:
     # ------------------------------------------------------------------------------
     # Start and stop
     # ------------------------------------------------------------------------------
+    def __del__(self) -> None:
+        # The tape's weak references call the tape's own append when their object dies: tape
+        # and references are a cycle only the cycle collector would free (a worker runs with
+        # it off). Dropped with its trace, the recorder empties the tape, so reference
+        # counting frees what it held at once.
+        self._tape.clear()
+
     def on_scope_begin(self, part: Any) -> None:
         if type(part) is str:
             name, cls = part.replace("/", "_"), ""

@@ -14,7 +14,7 @@ import pytest
 from engine_steps import iter_backward
 
 import autodiff.functions as F
-from autodiff import Variable
+from autodiff import Variable, trace
 
 
 @pytest.fixture
@@ -116,3 +116,18 @@ def test_a_deep_chain_is_released_without_recursion_error(no_cycle_collector):
     del y
     assert tail() is None
     assert first() is not None  # the leaf's gradient stays with the leaf
+
+
+def test_a_dropped_trace_frees_its_undecoded_tape_without_the_collector(no_cycle_collector):
+    """The tape's weak references call back the tape itself (a cycle): the recorder empties
+    it when dropped, so reference counting frees what the tape held (a worker runs with the
+    collector off)."""
+    x = Variable(np.ones(8))
+    with trace.record() as t:
+        y = (x * 2).sum()
+        y.backward()
+    copies = [v for e in t._recorder._tape if type(e) is tuple for v in e if type(v) is np.ndarray]
+    assert copies, "the tape holds copies of the values"
+    refs = [weakref.ref(c) for c in copies]
+    del copies, t
+    assert all(r() is None for r in refs)

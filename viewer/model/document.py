@@ -62,6 +62,7 @@ from viewer.model.gradcheck import apply_overlays
 from viewer.model.gradcheck_report import GradCheckReport
 from viewer.model.graph_layout import GraphLayout, compute_layout
 from viewer.model.inspector import NodeInfo, inspect
+from viewer.model.pass_sampling import DEFAULT_MAX_PASSES
 from viewer.model.playback import PlaybackState
 from viewer.model.scene import Frame, Scene
 from viewer.model.script_loader import ScriptError, ScriptLoader
@@ -141,6 +142,8 @@ class Document:
         self.script_run: ScriptProcess | None = None  # the run in progress, if any
         # a script's memory limit in MiB (None: half the machine's; 0: none)
         self.script_memory_mb: int | None = None
+        # the graphs of about this many backward passes of a run are kept (pass_sampling)
+        self.script_max_passes = DEFAULT_MAX_PASSES
         # a typed program's budgets (the window reads them from the settings)
         self.element_budget = MAX_TOTAL_ELEMENTS
         self.step_budget = MAX_STEPS
@@ -400,9 +403,15 @@ class Document:
         self.graph_loaded.emit(self)
         self.status_changed.emit(self._loaded_message())
         result = self.script_result
-        if pending.kind == "script" and result is not None and result.leak_report is not None:
+        if (
+            pending.kind == "script"
+            and result is not None
+            and result.leak_report is not None
+            and getattr(trace, "base", trace) is result.trace
+        ):
             # Every graph of a script shares the run's audit: flag the one installed now (also
-            # another graph chosen later, or one laid out in a worker after the run ended).
+            # another graph chosen later, or one laid out in a worker after the run ended). A
+            # pass a long run recorded on its own has its own node ids: the audit is not its.
             self.flag_leaks(result.leak_report)
         return True
 

@@ -44,6 +44,7 @@ __all__ = [
     "iter_document_function_plot",
     "iter_function_plot",
     "node_histograms",
+    "pass_log_curves",
     "robust_range",
     "training_curves",
 ]
@@ -395,10 +396,34 @@ def _parameter_labels(trace: TraceReader, parameters: list[int]) -> tuple[str, .
     return tuple(labels)
 
 
+def pass_log_curves(log: Any) -> TrainingCurves:
+    """:class:`TrainingCurves` from a run's :class:`~viewer.model.pass_sampling.PassLog`:
+    every pass, though the run kept the graphs of a sample of them."""
+    if not len(log):
+        raise ValueError(
+            "there is no loss to plot: the program never called backward(). Call "
+            "loss.backward() in the training loop"
+        )
+    norms = log.grad_norms
+    return TrainingCurves(
+        steps=np.arange(len(log), dtype=np.int64),
+        loss=log.loss,
+        loss_label=str(log.loss_label),
+        parameters=tuple(range(len(norms))),
+        labels=tuple(log.parameter_labels),
+        grad_norms=norms,
+        notes=(f"{len(log):,} backward passes, from every pass's loss and gradients",),
+    )
+
+
 def document_training_curves(document: Any, **options: Any) -> TrainingCurves:
     """:func:`training_curves` over the whole run of the document's script (every iteration,
     not only the graph on screen), or over the document's trace."""
     result = getattr(document, "script_result", None)
+    log = getattr(result, "passes", None)
+    if document.kind == "script" and log is not None and getattr(result, "sampling", ""):
+        # a long run keeps the graphs of some passes only, and the scalars of all
+        return pass_log_curves(log)
     if document.kind == "script" and result is not None and result.trace is not None:
         trace = result.trace
     elif document.trace is not None:

@@ -44,7 +44,11 @@ class ScriptLoader:
         thread, passes ``run.result`` to :meth:`apply_result`."""
         doc = self.document
         run = ScriptProcess(
-            path, argv, max_array_size=doc.max_array_size, memory_mb=doc.script_memory_mb
+            path,
+            argv,
+            max_array_size=doc.max_array_size,
+            memory_mb=doc.script_memory_mb,
+            max_passes=doc.script_max_passes,
         )
         doc.script_run = run
         run.finished.connect(self._ran)

@@ -46,6 +46,8 @@ from typing import Any
 import numpy as np
 
 from autodiff.leaks import LeakReport, Survivor
+from autodiff.trace import TraceReader
+from viewer.model.pass_sampling import DEFAULT_MAX_PASSES, PassLog
 from viewer.model.script_run import (
     ScriptGraph,
     ScriptResult,
@@ -54,7 +56,13 @@ from viewer.model.script_run import (
     _RunState,
     _ThreadStream,
 )
-from viewer.model.script_worker import RESULT_NAME, SAMPLES_NAME, TRACE_NAME
+from viewer.model.script_worker import (
+    PASSES_NAME,
+    RESULT_NAME,
+    SAMPLES_NAME,
+    SEGMENT_NAME,
+    TRACE_NAME,
+)
 from viewer.model.signals import Signal
 
 __all__ = ["CANCEL_GRACE_S", "ScriptProcess", "default_memory_mb"]
@@ -90,8 +98,11 @@ class ScriptProcess(_RunState):
         argv: list[str] | None = None,
         max_array_size: int = 4096,
         memory_mb: int | None = None,
+        max_passes: int = DEFAULT_MAX_PASSES,
     ) -> None:
         self.path = Path(path).resolve()
+        # the graphs of about this many backward passes come back (viewer.model.pass_sampling)
+        self.max_passes = max(2, int(max_passes))
         self.argv = list(argv or [])
         self.max_array_size = max_array_size
         self.memory_mb = default_memory_mb() if memory_mb is None else max(0, int(memory_mb))
@@ -179,6 +190,7 @@ class ScriptProcess(_RunState):
             "max_array_size": int(self.max_array_size),
             "memory_mb": int(self.memory_mb),
             "sample_functions": int(self.sample_functions),
+            "max_passes": int(self.max_passes),
             "channel": channel_w,
             "lifeline": lifeline_r,
             "result": self._folder,
@@ -408,18 +420,8 @@ class ScriptProcess(_RunState):
                 arrays = [npz[f"arr_{i}"] for i in range(len(npz.files))]
             per_class = _int(meta.get("samples_per_class", 2), "samples_per_class")
             samples = unpack_samples(meta["samples"], arrays, per_class)
-        graphs = [
-            ScriptGraph(_str(t, "graph title"), _int(r, "graph root"), _int(p, "graph pass"))
-            for t, r, p in _rows(meta.get("graphs"), 3)
-        ]
-        if trace is not None:
-            try:
-                for g in graphs:
-                    trace.node(g.root)
-            except (IndexError, KeyError):
-                graphs = _collect_graphs(trace, self.stage_changed)
-        else:
-            graphs = []
+        graphs = self._read_graphs(meta.get("graphs"), trace)
+        passes = self._read_passes(meta.get("passes"))
         error_message = _opt_str(meta.get("error_message"))
         if _is_memory_error(error_message) and self.memory_mb:
             error_message += (
@@ -442,6 +444,8 @@ class ScriptProcess(_RunState):
             error_line=_opt_int(meta.get("error_line")),
             error_message=error_message,
             samples=samples,
+            passes=passes,
+            sampling=_opt_str(meta.get("sampling")) or "",
         )
         if graphs:
             self.stage_changed.emit("preparing the last graph")
@@ -450,6 +454,63 @@ class ScriptProcess(_RunState):
             except Exception as e:  # shown later, when the document asks for the view
                 self.stage_changed.emit(f"could not prepare the graph: {e}")
         return result
+
+    def _read_graphs(self, rows: Any, trace: TraceReader | None) -> list[ScriptGraph]:
+        """The graphs the worker listed, each with its own trace (a pass's segment, read
+        from its file) or the run's."""
+        from autodiff.trace._trace import trace_from_npz
+
+        assert self._folder is not None
+        if trace is None:
+            return []
+        segments: dict[int, TraceReader] = {}
+        graphs = []
+        for row in _rows(rows, 8):
+            title, root, bpass, number, iteration, loss, flags, segment = row
+            own = None
+            if _int(segment, "graph segment") >= 0:
+                own = segments.get(segment)
+                if own is None:
+                    path = os.path.join(self._folder, SEGMENT_NAME.format(segment))
+                    own = segments[segment] = trace_from_npz(path)
+            elif segment != -1:
+                continue  # its recording could not be sent
+            if type(loss) not in (int, float):
+                raise ValueError("a graph's loss is not a number")
+            graph = ScriptGraph(
+                _str(title, "graph title"),
+                _int(root, "graph root"),
+                _int(bpass, "graph pass"),
+                _int(number, "graph number"),
+                _int(iteration, "graph iteration"),
+                float(loss),
+                _int(flags, "graph flags"),
+                own,
+            )
+            try:
+                (own if own is not None else trace).node(graph.root)
+            except (IndexError, KeyError):
+                return _collect_graphs(trace, self.stage_changed)
+            graphs.append(graph)
+        return graphs
+
+    def _read_passes(self, data: Any) -> PassLog | None:
+        assert self._folder is not None
+        path = os.path.join(self._folder, PASSES_NAME)
+        if type(data) is not dict or not os.path.isfile(path):
+            return None
+        labels = data.get("labels")
+        if type(labels) is not list or not all(type(s) is str for s in labels):
+            raise ValueError("the pass log's labels are not text")
+        with np.load(path, allow_pickle=False) as npz:
+            return PassLog.from_arrays(
+                npz["loss"],
+                npz["iteration"],
+                npz["flags"],
+                npz["grad_norms"],
+                labels,
+                _str(data.get("loss_label", "loss"), "loss label"),
+            )
 
 
 def _signal_name(number: int) -> str:

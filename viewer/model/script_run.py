@@ -23,6 +23,7 @@ import contextlib
 import ctypes
 import gc
 import io
+import math
 import os
 import runpy
 import sys
@@ -35,9 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from autodiff import core
-from autodiff import trace as trace_module
 from autodiff.trace import TraceReader, TraceView, view_for_root
 from viewer.model.function_check import FunctionSampler
+from viewer.model.pass_recording import PassRecording
+from viewer.model.pass_sampling import DEFAULT_MAX_PASSES, PassLog, pass_label
 from viewer.model.signals import Signal
 
 __all__ = ["ScriptCancelled", "ScriptGraph", "ScriptResult", "ScriptRun", "run_script"]
@@ -55,15 +57,26 @@ class ScriptCancelled(BaseException):
 @dataclass(frozen=True)
 class ScriptGraph:
     """One graph a script built: the graph behind ``root`` (a backward root, or a last
-    output when the script never called backward) and, for a backward root, its pass."""
+    output when the script never called backward) and, for a backward root, its pass.
+
+    A pass of a long run may live in a trace of its own (``trace``: a segment, see
+    :mod:`viewer.model.pass_recording`); ``backward_pass`` and ``root`` are then that
+    trace's. ``number`` is the pass among all the run's (from 0), ``iteration``, ``loss``
+    and ``flags`` its entry of the run's :class:`~viewer.model.pass_sampling.PassLog`."""
 
     title: str
     root: int
     backward_pass: int  # -1 when backward was never called on it
+    number: int = -1
+    iteration: int = -1
+    loss: float = math.nan
+    flags: int = 0
+    trace: TraceReader | None = field(default=None, compare=False, repr=False)
 
     def view(self, trace: TraceReader) -> TraceView:
         """A trace restricted to this graph and its steps (what the viewer shows)."""
-        return view_for_root(trace, self.root, self.backward_pass)
+        own = self.trace if self.trace is not None else trace
+        return view_for_root(own, self.root, self.backward_pass)
 
 
 @dataclass
@@ -83,6 +96,8 @@ class ScriptResult:
     error_line: int | None = None  # the script's own line the error came from, if known
     error_message: str | None = None  # "ZeroDivisionError: division by zero", on one line
     samples: FunctionSampler | None = None  # what the gradient check needs (sample_functions)
+    passes: PassLog | None = None  # every backward pass's scalars (the Training plot's)
+    sampling: str = ""  # which passes ``graphs`` holds, when not all ("showing 1,001 of ...")
     _views: dict[int, TraceView] = field(default_factory=dict, repr=False)
 
     def view(self, index: int) -> TraceView:
@@ -107,6 +122,8 @@ class ScriptResult:
             where = f", line {self.error_line}" if self.error_line is not None else ""
             return f"{name} failed: {self._one_line}{where}"
         n = len(self.graphs)
+        if self.sampling and self.passes is not None:
+            return f"{name} ran in {self.duration:.1f} s: {len(self.passes):,} backward passes"
         return f"{name} ran in {self.duration:.1f} s and built {n} graph{'s' if n != 1 else ''}"
 
     @property
@@ -322,7 +339,11 @@ class ScriptRun(_RunState):
         # graphs are not collected, audited or kept (the worker process has a deadline to
         # meet). None: no limit.
         self.keep_on_cancel: int | None = None
-        self.dropped_trace: TraceReader | None = None
+        # (a cancelled run's recording, held: a PassRecording)
+        self.dropped_trace: PassRecording | None = None
+        # The graphs of at most about this many backward passes are kept (see
+        # viewer.model.pass_sampling); every pass's scalars are.
+        self.max_passes = DEFAULT_MAX_PASSES
 
     def start(self) -> threading.Thread:
         """Run on a new daemon thread; returns it."""
@@ -374,6 +395,7 @@ class ScriptRun(_RunState):
         error_line: int | None = None
         error_message: str | None = None
         trace = None
+        recording: PassRecording | None = None
         saved = (os.getcwd(), sys.argv, list(sys.path), sys.stdout, sys.stderr)
         stdout = _ThreadStream(sys.stdout, self._thread_id, out, self.output_written)
         stderr = _ThreadStream(sys.stderr, self._thread_id, err, self.output_written)
@@ -399,7 +421,9 @@ class ScriptRun(_RunState):
             core.add_observer(observer)
             for extra in observers:
                 core.add_observer(extra)
-            with trace_module.record(max_array_size=self.max_array_size) as trace:
+            recording = PassRecording(self.max_array_size, self.max_passes, script=str(self.path))
+            with recording:
+                trace = recording.head
                 if self._cancel_requested:
                     raise ScriptCancelled("the script was cancelled")
                 self._in_script = True
@@ -441,9 +465,9 @@ class ScriptRun(_RunState):
         limit = self.keep_on_cancel
         too_long = (
             cancelled
-            and trace is not None
+            and recording is not None
             and limit is not None
-            and trace.count_steps(at_most=limit) > limit
+            and _count_steps(recording, limit) > limit
         )
         try:
             if too_long:
@@ -453,12 +477,12 @@ class ScriptRun(_RunState):
                 )
                 # Held, not freed: freeing millions of steps takes longer than Cancel allows,
                 # and the worker's process ends right after (os._exit frees nothing).
-                self.dropped_trace = trace
+                self.dropped_trace = recording
                 trace, graphs, leak_report = None, [], None
                 leak_error = "not audited: the run was cancelled"
             else:
                 self.stage_changed.emit("collecting the graphs")
-                graphs = _collect_graphs(trace, self.stage_changed)
+                graphs = _collect_graphs(trace, self.stage_changed, recording)
                 self.stage_changed.emit("auditing leaks")
                 leak_report, leak_error = _audit(trace)
         finally:
@@ -480,6 +504,10 @@ class ScriptRun(_RunState):
             error_line=error_line,
             error_message=error_message,
             samples=sampler,
+            passes=None if recording is None else recording.passes,
+            sampling=""
+            if recording is None or trace is None
+            else recording.reservoir.note(len(graphs)),
         )
         # A cancelled or failed run shows what it built up to then: its last graph too.
         if graphs and self.prepare_view:
@@ -566,16 +594,62 @@ def _script_line(error: BaseException, path: Path) -> int | None:
     return line
 
 
-def _collect_graphs(trace: TraceReader, stage_changed: Signal) -> list[ScriptGraph]:
-    """The graphs of ``trace``; none when there is no trace or it cannot be read (a run must
-    always end with a result, or the UI would wait for it forever)."""
+def _count_steps(recording: PassRecording, limit: int) -> int:
+    """The steps the recording holds, counted up to just past ``limit``."""
+    n = 0
+    for t in (recording.head, *recording.segments.values()):
+        n += t.count_steps(at_most=limit - n)
+        if n > limit:
+            break
+    return n
+
+
+def _collect_graphs(
+    trace: TraceReader, stage_changed: Signal, recording: PassRecording | None = None
+) -> list[ScriptGraph]:
+    """The graphs of ``trace`` (and of ``recording``'s segments); none when there is no trace
+    or it cannot be read (a run must always end with a result, or the UI would wait for it
+    forever)."""
     if trace is None:
         return []
     try:
+        if recording is not None and len(recording.passes):
+            return _recorded_graphs(recording)
         return _graphs_of(trace)
     except Exception as e:
         stage_changed.emit(f"could not collect the graphs: {type(e).__name__}: {e}")
         return []
+
+
+def _recorded_graphs(recording: PassRecording) -> list[ScriptGraph]:
+    """One graph per pass the recording kept, labelled from its log."""
+    log = recording.passes
+    loss, iteration, flags = log.loss, log.iteration, log.flags
+    graphs = []
+    for p in recording.reservoir.kept:
+        trace = recording.segments.get(p) if p >= recording.reservoir.head else recording.head
+        bpass = recording.trace_pass.get(p)
+        if trace is None or bpass is None:
+            continue
+        roots = trace.backward_roots
+        if not 0 <= bpass < len(roots):
+            continue
+        title = pass_label(
+            p + 1, int(iteration[p]), float(loss[p]), int(flags[p]), recording.names.get(p, "")
+        )
+        graphs.append(
+            ScriptGraph(
+                title,
+                int(roots[bpass]),
+                bpass,
+                p,
+                int(iteration[p]),
+                float(loss[p]),
+                int(flags[p]),
+                None if trace is recording.head else trace,
+            )
+        )
+    return graphs
 
 
 def _graphs_of(trace: TraceReader) -> list[ScriptGraph]:

@@ -10,7 +10,10 @@ stdout and stderr, pipes the app reads:
 * ``stage``: what the worker is doing after the script ended ("auditing leaks"...);
 * ``done``: the result is in the ``result`` folder: ``result.json`` (the outcome, the output,
   the graphs, the leak report, the samples' structure), ``trace.npz`` (the recording, see
-  :mod:`autodiff.trace._binary`) and ``samples.npz`` (the samples' arrays). Never pickle.
+  :mod:`autodiff.trace._binary`), ``segment_N.npz`` (the recording of pass N alone, for the
+  passes a long run kept past its first ones: :mod:`viewer.model.pass_recording`),
+  ``passes.npz`` (every pass's scalars) and ``samples.npz`` (the samples' arrays). Never
+  pickle.
 
 SIGTERM is Cancel: the script stops where it is (a sleep or a loop included) with
 :class:`~viewer.model.script_run.ScriptCancelled`, and the worker sends what it built up to
@@ -36,6 +39,8 @@ __all__ = ["main"]
 RESULT_NAME = "result.json"
 TRACE_NAME = "trace.npz"
 SAMPLES_NAME = "samples.npz"
+PASSES_NAME = "passes.npz"
+SEGMENT_NAME = "segment_{}.npz"
 # A cancelled run sends its recording only up to this many steps: more would not be written
 # before the app's deadline (about 20 us a step, after the collection and the audit).
 CANCEL_KEEP_STEPS = 10_000
@@ -117,6 +122,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     run.sample_functions = int(config.get("sample_functions", 0))
     run.prepare_view = False
     run.keep_on_cancel = CANCEL_KEEP_STEPS
+    run.max_passes = max(2, int(config.get("max_passes", run.max_passes)))
     run.stage_changed.connect(lambda text: channel.send("stage", text))
 
     def cancel(signum: int, frame: Any) -> None:
@@ -148,12 +154,26 @@ def _write_result(result: Any, folder: str, channel: _Channel) -> None:
     from viewer.model.worker_data import pack_samples
 
     trace_error = None
+    segments: dict[int, int] = {}  # id(segment trace) -> its pass number
     if result.trace is not None:
         channel.send("stage", "sending the recording")
         try:
             trace_to_npz(result.trace, os.path.join(folder, TRACE_NAME))
+            for g in result.graphs:
+                if g.trace is not None and id(g.trace) not in segments:
+                    trace_to_npz(g.trace, os.path.join(folder, SEGMENT_NAME.format(g.number)))
+                    segments[id(g.trace)] = g.number
         except (MemoryError, OSError, ValueError, TypeError) as e:
             trace_error = f"{type(e).__name__}: {e}"
+    log = result.passes
+    if log is not None:
+        np.savez(
+            os.path.join(folder, PASSES_NAME),
+            loss=log.loss,
+            iteration=log.iteration,
+            flags=log.flags,
+            grad_norms=log.grad_norms.astype(np.float32),
+        )
     arrays: list[np.ndarray] = []
     samples = None if result.samples is None else pack_samples(result.samples, arrays)
     np.savez(os.path.join(folder, SAMPLES_NAME), *arrays)
@@ -164,7 +184,23 @@ def _write_result(result: Any, folder: str, channel: _Channel) -> None:
         "error": result.error,
         "trace": result.trace is not None and trace_error is None,
         "trace_error": trace_error,
-        "graphs": [[g.title, int(g.root), int(g.backward_pass)] for g in result.graphs],
+        "graphs": [
+            [
+                g.title,
+                int(g.root),
+                int(g.backward_pass),
+                int(g.number),
+                int(g.iteration),
+                float(g.loss),
+                int(g.flags),
+                -1 if g.trace is None else segments.get(id(g.trace), -2),
+            ]
+            for g in result.graphs
+        ],
+        "passes": None
+        if log is None
+        else {"labels": list(log.parameter_labels), "loss_label": log.loss_label},
+        "sampling": result.sampling,
         "leaks": None
         if report is None
         else {

@@ -116,6 +116,9 @@ class MainWindow(QtWidgets.QMainWindow):
         document.element_budget = self.settings.budget("elementBudget", document.element_budget)
         document.step_budget = self.settings.budget("stepBudget", document.step_budget)
         document.script_memory_mb = self.settings.script_memory_mb()
+        document.script_max_passes = max(
+            2, self.settings.budget("scriptMaxPasses", document.script_max_passes)
+        )
         speed = self.settings.speed()
         if speed is not None:
             self.document.playback.set_speed(speed)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 from viewer.model.document import Document
+from viewer.model.pass_sampling import filter_entries
 from viewer.model.script_process import ScriptProcess
 from viewer.model.script_run import ScriptResult
 from viewer.qt.panel_binding import PanelBinding
@@ -40,6 +41,7 @@ class ScriptBinding(PanelBinding):
         self.status_bar = status_bar
         panel.cancel_requested.connect(document.cancel_script)
         panel.graph_chosen.connect(document.show_script_graph)
+        panel.filter_changed.connect(self._on_filter_changed)
         self.output.connect(panel.append_output)
         self.stage.connect(panel.show_stage)
         self.finished.connect(self._on_finished)
@@ -69,7 +71,7 @@ class ScriptBinding(PanelBinding):
         titles = [g.title for g in result.graphs]
         # ok: its last graph is on screen (or being laid out); else the previous graph stays
         # and the list offers the graphs a failed run built before its error
-        self.panel.finished(result.summary, titles, len(titles) - 1 if ok else -1)
+        self.panel.finished(result.summary, titles, len(titles) - 1 if ok else -1, result.sampling)
         if not result.ok and not result.cancelled:
             self._raise_dock()
         if ok and len(titles) > 1:
@@ -93,4 +95,9 @@ class ScriptBinding(PanelBinding):
             # the graph may have been chosen elsewhere (a leak in another graph)
             titles = [f"{result.path.name}: {g.title}" for g in result.graphs]
             if document.title in titles:
-                self.panel.graphs.setCurrentIndex(titles.index(document.title))
+                self.panel.select_graph(titles.index(document.title))
+
+    def _on_filter_changed(self, text: str) -> None:
+        result = self.document.script_result
+        graphs = result.graphs if result is not None else []
+        self.panel.show_entries(filter_entries(graphs, text))

@@ -194,6 +194,30 @@ def test_a_scripts_memory_limit_comes_from_the_settings(qtbot, tmp_path, stored,
     window.document.script_run = None
 
 
+@pytest.mark.parametrize(
+    ("stored", "argv", "expected"),
+    [(None, [], 1000), ("300", [], 300), ("none", [], 1000), ("300", ["--max-passes", "40"], 40)],
+)
+def test_the_passes_a_script_keeps_come_from_the_settings_or_the_command_line(
+    qtbot, tmp_path, stored, argv, expected
+):
+    if stored is not None:
+        AppSettings().store.setValue("limits/scriptMaxPasses", stored)
+    window = build_window(argv)
+    qtbot.addWidget(window)
+    assert window.document.script_max_passes == expected
+    script = tmp_path / "s.py"
+    script.write_text("x = 1\n")
+    run = window.document.prepare_script(script)
+    assert run.max_passes == expected
+    window.document.script_run = None
+
+
+def test_max_passes_must_be_at_least_two(capsys):
+    assert main(["--max-passes", "1"]) == 2
+    assert "--max-passes must be at least 2" in capsys.readouterr().err
+
+
 def test_a_script_on_the_command_line_is_not_raced_by_the_saved_program(
     qtbot, tmp_path, wait_for_script
 ):
