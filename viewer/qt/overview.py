@@ -20,6 +20,7 @@ __all__ = ["Overview"]
 
 _MARGIN = 8  # pixels between the overview and the view's edges
 _LONGEST = 200  # the overview's longer side in pixels (less in a small view)
+_FADED = 0.3  # its opacity while it lies over the current step's nodes
 
 
 def _rgba(colour: str | QtGui.QColor, alpha: int = 255) -> NDArray[np.uint8]:
@@ -51,6 +52,10 @@ class Overview(QtWidgets.QWidget):
         self._selected: NDArray[np.float64] | None = None
         self._enabled = True
         self._whole = False  # the view shows the whole graph
+        self._covering = False  # it hides the current step's nodes
+        self._fade = QtWidgets.QGraphicsOpacityEffect(self)
+        self._fade.setOpacity(1.0)
+        self.setGraphicsEffect(self._fade)
         host.installEventFilter(self)
         self.hide()
 
@@ -105,6 +110,28 @@ class Overview(QtWidgets.QWidget):
         ok = geo is not None and 0 <= node < geo.n_nodes
         self._selected = geo.positions[node].copy() if ok else None
         self.update()
+
+    def set_covering(self, on: bool) -> None:
+        """Whether the overview lies over the current step's nodes: it then fades, so they
+        show through, until the mouse comes over it."""
+        self._covering = bool(on)
+        self._update_fade()
+
+    @property
+    def opacity(self) -> float:
+        return self._fade.opacity()
+
+    def _update_fade(self) -> None:
+        faded = self._covering and not self.underMouse()
+        self._fade.setOpacity(_FADED if faded else 1.0)
+
+    def enterEvent(self, event: QtCore.QEvent) -> None:
+        self._fade.setOpacity(1.0)
+        super().enterEvent(event)
+
+    def leaveEvent(self, event: QtCore.QEvent) -> None:
+        self._update_fade()
+        super().leaveEvent(event)
 
     def set_shown(self, on: bool) -> None:
         """The View menu's toggle: shown while part of the graph is out of view, or never."""

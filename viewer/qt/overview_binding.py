@@ -49,10 +49,32 @@ class OverviewBinding(QtCore.QObject):
 
     def _on_view_changed(self) -> None:
         self.overview.set_view_rect(self.view.visible_rect())
+        self._check_covering()
 
     def _on_step_changed(self, _index: int) -> None:
         frame = self.view.frame
         self.overview.set_active(frame.current_nodes if frame is not None else np.zeros(0, int))
+        self._check_covering()
+
+    def _check_covering(self) -> None:
+        """Fade the overview while a box of the current step's nodes is under it."""
+        overview, view, frame = self.overview, self.view, self.view.frame
+        covering = False
+        if overview.isVisible() and frame is not None and len(frame.current_nodes):
+            geo = view.geometry_data
+            nodes = frame.current_nodes[frame.current_nodes < geo.n_nodes][:64]
+            lo = (geo.positions[nodes] - geo.half_sizes[nodes]).tolist()
+            hi = (geo.positions[nodes] + geo.half_sizes[nodes]).tolist()
+            area = overview.geometry()
+            offset = view.viewport().pos()
+            box = view.view_box
+            for (x0, y0), (x1, y1) in zip(lo, hi, strict=True):
+                rect = box.mapViewToScene(QtCore.QRectF(x0, y0, x1 - x0, y1 - y0))
+                on_screen = view.mapFromScene(rect).boundingRect().translated(offset)
+                if area.intersects(on_screen):
+                    covering = True
+                    break
+        overview.set_covering(covering)
 
     def _on_selection_changed(self, _node_id: int | None) -> None:
         self.overview.set_selected(self.scene_binding.selected_index())

@@ -255,3 +255,22 @@ def test_a_scene_with_module_nodes_names_them_at_far_zoom(qtbot, window):
     qtbot.wait(10)
     view.viewport().repaint()
     assert view._labels.painted_names == 1
+
+
+def test_the_overview_fades_while_it_lies_over_the_current_step(qtbot, window):
+    assert window.load_example("goldstein") is True
+    view, overview, playback = window.graph_view, window.overview, window.document.playback
+    view.set_follow(False)
+    playback.seek(playback.n_steps // 2)
+    view.zoom_by(3.0)
+    qtbot.waitUntil(overview.isVisible)
+    node = int(view.frame.current_function)
+    x, y = view.geometry_data.positions[node]
+    # put the node under the middle of the overview
+    middle = overview.geometry().center() - view.viewport().pos()
+    at = view.view_box.mapSceneToView(view.mapToScene(middle))
+    centre = view.visible_rect().center()
+    view.center_at(centre.x() + x - at.x(), centre.y() + y - at.y())
+    qtbot.waitUntil(lambda: overview.opacity < 1.0)
+    view.center_on(node)
+    qtbot.waitUntil(lambda: overview.opacity == 1.0)
