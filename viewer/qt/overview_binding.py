@@ -60,20 +60,35 @@ class OverviewBinding(QtCore.QObject):
         """Fade the overview while a box of the current step's nodes is under it."""
         overview, view, frame = self.overview, self.view, self.view.frame
         covering = False
-        if overview.isVisible() and frame is not None and len(frame.current_nodes):
+        shown = view.visible_rect()
+        port = view.viewport().geometry()
+        if (
+            overview.isVisible()
+            and frame is not None
+            and len(frame.current_nodes)
+            and shown.width() > 0
+            and shown.height() > 0
+        ):
+            # From the view's range, not through the view box's transform: that is brought up
+            # to date only when the view paints, and updating it here would zoom ahead of it.
             geo = view.geometry_data
-            nodes = frame.current_nodes[frame.current_nodes < geo.n_nodes][:64]
-            lo = (geo.positions[nodes] - geo.half_sizes[nodes]).tolist()
-            hi = (geo.positions[nodes] + geo.half_sizes[nodes]).tolist()
+            nodes = frame.current_nodes[frame.current_nodes < geo.n_nodes]
+            sx, sy = port.width() / shown.width(), port.height() / shown.height()
+            lo = geo.positions[nodes] - geo.half_sizes[nodes]
+            hi = geo.positions[nodes] + geo.half_sizes[nodes]
             area = overview.geometry()
-            offset = view.viewport().pos()
-            box = view.view_box
-            for (x0, y0), (x1, y1) in zip(lo, hi, strict=True):
-                rect = box.mapViewToScene(QtCore.QRectF(x0, y0, x1 - x0, y1 - y0))
-                on_screen = view.mapFromScene(rect).boundingRect().translated(offset)
-                if area.intersects(on_screen):
-                    covering = True
-                    break
+            left = (lo[:, 0] - shown.left()) * sx + port.left()
+            right = (hi[:, 0] - shown.left()) * sx + port.left()
+            top = (lo[:, 1] - shown.top()) * sy + port.top()  # y grows downwards (invertY)
+            bottom = (hi[:, 1] - shown.top()) * sy + port.top()
+            covering = bool(
+                (
+                    (right >= area.left())
+                    & (left <= area.right())
+                    & (bottom >= area.top())
+                    & (top <= area.bottom())
+                ).any()
+            )
         overview.set_covering(covering)
 
     def _on_selection_changed(self, _node_id: int | None) -> None:
