@@ -140,7 +140,10 @@ class Scene:
         self._labels: dict[int, str] = {}
         self._label_cache: tuple[NDArray[np.intp], list[str]] | None = None
         self._last_frame: Frame | None = None
-        first = trace.first_nonfinite() if hasattr(trace, "first_nonfinite") else None
+        if scopes is not None:  # read once per trace: it looks at every step
+            first = scopes.model.first_nonfinite
+        else:
+            first = trace.first_nonfinite() if hasattr(trace, "first_nonfinite") else None
         if first is not None and self.index_of(first.function) >= 0:
             phase = "forward output" if first.phase == "forward" else "backward gradient"
             badge = nonfinite_badge(first)
@@ -205,25 +208,29 @@ class Scene:
         """Each node's state at each of its change points, sorted by step. A module box
         changes at the steps run inside it: to 'value' (forward) or 'grad' (backward)."""
         trace = self.trace
-        steps: list[int] = []
-        nodes: list[int] = []
-        codes: list[int] = []
-        known = self.scopes.model.node_events if self.scopes is not None else None
+        known = self.scopes.model.node_events if self.scopes is not None else {}
+        step_parts: list[NDArray[np.int64]] = []
+        code_parts: list[NDArray[np.int8]] = []
+        owners: list[int] = []
         for index, nid in enumerate(self.node_ids.tolist()):
             if index in self.modules:
                 continue
-            timeline = known.get(nid) if known is not None else None
+            timeline = known.get(nid)
             if timeline is None:
-                timeline = node_timeline(trace, nid, self._steps)
-                if known is not None:
+                pairs = node_timeline(trace, nid, self._steps)
+                timeline = (
+                    np.array([p for p, _ in pairs], dtype=np.int64),
+                    np.array([STATE_CODES[state] for _, state in pairs], dtype=np.int8),
+                )
+                if self.scopes is not None:
                     known[nid] = timeline
-            for point, state in timeline:
-                steps.append(point)
-                nodes.append(index)
-                codes.append(STATE_CODES[state])
-        event_steps = np.asarray(steps, dtype=np.int64)
-        event_nodes = np.asarray(nodes, dtype=np.intp)
-        event_codes = np.asarray(codes, dtype=np.int8)
+            step_parts.append(timeline[0])
+            code_parts.append(timeline[1])
+            owners.append(index)
+        lengths = np.fromiter((len(p) for p in step_parts), dtype=np.intp, count=len(step_parts))
+        event_steps = np.concatenate(step_parts) if step_parts else np.zeros(0, np.int64)
+        event_codes = np.concatenate(code_parts) if code_parts else np.zeros(0, np.int8)
+        event_nodes = np.repeat(np.asarray(owners, dtype=np.intp), lengths)
         if self.modules:
             where = self.scopes.step_nodes
             inside = np.flatnonzero(where >= 0)
@@ -399,7 +406,13 @@ class Scene:
         if self.kinds[index] == "function":
             return self.names[index]
         if index in self.modules:
-            return self.module_text(index, step)
+            box = self.modules[index]
+            key = (-1 - box.scope_id, step, box.count)
+            known = self.scopes.model.node_labels
+            text = known.get(key)
+            if text is None:
+                text = known[key] = self.module_text(index, step)
+            return text
         nid = int(self.node_ids[index])
         if self.scopes is None:
             return self.text.label(

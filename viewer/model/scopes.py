@@ -109,6 +109,25 @@ class VisibleGraph:
         return int(self.index_of_id[nid]) if 0 <= nid < len(self.index_of_id) else -1
 
 
+def _leaf_facts(trace: TraceReader, leaves: list[int]) -> list[tuple[bool, tuple[int, ...]]]:
+    """(is a Parameter, shape) of each leaf id. ``node()`` builds a node's whole attributes
+    (its last value and gradient too), 40 us a node; a Trace's tables answer these two facts
+    directly, so they are read there when the trace has them (a TraceView: its base's)."""
+    base = getattr(trace, "base", trace)
+    parameters = getattr(base, "_parameters", None)
+    info = getattr(base, "_info", None)
+    if isinstance(parameters, set | frozenset) and info is not None:
+        try:
+            return [(nid in parameters, tuple(info[nid][2] or ())) for nid in leaves]
+        except (IndexError, TypeError):
+            pass  # another table layout: ask node()
+    out = []
+    for nid in leaves:
+        attrs = trace.node(nid)
+        out.append((bool(attrs.get("parameter")), tuple(attrs.get("shape") or ())))
+    return out
+
+
 class ScopeModel:
     """The scopes of one trace and which of them are collapsed or folded."""
 
@@ -128,7 +147,7 @@ class ScopeModel:
         # what the scenes of this trace know of its nodes (node id -> ...), kept across the
         # scenes of one collapse state and the next, so a new scene costs its new nodes only
         self.node_attrs: dict[int, dict[str, Any]] = {}
-        self.node_events: dict[int, list[tuple[int, Any]]] = {}
+        self.node_events: dict[int, tuple[Any, Any]] = {}  # (steps, state codes)
         self.node_labels: dict[tuple[int, int], str] = {}
         self._read_nodes(trace)
         self._find_repeats()
@@ -164,12 +183,15 @@ class ScopeModel:
         leaves = np.flatnonzero(~self.is_function & ~made)
         self.is_param = np.zeros(n, dtype=bool)
         self.param_size = np.zeros(n, dtype=np.int64)
-        for i in leaves.tolist():  # leaves only: few beside the parameters
-            attrs = trace.node(int(self.ids[i]))
-            if attrs.get("parameter"):
+        for i, (is_param, shape) in zip(
+            leaves.tolist(), _leaf_facts(trace, self.ids[leaves].tolist()), strict=True
+        ):
+            if is_param:
                 self.is_param[i] = True
-                shape = attrs.get("shape") or ()
                 self.param_size[i] = int(np.prod(shape)) if shape else 1
+        self.first_nonfinite = (
+            trace.first_nonfinite() if hasattr(trace, "first_nonfinite") else None
+        )
         steps = trace.steps
         self.step_function = np.fromiter((s.function for s in steps), np.int64, len(steps))
         self.step_backward = np.fromiter(
