@@ -309,7 +309,9 @@ class Document:
             self.apply_layout(trace, layout)
             return
         try:
-            scoped = scoped_scene(trace, self.palette)
+            # with a worker for big layouts, one too big to lay out here goes there, whole
+            at_most = self.sync_layout_limit if self.layout_runner is not None else None
+            scoped = scoped_scene(trace, self.palette, at_most)
         except Exception as e:  # a layout bug must not take the document down
             self.layout_failed(trace, e)
             return

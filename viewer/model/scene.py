@@ -289,7 +289,7 @@ class Scene:
             # (node_display): not part of the cached labels, which hold between change points.
             s = self._steps[step]
             patched = [self.index_of(y) for y in s.outputs if y in s.cleared]
-            patched = [i for i in patched if i >= 0]
+            patched = [i for i in patched if i >= 0 and i not in self.modules]
             if patched:
                 labels = list(labels)
                 for i in patched:

@@ -24,15 +24,21 @@ if TYPE_CHECKING:
 __all__ = ["ScopeControl", "scoped_scene"]
 
 
-def scoped_scene(trace: TraceReader, palette: str) -> tuple[GraphLayout, Scene] | None:
+def scoped_scene(
+    trace: TraceReader, palette: str, at_most: int | None = None
+) -> tuple[GraphLayout, Scene] | None:
     """The layout and scene a graph with scopes opens with: the deepest depth whose visible
     graph has at most :data:`~viewer.model.scopes.MAX_FIRST_SCREEN` nodes. None for a graph
-    without scopes (it is laid out whole, as before scopes)."""
+    without scopes (it is laid out whole, as before scopes), and when even the shallowest
+    depth shows more than ``at_most`` nodes (too many to lay out here: the caller's worker
+    lays the whole graph out instead)."""
     if not has_scopes(trace):
         return None
     model = ScopeModel(trace)
     model.set_depth(model.choose_depth())
     vis = model.visible()
+    if at_most is not None and vis.n_nodes > at_most:
+        return None
     layout = layout_visible(trace, vis)
     return layout, Scene(trace, layout, palette, scopes=vis)
 

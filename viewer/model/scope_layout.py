@@ -119,7 +119,10 @@ def _opened(
     offset = np.array([xm - centre, ym])
     positions[added] = part.positions + offset
     inner_edges = np.flatnonzero(inner)
-    inner_points = (inner_edges, part, offset)
+    # an edge between the contents and the rest that spans rows runs down a channel on the
+    # contents' right instead of straight through them
+    channel = xm - centre + right + 0.35
+    inner_points = (inner_edges, part, offset, channel, local >= 0)
     return _rebuilt(old, vis, match, positions, move, inner_points, width, module_width)
 
 
@@ -196,10 +199,16 @@ def _rebuilt(
     old_off = np.asarray(old.edge_offsets, dtype=np.int64)
     counts[ok] = old_off[reused[ok] + 1] - old_off[reused[ok]]
     local_edges = np.zeros(0, dtype=np.intp)
+    routed = np.zeros(0, dtype=np.intp)
     if inner is not None:
-        local_edges, part, offset = inner
+        local_edges, part, offset, channel, is_new = inner
         part_off = np.asarray(part.edge_offsets, dtype=np.int64)
         counts[local_edges] = part_off[1:] - part_off[:-1]
+        u, v = vis.edges[:, 0], vis.edges[:, 1]
+        crossing = (is_new[u] != is_new[v]) & (reused < 0)
+        long = np.abs(positions[v, 1] - positions[u, 1]) > 1.5 * _ROW
+        routed = np.flatnonzero(crossing & long)
+        counts[routed] = 4
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.intp)
     points = np.zeros((int(offsets[-1]), 2))
     if len(ok):
@@ -207,9 +216,17 @@ def _rebuilt(
         points[_ranges(offsets[ok], counts[ok])] = move(source) if move is not None else source
     if len(local_edges):
         points[_ranges(offsets[local_edges], counts[local_edges])] = part.edge_points + offset
+    if len(routed):
+        start, end = positions[vis.edges[routed, 0]], positions[vis.edges[routed, 1]]
+        at = offsets[routed]
+        points[at] = start
+        points[at + 1] = np.column_stack([np.full(len(routed), channel), start[:, 1] + 0.5])
+        points[at + 2] = np.column_stack([np.full(len(routed), channel), end[:, 1] - 0.5])
+        points[at + 3] = end
     straight = np.ones(n_edges, dtype=bool)
     straight[ok] = False
     straight[local_edges] = False
+    straight[routed] = False
     s = np.flatnonzero(straight)
     if len(s):
         points[offsets[s]] = positions[vis.edges[s, 0]]

@@ -139,10 +139,6 @@ class ScopeModel:
         self.parent = np.array([r.parent for r in rows], dtype=np.int64)
         self.depth = np.array([r.depth for r in rows], dtype=np.int64)
         self.max_depth = int(self.depth.max()) if n_scopes else 0
-        self._by_path: dict[str, list[int]] = {}
-        for s, r in enumerate(rows):
-            if s:
-                self._by_path.setdefault(r.path, []).append(s)
         self.collapsed = np.zeros(n_scopes, dtype=bool)
         # what the scenes of this trace know of its nodes (node id -> ...), kept across the
         # scenes of one collapse state and the next, so a new scene costs its new nodes only
@@ -150,6 +146,17 @@ class ScopeModel:
         self.node_events: dict[int, tuple[Any, Any]] = {}  # (steps, state codes)
         self.node_labels: dict[tuple[int, int], str] = {}
         self._read_nodes(trace)
+        # the instances this graph has a Function of (a TraceView shares its base's table)
+        self.present = np.zeros(n_scopes, dtype=bool)
+        self.present[self.node_scope[self.is_function]] = True
+        for d in range(self.max_depth, 0, -1):
+            at = np.flatnonzero((self.depth == d) & self.present)
+            self.present[self.parent[at]] = True
+        self.max_depth = int(self.depth[self.present].max()) if self.present.any() else 0
+        self._by_path: dict[str, list[int]] = {}
+        for s in np.flatnonzero(self.present).tolist():
+            if s:
+                self._by_path.setdefault(rows[s].path, []).append(s)
         self._find_repeats()
         self.folded = self.fold_count > 1  # every run starts folded (on its head)
         self.folded &= self.fold_head == np.arange(n_scopes)
@@ -277,7 +284,7 @@ class ScopeModel:
         made: list[ScopeNode | None] = [None] * len(self.rows)
         top: list[ScopeNode] = []
         for s, r in enumerate(self.rows):
-            if s == 0:
+            if s == 0 or not self.present[s]:
                 continue
             head = int(self.fold_head[s])
             node = ScopeNode(
@@ -426,7 +433,11 @@ class ScopeModel:
         is_module = order >= n_plain
         box_scope = np.full(len(order), -1, dtype=np.int64)
         box_scope[is_module] = boxes[order[is_module] - n_plain]
-        keys = np.where(is_module, -1 - box_scope, node_ids)
+        # a folded run's box and its head's own box are different nodes
+        n_scopes = len(self.rows)
+        heads = self.fold_head[np.maximum(box_scope, 0)]
+        run = is_module & self.folded[heads] & (heads == box_scope) & (self.run_length[heads] > 1)
+        keys = np.where(is_module, -1 - box_scope - np.where(run, n_scopes, 0), node_ids)
         position = np.empty(len(order), dtype=np.intp)
         position[order] = np.arange(len(order))
         local_index = np.full(n, -1, dtype=np.intp)

@@ -568,6 +568,7 @@ class LabelLayer(pg.GraphicsObject):
         wanted = self._max_lines if detail >= 2 else 1
         node_h = float(self._half[:, 1].min() * 2 * scale)
         lines_fit = max(1, min(wanted, int((node_h - 2) // metrics.lineSpacing())))
+        smallest = float(self._half[:, 1].min())
         flags = QtCore.Qt.AlignmentFlag.AlignCenter
         elide = QtCore.Qt.TextElideMode.ElideRight
         black = QtGui.QColor("#000000")
@@ -578,10 +579,13 @@ class LabelLayer(pg.GraphicsObject):
             rect = transform.mapRect(QtCore.QRectF(x - hw, y - hh, 2 * hw, 2 * hh))
             inner = rect.adjusted(4, 1, -4, -1)
             width = max(1, int(inner.width()))
-            key = (label, width, px, lines_fit)
+            fit = lines_fit
+            if hh > smallest + 1e-9:  # a taller box (a module) holds more lines
+                fit = max(1, min(wanted, int((2 * hh * scale - 2) // metrics.lineSpacing())))
+            key = (label, width, px, fit)
             text = self._elided.get(key)
             if text is None:
-                lines = fitting_lines(label, lines_fit)
+                lines = fitting_lines(label, fit)
                 text = "\n".join(metrics.elidedText(line, elide, width) for line in lines)
                 if len(self._elided) > 20_000:
                     self._elided.clear()

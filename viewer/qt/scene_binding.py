@@ -141,6 +141,11 @@ class SceneBinding(QtCore.QObject):
         shown = doc.scene is not None and self.selected_index() >= 0
         info = doc.inspect() if shown else None
         notes = []
+        box = doc.scene.module(self.selected_index()) if shown else None
+        if box is not None:
+            label = doc.scene.module_text(self.selected_index(), doc.playback.index)
+            notes.append(f"module {box.path}: " + "; ".join(label.split("\n")))
+            notes.append("double-click or Enter expands it")
         if info is not None and doc.scene is not None:
             accumulation = doc.scene.accumulation_text(info.node_id, doc.playback.index)
             if accumulation:

@@ -350,3 +350,42 @@ def test_scope_path_of_a_node(net_doc):
     tree = {n.path: n for n in _walk(doc.scope_tree())}
     assert tree["Net/b0"].collapsed and tree["Net/out"].collapsed
     assert not tree["Net/b1"].collapsed
+
+
+def test_a_box_keeps_its_module_colour_at_every_step(net_doc):
+    doc = net_doc
+    doc.set_depth(1)
+    scene = doc.scene
+    boxes = list(modules(scene).values())
+    for k in range(-1, scene.n_steps):
+        frame = scene.frame(k)
+        expected = scene.palette.module_fill[frame.state_codes[boxes]]
+        assert (frame.fill[boxes] == expected).all(), k
+
+
+class Twice(Model):
+    def __init__(self):
+        super().__init__()
+        self.l = Linear(2, in_size=2)
+
+    def forward(self, x):
+        return F.sum(self.l(F.tanh(self.l(x))))
+
+
+def test_a_layer_called_twice_is_two_instances_of_one_path():
+    np.random.seed(0)
+    with record() as trace:
+        y = Twice()(np.ones((3, 2)))
+        y.backward()
+    doc = open_doc(trace)
+    (top,) = doc.scope_tree()
+    assert [c.path for c in top.children] == ["Twice/l", "Twice/l"]
+    doc.set_depth(1)
+    scene = doc.scene
+    names = [scene.names[i] for i, k in enumerate(scene.kinds) if k == "module"]
+    assert names == ["l", "l"]  # a Tanh runs between them: not a run of repeats
+    # the weight is used by both calls: outside either box, it stays visible
+    w = next(v for v in trace.variables if trace.node(v)["parameter"])
+    assert scene.kinds[scene.index_of(w)] == "variable"
+    assert doc.expand("Twice/l")
+    assert "module" not in doc.scene.kinds
