@@ -15,7 +15,12 @@ Rows (medians of ``--repeats`` runs, wall clock):
    collapsing it again (Document.expand / collapse: visible graph, incremental layout, scene);
 3. ``Scene.frame`` at depth 1, stepping through the steps one at a time.
 
-Run: ``python -m bench.scopes_view`` (``--quick`` for small sizes).
+Row 0 is the first open of the fresh recording (its steps and index decoded then, as a
+viewer opening a new recording does), with ``--paint`` plus its first paint in an offscreen
+GraphView.
+
+Run: ``python -m bench.scopes_view`` (``--quick`` for small sizes, ``--full`` to also lay the
+whole graph out, ``--paint`` for the Qt paint).
 """
 
 from __future__ import annotations
@@ -84,6 +89,29 @@ def timed(work, repeats: int) -> float:
     return statistics.median(times)
 
 
+def paint(doc: Document) -> float:
+    """Seconds to put the document's scene in a GraphView and paint it once (offscreen)."""
+    import os
+
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6 import QtWidgets
+
+    from viewer.qt.graph_view import GraphView
+
+    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
+    view = GraphView()
+    view.resize(1200, 800)
+    view.show()
+    app.processEvents()
+    t0 = time.perf_counter()
+    scene = doc.scene
+    view.set_graph(scene.geometry, label_lines=scene.max_label_lines())
+    view.set_frame(doc.frame())
+    view.viewport().repaint()
+    app.processEvents()
+    return time.perf_counter() - t0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stages", type=int, default=100)
@@ -92,13 +120,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--full", action="store_true", help="also lay the whole graph out")
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    parser.add_argument("--paint", action="store_true", help="time the first paint (Qt)")
     args = parser.parse_args()
     if args.quick:
         args.stages, args.layers, args.visible, args.repeats = 20, 20, 1000, 3
     trace = recorded_step(args.stages, args.layers)
     n = len(trace.variables) + len(trace.functions)
     print(f"graph: {n} nodes, {len(trace.steps)} steps, {len(trace.scopes()) - 1} scopes")
-    trace.steps  # noqa: B018  (decoded once, as any viewer session has them)
 
     def open_graph() -> Document:
         doc = Document()
@@ -106,6 +134,17 @@ def main() -> None:
         doc.frame()
         return doc
 
+    t0 = time.perf_counter()
+    first = open_graph()
+    first.set_depth(1)
+    first.frame()
+    t_cold = time.perf_counter() - t0
+    print(
+        f"0. first open of the fresh recording at depth 1 (decoding its steps and index "
+        f"too): {t_cold * 1e3:.0f} ms"
+    )
+    if args.paint:
+        print(f"   + painted in an offscreen window: {paint(first) * 1e3:.0f} ms")
     t_open = timed(open_graph, args.repeats)
     doc = open_graph()
     print(
