@@ -457,6 +457,7 @@ class LabelLayer(pg.GraphicsObject):
         self._font = QtGui.QFont()
         self._elided: dict[tuple[str, int, int, int], str] = {}
         self._max_lines = MAX_LABEL_LINES
+        self._tall = np.zeros(0, dtype=bool)
         self._painted_pixel_size = 0
         self.setAcceptedMouseButtons(QtCore.Qt.MouseButton.NoButton)
         # Makes option.exposedRect the area being repainted, not the whole graph.
@@ -468,10 +469,13 @@ class LabelLayer(pg.GraphicsObject):
         positions: NDArray[np.floating],
         half_sizes: NDArray[np.floating],
         max_lines: int = MAX_LABEL_LINES,
+        tall: NDArray[np.bool_] | None = None,
     ) -> None:
         """Node boxes, and the most lines any label of this graph will have at any step: the
-        font is sized for that once per graph, so text keeps its size through playback."""
+        font is sized for that once per graph, so text keeps its size through playback.
+        ``tall``: the boxes (modules) whose labels get as many lines as their height holds."""
         self.prepareGeometryChange()
+        self._tall = np.zeros(0, dtype=bool) if tall is None else np.asarray(tall, dtype=bool)
         self._positions = np.asarray(positions, dtype=np.float64).reshape(-1, 2)
         self._half = np.asarray(half_sizes, dtype=np.float64).reshape(-1, 2)
         self._max_lines = int(np.clip(max_lines, 1, MAX_LABEL_LINES))
@@ -568,7 +572,6 @@ class LabelLayer(pg.GraphicsObject):
         wanted = self._max_lines if detail >= 2 else 1
         node_h = float(self._half[:, 1].min() * 2 * scale)
         lines_fit = max(1, min(wanted, int((node_h - 2) // metrics.lineSpacing())))
-        smallest = float(self._half[:, 1].min())
         flags = QtCore.Qt.AlignmentFlag.AlignCenter
         elide = QtCore.Qt.TextElideMode.ElideRight
         black = QtGui.QColor("#000000")
@@ -580,7 +583,7 @@ class LabelLayer(pg.GraphicsObject):
             inner = rect.adjusted(4, 1, -4, -1)
             width = max(1, int(inner.width()))
             fit = lines_fit
-            if hh > smallest + 1e-9:  # a taller box (a module) holds more lines
+            if i < len(self._tall) and self._tall[i]:  # a module's taller box holds more lines
                 fit = max(1, min(wanted, int((2 * hh * scale - 2) // metrics.lineSpacing())))
             key = (label, width, px, fit)
             text = self._elided.get(key)

@@ -172,7 +172,7 @@ class GraphView(pg.GraphicsView):
         if label_lines is None:
             label_lines = MAX_LABEL_LINES if not geometry.is_function.all() else 1
         self._labels.set_geometry(
-            geometry.positions, geometry.half_sizes.reshape(-1, 2), label_lines
+            geometry.positions, geometry.half_sizes.reshape(-1, 2), label_lines, geometry.modules
         )
         self._overlays.set_geometry(
             geometry.positions, geometry.half_sizes.reshape(-1, 2), geometry.is_function
