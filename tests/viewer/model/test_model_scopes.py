@@ -389,3 +389,14 @@ def test_a_layer_called_twice_is_two_instances_of_one_path():
     assert scene.kinds[scene.index_of(w)] == "variable"
     assert doc.expand("Twice/l")
     assert "module" not in doc.scene.kinds
+
+
+def test_a_saved_trace_opens_with_its_modules(net_doc, tmp_path):
+    doc = net_doc
+    path = tmp_path / "net.json"
+    assert doc.save_trace(path)
+    again = Document()
+    assert again.load_path(path)
+    assert again.scene.scopes is not None
+    assert f"Block {TIMES} 4" in modules(again.scene)
+    assert [n.path for n in again.scope_tree()] == ["Net"]
