@@ -68,7 +68,7 @@ class ScopeControl:
 
     def expand(self, path: str) -> bool:
         """Expand the instances at ``path``; a folded run is unfolded first."""
-        model = self.model
+        model = self._model_with(path)
         if model is None:
             return False
         heads = [model.fold_head[s] for s in model.instances(path)]
@@ -79,7 +79,7 @@ class ScopeControl:
         return self._show(f"Expanded {path}")
 
     def collapse(self, path: str) -> bool:
-        model = self.model
+        model = self._model_with(path)
         if model is None:
             return False
         model.set_collapsed(path, True)
@@ -87,7 +87,7 @@ class ScopeControl:
 
     def collapse_siblings(self, path: str) -> bool:
         """Collapse every instance beside those at ``path`` (same parent), keeping them."""
-        model = self.model
+        model = self._model_with(path)
         if model is None:
             return False
         mine = model.instances(path)
@@ -99,7 +99,7 @@ class ScopeControl:
         return self._show(f"Collapsed the siblings of {path}")
 
     def fold(self, path: str, folded: bool) -> bool:
-        model = self.model
+        model = self._model_with(path)
         if model is None or not model.set_folded(path, folded):
             return False
         return self._show(f"{'Folded' if folded else 'Unfolded'} {path}")
@@ -136,6 +136,19 @@ class ScopeControl:
             uses = model.use_fun[model.use_var == local]
             s = int(model.node_scope[uses[0]]) if len(uses) else 0
         return model.rows[s].path
+
+    def _model_with(self, path: str) -> ScopeModel | None:
+        """The scope model when it has instances at ``path``; else None (an unknown path is
+        reported through the Document's error_raised, naming the known ones)."""
+        model = self.model
+        if model is None:
+            return None
+        try:
+            model.instances(path)
+        except KeyError as e:
+            self.document.fail(e)
+            return None
+        return model
 
     def _show(self, message: str) -> bool:
         doc = self.document

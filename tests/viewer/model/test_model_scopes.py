@@ -400,3 +400,14 @@ def test_a_saved_trace_opens_with_its_modules(net_doc, tmp_path):
     assert again.scene.scopes is not None
     assert f"Block {TIMES} 4" in modules(again.scene)
     assert [n.path for n in again.scope_tree()] == ["Net"]
+
+
+def test_an_unknown_path_is_an_error_that_changes_nothing(net_doc):
+    doc = net_doc
+    scene = doc.scene
+    errors = []
+    doc.error_raised.connect(errors.append)
+    assert not doc.expand("Net/nope")
+    assert not doc.collapse("Nope")
+    assert len(errors) == 2 and "Net/b0" in str(errors[0])
+    assert doc.scene is scene
