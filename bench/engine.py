@@ -92,11 +92,13 @@ class Engine:
         module: types.ModuleType,
         functions: types.ModuleType,
         base: baseline.Baseline | None = None,
+        layers: types.ModuleType | None = None,
     ) -> None:
         self.name = name
         self.Variable = module.Variable
         self.Parameter = module.Parameter
         self.F = functions
+        self.L = layers  # Layer and Linear, for (c3)
         self.base = base
 
 
@@ -289,6 +291,46 @@ def mlp_dezero_like(
 
         seconds = _timed(train)
         assert params[0].data.dtype == np.float32, params[0].data.dtype
+        return {"train": seconds, "loss": losses[0]}
+
+    return run
+
+
+def mlp_layers(engine: Engine, steps: int) -> Callable[[], dict[str, float]]:
+    """(c) written with the engine's Layer and Linear: what a call of a layer costs (for
+    autodiff with no recorder, the scope check of Layer.__call__)."""
+    F, L = engine.F, engine.L
+    lr = MLP_LR["sigmoid"]
+
+    def run() -> dict[str, float]:
+        x, t, weights = _mlp_data()
+
+        class MLP(L.Layer):
+            def __init__(self) -> None:
+                super().__init__()
+                for i, (n_in, n_out) in enumerate(MLP_SIZES):
+                    fc = L.Linear(n_out, in_size=n_in)
+                    fc.W.data, fc.b.data = weights[2 * i].copy(), weights[2 * i + 1].copy()
+                    setattr(self, f"l{i}", fc)
+
+            def forward(self, h: object) -> object:
+                return self.l2(F.sigmoid(self.l1(F.sigmoid(self.l0(h)))))
+
+        model = MLP()
+        params = list(model.params())
+        losses: list = []
+
+        def train() -> None:
+            for _ in range(steps):
+                loss = F.mean_squared_error(model(x), t)
+                for p in params:
+                    p.cleargrad()
+                loss.backward()
+                for p in params:
+                    p.data -= lr * p.grad.data
+            losses.append(float(loss.data))
+
+        seconds = _timed(train)
         return {"train": seconds, "loss": losses[0]}
 
     return run
@@ -508,15 +550,23 @@ def main(argv: list[str] | None = None) -> int:
     quick = args.quick
     repeats = args.repeats or (2 if quick else 5)
 
-    ours = Engine("autodiff", autodiff, AF)
+    ours = Engine("autodiff", autodiff, AF, layers=autodiff.layers)
     dezero = _import_dezero()
-    dz = Engine("DeZero", dezero, dezero.functions) if dezero is not None else None
+    dz = (
+        Engine("DeZero", dezero, dezero.functions, layers=dezero.layers)
+        if dezero is not None
+        else None
+    )
     torch = _import_torch()
     before = None
     if args.base:
         base = baseline.load(args.base)
         before = Engine(
-            "before", base.module("autodiff.core"), base.module("autodiff.functions"), base
+            "before",
+            base.module("autodiff.core"),
+            base.module("autodiff.functions"),
+            base,
+            layers=base.module("autodiff.layers"),
         )
     engines = [e for e in (ours, before, dz) if e is not None]
 
@@ -597,6 +647,16 @@ def main(argv: list[str] | None = None) -> int:
         name = f"{label} MLP 32x10-64-64-1 {second} per 100 steps"
         rows.append(target_row(name, per100, "ms", "<= 0.5x DeZero", ok))
         losses[label] = {name: r["loss"][-1] for name, r in res.items()}
+
+    # (c3): (c) built of Layers; with no recorder, a layer's call checks for scope handlers
+    runners = {e.name: runner(e, mlp_layers, steps) for e in engines}
+    res = run_alternately(runners, repeats * 5)
+    per100 = scaled(res, "train", 100 / steps * 1e3)
+    ratio = median_ratio(per100["autodiff"], per100.get("before"))
+    ok = _met(None if ratio is None else ratio <= 1.05)
+    name = "(c3) the MLP of (c) as Layers per 100 steps"
+    rows.append(target_row(name, per100, "ms", "<= 1.05x before", ok))
+    losses["(c3)"] = {name: r["loss"][-1] for name, r in res.items()}
 
     # (d)
     size, depth = (128, 10) if quick else (512, 10)
