@@ -19,10 +19,12 @@ if TYPE_CHECKING:
     from viewer.model.node_overlays import Overlay
 
 __all__ = [
+    "MODULE_LABEL_LINES",
     "SceneText",
     "accumulation_text",
     "format_snapshot",
     "label_detail",
+    "module_label",
     "node_name",
     "nonfinite_badge",
 ]
@@ -87,6 +89,24 @@ def node_name(attrs: Mapping[str, Any]) -> str:
     if attrs["kind"] == "function":
         return str(attrs["op"])
     return attrs["name"] or ""
+
+
+MODULE_LABEL_LINES = 4  # a module box: name and class, shapes, parameters, what ran
+
+
+def module_label(box: Any, inputs: Sequence[str], outputs: Sequence[str], status: str) -> str:
+    """A module box's label (``box``: a :class:`~viewer.model.scopes.ModuleBox`): ``l1 ·
+    Linear`` (``Block \u00d7 12`` for a folded run), ``2x3 → 2x4``, ``2 params (12 values)``, and
+    ``status`` (what ran in it and its parameters' gradient norm)."""
+    if box.count > 1:
+        title = f"{box.cls or box.name} \N{MULTIPLICATION SIGN} {box.count}"
+    else:
+        title = f"{box.name} · {box.cls}" if box.cls else box.name
+    shapes = f"{', '.join(inputs) or '-'} → {', '.join(outputs) or '-'}"
+    n = len(box.params)
+    plural = "s" if n != 1 else ""
+    params = f"{n} param{plural} ({box.param_values} values)" if n else "no params"
+    return "\n".join([title, shapes, params, status])
 
 
 def accumulation_text(steps: Sequence[Any], node_id: int, step: int) -> str:
