@@ -110,22 +110,13 @@ class VisibleGraph:
 
 
 def _leaf_facts(trace: TraceReader, leaves: list[int]) -> list[tuple[bool, tuple[int, ...]]]:
-    """(is a Parameter, shape) of each leaf id. ``node()`` builds a node's whole attributes
-    (its last value and gradient too), 40 us a node; a Trace's tables answer these two facts
-    directly, so they are read there when the trace has them (a TraceView: its base's)."""
-    base = getattr(trace, "base", trace)
-    parameters = getattr(base, "_parameters", None)
-    info = getattr(base, "_info", None)
-    if isinstance(parameters, set | frozenset) and info is not None:
-        try:
-            return [(nid in parameters, tuple(info[nid][2] or ())) for nid in leaves]
-        except (IndexError, TypeError):
-            pass  # another table layout: ask node()
-    out = []
-    for nid in leaves:
-        attrs = trace.node(nid)
-        out.append((bool(attrs.get("parameter")), tuple(attrs.get("shape") or ())))
-    return out
+    """(is a Parameter, shape) of each leaf id, from the trace's bulk readers (``node()``
+    builds a node's whole attributes, its last value and gradient too: 40 us a node)."""
+    parameters = trace.parameters()
+    return [
+        (nid in parameters, shape or ())
+        for nid, shape in zip(leaves, trace.shapes(leaves), strict=True)
+    ]
 
 
 class ScopeModel:
