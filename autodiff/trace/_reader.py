@@ -44,6 +44,10 @@ class TraceReader(Protocol):
 
     def node_scopes(self) -> Any: ...  # (n,) scope id per node id of the whole trace
 
+    def parameters(self) -> frozenset[int]: ...  # the Parameter nodes
+
+    def shapes(self, node_ids: Any) -> list[Any]: ...  # node(id)['shape'] of each, fast
+
     def state_at(self, node_id: int, step_index: int) -> NodeState: ...
 
     def value_at(self, node_id: int, step_index: int) -> Any: ...  # a Snapshot or None

@@ -227,6 +227,24 @@ class Trace:
             )
         return out
 
+    def parameters(self) -> frozenset[int]:
+        """The variable nodes that are ``Parameter``s (``node(id)['parameter']``, for all)."""
+        return frozenset(self._parameters)
+
+    def shapes(self, node_ids: Any) -> list[tuple[int, ...] | None]:
+        """``node(id)['shape']`` of each of ``node_ids``, read straight from the tables (no
+        attributes built); None for a function or an unknown shape."""
+        info = self._info
+        n = len(info)
+        out: list[tuple[int, ...] | None] = []
+        for nid in node_ids:
+            nid = int(nid)
+            if not 0 <= nid < n:
+                raise KeyError(f"node {nid} is not in the trace ({n} nodes)")
+            row = info[nid]
+            out.append(None if row.kind != _VARIABLE or row.shape is None else tuple(row.shape))
+        return out
+
     def _sort_kinds(self) -> None:
         info = self._info
         n = len(info)

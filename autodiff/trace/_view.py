@@ -104,6 +104,13 @@ class TraceView:
             return node_scopes()
         return np.zeros(max(self._nodes, default=-1) + 1, dtype=np.int64)
 
+    def parameters(self) -> frozenset[int]:
+        """The view's nodes that are Parameters."""
+        return self.base.parameters() & self._node_set
+
+    def shapes(self, node_ids: Any) -> list[Any]:
+        return self.base.shapes(node_ids)
+
     def creator_of(self, node_id: int) -> int:
         """The function node of the view that produced ``node_id``; -1 for a leaf, a constant
         or a variable whose creator is outside the view (as ``in_degree`` in its graph)."""

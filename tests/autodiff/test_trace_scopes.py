@@ -277,3 +277,14 @@ def test_a_view_of_one_pass_reads_the_whole_traces_scopes():
     view = view_for_root(t, t.backward_roots[0])
     assert view.scopes() == t.scopes()
     assert view.node_scopes()[view.functions].tolist() == t.node_scopes()[view.functions].tolist()
+
+
+def test_bulk_readers_agree_with_node():
+    t, _ = _recorded()
+    ids = list(range(len(t.node_scopes())))
+    assert t.shapes(ids) == [t.node(n)["shape"] for n in ids]
+    assert t.parameters() == {n for n in ids if t.node(n)["parameter"]}
+    view = view_for_root(t, t.backward_roots[0])
+    assert view.parameters() == {n for n in view.variables if t.node(n)["parameter"]}
+    with pytest.raises(KeyError, match="not in the trace"):
+        t.shapes([len(ids)])

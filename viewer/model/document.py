@@ -14,6 +14,8 @@ trace file, a failing script) leaves the previous graph on screen and is reporte
 Signals (synchronous, on the caller's thread):
 
 * ``graph_loaded(document)``: a new trace, layout and scene are in place (re-read them).
+* ``scene_changed(document)``: the same trace, another scene and layout (a module expanded,
+  collapsed, folded or a new depth); playback position, selection and overlays stay.
 * ``error_raised(error)``: an ExpressionError (with line/col), TraceFormatError, OSError or
   ScriptError. The previous graph stays.
 * ``status_changed(text)``: one line for the status bar.
@@ -65,6 +67,8 @@ from viewer.model.inspector import NodeInfo, inspect
 from viewer.model.pass_sampling import DEFAULT_MAX_PASSES
 from viewer.model.playback import PlaybackState
 from viewer.model.scene import Frame, Scene
+from viewer.model.scope_control import ScopeControl, scoped_scene
+from viewer.model.scopes import ScopeNode
 from viewer.model.script_loader import ScriptError, ScriptLoader
 from viewer.model.script_process import ScriptProcess
 from viewer.model.script_run import ScriptResult
@@ -113,6 +117,7 @@ class Document:
 
     def __init__(self, palette: str = "light", max_array_size: int = 4096) -> None:
         self.graph_loaded = Signal("graph_loaded")
+        self.scene_changed = Signal("scene_changed")
         self.error_raised = Signal("error_raised")
         self.status_changed = Signal("status_changed")
         self.leaves_changed = Signal("leaves_changed")
@@ -163,6 +168,7 @@ class Document:
         self.expressions = ExpressionLoader(self)
         self.scripts = ScriptLoader(self)
         self.files = FileLoader(self, self.expressions, self.scripts)
+        self.modules = ScopeControl(self)
 
     # ------------------------------------------------------------------ state
     @property
@@ -305,6 +311,16 @@ class Document:
         if layout is not None:
             self.apply_layout(trace, layout)
             return
+        try:
+            # with a worker for big layouts, one too big to lay out here goes there, whole
+            at_most = self.sync_layout_limit if self.layout_runner is not None else None
+            scoped = scoped_scene(trace, self.palette, at_most)
+        except Exception as e:  # a layout bug must not take the document down
+            self.layout_failed(trace, e)
+            return
+        if scoped is not None:  # opens at a depth whose boxes fit on one screen
+            self.apply_layout(trace, *scoped)
+            return
         n = len(trace.variables) + len(trace.functions)  # without building the networkx graph
         if self.layout_runner is not None and n > self.sync_layout_limit:
             self.status_changed.emit(f"Laying out {n} nodes…")
@@ -439,6 +455,58 @@ class Document:
         if n_steps == 0:
             what += " (nothing to animate: no function was applied)"
         return what
+
+    # ------------------------------------------------------------------ modules
+    # A graph recorded with scopes (Layer calls, autodiff.scope blocks) opens with its scopes
+    # collapsed below the deepest depth that keeps the first screen to about 150 nodes
+    # (viewer.model.scopes.MAX_FIRST_SCREEN); a graph without scopes shows every node. Paths
+    # are the trace's ('MLP/l1'); every instance at a path (a layer called twice) follows.
+    # Each change installs a new scene of the same trace and emits scene_changed.
+    def scope_tree(self) -> list[ScopeNode]:
+        """The scope instances of the graph shown, nested: a list of the top-level
+        :class:`~viewer.model.scopes.ScopeNode` (``path``, ``name``, ``cls``, ``depth``,
+        ``children``, ``collapsed``; ``fold_count`` > 1 heads a run of repeats, ``folded``
+        says it shows as one box, ``fold_head`` is the run's first instance). Empty without
+        scopes."""
+        return self.modules.tree()
+
+    def set_depth(self, depth: int) -> bool:
+        """Collapse every scope deeper than ``depth``, expand the others (0: each top scope
+        is one box). Folded runs stay folded. False without scopes."""
+        return self.modules.set_depth(depth)
+
+    def expand(self, path: str) -> bool:
+        """Expand the scope at ``path``; a folded run it belongs to is unfolded instead."""
+        return self.modules.expand(path)
+
+    def collapse(self, path: str) -> bool:
+        """Show the scope at ``path`` as one box of kind ``'module'``."""
+        return self.modules.collapse(path)
+
+    def collapse_siblings(self, path: str) -> bool:
+        """Collapse the scopes beside ``path`` (the same parent), not ``path`` itself."""
+        return self.modules.collapse_siblings(path)
+
+    def fold(self, path: str) -> bool:
+        """Show the run of repeats ``path`` belongs to as one box ("Block \u00d7 12")."""
+        return self.modules.fold(path, True)
+
+    def unfold(self, path: str) -> bool:
+        """Show each instance of the run ``path`` belongs to on its own."""
+        return self.modules.fold(path, False)
+
+    def expand_all(self) -> bool:
+        """Expand every scope and unfold every run: the whole graph."""
+        return self.modules.expand_all()
+
+    def reveal(self, node_id: int) -> bool:
+        """Expand (and unfold) every box that hides trace node ``node_id`` so that it is a
+        node of the scene; True if the scene changed (False: already shown, or unknown)."""
+        return self.modules.reveal(node_id)
+
+    def scope_path_of(self, node_id: int) -> str:
+        """The path of the scope trace node ``node_id`` ran in ('' outside any)."""
+        return self.modules.scope_path_of(node_id)
 
     # ------------------------------------------------------------------ leaks
     def release_graph(self) -> Any:

@@ -54,22 +54,25 @@ def _scope_paths(trace: TraceReader | None, ids: NDArray[np.int64]) -> list[str]
 
 
 class FindIndex:
-    """The searchable text of every node of ``trace`` and of ``scene`` (optional).
+    """The searchable text of every node of ``trace``: its name, its op, its scope path.
 
-    ``scene`` adds the names it displays (a Function's op, a module box's name) and the nodes it
-    shows that the trace may not list itself (module boxes). A node the scene shows is read
-    from the scene's arrays and the trace's scope table, without ``trace.node()`` (a dict per
-    node: seconds at 100 000 nodes)."""
+    ``scene`` (optional) is a faster source for the nodes it shows as themselves: their name
+    or op (``Scene.names``) with the trace's scope table, without ``trace.node()`` (a dict per
+    node: over a second at 100 000 nodes). Nodes hidden in a module box, and the ids a box
+    stands for, are read with ``trace.node()``. A scene's own nodes that the trace does not
+    list (a test's module box) are searched by the name the scene shows."""
 
     def __init__(self, trace: TraceReader | None, scene: Scene | None = None) -> None:
         ids: list[int] = []
         if trace is not None:
             ids = [int(n) for n in (*trace.variables, *trace.functions)]
+        known = set(ids)
         shown: dict[int, str] = {}
         if scene is not None:
-            for nid, name in zip(scene.node_ids.tolist(), scene.names, strict=False):
-                shown[nid] = name or ""
-        known = set(ids)
+            rows = zip(scene.node_ids.tolist(), scene.names, scene.kinds, strict=False)
+            for nid, name, kind in rows:
+                if kind != "module" or nid not in known:  # a box's id is a hidden node's
+                    shown[nid] = name or ""
         ids += [nid for nid in shown if nid not in known]
         self.node_ids: NDArray[np.int64] = np.unique(np.asarray(ids, dtype=np.int64))
         listed = self.node_ids.tolist()
@@ -137,9 +140,11 @@ class FindCursor:
 
     # ------------------------------------------------------------------ source
     def set_source(self, trace: TraceReader | None, scene: Scene | None = None) -> None:
-        """Search another graph (built lazily, on the first query); the query is run again
-        there, and the current match stays if the new graph has it."""
-        if self._source[0] is trace and self._source[1] is scene:
+        """Search another trace (indexed lazily, on the first query); the query is run again
+        there, and the current match stays if the new trace has it. Another scene of the same
+        trace (a module opened or closed) changes nothing: every node is searched anyway."""
+        if self._source[0] is trace and (trace is not None or self._source[1] is scene):
+            self._source = (trace, scene)
             return
         self._source = (trace, scene)
         self._index = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -36,10 +36,38 @@ class Palette:
     error: tuple[int, int, int, int]
     variable_fill: NDArray[np.uint8]
     function_fill: NDArray[np.uint8]
+    # module boxes (collapsed scopes): not computed, ran forward (value), ran backward (grad)
+    module_fill: NDArray[np.uint8] = field(default_factory=lambda: _MODULE_LIGHT)
 
 
 def _table(colours: Mapping[str, str]) -> NDArray[np.uint8]:
     return np.array([_rgba(colours[name]) for name in STATE_NAMES], dtype=np.uint8)
+
+
+# A module is violet, apart from the orange variables and the blue functions; its states are
+# the steps that ran inside it: none yet, forward, backward.
+_MODULE_LIGHT = _table(
+    {
+        "not_computed": "#efe9fb",
+        "value": "#cdbdf2",
+        "grad": "#9b7fe0",
+        "grad_cleared": "#ddd3f5",
+        "freed": "#c9c6d1",
+        "constant": "#b3aac6",
+        "grad_carried": "#c77dff",
+    }
+)
+_MODULE_DARK = _table(
+    {
+        "not_computed": "#2e2940",
+        "value": "#8f7bd1",
+        "grad": "#b59cff",
+        "grad_cleared": "#4d4470",
+        "freed": "#4a4852",
+        "constant": "#7d7690",
+        "grad_carried": "#9d5cc9",
+    }
+)
 
 
 LIGHT = Palette(
@@ -106,6 +134,7 @@ DARK = Palette(
             "grad_carried": "#8a3f86",
         }
     ),
+    module_fill=_MODULE_DARK,
 )
 
 PALETTES: dict[str, Palette] = {"light": LIGHT, "dark": DARK}

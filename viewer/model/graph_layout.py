@@ -43,6 +43,8 @@ class GraphLayout:
     # the width of the variables' boxes, in layout units (one column is 1.0): wide enough for
     # the longest label line of the graph, so labels are not cut (see variable_box_width)
     variable_width: float = 1.0
+    # the width of module boxes (a graph with scopes, see viewer.model.scope_layout)
+    module_width: float = 1.8
 
     @property
     def n_nodes(self) -> int:

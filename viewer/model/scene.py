@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,18 +27,22 @@ from viewer.model.node_display import NodeDisplay, node_display
 from viewer.model.node_overlays import NodeOverlays, Overlay
 from viewer.model.node_states import STATE_CODES, STATE_NAMES, node_timeline
 from viewer.model.scene_geometry import (
+    MODULE_SIZE,
     VARIABLE_SIZE,
     SceneGeometry,
     arrow_heads,
     separate_parallel_edges,
 )
 from viewer.model.scene_text import (
+    MODULE_LABEL_LINES,
     SceneText,
     accumulation_text,
     label_detail,
+    module_label,
     node_name,
     nonfinite_badge,
 )
+from viewer.model.scopes import ModuleBox, VisibleGraph
 
 __all__ = ["Frame", "Scene"]
 
@@ -70,17 +75,33 @@ class Scene:
     """Arrays for the graph view of one trace with one layout."""
 
     def __init__(
-        self, trace: TraceReader, layout: GraphLayout, palette: str | Palette = "light"
+        self,
+        trace: TraceReader,
+        layout: GraphLayout,
+        palette: str | Palette = "light",
+        scopes: VisibleGraph | None = None,
     ) -> None:
         self.trace = trace
         self.layout = layout
         self.palette = palette if isinstance(palette, Palette) else PALETTES[palette]
         self.node_ids = np.asarray(layout.node_ids, dtype=np.int64)
-        self._index_of = {int(nid): i for i, nid in enumerate(self.node_ids)}
+        # a graph with module boxes: the collapse state it shows (None: every node is shown)
+        self.scopes = scopes
         n = len(self.node_ids)
-        attrs = [trace.node(int(nid)) for nid in self.node_ids]
+        if scopes is None:
+            self._index_of: dict[int, int] | None = {
+                int(nid): i for i, nid in enumerate(self.node_ids)
+            }
+            is_module = np.zeros(n, dtype=bool)
+            self.modules: dict[int, ModuleBox] = {}
+            attrs = [trace.node(int(nid)) for nid in self.node_ids]
+        else:
+            self._index_of = None  # scopes.index_of_id: a hidden node gives its box
+            is_module = np.asarray(scopes.is_module, dtype=bool)
+            self.modules = scopes.modules
+            attrs = self._attrs_with_boxes(trace, scopes)
         self.kinds: tuple[str, ...] = tuple(a["kind"] for a in attrs)
-        is_function = np.array([k == "function" for k in self.kinds], dtype=bool)
+        is_function = np.array([k == "function" for k in self.kinds], dtype=bool).reshape(n)
         self.names: tuple[str, ...] = tuple(node_name(a) for a in attrs)
         self.shapes: tuple[tuple[int, ...] | None, ...] = tuple(a["shape"] for a in attrs)
         self.edges = np.asarray(layout.edges, dtype=np.intp).reshape(-1, 2)
@@ -95,11 +116,13 @@ class Scene:
             edge_points=points,
             edge_offsets=offsets,
             arrow_points=np.zeros((0, 2)),
+            is_module=is_module if is_module.any() else None,
+            module_size=(max(MODULE_SIZE[0], layout.module_width), MODULE_SIZE[1]),
         )
         self.geometry.arrow_points = arrow_heads(self.geometry, self.edges)
         self.overlays = NodeOverlays()
         self._edges_of: list[list[int]] = [[] for _ in range(n)]
-        for e, (u, v) in enumerate(self.edges):
+        for e, (u, v) in enumerate(self.edges.tolist()):
             self._edges_of[u].append(e)
             self._edges_of[v].append(e)
         self.text = SceneText(
@@ -117,14 +140,34 @@ class Scene:
         self._labels: dict[int, str] = {}
         self._label_cache: tuple[NDArray[np.intp], list[str]] | None = None
         self._last_frame: Frame | None = None
-        first = trace.first_nonfinite() if hasattr(trace, "first_nonfinite") else None
-        if first is not None and first.function in self._index_of:
+        if scopes is not None:  # read once per trace: it looks at every step
+            first = scopes.model.first_nonfinite
+        else:
+            first = trace.first_nonfinite() if hasattr(trace, "first_nonfinite") else None
+        if first is not None and self.index_of(first.function) >= 0:
             phase = "forward output" if first.phase == "forward" else "backward gradient"
             badge = nonfinite_badge(first)
             self.set_overlay(
                 first.function,
                 Overlay("nonfinite", badge, self.palette.error, f"first {badge} in a {phase}"),
             )
+
+    def _attrs_with_boxes(self, trace: TraceReader, scopes: VisibleGraph) -> list[dict[str, Any]]:
+        """Each node's attributes (a box: what its label is made of), through the cache the
+        scenes of one trace share."""
+        known = scopes.model.node_attrs
+        attrs: list[dict[str, Any]] = []
+        modules = scopes.modules
+        for i, nid in enumerate(self.node_ids.tolist()):
+            box = modules.get(i)
+            if box is not None:
+                attrs.append(_box_attrs(box))
+                continue
+            a = known.get(nid)
+            if a is None:
+                a = known[nid] = trace.node(nid)
+            attrs.append(a)
+        return attrs
 
     # --- identity ---------------------------------------------------------------
     @property
@@ -140,8 +183,15 @@ class Scene:
         return len(self._steps)
 
     def index_of(self, node_id: int) -> int:
-        """Node index of a trace node id; -1 if the scene does not show it."""
+        """Node index of a trace node id; -1 if the scene does not show it. A node hidden in
+        a module box gives the box's index."""
+        if self._index_of is None:
+            return self.scopes.index_of(node_id)
         return self._index_of.get(int(node_id), -1)
+
+    def module(self, index: int) -> ModuleBox | None:
+        """The module box at node ``index`` (None for a variable or a Function)."""
+        return self.modules.get(int(index))
 
     def node_id(self, index: int) -> int | None:
         return int(self.node_ids[index]) if 0 <= index < len(self.node_ids) else None
@@ -155,21 +205,47 @@ class Scene:
 
     # --- per-step state ----------------------------------------------------------
     def _build_events(self) -> None:
-        """Each node's state at each of its change points, sorted by step."""
+        """Each node's state at each of its change points, sorted by step. A module box
+        changes at the steps run inside it: to 'value' (forward) or 'grad' (backward)."""
         trace = self.trace
-        steps: list[int] = []
-        nodes: list[int] = []
-        codes: list[int] = []
-        for index, nid in enumerate(self.node_ids):
-            nid = int(nid)
-            for point, state in node_timeline(trace, nid, self._steps):
-                steps.append(point)
-                nodes.append(index)
-                codes.append(STATE_CODES[state])
-        order = np.argsort(np.asarray(steps, dtype=np.int64), kind="stable")
-        self._event_steps = np.asarray(steps, dtype=np.int64)[order]
-        self._event_nodes = np.asarray(nodes, dtype=np.intp)[order]
-        self._event_codes = np.asarray(codes, dtype=np.int8)[order]
+        known = self.scopes.model.node_events if self.scopes is not None else {}
+        step_parts: list[NDArray[np.int64]] = []
+        code_parts: list[NDArray[np.int8]] = []
+        owners: list[int] = []
+        for index, nid in enumerate(self.node_ids.tolist()):
+            if index in self.modules:
+                continue
+            timeline = known.get(nid)
+            if timeline is None:
+                pairs = node_timeline(trace, nid, self._steps)
+                timeline = (
+                    np.array([p for p, _ in pairs], dtype=np.int64),
+                    np.array([STATE_CODES[state] for _, state in pairs], dtype=np.int8),
+                )
+                if self.scopes is not None:
+                    known[nid] = timeline
+            step_parts.append(timeline[0])
+            code_parts.append(timeline[1])
+            owners.append(index)
+        lengths = np.fromiter((len(p) for p in step_parts), dtype=np.intp, count=len(step_parts))
+        event_steps = np.concatenate(step_parts) if step_parts else np.zeros(0, np.int64)
+        event_codes = np.concatenate(code_parts) if code_parts else np.zeros(0, np.int8)
+        event_nodes = np.repeat(np.asarray(owners, dtype=np.intp), lengths)
+        if self.modules:
+            where = self.scopes.step_nodes
+            inside = np.flatnonzero(where >= 0)
+            inside = inside[self.geometry.modules[where[inside]]]
+            backward = self.scopes.step_backward[inside]
+            ran = np.where(
+                backward, STATE_CODES[NodeState.GRAD], STATE_CODES[NodeState.VALUE]
+            ).astype(np.int8)
+            event_steps = np.concatenate([event_steps, inside.astype(np.int64)])
+            event_nodes = np.concatenate([event_nodes, where[inside]])
+            event_codes = np.concatenate([event_codes, ran])
+        order = np.argsort(event_steps, kind="stable")
+        self._event_steps = event_steps[order]
+        self._event_nodes = event_nodes[order]
+        self._event_codes = event_codes[order]
 
     def _latest_events(self, step: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
         """For every node with an event at or before ``step``: (node indexes, event indexes)."""
@@ -203,6 +279,8 @@ class Scene:
             self.palette.function_fill[codes],
             self.palette.variable_fill[codes],
         )
+        if self.modules:
+            fill = np.where(self.geometry.modules[:, None], self.palette.module_fill[codes], fill)
         label_events = np.full(self.n_nodes, -1, dtype=np.intp)
         label_events[nodes] = events
         labels = self._labels_for(label_events)
@@ -211,7 +289,7 @@ class Scene:
             # (node_display): not part of the cached labels, which hold between change points.
             s = self._steps[step]
             patched = [self.index_of(y) for y in s.outputs if y in s.cleared]
-            patched = [i for i in patched if i >= 0]
+            patched = [i for i in patched if i >= 0 and i not in self.modules]
             if patched:
                 labels = list(labels)
                 for i in patched:
@@ -239,8 +317,12 @@ class Scene:
                 active_edges = np.array(self._edges_of[current_function], dtype=np.intp)
             for acc in s.accumulations:
                 i = self.index_of(acc.node)
-                if i >= 0:
+                if i >= 0 and i not in self.modules:
                     accumulations[i] = self.accumulation_text(acc.node, step)
+            if current_function in self.modules:
+                # the box the step ran in says so while the step is current
+                labels = list(labels)
+                labels[current_function] = self.module_text(current_function, step, now=True)
         for i in self._nonfinite_nodes(step):
             nonfinite[i] = True
         frame = Frame(
@@ -314,6 +396,8 @@ class Scene:
             return ""
         if detail == 1 or self.kinds[index] == "function":
             return self.names[index]
+        if index in self.modules:
+            return self.module_text(index, step)
         shown = self.display(index, step)
         return self.text.label(index, shown.value, shown.grad)
 
@@ -321,11 +405,77 @@ class Scene:
         """The label between two change points (no step-only facts, see frame())."""
         if self.kinds[index] == "function":
             return self.names[index]
+        if index in self.modules:
+            box = self.modules[index]
+            key = (-1 - box.scope_id, step, box.count)
+            known = self.scopes.model.node_labels
+            text = known.get(key)
+            if text is None:
+                text = known[key] = self.module_text(index, step)
+            return text
         nid = int(self.node_ids[index])
-        return self.text.label(index, self.trace.value_at(nid, step), self.trace.grad_at(nid, step))
+        if self.scopes is None:
+            return self.text.label(
+                index, self.trace.value_at(nid, step), self.trace.grad_at(nid, step)
+            )
+        known = self.scopes.model.node_labels
+        text = known.get((nid, step))
+        if text is None:
+            value, grad = self.trace.value_at(nid, step), self.trace.grad_at(nid, step)
+            text = known[(nid, step)] = self.text.label(index, value, grad)
+        return text
+
+    # --- module boxes ------------------------------------------------------------------
+    def module_text(self, index: int, step: int, now: bool = False) -> str:
+        """A module box's label after ``step``: its name and class (``Block \u00d7 12``
+        for a folded run), its input and output shapes, its parameters, and what ran in it: the
+        phase of the last step inside it (``now``: the current step runs inside it) and the
+        gradient norm of its parameters."""
+        box = self.modules[index]
+        inputs, outputs = self._boundary_shapes(index)
+        ran = self._last_phase(index, step)
+        if now and ran:
+            status = "▶ forward" if ran == "forward" else "◀ backward"
+        else:
+            status = f"ran {ran}" if ran else "not run yet"
+        norm = self.parameter_grad_norm(index, step)
+        if norm is not None:
+            status += f" · ‖∇θ‖ {_short(norm)}"
+        return module_label(box, inputs, outputs, status)
+
+    def _boundary_shapes(self, index: int) -> tuple[list[str], list[str]]:
+        inputs, outputs = [], []
+        for e in self._edges_of[index]:
+            u, v = (int(i) for i in self.edges[e])
+            other, side = (u, inputs) if v == index else (v, outputs)
+            shape = self.shapes[other]
+            side.append("x".join(str(d) for d in shape) if shape else "()")
+        return inputs, outputs
+
+    def _last_phase(self, index: int, step: int) -> str:
+        """'forward' / 'backward': the phase of the last step at or before ``step`` that ran
+        inside box ``index``; '' if none did."""
+        if step < 0:
+            return ""
+        where = self.scopes.step_nodes[: step + 1]
+        mine = np.flatnonzero(where == index)
+        if len(mine) == 0:
+            return ""
+        return "backward" if self.scopes.step_backward[mine[-1]] else "forward"
+
+    def parameter_grad_norm(self, index: int, step: int) -> float | None:
+        """The 2-norm of the gradients of box ``index``'s parameters after ``step`` (None
+        when none of them has one)."""
+        total, seen = 0.0, False
+        for pid in self.modules[index].params.tolist():
+            g = self.trace.grad_at(pid, step)
+            if g is not None and g.norm is not None:
+                total += float(g.norm) ** 2
+                seen = True
+        return float(np.sqrt(total)) if seen else None
 
     def max_label_lines(self) -> int:
-        return self.text.max_label_lines()
+        return max(self.text.max_label_lines(), MODULE_LABEL_LINES if self.modules else 1)
 
     def accumulation_text(self, node_id: int, step: int) -> str:
         return accumulation_text(self._steps, node_id, step)
@@ -336,6 +486,15 @@ class Scene:
     def node_tooltip(self, index: int, step: int) -> str:
         step = max(-1, min(int(step), self.n_steps - 1))
         nid = int(self.node_ids[index])
+        if index in self.modules:
+            box = self.modules[index]
+            lines = [f"{box.path} (module{', ' + box.cls if box.cls else ''})"]
+            lines += self.module_text(index, step).split("\n")[1:]
+            for overlay in self.overlays_at(index):
+                if overlay.tooltip:
+                    lines.append(f"[{overlay.kind}] {overlay.tooltip}")
+            lines.append("double-click or Enter: expand")
+            return "\n".join(lines)
         return self.text.node_tooltip(
             index,
             self.display(index, step),
@@ -379,6 +538,12 @@ class Scene:
     def set_overlay(self, node_id: int, overlay: Overlay) -> None:
         self.overlays.set(node_id, overlay)
 
+    def overlays_at(self, index: int) -> list[Overlay]:
+        """The overlays drawn on node ``index`` (a box: those of the nodes it hides too)."""
+        return [
+            o for nid, marks in self.overlays.items() if self.index_of(nid) == index for o in marks
+        ]
+
     def clear_overlays(self, kind: str | None = None) -> None:
         self.overlays.clear(kind)
 
@@ -393,3 +558,14 @@ class Scene:
 
     def set_error_colours(self, errors: Mapping[int, float], kind: str = "gradcheck") -> None:
         self.overlays.set_errors(errors, kind)
+
+
+def _box_attrs(box: ModuleBox) -> dict[str, Any]:
+    name = (
+        f"{box.cls or box.name} \N{MULTIPLICATION SIGN} {box.count}" if box.count > 1 else box.name
+    )
+    return {"kind": "module", "name": name, "shape": None, "constant": False}
+
+
+def _short(x: float) -> str:
+    return f"{x:.3g}"

@@ -10,6 +10,7 @@ from numpy.typing import NDArray
 
 __all__ = [
     "FUNCTION_SIZE",
+    "MODULE_SIZE",
     "VARIABLE_SIZE",
     "SceneGeometry",
     "arrow_heads",
@@ -18,6 +19,7 @@ __all__ = [
 
 VARIABLE_SIZE = (1.0, 0.45)  # width, height in layout units (one layout column is 1.0 wide)
 FUNCTION_SIZE = (0.9, 0.4)
+MODULE_SIZE = (1.8, 0.6)  # a collapsed scope's box (viewer.model.scope_layout lays them out)
 
 
 @dataclass
@@ -31,6 +33,16 @@ class SceneGeometry:
     arrow_points: NDArray[np.float64]  # three points (a closed triangle) per edge
     variable_size: tuple[float, float] = VARIABLE_SIZE
     function_size: tuple[float, float] = FUNCTION_SIZE
+    # module boxes (collapsed scopes, folded repeats); None: the graph has none
+    is_module: NDArray[np.bool_] | None = None
+    module_size: tuple[float, float] = MODULE_SIZE
+
+    @property
+    def modules(self) -> NDArray[np.bool_]:
+        """(n,) which nodes are module boxes (all False without scopes)."""
+        if self.is_module is None or len(self.is_module) != len(self.positions):
+            return np.zeros(len(self.positions), dtype=bool)
+        return self.is_module
 
     @property
     def n_nodes(self) -> int:
@@ -45,7 +57,10 @@ class SceneGeometry:
         """(n, 2): half width and half height of each node's box."""
         var = np.asarray(self.variable_size) / 2
         fun = np.asarray(self.function_size) / 2
-        return np.where(self.is_function[:, None], fun, var)
+        half = np.where(self.is_function[:, None], fun, var)
+        if self.is_module is not None and self.is_module.any():
+            half = np.where(self.modules[:, None], np.asarray(self.module_size) / 2, half)
+        return half
 
     def bounds(self) -> tuple[float, float, float, float]:
         """(x_min, y_min, x_max, y_max) around every node box; for fit-to-view."""

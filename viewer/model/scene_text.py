@@ -19,11 +19,12 @@ if TYPE_CHECKING:
     from viewer.model.node_overlays import Overlay
 
 __all__ = [
+    "MODULE_LABEL_LINES",
     "SceneText",
     "accumulation_text",
     "format_snapshot",
     "label_detail",
-    "named_at_any_zoom",
+    "module_label",
     "node_name",
     "nonfinite_badge",
 ]
@@ -83,21 +84,29 @@ def label_detail(pixels_per_unit: float, n_nodes: int = 0) -> int:
     return 1 if pixels_per_unit < full_at else 2
 
 
-# The kinds of node whose name is drawn at any zoom (a collapsed module box names what it
-# hides); a graph without such nodes draws no label below label_detail's threshold.
-NAMED_KINDS = ("module",)
-
-
-def named_at_any_zoom(kinds: Sequence[str]) -> NDArray[np.bool_]:
-    """Which nodes keep their name when the view is zoomed out too far for labels."""
-    return np.fromiter((k in NAMED_KINDS for k in kinds), dtype=bool, count=len(kinds))
-
-
 def node_name(attrs: Mapping[str, Any]) -> str:
     """What a node's label starts with: a Function's op, a variable's name ('' if none)."""
     if attrs["kind"] == "function":
         return str(attrs["op"])
     return attrs["name"] or ""
+
+
+MODULE_LABEL_LINES = 4  # a module box: name and class, shapes, parameters, what ran
+
+
+def module_label(box: Any, inputs: Sequence[str], outputs: Sequence[str], status: str) -> str:
+    """A module box's label (``box``: a :class:`~viewer.model.scopes.ModuleBox`): ``l1 ·
+    Linear`` (``Block \u00d7 12`` for a folded run), ``2x3 → 2x4``, ``2 params (12 values)``, and
+    ``status`` (what ran in it and its parameters' gradient norm)."""
+    if box.count > 1:
+        title = f"{box.cls or box.name} \N{MULTIPLICATION SIGN} {box.count}"
+    else:
+        title = f"{box.name} · {box.cls}" if box.cls else box.name
+    shapes = f"{', '.join(inputs) or '-'} → {', '.join(outputs) or '-'}"
+    n = len(box.params)
+    plural = "s" if n != 1 else ""
+    params = f"{n} param{plural} ({box.param_values} values)" if n else "no params"
+    return "\n".join([title, shapes, params, status])
 
 
 def accumulation_text(steps: Sequence[Any], node_id: int, step: int) -> str:

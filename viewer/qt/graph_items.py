@@ -21,7 +21,14 @@ from PySide6 import QtCore, QtGui
 from viewer.model.scene_text import label_detail
 from viewer.qt.themes import NodeStyle, Theme, readable_on
 
-__all__ = ["EdgeLayer", "LabelLayer", "NodeLayer", "OverlayLayer", "polyline_path"]
+__all__ = [
+    "EdgeLayer",
+    "LabelLayer",
+    "NodeLayer",
+    "OverlayLayer",
+    "kind_of_key",
+    "polyline_path",
+]
 
 # Never paint more labels than this in one frame, whatever the zoom.
 MAX_LABELS = 1500
@@ -64,12 +71,26 @@ def polyline_path(points: NDArray[np.floating], offsets: NDArray[np.integer]) ->
     return pg.functions.arrayToQPath(pts[:, 0], pts[:, 1], connect)
 
 
-def _symbol(width: float, height: float, rounded: bool) -> QtGui.QPainterPath:
-    """A symbol one unit wide (pyqtgraph scales it by the spot size in pixels)."""
+# Node kinds as the layers number them: the style key is 1000 * kind + state code.
+VARIABLE, FUNCTION, MODULE = 0, 1, 2
+_KIND_NAMES = ("variable", "function", "module")
+
+
+def kind_of_key(key: int) -> str:
+    """'variable', 'function' or 'module' for a style key (1000 * kind + state code)."""
+    return _KIND_NAMES[min(max(int(key) // 1000, 0), 2)]
+
+
+def _symbol(width: float, height: float, rounded: bool, module: bool = False) -> QtGui.QPainterPath:
+    """A symbol one unit wide (pyqtgraph scales it by the spot size in pixels): a pill for a
+    variable, a rectangle for a Function, a box with small rounded corners for a module."""
     ratio = height / width if width > 0 else 0.45
     rect = QtCore.QRectF(-0.5, -ratio / 2, 1.0, ratio)
     path = QtGui.QPainterPath()
-    if rounded:
+    if module:
+        radius = ratio / 5
+        path.addRoundedRect(rect, radius, radius)
+    elif rounded:
         radius = ratio / 2.2
         path.addRoundedRect(rect, radius, radius)
     else:
@@ -220,10 +241,11 @@ class NodeLayer:
         self._ring = self._make_item(z=3)
         self._positions = np.zeros((0, 2))
         self._is_function = np.zeros(0, dtype=bool)
+        self._kind = np.zeros(0, dtype=np.int32)  # VARIABLE, FUNCTION or MODULE per node
         self._keys = np.zeros(0, dtype=np.int64)
         self._fill: NDArray[np.uint8] | None = None
         self._state_names: tuple[str, ...] = ()
-        self._sizes = {False: (1.0, 0.45), True: (1.0, 0.45)}
+        self._sizes = {VARIABLE: (1.0, 0.45), FUNCTION: (1.0, 0.45), MODULE: (1.8, 0.6)}
         self._pixels_per_unit = 1.0
         self._theme: Theme | None = None
         self._styles: dict[int, tuple[QtGui.QPainterPath, QtGui.QPen, QtGui.QBrush]] = {}
@@ -252,10 +274,15 @@ class NodeLayer:
         is_function: NDArray[np.bool_],
         variable_size: tuple[float, float],
         function_size: tuple[float, float],
+        is_module: NDArray[np.bool_] | None = None,
+        module_size: tuple[float, float] = (1.8, 0.6),
     ) -> None:
         self._positions = np.asarray(positions, dtype=np.float64).reshape(-1, 2)
         self._is_function = np.asarray(is_function, dtype=bool)
-        self._sizes = {False: variable_size, True: function_size}
+        self._kind = self._is_function.astype(np.int32)
+        if is_module is not None and len(is_module) == len(self._kind):
+            self._kind[np.asarray(is_module, dtype=bool)] = MODULE
+        self._sizes = {VARIABLE: variable_size, FUNCTION: function_size, MODULE: module_size}
         self._keys = np.full(len(self._positions), -1, dtype=np.int64)
         self._fill = None
         self._styles.clear()
@@ -266,8 +293,9 @@ class NodeLayer:
         self._ring.setData([])
 
     def style_keys(self, codes: NDArray[np.integer]) -> NDArray[np.int32]:
-        """The style key of each node: 1000 * is_function + state code."""
-        return self._is_function.astype(np.int32) * 1000 + np.asarray(codes, dtype=np.int32)
+        """The style key of each node: 1000 * kind (variable 0, function 1, module 2) + state
+        code."""
+        return self._kind * 1000 + np.asarray(codes, dtype=np.int32)
 
     def spot_keys(self, codes: NDArray[np.integer], fill: NDArray[np.uint8]) -> NDArray[np.int64]:
         """The key of each node's spot: its style key (the border) in the high 32 bits, its
@@ -304,7 +332,7 @@ class NodeLayer:
         pad = 12.0 / max(self._pixels_per_unit, 1e-9)
         rects = []
         for node in nodes:
-            w, h = self._sizes[bool(self._is_function[node])]
+            w, h = self._sizes[int(self._kind[node])]
             x, y = self._positions[node]
             rects.append(QtCore.QRectF(x - w / 2 - pad, y - h / 2 - pad, w + 2 * pad, h + 2 * pad))
         return rects
@@ -334,22 +362,23 @@ class NodeLayer:
         if cached is None:
             style_key = key >> 32
             style = self._style(style_key)
-            is_function = style_key >= 1000
-            w, h = self._sizes[is_function]
+            kind = min(max(style_key // 1000, 0), MODULE)
+            w, h = self._sizes[kind]
             colour = style.fill if fill is None else tuple(int(c) for c in fill)
-            cached = (_symbol(w, h, rounded=not is_function), _pen(style), pg.mkBrush(colour))
+            symbol = _symbol(w, h, rounded=kind != FUNCTION, module=kind == MODULE)
+            cached = (symbol, _pen(style), pg.mkBrush(colour))
             self._styles[key] = cached
         return cached
 
     def _style(self, key: int) -> NodeStyle:
         assert self._theme is not None
-        kind = "function" if key >= 1000 else "variable"
+        kind = kind_of_key(key)
         code = key % 1000
         state = self._state_names[code] if 0 <= code < len(self._state_names) else "default"
         return self._theme.node_style(kind, state)
 
     def _spot_sizes(self) -> NDArray[np.float64]:
-        widths = np.where(self._is_function, self._sizes[True][0], self._sizes[False][0])
+        widths = np.array([self._sizes[k][0] for k in (VARIABLE, FUNCTION, MODULE)])[self._kind]
         return np.maximum(1.0, widths * self._pixels_per_unit)
 
     def _send_all(self) -> None:
@@ -392,17 +421,19 @@ class NodeLayer:
             return
         symbols, pens, sizes = [], [], []
         for node in nodes:
-            f = bool(self._is_function[node])
-            w, h = self._sizes[f]
+            kind = int(self._kind[node])
+            f = kind == FUNCTION
+            w, h = self._sizes[kind]
             w_px = round(max(1.0, w * self._pixels_per_unit) + 2 * margin, 1)
             h_px = round(max(1.0, h * self._pixels_per_unit) + 2 * margin, 1)
             # The same objects for the same ring: pyqtgraph's atlas is keyed on identity.
-            key = (f, w_px, h_px, colour, width)
+            key = (kind, w_px, h_px, colour, width)
             cached = self._rings.get(key)
             if cached is None:
                 if len(self._rings) > 64:
                     self._rings.clear()
-                cached = (_symbol(w_px, h_px, rounded=not f), pg.mkPen(colour, width=width))
+                symbol = _symbol(w_px, h_px, rounded=not f, module=kind == MODULE)
+                cached = (symbol, pg.mkPen(colour, width=width))
                 self._rings[key] = cached
             symbols.append(cached[0])
             pens.append(cached[1])
@@ -431,6 +462,7 @@ class LabelLayer(pg.GraphicsObject):
         self._font = QtGui.QFont()
         self._elided: dict[tuple[str, int, int, int], str] = {}
         self._max_lines = MAX_LABEL_LINES
+        self._tall = np.zeros(0, dtype=bool)
         self._painted_pixel_size = 0
         self._named = np.zeros(0, dtype=bool)
         self._name_pad_px = 0.0  # how far a name's pill may reach out of its box
@@ -449,10 +481,13 @@ class LabelLayer(pg.GraphicsObject):
         positions: NDArray[np.floating],
         half_sizes: NDArray[np.floating],
         max_lines: int = MAX_LABEL_LINES,
+        tall: NDArray[np.bool_] | None = None,
     ) -> None:
         """Node boxes, and the most lines any label of this graph will have at any step: the
-        font is sized for that once per graph, so text keeps its size through playback."""
+        font is sized for that once per graph, so text keeps its size through playback.
+        ``tall``: the boxes (modules) whose labels get as many lines as their height holds."""
         self.prepareGeometryChange()
+        self._tall = np.zeros(0, dtype=bool) if tall is None else np.asarray(tall, dtype=bool)
         self._positions = np.asarray(positions, dtype=np.float64).reshape(-1, 2)
         self._half = np.asarray(half_sizes, dtype=np.float64).reshape(-1, 2)
         self._max_lines = int(np.clip(max_lines, 1, MAX_LABEL_LINES))
@@ -468,7 +503,7 @@ class LabelLayer(pg.GraphicsObject):
         self.update()
 
     def set_named(self, named: NDArray[np.bool_]) -> None:
-        """The nodes whose name is drawn at any zoom (modules; :func:`named_at_any_zoom`)."""
+        """The nodes whose name is drawn at any zoom (the module boxes)."""
         named = np.asarray(named, dtype=bool).reshape(-1)
         mask = np.zeros(len(self._positions), dtype=bool)
         mask[: min(len(named), len(mask))] = named[: len(mask)]
@@ -605,10 +640,13 @@ class LabelLayer(pg.GraphicsObject):
             rect = transform.mapRect(QtCore.QRectF(x - hw, y - hh, 2 * hw, 2 * hh))
             inner = rect.adjusted(4, 1, -4, -1)
             width = max(1, int(inner.width()))
-            key = (label, width, px, lines_fit)
+            fit = lines_fit
+            if i < len(self._tall) and self._tall[i]:  # a module's taller box holds more lines
+                fit = max(1, min(wanted, int((2 * hh * scale - 2) // metrics.lineSpacing())))
+            key = (label, width, px, fit)
             text = self._elided.get(key)
             if text is None:
-                lines = fitting_lines(label, lines_fit)
+                lines = fitting_lines(label, fit)
                 text = "\n".join(metrics.elidedText(line, elide, width) for line in lines)
                 if len(self._elided) > 20_000:
                     self._elided.clear()

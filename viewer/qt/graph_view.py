@@ -24,6 +24,7 @@ from viewer.qt.graph_items import (
     LabelLayer,
     NodeLayer,
     OverlayLayer,
+    kind_of_key,
     polyline_path,
 )
 from viewer.qt.plain_text import tooltip
@@ -45,11 +46,19 @@ def bounds_rect(geometry: SceneGeometry) -> QtCore.QRectF:
 
 class _GraphViewBox(pg.ViewBox):
     clicked = QtCore.Signal(QtCore.QPointF)
+    right_clicked = QtCore.Signal(QtCore.QPointF, QtCore.QPoint)  # data point, screen point
 
     def mouseClickEvent(self, ev) -> None:
         if ev.button() == QtCore.Qt.MouseButton.LeftButton:
             ev.accept()
-            self.clicked.emit(self.mapSceneToView(ev.scenePos()))
+            if not ev.double():  # the view's mouseDoubleClickEvent handles the second click
+                self.clicked.emit(self.mapSceneToView(ev.scenePos()))
+        elif ev.button() == QtCore.Qt.MouseButton.RightButton:
+            ev.accept()
+            screen = ev.screenPos()
+            self.right_clicked.emit(
+                self.mapSceneToView(ev.scenePos()), QtCore.QPoint(int(screen.x()), int(screen.y()))
+            )
         else:
             super().mouseClickEvent(ev)
 
@@ -59,6 +68,10 @@ class GraphView(pg.GraphicsView):
 
     node_clicked = QtCore.Signal(int)
     view_changed = QtCore.Signal()  # the visible part of the graph moved: pan, zoom, resize
+    # a double-click, or Enter on the selected node: the node index (a module box opens)
+    node_activated = QtCore.Signal(int)
+    # a right-click: the node index under it (-1: none) and where, on the screen
+    context_requested = QtCore.Signal(int, QtCore.QPoint)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
@@ -83,6 +96,8 @@ class GraphView(pg.GraphicsView):
         self._node_at: Callable[[float, float], int] | None = None
         self._tooltip_at: Callable[[float, float], str | None] | None = None
         self._box.clicked.connect(self._on_clicked)
+        self._box.right_clicked.connect(self._on_right_clicked)
+        self.setFocusPolicy(QtCore.Qt.FocusPolicy.StrongFocus)
         self._box.sigTransformChanged.connect(self._on_zoom)
         self._box.sigResized.connect(self._on_zoom)
         # the range is set at once, the transform only at the next paint
@@ -155,12 +170,15 @@ class GraphView(pg.GraphicsView):
             geometry.is_function,
             geometry.variable_size,
             geometry.function_size,
+            geometry.is_module,
+            geometry.module_size,
         )
         if label_lines is None:
             label_lines = MAX_LABEL_LINES if not geometry.is_function.all() else 1
         self._labels.set_geometry(
-            geometry.positions, geometry.half_sizes.reshape(-1, 2), label_lines
+            geometry.positions, geometry.half_sizes.reshape(-1, 2), label_lines, geometry.modules
         )
+        self._labels.set_named(geometry.modules)  # module boxes keep their names zoomed out
         self._overlays.set_geometry(
             geometry.positions, geometry.half_sizes.reshape(-1, 2), geometry.is_function
         )
@@ -169,8 +187,8 @@ class GraphView(pg.GraphicsView):
         self._on_zoom()
 
     def set_named_nodes(self, named: NDArray[np.bool_]) -> None:
-        """The nodes whose name is drawn at any zoom, also zoomed out past labels (module
-        boxes); call after :meth:`set_graph`."""
+        """The nodes whose name is drawn at any zoom, also zoomed out past labels: by default
+        the module boxes (``geometry.modules``); call after :meth:`set_graph`."""
         self._labels.set_named(named)
 
     def set_frame(self, frame: Frame) -> None:
@@ -225,7 +243,7 @@ class GraphView(pg.GraphicsView):
         keys = self._nodes.style_keys(frame.state_codes)
         colours: dict[int, QtGui.QColor] = {}
         for key in np.unique(keys):
-            kind = "function" if key >= 1000 else "variable"
+            kind = kind_of_key(int(key))
             code = int(key % 1000)
             name = frame.state_names[code] if 0 <= code < len(frame.state_names) else "default"
             colours[int(key)] = QtGui.QColor(self._theme.node_style(kind, name).text)
@@ -342,6 +360,28 @@ class GraphView(pg.GraphicsView):
     def _on_clicked(self, point: QtCore.QPointF) -> None:
         node = self._node_at(point.x(), point.y()) if self._node_at is not None else -1
         self.node_clicked.emit(int(node))
+
+    def mouseDoubleClickEvent(self, event: QtGui.QMouseEvent) -> None:
+        super().mouseDoubleClickEvent(event)
+        if event.button() != QtCore.Qt.MouseButton.LeftButton or self._node_at is None:
+            return
+        point = self._box.mapSceneToView(self.mapToScene(event.position().toPoint()))
+        node = self._node_at(point.x(), point.y())
+        if node >= 0:
+            self.node_activated.emit(int(node))
+
+    def _on_right_clicked(self, point: QtCore.QPointF, screen: QtCore.QPoint) -> None:
+        node = self._node_at(point.x(), point.y()) if self._node_at is not None else -1
+        self.context_requested.emit(int(node), screen)
+
+    def keyPressEvent(self, event: QtGui.QKeyEvent) -> None:
+        enter = event.key() in (QtCore.Qt.Key.Key_Return, QtCore.Qt.Key.Key_Enter)
+        plain = event.modifiers() == QtCore.Qt.KeyboardModifier.NoModifier
+        if enter and plain and self._selected >= 0:
+            self.node_activated.emit(self._selected)
+            event.accept()
+            return
+        super().keyPressEvent(event)
 
     def viewportEvent(self, event: QtCore.QEvent) -> bool:
         if event.type() == QtCore.QEvent.Type.ToolTip and self._tooltip_at is not None:

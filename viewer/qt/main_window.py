@@ -55,6 +55,7 @@ from viewer.qt.playback_bar import SPEEDS, PlaybackBar
 from viewer.qt.plot_binding import PlotBinding
 from viewer.qt.plot_panel import PlotPanel
 from viewer.qt.scene_binding import SceneBinding, scene_overlays
+from viewer.qt.scope_binding import ScopeBinding
 from viewer.qt.script_binding import ScriptBinding
 from viewer.qt.script_panel import ScriptPanel
 from viewer.qt.settings import AppSettings
@@ -184,6 +185,7 @@ class MainWindow(QtWidgets.QMainWindow):
         doc, docks = self.document, self.docks
         self.scene_binding = SceneBinding(doc, self.graph_view, self.inspector, status_bar, self)
         scene = self.scene_binding
+        self.scope_binding = ScopeBinding(doc, self.graph_view, self)
         self.plot_binding = PlotBinding(doc, self.plot_panel, docks["plotPanel"], self)
         self.leak_binding = LeakBinding(
             doc, self.leak_panel, docks["leakPanel"], scene, status_bar, self

@@ -13,7 +13,6 @@ from PySide6 import QtCore, QtWidgets
 
 from viewer.model.document import Document
 from viewer.model.scene import Scene
-from viewer.model.scene_text import named_at_any_zoom
 from viewer.qt.graph_view import GraphView, empty_geometry
 from viewer.qt.inspector import InspectorPanel
 
@@ -52,6 +51,7 @@ class SceneBinding(QtCore.QObject):
         self.status_bar = status_bar
         self._shown: Scene | None = None
         document.graph_loaded.connect(self._on_graph_loaded)
+        document.scene_changed.connect(self._on_scene_changed)
         document.overlays_changed.connect(self._on_overlays_changed)
         document.playback.step_changed.connect(self._on_step_changed)
         document.selection_changed.connect(self._on_selection_changed)
@@ -84,13 +84,22 @@ class SceneBinding(QtCore.QObject):
             self.view.set_graph(
                 scene.geometry, fit=not same_place, label_lines=scene.max_label_lines()
             )
-            self.view.set_named_nodes(named_at_any_zoom(scene.kinds))
             self._shown = scene
             self._send_overlays()
             self.scene_shown.emit()
         return True
 
     def _on_graph_loaded(self, document: Document) -> None:
+        self.refresh()
+
+    def _on_scene_changed(self, document: Document) -> None:
+        """A module opened or closed: the same graph, so the zoom and the place stay."""
+        scene = document.scene
+        if scene is not None and scene is not self._shown:
+            self.view.set_graph(scene.geometry, fit=False, label_lines=scene.max_label_lines())
+            self._shown = scene
+            self._send_overlays()
+            self.scene_shown.emit()
         self.refresh()
 
     def refresh(self) -> None:
@@ -132,6 +141,11 @@ class SceneBinding(QtCore.QObject):
         shown = doc.scene is not None and self.selected_index() >= 0
         info = doc.inspect() if shown else None
         notes = []
+        box = doc.scene.module(self.selected_index()) if shown else None
+        if box is not None:
+            label = doc.scene.module_text(self.selected_index(), doc.playback.index)
+            notes.append(f"module {box.path}: " + "; ".join(label.split("\n")))
+            notes.append("double-click or Enter expands it")
         if info is not None and doc.scene is not None:
             accumulation = doc.scene.accumulation_text(info.node_id, doc.playback.index)
             if accumulation:

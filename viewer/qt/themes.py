@@ -82,12 +82,41 @@ def _node_styles(
     styles = {}
     for key, (border, text) in colours.items():
         kind, state = key.split(":")
-        table = palette.function_fill if kind == "function" else palette.variable_fill
+        tables = {"function": palette.function_fill, "module": palette.module_fill}
+        table = tables.get(kind, palette.variable_fill)
         drawn_as = "value" if state == "default" else state
         line, width = STATE_LINES[drawn_as]
         fill = _hex(table[state_code(drawn_as)])
         styles[key] = NodeStyle(fill, border, text, width, line)
     return styles
+
+
+def readable_on(colour: QtGui.QColor) -> QtGui.QColor:
+    """Black or white, whichever has the higher WCAG contrast on ``colour`` (badge text:
+    white on the dark theme's light red was 2.8:1)."""
+
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    lum = (
+        0.2126 * linear(colour.redF())
+        + 0.7152 * linear(colour.greenF())
+        + 0.0722 * linear(colour.blueF())
+    )
+    on_white = 1.05 / (lum + 0.05)
+    on_black = (lum + 0.05) / 0.05
+    return QtGui.QColor("#ffffff" if on_white >= on_black else "#000000")
+
+
+def _module_styles(palette: graph_colours.Palette, border: str) -> dict[str, tuple[str, str]]:
+    """(border, text) of a module box in each state: one border colour, and black or white
+    text, whichever reads better on the state's fill."""
+    out = {}
+    for state in ("default", *(name for name in STATE_LINES)):
+        drawn_as = "value" if state == "default" else state
+        fill = QtGui.QColor(_hex(palette.module_fill[state_code(drawn_as)]))
+        out[f"module:{state}"] = (border, readable_on(fill).name())
+    return out
 
 
 @dataclass(frozen=True)
@@ -153,7 +182,8 @@ LIGHT = Theme(
             "function:freed": ("#6e7177", "#26282c"),
             "function:constant": ("#3f5448", "#0b1510"),
             "function:grad_carried": ("#5a2d91", "#1c0630"),
-        },
+        }
+        | _module_styles(graph_colours.LIGHT, "#5f3dc4"),
     ),
 )
 
@@ -193,7 +223,8 @@ DARK = Theme(
             "function:freed": ("#9a9da4", "#e1e3e8"),
             "function:constant": ("#d3dde1", "#0b1114"),
             "function:grad_carried": ("#eab0e4", "#fbeefa"),
-        },
+        }
+        | _module_styles(graph_colours.DARK, "#d0bfff"),
     ),
 )
 
@@ -253,20 +284,3 @@ def apply_theme(app: QtWidgets.QApplication, theme: Theme) -> None:
     """Apply ``theme``'s palette to the whole application (Fusion keeps both readable)."""
     app.setStyle("Fusion")
     app.setPalette(qpalette(theme))
-
-
-def readable_on(colour: QtGui.QColor) -> QtGui.QColor:
-    """Black or white, whichever has the higher WCAG contrast on ``colour`` (badge text:
-    white on the dark theme's light red was 2.8:1)."""
-
-    def linear(c: float) -> float:
-        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-
-    lum = (
-        0.2126 * linear(colour.redF())
-        + 0.7152 * linear(colour.greenF())
-        + 0.0722 * linear(colour.blueF())
-    )
-    on_white = 1.05 / (lum + 0.05)
-    on_black = (lum + 0.05) / 0.05
-    return QtGui.QColor("#ffffff" if on_white >= on_black else "#000000")

@@ -165,3 +165,40 @@ def test_a_recorded_trace_is_searched_by_its_scope_paths():
         assert kinds == ["function", "variable"]
         assert [t.node(int(n))["name"] for n in index.search("w")] == ["W"]
         assert len(index.search("tanh")) == 1
+
+
+def test_with_module_boxes_every_node_keeps_its_own_name_and_op():
+    import autodiff.functions as F
+    from autodiff.layers import Layer, Linear
+    from autodiff.trace import record
+    from viewer.model.document import Document
+
+    class Block(Layer):
+        def __init__(self):
+            super().__init__()
+            self.fc = Linear(3, in_size=3)
+
+        def forward(self, x):
+            return F.tanh(self.fc(x))
+
+    class Net(Layer):
+        def __init__(self):
+            super().__init__()
+            self.b0, self.b1 = Block(), Block()
+
+        def forward(self, x):
+            return self.b1(self.b0(x))
+
+    with record() as t:
+        F.sum(Net()(np.ones((2, 3)))).backward()
+    doc = Document()
+    doc.load_graph(t, "net", "trace")
+    doc.set_depth(1)
+    scene = doc.scene
+    boxes = [int(scene.node_ids[i]) for i, k in enumerate(scene.kinds) if k == "module"]
+    assert boxes  # a box stands for a Function it hides, by that Function's id
+    index = FindIndex(t, scene)
+    ops = [t.node(int(n))["op"] for n in (*index.search("linear"), *index.search("tanh"))]
+    assert ops == ["Linear", "Linear", "Tanh", "Tanh"]  # the ones the boxes stand for too
+    assert len(index.search("net/b1/fc")) == 2  # the Linear and its output
+    assert set(boxes) <= set(index.search("net").tolist())

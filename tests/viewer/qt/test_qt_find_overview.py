@@ -2,8 +2,13 @@
 overview shows the whole graph, follows pan and zoom, and a click in it moves the view."""
 
 import numpy as np
+import pytest
 from PySide6 import QtCore, QtWidgets
 
+import autodiff.functions as F
+from autodiff.layers import Layer, Linear
+from autodiff.models import Model
+from autodiff.trace import record
 from viewer.model.overview import overview_map, rasterise
 from viewer.qt.find_bar import FindBar
 from viewer.qt.overview import Overview
@@ -222,14 +227,10 @@ def _far_view(qtbot, scene):
 
 
 def test_zoomed_out_only_the_nodes_named_at_any_zoom_keep_a_name(qtbot, seed_scene):
-    from viewer.model.scene_text import named_at_any_zoom
-
     view = _far_view(qtbot, seed_scene)
     labels = view._labels
     view.viewport().repaint()
     assert labels.painted_names == 0  # no module in the seeds' example: no text at all
-    named = named_at_any_zoom(("variable", "module", "function", "module"))
-    assert list(named) == [False, True, False, True]
     mask = np.zeros(seed_scene.n_nodes, dtype=bool)
     mask[0] = True
     plain = view.grab().toImage()
@@ -242,35 +243,70 @@ def test_zoomed_out_only_the_nodes_named_at_any_zoom_keep_a_name(qtbot, seed_sce
     assert labels.painted_pixel_size > 0
 
 
-def test_a_scene_with_module_nodes_names_them_at_far_zoom(qtbot, window):
-    assert window.run_program(PROGRAM)
-    scene = window.document.scene
-    kinds = list(scene.kinds)
-    kinds[0] = "module"  # as module collapse makes them
-    scene.kinds = tuple(kinds)
-    window.scene_binding._shown = None  # show the scene again, as a new graph
-    window.scene_binding.refresh()
-    view = window.graph_view
+# ------------------------------------------------------------------ with module boxes
+class Block(Layer):
+    def __init__(self, width):
+        super().__init__()
+        self.fc1 = Linear(width, in_size=width)
+        self.fc2 = Linear(width, in_size=width)
+
+    def forward(self, x):
+        return x + self.fc2(F.tanh(self.fc1(x)))
+
+
+class Net(Model):
+    def __init__(self, blocks=3, width=3):
+        super().__init__()
+        self.inp = Linear(width, in_size=2)
+        for i in range(blocks):
+            setattr(self, f"b{i}", Block(width))
+        self.blocks = blocks
+        self.out = Linear(1, in_size=width)
+
+    def forward(self, x):
+        h = self.inp(x)
+        for i in range(self.blocks):
+            h = getattr(self, f"b{i}")(h)
+        return self.out(h)
+
+
+@pytest.fixture
+def scoped(window):
+    np.random.seed(0)
+    rng = np.random.default_rng(0)
+    x, t = rng.standard_normal((4, 2)), rng.standard_normal((4, 1))
+    with record() as trace:
+        F.mean_squared_error(Net()(x), t).backward()
+    window.document.load_graph(trace, "net", "trace")
+    window.document.set_depth(1)  # inp, Block x 3 (folded), out: boxes
+    return window
+
+
+def test_find_reveals_a_node_hidden_in_a_folded_module_and_centres_it(qtbot, scoped):
+    win, doc = scoped, scoped.document
+    hidden = {int(n) for n in doc.trace.functions} - set(doc.scene.node_ids.tolist())
+    assert hidden  # the boxes hide Functions
+    field = _open_find(qtbot, win)
+    qtbot.keyClicks(field, "net/b1/fc2")
+    node = doc.selection
+    assert node is not None and doc.trace.node(node)["scope"] == "Net/b1/fc2"
+    index = doc.scene.index_of(node)
+    assert index >= 0 and doc.scene.kinds[index] != "module"  # shown as itself, not its box
+    assert _at(win, node)
+    count = win.find_bar.count_label.text()
+    assert count.startswith("1 of ")
+    qtbot.keyClick(field, QtCore.Qt.Key.Key_Return)
+    assert doc.trace.node(doc.selection)["scope"] == "Net/b1/fc2"
+    assert win.find_bar.count_label.text().startswith("2 of ")
+
+
+def test_module_boxes_keep_their_names_zoomed_out(qtbot, scoped):
+    view, scene = scoped.graph_view, scoped.document.scene
+    boxes = [i for i, k in enumerate(scene.kinds) if k == "module"]
+    assert boxes and view.geometry_data.modules.sum() == len(boxes)
+    view.fit()
     view.zoom_by(0.2)
     qtbot.wait(10)
+    assert view.pixels_per_unit() < 25
     view.viewport().repaint()
-    assert view._labels.painted_names == 1
-
-
-def test_the_overview_fades_while_it_lies_over_the_current_step(qtbot, window):
-    assert window.load_example("goldstein") is True
-    view, overview, playback = window.graph_view, window.overview, window.document.playback
-    view.set_follow(False)
-    playback.seek(playback.n_steps // 2)
-    view.zoom_by(3.0)
-    qtbot.waitUntil(overview.isVisible)
-    node = int(view.frame.current_function)
-    x, y = view.geometry_data.positions[node]
-    # put the node under the middle of the overview
-    middle = overview.geometry().center() - view.viewport().pos()
-    at = view.view_box.mapSceneToView(view.mapToScene(middle))
-    centre = view.visible_rect().center()
-    view.center_at(centre.x() + x - at.x(), centre.y() + y - at.y())
-    qtbot.waitUntil(lambda: overview.opacity < 1.0)
-    view.center_on(node)
-    qtbot.waitUntil(lambda: overview.opacity == 1.0)
+    assert 0 < view._labels.painted_names <= len(boxes)
