@@ -2,7 +2,9 @@
 :class:`~viewer.model.find.FindCursor`), and the current match is selected and centred.
 
 A match inside a collapsed module box is revealed first, through ``Document.reveal(node_id)``
-when the Document has it (module collapse). The graph is indexed when the bar is open, on the
+when the Document has it (module collapse). While the user types, the count follows each key
+but the first match is shown only once typing pauses (:data:`SHOW_DELAY_MS`): the matches of
+"b" on the way to "b3/fc1" open no module. The graph is indexed when the bar is open, on the
 first query: loading a graph with the bar closed costs nothing.
 """
 
@@ -15,7 +17,9 @@ from viewer.model.find import FindCursor
 from viewer.qt.find_bar import FindBar
 from viewer.qt.scene_binding import SceneBinding
 
-__all__ = ["FindBinding"]
+__all__ = ["SHOW_DELAY_MS", "FindBinding"]
+
+SHOW_DELAY_MS = 150
 
 
 class FindBinding(QtCore.QObject):
@@ -33,9 +37,14 @@ class FindBinding(QtCore.QObject):
         self.scene_binding = scene_binding
         self.status_bar = status_bar
         self.cursor = FindCursor()
+        self._typed = QtCore.QTimer(self)
+        self._typed.setSingleShot(True)
+        self._typed.setInterval(SHOW_DELAY_MS)
+        self._typed.timeout.connect(self._show_current)
         document.graph_loaded.connect(self._on_graph_loaded)
         self.cursor.matches_changed.connect(self._on_matches_changed)
-        bar.query_edited.connect(self.find)
+        bar.query_edited.connect(self._on_typed)
+        bar.closed.connect(self._typed.stop)
         bar.next_requested.connect(self.next_match)
         bar.previous_requested.connect(self.previous_match)
 
@@ -51,10 +60,26 @@ class FindBinding(QtCore.QObject):
         return self._show(self.cursor.search(query))
 
     def next_match(self) -> int | None:
+        if self._typed.isActive():  # Enter right after typing: the first match
+            self._typed.stop()
+            return self._show(self.cursor.current)
         return self._show(self.cursor.next())
 
     def previous_match(self) -> int | None:
+        self._typed.stop()
         return self._show(self.cursor.previous())
+
+    def _on_typed(self, query: str) -> None:
+        self._use_document_graph()
+        self.cursor.search(query)
+        self.bar.set_count(self.cursor.summary(), self.cursor.count > 0)
+        if self.cursor.count:
+            self._typed.start()
+        else:
+            self._typed.stop()
+
+    def _show_current(self) -> None:
+        self._show(self.cursor.current)
 
     # ---------------------------------------------------------------- model -> bar
     def _use_document_graph(self) -> None:

@@ -11,6 +11,7 @@ from autodiff.models import Model
 from autodiff.trace import record
 from viewer.model.overview import overview_map, rasterise
 from viewer.qt.find_bar import FindBar
+from viewer.qt.find_binding import SHOW_DELAY_MS
 from viewer.qt.overview import Overview
 from viewer.qt.settings import AppSettings
 
@@ -51,7 +52,8 @@ def test_ctrl_f_opens_the_bar_typing_selects_and_centres_enter_cycles(qtbot, win
     field = _open_find(qtbot, window)
     count = window.findChild(QtWidgets.QLabel, "findCount")
     qtbot.keyClicks(field, "squ")
-    assert window.document.selection == squares[0]
+    assert count.text() == "1 of 3"  # at once; the match is shown once typing pauses
+    qtbot.waitUntil(lambda: window.document.selection == squares[0])
     assert _at(window, squares[0])
     assert count.text() == "1 of 3"
     qtbot.keyClick(field, QtCore.Qt.Key.Key_Return)
@@ -77,6 +79,7 @@ def test_the_buttons_no_match_and_a_new_graph(qtbot, window):
     field = _open_find(qtbot, window)
     bar = window.find_bar
     qtbot.keyClicks(field, "w")
+    qtbot.waitUntil(lambda: window.document.selection is not None)
     (w,) = [
         int(n)
         for n, name in zip(window.document.scene.node_ids, window.document.scene.names, strict=True)
@@ -105,7 +108,9 @@ def test_a_match_is_revealed_first_when_the_document_can(qtbot, window):
     window.document.reveal = lambda nid: revealed.append(nid) or True
     field = _open_find(qtbot, window)
     qtbot.keyClicks(field, "exp")
-    assert revealed and revealed[-1] == window.document.selection  # one per keystroke
+    qtbot.waitUntil(lambda: window.document.selection is not None)
+    qtbot.wait(2 * SHOW_DELAY_MS)
+    assert revealed == [window.document.selection]  # once typing paused, not per key
 
 
 def test_find_bar_keys_alone(qtbot):
@@ -288,6 +293,7 @@ def test_find_reveals_a_node_hidden_in_a_folded_module_and_centres_it(qtbot, sco
     assert hidden  # the boxes hide Functions
     field = _open_find(qtbot, win)
     qtbot.keyClicks(field, "net/b1/fc2")
+    qtbot.keyClick(field, QtCore.Qt.Key.Key_Return)  # Enter at once: the first match
     node = doc.selection
     assert node is not None and doc.trace.node(node)["scope"] == "Net/b1/fc2"
     index = doc.scene.index_of(node)
@@ -295,7 +301,7 @@ def test_find_reveals_a_node_hidden_in_a_folded_module_and_centres_it(qtbot, sco
     assert _at(win, node)
     count = win.find_bar.count_label.text()
     assert count.startswith("1 of ")
-    qtbot.keyClick(field, QtCore.Qt.Key.Key_Return)
+    qtbot.keyClick(field, QtCore.Qt.Key.Key_Return)  # then the next one
     assert doc.trace.node(doc.selection)["scope"] == "Net/b1/fc2"
     assert win.find_bar.count_label.text().startswith("2 of ")
 
