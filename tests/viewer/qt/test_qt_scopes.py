@@ -188,3 +188,12 @@ def test_boxes_are_drawn_as_modules_in_both_themes(qtbot, scoped, theme):
         s = theme.node_style("module", state)
         hi, lo = sorted((lum(s.fill), lum(s.text)), reverse=True)
         assert (hi + 0.05) / (lo + 0.05) >= 4.5  # the label reads on the fill
+
+
+def test_the_status_bar_counts_what_is_shown_after_a_box_opens(scoped):
+    window = scoped
+    before = window.status_label.text()
+    assert before.startswith(f"{window.document.scene.n_nodes} nodes")
+    assert window.document.expand("Net/b0")  # Block x 3 opens into three boxes
+    after = window.status_label.text()
+    assert after != before and after.startswith(f"{window.document.scene.n_nodes} nodes")
