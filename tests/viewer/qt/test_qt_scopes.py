@@ -197,3 +197,23 @@ def test_the_status_bar_counts_what_is_shown_after_a_box_opens(scoped):
     assert window.document.expand("Net/b0")  # Block x 3 opens into three boxes
     after = window.status_label.text()
     assert after != before and after.startswith(f"{window.document.scene.n_nodes} nodes")
+
+
+def test_a_box_opened_in_place_draws_none_of_the_old_edges(qtbot, scoped):
+    """The base edges are painted from a device cache; opening a box keeps the zoom, and the
+    cache once kept showing the previous graph's edges beside the new ones."""
+    win = scoped
+    view, doc = win.graph_view, win.document
+    doc.unfold("Net/b0")
+    view.fit()
+    qtbot.wait(20)
+    view.grab()  # paints (and caches) the unfolded graph's edges
+    doc.expand("Net/b1")
+    qtbot.wait(20)
+    shown = view.grab().toImage()
+    edges = view._edges  # a fresh cache: what the edges look like drawn from scratch
+    edges.setCacheMode(edges.CacheMode.NoCache)
+    edges.setCacheMode(edges.CacheMode.DeviceCoordinateCache)
+    edges.update()
+    qtbot.wait(20)
+    assert view.grab().toImage() == shown
