@@ -432,3 +432,13 @@ def test_an_unknown_path_is_an_error_that_changes_nothing(net_doc):
     assert not doc.collapse("Nope")
     assert len(errors) == 2 and "Net/b0" in str(errors[0])
     assert doc.scene is scene
+
+
+def test_a_top_box_named_by_its_class_says_it_once(net_doc):
+    net_doc.set_depth(0)
+    scene = net_doc.scene
+    box = modules(scene)["Net"]
+    assert scene.frame(-1).labels[box].split("\n")[0] == "Net"
+    net_doc.set_depth(1)
+    scene = net_doc.scene
+    assert scene.frame(-1).labels[modules(scene)["inp"]].split("\n")[0] == "inp · Linear"
