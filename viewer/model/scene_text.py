@@ -101,7 +101,7 @@ def module_label(box: Any, inputs: Sequence[str], outputs: Sequence[str], status
     if box.count > 1:
         title = f"{box.cls or box.name} \N{MULTIPLICATION SIGN} {box.count}"
     else:
-        title = f"{box.name} · {box.cls}" if box.cls else box.name
+        title = f"{box.name} · {box.cls}" if box.cls and box.cls != box.name else box.name
     shapes = f"{', '.join(inputs) or '-'} → {', '.join(outputs) or '-'}"
     n = len(box.params)
     plural = "s" if n != 1 else ""

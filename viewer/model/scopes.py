@@ -308,11 +308,21 @@ class ScopeModel:
 
     def set_folded(self, path: str, folded: bool) -> list[int]:
         """Fold (or unfold) the run that the instances at ``path`` belong to; the heads of
-        the runs touched are returned (none when ``path`` repeats nothing)."""
+        the runs touched are returned (none when ``path`` repeats nothing). An unfolded run
+        shows its repeats as one box each (:meth:`unfold_run`)."""
         heads = sorted({int(self.fold_head[s]) for s in self.instances(path)})
         heads = [h for h in heads if self.fold_count[h] > 1]
-        self.folded[heads] = folded
+        if folded:
+            self.folded[heads] = True
+        for h in [] if folded else heads:
+            self.unfold_run(h)
         return heads
+
+    def unfold_run(self, head: int) -> None:
+        """Unfold the run headed by ``head`` into its repeats, each one collapsed: "Block x 6"
+        opens into six Block boxes, not into six Blocks' contents at once."""
+        self.folded[head] = False
+        self.collapsed[self.fold_head == head] = True
 
     def expand_all(self) -> None:
         self.collapsed[:] = False
@@ -345,7 +355,7 @@ class ScopeModel:
         while box >= 0:  # one box per pass, the outermost first: at most the depth of passes
             head = int(self.fold_head[box])
             if self.folded[head]:
-                self.folded[head] = False
+                self.unfold_run(head)  # then the repeat that holds the node opens
             else:
                 self.collapsed[box] = False
             changed = True

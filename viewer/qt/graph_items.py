@@ -133,6 +133,11 @@ class EdgeLayer(pg.GraphicsObject):
 
     def set_edges(self, path: QtGui.QPainterPath, arrows: QtGui.QPainterPath, n_edges: int) -> None:
         self.prepareGeometryChange()
+        if self.cacheMode() != self.CacheMode.NoCache:
+            # A new graph at the same zoom (a module opened in place) kept showing the old
+            # edges from the device cache, update() or not: drop the cache with the edges.
+            self.setCacheMode(self.CacheMode.NoCache)
+            self.setCacheMode(self.CacheMode.DeviceCoordinateCache)
         self._path = path
         self._arrows = arrows
         self._n_edges = n_edges

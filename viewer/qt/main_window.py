@@ -238,6 +238,7 @@ class MainWindow(QtWidgets.QMainWindow):
         doc.status_changed.connect(self._on_status)
         doc.error_raised.connect(self._on_error)
         doc.graph_loaded.connect(self._on_graph_loaded)
+        doc.scene_changed.connect(self._on_graph_loaded)  # a box opened: new counts
         doc.script_finished.connect(self._on_script_finished)
         doc.playback.speed_changed.connect(self.settings.set_speed)
         self.graph_view.node_clicked.connect(self._on_node_clicked)

@@ -236,6 +236,22 @@ def test_repeats_fold_into_one_box_and_unfold(net_doc):
     assert not any(TIMES in n for n in modules(doc.scene))
 
 
+def test_an_unfolded_run_shows_one_box_per_repeat_and_one_opens_alone(net_doc):
+    doc = net_doc  # opened at the deepest depth: the blocks' contents would all show
+    assert doc.expand("Net/b0")  # unfold "Block x 4"
+    assert [n for n in modules(doc.scene) if n.startswith("b")] == ["b0", "b1", "b2", "b3"]
+    assert doc.expand("Net/b2")
+    boxes = modules(doc.scene)
+    assert "b2" not in boxes and {"b0", "b1", "b3"} <= set(boxes)
+    scene = doc.scene
+    opened = {
+        doc.trace.node(int(scene.node_ids[i]))["scope"]
+        for i in range(scene.n_nodes)
+        if scene.kinds[i] == "function"
+    }
+    assert "Net/b2/fc1" in opened and "Net/b1/fc1" not in opened
+
+
 def test_the_default_depth_keeps_the_first_screen_small():
     np.random.seed(0)
     trace = record_step(MLP([4] * 60 + [1]), in_size=3)
@@ -284,6 +300,11 @@ def test_reveal_opens_every_box_above_a_node(net_doc):
     tree = {n.path: n for n in _walk(doc.scope_tree())}
     assert not tree["Net"].collapsed and not tree["Net/b2"].folded
     assert tree["Net/b1"].collapsed  # the neighbours stay closed
+    np.random.seed(0)
+    doc = open_doc(record_step(Net()))  # folded, with the blocks' contents expanded
+    f = next(f for f in doc.trace.functions if doc.trace.node(f)["scope"] == "Net/b3/fc2")
+    assert doc.reveal(f) and doc.scene.kinds[doc.scene.index_of(f)] == "function"
+    assert {"b0", "b1", "b2"} <= set(modules(doc.scene))  # only the block holding it opened
     w = next(v for v in doc.trace.variables if doc.trace.node(v)["parameter"])
     doc.set_depth(0)
     assert doc.reveal(w) and doc.scene.kinds[doc.scene.index_of(w)] == "variable"
@@ -411,3 +432,13 @@ def test_an_unknown_path_is_an_error_that_changes_nothing(net_doc):
     assert not doc.collapse("Nope")
     assert len(errors) == 2 and "Net/b0" in str(errors[0])
     assert doc.scene is scene
+
+
+def test_a_top_box_named_by_its_class_says_it_once(net_doc):
+    net_doc.set_depth(0)
+    scene = net_doc.scene
+    box = modules(scene)["Net"]
+    assert scene.frame(-1).labels[box].split("\n")[0] == "Net"
+    net_doc.set_depth(1)
+    scene = net_doc.scene
+    assert scene.frame(-1).labels[modules(scene)["inp"]].split("\n")[0] == "inp · Linear"

@@ -188,3 +188,32 @@ def test_boxes_are_drawn_as_modules_in_both_themes(qtbot, scoped, theme):
         s = theme.node_style("module", state)
         hi, lo = sorted((lum(s.fill), lum(s.text)), reverse=True)
         assert (hi + 0.05) / (lo + 0.05) >= 4.5  # the label reads on the fill
+
+
+def test_the_status_bar_counts_what_is_shown_after_a_box_opens(scoped):
+    window = scoped
+    before = window.status_label.text()
+    assert before.startswith(f"{window.document.scene.n_nodes} nodes")
+    assert window.document.expand("Net/b0")  # Block x 3 opens into three boxes
+    after = window.status_label.text()
+    assert after != before and after.startswith(f"{window.document.scene.n_nodes} nodes")
+
+
+def test_a_box_opened_in_place_draws_none_of_the_old_edges(qtbot, scoped):
+    """The base edges are painted from a device cache; opening a box keeps the zoom, and the
+    cache once kept showing the previous graph's edges beside the new ones."""
+    win = scoped
+    view, doc = win.graph_view, win.document
+    doc.unfold("Net/b0")
+    view.fit()
+    qtbot.wait(20)
+    view.grab()  # paints (and caches) the unfolded graph's edges
+    doc.expand("Net/b1")
+    qtbot.wait(20)
+    shown = view.grab().toImage()
+    edges = view._edges  # a fresh cache: what the edges look like drawn from scratch
+    edges.setCacheMode(edges.CacheMode.NoCache)
+    edges.setCacheMode(edges.CacheMode.DeviceCoordinateCache)
+    edges.update()
+    qtbot.wait(20)
+    assert view.grab().toImage() == shown
