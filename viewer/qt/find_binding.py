@@ -10,7 +10,7 @@ first query: loading a graph with the bar closed costs nothing.
 
 from __future__ import annotations
 
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore
 
 from viewer.model.document import Document
 from viewer.model.find import FindCursor
@@ -28,14 +28,12 @@ class FindBinding(QtCore.QObject):
         document: Document,
         bar: FindBar,
         scene_binding: SceneBinding,
-        status_bar: QtWidgets.QStatusBar | None = None,
         parent: QtCore.QObject | None = None,
     ) -> None:
         super().__init__(parent)
         self.document = document
         self.bar = bar
         self.scene_binding = scene_binding
-        self.status_bar = status_bar
         self.cursor = FindCursor()
         self._typed = QtCore.QTimer(self)
         self._typed.setSingleShot(True)

@@ -194,7 +194,7 @@ class MainWindow(QtWidgets.QMainWindow):
             doc, self.gradcheck_panel, docks["gradCheckPanel"], scene, self
         )
         self.nonfinite_binding = NonfiniteBinding(doc, scene, status_bar, self)
-        self.find_binding = FindBinding(doc, self.find_bar, scene, status_bar, self)
+        self.find_binding = FindBinding(doc, self.find_bar, scene, self)
         self.overview_binding = OverviewBinding(doc, self.overview, self.graph_view, scene, self)
         self.editor_binding = EditorBinding(
             doc, self.editor, docks["editorDock"], self.settings, self

@@ -316,3 +316,17 @@ def test_module_boxes_keep_their_names_zoomed_out(qtbot, scoped):
     assert view.pixels_per_unit() < 25
     view.viewport().repaint()
     assert 0 < view._labels.painted_names <= len(boxes)
+
+
+def test_ctrl_f_from_the_editor_opens_the_bar_and_esc_gives_the_keys_back(qtbot, window):
+    editor = window.editor.editor
+    editor.setFocus()
+    qtbot.waitUntil(editor.hasFocus)
+    qtbot.keyClick(editor, QtCore.Qt.Key.Key_F, QtCore.Qt.KeyboardModifier.ControlModifier)
+    assert window.find_bar.isVisible() and window.find_bar.field.hasFocus()
+    qtbot.keyClick(window.find_bar.field, QtCore.Qt.Key.Key_Escape)
+    assert not window.find_bar.isVisible()
+    playback = window.document.playback
+    playback.to_start()
+    qtbot.keyClick(window.graph_view, QtCore.Qt.Key.Key_Right)  # the graph has the keys again
+    assert playback.index == 0
