@@ -330,3 +330,21 @@ def test_ctrl_f_from_the_editor_opens_the_bar_and_esc_gives_the_keys_back(qtbot,
     playback.to_start()
     qtbot.keyClick(window.graph_view, QtCore.Qt.Key.Key_Right)  # the graph has the keys again
     assert playback.index == 0
+
+
+def test_the_overview_follows_a_new_graph_and_the_theme(qtbot, window):
+    assert window.load_example("goldstein") is True
+    overview = window.overview
+    window.graph_view.zoom_by(3.0)
+    qtbot.waitUntil(overview.isVisible)
+    overview.repaint()
+    light = overview.grab().toImage()
+    first = overview.map
+    window.set_theme("dark")
+    overview.repaint()
+    assert overview.grab().toImage() != light
+    assert window.run_program("x = 0.5\ny = sin(x) * cos(x) + exp(x) * x")
+    window.graph_view.zoom_by(4.0)
+    qtbot.waitUntil(overview.isVisible)
+    overview.repaint()
+    assert overview.map != first  # the new graph's bounds
