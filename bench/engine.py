@@ -36,6 +36,7 @@ import time  # noqa: E402
 import types  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -264,6 +265,18 @@ def _mlp_data() -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     return x, t, weights
 
 
+def sgd_steps(loss_of: Callable[[], Any], params: list, steps: int, lr: float) -> float:
+    """``steps`` steps of plain SGD on ``loss_of()`` (DeZero's API); the last loss."""
+    for _ in range(steps):
+        loss = loss_of()
+        for p in params:
+            p.cleargrad()
+        loss.backward()
+        for p in params:
+            p.data -= lr * p.grad.data
+    return float(loss.data)
+
+
 def mlp_dezero_like(
     engine: Engine, steps: int, second: str = "sigmoid"
 ) -> Callable[[], dict[str, float]]:
@@ -276,18 +289,13 @@ def mlp_dezero_like(
         W1, b1, W2, b2, W3, b3 = params = [P(w.copy()) for w in weights]
         losses: list = []
 
+        def loss_of() -> object:
+            h = F.sigmoid(F.linear(x, W1, b1))
+            h = act2(F.linear(h, W2, b2))
+            return F.mean_squared_error(F.linear(h, W3, b3), t)
+
         def train() -> None:
-            for _ in range(steps):
-                h = F.sigmoid(F.linear(x, W1, b1))
-                h = act2(F.linear(h, W2, b2))
-                y = F.linear(h, W3, b3)
-                loss = F.mean_squared_error(y, t)
-                for p in params:
-                    p.cleargrad()
-                loss.backward()
-                for p in params:
-                    p.data -= lr * p.grad.data
-            losses.append(float(loss.data))
+            losses.append(sgd_steps(loss_of, params, steps, lr))
 
         seconds = _timed(train)
         assert params[0].data.dtype == np.float32, params[0].data.dtype
@@ -321,14 +329,7 @@ def mlp_layers(engine: Engine, steps: int) -> Callable[[], dict[str, float]]:
         losses: list = []
 
         def train() -> None:
-            for _ in range(steps):
-                loss = F.mean_squared_error(model(x), t)
-                for p in params:
-                    p.cleargrad()
-                loss.backward()
-                for p in params:
-                    p.data -= lr * p.grad.data
-            losses.append(float(loss.data))
+            losses.append(sgd_steps(lambda: F.mean_squared_error(model(x), t), params, steps, lr))
 
         seconds = _timed(train)
         return {"train": seconds, "loss": losses[0]}

@@ -59,6 +59,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import baseline  # noqa: E402
+from engine import sgd_steps  # noqa: E402
 
 import autodiff.functions as F  # noqa: E402
 from autodiff import Parameter, Variable, core, layers, trace  # noqa: E402
@@ -142,17 +143,13 @@ def mlp(steps: int) -> Callable[[], object]:
     def run() -> object:
         params = [Parameter(w.copy()) for w in weights]
         W1, b1, W2, b2, W3, b3 = params
-        for _ in range(steps):
+
+        def loss_of() -> object:
             h = F.sigmoid(F.linear(x, W1, b1))
             h = F.sigmoid(F.linear(h, W2, b2))
-            y = F.linear(h, W3, b3)
-            loss = F.mean_squared_error(y, t)
-            for p in params:
-                p.cleargrad()
-            loss.backward()
-            for p in params:
-                p.data -= 0.1 * p.grad.data
-        return float(loss.data)
+            return F.mean_squared_error(F.linear(h, W3, b3), t)
+
+        return sgd_steps(loss_of, params, steps, 0.1)
 
     return run
 
@@ -180,14 +177,7 @@ def layered_mlp(steps: int) -> Callable[[], object]:
         np.random.seed(0)
         model = MLP()
         params = list(model.params())
-        for _ in range(steps):
-            loss = F.mean_squared_error(model(x), t)
-            for p in params:
-                p.cleargrad()
-            loss.backward()
-            for p in params:
-                p.data -= 0.1 * p.grad.data
-        return float(loss.data)
+        return sgd_steps(lambda: F.mean_squared_error(model(x), t), params, steps, 0.1)
 
     return run
 
