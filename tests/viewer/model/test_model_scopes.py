@@ -3,9 +3,10 @@ repeats, playback through a collapsed module, and graphs without scopes as befor
 
 import numpy as np
 import pytest
+from scoped_nets import Net
 
 import autodiff.functions as F
-from autodiff.layers import Layer, Linear
+from autodiff.layers import Linear
 from autodiff.models import MLP, Model
 from autodiff.trace import record
 from viewer.model.document import Document
@@ -14,32 +15,6 @@ from viewer.model.node_overlays import Overlay
 from viewer.model.scopes import MAX_FIRST_SCREEN
 
 TIMES = "\N{MULTIPLICATION SIGN}"
-
-
-class Block(Layer):
-    def __init__(self, width):
-        super().__init__()
-        self.fc1 = Linear(width, in_size=width)
-        self.fc2 = Linear(width, in_size=width)
-
-    def forward(self, x):
-        return x + self.fc2(F.tanh(self.fc1(x)))
-
-
-class Net(Model):
-    def __init__(self, blocks=4, width=3):
-        super().__init__()
-        self.inp = Linear(width, in_size=2)
-        for i in range(blocks):
-            setattr(self, f"b{i}", Block(width))
-        self.blocks = blocks
-        self.out = Linear(1, in_size=width)
-
-    def forward(self, x):
-        h = self.inp(x)
-        for i in range(self.blocks):
-            h = getattr(self, f"b{i}")(h)
-        return self.out(h)
 
 
 def record_step(model, in_size=2):

@@ -4,10 +4,9 @@ overview shows the whole graph, follows pan and zoom, and a click in it moves th
 import numpy as np
 import pytest
 from PySide6 import QtCore, QtWidgets
+from scoped_nets import Net
 
 import autodiff.functions as F
-from autodiff.layers import Layer, Linear
-from autodiff.models import Model
 from autodiff.trace import record
 from viewer.model.overview import overview_map, rasterise
 from viewer.qt.find_bar import FindBar
@@ -249,30 +248,6 @@ def test_zoomed_out_only_the_nodes_named_at_any_zoom_keep_a_name(qtbot, seed_sce
 
 
 # ------------------------------------------------------------------ with module boxes
-class Block(Layer):
-    def __init__(self, width):
-        super().__init__()
-        self.fc1 = Linear(width, in_size=width)
-        self.fc2 = Linear(width, in_size=width)
-
-    def forward(self, x):
-        return x + self.fc2(F.tanh(self.fc1(x)))
-
-
-class Net(Model):
-    def __init__(self, blocks=3, width=3):
-        super().__init__()
-        self.inp = Linear(width, in_size=2)
-        for i in range(blocks):
-            setattr(self, f"b{i}", Block(width))
-        self.blocks = blocks
-        self.out = Linear(1, in_size=width)
-
-    def forward(self, x):
-        h = self.inp(x)
-        for i in range(self.blocks):
-            h = getattr(self, f"b{i}")(h)
-        return self.out(h)
 
 
 @pytest.fixture
@@ -281,7 +256,7 @@ def scoped(window):
     rng = np.random.default_rng(0)
     x, t = rng.standard_normal((4, 2)), rng.standard_normal((4, 1))
     with record() as trace:
-        F.mean_squared_error(Net()(x), t).backward()
+        F.mean_squared_error(Net(blocks=3)(x), t).backward()
     window.document.load_graph(trace, "net", "trace")
     window.document.set_depth(1)  # inp, Block x 3 (folded), out: boxes
     return window

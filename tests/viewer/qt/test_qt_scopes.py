@@ -4,10 +4,9 @@ context menu collapses, expands and sets the depth; boxes are drawn in the modul
 import numpy as np
 import pytest
 from PySide6 import QtCore
+from scoped_nets import Net
 
 import autodiff.functions as F
-from autodiff.layers import Layer, Linear
-from autodiff.models import Model
 from autodiff.trace import record
 from viewer.qt.graph_items import MODULE
 from viewer.qt.themes import DARK, LIGHT
@@ -15,38 +14,12 @@ from viewer.qt.themes import DARK, LIGHT
 TIMES = "\N{MULTIPLICATION SIGN}"
 
 
-class Block(Layer):
-    def __init__(self, width):
-        super().__init__()
-        self.fc1 = Linear(width, in_size=width)
-        self.fc2 = Linear(width, in_size=width)
-
-    def forward(self, x):
-        return x + self.fc2(F.tanh(self.fc1(x)))
-
-
-class Net(Model):
-    def __init__(self, blocks=3, width=3):
-        super().__init__()
-        self.inp = Linear(width, in_size=2)
-        for i in range(blocks):
-            setattr(self, f"b{i}", Block(width))
-        self.blocks = blocks
-        self.out = Linear(1, in_size=width)
-
-    def forward(self, x):
-        h = self.inp(x)
-        for i in range(self.blocks):
-            h = getattr(self, f"b{i}")(h)
-        return self.out(h)
-
-
 @pytest.fixture
 def scoped(window):
     np.random.seed(0)
     rng = np.random.default_rng(0)
     x, t = rng.standard_normal((4, 2)), rng.standard_normal((4, 1))
-    model = Net()
+    model = Net(blocks=3)
     with record() as trace:
         F.mean_squared_error(model(x), t).backward()
     window.document.load_graph(trace, "net", "trace")
