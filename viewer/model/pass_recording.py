@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import sys
+import weakref
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ from autodiff.trace import Trace
 from viewer.model.pass_sampling import (
     DEFAULT_MAX_FLAGGED,
     DEFAULT_MAX_PASSES,
+    FLAG_HELD,
     FLAG_NONFINITE,
     PassLog,
     PassReservoir,
@@ -64,6 +66,11 @@ class PassRecording:
         self._loss = math.nan
         self._iteration = -1
         self._grads: dict[int, Any] = {}  # leaf creation order -> its gradient this pass
+        # per (script line, root shape): the last pass's index and root, weakly. A root still
+        # alive when the next pass of its line ends means the program holds that iteration's
+        # whole graph (FLAG_HELD): one iteration's loss is normally gone once the next is made
+        self._last_root: dict[tuple, tuple[int, weakref.ref]] = {}
+        self._held = -1  # the pass found held at this pass (-1: none)
         self._column: dict[int, int | None] = {}  # leaf creation order -> its PassLog column
         self._active = False
 
@@ -106,6 +113,9 @@ class PassRecording:
         key = (self._call_line(), getattr(data, "shape", None))
         self._iteration = self._seen_at.get(key, 0)
         self._seen_at[key] = self._iteration + 1
+        before = self._last_root.get(key)
+        self._held = before[0] if before is not None and before[1]() is not None else -1
+        self._last_root[key] = (index, weakref.ref(output))
         if output.name:
             self.names[index] = str(output.name)
             self.passes.loss_label = str(output.name)
@@ -148,7 +158,12 @@ class PassRecording:
                 norms[column] = norm
         self._grads = {}
         self.passes.add(self._loss, self._iteration, flags, norms)
-        dropped = self.reservoir.offer(index, bool(flags & FLAG_NONFINITE))
+        held = self._held
+        if held >= 0:
+            self.passes.flag(held, FLAG_HELD)
+        # the pass before, when it was the one held, is still in the sample (as its last pass)
+        late = held >= 0 and held == index - 1
+        dropped = self.reservoir.offer(index, bool(flags & FLAG_NONFINITE), late)
         for gone in dropped:  # freed at once (reference counting: the worker's collector is off)
             self.segments.pop(gone, None)
             self.trace_pass.pop(gone, None)

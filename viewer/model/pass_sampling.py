@@ -10,8 +10,11 @@ sample of the passes only (:class:`PassReservoir`):
 * after them, **evenly spaced** ones: every ``stride``-th pass, the stride doubling (and every
   other kept one dropped) whenever more than ``max_passes - max_passes // 2`` are held;
 * the **last** pass;
-* every **flagged** pass (NaN or Inf in its loss or in a parameter's gradient), the first
-  ``max_flagged`` of them.
+* every **flagged** pass, the first ``max_flagged`` of them: NaN or Inf in its loss or in a
+  parameter's gradient, or its graph still **held** by the program when the next pass ended
+  (``losses.append(loss)`` keeps every iteration's graph alive: a leak). A held pass is known
+  one pass late, which the last pass's place in the sample covers: it is kept until the next
+  pass ends.
 
 So at most ``max_passes + 1 + max_flagged`` graphs are held, whatever the length of the run,
 and a pass that is dropped is dropped for good (its recording freed at once).
@@ -40,6 +43,7 @@ from numpy.typing import NDArray
 __all__ = [
     "DEFAULT_MAX_FLAGGED",
     "DEFAULT_MAX_PASSES",
+    "FLAG_HELD",
     "FLAG_NONFINITE",
     "GraphFilter",
     "PassLog",
@@ -53,6 +57,7 @@ DEFAULT_MAX_PASSES = 1000
 DEFAULT_MAX_FLAGGED = 100
 MAX_NORMS = 50  # parameters whose gradient norm is logged per pass (as the plot draws)
 FLAG_NONFINITE = 1  # NaN or Inf in the loss or in a parameter's gradient
+FLAG_HELD = 2  # the program still held the pass's graph (its root) when the next pass ended
 
 
 def format_loss(value: float) -> str:
@@ -73,6 +78,8 @@ def pass_label(number: int, iteration: int, loss: float, flags: int = 0, name: s
     parts.append(f"loss {format_loss(loss)}")
     if flags & FLAG_NONFINITE and math.isfinite(loss):
         parts.append("NaN/Inf in a gradient")
+    if flags & FLAG_HELD:
+        parts.append("graph still held")
     if name:
         parts.append(f"from {name}")
     return " · ".join(parts)
@@ -100,13 +107,19 @@ class PassReservoir:
         self._flagged: list[int] = []  # kept flagged passes after the head
         self._last = -1  # the last pass, when nothing else keeps it
 
-    def offer(self, index: int, flagged: bool = False) -> list[int]:
-        """Pass ``index`` (the next one: ``seen``) ended; the passes dropped from the sample."""
+    def offer(self, index: int, flagged: bool = False, previous_flagged: bool = False) -> list[int]:
+        """Pass ``index`` (the next one: ``seen``) ended; the passes dropped from the sample.
+        ``previous_flagged``: the pass before it turned out flagged (its graph still held)."""
         if index != self.seen:
             raise ValueError(f"pass {index} offered, expected pass {self.seen}")
         self.seen += 1
         if flagged:
             self.flagged_seen += 1
+        if previous_flagged:
+            self.flagged_seen += 1
+            if 0 <= self._last == index - 1 and len(self._flagged) < self.max_flagged:
+                self._flagged.append(self._last)  # kept as the last pass until now: kept on
+                self._last = -1
         dropped = []
         if self._last >= 0:
             dropped.append(self._last)
@@ -159,7 +172,7 @@ class PassReservoir:
                 if self.flagged_seen > flagged
                 else ""
             )
-            parts.append(f"{flagged} with NaN/Inf{more}")
+            parts.append(f"{flagged} flagged (NaN/Inf or graph still held){more}")
         listed = ", ".join(parts[:-1]) + " and " + parts[-1]
         shown = len(kept) if shown is None else shown
         return f"showing {shown:,} of {self.seen:,} passes: {listed}"
@@ -186,6 +199,10 @@ class PassLog:
 
     def __len__(self) -> int:
         return len(self._loss)
+
+    def flag(self, index: int, flags: int) -> None:
+        """Add ``flags`` to pass ``index``'s (one learnt after the pass ended)."""
+        self._flags[index] |= flags & 0xFF
 
     def add(self, loss: float, iteration: int, flags: int, norms: Sequence[float]) -> None:
         """One pass: ``norms[k]`` is parameter ``k``'s (see :meth:`parameter`)."""
@@ -263,7 +280,8 @@ class PassLog:
 class GraphFilter:
     """What the filter box asks: ``text`` as typed. ``loss>0.5``, ``iter<=10`` or ``#>=100``
     compare a field (``<``, ``<=``, ``>``, ``>=``, ``=``); ``nan`` (or ``inf``) finds the
-    flagged passes; anything else is a case-insensitive substring of the label."""
+    passes with NaN/Inf, ``held`` (or ``leak``) those whose graph the program still held;
+    anything else is a case-insensitive substring of the label."""
 
     text: str
 
@@ -285,6 +303,8 @@ class GraphFilter:
                 or not math.isfinite(loss)
                 or lowered in (label.lower())
             )
+        if lowered in ("held", "leak", "leaks"):
+            return bool(flags & FLAG_HELD)
         found = self._COMPARE.match(text)
         if found is None:
             return lowered in label.lower()

@@ -16,6 +16,7 @@ from viewer.model import plots
 from viewer.model.document import Document
 from viewer.model.pass_recording import PassRecording
 from viewer.model.pass_sampling import (
+    FLAG_HELD,
     FLAG_NONFINITE,
     PassLog,
     PassReservoir,
@@ -63,7 +64,7 @@ def test_a_long_run_keeps_the_first_the_last_evenly_spaced_and_flagged_passes():
     note = reservoir.note()
     assert note.startswith(f"showing {len(kept):,} of 10,000 passes: the first 50, ")
     assert f"every {stride}th after them" in note and "the last" in note
-    assert "3 with NaN/Inf (the first 3 of 5)" in note
+    assert "3 flagged (NaN/Inf or graph still held) (the first 3 of 5)" in note
 
 
 def test_the_bound_holds_for_any_length():
@@ -327,3 +328,45 @@ def test_the_leak_audit_is_flagged_on_the_first_passes_graphs_only(tmp_path):
     assert leaks() == []  # its node ids are not the audit's
     assert doc.show_script_graph(0)  # the first pass: the audited recording
     assert leaks()
+
+
+HOLDS = """
+import numpy as np
+from autodiff import Variable
+w = Variable(np.array([1.0, 2.0]), name="w")
+history = []
+for epoch in range(80):
+    w.cleargrad()
+    loss = (w * w).sum()
+    loss.backward()
+    if epoch in (3, 40, 61):
+        history.append(loss)  # keeps that iteration's whole graph alive: a leak
+    w.data = w.data - 0.01 * w.grad.data
+"""
+
+
+def test_a_pass_whose_graph_the_program_keeps_is_flagged_and_kept(tmp_path):
+    run = ScriptRun(write(tmp_path, HOLDS))
+    run.max_passes = 10  # the first 5, every 2nd, 4th... after them, the last, the flagged
+    result = run.run()
+    assert result.ok, result.error
+    flags = result.passes.flags
+    assert np.flatnonzero(flags & FLAG_HELD).tolist() == [3, 40, 61]
+    kept = {g.number: g for g in result.graphs}
+    assert {3, 40, 61} <= set(kept)  # 40 and 61 lie off the evenly spaced ones: kept as held
+    assert kept[61].title.endswith("graph still held") and kept[61].trace is not None
+    assert "graph still held" not in kept[62].title if 62 in kept else True
+    assert "flagged (NaN/Inf or graph still held)" in result.sampling
+    listed = filter_entries(result.graphs, "held")
+    assert [result.graphs[k].number for k in listed] == [3, 40, 61]
+    clean = ScriptRun(write(tmp_path, TRAIN))
+    assert not (clean.run().passes.flags & FLAG_HELD).any()  # no pass held in the usual loop
+
+
+def test_a_held_pass_known_late_is_kept_in_place_of_being_dropped():
+    r = PassReservoir(max_passes=4, max_flagged=2)
+    for i in range(7):
+        r.offer(i)
+    assert 6 in r.kept and 5 not in r.kept  # 6 is kept only as the last, for now
+    r.offer(7, previous_flagged=True)
+    assert 6 in r.kept and r.flagged_seen == 1
