@@ -63,7 +63,7 @@ from viewer.model.file_loader import (
 from viewer.model.gradcheck import apply_overlays
 from viewer.model.gradcheck_report import GradCheckReport
 from viewer.model.graph_layout import GraphLayout, compute_layout
-from viewer.model.inspector import NodeInfo, inspect
+from viewer.model.inspector import NodeInfo, inspect, inspect_module
 from viewer.model.pass_sampling import DEFAULT_MAX_PASSES
 from viewer.model.playback import PlaybackState
 from viewer.model.scene import Frame, Scene
@@ -194,6 +194,10 @@ class Document:
         node_id = self.selection if node_id is None else node_id
         if node_id is None or self.trace is None:
             return None
+        scene = self.scene
+        box = scene.index_of(node_id) if scene is not None else -1
+        if box >= 0 and scene.module(box) is not None:  # shown as a module box: the box's
+            return inspect_module(scene, box, self.playback.index)
         return inspect(self.trace, node_id, self.playback.index)
 
     def select(self, node_id: int | None) -> None:

@@ -11,7 +11,15 @@ from numpy.typing import NDArray
 from autodiff.trace import NodeState, TraceReader
 from viewer.model.node_display import node_display
 
-__all__ = ["FULL_ARRAY_LIMIT", "ArrayInfo", "NodeInfo", "NodeRef", "describe_array", "inspect"]
+__all__ = [
+    "FULL_ARRAY_LIMIT",
+    "ArrayInfo",
+    "NodeInfo",
+    "NodeRef",
+    "describe_array",
+    "inspect",
+    "inspect_module",
+]
 
 FULL_ARRAY_LIMIT = 64  # arrays up to this many elements are shown in full
 HISTOGRAM_BINS = 20
@@ -74,11 +82,15 @@ class NodeInfo:
     note: str = ""  # why the gradient shows as it does (carried over, used and dropped...)
     # for a constant: the gradients that reached it at this step, not stored: (op, slot, info)
     passing: tuple[tuple[str, int, ArrayInfo], ...] = ()
+    # for a module box (kind 'module'): its rows (path, class, parameters, what ran in it)
+    module_rows: tuple[tuple[str, str], ...] = ()
 
     @property
     def title(self) -> str:
         if self.kind == "function":
             return f"{self.op} (function #{self.node_id})"
+        if self.kind == "module":
+            return f"{self.name} ({self.op} module)" if self.op else f"{self.name} (scope)"
         if self.name:
             name = self.name
         elif self.constant:
@@ -92,6 +104,8 @@ class NodeInfo:
     def as_rows(self) -> list[tuple[str, str]]:
         """(field, text) rows for a two-column table."""
         rows = [("kind", self.kind)]
+        if self.kind == "module":
+            return rows + list(self.module_rows)
         if self.kind == "function":
             rows.append(("op", str(self.op)))
         else:
@@ -257,4 +271,56 @@ def describe_array(snapshot: Any) -> ArrayInfo | None:
         histogram=histogram,
         bin_edges=edges,
         array=array,
+    )
+
+
+def inspect_module(scene: Any, index: int, step: int) -> NodeInfo:
+    """The inspector's data for module box ``index`` of ``scene`` after ``step``: its path
+    and class, its repeats, inputs and outputs (the variables its edges cross to), its
+    parameters and their gradient norm, and what last ran inside it."""
+    box = scene.module(index)
+    if box is None:
+        raise ValueError(f"node {index} of the scene is not a module box")
+    ins, outs = scene.boundary(index)
+
+    def refs(indexes: list[int]) -> tuple[NodeRef, ...]:
+        out = []
+        for slot, i in enumerate(indexes):
+            nid = int(scene.node_ids[i])
+            out.append(NodeRef(nid, f"{scene.names[i] or 'variable'} #{nid}", slot))
+        return tuple(out)
+
+    ran = scene.last_phase(index, step)
+    norm = scene.parameter_grad_norm(index, step)
+    rows = [
+        ("path", box.path),
+        ("class", box.cls or "(an autodiff.scope block)"),
+    ]
+    if box.count > 1:
+        rows.append(("repeats", f"{box.count} consecutive instances, folded"))
+    rows.append(("parameters", f"{len(box.params)} ({box.param_values:,} values)"))
+    rows.append(("‖∇θ‖", "—" if norm is None else f"{norm:.4g}"))
+    rows.append(("ran", {"forward": "forward", "backward": "backward"}.get(ran, "not yet")))
+    state = {"forward": NodeState.VALUE, "backward": NodeState.GRAD}.get(
+        ran, NodeState.NOT_COMPUTED
+    )
+    return NodeInfo(
+        node_id=int(scene.node_ids[index]),
+        kind="module",
+        name=box.path,
+        op=box.cls,
+        shape=None,
+        dtype=None,
+        generation=-1,
+        constant=False,
+        state=state,
+        step=step,
+        value=None,
+        grad=None,
+        creator=None,
+        consumers=(),
+        inputs=refs(ins),
+        outputs=refs(outs),
+        live=True,
+        module_rows=tuple(rows),
     )

@@ -452,6 +452,20 @@ class Scene:
             side.append("x".join(str(d) for d in shape) if shape else "()")
         return inputs, outputs
 
+    def last_phase(self, index: int, step: int) -> str:
+        """What last ran inside box ``index`` at or before ``step``: 'forward', 'backward'
+        or ''."""
+        return self._last_phase(index, step)
+
+    def boundary(self, index: int) -> tuple[list[int], list[int]]:
+        """The node indexes whose edges enter box ``index`` and those its edges leave to, in
+        edge order (one per edge: a variable used twice inside appears twice)."""
+        inputs, outputs = [], []
+        for e in self._edges_of[index]:
+            u, v = (int(i) for i in self.edges[e])
+            (inputs if v == index else outputs).append(u if v == index else v)
+        return inputs, outputs
+
     def _last_phase(self, index: int, step: int) -> str:
         """'forward' / 'backward': the phase of the last step at or before ``step`` that ran
         inside box ``index``; '' if none did."""

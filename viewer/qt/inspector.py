@@ -147,6 +147,9 @@ class InspectorPanel(QtWidgets.QWidget):
         self.title.setText(info.title)
         state = info.state.value.replace("_", " ")
         where = "before any step" if info.step < 0 else f"after step {info.step + 1}"
+        if info.kind == "module":
+            ran = dict(info.module_rows).get("ran", "")
+            state = f"ran {ran}" if ran in ("forward", "backward") else "not run yet"
         self.subtitle.setText(f"{state} {where}" + ("" if info.live else " · object released"))
         rows = [(k, v) for k, v in info.as_rows() if k not in _SHOWN_ELSEWHERE]
         self.fields.setRowCount(len(rows))

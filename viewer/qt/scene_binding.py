@@ -143,8 +143,6 @@ class SceneBinding(QtCore.QObject):
         notes = []
         box = doc.scene.module(self.selected_index()) if shown else None
         if box is not None:
-            label = doc.scene.module_text(self.selected_index(), doc.playback.index)
-            notes.append(f"module {box.path}: " + "; ".join(label.split("\n")))
             notes.append("double-click or Enter expands it")
         if info is not None and doc.scene is not None:
             accumulation = doc.scene.accumulation_text(info.node_id, doc.playback.index)

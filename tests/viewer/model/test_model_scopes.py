@@ -417,3 +417,26 @@ def test_a_top_box_named_by_its_class_says_it_once(net_doc):
     net_doc.set_depth(1)
     scene = net_doc.scene
     assert scene.frame(-1).labels[modules(scene)["inp"]].split("\n")[0] == "inp · Linear"
+
+
+def test_the_inspector_describes_a_selected_box_as_the_module(net_doc):
+    doc = net_doc
+    doc.set_depth(1)
+    scene = doc.scene
+    inp = modules(scene)["inp"]
+    doc.select_index(inp)
+    info = doc.inspect()
+    assert info.kind == "module" and info.title == "Net/inp (Linear module)"
+    rows = dict(info.as_rows())
+    assert rows["path"] == "Net/inp" and rows["class"] == "Linear"
+    assert rows["parameters"] == "2 (9 values)" and rows["ran"] == "not yet"
+    assert [r.label.split(" #")[0] for r in info.inputs] == ["variable"]  # x, unnamed
+    assert len(info.outputs) == 1
+    doc.playback.to_end()
+    rows = dict(doc.inspect().as_rows())
+    assert rows["ran"] == "backward"
+    norm = scene.parameter_grad_norm(inp, doc.playback.index)
+    assert rows["‖∇θ‖"] == f"{norm:.4g}"
+    folded = modules(scene)[f"Block {TIMES} 4"]
+    doc.select_index(folded)
+    assert dict(doc.inspect().as_rows())["repeats"] == "4 consecutive instances, folded"

@@ -314,8 +314,11 @@ def test_the_summary_says_why_a_cancel_ended_the_process_and_where_a_crash_happe
     assert result.error == "the script's process crashed (SIGSEGV)"  # the dump is in stderr
     process = started(
         tmp_path,
-        "import pathlib, time\npathlib.Path('started').write_text('y')\n"
-        "while True:\n    try:\n        time.sleep(600)\n    except BaseException:\n        pass\n",
+        # 'started' is written inside the try: a Cancel arriving right after it must meet
+        # the except (written before the loop, it once ended the script in time: flaky)
+        "import pathlib, time\n"
+        "while True:\n    try:\n        pathlib.Path('started').write_text('y')\n"
+        "        time.sleep(600)\n    except BaseException:\n        pass\n",
     )
     process.cancel()
     assert process.wait(30)

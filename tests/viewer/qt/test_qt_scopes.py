@@ -60,7 +60,8 @@ def test_enter_on_the_selected_box_expands_it(qtbot, scoped):
     folded = _boxes(doc.scene)[f"Block {TIMES} 3"]
     doc.select_index(folded)
     assert view.selection == folded
-    assert any(n.startswith("module Net/b0: Block") for n in win.inspector._notes)
+    assert win.inspector.title.text() == "Net/b0 (Block module)"
+    assert "double-click or Enter expands it" in win.inspector._notes
     view.setFocus()
     changed = []
     doc.scene_changed.connect(changed.append)
