@@ -440,3 +440,68 @@ def test_the_inspector_describes_a_selected_box_as_the_module(net_doc):
     folded = modules(scene)[f"Block {TIMES} 4"]
     doc.select_index(folded)
     assert dict(doc.inspect().as_rows())["repeats"] == "4 consecutive instances, folded"
+
+
+PRINTS_NORMS = """
+import numpy as np
+import autodiff.functions as F
+from autodiff import Layer, Model
+from autodiff.layers import Linear
+from autodiff.optimizers import SGD
+
+
+class Block(Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = Linear(4, in_size=4)
+        self.fc2 = Linear(4, in_size=4)
+
+    def forward(self, x):
+        return x + self.fc2(F.tanh(self.fc1(x)))
+
+
+class Net(Model):
+    def __init__(self):
+        super().__init__()
+        self.inp = Linear(4, in_size=2)
+        self.b0, self.b1, self.b2 = Block(), Block(), Block()
+        self.out = Linear(1, in_size=4)
+
+    def forward(self, x):
+        return self.out(self.b2(self.b1(self.b0(self.inp(x)))))
+
+
+def norm(params):
+    return np.sqrt(sum(float((p.grad.data.astype(np.float64) ** 2).sum()) for p in params))
+
+
+np.random.seed(1)
+x = np.random.randn(6, 2)
+t = np.random.randn(6, 1)
+net = Net()
+opt = SGD(lr=0.1).setup(net)
+for step in range(3):
+    loss = F.mean_squared_error(net(x), t)
+    net.cleargrads()
+    loss.backward()
+    blocks = [p for b in (net.b0, net.b1, net.b2) for p in b.params()]
+    print(f"step {step} blocks {norm(blocks):.4g} inp {norm(net.inp.params()):.4g}")
+    opt.update()
+"""
+
+
+def test_a_boxs_gradient_norm_is_what_the_program_printed_at_each_iteration(tmp_path):
+    path = tmp_path / "norms.py"
+    path.write_text(PRINTS_NORMS)
+    doc = Document()
+    assert doc.run_script(path)
+    result = doc.script_result
+    printed = [line.split() for line in result.stdout.splitlines()]
+    assert len(printed) == len(result.graphs) == 3
+    for k, words in enumerate(printed):
+        assert doc.show_script_graph(k)
+        doc.set_depth(1)
+        doc.playback.to_end()
+        for name, value in ((f"Block {TIMES} 3", words[3]), ("inp", words[5])):
+            doc.select_index(modules(doc.scene)[name])
+            assert dict(doc.inspect().as_rows())["‖∇θ‖"] == value, (k, name)
