@@ -138,12 +138,16 @@ class ScopeModel:
         self.node_labels: dict[tuple[int, int], str] = {}
         self._read_nodes(trace)
         # the instances this graph has a Function of (a TraceView shares its base's table)
+        # the scopes at each depth, once: walking the tree level by level is then O(scopes)
+        order = np.argsort(self.depth, kind="stable")
+        cuts = np.searchsorted(self.depth[order], np.arange(1, self.max_depth + 2))
+        self._levels = [order[cuts[d - 1] : cuts[d]] for d in range(1, self.max_depth + 1)]
         self.present = np.zeros(n_scopes, dtype=bool)
         self.present[self.node_scope[self.is_function]] = True
-        for d in range(self.max_depth, 0, -1):
-            at = np.flatnonzero((self.depth == d) & self.present)
-            self.present[self.parent[at]] = True
+        for at in reversed(self._levels):
+            self.present[self.parent[at[self.present[at]]]] = True
         self.max_depth = int(self.depth[self.present].max()) if self.present.any() else 0
+        self._levels = self._levels[: self.max_depth]
         self._by_path: dict[str, list[int]] = {}
         for s in np.flatnonzero(self.present).tolist():
             if s:
@@ -223,8 +227,7 @@ class ScopeModel:
         last = np.full(n_scopes, -1, dtype=np.int64)
         np.minimum.at(first, fun_scope, position)
         np.maximum.at(last, fun_scope, position)
-        for d in range(self.max_depth, 0, -1):
-            at = np.flatnonzero(self.depth == d)
+        for at in reversed(self._levels):
             np.minimum.at(first, self.parent[at], first[at])
             np.maximum.at(last, self.parent[at], last[at])
         w = weight[codes.reshape(-1)]
@@ -363,17 +366,20 @@ class ScopeModel:
         return changed
 
     def choose_depth(self, limit: int = MAX_FIRST_SCREEN) -> int:
-        """The deepest depth whose visible graph has at most ``limit`` nodes (0 if none)."""
-        best = 0
+        """The deepest depth whose visible graph has at most ``limit`` nodes (0 if none).
+        Opening a box never shows fewer nodes than it hid, so the count grows with the depth:
+        a binary search (a file may nest scopes thousands deep)."""
         saved = self.collapsed.copy()
-        for d in range(0, self.max_depth + 1):
-            self.set_depth(d)
+        lo, hi = 0, self.max_depth  # depth lo fits (or is 0); find the deepest that fits
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            self.set_depth(mid)
             if self._count_visible() <= limit:
-                best = d
+                lo = mid
             else:
-                break
+                hi = mid - 1
         self.collapsed = saved
-        return best
+        return lo
 
     # ------------------------------------------------------------------ the visible graph
     def _boxes(self) -> NDArray[np.int64]:
@@ -384,8 +390,7 @@ class ScopeModel:
         heads = self.fold_head
         fold = np.where(self.folded[heads], heads, -1)
         own = np.where(fold >= 0, fold, own)
-        for d in range(1, self.max_depth + 1):
-            at = np.flatnonzero(self.depth == d)
+        for at in self._levels:
             above = box[self.parent[at]]
             box[at] = np.where(above >= 0, above, own[at])
         return box

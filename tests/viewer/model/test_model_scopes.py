@@ -505,3 +505,35 @@ def test_a_boxs_gradient_norm_is_what_the_program_printed_at_each_iteration(tmp_
         for name, value in ((f"Block {TIMES} 3", words[3]), ("inp", words[5])):
             doc.select_index(modules(doc.scene)[name])
             assert dict(doc.inspect().as_rows())["‖∇θ‖"] == value, (k, name)
+
+
+def test_a_file_nesting_scopes_thousands_deep_opens_without_a_walk_per_depth(tmp_path, monkeypatch):
+    """A hostile trace can nest scopes as deep as its size allows; choosing the first
+    screen's depth is a binary search (it once counted every depth: a minute for 4000)."""
+    import json
+
+    from autodiff import Variable
+    from autodiff.trace._io import trace_to_dict
+    from viewer.model.scopes import ScopeModel
+
+    x = Variable(np.ones(2), name="x")
+    with record() as trace:
+        (x * 2).sum().backward()
+    data = trace_to_dict(trace)
+    depth = 4000
+    names = ["<b>s</b>"] + ["s"] * (depth - 1)  # paths within the loader's 10 000 characters
+    data["scopes"] = [{"name": n, "cls": "C", "parent": i} for i, n in enumerate(names)]
+    for node in data["graph"]["nodes"]:
+        node["scope"] = depth if node["kind"] == "function" else 0
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps(data))
+    counted = []
+    count = ScopeModel._count_visible
+    monkeypatch.setattr(ScopeModel, "_count_visible", lambda self: counted.append(1) or count(self))
+    doc = Document()
+    assert doc.load_path(path) and doc.last_error is None
+    assert len(counted) <= 14  # log2(4000) + 2
+    (top,) = doc.scope_tree()
+    assert top.name == "<b>s</b>"  # a name from a file, kept as plain text
+    assert "module" not in doc.scene.kinds  # 6 nodes: it opens whole, at depth 4000
+    assert doc.set_depth(0) and doc.scene.kinds.count("module") == 1
