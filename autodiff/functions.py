@@ -36,12 +36,14 @@ __all__ = [
     "accuracy",
     "add",
     "average",
+    "batch_norm",
     "binary_cross_entropy",
     "broadcast_to",
     "clip",
     "cos",
     "div",
     "dropout",
+    "embed_id",
     "exp",
     "expand_dims",
     "flatten",
@@ -763,3 +765,105 @@ def dropout(x: Any, dropout_ratio: float = 0.5) -> Variable:
         scale = np.array(1.0 - dropout_ratio).astype(x.dtype)
         return x * mask / scale
     return x
+
+
+# =============================================================================
+# Normalisation and embeddings (DeZero)
+# =============================================================================
+class BatchNorm(Function):
+    """Batch normalisation of ``x`` (N, C) or (N, C, H, W) over every axis but the channel's.
+
+    ``mean`` and ``var`` are the running averages (arrays of shape (C,)): while
+    ``Config.train`` is True the batch's statistics normalise ``x`` and are folded into them in
+    place (``avg = decay * avg + (1 - decay) * batch``, the variance unbiased); in test mode
+    they normalise ``x`` instead.
+    """
+
+    def __init__(self, mean: np.ndarray, var: np.ndarray, decay: float, eps: float) -> None:
+        self.avg_mean = mean
+        self.avg_var = var
+        self.decay = decay
+        self.eps = eps
+
+    @staticmethod
+    def _rows(x: Any) -> Any:
+        # (N, C, H, W) -> (N*H*W, C): one row per position, one column per channel
+        if x.ndim == 4:
+            return x.transpose((0, 2, 3, 1)).reshape((-1, x.shape[1]))
+        return x
+
+    @staticmethod
+    def _unrows(y: Any, shape: tuple[int, ...]) -> Any:
+        if len(shape) == 4:
+            n, c, h, w = shape
+            return y.reshape((n, h, w, c)).transpose((0, 3, 1, 2))
+        return y
+
+    def forward(self, x, gamma, beta):
+        if x.ndim not in (2, 4):
+            raise ValueError(
+                f"batch_norm: expected an input of shape (N, C) or (N, C, H, W), got {x.shape}"
+            )
+        if gamma.shape != (x.shape[1],) or beta.shape != (x.shape[1],):
+            raise ValueError(
+                f"batch_norm: gamma {gamma.shape} and beta {beta.shape} must have shape "
+                f"({x.shape[1]},), one value per channel of the input {x.shape}"
+            )
+        rows = self._rows(x)
+        self.train = Config.train
+        if self.train:
+            mean = rows.mean(axis=0)
+            var = rows.var(axis=0)
+            m = rows.shape[0]
+            unbiased = m / (m - 1.0 if m > 2 else 1.0)  # as DeZero: m / max(m - 1, 1)
+            self.avg_mean *= self.decay
+            self.avg_mean += (1 - self.decay) * mean
+            self.avg_var *= self.decay
+            self.avg_var += (1 - self.decay) * unbiased * var
+        else:
+            mean, var = self.avg_mean, self.avg_var
+        inv_std = 1 / np.sqrt(var + self.eps)
+        y = (rows - mean) * (gamma * inv_std) + beta
+        return self._unrows(y, x.shape)
+
+    def derivative(self, ops, gy):
+        x, gamma = ops.value(self.inputs[0]), ops.value(self.inputs[1])
+        shape = x.shape
+        x, gy = self._rows(x), self._rows(gy)
+        if not self.train:  # an affine map of x with constant statistics
+            inv_std = 1 / np.sqrt(self.avg_var + self.eps)
+            xc = (x - self.avg_mean) * inv_std
+            gx = gy * (gamma * inv_std)
+            return self._unrows(gx, shape), (xc * gy).sum(axis=0), gy.sum(axis=0)
+        # The statistics are recomputed from x (not kept from forward) so that, on Variables,
+        # they are differentiated too: the second derivative is exact.
+        m = x.shape[0]
+        centred = x - x.sum(axis=0) * (1 / m)
+        inv_std = ((centred * centred).sum(axis=0) * (1 / m) + self.eps) ** -0.5
+        xc = centred * inv_std
+        gbeta = gy.sum(axis=0)
+        ggamma = (xc * gy).sum(axis=0)
+        # d/dx of gamma * xc: the batch's mean and variance depend on every row
+        gx = (gy - gbeta * (1 / m) - xc * (ggamma * (1 / m))) * (gamma * inv_std)
+        return self._unrows(gx, shape), ggamma, gbeta
+
+
+def batch_norm(
+    x: Any,
+    gamma: Any,
+    beta: Any,
+    mean: np.ndarray,
+    var: np.ndarray,
+    decay: float = 0.9,
+    eps: float = 2e-5,
+) -> Variable:
+    """DeZero's ``batch_nrom`` (sic), by its right name; ``mean`` and ``var`` are updated in
+    place while training."""
+    return BatchNorm(mean, var, decay, eps)(x, gamma, beta)
+
+
+def embed_id(x: Any, W: Any) -> Variable:
+    """Rows of ``W`` picked by the integer ids ``x``: ``W[x]``, of shape ``x.shape + (D,)``."""
+    if isinstance(x, Variable):
+        x = x.data
+    return get_item(W, np.asarray(x))

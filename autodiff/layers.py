@@ -19,7 +19,7 @@ import autodiff.core as _core
 import autodiff.functions as F
 from autodiff.core import Parameter, Variable
 
-__all__ = ["Layer", "Linear"]
+__all__ = ["LSTM", "RNN", "BatchNorm", "EmbedID", "Layer", "Linear"]
 
 # Bumped whenever any Layer gains or loses a Parameter or sub-Layer: params() caches its
 # answer per layer and rebuilds it only when this has changed (in practice, never while training).
@@ -303,3 +303,133 @@ class Linear(Layer):
                 f"(W is {W.shape}); use a new Linear layer for inputs of width {shape[1]}"
             )
         return F.linear(x, self.W, self.b)
+
+
+# =============================================================================
+# Normalisation, embeddings and recurrent layers (DeZero)
+# =============================================================================
+class BatchNorm(Layer):
+    """Batch normalisation (:func:`autodiff.functions.batch_norm`) with a scale ``gamma`` and
+    a shift ``beta`` per channel (axis 1), created on the first call from the input's width.
+
+    ``avg_mean`` and ``avg_var``, the running statistics used in test mode, are Parameters as
+    in DeZero, so :meth:`Layer.save_weights` keeps them; nothing differentiates them (their
+    ``grad`` stays None, so optimizers leave them alone): batch_norm updates them in place.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.avg_mean = Parameter(None, name="avg_mean")
+        self.avg_var = Parameter(None, name="avg_var")
+        self.gamma = Parameter(None, name="gamma")
+        self.beta = Parameter(None, name="beta")
+
+    def _init_params(self, x: Any) -> None:
+        width, dtype = x.shape[1], x.dtype
+        for param, fill in (
+            (self.avg_mean, np.zeros),
+            (self.avg_var, np.ones),
+            (self.gamma, np.ones),
+            (self.beta, np.zeros),
+        ):
+            if param.data is None:
+                param.data = fill(width, dtype=dtype)
+
+    def forward(self, x: Any) -> Variable:
+        shape = getattr(x, "shape", None)
+        if shape is None or len(shape) not in (2, 4):
+            raise ValueError(
+                f"{self._label()}: expected an input of shape (N, C) or (N, C, H, W), got "
+                f"{'a ' + type(x).__name__ if shape is None else shape}"
+            )
+        if self.avg_mean.data is None:
+            self._init_params(x)
+        return F.batch_norm(x, self.gamma, self.beta, self.avg_mean.data, self.avg_var.data)
+
+
+class EmbedID(Layer):
+    """A lookup table: ``W`` of shape ``(in_size, out_size)`` starts as ``randn`` (float64, as
+    in DeZero); calling the layer on integer ids returns their rows, ``W[x]``."""
+
+    def __init__(self, in_size: int, out_size: int) -> None:
+        super().__init__()
+        self.W = Parameter(np.random.randn(in_size, out_size), name="W")
+
+    def forward(self, x: Any) -> Variable:
+        return F.embed_id(x, self.W)
+
+
+class RNN(Layer):
+    """An Elman RNN: ``h = tanh(x2h(x) + h2h(h))``, keeping ``h`` between calls until
+    :meth:`reset_state`; the first step after a reset has no ``h2h`` term.
+
+    The weights are drawn in DeZero's order, so a seeded run gives its numbers: ``x2h`` (a
+    :class:`Linear` from ``in_size``, lazy when it is None), then ``h2h`` (no bias), which
+    DeZero creates lazily at the second step. Given ``in_size``, ``h2h`` is made at once with
+    the hidden width (DeZero gives it ``in_size``, which fails unless the two are equal).
+    """
+
+    def __init__(self, hidden_size: int, in_size: int | None = None) -> None:
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.x2h = Linear(hidden_size, in_size=in_size)
+        h_in = None if in_size is None else hidden_size
+        self.h2h = Linear(hidden_size, in_size=h_in, nobias=True)
+        self.h: Variable | None = None
+
+    def reset_state(self) -> None:
+        """Forget the hidden state: the next call starts a new sequence."""
+        self.h = None
+
+    def forward(self, x: Any) -> Variable:
+        a = self.x2h(x)
+        h_new = F.tanh(a if self.h is None else a + self.h2h(self.h))
+        self.h = h_new
+        return h_new
+
+
+class LSTM(Layer):
+    """A long short-term memory layer, as DeZero writes it: forget, input and output gates
+    (sigmoid) and a candidate (tanh), each ``x2? (x) + h2? (h)`` with its own Linear layers;
+    ``c = f * c + i * u``, ``h = o * tanh(c)``, both kept until :meth:`reset_state`.
+
+    The eight Linear layers are created in DeZero's order (``x2f x2i x2o x2u`` from
+    ``in_size``, lazy when None, then ``h2f h2i h2o h2u`` from ``hidden_size``, no bias), so
+    seeded runs draw the same weights.
+    """
+
+    def __init__(self, hidden_size: int, in_size: int | None = None) -> None:
+        super().__init__()
+        H, I = hidden_size, in_size  # noqa: E741 (DeZero's names)
+        self.hidden_size = hidden_size
+        self.x2f = Linear(H, in_size=I)
+        self.x2i = Linear(H, in_size=I)
+        self.x2o = Linear(H, in_size=I)
+        self.x2u = Linear(H, in_size=I)
+        self.h2f = Linear(H, in_size=H, nobias=True)
+        self.h2i = Linear(H, in_size=H, nobias=True)
+        self.h2o = Linear(H, in_size=H, nobias=True)
+        self.h2u = Linear(H, in_size=H, nobias=True)
+        self.reset_state()
+
+    def reset_state(self) -> None:
+        """Forget ``h`` and ``c``: the next call starts a new sequence."""
+        self.h: Variable | None = None
+        self.c: Variable | None = None
+
+    def forward(self, x: Any) -> Variable:
+        h = self.h
+        if h is None:
+            f = F.sigmoid(self.x2f(x))
+            i = F.sigmoid(self.x2i(x))
+            o = F.sigmoid(self.x2o(x))
+            u = F.tanh(self.x2u(x))
+        else:
+            f = F.sigmoid(self.x2f(x) + self.h2f(h))
+            i = F.sigmoid(self.x2i(x) + self.h2i(h))
+            o = F.sigmoid(self.x2o(x) + self.h2o(h))
+            u = F.tanh(self.x2u(x) + self.h2u(h))
+        c_new = i * u if self.c is None else f * self.c + i * u
+        h_new = o * F.tanh(c_new)
+        self.h, self.c = h_new, c_new
+        return h_new
