@@ -3,7 +3,16 @@
 ``import autodiff as dezero`` runs the programs of "Deep Learning from Scratch 3".
 """
 
-from autodiff import dataloaders, datasets, functions, layers, models, optimizers, utils
+from autodiff import (
+    dataloaders,
+    datasets,
+    functions,
+    layers,
+    models,
+    optimizers,
+    transforms,
+    utils,
+)
 from autodiff.core import (
     Config,
     Function,
@@ -41,6 +50,7 @@ __all__ = [
     "optimizers",
     "scope",
     "test_mode",
+    "transforms",
     "using_config",
     "utils",
 ]

@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from autodiff.datasets import Dataset
 
-__all__ = ["DataLoader"]
+__all__ = ["DataLoader", "SeqDataLoader"]
 
 
 class DataLoader:
@@ -74,3 +74,28 @@ class DataLoader:
         x = np.array([example[0] for example in batch])
         t = np.array([example[1] for example in batch])
         return x, t
+
+
+class SeqDataLoader(DataLoader):
+    """Batches for truncated backpropagation through time over one long sequence.
+
+    The sequence is cut into ``batch_size`` equal stretches; the i-th batch holds element i
+    of each stretch, so row k of consecutive batches walks along stretch k in order (an RNN
+    keeps its state per row). Never shuffles. ``gpu`` exists for DeZero's programs: only
+    False is supported.
+    """
+
+    def __init__(self, dataset: Any, batch_size: int, gpu: bool = False) -> None:
+        if gpu:
+            raise NotImplementedError("SeqDataLoader: autodiff runs on numpy only; pass gpu=False")
+        super().__init__(dataset, batch_size, shuffle=False)
+        self.gpu = False
+
+    def __next__(self) -> tuple[NDArray, NDArray]:
+        if self.iteration >= self.max_iter:
+            self.reset()
+            raise StopIteration
+        jump = self.data_size // self.batch_size
+        batch_index = (np.arange(self.batch_size) * jump + self.iteration) % self.data_size
+        self.iteration += 1
+        return self._gather(batch_index)

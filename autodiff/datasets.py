@@ -1,19 +1,37 @@
-"""Toy datasets for the examples, generated in memory (nothing is downloaded).
+"""Datasets, named as in DeZero's ``dezero/datasets.py``: the toy data of the examples,
+generated in memory, and MNIST, CIFAR-10 and ImageNet's labels read from local files
+(:func:`autodiff.utils.get_file`: nothing is downloaded).
 
-Named as in DeZero's ``dezero/datasets.py``. Like DeZero, :func:`get_spiral` and
+ Like DeZero, :func:`get_spiral` and
 :func:`get_sine` seed numpy's global random generator, so a program that builds its model
 after loading the data (the book's programs do) prints the book's numbers.
 """
 
 from __future__ import annotations
 
+import gzip
+import os
+import pickle
+import tarfile
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Dataset", "SinCurve", "Spiral", "get_sine", "get_spiral"]
+from autodiff.transforms import Compose, Flatten, Normalize, ToFloat
+from autodiff.utils import _data_dir, get_file
+
+__all__ = [
+    "CIFAR10",
+    "MNIST",
+    "Dataset",
+    "ImageNet",
+    "SinCurve",
+    "Spiral",
+    "get_sine",
+    "get_spiral",
+]
 
 
 class Dataset:
@@ -121,3 +139,121 @@ class SinCurve(Dataset):
         y = y.astype(np.float64)
         self.data = y[:-1][:, np.newaxis]
         self.label = y[1:][:, np.newaxis]
+
+
+# =============================================================================
+# Image datasets from local files
+# =============================================================================
+_DEFAULT = object()  # "DeZero's default transform", told apart from an explicit None
+
+
+class MNIST(Dataset):
+    """The MNIST digits: ``data`` (N, 1, 28, 28) uint8, ``label`` (N,) uint8.
+
+    Reads the four files of http://yann.lecun.com/exdb/mnist/ (``train-images-idx3-ubyte.gz``
+    ...) from the data folder (see :func:`autodiff.utils.get_file`). The default transform, as
+    DeZero's, flattens an image and scales it to [0, 1] float32.
+    """
+
+    url = "http://yann.lecun.com/exdb/mnist/"
+    files: ClassVar[dict[bool, tuple[str, str]]] = {
+        True: ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
+        False: ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
+    }
+
+    def __init__(
+        self,
+        train: bool = True,
+        transform: Any = _DEFAULT,
+        target_transform: Callable[[Any], Any] | None = None,
+    ) -> None:
+        if transform is _DEFAULT:
+            transform = Compose([Flatten(), ToFloat(), Normalize(0.0, 255.0)])
+        super().__init__(train, transform, target_transform)
+
+    def prepare(self) -> None:
+        images, labels = self.files[bool(self.train)]
+        with gzip.open(get_file(self.url + images), "rb") as f:
+            data = np.frombuffer(f.read(), np.uint8, offset=16)
+        self.data = data.reshape(-1, 1, 28, 28)
+        with gzip.open(get_file(self.url + labels), "rb") as f:
+            self.label = np.frombuffer(f.read(), np.uint8, offset=8)
+
+    @staticmethod
+    def labels() -> dict[int, str]:
+        return {i: str(i) for i in range(10)}
+
+
+class CIFAR10(Dataset):
+    """CIFAR-10: ``data`` (N, 3, 32, 32), ``label`` (N,) int64.
+
+    Reads ``cifar-10-python.tar.gz`` (https://www.cs.toronto.edu/~kriz/) from the data folder,
+    or the ``.train.npz`` / ``.test.npz`` cache beside it that DeZero (and this class) write.
+    The default transform, as DeZero's, is float32 scaled as ``(x - 0.5) / 0.5``.
+    """
+
+    url = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+
+    def __init__(
+        self,
+        train: bool = True,
+        transform: Any = _DEFAULT,
+        target_transform: Callable[[Any], Any] | None = None,
+    ) -> None:
+        if transform is _DEFAULT:
+            transform = Compose([ToFloat(), Normalize(mean=0.5, std=0.5)])
+        super().__init__(train, transform, target_transform)
+
+    def _cache_path(self) -> str:
+        name = self.url[self.url.rfind("/") + 1 :]
+        return os.path.join(_data_dir(), name + (".train.npz" if self.train else ".test.npz"))
+
+    def prepare(self) -> None:
+        cache = self._cache_path()
+        if os.path.exists(cache):
+            with np.load(cache) as loaded:
+                self.data, self.label = loaded["data"], loaded["label"]
+            return
+        wanted = [f"data_batch_{i}" for i in range(1, 6)] if self.train else ["test_batch"]
+        batches = {}
+        with tarfile.open(get_file(self.url), "r:gz") as archive:
+            for member in archive.getmembers():
+                base = member.name.rsplit("/", 1)[-1]
+                if base in wanted:
+                    batches[base] = pickle.load(archive.extractfile(member), encoding="bytes")
+        missing = [name for name in wanted if name not in batches]
+        if missing:
+            raise ValueError(f"CIFAR10: {get_file(self.url)!r} lacks {missing}")
+        self.data = np.concatenate([batches[n][b"data"] for n in wanted]).reshape(-1, 3, 32, 32)
+        self.label = np.concatenate([np.asarray(batches[n][b"labels"]) for n in wanted])
+        self.label = self.label.astype(np.int64)
+        np.savez_compressed(cache, data=self.data, label=self.label)
+
+    @staticmethod
+    def labels() -> dict[int, str]:
+        names = ("airplane", "automobile", "bird", "cat", "deer")
+        names += ("dog", "frog", "horse", "ship", "truck")
+        return dict(enumerate(names))
+
+
+class ImageNet(Dataset):
+    """Only ImageNet's 1000 class names, as in DeZero (which has no ImageNet images either)."""
+
+    labels_url = (
+        "https://gist.githubusercontent.com/yrevar/942d3a0ac09ec9e5eb3a/raw/"
+        "238f720ff059c1f82f368259d1ca4ffa5dd8f9f5/imagenet1000_clsidx_to_labels.txt"
+    )
+
+    def __init__(self) -> None:
+        raise NotImplementedError(
+            "ImageNet: only ImageNet.labels() is available (as in DeZero), not the images"
+        )
+
+    @staticmethod
+    def labels() -> dict[int, str]:
+        """Class id -> name, from ``imagenet1000_clsidx_to_labels.txt`` in the data folder
+        (a Python dict literal, read with ``ast.literal_eval``, never ``eval``)."""
+        import ast
+
+        with open(get_file(ImageNet.labels_url)) as f:
+            return ast.literal_eval(f.read())

@@ -18,7 +18,9 @@ from autodiff._shapes import logsumexp, max_backward_shape, reshape_sum_backward
 from autodiff.core import Variable
 
 __all__ = [
+    "cache_dir",
     "get_dot_graph",
+    "get_file",
     "gradient_check",
     "logsumexp",
     "max_backward_shape",
@@ -196,3 +198,35 @@ def plot_dot_graph(output: Any, verbose: bool = True, to_file: str = "graph.png"
         subprocess.run([dot, graph_path, "-T", extension, "-o", to_file], check=True)
     finally:
         os.unlink(graph_path)
+
+
+# =============================================================================
+# Local data files (nothing is downloaded)
+# =============================================================================
+#: where :func:`get_file` looks, as DeZero's ``cache_dir`` (``~/.dezero``); the environment
+#: variable ``AUTODIFF_DATA`` names another folder
+cache_dir = os.path.join(os.path.expanduser("~"), ".dezero")
+
+
+def _data_dir() -> str:
+    return os.environ.get("AUTODIFF_DATA") or cache_dir
+
+
+def get_file(url: str, file_name: str | None = None) -> str:
+    """The path of the local copy of ``url``'s file: ``file_name`` (by default the last part of
+    the URL) in the data folder (``$AUTODIFF_DATA``, else ``~/.dezero``, DeZero's cache).
+
+    DeZero downloads a missing file; autodiff never uses the network: FileNotFoundError says
+    which file to fetch from where, and where to put it.
+    """
+    if file_name is None:
+        file_name = url[url.rfind("/") + 1 :]
+    folder = _data_dir()
+    file_path = os.path.join(folder, file_name)
+    if os.path.exists(file_path):
+        return file_path
+    raise FileNotFoundError(
+        f"get_file: {file_name!r} is not in {folder!r}. autodiff does not download: fetch "
+        f"{url} yourself and save it as {file_path!r} (or set AUTODIFF_DATA to the folder "
+        "that holds it)"
+    )
