@@ -40,6 +40,7 @@ __all__ = [
     "binary_cross_entropy",
     "broadcast_to",
     "clip",
+    "concat",
     "cos",
     "div",
     "dropout",
@@ -293,6 +294,37 @@ class Transpose(Function):
 
 def transpose(x: Any, axes: Any = None) -> Variable:
     return Transpose(axes)(x)
+
+
+class Concat(Function):
+    """Several arrays joined along ``axis`` (Chainer's ``concat``)."""
+
+    def __init__(self, axis: int) -> None:
+        self.axis = axis
+
+    def forward(self, *xs):
+        try:
+            return np.concatenate(xs, axis=self.axis)
+        except (ValueError, np.exceptions.AxisError) as e:
+            shapes = ", ".join(str(x.shape) for x in xs)
+            raise ValueError(f"concat: cannot join shapes {shapes} along axis {self.axis}") from e
+
+    def derivative(self, ops, gy):
+        # each input gets its own stretch of gy along the axis
+        axis = self.axis % gy.ndim
+        gxs, start = [], 0
+        for x in self.inputs:
+            stop = start + x.shape[axis]
+            gxs.append(gy[(slice(None),) * axis + (slice(start, stop),)])
+            start = stop
+        return tuple(gxs)
+
+
+def concat(xs: Any, axis: int = 1) -> Variable:
+    xs = tuple(xs)
+    if not xs:
+        raise ValueError("concat: give at least one array")
+    return Concat(axis)(*xs)
 
 
 def expand_dims(x: Any, axis: int) -> Variable:
