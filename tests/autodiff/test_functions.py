@@ -325,8 +325,75 @@ def _cases() -> list[Case]:
             lambda a, b: ((a - b) ** 2).sum() / len(a),
         ),
         Case("dropout_train", _dropout_train, (_uniform(s23),), _dropout_np, covers=("dropout",)),
+        # --- normalisation and embeddings ---------------------------------------------------
+        # batch_norm's output is weighted: the plain sum of a normalised batch does not depend
+        # on x, so its gradient would be zero whatever backward computed
+        Case(
+            "batch_norm_train",
+            _batch_norm_weighted((5, 3)),
+            (_uniform((5, 3), seed=3), _positive(3, seed=4), _uniform(3, seed=5)),
+            _batch_norm_np((5, 3)),
+            covers=("batch_norm",),
+        ),
+        Case(
+            "batch_norm_train_nchw",
+            _batch_norm_weighted((2, 3, 2, 2)),
+            (_uniform((2, 3, 2, 2), seed=3), _positive(3, seed=4), _uniform(3, seed=5)),
+            _batch_norm_np((2, 3, 2, 2)),
+            covers=("batch_norm",),
+        ),
+        Case(
+            "batch_norm_test_mode",
+            _batch_norm_weighted((4, 3), train=False),
+            (_uniform((4, 3), seed=3), _positive(3, seed=4), _uniform(3, seed=5)),
+            _batch_norm_np((4, 3), train=False),
+            covers=("batch_norm",),
+        ),
+        Case(
+            "embed_id",
+            lambda W: F.embed_id(np.array([[0, 2], [0, 3]]), W),
+            (_uniform((4, 3)),),
+            lambda W: W[np.array([[0, 2], [0, 3]])],
+        ),
+        Case(
+            "concat",
+            lambda a, b: F.concat((a, b), axis=1),
+            (_uniform((2, 3, 2), seed=1), _uniform((2, 1, 2), seed=2)),
+            lambda a, b: np.concatenate((a, b), axis=1),
+        ),
     ]
     return cases
+
+
+# running statistics of batch_norm's test-mode case
+_BN_MEAN = np.array([0.1, -0.2, 0.3])
+_BN_VAR = np.array([0.5, 1.5, 2.0])
+
+
+def _batch_norm_weighted(shape, train=True):
+    weights = _uniform(shape, seed=11)
+
+    def fn(x, gamma, beta):
+        # fresh running statistics per call: training updates them in place
+        mean, var = _BN_MEAN.copy(), _BN_VAR.copy()
+        with autodiff.using_config("train", train):
+            return F.batch_norm(x, gamma, beta, mean, var) * weights
+
+    return fn
+
+
+def _batch_norm_np(shape, train=True):
+    weights = _uniform(shape, seed=11)
+
+    def ref(x, gamma, beta):
+        axes = (0,) if x.ndim == 2 else (0, 2, 3)
+        c = (1, -1) if x.ndim == 2 else (1, -1, 1, 1)
+        mean = x.mean(axis=axes, keepdims=True) if train else _BN_MEAN.reshape(c)
+        var = x.var(axis=axes, keepdims=True) if train else _BN_VAR.reshape(c)
+        y = (x - mean) / np.sqrt(var + 2e-5) * gamma.reshape(c) + beta.reshape(c)
+        return y * weights
+
+    return ref
 
 
 CASES = _cases()
