@@ -411,6 +411,66 @@ def mlp_numpy(steps: int, second: str = "sigmoid") -> Callable[[], dict[str, flo
 
 
 # =============================================================================
+# (e) LSTM, truncated backpropagation through time: batch 32, 16 -> 64 -> 1, MSE summed over
+# a window of 20 steps, then backward, unchain_backward and an SGD step (the book's step 60)
+# =============================================================================
+LSTM_SIZES = {"batch": 32, "in": 16, "hidden": 64}
+LSTM_LR = 0.05
+
+
+def _lstm_data(steps: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(0)
+    n, i, h = LSTM_SIZES["batch"], LSTM_SIZES["in"], LSTM_SIZES["hidden"]
+    xs = rng.standard_normal((steps, n, i)).astype(np.float32)
+    ts = np.sin(xs.sum(axis=2, keepdims=True)).astype(np.float32)
+    weights = {}
+    for gate in "fiou":
+        weights[f"x2{gate}/W"] = (rng.standard_normal((i, h)) / np.sqrt(i)).astype(np.float32)
+        weights[f"x2{gate}/b"] = np.zeros(h, dtype=np.float32)
+        weights[f"h2{gate}/W"] = (rng.standard_normal((h, h)) / np.sqrt(h)).astype(np.float32)
+    weights["fc/W"] = (rng.standard_normal((h, 1)) / np.sqrt(h)).astype(np.float32)
+    weights["fc/b"] = np.zeros(1, dtype=np.float32)
+    return xs, ts, weights
+
+
+def lstm_bptt(engine: Engine, steps: int, windows: int) -> Callable[[], dict[str, float]]:
+    """``windows`` windows of ``steps`` LSTM steps, each ending in backward, unchain_backward
+    and an SGD update, with the engine's LSTM and Linear layers and identical weights."""
+    F, L = engine.F, engine.L
+
+    def run() -> dict[str, float]:
+        xs, ts, weights = _lstm_data(steps * windows)
+        lstm = L.LSTM(LSTM_SIZES["hidden"], in_size=LSTM_SIZES["in"])
+        fc = L.Linear(1, in_size=LSTM_SIZES["hidden"])
+        for key, array in weights.items():
+            name, attr = key.split("/")
+            layer = fc if name == "fc" else getattr(lstm, name)
+            getattr(layer, attr).data = array.copy()
+        params = [*lstm.params(), *fc.params()]
+        losses: list[float] = []
+
+        def train() -> None:
+            k = 0
+            for _ in range(windows):
+                loss = 0
+                for _ in range(steps):
+                    loss = loss + F.mean_squared_error(fc(lstm(xs[k])), ts[k])
+                    k += 1
+                for p in params:
+                    p.cleargrad()
+                loss.backward()
+                loss.unchain_backward()
+                for p in params:
+                    p.data -= LSTM_LR * p.grad.data
+                losses.append(float(loss.data))
+
+        seconds = _timed(train)
+        return {"train": seconds / windows, "loss": losses[-1]}
+
+    return run
+
+
+# =============================================================================
 # (d) ten 512x512 matmuls, forward and backward
 # =============================================================================
 def _matmul_data(size: int, depth: int) -> list[np.ndarray]:
@@ -527,6 +587,23 @@ def print_table(rows: list[dict]) -> None:
 
 def _met(ok: bool | None) -> str:
     return "-" if ok is None else ("yes" if ok else "NO")
+
+
+def lstm_row(engines: list[Engine], repeats: int, quick: bool) -> tuple[dict, dict]:
+    """(e): one LSTM window of truncated BPTT per figure."""
+    steps, windows = (10, 2) if quick else (20, 3)
+    runners = {e.name: runner(e, lstm_bptt, steps, windows) for e in engines}
+    res = run_alternately(runners, repeats * 5)
+    per_window = {name: [v * 1e3 for v in r["train"]] for name, r in res.items()}
+    ratio = median_ratio(per_window["autodiff"], per_window.get("DeZero"))
+    row = {
+        "name": f"(e) LSTM 32x16-64 BPTT {steps} steps fwd+bwd",
+        "unit": "ms",
+        "samples": per_window,
+        "target": "<= 1.0x DeZero",
+        "met": _met(None if ratio is None else ratio <= 1.0),
+    }
+    return row, {name: r["loss"][-1] for name, r in res.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -659,6 +736,10 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(target_row(name, per100, "ms", "<= 1.05x before", ok))
     losses["(c3)"] = {name: r["loss"][-1] for name, r in res.items()}
 
+    # (e): engines whose layers have no LSTM (an earlier commit's) are left out
+    row, lstm_losses = lstm_row([e for e in engines if hasattr(e.L, "LSTM")], repeats, quick)
+    rows.append(row)
+
     # (d)
     size, depth = (128, 10) if quick else (512, 10)
     runners = {e.name: runner(e, matmul_dezero_like, size, depth) for e in engines}
@@ -679,6 +760,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{label} loss after {steps} steps (same model, same data): "
             + ", ".join(f"{name} {loss:.6g}" for name, loss in by_engine.items())
         )
+    print(
+        "(e) loss of the last window (same model, same data): "
+        + ", ".join(f"{name} {loss:.6g}" for name, loss in lstm_losses.items())
+    )
     return 0
 
 
