@@ -433,6 +433,36 @@ def _lstm_data(steps: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray
     return xs, ts, weights
 
 
+def _lstm_class(engine: Engine) -> type:
+    """The engine's LSTM layer; for an earlier commit's autodiff, which has none, the same
+    layer (DeZero's formula and parameters) built here from its Layer and Linear."""
+    L, F = engine.L, engine.F
+    if hasattr(L, "LSTM"):
+        return L.LSTM
+
+    class LSTM(L.Layer):
+        def __init__(self, hidden_size: int, in_size: int) -> None:
+            super().__init__()
+            for gate in "fiou":
+                setattr(self, f"x2{gate}", L.Linear(hidden_size, in_size=in_size))
+            for gate in "fiou":
+                setattr(self, f"h2{gate}", L.Linear(hidden_size, in_size=hidden_size, nobias=True))
+            self.h = self.c = None
+
+        def forward(self, x: Any) -> Any:
+            def gate(name: str, act: Callable) -> Any:
+                a = getattr(self, f"x2{name}")(x)
+                return act(a if self.h is None else a + getattr(self, f"h2{name}")(self.h))
+
+            f, i = gate("f", F.sigmoid), gate("i", F.sigmoid)
+            o, u = gate("o", F.sigmoid), gate("u", F.tanh)
+            c = i * u if self.c is None else f * self.c + i * u
+            self.h, self.c = o * F.tanh(c), c
+            return self.h
+
+    return LSTM
+
+
 def lstm_bptt(engine: Engine, steps: int, windows: int) -> Callable[[], dict[str, float]]:
     """``windows`` windows of ``steps`` LSTM steps, each ending in backward, unchain_backward
     and an SGD update, with the engine's LSTM and Linear layers and identical weights."""
@@ -440,7 +470,7 @@ def lstm_bptt(engine: Engine, steps: int, windows: int) -> Callable[[], dict[str
 
     def run() -> dict[str, float]:
         xs, ts, weights = _lstm_data(steps * windows)
-        lstm = L.LSTM(LSTM_SIZES["hidden"], in_size=LSTM_SIZES["in"])
+        lstm = _lstm_class(engine)(LSTM_SIZES["hidden"], in_size=LSTM_SIZES["in"])
         fc = L.Linear(1, in_size=LSTM_SIZES["hidden"])
         for key, array in weights.items():
             name, attr = key.split("/")
@@ -590,7 +620,8 @@ def _met(ok: bool | None) -> str:
 
 
 def lstm_row(engines: list[Engine], repeats: int, quick: bool) -> tuple[dict, dict]:
-    """(e): one LSTM window of truncated BPTT per figure."""
+    """(e): one LSTM window of truncated BPTT per figure (for ``--base``, an LSTM of the old
+    engine's Linear layers: :func:`_lstm_class`)."""
     steps, windows = (10, 2) if quick else (20, 3)
     runners = {e.name: runner(e, lstm_bptt, steps, windows) for e in engines}
     res = run_alternately(runners, repeats * 5)
@@ -736,10 +767,6 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(target_row(name, per100, "ms", "<= 1.05x before", ok))
     losses["(c3)"] = {name: r["loss"][-1] for name, r in res.items()}
 
-    # (e): engines whose layers have no LSTM (an earlier commit's) are left out
-    row, lstm_losses = lstm_row([e for e in engines if hasattr(e.L, "LSTM")], repeats, quick)
-    rows.append(row)
-
     # (d)
     size, depth = (128, 10) if quick else (512, 10)
     runners = {e.name: runner(e, matmul_dezero_like, size, depth) for e in engines}
@@ -751,6 +778,10 @@ def main(argv: list[str] | None = None) -> int:
     ok = _met(median_ratio(step_ms["autodiff"], step_ms["numpy"]) <= 1.15)
     name = f"(d) {depth} matmuls {size}x{size} fwd+bwd"
     rows.append(target_row(name, step_ms, "ms", "<= 1.15x numpy", ok))
+
+    # (e)
+    row, lstm_losses = lstm_row(engines, repeats, quick)
+    rows.append(row)
 
     print()
     print_table(rows)
