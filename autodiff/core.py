@@ -239,9 +239,28 @@ class Variable:
     """A node holding an ndarray, its gradient and the Function that created it."""
 
     __slots__ = ("__weakref__", "_name", "_order", "creator", "data", "generation", "grad")
-    # Make numpy defer to our reflected operators: ``np.ones(3) * v`` returns a Variable.
-    __array_ufunc__ = None
     __array_priority__ = 200
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        # numpy hands us every ufunc that meets a Variable. ``np.ones(3) * v`` becomes our
+        # reflected operator (a Variable); ``array -= lr * p.grad`` (micrograd's update, p.grad
+        # being a Variable) updates the array in place with the Variable's data, as an array
+        # operand would; any other ufunc is refused with a message naming ``.data``.
+        out = kwargs.get("out")
+        if method == "__call__" and len(args) == 2 and ufunc in _REFLECTED:
+            a, b = args
+            if out is None and len(kwargs) == 0 and b is self and not isinstance(a, Variable):
+                return getattr(self, _REFLECTED[ufunc])(a)
+            if out is not None and len(out) == 1 and out[0] is a and type(a) is np.ndarray:
+                return ufunc(a, b.data if isinstance(b, Variable) else b, **kwargs)
+        if method == "__call__" and ufunc in (np.equal, np.not_equal):
+            # ``array == v``: Variables compare by identity, and an array is not this one
+            return ufunc is np.not_equal
+        raise TypeError(
+            f"numpy.{ufunc.__name__} ({method}) on a Variable: a Variable is a graph node, not "
+            "an array; use autodiff.functions (or the method, v.exp()) to differentiate it, or "
+            "its array, v.data, for numpy"
+        )
 
     def __init__(self, data: Any, name: str | None = None) -> None:
         if data is not None and type(data) is not np.ndarray:
@@ -369,6 +388,28 @@ class Variable:
     def min(self, axis: Any = None, keepdims: bool = False) -> Variable:
         return _functions().min(self, axis, keepdims)
 
+    # --- elementwise functions as methods (PyTorch's habit: x.relu()) ----------
+    def exp(self) -> Variable:
+        return _functions().exp(self)
+
+    def log(self) -> Variable:
+        return _functions().log(self)
+
+    def sin(self) -> Variable:
+        return _functions().sin(self)
+
+    def cos(self) -> Variable:
+        return _functions().cos(self)
+
+    def tanh(self) -> Variable:
+        return _functions().tanh(self)
+
+    def sigmoid(self) -> Variable:
+        return _functions().sigmoid(self)
+
+    def relu(self) -> Variable:
+        return _functions().relu(self)
+
     # --- operators -------------------------------------------------------------
     def __add__(self, other: Any) -> Variable:
         return add(self, other)
@@ -412,9 +453,49 @@ class Variable:
     def __getitem__(self, slices: Any) -> Variable:
         return _functions().get_item(self, slices)
 
+    # In-place operators. With backprop on they build the graph as the plain ones do (a new
+    # Variable: ``x += 1`` rebinds x). Under no_grad they update ``.data`` itself, as
+    # PyTorch's do: the same array, its dtype kept (numpy's in-place casting rules).
+    def __iadd__(self, other: Any) -> Variable:
+        return add(self, other) if Config.enable_backprop else self._update(np.add, other)
+
+    def __isub__(self, other: Any) -> Variable:
+        return sub(self, other) if Config.enable_backprop else self._update(np.subtract, other)
+
+    def __imul__(self, other: Any) -> Variable:
+        return mul(self, other) if Config.enable_backprop else self._update(np.multiply, other)
+
+    def __itruediv__(self, other: Any) -> Variable:
+        if Config.enable_backprop:
+            return div(self, other)
+        return self._update(np.true_divide, other)
+
+    def _update(self, ufunc: Any, other: Any) -> Variable:
+        data = self.data
+        value = other.data if isinstance(other, Variable) else other
+        try:
+            ufunc(data, value, out=data)
+        except ValueError as e:
+            shape = np.shape(value)
+            raise ValueError(
+                f"{ufunc.__name__} in place under no_grad: an operand of shape {shape} cannot "
+                f"update a Variable of shape {data.shape} in place ({e})"
+            ) from None
+        return self
+
     # A Variable is a graph node, hashed by identity; == stays identity too so that
     # Variables can live in sets and dicts (as in DeZero).
     __hash__ = object.__hash__
+
+
+# numpy's ufunc for ``array <op> variable`` -> the Variable's reflected operator
+_REFLECTED = {
+    np.add: "__radd__",
+    np.subtract: "__rsub__",
+    np.multiply: "__rmul__",
+    np.true_divide: "__rtruediv__",
+    np.matmul: "__rmatmul__",
+}
 
 
 class Parameter(Variable):
