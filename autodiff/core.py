@@ -351,15 +351,38 @@ class Variable:
 
     __setstate__ = _restore_state
 
-    def backward(self, retain_grad: bool = False, create_graph: bool = False) -> None:
+    def backward(
+        self, gradient: Any = None, retain_grad: bool = False, create_graph: bool = False
+    ) -> None:
         """Backpropagate from this Variable to every leaf of its graph.
 
+        ``gradient`` seeds it, as in PyTorch: d(something)/d(this Variable), a number or an
+        array of this Variable's shape (or a Variable); a number or a 0-d array is broadcast
+        to the shape. None seeds ones (or the gradient this Variable already holds, as in
+        DeZero). The seed becomes this Variable's ``.grad``.
         Gradients accumulate: calling backward twice (or reaching a leaf by two paths)
         adds up, until :meth:`cleargrad` resets it, as in DeZero and PyTorch.
         ``retain_grad=False`` drops the gradients of intermediate Variables once used;
         ``create_graph=True`` records the backward pass itself, so the gradients are
         differentiable again (higher-order derivatives, Newton's method).
         """
+        for flag, value in (("retain_grad", retain_grad), ("create_graph", create_graph)):
+            if not isinstance(value, bool | np.bool_):
+                raise TypeError(
+                    f"backward: {flag} must be True or False, not {type(value).__name__}; "
+                    "the signature is backward(gradient=None, retain_grad=False, "
+                    "create_graph=False): pass a seed as gradient=..."
+                )
+        if gradient is not None:
+            if isinstance(gradient, bool | np.bool_):
+                raise TypeError(
+                    f"backward({gradient!r}): the first argument is the gradient that seeds "
+                    "backward (as in PyTorch), not a flag; the signature is "
+                    "backward(gradient=None, retain_grad=False, create_graph=False): write "
+                    f"backward(retain_grad={gradient!r}) for DeZero's flag, or pass the seed "
+                    "as gradient=..."
+                )
+            self.grad = _seed(self, gradient, create_graph)
         _backward(self, retain_grad, create_graph)
 
     # --- shape methods (composites in autodiff.functions) -------------------
@@ -889,6 +912,44 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
 
     if observers:
         _notify("on_backward_end", output)
+
+
+def _seed(output: Variable, gradient: Any, create_graph: bool) -> Variable:
+    """``backward(gradient)``'s seed as the output's gradient Variable: of the output's shape
+    (a scalar is broadcast to it) and, for a floating output, of its dtype."""
+    data = output.data
+    if data is None:
+        return None  # _backward names the missing data
+    if isinstance(gradient, Variable):
+        if create_graph:  # the seed stays a graph node: derivatives reach it
+            if gradient.shape != data.shape and gradient.ndim == 0:
+                return _functions().broadcast_to(gradient, data.shape)
+            _check_seed_shape(gradient.shape, data.shape)
+            return gradient
+        gradient = gradient.data
+    dtype = data.dtype if data.dtype.kind in "fc" else None
+    try:
+        seed = np.asarray(gradient, dtype=dtype)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"backward: the gradient must be a number, an array or a Variable, not "
+            f"{type(gradient).__name__}"
+        ) from None
+    if seed.shape != data.shape:
+        if seed.ndim != 0:
+            _check_seed_shape(seed.shape, data.shape)
+        seed = np.full(data.shape, seed, dtype=seed.dtype)
+    elif seed is gradient:
+        seed = seed.copy()  # the caller's array is not the engine's to keep
+    return Variable(seed)
+
+
+def _check_seed_shape(given: tuple, wanted: tuple) -> None:
+    if given != wanted:
+        raise ValueError(
+            f"backward: the gradient has shape {given} but the Variable has shape {wanted}; "
+            "pass an array of the Variable's shape (or a number, broadcast to it)"
+        )
 
 
 def _as_grad(g: Any) -> Variable:

@@ -1,4 +1,5 @@
-"""PyTorch's and the book's habits (issue 14): method forms and in-place updates.
+"""PyTorch's and the book's habits (issue 14): method forms, in-place updates and a seeded
+``backward(gradient)``.
 
 The expected values are PyTorch's answers, computed by hand (torch is not a test dependency).
 """
@@ -12,7 +13,7 @@ import pytest
 
 import autodiff.functions as F
 import autodiff.layers as L
-from autodiff import Config, Variable, no_grad
+from autodiff import Config, Variable, no_grad, trace
 
 
 @pytest.fixture(autouse=True)
@@ -125,3 +126,118 @@ def test_an_array_with_a_variable_operand():
 def test_a_numpy_function_on_a_variable_names_data():
     with pytest.raises(TypeError, match=r"numpy\.exp.*v\.data"):
         np.exp(Variable(np.array(1.0)))
+
+
+# =============================================================================
+# backward(gradient)
+# =============================================================================
+def test_a_number_seeds_backward_as_in_pytorch():
+    x = Variable(np.array(3.0))
+    y = x**2
+    y.backward(2.0)
+    np.testing.assert_allclose(x.grad.data, 2.0 * 2 * 3.0)  # torch: 12.0
+
+
+def test_an_array_seeds_a_vector_output():
+    x = Variable(np.array([1.0, 2.0, 3.0]))
+    y = x**2
+    y.backward(np.array([1.0, 10.0, 100.0]))
+    np.testing.assert_allclose(x.grad.data, [2.0, 40.0, 600.0])  # torch: [2, 40, 600]
+
+
+def test_a_scalar_seed_is_broadcast_and_takes_the_dtype():
+    x = Variable(np.array([1.0, 2.0], dtype=np.float32))
+    y = x * 3.0
+    y.backward(0.5)
+    assert x.grad.dtype == np.float32
+    np.testing.assert_allclose(x.grad.data, [1.5, 1.5])
+
+
+def test_a_variable_seed_and_the_caller_array_is_not_kept():
+    seed = np.array([1.0, -1.0])
+    x = Variable(np.array([2.0, 5.0]))
+    y = x * x
+    y.backward(seed, retain_grad=True)
+    seed[:] = 0.0
+    np.testing.assert_allclose(y.grad.data, [1.0, -1.0])
+    np.testing.assert_allclose(x.grad.data, [4.0, -10.0])
+    x.cleargrad()
+    (x * 3.0).backward(Variable(np.array([2.0, 1.0])))
+    np.testing.assert_allclose(x.grad.data, [6.0, 3.0])
+
+
+def test_a_seed_on_a_leaf_is_its_gradient():
+    x = Variable(np.array([1.0, 2.0]))
+    x.backward(np.array([3.0, 4.0]))
+    np.testing.assert_allclose(x.grad.data, [3.0, 4.0])
+
+
+def test_a_seed_with_create_graph_is_differentiated():
+    x = Variable(np.array(2.0))
+    y = x**3
+    y.backward(2.0, create_graph=True)
+    gx = x.grad
+    np.testing.assert_allclose(gx.data, 2.0 * 3 * 4.0)  # torch: 24
+    x.cleargrad()
+    gx.backward()
+    np.testing.assert_allclose(x.grad.data, 2.0 * 6 * 2.0)  # torch: 24
+
+    # a Variable seed stays in the graph: d(g * 3x^2)/dg = 3x^2
+    x = Variable(np.array(2.0))
+    g = Variable(np.array(2.0))
+    (x**3).backward(g, create_graph=True)
+    gx = x.grad
+    x.cleargrad()
+    gx.backward()
+    np.testing.assert_allclose(g.grad.data, 12.0)
+    np.testing.assert_allclose(x.grad.data, 24.0)
+
+
+def test_a_seed_of_the_wrong_shape_names_both_shapes():
+    y = Variable(np.ones((2, 3))) * 2.0
+    with pytest.raises(ValueError, match=r"\(3,\).*\(2, 3\)"):
+        y.backward(np.ones(3))
+
+
+@pytest.mark.parametrize("flag", [True, False, np.bool_(True)])
+def test_dezero_positional_flag_explains_the_signature(flag):
+    y = Variable(np.array(1.0)) * 2.0
+    with pytest.raises(TypeError, match=r"gradient=.*retain_grad="):
+        y.backward(flag)
+
+
+@pytest.mark.parametrize("keyword", ["retain_grad", "create_graph"])
+def test_a_non_bool_flag_explains_the_signature(keyword):
+    y = Variable(np.array(1.0)) * 2.0
+    with pytest.raises(TypeError, match=rf"{keyword}.*gradient="):
+        y.backward(**{keyword: np.ones(1)})
+    with pytest.raises(TypeError, match="retain_grad"):
+        y.backward(None, np.ones(()))
+
+
+def test_dezero_keyword_calls_still_work():
+    x = Variable(np.array(2.0))
+    t = x * x
+    y = t + x
+    y.backward(retain_grad=True)
+    np.testing.assert_allclose(t.grad.data, 1.0)
+    np.testing.assert_allclose(x.grad.data, 5.0)
+    x.cleargrad()
+    z = x**3
+    z.backward(create_graph=True)
+    np.testing.assert_allclose(x.grad.data, 12.0)
+
+
+@pytest.mark.parametrize("retain_grad", [False, True])
+def test_the_recorder_sees_the_seed(retain_grad):
+    x = Variable(np.array([1.0, 2.0, 3.0]), name="x")
+    seed = np.array([1.0, 10.0, 100.0])
+    with trace.record() as t:
+        y = x**2
+        y.backward(seed, retain_grad=retain_grad)
+    root = t.backward_roots[0]
+    step = t.steps[-1]
+    assert step.phase == "backward"
+    np.testing.assert_array_equal(step.output_grads[0].array, seed)
+    if retain_grad:
+        np.testing.assert_array_equal(t.grad_at(root, step.index).array, seed)
