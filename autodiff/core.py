@@ -567,6 +567,34 @@ _functions_module = None
 # =============================================================================
 # Function
 # =============================================================================
+class _OnlyOne:
+    """``f.input`` / ``f.output`` of a Function with exactly one input / output (the book's
+    early steps name them so). A non-data descriptor: a Function that sets ``self.input``
+    itself (those steps' own ``__call__``) keeps what it set, in its ``__dict__``."""
+
+    def __init__(self, plural: str) -> None:
+        self.plural = plural
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, f: Any, owner: type | None = None) -> Any:
+        if f is None:
+            return self
+        items = getattr(f, self.plural, None)
+        if items is None:
+            raise AttributeError(
+                f"{type(f).__name__}.{self.name}: the Function has not been called (or ran "
+                "under no_grad, which links no graph)"
+            )
+        if len(items) != 1:
+            raise AttributeError(
+                f"{type(f).__name__}.{self.name}: the Function has {len(items)} "
+                f"{self.plural}; read f.{self.plural}"
+            )
+        return items[0] if self.plural == "inputs" else items[0]()
+
+
 class Function:
     """Base class of every primitive.
 
@@ -597,6 +625,10 @@ class Function:
     backward_data: Any = None
 
     __slots__ = ("__dict__", "__weakref__", "_order", "generation", "inputs", "outputs")
+    #: the one input Variable (``inputs[0]``) of a one-input Function
+    input = _OnlyOne("inputs")
+    #: the one output Variable (``outputs[0]()``, None once freed) of a one-output Function
+    output = _OnlyOne("outputs")
 
     def __call__(self, *inputs: Any) -> Any:
         # This runs once per operation. One and two inputs (nearly every primitive) and one

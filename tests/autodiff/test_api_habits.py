@@ -1,19 +1,23 @@
-"""PyTorch's and the book's habits (issue 14): method forms, in-place updates and a seeded
-``backward(gradient)``.
+"""PyTorch's and the book's habits (issue 14): method forms, in-place updates, a seeded
+``backward(gradient)``, ``Function.input``/``output``, ``numerical_diff``, ``is_simple_core``,
+``optimizer.step``/``zero_grad``, ``Layer.train``/``eval``/``named_parameters``.
 
 The expected values are PyTorch's answers, computed by hand (torch is not a test dependency).
 """
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
 import pytest
 
+import autodiff
 import autodiff.functions as F
 import autodiff.layers as L
-from autodiff import Config, Variable, no_grad, trace
+from autodiff import Config, Function, Model, Variable, no_grad, optimizers, trace, utils
+from autodiff.models import MLP
 
 
 @pytest.fixture(autouse=True)
@@ -241,3 +245,115 @@ def test_the_recorder_sees_the_seed(retain_grad):
     np.testing.assert_array_equal(step.output_grads[0].array, seed)
     if retain_grad:
         np.testing.assert_array_equal(t.grad_at(root, step.index).array, seed)
+
+
+# =============================================================================
+# The book's small API items
+# =============================================================================
+def test_is_simple_core_pattern_of_the_books_early_steps():
+    namespace: dict = {}
+    code = (
+        "import autodiff as dezero\n"
+        "if dezero.is_simple_core:\n"
+        "    from dezero.core_simple import Variable\n"
+        "else:\n"
+        "    from autodiff.core import Variable\n"
+    )
+    exec(code, namespace)
+    assert autodiff.is_simple_core is False
+    assert namespace["Variable"] is Variable
+
+
+def test_function_input_and_output():
+    x = Variable(np.array(2.0))
+    y = F.exp(x)
+    f = y.creator
+    assert f.input is x
+    assert f.output is y
+    with pytest.raises(AttributeError, match=r"2 inputs; read f\.inputs"):
+        _ = (x + x).creator.input
+    with pytest.raises(AttributeError, match="not been called"):
+        _ = F.Exp().output
+
+
+def test_a_function_that_keeps_its_own_input_and_output():
+    # the book's steps 1-6: a __call__ of its own that stores self.input and self.output
+    class Square(Function):
+        def __call__(self, input):
+            output = Variable(input.data**2)
+            self.input = input
+            self.output = output
+            return output
+
+    x = Variable(np.array(3.0))
+    f = Square()
+    y = f(x)
+    assert f.input is x
+    assert f.output is y
+
+
+def test_numerical_diff_is_a_central_difference():
+    x = Variable(np.array(2.0))
+    np.testing.assert_allclose(utils.numerical_diff(F.square, x), 4.0, rtol=1e-8)
+
+    def composite(x):
+        return F.square(F.exp(F.square(x)))
+
+    x = Variable(np.array(0.5))
+    np.testing.assert_allclose(utils.numerical_diff(composite, x), 3.2974426, rtol=1e-6)
+    np.testing.assert_allclose(
+        utils.numerical_diff(F.sin, Variable(np.array([0.0, 1.0])), eps=1e-6),
+        np.cos([0.0, 1.0]),
+        rtol=1e-8,
+    )
+
+
+def test_optimizer_step_and_zero_grad_are_update_and_cleargrads():
+    rng = np.random.default_rng(0)
+    x, t = rng.random((5, 2)), rng.random((5, 1))
+    model = MLP((4, 1))
+    model(x)  # the weights are made on the first call
+    twin = copy.deepcopy(model)
+    opt = optimizers.SGD(0.1).setup(model)
+    ref = optimizers.SGD(0.1).setup(twin)
+    for _ in range(3):
+        opt.zero_grad()
+        F.mean_squared_error(model(x), t).backward()
+        opt.step()
+        twin.cleargrads()
+        F.mean_squared_error(twin(x), t).backward()
+        ref.update()
+    for p, q in zip(model.params(), twin.params(), strict=True):
+        np.testing.assert_array_equal(p.data, q.data)
+    assert opt.steps == 3
+    opt.zero_grad()
+    assert all(p.grad is None for p in model.params())
+    with pytest.raises(RuntimeError, match="setup"):
+        optimizers.SGD().zero_grad()
+
+
+def test_eval_and_train_switch_config_train():
+    model = MLP((3, 1))
+    assert model.eval() is model
+    assert Config.train is False
+    x = Variable(np.ones((2, 3)))
+    assert F.dropout(x) is x
+    assert model.train() is model
+    assert Config.train is True
+    model.train(False)
+    assert Config.train is False
+
+
+def test_named_parameters_are_dotted_paths():
+    class Net(Model):
+        def __init__(self):
+            super().__init__()
+            self.l0 = L.Linear(3, in_size=2)
+            self.l1 = L.Linear(1, in_size=3)
+            self.shared = self.l0  # a parameter reached twice is named once
+
+    net = Net()
+    names = [name for name, _ in net.named_parameters()]
+    assert names == ["l0.W", "l0.b", "l1.W", "l1.b"]
+    params = [p for _, p in net.named_parameters()]
+    assert params == list(net.params())
