@@ -874,7 +874,10 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
                         continue
                     if retain_grad:
                         if y is not output:
-                            y.grad = _accumulate(y.grad, gy, create_graph)
+                            kept = gy
+                            if y.grad is None and type(gy) is np.ndarray:
+                                kept = gy.copy()  # its own array (see _shares_a_received)
+                            y.grad = _accumulate(y.grad, kept, create_graph)
                     else:
                         y.grad = None
                         if emit:
@@ -917,7 +920,13 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
                     # a leaf: .grad is its running sum, across backward() calls too
                     old = x.grad
                     if old is None and not create_graph:
-                        x.grad = Variable(gx if type(gx) is np.ndarray else np.asarray(gx))
+                        if type(gx) is not np.ndarray:
+                            gx = np.asarray(gx)
+                        elif gx is gys[0] or (
+                            (gx.base is not None or len(gys) > 1) and _shares_a_received(gx, gys)
+                        ):
+                            gx = gx.copy()
+                        x.grad = Variable(gx)
                         continue
                     x.grad = _accumulate(old, gx, create_graph)
                     if emit and old is not None:
@@ -982,6 +991,18 @@ def _check_seed_shape(given: tuple, wanted: tuple) -> None:
             f"backward: the gradient has shape {given} but the Variable has shape {wanted}; "
             "pass an array of the Variable's shape (or a number, broadcast to it)"
         )
+
+
+def _shares_a_received(gx: NDArray, gys: tuple) -> bool:
+    """Whether ``gx`` is (a view of) a gradient the step received: one handed on unchanged
+    (``Add`` returns ``gy, gy``; ``reshape`` a view of it), which another Variable may hold as
+    its ``.grad`` too. A leaf's ``.grad`` gets a copy, so that an in-place update of one
+    gradient (``x.grad *= 0.5`` under no_grad) does not reach another."""
+    root = gx if gx.base is None else gx.base
+    for g in gys:
+        if g is not None and (g is root or getattr(g, "base", None) is root or g is gx):
+            return True
+    return False
 
 
 def _as_grad(g: Any) -> Variable:

@@ -89,6 +89,22 @@ def test_in_place_under_no_grad_follows_numpy_casting_and_broadcasting():
         y += np.ones((2, 3))
 
 
+def test_gradients_updated_in_place_are_each_their_own():
+    # Add hands one gradient array to both inputs, reshape a view of it: the leaves' and the
+    # retained intermediates' .grad are copies, so scaling one leaves the others alone
+    x, w = Variable(np.ones((2, 2))), Variable(np.ones(4))
+    h = x.reshape(4) + w
+    t = h * 1.0
+    t.backward(retain_grad=True)
+    with no_grad():
+        x.grad *= 0.5
+        h.grad -= 1.0
+    np.testing.assert_array_equal(x.grad.data, np.full((2, 2), 0.5))
+    np.testing.assert_array_equal(w.grad.data, np.ones(4))
+    np.testing.assert_array_equal(h.grad.data, np.zeros(4))
+    np.testing.assert_array_equal(t.grad.data, np.ones(4))
+
+
 def test_in_place_operators_with_backprop_build_a_graph():
     x = Variable(np.array(3.0))
     y = x
