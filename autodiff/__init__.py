@@ -44,6 +44,7 @@ __all__ = [
     "dataloaders",
     "datasets",
     "functions",
+    "is_simple_core",
     "layers",
     "models",
     "no_grad",
@@ -56,3 +57,8 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+#: DeZero's switch between its two cores (steps 23-32 of the book use ``core_simple``). autodiff
+#: has one core, so it is False and ``if dezero.is_simple_core: ... else: from dezero.core
+#: import ...`` takes the second branch.
+is_simple_core = False

@@ -239,9 +239,28 @@ class Variable:
     """A node holding an ndarray, its gradient and the Function that created it."""
 
     __slots__ = ("__weakref__", "_name", "_order", "creator", "data", "generation", "grad")
-    # Make numpy defer to our reflected operators: ``np.ones(3) * v`` returns a Variable.
-    __array_ufunc__ = None
     __array_priority__ = 200
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        # numpy hands us every ufunc that meets a Variable. ``np.ones(3) * v`` becomes our
+        # reflected operator (a Variable); ``array -= lr * p.grad`` (micrograd's update, p.grad
+        # being a Variable) updates the array in place with the Variable's data, as an array
+        # operand would; any other ufunc is refused with a message naming ``.data``.
+        out = kwargs.get("out")
+        if method == "__call__" and len(args) == 2 and ufunc in _REFLECTED:
+            a, b = args
+            if out is None and len(kwargs) == 0 and b is self and not isinstance(a, Variable):
+                return getattr(self, _REFLECTED[ufunc])(a)
+            if out is not None and len(out) == 1 and out[0] is a and type(a) is np.ndarray:
+                return ufunc(a, b.data if isinstance(b, Variable) else b, **kwargs)
+        if method == "__call__" and ufunc in (np.equal, np.not_equal):
+            # ``array == v``: Variables compare by identity, and an array is not this one
+            return ufunc is np.not_equal
+        raise TypeError(
+            f"numpy.{ufunc.__name__} ({method}) on a Variable: a Variable is a graph node, not "
+            "an array; use autodiff.functions (or the method, v.exp()) to differentiate it, or "
+            "its array, v.data, for numpy"
+        )
 
     def __init__(self, data: Any, name: str | None = None) -> None:
         if data is not None and type(data) is not np.ndarray:
@@ -332,15 +351,38 @@ class Variable:
 
     __setstate__ = _restore_state
 
-    def backward(self, retain_grad: bool = False, create_graph: bool = False) -> None:
+    def backward(
+        self, gradient: Any = None, retain_grad: bool = False, create_graph: bool = False
+    ) -> None:
         """Backpropagate from this Variable to every leaf of its graph.
 
+        ``gradient`` seeds it, as in PyTorch: d(something)/d(this Variable), a number or an
+        array of this Variable's shape (or a Variable); a number or a 0-d array is broadcast
+        to the shape. None seeds ones (or the gradient this Variable already holds, as in
+        DeZero). The seed becomes this Variable's ``.grad``.
         Gradients accumulate: calling backward twice (or reaching a leaf by two paths)
         adds up, until :meth:`cleargrad` resets it, as in DeZero and PyTorch.
         ``retain_grad=False`` drops the gradients of intermediate Variables once used;
         ``create_graph=True`` records the backward pass itself, so the gradients are
         differentiable again (higher-order derivatives, Newton's method).
         """
+        for flag, value in (("retain_grad", retain_grad), ("create_graph", create_graph)):
+            if not isinstance(value, bool | np.bool_):
+                raise TypeError(
+                    f"backward: {flag} must be True or False, not {type(value).__name__}; "
+                    "the signature is backward(gradient=None, retain_grad=False, "
+                    "create_graph=False): pass a seed as gradient=..."
+                )
+        if gradient is not None:
+            if isinstance(gradient, bool | np.bool_):
+                raise TypeError(
+                    f"backward({gradient!r}): the first argument is the gradient that seeds "
+                    "backward (as in PyTorch), not a flag; the signature is "
+                    "backward(gradient=None, retain_grad=False, create_graph=False): write "
+                    f"backward(retain_grad={gradient!r}) for DeZero's flag, or pass the seed "
+                    "as gradient=..."
+                )
+            self.grad = _seed(self, gradient, create_graph)
         _backward(self, retain_grad, create_graph)
 
     # --- shape methods (composites in autodiff.functions) -------------------
@@ -368,6 +410,28 @@ class Variable:
 
     def min(self, axis: Any = None, keepdims: bool = False) -> Variable:
         return _functions().min(self, axis, keepdims)
+
+    # --- elementwise functions as methods (PyTorch's habit: x.relu()) ----------
+    def exp(self) -> Variable:
+        return _functions().exp(self)
+
+    def log(self) -> Variable:
+        return _functions().log(self)
+
+    def sin(self) -> Variable:
+        return _functions().sin(self)
+
+    def cos(self) -> Variable:
+        return _functions().cos(self)
+
+    def tanh(self) -> Variable:
+        return _functions().tanh(self)
+
+    def sigmoid(self) -> Variable:
+        return _functions().sigmoid(self)
+
+    def relu(self) -> Variable:
+        return _functions().relu(self)
 
     # --- operators -------------------------------------------------------------
     def __add__(self, other: Any) -> Variable:
@@ -412,9 +476,49 @@ class Variable:
     def __getitem__(self, slices: Any) -> Variable:
         return _functions().get_item(self, slices)
 
+    # In-place operators. With backprop on they build the graph as the plain ones do (a new
+    # Variable: ``x += 1`` rebinds x). Under no_grad they update ``.data`` itself, as
+    # PyTorch's do: the same array, its dtype kept (numpy's in-place casting rules).
+    def __iadd__(self, other: Any) -> Variable:
+        return add(self, other) if Config.enable_backprop else self._update(np.add, other)
+
+    def __isub__(self, other: Any) -> Variable:
+        return sub(self, other) if Config.enable_backprop else self._update(np.subtract, other)
+
+    def __imul__(self, other: Any) -> Variable:
+        return mul(self, other) if Config.enable_backprop else self._update(np.multiply, other)
+
+    def __itruediv__(self, other: Any) -> Variable:
+        if Config.enable_backprop:
+            return div(self, other)
+        return self._update(np.true_divide, other)
+
+    def _update(self, ufunc: Any, other: Any) -> Variable:
+        data = self.data
+        value = other.data if isinstance(other, Variable) else other
+        try:
+            ufunc(data, value, out=data)
+        except ValueError as e:
+            shape = np.shape(value)
+            raise ValueError(
+                f"{ufunc.__name__} in place under no_grad: an operand of shape {shape} cannot "
+                f"update a Variable of shape {data.shape} in place ({e})"
+            ) from None
+        return self
+
     # A Variable is a graph node, hashed by identity; == stays identity too so that
     # Variables can live in sets and dicts (as in DeZero).
     __hash__ = object.__hash__
+
+
+# numpy's ufunc for ``array <op> variable`` -> the Variable's reflected operator
+_REFLECTED = {
+    np.add: "__radd__",
+    np.subtract: "__rsub__",
+    np.multiply: "__rmul__",
+    np.true_divide: "__rtruediv__",
+    np.matmul: "__rmatmul__",
+}
 
 
 class Parameter(Variable):
@@ -463,6 +567,34 @@ _functions_module = None
 # =============================================================================
 # Function
 # =============================================================================
+class _OnlyOne:
+    """``f.input`` / ``f.output`` of a Function with exactly one input / output (the book's
+    early steps name them so). A non-data descriptor: a Function that sets ``self.input``
+    itself (those steps' own ``__call__``) keeps what it set, in its ``__dict__``."""
+
+    def __init__(self, plural: str) -> None:
+        self.plural = plural
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, f: Any, owner: type | None = None) -> Any:
+        if f is None:
+            return self
+        items = getattr(f, self.plural, None)
+        if items is None:
+            raise AttributeError(
+                f"{type(f).__name__}.{self.name}: the Function has not been called (or ran "
+                "under no_grad, which links no graph)"
+            )
+        if len(items) != 1:
+            raise AttributeError(
+                f"{type(f).__name__}.{self.name}: the Function has {len(items)} "
+                f"{self.plural}; read f.{self.plural}"
+            )
+        return items[0] if self.plural == "inputs" else items[0]()
+
+
 class Function:
     """Base class of every primitive.
 
@@ -493,6 +625,10 @@ class Function:
     backward_data: Any = None
 
     __slots__ = ("__dict__", "__weakref__", "_order", "generation", "inputs", "outputs")
+    #: the one input Variable (``inputs[0]``) of a one-input Function
+    input = _OnlyOne("inputs")
+    #: the one output Variable (``outputs[0]()``, None once freed) of a one-output Function
+    output = _OnlyOne("outputs")
 
     def __call__(self, *inputs: Any) -> Any:
         # This runs once per operation. One and two inputs (nearly every primitive) and one
@@ -738,7 +874,10 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
                         continue
                     if retain_grad:
                         if y is not output:
-                            y.grad = _accumulate(y.grad, gy, create_graph)
+                            kept = gy
+                            if y.grad is None and type(gy) is np.ndarray:
+                                kept = gy.copy()  # its own array (see _shares_a_received)
+                            y.grad = _accumulate(y.grad, kept, create_graph)
                     else:
                         y.grad = None
                         if emit:
@@ -781,7 +920,13 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
                     # a leaf: .grad is its running sum, across backward() calls too
                     old = x.grad
                     if old is None and not create_graph:
-                        x.grad = Variable(gx if type(gx) is np.ndarray else np.asarray(gx))
+                        if type(gx) is not np.ndarray:
+                            gx = np.asarray(gx)
+                        elif gx is gys[0] or (
+                            (gx.base is not None or len(gys) > 1) and _shares_a_received(gx, gys)
+                        ):
+                            gx = gx.copy()
+                        x.grad = Variable(gx)
                         continue
                     x.grad = _accumulate(old, gx, create_graph)
                     if emit and old is not None:
@@ -808,6 +953,56 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
 
     if observers:
         _notify("on_backward_end", output)
+
+
+def _seed(output: Variable, gradient: Any, create_graph: bool) -> Variable:
+    """``backward(gradient)``'s seed as the output's gradient Variable: of the output's shape
+    (a scalar is broadcast to it) and, for a floating output, of its dtype."""
+    data = output.data
+    if data is None:
+        return None  # _backward names the missing data
+    if isinstance(gradient, Variable):
+        if create_graph:  # the seed stays a graph node: derivatives reach it
+            if gradient.shape != data.shape and gradient.ndim == 0:
+                return _functions().broadcast_to(gradient, data.shape)
+            _check_seed_shape(gradient.shape, data.shape)
+            return gradient
+        gradient = gradient.data
+    dtype = data.dtype if data.dtype.kind in "fc" else None
+    try:
+        seed = np.asarray(gradient, dtype=dtype)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"backward: the gradient must be a number, an array or a Variable, not "
+            f"{type(gradient).__name__}"
+        ) from None
+    if seed.shape != data.shape:
+        if seed.ndim != 0:
+            _check_seed_shape(seed.shape, data.shape)
+        seed = np.full(data.shape, seed, dtype=seed.dtype)
+    elif seed is gradient:
+        seed = seed.copy()  # the caller's array is not the engine's to keep
+    return Variable(seed)
+
+
+def _check_seed_shape(given: tuple, wanted: tuple) -> None:
+    if given != wanted:
+        raise ValueError(
+            f"backward: the gradient has shape {given} but the Variable has shape {wanted}; "
+            "pass an array of the Variable's shape (or a number, broadcast to it)"
+        )
+
+
+def _shares_a_received(gx: NDArray, gys: tuple) -> bool:
+    """Whether ``gx`` is (a view of) a gradient the step received: one handed on unchanged
+    (``Add`` returns ``gy, gy``; ``reshape`` a view of it), which another Variable may hold as
+    its ``.grad`` too. A leaf's ``.grad`` gets a copy, so that an in-place update of one
+    gradient (``x.grad *= 0.5`` under no_grad) does not reach another."""
+    root = gx if gx.base is None else gx.base
+    for g in gys:
+        if g is not None and (g is root or getattr(g, "base", None) is root or g is gx):
+            return True
+    return False
 
 
 def _as_grad(g: Any) -> Variable:

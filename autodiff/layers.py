@@ -180,6 +180,23 @@ class Layer:
             else:
                 yield key, obj
 
+    # --- PyTorch's habits ------------------------------------------------------
+    def named_parameters(self) -> Iterator[tuple[str, Parameter]]:
+        """``(name, parameter)`` pairs with dotted paths (``'l0.W'``), each parameter once, in
+        :meth:`params` order (:meth:`named_params` keys them ``'l0/W'``)."""
+        for key, param in self.named_params().items():
+            yield key.replace("/", "."), param
+
+    def train(self, mode: bool = True) -> Layer:
+        """Switch to training (``mode=True``) or evaluation; returns self. The switch is
+        DeZero's ``Config.train``, global: it applies to every layer, not this one only."""
+        _core.Config.train = bool(mode)
+        return self
+
+    def eval(self) -> Layer:
+        """``train(False)``: dropout becomes the identity, for every layer (``Config.train``)."""
+        return self.train(False)
+
     # --- weights on disk -----------------------------------------------------
     def save_weights(self, path: str | os.PathLike) -> None:
         """Save every parameter's array to a compressed ``.npz`` file, keyed like ``'l0/W'``."""

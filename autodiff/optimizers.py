@@ -114,6 +114,19 @@ class Optimizer:
             update_one(param)
         self.steps += 1
 
+    def step(self) -> None:
+        """PyTorch's name for :meth:`update`."""
+        self.update()
+
+    def zero_grad(self) -> None:
+        """PyTorch's habit: clear the gradients of the parameters set up (``cleargrads()``)."""
+        if self.target is None:
+            raise RuntimeError(
+                f"{type(self).__name__}.zero_grad: no model; call setup(model) first"
+            )
+        for param in self.target.params():
+            param.cleargrad()
+
     def update_one(self, param: Parameter) -> None:
         raise NotImplementedError(f"{type(self).__name__}.update_one is not implemented")
 

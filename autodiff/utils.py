@@ -24,6 +24,7 @@ __all__ = [
     "gradient_check",
     "logsumexp",
     "max_backward_shape",
+    "numerical_diff",
     "numerical_grad",
     "plot_dot_graph",
     "reshape_sum_backward",
@@ -34,6 +35,23 @@ __all__ = [
 # =============================================================================
 # Gradient check
 # =============================================================================
+def numerical_diff(f: Callable[[Variable], Any], x: Variable, eps: float = 1e-4) -> NDArray:
+    """The book's first derivative (step 4): the central difference
+    ``(f(x + eps) - f(x - eps)) / (2 eps)``, elementwise, for an elementwise ``f``.
+
+    ``x`` is a Variable (or an array); ``f`` takes and returns a Variable. For a gradient of
+    a function with any shape, see :func:`numerical_grad`.
+    """
+    data = x.data if isinstance(x, Variable) else np.asarray(x)
+    y0 = f(Variable(data - eps))
+    y1 = f(Variable(data + eps))
+    return (_array(y1) - _array(y0)) / (2 * eps)
+
+
+def _array(y: Any) -> NDArray:
+    return np.asarray(y.data if isinstance(y, Variable) else y)
+
+
 def numerical_grad(f: Callable[..., Any], x: Any, *args: Any, **kwargs: Any) -> NDArray:
     """Central-difference gradient of ``f`` (which returns a Variable) at ``x``, in float64.
 
