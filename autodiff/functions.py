@@ -36,16 +36,22 @@ __all__ = [
     "accuracy",
     "add",
     "average",
+    "average_pooling",
     "binary_cross_entropy",
     "broadcast_to",
     "clip",
+    "col2im",
+    "conv2d",
+    "conv2d_simple",
     "cos",
+    "deconv2d",
     "div",
     "dropout",
     "exp",
     "expand_dims",
     "flatten",
     "get_item",
+    "im2col",
     "leaky_relu",
     "linear",
     "linear_simple",
@@ -59,6 +65,8 @@ __all__ = [
     "min",
     "mul",
     "neg",
+    "pooling",
+    "pooling_simple",
     "pow",
     "rdiv",
     "relu",
@@ -763,3 +771,18 @@ def dropout(x: Any, dropout_ratio: float = 0.5) -> Variable:
         scale = np.array(1.0 - dropout_ratio).astype(x.dtype)
         return x * mask / scale
     return x
+
+
+# =============================================================================
+# Convolution and pooling (autodiff/functions_conv.py), re-exported as DeZero does
+# =============================================================================
+from autodiff.functions_conv import (  # noqa: E402
+    average_pooling,
+    col2im,
+    conv2d,
+    conv2d_simple,
+    deconv2d,
+    im2col,
+    pooling,
+    pooling_simple,
+)
