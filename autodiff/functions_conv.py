@@ -93,9 +93,9 @@ def col2im_array(
     N, C, _, _ = img_shape
     (KH, KW), _, _, (OH, OW) = _out_size("col2im", tuple(img_shape), kernel_size, stride, pad)
     if to_matrix:  # (N*OH*OW, C*KH*KW)
-        col = col.reshape(N, OH, OW, C, KH, KW).transpose(0, 1, 2, 4, 5, 3)
+        col = col.reshape(N, OH, OW, C, KH, KW).transpose(4, 5, 0, 1, 2, 3)
     else:  # (N, C, KH, KW, OH, OW)
-        col = col.transpose(0, 4, 5, 2, 3, 1)
+        col = col.transpose(2, 3, 0, 4, 5, 1)
     return _add_windows(col, img_shape, stride, pad)
 
 
@@ -119,15 +119,16 @@ def _patches(x: NDArray, kernel: tuple[int, int], stride: Any, pad: Any, op: str
 
 
 def _add_windows(col: NDArray, img_shape: tuple[int, ...], stride: Any, pad: Any) -> NDArray:
-    """Windows ``col`` ``(N, OH, OW, KH, KW, C)`` (any strides) added back into an image of
-    ``img_shape`` ``(N, C, H, W)``: the adjoint of :func:`_patches`."""
-    N, OH, OW, KH, KW, C = col.shape
+    """Windows ``col`` ``(KH, KW, N, OH, OW, C)`` (any strides) added back into an image of
+    ``img_shape`` ``(N, C, H, W)``: the adjoint of :func:`_patches`. Each kernel position adds
+    one slab; contiguous slabs (deconv2d's) add fastest."""
+    KH, KW, N, OH, OW, C = col.shape
     H, W = img_shape[2:]
     (SH, SW), (PH, PW) = pair(stride), pair(pad)
     img = np.zeros((N, H + 2 * PH, W + 2 * PW, C), dtype=col.dtype)
     for j in range(KH):
         for i in range(KW):
-            img[:, j : j + SH * OH : SH, i : i + SW * OW : SW, :] += col[:, :, :, j, i, :]
+            img[:, j : j + SH * OH : SH, i : i + SW * OW : SW, :] += col[j, i]
     return np.ascontiguousarray(img[:, PH : PH + H, PW : PW + W, :].transpose(0, 3, 1, 2))
 
 
@@ -271,8 +272,9 @@ class Deconv2d(Function):
                     f"deconv2d: outsize {(out_h, out_w)} does not fit an input of {(H, Wd)} "
                     f"with kernel {(KH, KW)}, stride {self.stride} and padding {self.pad}"
                 )
-        col = _rows(x) @ _channels_last(W)  # (N*H*W, KH*KW*OC): one window per pixel
-        col = col.reshape(N, H, Wd, KH, KW, OC)
+        # (KH, KW, N*H*W, OC): each pixel's window, one contiguous slab per kernel position
+        col = _rows(x) @ W.transpose(2, 3, 0, 1)
+        col = col.reshape(KH, KW, N, H, Wd, OC)
         y = _add_windows(col, (N, OC, out_h, out_w), self.stride, self.pad)
         if b is not None:
             y += b.reshape(1, -1, 1, 1)
@@ -377,8 +379,8 @@ class Pooling2DGrad(_PoolingIndexes):
         KH, KW = pair(self.kernel_size)
         gcol = np.zeros((*gy.shape, KH * KW), dtype=self.dtype)
         np.put_along_axis(gcol, self.indexes[..., None], gy[..., None], axis=4)
-        # (N, C, OH, OW, KH, KW) -> (N, OH, OW, KH, KW, C), a view
-        gcol = gcol.reshape(*gy.shape, KH, KW).transpose(0, 2, 3, 4, 5, 1)
+        # (N, C, OH, OW, KH, KW) -> (KH, KW, N, OH, OW, C), a view
+        gcol = gcol.reshape(*gy.shape, KH, KW).transpose(4, 5, 0, 2, 3, 1)
         return _add_windows(gcol, self.input_shape, self.stride, self.pad)
 
     def derivative(self, ops, ggx):
