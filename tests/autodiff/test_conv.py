@@ -5,10 +5,12 @@ Chainer references replaced by the loops), and the installed DeZero side by side
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import inspect
 import sys
 import types
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -629,3 +631,18 @@ def test_seeded_layers_match_dezero(dezero):
         theirs = getattr(dezero.layers, name)(5, 3, stride=2, pad=1)(x)
         # DeZero's W comes out float64 on numpy 2 (its scale is); the values agree to float32
         np.testing.assert_allclose(ours.data, theirs.data, rtol=1e-5, atol=1e-6)
+
+
+def test_a_conv_graph_is_freed_by_reference_counting_alone():
+    x, W = Variable(_uniform((1, 2, 6, 6))), Variable(_uniform((3, 2, 3, 3), 1))
+    gc.disable()
+    try:
+        y = F.average_pooling(F.pooling(F.deconv2d(F.conv2d(x, W, None, 1, 1), W), 2, 2), 2)
+        F.sum(y * y).backward(create_graph=True)
+        refs = [weakref.ref(y), weakref.ref(y.creator), weakref.ref(x.grad.creator)]
+        x.cleargrad()
+        W.cleargrad()
+        del y
+        assert [r() for r in refs] == [None, None, None]
+    finally:
+        gc.enable()
