@@ -10,7 +10,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["broadcast_to", "logsumexp", "max_backward_shape", "reshape_sum_backward", "sum_to"]
+__all__ = [
+    "broadcast_to",
+    "get_conv_outsize",
+    "get_deconv_outsize",
+    "logsumexp",
+    "max_backward_shape",
+    "pair",
+    "reshape_sum_backward",
+    "sum_to",
+]
 
 _add_reduce = np.add.reduce  # ndarray.sum without numpy's Python-level wrapper
 _LEAD_AXES = [tuple(range(n)) for n in range(8)]
@@ -88,3 +97,26 @@ def broadcast_to(x: NDArray, shape: tuple[int, ...]) -> NDArray:
     if x.shape == shape:
         return x
     return np.broadcast_to(x, shape).copy()
+
+
+# =============================================================================
+# Convolution sizes (DeZero's utils.pair / get_conv_outsize / get_deconv_outsize)
+# =============================================================================
+def pair(x: Any) -> tuple[int, int]:
+    """``(x, x)`` for an int, ``x`` itself for a pair: a kernel size, stride or padding."""
+    if isinstance(x, int | np.integer) and not isinstance(x, bool):
+        return (int(x), int(x))
+    if isinstance(x, tuple | list) and len(x) == 2:
+        return (int(x[0]), int(x[1]))
+    raise ValueError(f"pair: expected an int or a pair of ints (height, width), got {x!r}")
+
+
+def get_conv_outsize(input_size: int, kernel_size: int, stride: int, pad: int) -> int:
+    """The output length of a convolution (or pooling) along one axis."""
+    return (input_size + pad * 2 - kernel_size) // stride + 1
+
+
+def get_deconv_outsize(size: int, k: int, s: int, p: int) -> int:
+    """The output length of a transposed convolution along one axis (the smallest input
+    length that a convolution of kernel ``k``, stride ``s``, padding ``p`` maps to ``size``)."""
+    return s * (size - 1) + k - 2 * p

@@ -752,6 +752,12 @@ class ArrayOps:
     def softmax(x: NDArray, axis: Any) -> NDArray:
         return _functions()._softmax_data(x, axis)
 
+    # A derivative that is itself a primitive (conv2d's gradient is deconv2d, max pooling's
+    # a scatter): on arrays, the Function's forward alone, building no graph.
+    @staticmethod
+    def apply(function: Function, *xs: NDArray) -> NDArray:
+        return function.forward(*xs)
+
 
 class VariableOps:
     """The same operations on Variables, recorded: backward with ``create_graph``."""
@@ -789,6 +795,11 @@ class VariableOps:
     @staticmethod
     def softmax(x: Variable, axis: Any) -> Variable:
         return _functions().softmax(x, axis)
+
+    # (see ArrayOps.apply) on Variables, the Function called: recorded
+    @staticmethod
+    def apply(function: Function, *xs: Variable) -> Variable:
+        return function(*xs)
 
 
 #: the derivative's operations without create_graph (plain arrays)

@@ -36,12 +36,17 @@ __all__ = [
     "accuracy",
     "add",
     "average",
+    "average_pooling",
     "batch_norm",
     "binary_cross_entropy",
     "broadcast_to",
     "clip",
+    "col2im",
     "concat",
+    "conv2d",
+    "conv2d_simple",
     "cos",
+    "deconv2d",
     "div",
     "dropout",
     "embed_id",
@@ -49,6 +54,7 @@ __all__ = [
     "expand_dims",
     "flatten",
     "get_item",
+    "im2col",
     "leaky_relu",
     "linear",
     "linear_simple",
@@ -62,6 +68,8 @@ __all__ = [
     "min",
     "mul",
     "neg",
+    "pooling",
+    "pooling_simple",
     "pow",
     "rdiv",
     "relu",
@@ -899,3 +907,18 @@ def embed_id(x: Any, W: Any) -> Variable:
     if isinstance(x, Variable):
         x = x.data
     return get_item(W, np.asarray(x))
+
+
+# =============================================================================
+# Convolution and pooling (autodiff/functions_conv.py), re-exported as DeZero does
+# =============================================================================
+from autodiff.functions_conv import (  # noqa: E402
+    average_pooling,
+    col2im,
+    conv2d,
+    conv2d_simple,
+    deconv2d,
+    im2col,
+    pooling,
+    pooling_simple,
+)

@@ -17,9 +17,10 @@ from numpy.typing import DTypeLike
 
 import autodiff.core as _core
 import autodiff.functions as F
+from autodiff._shapes import pair
 from autodiff.core import Parameter, Variable
 
-__all__ = ["LSTM", "RNN", "BatchNorm", "EmbedID", "Layer", "Linear"]
+__all__ = ["LSTM", "RNN", "BatchNorm", "Conv2d", "Deconv2d", "EmbedID", "Layer", "Linear"]
 
 # Bumped whenever any Layer gains or loses a Parameter or sub-Layer: params() caches its
 # answer per layer and rebuilds it only when this has changed (in practice, never while training).
@@ -450,3 +451,89 @@ class LSTM(Layer):
         h_new = o * F.tanh(c_new)
         self.h, self.c = h_new, c_new
         return h_new
+
+
+# =============================================================================
+# Convolution (DeZero's layers.Conv2d / Deconv2d)
+# =============================================================================
+class _Convolution(Layer):
+    """What Conv2d and Deconv2d share: the arguments, DeZero's initialisation of ``W``
+    (``randn * sqrt(1 / (in_channels * KH * KW))``, ``b`` at zeros), created on the first call
+    from the input's channels when ``in_channels`` is None."""
+
+    _weight_layout = ""
+
+    def __init__(
+        self,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        pad: Any = 0,
+        nobias: bool = False,
+        dtype: DTypeLike = np.float32,
+        in_channels: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.pad = pad
+        self.dtype = dtype
+        self.W = Parameter(None, name="W")
+        if in_channels is not None:
+            self._init_W()
+        self.b = None if nobias else Parameter(np.zeros(out_channels, dtype=dtype), name="b")
+
+    def _weight_shape(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def _init_W(self) -> None:
+        KH, KW = pair(self.kernel_size)
+        # the scale cast to dtype first, as in Linear: numpy 2 would promote W to float64
+        scale = np.asarray(np.sqrt(1 / (self.in_channels * KH * KW)), dtype=self.dtype)
+        self.W.data = np.random.randn(*self._weight_shape()).astype(self.dtype) * scale
+
+    def _check_input(self, x: Any) -> None:
+        shape = getattr(x, "shape", None)
+        if shape is None or len(shape) != 4:
+            raise ValueError(
+                f"{self._label()}: expected images of shape (N, C, H, W), got "
+                f"{'a ' + type(x).__name__ if shape is None else shape}"
+            )
+        if self.W.data is None:
+            self.in_channels = shape[1]
+            self._init_W()
+        elif shape[1] != self.in_channels:
+            raise ValueError(
+                f"{self._label()}: expected {self.in_channels} input channels, got an input of "
+                f"shape {shape}; the weight {self._weight_layout} is {self.W.data.shape}"
+            )
+
+
+class Conv2d(_Convolution):
+    """``y = conv2d(x, W, b)`` over images ``(N, C, H, W)``; ``W`` has shape
+    ``(out_channels, in_channels, KH, KW)``."""
+
+    _weight_layout = "(out_channels, in_channels, KH, KW)"
+
+    def _weight_shape(self) -> tuple[int, ...]:
+        return (self.out_channels, self.in_channels, *pair(self.kernel_size))
+
+    def forward(self, x: Any) -> Variable:
+        self._check_input(x)
+        return F.conv2d(x, self.W, self.b, self.stride, self.pad)
+
+
+class Deconv2d(_Convolution):
+    """``y = deconv2d(x, W, b)``, the transposed convolution; ``W`` has shape
+    ``(in_channels, out_channels, KH, KW)``."""
+
+    _weight_layout = "(in_channels, out_channels, KH, KW)"
+
+    def _weight_shape(self) -> tuple[int, ...]:
+        return (self.in_channels, self.out_channels, *pair(self.kernel_size))
+
+    def forward(self, x: Any) -> Variable:
+        self._check_input(x)
+        return F.deconv2d(x, self.W, self.b, self.stride, self.pad)

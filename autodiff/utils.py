@@ -14,11 +14,21 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from autodiff._shapes import logsumexp, max_backward_shape, reshape_sum_backward, sum_to
+from autodiff._shapes import (
+    get_conv_outsize,
+    get_deconv_outsize,
+    logsumexp,
+    max_backward_shape,
+    pair,
+    reshape_sum_backward,
+    sum_to,
+)
 from autodiff.core import Variable
 
 __all__ = [
     "cache_dir",
+    "get_conv_outsize",
+    "get_deconv_outsize",
     "get_dot_graph",
     "get_file",
     "gradient_check",
@@ -26,6 +36,7 @@ __all__ = [
     "max_backward_shape",
     "numerical_diff",
     "numerical_grad",
+    "pair",
     "plot_dot_graph",
     "reshape_sum_backward",
     "sum_to",

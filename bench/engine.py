@@ -102,6 +102,10 @@ class Engine:
         self.L = layers  # Layer and Linear, for (c3)
         self.base = base
 
+    def has(self, function: str) -> bool:
+        """Whether the engine's functions module has ``function`` (an old --base may not)."""
+        return hasattr(self.F, function)
+
 
 def runner(
     engine: Engine, make: Callable[..., Callable[[], dict[str, float]]], *args: object
@@ -411,7 +415,7 @@ def mlp_numpy(steps: int, second: str = "sigmoid") -> Callable[[], dict[str, flo
 
 
 # =============================================================================
-# (e) LSTM, truncated backpropagation through time: batch 32, 16 -> 64 -> 1, MSE summed over
+# (f) LSTM, truncated backpropagation through time: batch 32, 16 -> 64 -> 1, MSE summed over
 # a window of 20 steps, then backward, unchain_backward and an SGD step (the book's step 60)
 # =============================================================================
 LSTM_SIZES = {"batch": 32, "in": 16, "hidden": 64}
@@ -568,6 +572,89 @@ def matmul_numpy(size: int, depth: int) -> Callable[[], dict[str, float]]:
 
 
 # =============================================================================
+# (e) conv2d: N=8, C=16, 32x32 images, 3x3 kernels, 16 output channels, padding 1
+# =============================================================================
+CONV_FULL = (8, 16, 32, 16, 3, 1)  # N, C, H = W, OC, K, pad
+CONV_QUICK = (2, 16, 16, 16, 3, 1)
+CONV_STEPS = 10  # conv2d forward and backward passes per run
+
+
+def _conv_data(n: int, c: int, size: int, oc: int, k: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, c, size, size)).astype(np.float32)
+    W = (rng.standard_normal((oc, c, k, k)) / np.sqrt(c * k * k)).astype(np.float32)
+    return [x, W, np.zeros(oc, dtype=np.float32)]
+
+
+def conv_dezero_like(engine: Engine, shape: tuple[int, ...]) -> Callable[[], dict[str, float]]:
+    """``conv2d(x, W, b)`` then backward from its output (seeded with ones), x a Variable (a
+    layer inside a network: its input's gradient is computed too)."""
+    V, P, F = engine.Variable, engine.Parameter, engine.F
+    n, c, size, oc, k, pad = shape
+
+    def run() -> dict[str, float]:
+        xa, Wa, ba = _conv_data(n, c, size, oc, k)
+        x, W, b = V(xa), P(Wa), P(ba)
+        fwd = bwd = 0.0
+        holder: list = []
+        for _ in range(CONV_STEPS):
+            fwd += _timed(lambda: holder.append(F.conv2d(x, W, b, 1, pad)))
+            y = holder.pop()
+            for v in (x, W, b):
+                v.cleargrad()
+            bwd += _timed(y.backward)
+        assert W.grad.shape == W.shape and x.grad.shape == x.shape
+        return {"forward": fwd / CONV_STEPS, "backward": bwd / CONV_STEPS}
+
+    return run
+
+
+def conv_torch(torch: types.ModuleType, shape: tuple[int, ...]) -> Callable[[], dict[str, float]]:
+    n, c, size, oc, k, pad = shape
+
+    def run() -> dict[str, float]:
+        xa, Wa, ba = _conv_data(n, c, size, oc, k)
+        x, W, b = (torch.tensor(a, requires_grad=True) for a in (xa, Wa, ba))
+        fwd = bwd = 0.0
+        holder: list = []
+        for _ in range(CONV_STEPS):
+            fwd += _timed(lambda: holder.append(torch.nn.functional.conv2d(x, W, b, 1, pad)))
+            y = holder.pop()
+            for v in (x, W, b):
+                v.grad = None
+            bwd += _timed(lambda y=y: y.backward(torch.ones_like(y)))
+        return {"forward": fwd / CONV_STEPS, "backward": bwd / CONV_STEPS}
+
+    return run
+
+
+def conv_rows(
+    engines: list[Engine], torch: types.ModuleType | None, quick: bool, repeats: int
+) -> list[dict]:
+    """(e): conv2d forward and backward; an engine without conv2d (an old --base) shows '-'."""
+    shape = CONV_QUICK if quick else CONV_FULL
+    runners: dict = {e.name: runner(e, conv_dezero_like, shape) for e in engines if e.has("conv2d")}
+    if torch is not None:
+        runners["PyTorch"] = conv_torch(torch, shape)
+    res = run_alternately(runners, repeats * 3)
+    n, c, size, oc, k, pad = shape
+    rows = []
+    for metric in ("forward", "backward"):
+        samples = {name: [v * 1e3 for v in r[metric]] for name, r in res.items()}
+        ratio = median_ratio(samples["autodiff"], samples.get("DeZero"))
+        rows.append(
+            {
+                "name": f"(e) conv2d {n}x{c}x{size}x{size} {k}x{k}->{oc} pad {pad} {metric}",
+                "unit": "ms",
+                "samples": samples,
+                "target": "<= 1.0x DeZero",
+                "met": _met(None if ratio is None else ratio <= 1.0),
+            }
+        )
+    return rows
+
+
+# =============================================================================
 # Report
 # =============================================================================
 ENGINE_COLUMNS = ("autodiff", "before", "DeZero", "PyTorch", "numpy")
@@ -620,7 +707,7 @@ def _met(ok: bool | None) -> str:
 
 
 def lstm_row(engines: list[Engine], repeats: int, quick: bool) -> tuple[dict, dict]:
-    """(e): one LSTM window of truncated BPTT per figure (for ``--base``, an LSTM of the old
+    """(f): one LSTM window of truncated BPTT per figure (for ``--base``, an LSTM of the old
     engine's Linear layers: :func:`_lstm_class`)."""
     steps, windows = (10, 2) if quick else (20, 3)
     runners = {e.name: runner(e, lstm_bptt, steps, windows) for e in engines}
@@ -628,7 +715,7 @@ def lstm_row(engines: list[Engine], repeats: int, quick: bool) -> tuple[dict, di
     per_window = {name: [v * 1e3 for v in r["train"]] for name, r in res.items()}
     ratio = median_ratio(per_window["autodiff"], per_window.get("DeZero"))
     row = {
-        "name": f"(e) LSTM 32x16-64 BPTT {steps} steps fwd+bwd",
+        "name": f"(f) LSTM 32x16-64 BPTT {steps} steps fwd+bwd",
         "unit": "ms",
         "samples": per_window,
         "target": "<= 1.0x DeZero",
@@ -779,7 +866,8 @@ def main(argv: list[str] | None = None) -> int:
     name = f"(d) {depth} matmuls {size}x{size} fwd+bwd"
     rows.append(target_row(name, step_ms, "ms", "<= 1.15x numpy", ok))
 
-    # (e)
+    # (e) conv2d, (f) LSTM
+    rows += conv_rows(engines, torch, quick, repeats)
     row, lstm_losses = lstm_row(engines, repeats, quick)
     rows.append(row)
 
@@ -792,7 +880,7 @@ def main(argv: list[str] | None = None) -> int:
             + ", ".join(f"{name} {loss:.6g}" for name, loss in by_engine.items())
         )
     print(
-        "(e) loss of the last window (same model, same data): "
+        "(f) loss of the last window (same model, same data): "
         + ", ".join(f"{name} {loss:.6g}" for name, loss in lstm_losses.items())
     )
     return 0

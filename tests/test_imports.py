@@ -143,10 +143,12 @@ def _circles(graph: dict[str, set[str]]) -> list[set[str]]:
 
 def test_no_import_circle_beyond_the_engines_core():
     # docs/ARCHITECTURE.md: core and functions import each other (Variable's operators call
-    # functions lazily, functions' primitives subclass core's Function); nothing else may,
-    # not even through an import inside a function
+    # functions lazily, functions' primitives subclass core's Function), and functions
+    # re-exports functions_conv at its end, as DeZero's does (whose primitives subclass core's
+    # Function too); nothing else may, not even through an import inside a function
+    engine = {"autodiff.core", "autodiff.functions", "autodiff.functions_conv"}
     circles = _circles(_import_graph())
-    assert [sorted(c) for c in circles if c != {"autodiff.core", "autodiff.functions"}] == []
+    assert [sorted(c) for c in circles if c != engine] == []
 
 
 def test_the_circle_check_finds_a_lazy_import_circle():
