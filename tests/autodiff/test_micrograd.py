@@ -355,3 +355,28 @@ def test_a_graph_built_before_recording_is_reported_when_backpropagated():
         y.backward()
     assert [s.op for s in t.steps] == ["Mul", "Mul"]
     assert x.grad == 6.0
+
+
+def test_a_recorded_op_built_by_hand_is_a_step_named_after_its_op():
+    from viewer.model.gradcheck import check_trace
+
+    x = Value(0.3, label="x")
+    with trace.record() as t:
+        y = sigmoid(x * 2) * 3
+        y.backward()
+    assert [(s.phase, s.op) for s in t.steps] == [
+        ("forward", "Mul"),
+        ("forward", "sigmoid"),
+        ("forward", "Mul"),
+        ("backward", "Mul"),
+        ("backward", "sigmoid"),
+        ("backward", "Mul"),
+    ]
+    s = 1 / (1 + math.exp(-0.6))
+    step = t.steps[4]
+    assert step.output_grads[0].array == 3.0
+    assert close(float(step.input_grads[0].array), 3 * s * (1 - s))
+    # its derivative is the program's closure: the check cannot re-run it, and says so
+    report = check_trace(t)
+    assert report.ok
+    assert [c.status for c in report.functions if c.op == "sigmoid"] == ["skipped"]
