@@ -11,12 +11,15 @@ recorder attached. Runs alternate (micrograd, ours, ours, micrograd, ...) so dri
 load hits both alike; the table shows the medians and the median of the per-repeat ratios
 (target: ours at most 3x micrograd's time), and both final losses, which must agree to 1e-12.
 The cycle collector stays on: micrograd's nodes are reference cycles (each ``_backward``
-closure holds its node), so it is part of what a micrograd program costs.
+closure holds its node), so it is part of what a micrograd program costs, and most of it.
+``--no-gc`` turns it off inside each timed run (collecting between runs) to time the arithmetic
+alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import statistics
 import sys
@@ -44,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--points", type=int, default=100, help="moons data points")
     parser.add_argument("--timer", choices=sorted(CLOCKS), default="cpu")
     parser.add_argument("--quick", action="store_true", help="10 steps: a smoke run")
+    parser.add_argument(
+        "--no-gc", action="store_true", help="the cycle collector off inside each timed run"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.steps = 10
@@ -64,9 +70,13 @@ def main(argv: list[str] | None = None) -> int:
         order = list(engines) if repeat % 2 == 0 else list(reversed(engines))
         for name in order:
             Value, MLP = engines[name]
+            gc.collect()
+            if args.no_gc:
+                gc.disable()
             began = clock()
             history = train(Value, MLP, args.steps, n=args.points)
             times[name].append(clock() - began)
+            gc.enable()
             losses[name] = history[-1][0]
             print(f"  run {repeat + 1} {name}: {times[name][-1]:.2f} s", file=sys.stderr)
     ratios = [
@@ -80,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"micrograd demo, MLP 2-16-16-1, {args.points} points, {args.steps} steps, "
         f"{args.timer} time, medians of {args.repeats}"
+        + (", cycle collector off" if args.no_gc else "")
     )
     print(f"{'engine':<20}  {'time':>9}  {'final loss':>20}")
     for name in engines:
