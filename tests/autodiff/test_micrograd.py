@@ -380,3 +380,21 @@ def test_a_recorded_op_built_by_hand_is_a_step_named_after_its_op():
     report = check_trace(t)
     assert report.ok
     assert [c.status for c in report.functions if c.op == "sigmoid"] == ["skipped"]
+
+
+def test_recording_changes_no_number():
+    plain = train(Value, MLP, 2, n=20)
+    with trace.record() as t:
+        recorded = train(Value, MLP, 2, n=20)
+    assert recorded == plain
+    assert len(t.backward_roots) == 2
+
+
+def test_a_label_given_while_recording_names_the_node():
+    x = Value(2.0)
+    with trace.record() as t:
+        y = x * x
+        y.label = "y"
+        y.backward()
+    names = [t.node(n)["name"] for n in t.variables]
+    assert "y" in names
