@@ -454,9 +454,14 @@ class ScopeModel:
             ]
         is_function = np.zeros(len(order), dtype=bool)
         is_function[position[:n_plain]] = self.is_function[plain]
-        # edges between what is shown; a box's inner edges go, parallel ones become one
+        # edges between what is shown; a box's inner edges go, parallel ones become one. A
+        # variable a box made that is also used outside it stays shown, and its use inside
+        # the same box is an inner edge too (an RNN's state: made by one step's call, used by
+        # it and by the next; else box -> state -> box would be a cycle).
         u, v = local_index[self.edge_src], local_index[self.edge_dst]
-        keep = u != v
+        made_by = self._creator_local()[self.edge_src]
+        back_in = (made_by >= 0) & (local_index[np.maximum(made_by, 0)] == v)
+        keep = (u != v) & ~back_in
         u, v, slots = u[keep], v[keep], self.edge_slots[keep]
         if len(u):
             pair = u.astype(np.int64) * max(len(order), 1) + v
@@ -484,6 +489,16 @@ class ScopeModel:
             step_backward=self.step_backward,
             model=self,
         )
+
+    def _creator_local(self) -> NDArray[np.int64]:
+        """Per local node: the local index of the Function that made it (-1: none)."""
+        made = getattr(self, "_creators", None)
+        if made is None:
+            made = np.full(len(self.ids), -1, dtype=np.int64)
+            out = self.is_function[self.edge_src]  # the Function -> output edges
+            made[self.edge_dst[out]] = self.edge_src[out]
+            self._creators = made
+        return made
 
     def _module_boxes(
         self, indexes: NDArray[np.intp], box_scope: NDArray[np.int64], container: Any

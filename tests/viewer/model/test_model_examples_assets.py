@@ -40,6 +40,8 @@ def test_examples_have_titles_kinds_and_categories():
         "newton",
         "small_mlp",
         "residual_mlp",
+        "cnn_step",
+        "rnn_bptt",
     ):
         assert stem in examples
     assert examples["diamond"].kind == "expression"
@@ -91,7 +93,7 @@ def test_seed_values_of_the_examples():
     assert doc.playback.first_nonfinite() is not None
 
 
-@pytest.mark.parametrize("stem", ["newton", "small_mlp", "residual_mlp"])
+@pytest.mark.parametrize("stem", ["newton", "small_mlp", "residual_mlp", "cnn_step", "rnn_bptt"])
 def test_bundled_scripts_of_this_module_run(stem):
     doc = Document()
     run = doc.load_example(stem)
@@ -123,3 +125,11 @@ def test_the_residual_mlp_runs_six_identical_blocks_in_scopes():
         if row.cls == "Block":
             ops.setdefault(row.path, []).append(trace.node(f)["op"])
     assert len({tuple(v) for v in ops.values()}) == 1  # the same ops in every block
+
+
+@pytest.mark.parametrize(("stem", "word"), [("cnn_step", "loss"), ("rnn_bptt", "average loss")])
+def test_the_cnn_and_rnn_examples_learn(stem, word):
+    result = Document().load_example(stem).run()
+    assert result.ok, result.error
+    losses = [float(line.rsplit(" ", 1)[-1]) for line in result.stdout.splitlines() if word in line]
+    assert len(losses) == 3 and losses == sorted(losses, reverse=True)

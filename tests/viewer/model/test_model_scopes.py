@@ -537,3 +537,48 @@ def test_a_file_nesting_scopes_thousands_deep_opens_without_a_walk_per_depth(tmp
     assert top.name == "<b>s</b>"  # a name from a file, kept as plain text
     assert "module" not in doc.scene.kinds  # 6 nodes: it opens whole, at depth 4000
     assert doc.set_depth(0) and doc.scene.kinds.count("module") == 1
+
+
+def test_a_state_made_by_one_call_and_used_by_it_and_the_next_makes_no_cycle():
+    """An RNN-like model: each call makes a state that the call itself and the next call
+    use. Collapsed, the state stays shown (it leaves the box), and its use inside the box
+    that made it is an inner edge, not box -> state -> box (which was a cycle)."""
+    from autodiff.layers import Layer, Linear
+    from autodiff.models import Model
+
+    class Cell(Layer):
+        def __init__(self):
+            super().__init__()
+            self.x2h = Linear(3, in_size=2)
+            self.h2h = Linear(3, in_size=3, nobias=True)
+
+        def forward(self, x, h):
+            return F.tanh(self.x2h(x) if h is None else self.x2h(x) + self.h2h(h))
+
+    class Stepper(Model):
+        def __init__(self):
+            super().__init__()
+            self.cell = Cell()
+            self.fc = Linear(1, in_size=3)
+            self.h = None
+
+        def forward(self, x):
+            self.h = self.cell(x, self.h)
+            return self.fc(self.h)
+
+    np.random.seed(0)
+    model = Stepper()
+    rng = np.random.default_rng(0)
+    with record() as trace:
+        loss = 0
+        for _ in range(3):
+            loss = loss + F.sum(model(rng.standard_normal((1, 2))))
+        loss.backward()
+    doc = open_doc(trace)
+    for depth in (0, 1, 2):
+        assert doc.set_depth(depth) and doc.last_error is None, depth
+    doc.set_depth(0)
+    steppers = [i for i, n in enumerate(doc.scene.names) if n == "Stepper"]
+    assert len(steppers) == 3
+    states = {int(v) for u, v in doc.scene.edges if u in steppers}
+    assert len(states) >= 5  # each call's output and state leave its box
