@@ -42,6 +42,7 @@ def test_examples_have_titles_kinds_and_categories():
         "residual_mlp",
         "cnn_step",
         "rnn_bptt",
+        "micrograd_mlp",
     ):
         assert stem in examples
     assert examples["diamond"].kind == "expression"
@@ -93,7 +94,9 @@ def test_seed_values_of_the_examples():
     assert doc.playback.first_nonfinite() is not None
 
 
-@pytest.mark.parametrize("stem", ["newton", "small_mlp", "residual_mlp", "cnn_step", "rnn_bptt"])
+@pytest.mark.parametrize(
+    "stem", ["newton", "small_mlp", "residual_mlp", "cnn_step", "rnn_bptt", "micrograd_mlp"]
+)
 def test_bundled_scripts_of_this_module_run(stem):
     doc = Document()
     run = doc.load_example(stem)
@@ -133,3 +136,22 @@ def test_the_cnn_and_rnn_examples_learn(stem, word):
     assert result.ok, result.error
     losses = [float(line.rsplit(" ", 1)[-1]) for line in result.stdout.splitlines() if word in line]
     assert len(losses) == 3 and losses == sorted(losses, reverse=True)
+
+
+def test_the_micrograd_example_prints_micrograds_numbers_and_opens_as_a_script():
+    doc = Document()
+    result = doc.load_example("micrograd_mlp").run()
+    assert result.ok, result.error
+    # printed by karpathy/micrograd 0.1.0 for the same program (reference values)
+    assert result.stdout.splitlines() == [
+        "step 0: loss 18.432196",
+        "step 1: loss 8.705391",
+        "step 2: loss 4.462660",
+    ]
+    assert doc.apply_script_result(result)
+    assert [g.title.split(" · ")[2] for g in result.graphs] == [
+        "loss 18.4",
+        "loss 8.71",
+        "loss 4.46",
+    ]
+    assert "module" in doc.scene.kinds  # the neurons' scopes
