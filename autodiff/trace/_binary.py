@@ -167,6 +167,7 @@ def _write(trace: Trace, file: str | os.PathLike[str] | io.BytesIO) -> None:
         "backward_roots": [int(r) for r in trace.backward_roots],
         "scopes": [[r.name, r.cls, int(r.parent)] for r in trace.scopes()[1:]],
         "parameters": sorted(trace._parameters),
+        "cuts": [[int(n), int(k)] for n, k in sorted(trace._recorder._cut.items())],
     }
     out: dict[str, np.ndarray] = {}
     scope_of = trace._scope_of
@@ -380,6 +381,9 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
         rows.set_scope(node, sid)
     for v in _list(header.get("parameters", []), "parameters"):
         rows.mark_parameter(_int(v, "parameters", 0, n - 1))
+    for i, pair in enumerate(_list(header.get("cuts", []), "cuts")):
+        node, step = _list(pair, f"cuts[{i}]", 2)
+        rows.mark_cut(_int(node, f"cuts[{i}][0]", 0, n - 1), _int(step, f"cuts[{i}][1]", lo=0))
     kinds = {name: kind for kind, name in _EVENT_NAMES.items()}
     steps = len(t._raw)
     last = 0

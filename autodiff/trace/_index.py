@@ -401,14 +401,20 @@ class TraceIndex:
         self._index_structure()
         return self._creator.get(node_id, -1)
 
-    def ancestors(self, node_id: int) -> set[int]:
+    def ancestors(self, node_id: int, stop_at_cuts: bool = False) -> set[int]:
         """Every node with a path to ``node_id`` (as ``networkx.ancestors(t.graph, node_id)``,
-        without building the graph): its creator, the creator's inputs, and so on."""
+        without building the graph): its creator, the creator's inputs, and so on.
+
+        ``stop_at_cuts``: the graph as the engine held it when ``node_id`` was made, so a
+        variable whose history the program had cut (``unchain_backward()``) before then is a
+        leaf of it: truncated backprop's windows do not pull in every window before them."""
         if not 0 <= node_id < len(self._info):
             raise KeyError(f"Trace has no node {node_id!r} (ids are 0..{len(self._info) - 1})")
         self._index_structure()
         info = self._info
         creator = self._creator
+        cut = self._tables._cut if stop_at_cuts else {}
+        made_at = self.forward_step_of(creator.get(node_id, node_id)) if cut else -1
         found: set[int] = set()
         stack = [node_id]
         while stack:
@@ -416,6 +422,8 @@ class TraceIndex:
             entry = info[nid]
             if entry.kind == _FUNCTION:
                 parents = entry.inputs
+            elif cut and cut.get(nid, made_at + 1) <= made_at:
+                parents = ()  # cut before node_id was made: a leaf of its graph
             else:
                 c = creator.get(nid)
                 parents = () if c is None else (c,)

@@ -285,6 +285,7 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
             {"name": _cut(r.name, _MAX_NAME), "cls": _cut(r.cls, _MAX_OP), "parent": r.parent}
             for r in trace.scopes()[1:]
         ],
+        "cuts": [[node, step] for node, step in sorted(trace._recorder._cut.items())],
     }
 
 
@@ -396,6 +397,11 @@ def trace_from_dict(data: Any, make: Callable[[int], Trace]) -> Trace:
         _node_ref(t, r, f"backward_roots[{i}]", _VARIABLE)
     t.backward_roots = list(roots)
     _load_events(t, _list(data["events"], "events"))
+    for i, pair in enumerate(_list(data.get("cuts", []), "cuts")):
+        node, step = _list(pair, f"cuts[{i}]", 2)
+        t.tables.mark_cut(
+            _node_ref(t, node, f"cuts[{i}][0]", _VARIABLE), _int(step, f"cuts[{i}][1]", lo=0)
+        )
     return t
 
 

@@ -111,6 +111,7 @@ class Recorder:
     _scopes = _Decoded()  # scope instances: ScopeRow, by scope id (0: the root)
     _scope_of = _Decoded()  # node -> its scope id, for the nodes in one (others: 0)
     _parameters = _Decoded()  # the nodes that are Parameters
+    _cut = _Decoded()  # output node -> the step before which it was first used as a leaf
 
     def __init__(self, max_array_size: int) -> None:
         self.max_array_size = max_array_size
@@ -126,6 +127,7 @@ class Recorder:
         self._t_scopes: list[ScopeRow] = [ROOT_SCOPE]
         self._t_scope_of: dict[int, int] = {}
         self._t_parameters: set[int] = set()
+        self._t_cut: dict[int, int] = {}
         self._scope_depth = 0  # recording: scopes open now
         self._scope_now = 0  # decoding: the scope the tape is in
         self._tape: list = []
@@ -222,6 +224,11 @@ class Recorder:
 
     def mark_parameter(self, node: int) -> None:
         self._t_parameters.add(node)
+
+    def mark_cut(self, node: int, step: int) -> None:
+        """Variable ``node`` lost its creator (``unchain()``) and was used as a leaf from
+        step ``step`` on: graphs built after that stop at it."""
+        self._t_cut.setdefault(node, step)
 
     def add_forward_step(self, fid: int, values: tuple, during: int = -1) -> None:
         """Function ``fid`` ran forward (its inputs and outputs as its node has them)."""
@@ -397,6 +404,8 @@ class Recorder:
             elif kind == _T_INPUT:
                 _, key, ref, node_info, name, value, constant, grad, in_backward = e
                 if key in nid_of:  # an output used as a leaf after unchain(): known already
+                    # its history was cut (unchain_backward, truncated BPTT) before step k
+                    self._t_cut.setdefault(nid_of[key], k)
                     continue
                 nid = new(key, ref, node_info)
                 if name is not None:

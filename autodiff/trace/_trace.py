@@ -227,6 +227,15 @@ class Trace:
             )
         return out
 
+    def cut_at(self, node_id: int) -> int | None:
+        """The step before which variable ``node_id`` was first used as a leaf after the
+        program cut its history (``unchain()`` / ``unchain_backward()``); None if never."""
+        return self._recorder._cut.get(int(node_id))
+
+    def cuts(self) -> dict[int, int]:
+        """Every variable whose history was cut, and the step before which (see cut_at)."""
+        return dict(self._recorder._cut)
+
     def parameters(self) -> frozenset[int]:
         """The variable nodes that are ``Parameter``s (``node(id)['parameter']``, for all)."""
         return frozenset(self._parameters)

@@ -104,6 +104,17 @@ class TraceView:
             return node_scopes()
         return np.zeros(max(self._nodes, default=-1) + 1, dtype=np.int64)
 
+    def cut_at(self, node_id: int) -> int | None:
+        """The base trace's cut of ``node_id`` (see ``Trace.cut_at``)."""
+        cut_at = getattr(self.base, "cut_at", None)
+        return cut_at(node_id) if callable(cut_at) else None
+
+    def cuts(self) -> dict[int, int]:
+        """The base trace's cuts of the view's nodes."""
+        cuts = getattr(self.base, "cuts", None)
+        found = cuts() if callable(cuts) else {}
+        return {n: k for n, k in found.items() if n in self._node_set}
+
     def parameters(self) -> frozenset[int]:
         """The view's nodes that are Parameters."""
         return self.base.parameters() & self._node_set
@@ -225,7 +236,7 @@ def view_for_root(trace: Any, root: int, backward_pass: int = -1) -> TraceView:
         for name in ("ancestors", "forward_step_of", "steps_of_pass", "step")
     ):
         # An autodiff Trace: integer walks over its tables, whatever the length of the run.
-        nodes = trace.ancestors(root) | {root}
+        nodes = trace.ancestors(root, stop_at_cuts=True) | {root}
         picked = {k for k in (trace.forward_step_of(n) for n in nodes) if k >= 0}
         if backward_pass >= 0:
             for k in trace.steps_of_pass(backward_pass):

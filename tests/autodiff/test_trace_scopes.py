@@ -288,3 +288,53 @@ def test_bulk_readers_agree_with_node():
     assert view.parameters() == {n for n in view.variables if t.node(n)["parameter"]}
     with pytest.raises(KeyError, match="not in the trace"):
         t.shapes([len(ids)])
+
+
+# ------------------------------------------------------------- truncated backprop's cuts
+def _windows(n_windows=3, length=4):
+    """A state carried across windows; each window's loss is backpropagated, then
+    unchain_backward cuts the history (the book's truncated BPTT)."""
+    w = Variable(np.array(0.5), name="w")
+    h = Variable(np.array(0.0), name="h0")
+    with record() as t:
+        for _ in range(n_windows):
+            loss = 0
+            for _ in range(length):
+                h = F.tanh(h * w + 1.0)
+                loss = loss + h * h
+            w.cleargrad()
+            loss.backward()
+            loss.unchain_backward()
+    return t
+
+
+def test_a_window_after_a_cut_stops_at_the_cut_and_the_first_keeps_its_history():
+    t = _windows()
+    sizes = []
+    for k, root in enumerate(t.backward_roots):
+        view = view_for_root(t, root, k)
+        sizes.append(len(view.variables) + len(view.functions))
+        assert len([s for s in view.steps if s.phase == "forward"]) == 4 * 5  # its window only
+    assert sizes[1] == sizes[2]  # the windows do not pull in the ones before them
+    cut = t.cuts()
+    assert len(cut) == 2  # the state each later window starts from
+    for k, (node, step) in enumerate(sorted(cut.items()), start=1):
+        view = view_for_root(t, t.backward_roots[k], k)
+        assert node in view.variables and view.creator_of(node) == -1
+        assert t.cut_at(node) == step
+        first = view_for_root(t, t.backward_roots[k - 1], k - 1)
+        assert node in first.variables and first.creator_of(node) >= 0  # made there
+
+
+def test_saved_traces_keep_the_cuts():
+    t = _windows()
+    d = trace_to_dict(t)
+    buffer = io.BytesIO()
+    trace_to_npz(t, buffer)
+    buffer.seek(0)
+    for loaded in (trace_from_dict(json.loads(json.dumps(d))), trace_from_npz(buffer)):
+        assert loaded.cuts() == t.cuts()
+        sizes = [
+            len(view_for_root(loaded, r, k).functions) for k, r in enumerate(loaded.backward_roots)
+        ]
+        assert sizes[1] == sizes[2]

@@ -55,7 +55,7 @@ class LegendState:
 class LegendMark:
     """A mark drawn on top of a node's state.
 
-    ``kind``: 'leak_cycle' | 'leak_held' | 'nonfinite' | 'gradcheck' | 'wrong_backward' |
+    ``kind``: 'leak_cycle' | 'leak_held' | 'nonfinite' | 'cut' | 'gradcheck' | 'wrong_backward' |
     'current' | 'selection' | 'grad_carried'. ``overlay``: the Scene overlay kind that makes it
     ('' for marks the view draws itself). ``badges``: the texts of its badge (several for the
     colour scale of a gradient check; none for an outline)."""
@@ -112,6 +112,14 @@ MARKS: tuple[LegendMark, ...] = (
     ),
     LegendMark(
         "nonfinite", "nonfinite", ("NaN",), "NaN / Inf", "the first Function to produce NaN or Inf"
+    ),
+    LegendMark(
+        "cut",
+        "cut",
+        ("cut",),
+        "history cut",
+        "unchain_backward() cut this variable's history before this graph was built: it "
+        "enters as a leaf, and backward stops here (truncated backprop)",
     ),
     LegendMark(
         "gradcheck",

@@ -140,6 +140,7 @@ class Scene:
         self._labels: dict[int, str] = {}
         self._label_cache: tuple[NDArray[np.intp], list[str]] | None = None
         self._last_frame: Frame | None = None
+        self._mark_cuts()
         if scopes is not None:  # read once per trace: it looks at every step
             first = scopes.model.first_nonfinite
         else:
@@ -168,6 +169,32 @@ class Scene:
                 a = known[nid] = trace.node(nid)
             attrs.append(a)
         return attrs
+
+    def _mark_cuts(self) -> None:
+        """A 'cut' mark on each variable of this graph whose history the program cut
+        (unchain_backward) before the graph was built: it enters as a leaf."""
+        cuts = getattr(self.trace, "cuts", None)
+        cuts = cuts() if callable(cuts) else {}
+        if not cuts:
+            return
+        global_step = getattr(self.trace, "global_step", None)
+        first = global_step(0) if callable(global_step) and self._steps else 0
+        end = first + len(self._steps)
+        for nid, at in cuts.items():
+            i = self.index_of(int(nid))
+            if i < 0 or self.kinds[i] != "variable" or at > end:
+                continue
+            if self.trace.creator_of(int(nid)) < 0:  # a leaf here: the graph stops at it
+                self.set_overlay(
+                    int(nid),
+                    Overlay(
+                        "cut",
+                        "cut",
+                        self.palette.edge,
+                        "its history was cut (unchain_backward) before this graph: it enters "
+                        "as a leaf, and backward stops here",
+                    ),
+                )
 
     # --- identity ---------------------------------------------------------------
     @property

@@ -155,3 +155,24 @@ def test_the_micrograd_example_prints_micrograds_numbers_and_opens_as_a_script()
         "loss 4.46",
     ]
     assert "module" in doc.scene.kinds  # the neurons' scopes
+
+
+def test_truncated_bptt_graphs_stop_at_the_cut_and_mark_it():
+    doc = Document()
+    result = doc.load_example("rnn_bptt").run()
+    assert result.ok, result.error
+    assert doc.apply_script_result(result)
+
+    def cuts():
+        return [n for n, marks in doc.scene.overlays.items() for m in marks if m.kind == "cut"]
+
+    sizes = []
+    for k in range(len(result.graphs)):
+        assert doc.show_script_graph(k)
+        sizes.append(len(doc.trace.variables) + len(doc.trace.functions))
+        marked = cuts()
+        # six windows an epoch; reset_state() starts each epoch's first one from no state
+        assert len(marked) == (0 if k % 6 == 0 else 1), k
+        for n in marked:  # the window's starting state: a leaf of this graph
+            assert doc.trace.creator_of(n) == -1 and doc.trace.node(n)["kind"] == "variable"
+    assert len(sizes) == 18 and len({sizes[k] for k in range(18) if k % 6}) == 1  # no history

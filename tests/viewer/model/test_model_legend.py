@@ -141,11 +141,11 @@ def test_every_state_has_a_border_and_a_name():
 def test_marks_cover_every_overlay_and_outline():
     kinds = {m.kind for m in MARKS}
     assert kinds >= {"leak_cycle", "leak_held", "nonfinite", "gradcheck", "current"}
-    assert kinds >= {"selection", "wrong_backward"}
+    assert kinds >= {"selection", "wrong_backward", "cut"}
     # a state, listed once: with the variables, not again among the marks
     assert "grad_carried" not in kinds
     assert "grad_carried" in {e.state for e in VARIABLE_STATES}
-    assert {m.overlay for m in MARKS} == {"leak", "nonfinite", "gradcheck", ""}
+    assert {m.overlay for m in MARKS} == {"leak", "nonfinite", "gradcheck", "cut", ""}
 
 
 def test_badges_name_their_mark():
