@@ -25,7 +25,7 @@ from autodiff.core import (
     test_mode,
     using_config,
 )
-from autodiff.dataloaders import DataLoader
+from autodiff.dataloaders import DataLoader, SeqDataLoader
 from autodiff.datasets import Dataset
 from autodiff.layers import Layer
 from autodiff.models import Model
@@ -38,6 +38,7 @@ __all__ = [
     "Layer",
     "Model",
     "Parameter",
+    "SeqDataLoader",
     "Variable",
     "as_array",
     "as_variable",

@@ -10,6 +10,7 @@ need no derivative of their own.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -707,10 +708,20 @@ def mean_squared_error_simple(x0: Any, x1: Any) -> Variable:
 class MeanSquaredError(Function):
     def forward(self, x0, x1):
         if x0.shape != x1.shape:
-            raise ValueError(
-                f"mean_squared_error: shapes {x0.shape} and {x1.shape} differ; "
-                "pass a prediction and a target of the same shape"
-            )
+            # DeZero broadcasts (the book's step 59 compares a (1, 1) prediction with a (1,)
+            # target); a broadcast that makes more elements than either side has is the
+            # classic bug ((N, 1) against (N,) is (N, N)) and is refused
+            try:
+                shape = np.broadcast_shapes(x0.shape, x1.shape)
+            except ValueError:
+                shape = None
+            # (this module's max is the op: the larger size, spelled out)
+            if shape is None or math.prod(shape) != (x0.size if x0.size > x1.size else x1.size):
+                raise ValueError(
+                    f"mean_squared_error: shapes {x0.shape} and {x1.shape} differ"
+                    + ("" if shape is None else f" and would broadcast to {shape}")
+                    + "; pass a prediction and a target of the same shape"
+                )
         diff = x0 - x1
         return _add_reduce(diff**2, axis=None) / len(diff)
 

@@ -373,3 +373,41 @@ def test_named_parameters_are_dotted_paths():
     assert names == ["l0.W", "l0.b", "l1.W", "l1.b"]
     params = [p for _, p in net.named_parameters()]
     assert params == list(net.params())
+
+
+# ------------------------------------------------------------- the book's steps 28, 59, 60
+def test_core_simple_serves_steps_23_to_32():
+    """Step 28: ``from dezero.core_simple import Variable, setup_variable`` with dezero read
+    as autodiff; Rosenbrock by gradient descent, as the step does."""
+    from autodiff.core_simple import Variable as SimpleVariable
+    from autodiff.core_simple import setup_variable
+
+    setup_variable()
+    x0, x1 = SimpleVariable(np.array(0.0)), SimpleVariable(np.array(2.0))
+    for _ in range(1000):
+        y = 100 * (x1 - x0**2) ** 2 + (x0 - 1) ** 2
+        x0.cleargrad()
+        x1.cleargrad()
+        y.backward()
+        x0.data -= 0.001 * x0.grad
+        x1.data -= 0.001 * x1.grad
+    # the step prints variable(0.68371...) variable(0.46595...) after its 1000 iterations
+    assert float(x0.data) == pytest.approx(0.6837118569138317, abs=1e-12)
+    assert float(x1.data) == pytest.approx(0.4659526837427042, abs=1e-12)
+
+
+def test_mean_squared_error_broadcasts_as_dezero_unless_it_grows():
+    y = Variable(np.array([[0.5]]))  # step 59: a (1, 1) prediction, a (1,) target
+    loss = F.mean_squared_error(y, np.array([0.2]))
+    loss.backward()
+    assert float(loss.data) == pytest.approx(0.09)
+    assert y.grad.shape == (1, 1) and float(y.grad.data[0, 0]) == pytest.approx(0.6)
+    with pytest.raises(ValueError, match=r"\(4, 1\) and \(4,\) differ and would broadcast to"):
+        F.mean_squared_error(np.ones((4, 1)), np.ones(4))  # (4, 4): the classic bug
+
+
+def test_seq_data_loader_is_importable_from_the_package():
+    from autodiff import SeqDataLoader
+    from autodiff.dataloaders import SeqDataLoader as Same
+
+    assert SeqDataLoader is Same
