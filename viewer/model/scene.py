@@ -39,6 +39,7 @@ from viewer.model.scene_text import (
     accumulation_text,
     label_detail,
     module_label,
+    module_name,
     node_name,
     nonfinite_badge,
 )
@@ -602,10 +603,7 @@ class Scene:
 
 
 def _box_attrs(box: ModuleBox) -> dict[str, Any]:
-    name = (
-        f"{box.cls or box.name} \N{MULTIPLICATION SIGN} {box.count}" if box.count > 1 else box.name
-    )
-    return {"kind": "module", "name": name, "shape": None, "constant": False}
+    return {"kind": "module", "name": module_name(box), "shape": None, "constant": False}
 
 
 def _short(x: float) -> str:

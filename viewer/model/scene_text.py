@@ -94,14 +94,20 @@ def node_name(attrs: Mapping[str, Any]) -> str:
 MODULE_LABEL_LINES = 4  # a module box: name and class, shapes, parameters, what ran
 
 
+def module_name(box: Any) -> str:
+    """A module box's name: the last part of its path, or ``Block \u00d7 12`` for a folded run."""
+    if box.count > 1:
+        return f"{box.cls or box.name} \N{MULTIPLICATION SIGN} {box.count}"
+    return box.name
+
+
 def module_label(box: Any, inputs: Sequence[str], outputs: Sequence[str], status: str) -> str:
     """A module box's label (``box``: a :class:`~viewer.model.scopes.ModuleBox`): ``l1 ·
     Linear`` (``Block \u00d7 12`` for a folded run), ``2x3 → 2x4``, ``2 params (12 values)``, and
     ``status`` (what ran in it and its parameters' gradient norm)."""
-    if box.count > 1:
-        title = f"{box.cls or box.name} \N{MULTIPLICATION SIGN} {box.count}"
-    else:
-        title = f"{box.name} · {box.cls}" if box.cls and box.cls != box.name else box.name
+    title = module_name(box)
+    if box.count == 1 and box.cls and box.cls != box.name:
+        title = f"{box.name} · {box.cls}"
     shapes = f"{', '.join(inputs) or '-'} → {', '.join(outputs) or '-'}"
     n = len(box.params)
     plural = "s" if n != 1 else ""
