@@ -13,6 +13,7 @@ Everything here is derived lazily from the recorder's compact tables (``_info``,
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import enum
 import gc
@@ -401,13 +402,16 @@ class TraceIndex:
         self._index_structure()
         return self._creator.get(node_id, -1)
 
-    def ancestors(self, node_id: int, stop_at_cuts: bool = False) -> set[int]:
+    def ancestors(
+        self, node_id: int, stop_at_cuts: bool = False, limit: int | None = None
+    ) -> set[int]:
         """Every node with a path to ``node_id`` (as ``networkx.ancestors(t.graph, node_id)``,
         without building the graph): its creator, the creator's inputs, and so on.
 
         ``stop_at_cuts``: the graph as the engine held it when ``node_id`` was made, so a
         variable whose history the program had cut (``unchain_backward()``) before then is a
-        leaf of it: truncated backprop's windows do not pull in every window before them."""
+        leaf of it: truncated backprop's windows do not pull in every window before them.
+        ``limit``: at most that many, the nearest first (breadth first)."""
         if not 0 <= node_id < len(self._info):
             raise KeyError(f"Trace has no node {node_id!r} (ids are 0..{len(self._info) - 1})")
         self._index_structure()
@@ -416,9 +420,10 @@ class TraceIndex:
         cut = self._tables._cut if stop_at_cuts else {}
         made_at = self.forward_step_of(creator.get(node_id, node_id)) if cut else -1
         found: set[int] = set()
-        stack = [node_id]
-        while stack:
-            nid = stack.pop()
+        queue = collections.deque([node_id])
+        full = len(self._info) if limit is None else max(0, int(limit))
+        while queue and len(found) < full:
+            nid = queue.popleft()
             entry = info[nid]
             if entry.kind == _FUNCTION:
                 parents = entry.inputs
@@ -428,9 +433,9 @@ class TraceIndex:
                 c = creator.get(nid)
                 parents = () if c is None else (c,)
             for p in parents:
-                if p not in found:
+                if p not in found and len(found) < full:
                     found.add(p)
-                    stack.append(p)
+                    queue.append(p)
         found.discard(node_id)
         return found
 

@@ -81,11 +81,22 @@ def _dot_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
+_DOT_DETACHED = ', style="filled,dashed", color=gray60, fillcolor=gray92, fontcolor=gray40'
+
+
+def _detached_of(trace: Any) -> frozenset[int]:
+    """A view's detached nodes (history cut before its graph); none for a whole trace."""
+    detached = getattr(trace, "detached", None)
+    return frozenset(detached()) if callable(detached) else frozenset()
+
+
 def to_dot(trace: Trace) -> str:
     """DOT text in DeZero's colours: variables orange ellipses, functions light blue boxes;
     each scope instance (a Layer's call, an ``autodiff.scope`` block) is a cluster around the
-    nodes made in it, nested as the scopes are."""
+    nodes made in it, nested as the scopes are. A view's detached history (cut before its
+    graph by unchain_backward) is grey and dashed."""
     g = trace.graph
+    detached = _detached_of(trace)
     node_lines: dict[int, str] = {}
     for nid, a in g.nodes(data=True):
         if a["kind"] == "function":
@@ -103,13 +114,21 @@ def to_dot(trace: Trace) -> str:
             parts.append(f"gen {a['generation']}" + (" const" if a["constant"] else ""))
             label = "\n".join(p for p in parts if p)
             node_lines[nid] = f'{nid} [label="{_dot_escape(label)}", color=orange, style=filled]'
+        if nid in detached:
+            node_lines[nid] = node_lines[nid][:-1] + _DOT_DETACHED + "]"
     scopes = trace.scopes()
-    scope_of = trace._scope_of
+    scope_ids = np.asarray(trace.node_scopes(), dtype=np.int64).reshape(-1)
     members: dict[int, list[int]] = {}
     for nid in node_lines:
-        members.setdefault(scope_of.get(nid, 0), []).append(nid)
+        sid = int(scope_ids[nid]) if 0 <= nid < len(scope_ids) else 0
+        members.setdefault(sid if 0 <= sid < len(scopes) else 0, []).append(nid)
+    used = set()  # the scopes around the graph's nodes (a view: not the whole run's)
+    for sid in members:
+        while sid and sid not in used:
+            used.add(sid)
+            sid = scopes[sid].parent
     children: dict[int, list[int]] = {}
-    for sid in range(1, len(scopes)):
+    for sid in sorted(used):
         children.setdefault(scopes[sid].parent, []).append(sid)
     lines = ["digraph g {"]
 
@@ -135,7 +154,8 @@ def to_dot(trace: Trace) -> str:
 
     cluster(0, "")
     for u, v, _k in sorted(g.edges(keys=True)):
-        lines.append(f"{u} -> {v}")
+        faint = " [style=dashed, color=gray60]" if u in detached or v in detached else ""
+        lines.append(f"{u} -> {v}{faint}")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -159,8 +179,10 @@ def _xml_text(text: Any) -> str:
 
 
 def to_graphml(trace: Trace, path: str | os.PathLike[str]) -> None:
-    """GraphML with flat attributes (GraphML has no None or nested values: '' and -1 stand in)."""
+    """GraphML with flat attributes (GraphML has no None or nested values: '' and -1 stand in);
+    ``detached``: in a view's history cut before its graph."""
     g = trace.graph
+    detached = _detached_of(trace)
     flat = nx.MultiDiGraph()
     for nid, a in g.nodes(data=True):
         attrs: dict[str, Any] = {
@@ -174,6 +196,7 @@ def to_graphml(trace: Trace, path: str | os.PathLike[str]) -> None:
             "grad_of": -1 if a["grad_of"] is None else a["grad_of"],
             "scope": _xml_text(a["scope"]),
             "parameter": a["parameter"],
+            "detached": nid in detached,
         }
         if a["kind"] == "variable":
             _flat_snapshot("value", a["value"], attrs)

@@ -29,12 +29,24 @@ __all__ = ["TraceView", "view_for_root"]
 
 
 class TraceView:
-    """The part of ``trace`` made of ``node_ids`` and the steps ``step_indexes`` (global)."""
+    """The part of ``trace`` made of ``node_ids`` and the steps ``step_indexes`` (global).
 
-    def __init__(self, trace: Any, node_ids: Iterable[int], step_indexes: Iterable[int]) -> None:
+    ``detached``: nodes of the view that are history the program had cut
+    (``unchain_backward()``) before the view's graph was built. They are drawn, with no steps
+    of their own; a variable of the graph made by one of them enters the graph as a leaf
+    (``creator_of`` is -1), and backward stops there."""
+
+    def __init__(
+        self,
+        trace: Any,
+        node_ids: Iterable[int],
+        step_indexes: Iterable[int],
+        detached: Iterable[int] = (),
+    ) -> None:
         self.base = trace
-        self._nodes = sorted({int(n) for n in node_ids})
+        self._nodes = sorted({int(n) for n in node_ids} | {int(n) for n in detached})
         self._node_set = set(self._nodes)
+        self._detached = frozenset(int(n) for n in detached)
         self._global = sorted({int(i) for i in step_indexes})
         step_of = getattr(trace, "step", None)
         if callable(step_of):  # one Step at a time: the whole run's steps are not built
@@ -115,6 +127,10 @@ class TraceView:
         found = cuts() if callable(cuts) else {}
         return {n: k for n, k in found.items() if n in self._node_set}
 
+    def detached(self) -> frozenset[int]:
+        """The view's nodes that are cut-off history: drawn, never stepped through."""
+        return self._detached
+
     def parameters(self) -> frozenset[int]:
         """The view's nodes that are Parameters."""
         return self.base.parameters() & self._node_set
@@ -124,9 +140,14 @@ class TraceView:
 
     def creator_of(self, node_id: int) -> int:
         """The function node of the view that produced ``node_id``; -1 for a leaf, a constant
-        or a variable whose creator is outside the view (as ``in_degree`` in its graph)."""
+        or a variable whose creator is outside the view (as ``in_degree`` in its graph), or
+        in its detached history (the variable enters this graph as a leaf: backward stops)."""
         creator = self.base.creator_of(node_id)
-        return creator if creator in self._node_set else -1
+        if creator not in self._node_set:
+            return -1
+        if creator in self._detached and node_id not in self._detached:
+            return -1
+        return creator
 
     @property
     def backward_roots(self) -> list[int]:
@@ -227,10 +248,22 @@ class TraceView:
         _trace_io.to_graphml(self, path)
 
 
-def view_for_root(trace: Any, root: int, backward_pass: int = -1) -> TraceView:
+DETACHED_MIN = 64  # the detached history drawn: at least this many nodes...
+DETACHED_PER_NODE = 1  # ...or this many per node of the graph itself, the nearest first
+
+
+def view_for_root(
+    trace: Any, root: int, backward_pass: int = -1, detached_limit: int | None = None
+) -> TraceView:
     """The graph behind ``root``: its ancestors and the forward steps that built them, plus
     backward pass ``backward_pass`` (and the gradient graph it recorded under
-    ``create_graph=True``) when it is >= 0."""
+    ``create_graph=True``) when it is >= 0.
+
+    The graph is what the engine held when ``root`` was made: a variable whose history the
+    program had cut before then (``unchain_backward()``) is a leaf of it. That history, back
+    to the cut before it, comes with the view as ``detached`` nodes (at most
+    ``detached_limit``, the nearest first; by default as many as the graph has nodes, at
+    least DETACHED_MIN): drawn greyed, with none of its steps."""
     if all(
         callable(getattr(trace, name, None))
         for name in ("ancestors", "forward_step_of", "steps_of_pass", "step")
@@ -245,7 +278,9 @@ def view_for_root(trace: Any, root: int, backward_pass: int = -1) -> TraceView:
                 nodes.add(step.function)
                 nodes.update(step.inputs)
                 nodes.update(step.outputs)
-        return TraceView(trace, nodes, picked)
+        if detached_limit is None:
+            detached_limit = max(DETACHED_MIN, DETACHED_PER_NODE * len(nodes))
+        return TraceView(trace, nodes, picked, _detached(trace, root, nodes, detached_limit))
     graph = trace.graph
     nodes = set(nx.ancestors(graph, root)) | {root}
     steps = []
@@ -261,3 +296,26 @@ def view_for_root(trace: Any, root: int, backward_pass: int = -1) -> TraceView:
             nodes.update(step.inputs)
             nodes.update(step.outputs)
     return TraceView(trace, nodes, steps)
+
+
+def _detached(trace: Any, root: int, nodes: set[int], limit: int) -> set[int]:
+    """The history behind the graph's cut leaves (variables of ``nodes`` whose history was
+    cut before ``root`` was made), each back to the cut before it: at most ``limit`` nodes
+    not in ``nodes``, the nearest to the cuts first."""
+    cuts_of = getattr(trace, "cuts", None)
+    cuts = cuts_of() if callable(cuts_of) else {}
+    if not cuts or limit <= 0:
+        return set()
+    creator = trace.creator_of(root)
+    made_at = trace.forward_step_of(creator if creator >= 0 else root)
+    leaves = sorted(
+        n for n in nodes if cuts.get(n, made_at + 1) <= made_at and trace.creator_of(n) >= 0
+    )
+    found: set[int] = set()
+    for leaf in leaves:
+        left = limit - len(found)
+        if left <= 0:
+            break
+        history = trace.ancestors(leaf, stop_at_cuts=True, limit=left + len(nodes)) - nodes
+        found.update(sorted(history)[-left:] if len(history) > left else history)
+    return found

@@ -3,6 +3,7 @@
 import io
 import json
 
+import networkx as nx
 import numpy as np
 import pytest
 
@@ -338,3 +339,54 @@ def test_saved_traces_keep_the_cuts():
             len(view_for_root(loaded, r, k).functions) for k, r in enumerate(loaded.backward_roots)
         ]
         assert sizes[1] == sizes[2]
+        for k, r in enumerate(loaded.backward_roots):
+            assert view_for_root(loaded, r, k).detached() == view_for_root(t, r, k).detached()
+
+
+def test_the_history_a_window_was_cut_from_comes_with_it_detached_and_never_stepped():
+    t = _windows()
+    assert not view_for_root(t, t.backward_roots[0], 0).detached()  # nothing cut before it
+    for k, (node, _) in enumerate(sorted(t.cuts().items()), start=1):
+        view = view_for_root(t, t.backward_roots[k], k)
+        detached = view.detached()
+        live = set(view.variables) | set(view.functions)
+        assert detached <= live  # drawn: part of the view's nodes...
+        live -= detached
+        # ...the window before, back to its own cut: the tanh chain that made the state
+        assert detached == t.ancestors(node, stop_at_cuts=True) - live
+        assert t.creator_of(node) in detached and view.creator_of(node) == -1
+        assert [t.node(n)["op"] for n in detached if n in view.functions].count("Tanh") == 4
+        for step in view.steps:  # its steps are not the view's: backward never runs there
+            assert not {step.function, *step.inputs, *step.outputs} & detached
+        pairs, _ = view.edges()
+        assert [t.creator_of(node), node] in pairs.tolist()  # the cut edge is drawn
+
+
+def test_the_detached_history_is_bounded_nearest_first():
+    t = _windows(n_windows=2, length=50)
+    ((node, _),) = t.cuts().items()
+    made_by = t.creator_of(node)
+    assert t.ancestors(node, limit=1) == {made_by}
+    assert len(t.ancestors(node, limit=5)) == 5
+    assert t.ancestors(node, limit=10**9) == t.ancestors(node)
+    view = view_for_root(t, t.backward_roots[1], 1, detached_limit=7)
+    assert len(view.detached()) == 7 and made_by in view.detached()
+    assert not view_for_root(t, t.backward_roots[1], 1, detached_limit=0).detached()
+    whole = view_for_root(t, t.backward_roots[1], 1)  # by default: up to the graph's own size
+    live = len(whole.variables) + len(whole.functions) - len(whole.detached())
+    assert 0 < len(whole.detached()) <= live
+
+
+def test_dot_and_graphml_of_a_window_mark_its_detached_history(tmp_path):
+    t = _windows()
+    view = view_for_root(t, t.backward_roots[1], 1)
+    detached = view.detached()
+    dot = view.to_dot()
+    dashed = {int(line.split()[0]) for line in dot.splitlines() if "fillcolor=gray92" in line}
+    assert dashed == detached
+    (node, _), *_ = sorted(t.cuts().items())
+    assert f"{t.creator_of(node)} -> {node} [style=dashed, color=gray60]" in dot  # the cut
+    assert "fillcolor=gray92" not in view_for_root(t, t.backward_roots[0], 0).to_dot()
+    view.to_graphml(tmp_path / "w.graphml")
+    flat = nx.read_graphml(tmp_path / "w.graphml")
+    assert {int(n) for n, a in flat.nodes(data=True) if a["detached"]} == detached

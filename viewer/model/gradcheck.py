@@ -109,10 +109,14 @@ OVERLAY_KIND = "gradcheck"
 # Every Function of a graph
 # =============================================================================
 def _function_ids(trace: TraceReader) -> list[int]:
+    """The graph's Functions; not those of a detached history (cut before the graph by
+    unchain_backward: they belong to an earlier graph, and are checked there)."""
     functions = getattr(trace, "functions", None)
-    if functions is not None:
-        return list(functions)
-    return [n for n, a in trace.graph.nodes(data=True) if a["kind"] == "function"]
+    if functions is None:
+        functions = [n for n, a in trace.graph.nodes(data=True) if a["kind"] == "function"]
+    detached_of = getattr(trace, "detached", None)
+    detached = detached_of() if callable(detached_of) else frozenset()
+    return [f for f in functions if f not in detached]
 
 
 def _live(trace: TraceReader, node_id: int) -> Any:

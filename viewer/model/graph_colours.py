@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 
 from viewer.model.node_states import STATE_NAMES
 
-__all__ = ["DARK", "LIGHT", "PALETTES", "Palette", "error_colour"]
+__all__ = ["DARK", "LIGHT", "PALETTES", "Palette", "error_colour", "faded"]
 
 
 def _rgba(hex_colour: str, alpha: int = 255) -> tuple[int, int, int, int]:
@@ -146,3 +146,20 @@ def error_colour(error: float) -> tuple[int, int, int, int]:
     if error >= 1e-6:
         return _rgba("#f08c00")
     return _rgba("#2f9e44")
+
+
+DETACHED_FADE = 0.7  # how far a detached node's fill goes toward the background
+
+
+def faded(fill: NDArray[np.uint8], background: tuple[int, int, int, int]) -> NDArray[np.uint8]:
+    """``(n, 4)`` fills greyed toward ``background``: what the view draws for history the
+    program cut (unchain_backward) before the graph. The state stays readable: the fills
+    are desaturated and lightened (darkened on a dark background), not replaced."""
+    rgb = np.asarray(fill, dtype=np.float64)[:, :3]
+    grey = rgb @ np.array([0.299, 0.587, 0.114])
+    mixed = 0.5 * rgb + 0.5 * grey[:, None]
+    back = np.asarray(background[:3], dtype=np.float64)
+    out = (1 - DETACHED_FADE) * mixed + DETACHED_FADE * back
+    result = np.asarray(fill, dtype=np.uint8).copy()
+    result[:, :3] = np.clip(np.rint(out), 0, 255).astype(np.uint8)
+    return result

@@ -84,6 +84,9 @@ class NodeInfo:
     passing: tuple[tuple[str, int, ArrayInfo], ...] = ()
     # for a module box (kind 'module'): its rows (path, class, parameters, what ran in it)
     module_rows: tuple[tuple[str, str], ...] = ()
+    # a cut (unchain_backward): the leaf where this graph's history was cut, or a node of
+    # the detached history drawn behind it; '' for neither
+    history: str = ""
 
     @property
     def title(self) -> str:
@@ -122,6 +125,8 @@ class NodeInfo:
             rows.append((f"∇ at {op} arg {slot} (not stored)", info.text))
         if self.note:
             rows.append(("note", self.note))
+        if self.history:
+            rows.append(("history", self.history))
         if self.creator is not None:
             rows.append(("creator", self.creator.label))
         if self.consumers:
@@ -186,6 +191,27 @@ def inspect(trace: TraceReader, node_id: int, step_index: int) -> NodeInfo:
         live=_is_live(trace, node_id),
         note=shown.note,
         passing=passing,  # type: ignore[arg-type]
+        history=_history(trace, node_id, kind),
+    )
+
+
+def _history(trace: TraceReader, node_id: int, kind: str) -> str:
+    """What a cut (unchain_backward) did here: '' if nothing."""
+    detached_of = getattr(trace, "detached", None)
+    detached = detached_of() if callable(detached_of) else frozenset()
+    if node_id in detached:
+        return (
+            "detached: the program cut this history (unchain_backward) before this graph was "
+            "built; shown as it was left, and this graph's backward does not run here"
+        )
+    cut_at = getattr(trace, "cut_at", None)
+    at = cut_at(node_id) if kind == "variable" and callable(cut_at) else None
+    if at is None or trace.creator_of(node_id) >= 0:
+        return ""
+    behind = " (greyed, above)" if detached else ""
+    return (
+        f"cut: its history{behind} was cut (unchain_backward) before trace step {at}; "
+        "it enters this graph as a leaf and backward stops here"
     )
 
 

@@ -55,10 +55,10 @@ class LegendState:
 class LegendMark:
     """A mark drawn on top of a node's state.
 
-    ``kind``: 'leak_cycle' | 'leak_held' | 'nonfinite' | 'cut' | 'gradcheck' | 'wrong_backward' |
-    'current' | 'selection' | 'grad_carried'. ``overlay``: the Scene overlay kind that makes it
-    ('' for marks the view draws itself). ``badges``: the texts of its badge (several for the
-    colour scale of a gradient check; none for an outline)."""
+    ``kind``: 'leak_cycle' | 'leak_held' | 'nonfinite' | 'cut' | 'detached' | 'gradcheck' |
+    'wrong_backward' | 'current' | 'selection' | 'grad_carried'. ``overlay``: the Scene
+    overlay kind that makes it ('' for marks the view draws itself). ``badges``: the texts of
+    its badge (several for the colour scale of a gradient check; none for an outline)."""
 
     kind: str
     overlay: str
@@ -120,6 +120,15 @@ MARKS: tuple[LegendMark, ...] = (
         "history cut",
         "unchain_backward() cut this variable's history before this graph was built: it "
         "enters as a leaf, and backward stops here (truncated backprop)",
+    ),
+    LegendMark(
+        "detached",
+        "",
+        (),
+        "detached history",
+        "what unchain_backward() cut off before this graph was built, drawn greyed with "
+        "dashed edges: its values are as the program left them, and this graph's backward "
+        "does not run through it",
     ),
     LegendMark(
         "gradcheck",

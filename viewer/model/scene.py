@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from autodiff.trace import NodeState, TraceReader
-from viewer.model.graph_colours import PALETTES, Palette
+from viewer.model.graph_colours import PALETTES, Palette, faded
 from viewer.model.graph_layout import GraphLayout
 from viewer.model.hit_tests import edge_at, node_at
 from viewer.model.node_display import NodeDisplay, node_display
@@ -45,7 +45,12 @@ from viewer.model.scene_text import (
 )
 from viewer.model.scopes import ModuleBox, VisibleGraph
 
-__all__ = ["Frame", "Scene"]
+__all__ = ["DETACHED_NOTE", "Frame", "Scene"]
+
+DETACHED_NOTE = (
+    "[detached] history the program cut (unchain_backward) before this graph was built: "
+    "shown as the program left it; this graph's backward does not run here"
+)
 
 
 @dataclass
@@ -121,6 +126,7 @@ class Scene:
             module_size=(max(MODULE_SIZE[0], layout.module_width), MODULE_SIZE[1]),
         )
         self.geometry.arrow_points = arrow_heads(self.geometry, self.edges)
+        self._mark_detached(trace)
         self.overlays = NodeOverlays()
         self._edges_of: list[list[int]] = [[] for _ in range(n)]
         for e, (u, v) in enumerate(self.edges.tolist()):
@@ -171,6 +177,27 @@ class Scene:
             attrs.append(a)
         return attrs
 
+    def _mark_detached(self, trace: TraceReader) -> None:
+        """The nodes (and edges touching them) of the history the program cut before this
+        graph: the view draws them greyed (``Frame.fill``) and dashed."""
+        detached_of = getattr(trace, "detached", None)
+        ids = detached_of() if callable(detached_of) else ()
+        if not ids:
+            return
+        detached = np.isin(self.node_ids, np.fromiter(ids, dtype=np.int64, count=len(ids)))
+        if not detached.any():
+            return
+        self.geometry.detached = detached
+        self.geometry.detached_edges = (
+            detached[self.edges].any(axis=1) if len(self.edges) else np.zeros(0, dtype=bool)
+        )
+
+    @property
+    def detached(self) -> NDArray[np.bool_]:
+        """(n,) which nodes are history cut before this graph (greyed, no steps)."""
+        d = self.geometry.detached
+        return d if d is not None else np.zeros(self.n_nodes, dtype=bool)
+
     def _mark_cuts(self) -> None:
         """A 'cut' mark on each variable of this graph whose history the program cut
         (unchain_backward) before the graph was built: it enters as a leaf."""
@@ -181,9 +208,10 @@ class Scene:
         global_step = getattr(self.trace, "global_step", None)
         first = global_step(0) if callable(global_step) and self._steps else 0
         end = first + len(self._steps)
+        detached = self.detached
         for nid, at in cuts.items():
             i = self.index_of(int(nid))
-            if i < 0 or self.kinds[i] != "variable" or at > end:
+            if i < 0 or self.kinds[i] != "variable" or at > end or detached[i]:
                 continue
             if self.trace.creator_of(int(nid)) < 0:  # a leaf here: the graph stops at it
                 self.set_overlay(
@@ -270,6 +298,14 @@ class Scene:
             event_steps = np.concatenate([event_steps, inside.astype(np.int64)])
             event_nodes = np.concatenate([event_nodes, where[inside]])
             event_codes = np.concatenate([event_codes, ran])
+        detached = self.geometry.detached
+        if self.modules and detached is not None:
+            # a box of cut-off history ran before this graph: it shows as having run forward
+            boxes = np.array([i for i in self.modules if detached[i]], dtype=np.intp)
+            event_steps = np.concatenate([event_steps, np.full(len(boxes), -1, np.int64)])
+            event_nodes = np.concatenate([event_nodes, boxes])
+            ran = np.full(len(boxes), STATE_CODES[NodeState.VALUE], dtype=np.int8)
+            event_codes = np.concatenate([event_codes, ran])
         order = np.argsort(event_steps, kind="stable")
         self._event_steps = event_steps[order]
         self._event_nodes = event_nodes[order]
@@ -326,6 +362,11 @@ class Scene:
                     codes[i] = STATE_CODES[shown.state]
                 fill = fill.copy()
                 fill[patched] = self.palette.variable_fill[codes[patched]]
+        if self.geometry.detached is not None:
+            fill = fill.copy()
+            fill[self.geometry.detached] = faded(
+                fill[self.geometry.detached], self.palette.background
+            )
         nonfinite = np.zeros(self.n_nodes, dtype=bool)
         current_function = -1
         current_nodes = np.zeros(0, np.intp)
@@ -464,6 +505,8 @@ class Scene:
         ran = self._last_phase(index, step)
         if now and ran:
             status = "▶ forward" if ran == "forward" else "◀ backward"
+        elif self.detached[index]:
+            status = "ran before this graph (cut off)"
         else:
             status = f"ran {ran}" if ran else "not run yet"
         norm = self.parameter_grad_norm(index, step)
@@ -526,6 +569,12 @@ class Scene:
         return self.text.edge_tooltip(edge)
 
     def node_tooltip(self, index: int, step: int) -> str:
+        text = self._node_tooltip(index, step)
+        if self.detached[index]:
+            text += "\n" + DETACHED_NOTE
+        return text
+
+    def _node_tooltip(self, index: int, step: int) -> str:
         step = max(-1, min(int(step), self.n_steps - 1))
         nid = int(self.node_ids[index])
         if index in self.modules:

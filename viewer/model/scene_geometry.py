@@ -36,6 +36,10 @@ class SceneGeometry:
     # module boxes (collapsed scopes, folded repeats); None: the graph has none
     is_module: NDArray[np.bool_] | None = None
     module_size: tuple[float, float] = MODULE_SIZE
+    # history the program cut before this graph (unchain_backward), drawn greyed: per node,
+    # and per edge (an edge with a detached end); None: the graph has none
+    detached: NDArray[np.bool_] | None = None
+    detached_edges: NDArray[np.bool_] | None = None
 
     @property
     def modules(self) -> NDArray[np.bool_]:

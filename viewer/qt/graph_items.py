@@ -8,6 +8,7 @@ when a node is large enough on screen to read them.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ __all__ = [
     "OverlayLayer",
     "kind_of_key",
     "polyline_path",
+    "style_of_key",
 ]
 
 # Never paint more labels than this in one frame, whatever the zoom.
@@ -76,9 +78,40 @@ VARIABLE, FUNCTION, MODULE = 0, 1, 2
 _KIND_NAMES = ("variable", "function", "module")
 
 
+DETACHED_KEY = 500  # added to a style key for a node of cut-off history (drawn faded)
+
+
 def kind_of_key(key: int) -> str:
-    """'variable', 'function' or 'module' for a style key (1000 * kind + state code)."""
+    """'variable', 'function' or 'module' for a style key (1000 * kind + state code, plus
+    DETACHED_KEY for a detached node)."""
     return _KIND_NAMES[min(max(int(key) // 1000, 0), 2)]
+
+
+def style_of_key(theme: Theme, key: int, state_names: Sequence[str]) -> NodeStyle:
+    """The theme's style for a style key: its kind and state's, faded toward the graph's
+    background for a detached node (history unchain_backward cut before the graph)."""
+    code = int(key) % 1000
+    detached = code >= DETACHED_KEY
+    code -= DETACHED_KEY if detached else 0
+    state = state_names[code] if 0 <= code < len(state_names) else "default"
+    style = theme.node_style(kind_of_key(key), state)
+    if not detached:
+        return style
+    return dataclasses.replace(
+        style,
+        border=_toward(style.border, theme.graph_background, 0.6),
+        text=_toward(style.text, theme.graph_background, 0.45),
+    )
+
+
+def _toward(colour: str, background: str, share: float) -> str:
+    """``colour`` moved ``share`` of the way to ``background`` (both '#rrggbb')."""
+    a, b = QtGui.QColor(colour), QtGui.QColor(background)
+    mixed = [
+        round((1 - share) * x + share * y)
+        for x, y in zip(a.getRgb()[:3], b.getRgb()[:3], strict=True)
+    ]
+    return QtGui.QColor(*mixed).name()
 
 
 def _symbol(width: float, height: float, rounded: bool, module: bool = False) -> QtGui.QPainterPath:
@@ -102,6 +135,9 @@ def _pen(style: NodeStyle) -> QtGui.QPen:
     return style.pen(cosmetic=True)
 
 
+DETACHED_EDGE_ALPHA = 110  # the edges of history cut before the graph
+
+
 class EdgeLayer(pg.GraphicsObject):
     """Edges as one path (and arrow heads as another), drawn in one colour.
 
@@ -111,9 +147,10 @@ class EdgeLayer(pg.GraphicsObject):
     :func:`_fill_stroke`).
     """
 
-    def __init__(self, active: bool = False) -> None:
+    def __init__(self, active: bool = False, detached: bool = False) -> None:
         super().__init__()
         self._active = active
+        self._detached = detached  # history cut before the graph: faint and dashed
         self._path = QtGui.QPainterPath()
         self._arrows = QtGui.QPainterPath()
         self._bounds = QtCore.QRectF()
@@ -125,10 +162,14 @@ class EdgeLayer(pg.GraphicsObject):
             self.setCacheMode(self.CacheMode.DeviceCoordinateCache)
 
     def set_theme(self, theme: Theme) -> None:
-        colour = theme.edge_active if self._active else theme.edge
+        colour = QtGui.QColor(theme.edge_active if self._active else theme.edge)
+        if self._detached:
+            colour.setAlpha(DETACHED_EDGE_ALPHA)
         # A fractional width sends every segment through Qt's stroker: 15x slower than 1.0.
         self._pen = pg.mkPen(colour, width=3.0 if self._active else 1.0)
-        self._brush = QtGui.QBrush(QtGui.QColor(colour))
+        if self._detached:
+            self._pen.setStyle(QtCore.Qt.PenStyle.DashLine)
+        self._brush = QtGui.QBrush(colour)
         self.update()
 
     def set_edges(self, path: QtGui.QPainterPath, arrows: QtGui.QPainterPath, n_edges: int) -> None:
@@ -143,6 +184,10 @@ class EdgeLayer(pg.GraphicsObject):
         self._n_edges = n_edges
         self._bounds = path.boundingRect().united(arrows.boundingRect())
         self.update()
+
+    @property
+    def n_edges(self) -> int:
+        return self._n_edges
 
     def boundingRect(self) -> QtCore.QRectF:
         return self._bounds
@@ -247,6 +292,7 @@ class NodeLayer:
         self._positions = np.zeros((0, 2))
         self._is_function = np.zeros(0, dtype=bool)
         self._kind = np.zeros(0, dtype=np.int32)  # VARIABLE, FUNCTION or MODULE per node
+        self._detached = np.zeros(0, dtype=bool)  # cut-off history, drawn faded
         self._keys = np.zeros(0, dtype=np.int64)
         self._fill: NDArray[np.uint8] | None = None
         self._state_names: tuple[str, ...] = ()
@@ -281,12 +327,16 @@ class NodeLayer:
         function_size: tuple[float, float],
         is_module: NDArray[np.bool_] | None = None,
         module_size: tuple[float, float] = (1.8, 0.6),
+        detached: NDArray[np.bool_] | None = None,
     ) -> None:
         self._positions = np.asarray(positions, dtype=np.float64).reshape(-1, 2)
         self._is_function = np.asarray(is_function, dtype=bool)
         self._kind = self._is_function.astype(np.int32)
         if is_module is not None and len(is_module) == len(self._kind):
             self._kind[np.asarray(is_module, dtype=bool)] = MODULE
+        self._detached = np.zeros(len(self._kind), dtype=bool)
+        if detached is not None and len(detached) == len(self._kind):
+            self._detached = np.asarray(detached, dtype=bool)
         self._sizes = {VARIABLE: variable_size, FUNCTION: function_size, MODULE: module_size}
         self._keys = np.full(len(self._positions), -1, dtype=np.int64)
         self._fill = None
@@ -299,8 +349,11 @@ class NodeLayer:
 
     def style_keys(self, codes: NDArray[np.integer]) -> NDArray[np.int32]:
         """The style key of each node: 1000 * kind (variable 0, function 1, module 2) + state
-        code."""
-        return self._kind * 1000 + np.asarray(codes, dtype=np.int32)
+        code, + DETACHED_KEY for a detached node (see :func:`style_of_key`)."""
+        keys = self._kind * 1000 + np.asarray(codes, dtype=np.int32)
+        if self._detached.any() and len(self._detached) == len(keys):
+            keys = keys + DETACHED_KEY * self._detached
+        return keys
 
     def spot_keys(self, codes: NDArray[np.integer], fill: NDArray[np.uint8]) -> NDArray[np.int64]:
         """The key of each node's spot: its style key (the border) in the high 32 bits, its
@@ -377,10 +430,7 @@ class NodeLayer:
 
     def _style(self, key: int) -> NodeStyle:
         assert self._theme is not None
-        kind = kind_of_key(key)
-        code = key % 1000
-        state = self._state_names[code] if 0 <= code < len(self._state_names) else "default"
-        return self._theme.node_style(kind, state)
+        return style_of_key(self._theme, key, self._state_names)
 
     def _spot_sizes(self) -> NDArray[np.float64]:
         widths = np.array([self._sizes[k][0] for k in (VARIABLE, FUNCTION, MODULE)])[self._kind]

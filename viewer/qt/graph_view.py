@@ -24,8 +24,8 @@ from viewer.qt.graph_items import (
     LabelLayer,
     NodeLayer,
     OverlayLayer,
-    kind_of_key,
     polyline_path,
+    style_of_key,
 )
 from viewer.qt.plain_text import tooltip
 from viewer.qt.themes import LIGHT, Theme
@@ -81,6 +81,9 @@ class GraphView(pg.GraphicsView):
         self._edges = EdgeLayer()
         self._edges.setZValue(0)
         self._box.addItem(self._edges)
+        self._detached_edges = EdgeLayer(detached=True)
+        self._detached_edges.setZValue(0)
+        self._box.addItem(self._detached_edges)
         self._active_edges = EdgeLayer(active=True)
         self._active_edges.setZValue(0.5)
         self._box.addItem(self._active_edges)
@@ -133,6 +136,7 @@ class GraphView(pg.GraphicsView):
         self.setBackground(theme.graph_background)
         self._edges.set_theme(theme)
         self._active_edges.set_theme(theme)
+        self._detached_edges.set_theme(theme)
         self._nodes.set_theme(theme)
         self._labels.set_name_colours(theme.text, theme.graph_background)
         if self._frame is not None:
@@ -160,11 +164,19 @@ class GraphView(pg.GraphicsView):
         self._frame = None
         self._selected = -1
         self._active_edges.set_edges(QtGui.QPainterPath(), QtGui.QPainterPath(), 0)
-        self._edges.set_edges(
-            polyline_path(geometry.edge_points, geometry.edge_offsets),
-            _triangles_path(geometry.arrow_points),
-            geometry.n_edges,
-        )
+        detached = geometry.detached_edges
+        if detached is None or len(detached) != geometry.n_edges or not detached.any():
+            self._edges.set_edges(
+                polyline_path(geometry.edge_points, geometry.edge_offsets),
+                _triangles_path(geometry.arrow_points),
+                geometry.n_edges,
+            )
+            self._detached_edges.set_edges(QtGui.QPainterPath(), QtGui.QPainterPath(), 0)
+        else:
+            kept = np.flatnonzero(~detached)
+            cut = np.flatnonzero(detached)
+            self._edges.set_edges(*self._edge_paths(kept), len(kept))
+            self._detached_edges.set_edges(*self._edge_paths(cut), len(cut))
         self._nodes.set_nodes(
             geometry.positions,
             geometry.is_function,
@@ -172,6 +184,7 @@ class GraphView(pg.GraphicsView):
             geometry.function_size,
             geometry.is_module,
             geometry.module_size,
+            geometry.detached,
         )
         if label_lines is None:
             label_lines = MAX_LABEL_LINES if not geometry.is_function.all() else 1
@@ -224,6 +237,15 @@ class GraphView(pg.GraphicsView):
         return self._selected
 
     def _active_paths(self, edges: NDArray[np.intp]) -> tuple[QtGui.QPainterPath, ...]:
+        return self._edge_paths(edges)
+
+    @property
+    def detached_edge_count(self) -> int:
+        """How many edges are drawn as cut-off history (faint, dashed)."""
+        return self._detached_edges.n_edges
+
+    def _edge_paths(self, edges: NDArray[np.intp]) -> tuple[QtGui.QPainterPath, ...]:
+        """The polylines and arrow heads of ``edges`` (edge indexes of the geometry)."""
         geo = self._geometry
         edges = np.asarray(edges, dtype=np.intp).reshape(-1)
         edges = edges[(edges >= 0) & (edges < geo.n_edges)]
@@ -243,10 +265,8 @@ class GraphView(pg.GraphicsView):
         keys = self._nodes.style_keys(frame.state_codes)
         colours: dict[int, QtGui.QColor] = {}
         for key in np.unique(keys):
-            kind = kind_of_key(int(key))
-            code = int(key % 1000)
-            name = frame.state_names[code] if 0 <= code < len(frame.state_names) else "default"
-            colours[int(key)] = QtGui.QColor(self._theme.node_style(kind, name).text)
+            style = style_of_key(self._theme, int(key), frame.state_names)
+            colours[int(key)] = QtGui.QColor(style.text)
         self._labels.set_labels(frame.labels, keys, colours)
 
     # ----------------------------------------------------------------- navigation

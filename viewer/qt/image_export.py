@@ -14,7 +14,11 @@ from PySide6 import QtCore, QtGui, QtSvg
 from viewer.model.legend import mark_for_badge
 from viewer.model.scene import Frame
 from viewer.model.scene_geometry import SceneGeometry
-from viewer.qt.graph_items import polyline_path
+from viewer.qt.graph_items import (
+    DETACHED_EDGE_ALPHA,
+    DETACHED_KEY,
+    style_of_key,
+)
 from viewer.qt.graph_view import bounds_rect
 from viewer.qt.legend import LegendEntry, legend_entries, paint_badge, paint_mark, paint_node
 from viewer.qt.themes import LIGHT, Theme
@@ -67,17 +71,30 @@ def paint_graph(
     painter.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing, True)
 
     # Edges and arrow heads, then the current step's edges over them.
-    edges = transform.map(polyline_path(geometry.edge_points, geometry.edge_offsets))
-    painter.setPen(QtGui.QPen(QtGui.QColor(theme.edge), 1.4))
-    painter.setBrush(QtCore.Qt.BrushStyle.NoBrush)
-    painter.drawPath(edges)
     arrows = geometry.arrow_points.reshape(-1, 2)
-    if len(arrows) >= 3:
-        painter.setPen(QtCore.Qt.PenStyle.NoPen)
-        painter.setBrush(QtGui.QColor(theme.edge))
-        for k in range(len(arrows) // 3):
-            tri = arrows[3 * k : 3 * k + 3]
-            painter.drawPolygon(QtGui.QPolygonF([to_px(*p) for p in tri]))
+    cut = geometry.detached_edges
+    if cut is None or len(cut) != geometry.n_edges:
+        cut = np.zeros(geometry.n_edges, dtype=bool)
+    for detached in (False, True):
+        chosen = np.flatnonzero(cut == detached)
+        if len(chosen) == 0:
+            continue
+        colour = QtGui.QColor(theme.edge)
+        pen = QtGui.QPen(colour, 1.4)
+        if detached:  # history cut before the graph, as the window draws it
+            colour.setAlpha(DETACHED_EDGE_ALPHA)
+            pen = QtGui.QPen(colour, 1.4, QtCore.Qt.PenStyle.DashLine)
+        painter.setPen(pen)
+        painter.setBrush(QtCore.Qt.BrushStyle.NoBrush)
+        for e in chosen.tolist():
+            pts = geometry.edge_points[geometry.edge_offsets[e] : geometry.edge_offsets[e + 1]]
+            painter.drawPolyline(QtGui.QPolygonF([to_px(*p) for p in pts]))
+        if len(arrows) >= 3 * geometry.n_edges:
+            painter.setPen(QtCore.Qt.PenStyle.NoPen)
+            painter.setBrush(colour)
+            for e in chosen.tolist():
+                tri = arrows[3 * e : 3 * e + 3]
+                painter.drawPolygon(QtGui.QPolygonF([to_px(*p) for p in tri]))
     active = frame.active_edges if frame is not None else np.zeros(0, dtype=np.intp)
     active = [int(e) for e in active if 0 <= e < geometry.n_edges]
     if active:
@@ -104,12 +121,15 @@ def paint_graph(
     font.setPixelSize(int(np.clip(h_px / 4.6, 7, 14)))
     painter.setFont(font)
     show_text = geometry.variable_size[0] * scale >= 40
+    detached_nodes = geometry.detached
+    if detached_nodes is None or len(detached_nodes) != n:
+        detached_nodes = np.zeros(n, dtype=bool)
     for i in range(n):
         f = bool(geometry.is_function[i])
         kind = "function" if f else "variable"
         code = int(codes[i]) if i < len(codes) else -1
-        state = names[code] if 0 <= code < len(names) else "default"
-        style = theme.node_style(kind, state)
+        key = (1000 if f else 0) + code + (DETACHED_KEY if detached_nodes[i] else 0)
+        style = style_of_key(theme, key, names) if code >= 0 else theme.node_style(kind, "")
         w, h = geometry.function_size if f else geometry.variable_size
         centre = to_px(*geometry.positions[i])
         rect = QtCore.QRectF(
@@ -211,10 +231,12 @@ def _font(pixels: int, bold: bool = False) -> QtGui.QFont:
     return font
 
 
-def _legend_rows(theme: Theme, overlays: tuple | None) -> list[tuple[str, tuple[LegendEntry, ...]]]:
+def _legend_rows(
+    theme: Theme, overlays: tuple | None, geometry: SceneGeometry | None = None
+) -> list[tuple[str, tuple[LegendEntry, ...]]]:
     """The legend of a picture, row by row with its title: the variable states, the Function
-    states, and the marks of the flags in ``overlays`` (in order of appearance), from the
-    same entries as the window's legend."""
+    states, and the marks of the flags in ``overlays`` (in order of appearance) and of a
+    detached history in ``geometry``, from the same entries as the window's legend."""
     sections = dict(legend_entries(theme))
     rows = [("variables", sections["Variables"]), ("functions", sections["Functions"])]
     marks = {entry.key: entry for entry in sections["Marks"]}
@@ -224,6 +246,8 @@ def _legend_rows(theme: Theme, overlays: tuple | None) -> list[tuple[str, tuple[
             mark = mark_for_badge(str(badge))
             if mark is not None:
                 shown.setdefault(mark.kind, marks[f"mark:{mark.kind}"])
+    if geometry is not None and geometry.detached is not None and geometry.detached.any():
+        shown.setdefault("detached", marks["mark:detached"])
     if shown:
         rows.append(("marks", tuple(shown.values())))
     return rows
@@ -255,7 +279,7 @@ def _picture_size(
 ) -> tuple[float, QtCore.QSizeF]:
     scale = _scale_for(geometry)
     bounds = bounds_rect(geometry)
-    rows = _legend_rows(theme, overlays) if legend else []
+    rows = _legend_rows(theme, overlays, geometry) if legend else []
     top = MARGIN + (CAPTION_HEIGHT if caption else 0.0)
     bottom = MARGIN + LEGEND_HEIGHT * len(rows)
     width = bounds.width() * scale + 2 * MARGIN
@@ -269,13 +293,17 @@ def _picture_size(
 
 
 def _paint_legend(
-    painter: QtGui.QPainter, theme: Theme, size: QtCore.QSizeF, overlays: tuple | None = None
+    painter: QtGui.QPainter,
+    theme: Theme,
+    size: QtCore.QSizeF,
+    overlays: tuple | None = None,
+    geometry: SceneGeometry | None = None,
 ) -> None:
     """The legend's rows, centred, at the bottom of the picture: each entry is its swatch as
     the graph draws it (:func:`viewer.qt.legend.paint_mark`), its badges, and its name."""
     painter.save()
     painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, True)
-    rows = _legend_rows(theme, overlays)
+    rows = _legend_rows(theme, overlays, geometry)
     font, bold = _font(LEGEND_PIXELS), _font(LEGEND_PIXELS, bold=True)
     metrics = QtGui.QFontMetricsF(font)
     y = size.height() - MARGIN - LEGEND_HEIGHT * (len(rows) - 0.5)
@@ -335,7 +363,7 @@ def _paint_picture(
         painter, geometry, frame, theme, scale, QtCore.QPointF(left, top), selected, overlays
     )
     if legend:
-        _paint_legend(painter, theme, size, overlays)
+        _paint_legend(painter, theme, size, overlays, geometry)
 
 
 def render_image(

@@ -8,12 +8,14 @@ same thing.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from dataclasses import dataclass
 
+import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.model.graph_colours import error_colour
+from viewer.model.graph_colours import error_colour, faded
 from viewer.model.legend import (
     FUNCTION_STATES,
     MARKS,
@@ -88,6 +90,10 @@ def _mark_entry(theme: Theme, mark: LegendMark) -> LegendEntry:
         ring = theme.selection
     elif mark.kind == "grad_carried":
         sample = theme.node_style("variable", "grad_carried")
+    elif mark.kind == "detached":
+        fill = QtGui.QColor(sample.fill)
+        grey = faded(np.array([fill.getRgb()], dtype=np.uint8), theme.graph.background)[0]
+        sample = dataclasses.replace(sample, fill=_colour(grey).name())
     return LegendEntry(
         f"mark:{mark.kind}", mark.label, mark.meaning, kind, sample, badges, ring, dashed
     )

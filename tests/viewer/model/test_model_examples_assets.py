@@ -167,12 +167,41 @@ def test_truncated_bptt_graphs_stop_at_the_cut_and_mark_it():
         return [n for n, marks in doc.scene.overlays.items() for m in marks if m.kind == "cut"]
 
     sizes = []
+    previous: set[int] = set()
     for k in range(len(result.graphs)):
         assert doc.show_script_graph(k)
-        sizes.append(len(doc.trace.variables) + len(doc.trace.functions))
+        view = doc.trace
+        detached = view.detached()
+        live = set(view.variables) | set(view.functions)
+        live -= detached
+        sizes.append(len(live))
         marked = cuts()
         # six windows an epoch; reset_state() starts each epoch's first one from no state
         assert len(marked) == (0 if k % 6 == 0 else 1), k
         for n in marked:  # the window's starting state: a leaf of this graph
-            assert doc.trace.creator_of(n) == -1 and doc.trace.node(n)["kind"] == "variable"
+            assert view.creator_of(n) == -1 and view.node(n)["kind"] == "variable"
+            assert n not in detached and view.base.creator_of(n) in detached
+        # the history it was cut from is drawn, greyed: the window before, never stepped
+        assert bool(detached) == (k % 6 != 0), k
+        assert detached <= previous, k
+        assert 0 < len(detached) <= len(live) if k % 6 else True
+        for step in view.steps:
+            touched = {step.function, *step.inputs, *step.outputs}
+            assert not touched & detached, (k, step.index)
+        assert doc.scene.detached.sum() > 0 if k % 6 else not doc.scene.detached.any()
+        previous = live
     assert len(sizes) == 18 and len({sizes[k] for k in range(18) if k % 6}) == 1  # no history
+
+
+def test_a_script_graph_exports_as_dot_and_graphml_with_its_cut(tmp_path):
+    """A TraceView (one graph of a script's run) exports; DOT used to raise AttributeError."""
+    doc = Document()
+    result = doc.load_example("rnn_bptt").run()
+    assert result.ok and doc.apply_script_result(result)
+    assert doc.show_script_graph(3)
+    assert doc.export_data(tmp_path / "g.dot"), doc.last_error
+    dot = (tmp_path / "g.dot").read_text()
+    assert "fillcolor=gray92" in dot and "[style=dashed, color=gray60]" in dot
+    # only the scopes around this graph's nodes, not every window's of the run
+    assert dot.count("subgraph cluster_") < len(doc.trace.scopes()) / 4
+    assert doc.export_data(tmp_path / "g.graphml"), doc.last_error

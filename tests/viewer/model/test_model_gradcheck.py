@@ -378,3 +378,24 @@ def test_check_function_sums_broadcast_gradients_as_backward_does():
     assert check.status == "ok", check.message
     assert {s.path for s in check.slots} == {"backward", "derivative(ARRAYS)"}
     assert {s.comparison.shape for s in check.slots if s.slot == 1} == {(3,)}
+
+
+def test_a_window_after_a_cut_checks_its_own_functions_not_the_detached_ones():
+    w = Variable(np.array(1.5), name="w")
+    h = Variable(np.array(1.0), name="h")
+    keep = []  # the Functions stay alive, so each is checked live
+    with trace.record() as t:
+        for _ in range(2):
+            h = BadCube()(h * w)
+            loss = h * h
+            keep += [loss.creator, h.creator, h.creator.inputs[0].creator]
+            loss.backward()
+            loss.unchain_backward()
+    view = trace.view_for_root(t, t.backward_roots[1], 1)
+    assert view.detached()
+    report = gradcheck.check_trace(view)
+    checked = {fid for c in report.functions for fid in c.node_ids}
+    assert checked == set(view.functions) - view.detached()
+    assert checked and not checked & view.detached()
+    assert {t.node(f)["op"] for f in report.flagged_node_ids} == {"BadCube"}
+    assert not set(report.flagged_node_ids) & view.detached()

@@ -295,3 +295,72 @@ def test_a_carried_gradient_the_program_empties_before_backward_does_not_claim_a
             assert "empties it" in info.note and "adds to it" not in info.note, info.note
             notes.append(info.note)
     assert notes, "no forward step held a carried gradient"
+
+
+_TRUNCATED = """
+import json
+import numpy as np
+from autodiff import Variable
+import autodiff.functions as F
+
+xs = [[0.5, -0.25, 1.0], [0.75, 0.1, -0.6], [-0.3, 0.9, 0.2]]
+w = Variable(np.array(0.7), name="w")
+h = Variable(np.array(0.1), name="h0")
+for k in range(3):
+    start = h
+    loss = 0
+    states = []
+    for t in range(3):
+        h = F.tanh(h * w + xs[k][t])
+        h.name = f"h{k}_{t}"
+        states.append(float(h.data))
+        loss = loss + h * h
+    loss.name = "loss"
+    w.cleargrad()
+    loss.backward()
+    print(json.dumps({"states": states, "w_grad": float(w.grad.data),
+                      "start_grad": None if start.grad is None else float(start.grad.data)}))
+    loss.unchain_backward()
+    w.data = w.data - 0.1 * w.grad.data
+"""
+
+
+def test_truncated_backprop_draws_the_window_it_cut_as_it_was_left(tmp_path):
+    """Each window after the first also shows the window its state was cut from, greyed:
+    with the values the program printed for that window, at every step, never stepped
+    through; the state it starts from gets the gradient the program printed."""
+    doc, records = _run(tmp_path, _TRUNCATED)
+    for k, rec in enumerate(records):
+        for step, frame, scene in _walk(doc, k):
+            detached = scene.detached
+            assert not detached[frame.current_nodes].any(), (k, step)
+            for i, name in enumerate(scene.names):
+                if not name.startswith("h") or name == "h0":
+                    continue
+                window, t = (int(p) for p in name[1:].split("_"))
+                _, value, grad = _label_parts(frame.labels[i])
+                if value is None:  # not made yet: this window's own, never the cut-off one
+                    assert not detached[i] and window == k, (k, step, name)
+                    assert scene.state(i, step) is NodeState.NOT_COMPUTED
+                    continue
+                assert _close(value, records[window]["states"][t]), (k, step, name)
+                # this window's states, and the window before as the cut left it (from the
+                # state it started from: the last of the window before it)
+                assert window in (k, k - 1) or (window, t) == (k - 2, 2), (k, name)
+                assert bool(detached[i]) == (window == k - 2 or (t < 2 and window == k - 1))
+                if detached[i] and window == k - 2:  # the state window k - 1 started from
+                    assert _close(grad, records[k - 1]["start_grad"]), (k, step, name)
+                elif detached[i]:
+                    assert grad is None, (k, step, name)  # dropped in its own backward
+                if detached[i]:
+                    assert "[detached]" in scene.node_tooltip(i, step)
+                    assert "detached" in doc.inspect(int(scene.node_ids[i])).history
+            if step == scene.n_steps - 1 and k > 0:
+                start = scene.names.index(f"h{k - 1}_2")  # where this window was cut
+                assert not detached[start]
+                assert [o.kind for o in scene.overlays_at(start)] == ["cut"]
+                _, _, grad = _label_parts(frame.labels[start])
+                assert _close(grad, rec["start_grad"]), (k, frame.labels[start])
+                w = scene.names.index("w")
+                assert _close(_label_parts(frame.labels[w])[2], rec["w_grad"])
+        assert detached.any() == (k > 0)
