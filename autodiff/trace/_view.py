@@ -248,8 +248,10 @@ class TraceView:
         _trace_io.to_graphml(self, path)
 
 
-DETACHED_MIN = 64  # the detached history drawn: at least this many nodes...
-DETACHED_PER_NODE = 1  # ...or this many per node of the graph itself, the nearest first
+# The detached history drawn, nearest first: as many nodes as the graph itself has, but at
+# least DETACHED_MIN and at most DETACHED_MAX (context, not a second graph to lay out).
+DETACHED_MIN = 64
+DETACHED_MAX = 2000
 
 
 def view_for_root(
@@ -262,8 +264,8 @@ def view_for_root(
     The graph is what the engine held when ``root`` was made: a variable whose history the
     program had cut before then (``unchain_backward()``) is a leaf of it. That history, back
     to the cut before it, comes with the view as ``detached`` nodes (at most
-    ``detached_limit``, the nearest first; by default as many as the graph has nodes, at
-    least DETACHED_MIN): drawn greyed, with none of its steps."""
+    ``detached_limit``, the nearest first; by default as many as the graph has nodes, within
+    DETACHED_MIN..DETACHED_MAX): drawn greyed, with none of its steps."""
     if all(
         callable(getattr(trace, name, None))
         for name in ("ancestors", "forward_step_of", "steps_of_pass", "step")
@@ -279,7 +281,7 @@ def view_for_root(
                 nodes.update(step.inputs)
                 nodes.update(step.outputs)
         if detached_limit is None:
-            detached_limit = max(DETACHED_MIN, DETACHED_PER_NODE * len(nodes))
+            detached_limit = max(DETACHED_MIN, min(len(nodes), DETACHED_MAX))
         return TraceView(trace, nodes, picked, _detached(trace, root, nodes, detached_limit))
     graph = trace.graph
     nodes = set(nx.ancestors(graph, root)) | {root}

@@ -7,8 +7,9 @@ value at a time and predict the next. Every 10 steps the summed loss is backprop
 ``loss.unchain_backward()`` cuts the graph there, so the next backward stops at the cut instead
 of running through the whole sequence. Three epochs over the first 60 points with Adam (alpha
 0.003): the average loss falls every epoch. Each backward is a graph of its own in the Script
-panel, and the hidden state a window starts from enters its graph as a leaf: its history was
-cut.
+panel, and the hidden state a window starts from enters its graph as a leaf (marked 'cut'):
+the window before it, which the cut detached, is drawn above it greyed, with dashed edges, and
+the backward never runs there.
 """
 
 import numpy as np
