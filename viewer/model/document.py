@@ -275,6 +275,17 @@ class Document:
     def cancel_script(self) -> None:
         self.scripts.cancel()
 
+    def cancel_run(self) -> bool:
+        """Stop whatever runs (Esc): a script, else a typed program on the worker. False if
+        nothing was running."""
+        if self.script_run is not None and self.script_run.running:
+            self.cancel_script()
+            return True
+        if self.expression_job is not None:
+            self.cancel_expression()
+            return True
+        return False
+
     def apply_script_result(self, result: ScriptResult) -> bool:
         """Show what a finished script built: :meth:`ScriptLoader.apply_result`."""
         return self.scripts.apply_result(result)

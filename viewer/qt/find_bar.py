@@ -119,6 +119,13 @@ class FindBar(QtWidgets.QFrame):
             return False
         if watched is host and event.type() == QtCore.QEvent.Type.Resize:
             self._place()
+        elif (
+            watched is field
+            and event.type() == QtCore.QEvent.Type.ShortcutOverride
+            and event.key() == QtCore.Qt.Key.Key_Escape
+        ):
+            event.accept()  # Esc closes the bar, even while Esc also cancels a running script
+            return True
         elif watched is field and event.type() == QtCore.QEvent.Type.KeyPress:
             key = event.key()
             if key in (QtCore.Qt.Key.Key_Return, QtCore.Qt.Key.Key_Enter):

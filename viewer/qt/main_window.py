@@ -458,6 +458,9 @@ class MainWindow(QtWidgets.QMainWindow):
             act = self.actions.get(name)
             if act is not None:
                 act.setEnabled(not running)
+        cancel = self.actions.get("cancel_run")
+        if cancel is not None:  # Esc stops it; otherwise Esc stays the focused widget's
+            cancel.setEnabled(running)
         self.editor.set_busy(running)
 
     def _on_script_finished(self, _result: ScriptResult) -> None:

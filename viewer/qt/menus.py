@@ -33,6 +33,7 @@ SHORTCUTS: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "quit": (("Ctrl+Q",), "Quit"),
     "run": (("Ctrl+Return", "Ctrl+Enter"), "Run the program in the editor"),
+    "cancel_run": (("Esc",), "Cancel the running script or program (as its Cancel button)"),
     "play": (("Space",), "Play / pause"),
     "step_forward": (("Right",), "Step forward"),
     "step_back": (("Left",), "Step back"),
@@ -152,6 +153,7 @@ def build_menus(window: MainWindow) -> dict[str, QtGui.QAction]:
         actions[name] = act
     edit_menu.addSeparator()
     action("run", "&Run the Program", window.run_program, edit_menu)
+    action("cancel_run", "&Cancel the Running Script", doc.cancel_run, edit_menu).setEnabled(False)
     action("reset_leaves", "Reset the Leaf Values", doc.reset_leaf_values, edit_menu)
     edit_menu.addSeparator()
     action("find", "&Find a Node…", window.find_binding.open, edit_menu)

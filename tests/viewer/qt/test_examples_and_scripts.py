@@ -85,6 +85,33 @@ def test_a_script_runs_in_the_background_and_can_be_cancelled(
     assert result.cancelled, (result.summary, result.error)
 
 
+def test_esc_cancels_a_running_script_and_otherwise_leaves_the_key_alone(
+    qtbot, window, wait_for_script, tmp_path
+):
+    cancel = window.actions["cancel_run"]
+    assert not cancel.isEnabled()  # nothing runs: Esc is the focused widget's
+    assert "Esc" in cancel.toolTip()
+    script = tmp_path / "slow.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from autodiff import Variable\n"
+        "x = Variable(np.array(0.1))\n"
+        "while True:\n"
+        "    y = x * x\n"
+    )
+    assert window.open_path(script, confirm_scripts=False)
+    run = window.document.script_run
+    qtbot.waitUntil(lambda: run.running, timeout=10_000)
+    assert cancel.isEnabled()
+    window.graph_view.setFocus()
+    qtbot.keyClick(window.graph_view, QtCore.Qt.Key.Key_Escape)
+    wait_for_script(window, timeout=30_000)
+    result = window.document.script_result
+    assert result is not None and result.cancelled, (result.summary, result.error)
+    assert not cancel.isEnabled()
+    assert window.document.cancel_run() is False  # nothing left to stop
+
+
 def test_declining_the_confirmation_does_not_run_the_script(qtbot, window, tmp_path):
     script = tmp_path / "never.py"
     marker = tmp_path / "ran"
