@@ -47,6 +47,9 @@ class TraceView:
         self._nodes = sorted({int(n) for n in node_ids} | {int(n) for n in detached})
         self._node_set = set(self._nodes)
         self._detached = frozenset(int(n) for n in detached)
+        # the number, in the whole run, of the base trace's backward pass 0 (a pass of a long
+        # run recorded into a trace of its own: its notes number passes as the run does)
+        self.pass_offset = 0
         self._global = sorted({int(i) for i in step_indexes})
         step_of = getattr(trace, "step", None)
         if callable(step_of):  # one Step at a time: the whole run's steps are not built

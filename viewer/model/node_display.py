@@ -35,19 +35,24 @@ class NodeDisplay:
     origin: int | None = None  # the backward pass (0-based) whose gradient is held
 
 
-def carried_note(origin: int | None, adder: int | None = None, emptied: bool = False) -> str:
+def carried_note(
+    origin: int | None, adder: int | None = None, emptied: bool = False, offset: int = 0
+) -> str:
     """Why a gradient made by pass ``origin`` is drawn as carried over, and what comes of it
     (the recording knows): ``adder``, the later pass that adds to it; ``emptied``, the program
     empties it first (``cleargrads()`` between the forward and the backward of the book's loop);
-    neither: nothing touches it again."""
+    neither: nothing touches it again. ``offset``: the run's number of the trace's pass 0 (a
+    pass of a long run recorded on its own), so the note numbers passes as the graph list."""
     if origin is not None and origin >= 0:
-        where = f"carried over from backward #{origin + 1}"
+        where = f"carried over from backward #{origin + offset + 1}"
+    elif offset > 0:
+        where = "carried over from an earlier backward (this pass was recorded on its own)"
     else:
         where = "held before recording began"
     if adder is not None:
         return (
             f"{where}: nothing empties it (cleargrad / zero_grad) before backward "
-            f"#{adder + 1}, which adds to it"
+            f"#{adder + offset + 1}, which adds to it"
         )
     if emptied:
         return (
@@ -85,7 +90,8 @@ def node_display(
     origin = trace.grad_origin(node_id, step_index) if grad is not None else None
     note = ""
     if state is NodeState.GRAD_CARRIED:
-        note = carried_note(origin, *_fate(trace, node_id, step_index, origin))
+        offset = int(getattr(trace, "pass_offset", 0) or 0)
+        note = carried_note(origin, *_fate(trace, node_id, step_index, origin), offset=offset)
     passing: tuple[tuple[str, int, Any], ...] = ()
     if step_index >= 0:
         if step is None:

@@ -76,7 +76,10 @@ class ScriptGraph:
     def view(self, trace: TraceReader) -> TraceView:
         """A trace restricted to this graph and its steps (what the viewer shows)."""
         own = self.trace if self.trace is not None else trace
-        return view_for_root(own, self.root, self.backward_pass)
+        view = view_for_root(own, self.root, self.backward_pass)
+        if self.trace is not None and self.number >= 0 and self.backward_pass >= 0:
+            view.pass_offset = self.number - self.backward_pass  # a segment: its own numbers
+        return view
 
 
 @dataclass

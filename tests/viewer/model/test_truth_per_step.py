@@ -364,3 +364,55 @@ def test_truncated_backprop_draws_the_window_it_cut_as_it_was_left(tmp_path):
                 w = scene.names.index("w")
                 assert _close(_label_parts(frame.labels[w])[2], rec["w_grad"])
         assert detached.any() == (k > 0)
+
+
+_CARRIED_LONG = """
+import json
+import numpy as np
+from autodiff import Variable
+
+w = Variable(np.array(1.0), name="w")
+for i in range(9):
+    before = None if w.grad is None else float(w.grad.data)
+    y = w * w * float(i + 1)
+    y.name = "y"
+    y.backward()  # cleargrad forgotten: each pass adds to the gradient the last one left
+    print(json.dumps({"before": before, "after": float(w.grad.data)}))
+"""
+
+
+def test_a_sampled_long_run_shows_each_passs_carried_gradient_and_numbers_it_as_the_list(
+    tmp_path,
+):
+    """Past the first passes, a long run records each pass into a trace of its own: the
+    gradient it starts with is still the one the program printed, and the note numbers the
+    passes as the graph list does (not from 1 in every pass's own trace)."""
+    path = tmp_path / "script.py"
+    path.write_text(_CARRIED_LONG)
+    doc = Document()
+    doc.script_max_passes = 4  # the first 2 passes in one trace, then a sample of the rest
+    assert doc.run_script(path), doc.last_error
+    records = [json.loads(line) for line in doc.script_result.stdout.splitlines()]
+    graphs = doc.script_result.graphs
+    assert len(records) == 9 and 3 <= len(graphs) < 9
+    assert any(g.trace is not None for g in graphs)  # some passes were recorded on their own
+    for k, graph in enumerate(graphs):
+        rec = records[graph.number]
+        assert graph.title.startswith(f"#{graph.number + 1} ")
+        for step, frame, scene in _walk(doc, k):
+            w = scene.names.index("w")
+            _, _, grad = _label_parts(frame.labels[w])
+            info = doc.inspect(int(scene.node_ids[w]))
+            if step == -1:
+                if rec["before"] is None:
+                    assert grad is None
+                    continue
+                assert _close(grad, rec["before"]), (graph.number, frame.labels[w])
+                assert scene.state(w, step) is NodeState.GRAD_CARRIED
+                assert f"before backward #{graph.number + 1}, which adds" in info.note
+                if graph.trace is None:  # in the run's first trace: the pass it came from
+                    assert f"carried over from backward #{graph.number}:" in info.note
+                else:
+                    assert "an earlier backward" in info.note
+            if step == scene.n_steps - 1:
+                assert _close(grad, rec["after"]), (graph.number, frame.labels[w])
