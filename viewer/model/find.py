@@ -160,7 +160,8 @@ class FindCursor:
 
     # ------------------------------------------------------------------ queries
     def search(self, query: str) -> int | None:
-        """Find ``query``; the first match becomes current. Returns it (None: no match)."""
+        """Find ``query``; the first match becomes current (the first of the graph's own, not
+        of a detached history drawn with it). Returns it (None: no match)."""
         self._run(query, keep=None)
         return self.current
 
@@ -168,6 +169,11 @@ class FindCursor:
         self.query = query
         self.matches = self.index.search(query) if query.strip() else np.zeros(0, np.int64)
         position = 0 if len(self.matches) else -1
+        detached_of = getattr(self._source[0], "detached", None)
+        detached = detached_of() if callable(detached_of) else ()
+        if detached and len(self.matches):  # the graph's own first, not the cut-off history
+            own = [i for i, nid in enumerate(self.matches.tolist()) if nid not in detached]
+            position = own[0] if own else 0
         if keep is not None and len(self.matches):
             at = int(np.searchsorted(self.matches, keep))
             if at < len(self.matches) and self.matches[at] == keep:

@@ -195,24 +195,21 @@ def inspect(trace: TraceReader, node_id: int, step_index: int) -> NodeInfo:
     )
 
 
+DETACHED_HISTORY = "cut off before this graph (unchain_backward): not run here"
+
+
 def _history(trace: TraceReader, node_id: int, kind: str) -> str:
     """What a cut (unchain_backward) did here: '' if nothing."""
     detached_of = getattr(trace, "detached", None)
     detached = detached_of() if callable(detached_of) else frozenset()
     if node_id in detached:
-        return (
-            "detached: the program cut this history (unchain_backward) before this graph was "
-            "built; shown as it was left, and this graph's backward does not run here"
-        )
+        return DETACHED_HISTORY
     cut_at = getattr(trace, "cut_at", None)
     at = cut_at(node_id) if kind == "variable" and callable(cut_at) else None
     if at is None or trace.creator_of(node_id) >= 0:
         return ""
     behind = " (greyed, above)" if detached else ""
-    return (
-        f"cut: its history{behind} was cut (unchain_backward) before trace step {at}; "
-        "it enters this graph as a leaf and backward stops here"
-    )
+    return f"cut before this graph{behind}: a leaf here, where backward stops"
 
 
 def _float_text(v: float) -> str:
@@ -326,10 +323,16 @@ def inspect_module(scene: Any, index: int, step: int) -> NodeInfo:
         rows.append(("repeats", f"{box.count} consecutive instances, folded"))
     rows.append(("parameters", f"{len(box.params)} ({box.param_values:,} values)"))
     rows.append(("‖∇θ‖", "—" if norm is None else f"{norm:.4g}"))
-    rows.append(("ran", {"forward": "forward", "backward": "backward"}.get(ran, "not yet")))
-    state = {"forward": NodeState.VALUE, "backward": NodeState.GRAD}.get(
-        ran, NodeState.NOT_COMPUTED
-    )
+    detached = bool(scene.detached[index])
+    if detached:  # cut-off history: it ran before this graph, and nothing runs in it here
+        rows.append(("ran", "before this graph"))
+        rows.append(("history", DETACHED_HISTORY))
+        state = NodeState.VALUE
+    else:
+        rows.append(("ran", {"forward": "forward", "backward": "backward"}.get(ran, "not yet")))
+        state = {"forward": NodeState.VALUE, "backward": NodeState.GRAD}.get(
+            ran, NodeState.NOT_COMPUTED
+        )
     return NodeInfo(
         node_id=int(scene.node_ids[index]),
         kind="module",

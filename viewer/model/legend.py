@@ -126,9 +126,8 @@ MARKS: tuple[LegendMark, ...] = (
         "",
         (),
         "detached history",
-        "what unchain_backward() cut off before this graph was built, drawn greyed with "
-        "dashed edges: its values are as the program left them, and this graph's backward "
-        "does not run through it",
+        "history unchain_backward() cut off before this graph: greyed, with dashed edges, "
+        "as the program left it; nothing of this graph runs there",
     ),
     LegendMark(
         "gradcheck",

@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from pyqtgraph.Qt.internals import PrimitiveArray
 from PySide6 import QtCore, QtGui
 
+from viewer.model.graph_colours import faded
 from viewer.model.scene_text import label_detail
 from viewer.qt.themes import NodeStyle, Theme, readable_on
 
@@ -79,6 +80,7 @@ _KIND_NAMES = ("variable", "function", "module")
 
 
 DETACHED_KEY = 500  # added to a style key for a node of cut-off history (drawn faded)
+DETACHED_TEXT_TONE = 0.3  # how far its text goes toward its fill (contrast stays >= 4.5)
 
 
 def kind_of_key(key: int) -> str:
@@ -94,13 +96,25 @@ def style_of_key(theme: Theme, key: int, state_names: Sequence[str]) -> NodeStyl
     detached = code >= DETACHED_KEY
     code -= DETACHED_KEY if detached else 0
     state = state_names[code] if 0 <= code < len(state_names) else "default"
-    style = theme.node_style(kind_of_key(key), state)
+    kind = kind_of_key(key)
+    style = theme.node_style(kind, state)
     if not detached:
         return style
+    # the text: black or white, whichever reads on the greyed fill, toned toward it (the
+    # state's own text colour, faded, was dark on dark in the dark theme)
+    fills = {
+        "variable": theme.graph.variable_fill,
+        "function": theme.graph.function_fill,
+        "module": theme.graph.module_fill,
+    }[kind]
+    row = fills[code] if 0 <= code < len(fills) else fills[0]
+    fill = QtGui.QColor(
+        *(int(c) for c in faded(np.asarray([row], np.uint8), theme.graph.background)[0][:3])
+    )
     return dataclasses.replace(
         style,
         border=_toward(style.border, theme.graph_background, 0.6),
-        text=_toward(style.text, theme.graph_background, 0.45),
+        text=_toward(readable_on(fill).name(), fill.name(), DETACHED_TEXT_TONE),
     )
 
 

@@ -191,7 +191,12 @@ class GraphView(pg.GraphicsView):
         self._labels.set_geometry(
             geometry.positions, geometry.half_sizes.reshape(-1, 2), label_lines, geometry.modules
         )
-        self._labels.set_named(geometry.modules)  # module boxes keep their names zoomed out
+        # module boxes keep their names zoomed out; not those of a detached history, which
+        # would draw as loud as the graph's own
+        named = geometry.modules
+        if geometry.detached is not None and len(geometry.detached) == len(named):
+            named = named & ~geometry.detached
+        self._labels.set_named(named)
         self._overlays.set_geometry(
             geometry.positions, geometry.half_sizes.reshape(-1, 2), geometry.is_function
         )

@@ -23,6 +23,8 @@ from viewer.model.legend import (
     LegendMark,
     LegendState,
 )
+from viewer.model.node_states import STATE_NAMES
+from viewer.qt.graph_items import DETACHED_KEY, style_of_key
 from viewer.qt.themes import NodeStyle, Theme, readable_on
 
 __all__ = [
@@ -90,10 +92,16 @@ def _mark_entry(theme: Theme, mark: LegendMark) -> LegendEntry:
         ring = theme.selection
     elif mark.kind == "grad_carried":
         sample = theme.node_style("variable", "grad_carried")
-    elif mark.kind == "detached":
+    elif mark.kind == "detached":  # as the graph draws a node of it: greyed fill and border
         fill = QtGui.QColor(sample.fill)
         grey = faded(np.array([fill.getRgb()], dtype=np.uint8), theme.graph.background)[0]
-        sample = dataclasses.replace(sample, fill=_colour(grey).name())
+        code = STATE_NAMES.index("value")
+        greyed = style_of_key(theme, code + DETACHED_KEY, STATE_NAMES)
+        sample = dataclasses.replace(greyed, fill=_colour(grey).name())
+    elif mark.kind == "cut":  # the overlay the scene sets: a ring and badge in the edge colour
+        edge = _colour(theme.graph.edge)
+        badges = tuple((b, edge) for b in mark.badges)
+        ring, dashed = edge.name(), True
     return LegendEntry(
         f"mark:{mark.kind}", mark.label, mark.meaning, kind, sample, badges, ring, dashed
     )

@@ -202,3 +202,29 @@ def test_with_module_boxes_every_node_keeps_its_own_name_and_op():
     assert ops == ["Linear", "Linear", "Tanh", "Tanh"]  # the ones the boxes stand for too
     assert len(index.search("net/b1/fc")) == 2  # the Linear and its output
     assert set(boxes) <= set(index.search("net").tolist())
+
+
+def test_the_first_match_is_the_graphs_own_not_its_detached_history():
+    import autodiff.functions as F
+    from autodiff import Variable
+    from autodiff.trace import record, view_for_root
+
+    w = Variable(np.array(0.5), name="w")
+    h = Variable(np.array(0.1), name="h0")
+    with record() as t:
+        for _ in range(2):
+            loss = 0
+            for _ in range(3):
+                h = F.tanh(h * w)
+                loss = loss + h
+            loss.backward()
+            loss.unchain_backward()
+    view = view_for_root(t, t.backward_roots[1], 1)
+    cursor = FindCursor()
+    cursor.set_source(view)
+    first = cursor.search("tanh")
+    tanhs = [n for n in view.functions if t.node(n)["op"] == "Tanh"]
+    assert cursor.count == len(tanhs) == 6  # its three, and the three of the window before
+    assert first not in view.detached() and first == min(set(tanhs) - view.detached())
+    seen = [cursor.next() for _ in range(6)]
+    assert sorted(seen) == sorted(tanhs)  # the others are still a keystroke away

@@ -111,3 +111,27 @@ def _without_detached(geometry):
     import dataclasses
 
     return dataclasses.replace(geometry, detached=None, detached_edges=None)
+
+
+def test_a_detached_module_box_says_it_ran_before_this_graph(qtbot, window, wait_for_script):
+    """The box said 'ran before this graph (cut off)' while the inspector said 'not run
+    yet'; and its name stayed drawn zoomed out, as loud as the graph's own boxes."""
+    from viewer.model.inspector import DETACHED_HISTORY, inspect_module
+
+    window.load_example("rnn_bptt")
+    wait_for_script(window)
+    doc = window.document
+    assert doc.show_script_graph(2)
+    scene = doc.scene
+    boxes = [i for i in scene.modules if scene.detached[i]]
+    live_boxes = [i for i in scene.modules if not scene.detached[i]]
+    assert boxes and live_boxes
+    for step in (-1, scene.n_steps - 1):
+        rows = dict(inspect_module(scene, boxes[0], step).module_rows)
+        assert rows["ran"] == "before this graph" and rows["history"] == DETACHED_HISTORY
+        assert "ran before this graph (cut off)" in scene.module_text(boxes[0], step)
+    window.graph_view.set_selection(boxes[0])
+    window.inspector.show_node(inspect_module(scene, boxes[0], scene.n_steps - 1))
+    assert window.inspector.subtitle.text().startswith("cut off before this graph")
+    named = window.graph_view._labels._named
+    assert not named[boxes].any() and named[live_boxes].all()

@@ -30,3 +30,24 @@ def test_badge_text_and_disabled_text_are_readable(qapp, name):
         shown = palette.color(group, role)
         assert _contrast(shown, QtGui.QColor(theme.window)) >= 3.0
         assert shown != QtGui.QColor(theme.text)  # still looks disabled
+
+
+@pytest.mark.parametrize("name", sorted(THEMES))
+def test_detached_history_text_reads_on_its_greyed_fill_for_every_state(qapp, name):
+    """The dark theme's greyed module boxes had dark text on a dark fill (1.5:1)."""
+    import numpy as np
+
+    from viewer.model.graph_colours import faded
+    from viewer.model.node_states import STATE_NAMES
+    from viewer.qt.graph_items import DETACHED_KEY, style_of_key
+
+    theme = THEMES[name]
+    graph = theme.graph
+    for kind, fills in enumerate((graph.variable_fill, graph.function_fill, graph.module_fill)):
+        for code in range(len(STATE_NAMES)):
+            style = style_of_key(theme, 1000 * kind + code + DETACHED_KEY, STATE_NAMES)
+            fill = faded(np.asarray([fills[code]], np.uint8), graph.background)[0]
+            shown = QtGui.QColor(*(int(c) for c in fill[:3]))
+            assert _contrast(QtGui.QColor(style.text), shown) >= 4.5, (kind, code)
+            plain = style_of_key(theme, 1000 * kind + code, STATE_NAMES)
+            assert style.text != plain.text or style.border != plain.border  # it is greyed
