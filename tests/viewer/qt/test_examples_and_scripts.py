@@ -59,17 +59,21 @@ def test_a_script_with_an_exception_leaves_the_app_usable(qtbot, window, wait_fo
     assert window.document.trace.steps[0].op == "Exp"
 
 
+# a script that runs until it is cancelled
+_FOREVER = (
+    "import numpy as np\n"
+    "from autodiff import Variable\n"
+    "x = Variable(np.array(0.1))\n"
+    "while True:\n"
+    "    y = x * x\n"
+)
+
+
 def test_a_script_runs_in_the_background_and_can_be_cancelled(
     qtbot, window, wait_for_script, tmp_path
 ):
     script = tmp_path / "slow.py"
-    script.write_text(
-        "import numpy as np\n"
-        "from autodiff import Variable\n"
-        "x = Variable(np.array(0.1))\n"
-        "while True:\n"
-        "    y = x * x\n"
-    )
+    script.write_text(_FOREVER)
     assert window.open_path(script, confirm_scripts=False)
     run = window.document.script_run
     assert run is not None
@@ -92,13 +96,7 @@ def test_esc_cancels_a_running_script_and_otherwise_leaves_the_key_alone(
     assert not cancel.isEnabled()  # nothing runs: Esc is the focused widget's
     assert "Esc" in cancel.toolTip()
     script = tmp_path / "slow.py"
-    script.write_text(
-        "import numpy as np\n"
-        "from autodiff import Variable\n"
-        "x = Variable(np.array(0.1))\n"
-        "while True:\n"
-        "    y = x * x\n"
-    )
+    script.write_text(_FOREVER)
     assert window.open_path(script, confirm_scripts=False)
     run = window.document.script_run
     qtbot.waitUntil(lambda: run.running, timeout=10_000)
