@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
+import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +49,10 @@ RTOL = 1e-4  # a derivative passes when |backprop - numeric| <= RTOL * scale + A
 ATOL = 1e-7
 STEP = 1e-5  # central-difference step, relative to max(1, |x|)
 MAX_ELEMENTS = 64  # arrays up to this size are compared element by element (and kept)
+# A script's own Functions are checked once a backward pass while the checks have taken at
+# most this share of the run's time (plus the grace, so the first passes are checked)
+PASS_CHECK_BUDGET = 0.25
+PASS_CHECK_GRACE = 0.05  # seconds
 DIRECTIONS = 3  # bigger arrays: this many random directions
 # Worst first: the status of a group is the first of these that any member has.
 _SEVERITY = ("wrong", "kink", "ok", "nonfinite", "skipped")
@@ -545,21 +550,55 @@ class FunctionSampler:
     checked at once, on the script's thread, while its module still exists.
     """
 
-    def __init__(self, per_class: int = 2, max_elements: int = 1_000_000) -> None:
+    def __init__(
+        self,
+        per_class: int = 2,
+        max_elements: int = 1_000_000,
+        per_pass: bool = True,
+        budget: float = PASS_CHECK_BUDGET,
+    ) -> None:
         self.per_class = per_class
         self.max_elements = max_elements
         self.samples: dict[type, list[FunctionSample]] = {}
         self._full: set[type] = set()
+        # Per backward pass (see end_pass): the first call of each of the script's own
+        # classes is checked, while the checks have taken at most ``budget`` of the run's
+        # time; a call that fails is kept as a sample too (at most ``per_class`` a class).
+        self.per_pass = per_pass
+        self.budget = budget
+        self._own: dict[type, bool] = {}
+        self._checked: set[type] = set()  # this pass
+        self._wrong: list[str] = []  # this pass: the ops whose check failed
+        self._wrong_kept: dict[type, int] = {}
+        self._spent = 0.0
+        self._began = time.perf_counter()
+        self.passes_checked = 0
+        self.passes_unchecked = 0  # passes with a call of an own class the budget left out
+        self._missed = False
 
     def on_forward(self, function: Any, inputs: Any, outputs: Any, recorded: bool) -> None:
         cls = type(function)
-        if not recorded or cls in self._full:
+        if not recorded:
             return
+        own = self._own.get(cls)
+        if own is None:
+            own = self._own[cls] = not _from_autodiff(cls)
+        if own and self.per_pass and cls not in self._checked:
+            self._check_in_pass(cls, function, inputs)
+            return
+        if cls in self._full:
+            return
+        self._keep(cls, function, inputs, None)
+
+    def _keep(
+        self, cls: type, function: Any, inputs: Any, result: tuple | None
+    ) -> FunctionSample | None:
+        """Keep this call as a sample (checked now if ``cls`` is the script's own)."""
         found = self.samples.setdefault(cls, [])
         try:
             arrays = tuple(_plain_copy(x.data, self.max_elements) for x in inputs)
         except _NotPlain:
-            return
+            return None
         params: dict[str, Any] = {}
         dropped = []
         for key, value in vars(function).items():
@@ -567,12 +606,47 @@ class FunctionSampler:
                 params[key] = _plain_copy(value, self.max_elements)
             except _NotPlain:
                 dropped.append(key)
-        result = None
-        if not _from_autodiff(cls):
+        if result is None and not _from_autodiff(cls):
             result = _check_at(cls, dict(vars(function)), arrays)
-        found.append(FunctionSample(cls, params, arrays, tuple(dropped), result))
-        if len(found) >= self.per_class:
+        sample = FunctionSample(cls, params, arrays, tuple(dropped), result)
+        found.append(sample)
+        if sum(s.result is None or s.result[0] != "wrong" for s in found) >= self.per_class:
             self._full.add(cls)
+        return sample
+
+    def _check_in_pass(self, cls: type, function: Any, inputs: Any) -> None:
+        """Check the pass's first call of the script's own ``cls``, within the budget."""
+        self._checked.add(cls)
+        now = time.perf_counter()
+        if self._spent > self.budget * (now - self._began) + PASS_CHECK_GRACE:
+            self._missed = True
+            return
+        try:
+            result = _check_at(cls, dict(vars(function)), tuple(x.data for x in inputs))
+        finally:
+            self._spent += time.perf_counter() - now
+        if result[0] == "wrong":
+            self._wrong.append(cls.__name__)
+            if self._wrong_kept.get(cls, 0) < self.per_class:  # the call that failed
+                self._wrong_kept[cls] = self._wrong_kept.get(cls, 0) + 1
+                self._keep(cls, function, inputs, result)
+                return
+        if cls not in self._full:
+            self._keep(cls, function, inputs, result)
+
+    def end_pass(self) -> tuple[str, ...]:
+        """A backward pass ended: the ops of the script's own Functions whose check failed in
+        it (since the last end_pass), and the next pass checks afresh."""
+        wrong = tuple(sorted(set(self._wrong)))
+        if self._checked:
+            if self._missed:
+                self.passes_unchecked += 1
+            else:
+                self.passes_checked += 1
+        self._checked = set()
+        self._wrong = []
+        self._missed = False
+        return wrong
 
     def for_op(self, op: str) -> list[FunctionSample]:
         """The samples of every class named ``op`` (a graph node knows only the name)."""

@@ -29,6 +29,7 @@ from autodiff.trace import Trace
 from viewer.model.pass_sampling import (
     DEFAULT_MAX_FLAGGED,
     DEFAULT_MAX_PASSES,
+    FLAG_GRADCHECK,
     FLAG_HELD,
     FLAG_NONFINITE,
     PassLog,
@@ -49,8 +50,12 @@ class PassRecording:
         max_passes: int = DEFAULT_MAX_PASSES,
         max_flagged: int = DEFAULT_MAX_FLAGGED,
         script: str | None = None,
+        checker: Any = None,
     ) -> None:
         self.max_array_size = max_array_size
+        # a FunctionSampler checking the script's own Functions once a pass (end_pass)
+        self.checker = checker
+        self.wrong: dict[int, tuple[str, ...]] = {}  # kept pass -> its ops that failed
         self.reservoir = PassReservoir(max_passes, max_flagged)
         self.passes = PassLog()
         self.script = script  # the script's file: iterations count its backward() lines
@@ -157,17 +162,23 @@ class PassRecording:
                 norms.extend([math.nan] * (column + 1 - len(norms)))
                 norms[column] = norm
         self._grads = {}
+        end_pass = getattr(self.checker, "end_pass", None)
+        wrong = end_pass() if end_pass is not None else ()
+        if wrong:
+            flags |= FLAG_GRADCHECK
+            self.wrong[index] = wrong
         self.passes.add(self._loss, self._iteration, flags, norms)
         held = self._held
         if held >= 0:
             self.passes.flag(held, FLAG_HELD)
         # the pass before, when it was the one held, is still in the sample (as its last pass)
         late = held >= 0 and held == index - 1
-        dropped = self.reservoir.offer(index, bool(flags & FLAG_NONFINITE), late)
+        dropped = self.reservoir.offer(index, bool(flags & (FLAG_NONFINITE | FLAG_GRADCHECK)), late)
         for gone in dropped:  # freed at once (reference counting: the worker's collector is off)
             self.segments.pop(gone, None)
             self.trace_pass.pop(gone, None)
             self.names.pop(gone, None)
+            self.wrong.pop(gone, None)
         if index + 1 < self.reservoir.head:
             return
         # The pass is recorded: from here on each pass gets a trace of its own.

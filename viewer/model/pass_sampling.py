@@ -43,6 +43,7 @@ from numpy.typing import NDArray
 __all__ = [
     "DEFAULT_MAX_FLAGGED",
     "DEFAULT_MAX_PASSES",
+    "FLAG_GRADCHECK",
     "FLAG_HELD",
     "FLAG_NONFINITE",
     "GraphFilter",
@@ -58,6 +59,7 @@ DEFAULT_MAX_FLAGGED = 100
 MAX_NORMS = 50  # parameters whose gradient norm is logged per pass (as the plot draws)
 FLAG_NONFINITE = 1  # NaN or Inf in the loss or in a parameter's gradient
 FLAG_HELD = 2  # the program still held the pass's graph (its root) when the next pass ended
+FLAG_GRADCHECK = 4  # a Function of the script's own failed its gradient check in the pass
 
 
 def format_loss(value: float) -> str:
@@ -69,9 +71,17 @@ def format_loss(value: float) -> str:
     return f"{value:.3g}"
 
 
-def pass_label(number: int, iteration: int, loss: float, flags: int = 0, name: str = "") -> str:
+def pass_label(
+    number: int,
+    iteration: int,
+    loss: float,
+    flags: int = 0,
+    name: str = "",
+    wrong: Sequence[str] = (),
+) -> str:
     """``#1234 · iter 1233 · loss 0.0421`` for pass ``number - 1``; `` · NaN/Inf`` when
-    flagged and `` · from y`` for a named root."""
+    flagged, `` · wrong backward: Cube`` for the script's own Functions (``wrong``) whose
+    gradient check failed in it, and `` · from y`` for a named root."""
     parts = [f"#{number}"]
     if iteration >= 0:
         parts.append(f"iter {iteration}")
@@ -80,6 +90,8 @@ def pass_label(number: int, iteration: int, loss: float, flags: int = 0, name: s
         parts.append("NaN/Inf in a gradient")
     if flags & FLAG_HELD:
         parts.append("graph still held")
+    if flags & FLAG_GRADCHECK:
+        parts.append("wrong backward" + (f": {', '.join(wrong)}" if wrong else ""))
     if name:
         parts.append(f"from {name}")
     return " · ".join(parts)
@@ -172,7 +184,7 @@ class PassReservoir:
                 if self.flagged_seen > flagged
                 else ""
             )
-            parts.append(f"{flagged} flagged (NaN/Inf or graph still held){more}")
+            parts.append(f"{flagged} flagged (NaN/Inf, graph still held or wrong backward){more}")
         listed = ", ".join(parts[:-1]) + " and " + parts[-1]
         shown = len(kept) if shown is None else shown
         return f"showing {shown:,} of {self.seen:,} passes: {listed}"
@@ -280,8 +292,9 @@ class PassLog:
 class GraphFilter:
     """What the filter box asks: ``text`` as typed. ``loss>0.5``, ``iter<=10`` or ``#>=100``
     compare a field (``<``, ``<=``, ``>``, ``>=``, ``=``); ``nan`` (or ``inf``) finds the
-    passes with NaN/Inf, ``held`` (or ``leak``) those whose graph the program still held;
-    anything else is a case-insensitive substring of the label."""
+    passes with NaN/Inf, ``held`` (or ``leak``) those whose graph the program still held,
+    ``wrong`` (or ``gradcheck``) those where a Function of the script's own failed its
+    gradient check; anything else is a case-insensitive substring of the label."""
 
     text: str
 
@@ -305,6 +318,8 @@ class GraphFilter:
             )
         if lowered in ("held", "leak", "leaks"):
             return bool(flags & FLAG_HELD)
+        if lowered in ("wrong", "gradcheck", "wrong backward"):
+            return bool(flags & FLAG_GRADCHECK)
         found = self._COMPARE.match(text)
         if found is None:
             return lowered in label.lower()

@@ -424,7 +424,9 @@ class ScriptRun(_RunState):
             core.add_observer(observer)
             for extra in observers:
                 core.add_observer(extra)
-            recording = PassRecording(self.max_array_size, self.max_passes, script=str(self.path))
+            recording = PassRecording(
+                self.max_array_size, self.max_passes, script=str(self.path), checker=sampler
+            )
             with recording:
                 trace = recording.head
                 if self._cancel_requested:
@@ -508,9 +510,7 @@ class ScriptRun(_RunState):
             error_message=error_message,
             samples=sampler,
             passes=None if recording is None else recording.passes,
-            sampling=""
-            if recording is None or trace is None
-            else recording.reservoir.note(len(graphs)),
+            sampling=_sampling_note(recording, trace, sampler, len(graphs)),
         )
         # A cancelled or failed run shows what it built up to then: its last graph too.
         if graphs and self.prepare_view:
@@ -597,6 +597,28 @@ def _script_line(error: BaseException, path: Path) -> int | None:
     return line
 
 
+def _sampling_note(
+    recording: PassRecording | None,
+    trace: TraceReader | None,
+    sampler: FunctionSampler | None,
+    shown: int,
+) -> str:
+    """Which passes the graphs are, and, when the time budget left some out, in how many
+    passes the script's own Functions were checked."""
+    if recording is None or trace is None:
+        return ""
+    note = recording.reservoir.note(shown)
+    if sampler is not None and sampler.passes_unchecked:
+        checked = sampler.passes_checked
+        total = checked + sampler.passes_unchecked
+        part = (
+            f"the script's own Functions were gradient-checked in {checked:,} of {total:,} "
+            "passes (the checks may take a quarter of the run's time)"
+        )
+        note = f"{note}; {part}" if note else part
+    return note
+
+
 def _count_steps(recording: PassRecording, limit: int) -> int:
     """The steps the recording holds, counted up to just past ``limit``."""
     n = 0
@@ -638,7 +660,12 @@ def _recorded_graphs(recording: PassRecording) -> list[ScriptGraph]:
         if not 0 <= bpass < len(roots):
             continue
         title = pass_label(
-            p + 1, int(iteration[p]), float(loss[p]), int(flags[p]), recording.names.get(p, "")
+            p + 1,
+            int(iteration[p]),
+            float(loss[p]),
+            int(flags[p]),
+            recording.names.get(p, ""),
+            recording.wrong.get(p, ()),
         )
         graphs.append(
             ScriptGraph(

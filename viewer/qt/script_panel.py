@@ -37,10 +37,12 @@ class ScriptPanel(QtWidgets.QWidget):
         self.graphs.setPlaceholderText("choose a graph to show it")
         self.filter = QtWidgets.QLineEdit(self)
         self.filter.setObjectName("graphFilter")
-        self.filter.setPlaceholderText("filter: text, loss>0.5, iter<100, nan")
+        self.filter.setPlaceholderText("filter: text, loss>0.5, iter<100, nan, wrong")
         self.filter.setToolTip(
             "Show only the graphs whose label holds this text (any case), or compare a field: "
-            "loss>0.5, iter<=10, #>=100; nan lists the passes with NaN or Inf"
+            "loss>0.5, iter<=10, #>=100; nan lists the passes with NaN or Inf, held those whose "
+            "graph the program kept, wrong those where a Function of the script's own failed "
+            "its gradient check"
         )
         self.filter.setClearButtonEnabled(True)
         self.filter.setEnabled(False)

@@ -64,7 +64,7 @@ def test_a_long_run_keeps_the_first_the_last_evenly_spaced_and_flagged_passes():
     note = reservoir.note()
     assert note.startswith(f"showing {len(kept):,} of 10,000 passes: the first 50, ")
     assert f"every {stride}th after them" in note and "the last" in note
-    assert "3 flagged (NaN/Inf or graph still held) (the first 3 of 5)" in note
+    assert "3 flagged (NaN/Inf, graph still held or wrong backward) (the first 3 of 5)" in note
 
 
 def test_the_bound_holds_for_any_length():
@@ -356,7 +356,7 @@ def test_a_pass_whose_graph_the_program_keeps_is_flagged_and_kept(tmp_path):
     assert {3, 40, 61} <= set(kept)  # 40 and 61 lie off the evenly spaced ones: kept as held
     assert kept[61].title.endswith("graph still held") and kept[61].trace is not None
     assert "graph still held" not in kept[62].title if 62 in kept else True
-    assert "flagged (NaN/Inf or graph still held)" in result.sampling
+    assert "flagged (NaN/Inf, graph still held or wrong backward)" in result.sampling
     listed = filter_entries(result.graphs, "held")
     assert [result.graphs[k].number for k in listed] == [3, 40, 61]
     clean = ScriptRun(write(tmp_path, TRAIN))
