@@ -34,7 +34,8 @@ class LeakBinding(PanelBinding):
         self.status_bar = status_bar
         document.leaks_found.connect(self._on_leaks_found)
         document.graph_loaded.connect(self._on_graph_loaded)
-        panel.node_requested.connect(scene.show_node)
+        self.scene_binding = scene
+        panel.node_requested.connect(self._show_survivor)
 
     def release_graph(self) -> Any:
         """Release the expression's objects and audit them (a script was audited when it
@@ -74,10 +75,29 @@ class LeakBinding(PanelBinding):
         self.status_bar.showMessage(f"Released the graph: {_count(report)}")
         return report
 
+    def _show_survivor(self, node_id: int) -> bool:
+        """A survivor's node: of the run's audited trace for a script (its first passes),
+        never a node of the same number in a pass recorded on its own."""
+        doc = self.document
+        result = doc.script_result
+        audited = result.trace if doc.kind == "script" and result is not None else None
+        return self.scene_binding.show_node(node_id, audited)
+
+    def _audited_shown(self) -> bool:
+        """Whether the graph shown is of the audited trace (for a script: one of its first
+        passes, not one recorded on its own, whose node ids are another trace's)."""
+        doc = self.document
+        result = doc.script_result
+        if doc.kind != "script" or result is None:
+            return True
+        return getattr(doc.trace, "base", doc.trace) is result.trace
+
     def _on_leaks_found(self, report: Any) -> None:
         doc = self.document
         scene = doc.scene
         in_graph = None if scene is None else {int(n) for n in scene.node_ids}
+        if not self._audited_shown():
+            in_graph = set()  # the same numbers name other nodes here
         script = doc.kind == "script" and doc.path is not None
         title = doc.path.name if script else doc.title  # type: ignore[union-attr]
         when = "the end of the script" if script else "the release"
@@ -86,7 +106,14 @@ class LeakBinding(PanelBinding):
     def _on_graph_loaded(self, document: Document) -> None:
         if document.leak_report is None:
             result = document.script_result
-            if document.kind != "script":
+            if (
+                document.kind == "script"
+                and result is not None
+                and result.leak_report is not None
+                and not self._audited_shown()
+            ):
+                self._on_leaks_found(result.leak_report)  # listed; their graphs are others
+            elif document.kind != "script":
                 self.panel.show_message("")
             elif result is None or result.leak_report is None:
                 self.panel.show_message("This script's run was not audited.")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
+from autodiff.trace import TraceReader
 from viewer.model.document import Document
 from viewer.model.scene import Scene
 from viewer.qt.graph_view import GraphView, empty_geometry
@@ -164,25 +165,32 @@ class SceneBinding(QtCore.QObject):
             self.document.select(int(node_id))
             self.view.center_on(index)
 
-    def show_node(self, node_id: int) -> bool:
+    def show_node(self, node_id: int, trace: TraceReader | None = None) -> bool:
         """Select ``node_id`` and centre the view on it. A script's survivor in another of
-        its graphs switches to that graph first."""
+        its graphs switches to that graph first. ``trace``: the trace ``node_id`` is a node
+        of (the run's audited one, for a leak), when it may not be the graph shown's: a pass
+        of a long run recorded on its own numbers its nodes afresh."""
         scene = self.document.scene
         if scene is None:
             return False
-        if scene.index_of(node_id) < 0 and not self._show_graph_with(node_id):
+        shown = self.document.trace
+        elsewhere = trace is not None and getattr(shown, "base", shown) is not trace
+        if (elsewhere or scene.index_of(node_id) < 0) and not self._show_graph_with(node_id, trace):
             if self.status_bar is not None:
                 self.status_bar.showMessage(f"Node #{node_id} is not in the graph shown")
             return False
         self.select_node_id(int(node_id))
         return True
 
-    def _show_graph_with(self, node_id: int) -> bool:
+    def _show_graph_with(self, node_id: int, trace: TraceReader | None = None) -> bool:
         doc = self.document
         result = doc.script_result
         if doc.kind != "script" or result is None:
             return False
-        for index in range(len(result.graphs)):
+        for index, graph in enumerate(result.graphs):
+            own = graph.trace if graph.trace is not None else result.trace
+            if trace is not None and own is not trace:
+                continue  # another trace's node of the same number
             try:
                 view = result.view(index)
             except Exception:  # a broken graph: look at the others

@@ -163,3 +163,43 @@ def test_the_command_line_runs_a_script_and_shows_its_graphs_and_leaks(qtbot):
     qtbot.waitUntil(lambda: window.document.script_run is None, timeout=10_000)
     assert window.document.kind == "script" and window.document.scene is not None
     assert window.leak_panel.row_count() == len(EXPECTED["strong_outputs"])
+
+
+def test_a_survivor_is_shown_in_the_audited_graphs_never_in_a_pass_recorded_alone(
+    qtbot, window, wait_for_script, tmp_path
+):
+    """Past its first passes a long run records each pass on its own, numbering its nodes
+    afresh: a survivor's id there is another node. The click goes to the audited graph."""
+    script = tmp_path / "leaky.py"
+    script.write_text(
+        "import numpy as np\n"
+        "import autodiff\n"
+        "from autodiff import Variable\n"
+        "autodiff.leaky_cache = []  # in a module that outlives the script (in its worker)\n"
+        "x = Variable(np.array(2.0), name='x')\n"
+        "for i in range(8):\n"
+        "    h = x * x\n"
+        "    h.name = f'h{i}'\n"
+        "    if i == 0:\n"
+        "        autodiff.leaky_cache.append(h)  # the first pass's h outlives the run\n"
+        "    y = h * 3.0\n"
+        "    y.backward()\n"
+        "    x.cleargrad()\n"
+    )
+    doc = window.document
+    doc.script_max_passes = 4
+    assert window.open_path(script, confirm_scripts=False)
+    wait_for_script(window)
+    result = doc.script_result
+    assert result is not None and result.ok, result.error
+    last = result.graphs[-1]
+    assert last.trace is not None  # the graph shown is a pass recorded on its own
+    panel = window.leak_panel
+    row = next(r for r in range(panel.row_count()) if panel.row_texts(r)[0].startswith("h0"))
+    assert "(in another graph)" in panel.row_texts(row)[0]  # listed, and said where
+    node = panel.row_node(row)
+    assert doc.scene.index_of(node) >= 0  # the same number names a node of this pass too
+    assert not len(doc.scene.overlay_arrays("leak")[0])  # so it is not badged here
+    panel.click_row(row)
+    assert getattr(doc.trace, "base", doc.trace) is result.trace
+    assert doc.selection == node and doc.trace.node(node)["name"] == "h0"
