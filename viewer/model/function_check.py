@@ -49,9 +49,9 @@ RTOL = 1e-4  # a derivative passes when |backprop - numeric| <= RTOL * scale + A
 ATOL = 1e-7
 STEP = 1e-5  # central-difference step, relative to max(1, |x|)
 MAX_ELEMENTS = 64  # arrays up to this size are compared element by element (and kept)
-# A script's own Functions are checked once a backward pass while the checks have taken at
-# most this share of the run's time (plus the grace, so the first passes are checked)
-PASS_CHECK_BUDGET = 0.25
+# A script's own Functions are checked once a backward pass while the checks have added at
+# most this share to the run's own time (plus the grace, so the first passes are checked)
+PASS_CHECK_BUDGET = 0.2
 PASS_CHECK_GRACE = 0.05  # seconds
 DIRECTIONS = 3  # bigger arrays: this many random directions
 # Worst first: the status of a group is the first of these that any member has.
@@ -562,8 +562,9 @@ class FunctionSampler:
         self.samples: dict[type, list[FunctionSample]] = {}
         self._full: set[type] = set()
         # Per backward pass (see end_pass): the first call of each of the script's own
-        # classes is checked, while the checks have taken at most ``budget`` of the run's
-        # time; a call that fails is kept as a sample too (at most ``per_class`` a class).
+        # classes is checked, while the checks have added at most ``budget`` to the time the
+        # run took without them; a call that fails is kept as a sample too (at most
+        # ``per_class`` a class).
         self.per_pass = per_pass
         self.budget = budget
         self._own: dict[type, bool] = {}
@@ -618,7 +619,7 @@ class FunctionSampler:
         """Check the pass's first call of the script's own ``cls``, within the budget."""
         self._checked.add(cls)
         now = time.perf_counter()
-        if self._spent > self.budget * (now - self._began) + PASS_CHECK_GRACE:
+        if self._spent > self.budget * (now - self._began - self._spent) + PASS_CHECK_GRACE:
             self._missed = True
             return
         try:
@@ -637,15 +638,18 @@ class FunctionSampler:
     def end_pass(self) -> tuple[str, ...]:
         """A backward pass ended: the ops of the script's own Functions whose check failed in
         it (since the last end_pass), and the next pass checks afresh."""
+        if not self._checked:
+            return ()
+        if self._missed:
+            self.passes_unchecked += 1
+            self._missed = False
+        else:
+            self.passes_checked += 1
+        self._checked.clear()
+        if not self._wrong:
+            return ()
         wrong = tuple(sorted(set(self._wrong)))
-        if self._checked:
-            if self._missed:
-                self.passes_unchecked += 1
-            else:
-                self.passes_checked += 1
-        self._checked = set()
-        self._wrong = []
-        self._missed = False
+        self._wrong.clear()
         return wrong
 
     def for_op(self, op: str) -> list[FunctionSample]:
