@@ -576,6 +576,10 @@ class FunctionSampler:
         self.passes_checked = 0
         self.passes_unchecked = 0  # passes with a call of an own class the budget left out
         self._missed = False
+        self.last_pass_missed = False  # the pass end_pass closed: the budget left one out
+        # the pass being run will be kept (its graph shown): checked whatever the budget
+        # (a bounded number: the sample's), so what the list shows is never unchecked
+        self.priority = True
 
     def on_forward(self, function: Any, inputs: Any, outputs: Any, recorded: bool) -> None:
         cls = type(function)
@@ -619,7 +623,8 @@ class FunctionSampler:
         """Check the pass's first call of the script's own ``cls``, within the budget."""
         self._checked.add(cls)
         now = time.perf_counter()
-        if self._spent > self.budget * (now - self._began - self._spent) + PASS_CHECK_GRACE:
+        over = self._spent > self.budget * (now - self._began - self._spent) + PASS_CHECK_GRACE
+        if over and not self.priority:
             self._missed = True
             return
         try:
@@ -638,11 +643,13 @@ class FunctionSampler:
     def end_pass(self) -> tuple[str, ...]:
         """A backward pass ended: the ops of the script's own Functions whose check failed in
         it (since the last end_pass), and the next pass checks afresh."""
+        self.last_pass_missed = False
         if not self._checked:
             return ()
         if self._missed:
             self.passes_unchecked += 1
             self._missed = False
+            self.last_pass_missed = True
         else:
             self.passes_checked += 1
         self._checked.clear()

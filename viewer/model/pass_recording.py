@@ -32,6 +32,7 @@ from viewer.model.pass_sampling import (
     FLAG_GRADCHECK,
     FLAG_HELD,
     FLAG_NONFINITE,
+    FLAG_UNCHECKED,
     PassLog,
     PassReservoir,
 )
@@ -167,6 +168,8 @@ class PassRecording:
         if wrong:
             flags |= FLAG_GRADCHECK
             self.wrong[index] = wrong
+        elif end_pass is not None and self.checker.last_pass_missed:
+            flags |= FLAG_UNCHECKED  # its label says so: no flag must not read as checked
         self.passes.add(self._loss, self._iteration, flags, norms)
         held = self._held
         if held >= 0:
@@ -179,6 +182,8 @@ class PassRecording:
             self.trace_pass.pop(gone, None)
             self.names.pop(gone, None)
             self.wrong.pop(gone, None)
+        if end_pass is not None:  # the passes the sample will show are always checked
+            self.checker.priority = self.reservoir.likely_kept(index + 1)
         if index + 1 < self.reservoir.head:
             return
         # The pass is recorded: from here on each pass gets a trace of its own.

@@ -46,6 +46,7 @@ __all__ = [
     "FLAG_GRADCHECK",
     "FLAG_HELD",
     "FLAG_NONFINITE",
+    "FLAG_UNCHECKED",
     "GraphFilter",
     "PassLog",
     "PassReservoir",
@@ -60,6 +61,7 @@ MAX_NORMS = 50  # parameters whose gradient norm is logged per pass (as the plot
 FLAG_NONFINITE = 1  # NaN or Inf in the loss or in a parameter's gradient
 FLAG_HELD = 2  # the program still held the pass's graph (its root) when the next pass ended
 FLAG_GRADCHECK = 4  # a Function of the script's own failed its gradient check in the pass
+FLAG_UNCHECKED = 8  # a Function of the script's own ran, but the checks' time budget was spent
 
 
 def format_loss(value: float) -> str:
@@ -92,6 +94,8 @@ def pass_label(
         parts.append("graph still held")
     if flags & FLAG_GRADCHECK:
         parts.append("wrong backward" + (f": {', '.join(wrong)}" if wrong else ""))
+    elif flags & FLAG_UNCHECKED:
+        parts.append("backward not checked")
     if name:
         parts.append(f"from {name}")
     return " · ".join(parts)
@@ -119,15 +123,21 @@ class PassReservoir:
         self._flagged: list[int] = []  # kept flagged passes after the head
         self._last = -1  # the last pass, when nothing else keeps it
 
+    def likely_kept(self, index: int) -> bool:
+        """Whether pass ``index`` (the next one) will be in the sample as it stands: one of
+        the first, or on the stride (a later doubling can still drop it)."""
+        return index < self.head or (index - self.head) % self.stride == 0
+
     def offer(self, index: int, flagged: bool = False, previous_flagged: bool = False) -> list[int]:
         """Pass ``index`` (the next one: ``seen``) ended; the passes dropped from the sample.
         ``previous_flagged``: the pass before it turned out flagged (its graph still held)."""
         if index != self.seen:
             raise ValueError(f"pass {index} offered, expected pass {self.seen}")
         self.seen += 1
-        if flagged:
+        # flagged passes after the first ones (those are all kept anyway), for the note
+        if flagged and index >= self.head:
             self.flagged_seen += 1
-        if previous_flagged:
+        if previous_flagged and index - 1 >= self.head:
             self.flagged_seen += 1
             if 0 <= self._last == index - 1 and len(self._flagged) < self.max_flagged:
                 self._flagged.append(self._last)  # kept as the last pass until now: kept on
@@ -180,11 +190,11 @@ class PassReservoir:
         flagged = len(self._flagged)
         if flagged:
             more = (
-                f" (the first {flagged} of {self.flagged_seen:,})"
+                f"; the first {flagged} of {self.flagged_seen:,}"
                 if self.flagged_seen > flagged
                 else ""
             )
-            parts.append(f"{flagged} flagged (NaN/Inf, graph still held or wrong backward){more}")
+            parts.append(f"{flagged} flagged (NaN/Inf, graph still held or wrong backward{more})")
         listed = ", ".join(parts[:-1]) + " and " + parts[-1]
         shown = len(kept) if shown is None else shown
         return f"showing {shown:,} of {self.seen:,} passes: {listed}"
@@ -320,6 +330,8 @@ class GraphFilter:
             return bool(flags & FLAG_HELD)
         if lowered in ("wrong", "gradcheck", "wrong backward"):
             return bool(flags & FLAG_GRADCHECK)
+        if lowered in ("unchecked", "not checked"):
+            return bool(flags & FLAG_UNCHECKED)
         found = self._COMPARE.match(text)
         if found is None:
             return lowered in label.lower()

@@ -13,12 +13,16 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from viewer.model.inspector import DETACHED_HISTORY, NodeInfo
+from viewer.qt.plain_text import tooltip
 from viewer.qt.plot_panel import HISTOGRAM_COLOURS, plot_histogram
+from viewer.qt.themes import Theme
 
 __all__ = ["InspectorPanel"]
 
-# Rows of NodeInfo.as_rows() shown elsewhere in the panel (text boxes and links).
+# Rows of NodeInfo.as_rows() shown elsewhere in the panel (text boxes and links, and the
+# prose of "note" and "history" in the word-wrapped notes: a table cell elided them)
 _SHOWN_ELSEWHERE = {"value", "grad", "creator", "consumers", "inputs", "outputs"}
+_PROSE = ("note", "history")
 
 
 class InspectorPanel(QtWidgets.QWidget):
@@ -112,6 +116,15 @@ class InspectorPanel(QtWidgets.QWidget):
         self._notes: list[str] = []
         self.show_node(None)
 
+    def set_theme(self, theme: Theme) -> None:
+        """The histogram in the theme's colours (it stayed white in the dark theme)."""
+        self.plot.setBackground(theme.base)
+        item = self.plot.getPlotItem()
+        for side in ("left", "bottom"):
+            axis = item.getAxis(side)
+            axis.setPen(pg.mkPen(theme.mid))
+            axis.setTextPen(pg.mkPen(theme.text))
+
     def _text_box(self, name: str, font: QtGui.QFont) -> QtWidgets.QPlainTextEdit:
         box = QtWidgets.QPlainTextEdit(self)
         box.setObjectName(name)
@@ -160,7 +173,9 @@ class InspectorPanel(QtWidgets.QWidget):
         else:
             subtitle = f"{state} {where}"
         self.subtitle.setText(subtitle + ("" if info.live else " · object released"))
-        rows = [(k, v) for k, v in info.as_rows() if k not in _SHOWN_ELSEWHERE]
+        all_rows = info.as_rows()
+        prose = [f"{k}: {v}" for k, v in all_rows if k in _PROSE]
+        rows = [(k, v) for k, v in all_rows if k not in _SHOWN_ELSEWHERE and k not in _PROSE]
         self.fields.setRowCount(len(rows))
         for r, (key, value) in enumerate(rows):
             k = QtWidgets.QTableWidgetItem(key)
@@ -168,10 +183,10 @@ class InspectorPanel(QtWidgets.QWidget):
             f.setBold(True)
             k.setFont(f)
             self.fields.setItem(r, 0, k)
-            self.fields.setItem(r, 1, QtWidgets.QTableWidgetItem(value))
-        self.fields.resizeRowsToContents()
-        rows_height = sum(self.fields.rowHeight(r) for r in range(self.fields.rowCount()))
-        self.fields.setFixedHeight(rows_height + 4)
+            cell = QtWidgets.QTableWidgetItem(value)
+            cell.setToolTip(tooltip(value))
+            self.fields.setItem(r, 1, cell)
+        self._fit_rows()
 
         groups = [
             ("creator", (info.creator,) if info.creator is not None else ()),
@@ -214,8 +229,21 @@ class InspectorPanel(QtWidgets.QWidget):
             plot_histogram(self.plot, array.bin_edges, array.histogram, colour, "88", name=label)
             shown += 1
         self.plot.setVisible(shown > 0)
-        self.notes.setText("\n".join(self._notes))
-        self.notes.setVisible(bool(self._notes))
+        notes = [*prose, *self._notes]
+        self.notes.setText("\n".join(notes))
+        self.notes.setVisible(bool(notes))
+
+    def _fit_rows(self) -> None:
+        """Rows as tall as their wrapped text at the table's width now, the table as tall as
+        its rows (again on every resize: a narrower dock wraps more)."""
+        self.fields.resizeRowsToContents()
+        rows_height = sum(self.fields.rowHeight(r) for r in range(self.fields.rowCount()))
+        self.fields.setFixedHeight(rows_height + 4)
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self._info is not None:
+            self._fit_rows()
 
     def _on_link(self, href: str) -> None:
         if href.startswith("node:"):

@@ -488,6 +488,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.editor.highlighter.set_dark(self._theme.name == "dark")
         self.script_panel.set_error_colour(self._theme.error)
         self.plot_panel.set_theme(self._theme)
+        self.inspector.set_theme(self._theme)
         self.legend.set_theme(self._theme)
         self.document.set_palette(self._theme.name)
         self.settings.set_theme(self._theme.name)

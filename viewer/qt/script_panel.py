@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from viewer.qt.plain_text import tooltip
+
 __all__ = ["NO_SCRIPT", "ScriptPanel"]
 
 NO_SCRIPT = "No script is shown. File > Open a .py file to run one and see its graphs."
@@ -35,6 +37,9 @@ class ScriptPanel(QtWidgets.QWidget):
         self.graphs.setToolTip("The graphs the script built: choose one to show it")
         self.graphs.setEnabled(False)
         self.graphs.setPlaceholderText("choose a graph to show it")
+        self.graphs.setMaxVisibleItems(20)  # a popup, not a screen-high list
+        # a long label is cut in the closed box: its tooltip holds it whole
+        self.graphs.currentIndexChanged.connect(self._on_current_changed)
         self.filter = QtWidgets.QLineEdit(self)
         self.filter.setObjectName("graphFilter")
         self.filter.setPlaceholderText("filter: text, loss>0.5, iter<100, nan, wrong")
@@ -141,7 +146,8 @@ class ScriptPanel(QtWidgets.QWidget):
 
     def show_entries(self, indexes: Sequence[int]) -> None:
         """List the graphs ``indexes`` (those the filter lets through), the one on screen
-        selected if it is among them; the count says ``N of M``."""
+        selected if it is among them; the count says ``N of M``. The graph on screen, when
+        the filter leaves it out, is named in the box's placeholder."""
         self.graphs.clear()
         for i in indexes:
             self.graphs.addItem(self._titles[i], i)
@@ -149,8 +155,20 @@ class ScriptPanel(QtWidgets.QWidget):
         # enabled whenever one of the graphs listed is not on screen
         listed = self.graphs.findData(self._on_screen) >= 0 if self._on_screen >= 0 else False
         self.graphs.setEnabled(self.graphs.count() > (1 if listed else 0))
+        shown = self._on_screen
+        if 0 <= shown < len(self._titles) and not listed:
+            self.graphs.setPlaceholderText(f"showing {self._titles[shown]} (not in the filter)")
+        else:
+            self.graphs.setPlaceholderText("choose a graph to show it")
+        self._on_current_changed(self.graphs.currentIndex())
         total = len(self._titles)
         self.count.setText(f"{self.graphs.count():,} of {total:,}" if total else "")
+
+    def _on_current_changed(self, row: int) -> None:
+        text = self.graphs.itemText(row) if row >= 0 else self.graphs.placeholderText()
+        self.graphs.setToolTip(
+            tooltip(text) if text else "The graphs the script built: choose one to show it"
+        )
 
     def selected_graph(self) -> int:
         """The run's index of the graph selected in the list, -1 when none is."""

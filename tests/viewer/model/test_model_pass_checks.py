@@ -100,6 +100,7 @@ def test_the_checks_keep_to_their_share_of_the_run(monkeypatch):
 
     monkeypatch.setattr(fc, "_check_at", slow_check)
     sampler = FunctionSampler(per_class=1, budget=0.2)
+    sampler.priority = False  # no pass of it is to be shown (a recording sets this per pass)
     x = Variable(np.array(1.0))
     for _ in range(40):
         sampler.on_forward(Slow(), (x,), (), True)
@@ -108,3 +109,28 @@ def test_the_checks_keep_to_their_share_of_the_run(monkeypatch):
     assert total == 40 and sampler.passes_unchecked > 0 and sampler.passes_checked >= 3
     elapsed = time.perf_counter() - sampler._began
     assert sampler._spent <= 0.2 * (elapsed - sampler._spent) + 0.05 + 0.02
+
+
+def test_past_the_budget_the_passes_shown_are_still_checked_or_say_they_were_not(
+    tmp_path, monkeypatch
+):
+    """The QA run of 20 000 passes checked 1 613 of them, and the last pass (shown first)
+    read clean with a wrong backward: no flag must never stand for 'not checked'."""
+    import viewer.model.function_check as fc
+
+    monkeypatch.setattr(fc, "PASS_CHECK_GRACE", -1.0)  # the budget is spent from the start
+    values = [(-1.0) ** k * (1 + k % 3) for k in range(41)]
+    result = _run(tmp_path, max_passes=6, values=values)
+    assert result.samples.passes_unchecked > 0
+    assert "gradient-checked in" in result.sampling
+    for graph in result.graphs:
+        negative = values[graph.number] < 0
+        wrong = "wrong backward: Square" in graph.title
+        unchecked = "backward not checked" in graph.title
+        assert not (wrong and unchecked)
+        assert wrong == (negative and not unchecked), graph.title
+    checked_shown = [g for g in result.graphs if "not checked" not in g.title]
+    assert len(checked_shown) >= len(result.graphs) - 1  # all but perhaps the last pass
+    assert filter_entries(result.graphs, "unchecked") == [
+        k for k, g in enumerate(result.graphs) if "not checked" in g.title
+    ]

@@ -64,7 +64,7 @@ def test_a_long_run_keeps_the_first_the_last_evenly_spaced_and_flagged_passes():
     note = reservoir.note()
     assert note.startswith(f"showing {len(kept):,} of 10,000 passes: the first 50, ")
     assert f"every {stride}th after them" in note and "the last" in note
-    assert "3 flagged (NaN/Inf, graph still held or wrong backward) (the first 3 of 5)" in note
+    assert "3 flagged (NaN/Inf, graph still held or wrong backward; the first 3 of 5)" in note
 
 
 def test_the_bound_holds_for_any_length():
@@ -356,7 +356,7 @@ def test_a_pass_whose_graph_the_program_keeps_is_flagged_and_kept(tmp_path):
     assert {3, 40, 61} <= set(kept)  # 40 and 61 lie off the evenly spaced ones: kept as held
     assert kept[61].title.endswith("graph still held") and kept[61].trace is not None
     assert "graph still held" not in kept[62].title if 62 in kept else True
-    assert "flagged (NaN/Inf, graph still held or wrong backward)" in result.sampling
+    assert "flagged (NaN/Inf, graph still held or wrong backward" in result.sampling
     listed = filter_entries(result.graphs, "held")
     assert [result.graphs[k].number for k in listed] == [3, 40, 61]
     clean = ScriptRun(write(tmp_path, TRAIN))
@@ -370,3 +370,15 @@ def test_a_held_pass_known_late_is_kept_in_place_of_being_dropped():
     assert 6 in r.kept and 5 not in r.kept  # 6 is kept only as the last, for now
     r.offer(7, previous_flagged=True)
     assert 6 in r.kept and r.flagged_seen == 1
+
+
+def test_the_note_counts_as_dropped_only_flagged_passes_it_did_not_keep():
+    """QA: 91 flagged passes shown and one more in the first ones (all kept) read as 'the
+    first 91 of 92', as if one had been dropped."""
+    r = PassReservoir(max_passes=10, max_flagged=50)
+    for i in range(40):
+        r.offer(i, flagged=i % 2 == 1)  # flagged ones among the first 5 too
+    note = r.note()
+    assert "flagged (NaN/Inf, graph still held or wrong backward)" in note
+    assert "the first" not in note.split("flagged", 1)[1]  # every flagged pass is kept
+    assert all(i in r.kept for i in range(1, 40, 2))

@@ -171,8 +171,14 @@ def test_dark_theme_switch_keeps_the_graph(window):
     assert window.theme.name == "dark"
     assert window.document.scene is scene
     assert window.document.frame().fill is not None
+    from viewer.qt.themes import DARK, LIGHT
+
+    # every plot follows, the inspector's histogram too (it stayed white)
+    brush = window.inspector.plot.backgroundBrush().color()
+    assert brush.name() == DARK.base
     window.actions["theme_light"].trigger()
     assert window.theme.name == "light"
+    assert window.inspector.plot.backgroundBrush().color().name() == LIGHT.base
 
 
 def test_menus_have_the_standard_actions(window):

@@ -47,10 +47,13 @@ def test_the_filter_box_narrows_the_graph_list_and_keeps_the_selection(
     qtbot.keyClicks(box, "nan")
     assert panel.graphs.count() == 1 and count.text() == f"1 of {total}"
     assert "#92 · iter 91 · loss nan" in panel.graphs.itemText(0)
-    assert panel.graphs.currentIndex() == -1  # the graph on screen is not listed
+    assert panel.graphs.currentIndex() == -1  # the graph on screen is not listed...
+    assert panel.graphs.placeholderText() == f"showing {last} (not in the filter)"  # ...named
+    assert last in panel.graphs.toolTip()
     panel.graphs.activated.emit(0)  # the user picks the NaN pass
     assert doc.title.endswith(panel.graphs.itemText(0))
     assert result.graphs[panel.selected_graph()].number == 91
+    assert panel.graphs.itemText(0) in panel.graphs.toolTip()  # the whole label, cut or not
 
     box.setText("ITER 9")  # substring, any case: iter 9, 90..99
     listed = [panel.graphs.itemText(k) for k in range(panel.graphs.count())]

@@ -15,7 +15,8 @@ def _text(panel: InspectorPanel) -> str:
         f"{panel.fields.item(r, 0).text()}: {panel.fields.item(r, 1).text()}"
         for r in range(panel.fields.rowCount())
     ]
-    return "\n".join([panel.title.text(), panel.subtitle.text(), *rows])
+    notes = [panel.notes.text()] if panel.notes.isVisibleTo(panel) else []
+    return "\n".join([panel.title.text(), panel.subtitle.text(), *rows, *notes])
 
 
 def test_carried_gradient_and_rich_text_name(qtbot):
@@ -30,6 +31,10 @@ def test_carried_gradient_and_rich_text_name(qtbot):
     panel.show_node(inspect(t, 0, first_forward_of_second))
     text = _text(panel)
     assert "grad carried" in text and "carried over from backward #1" in text
+    # the note is prose: word-wrapped in full below the table, never elided in a cell
+    assert "note: carried over from backward #1" in panel.notes.text()
+    assert panel.notes.wordWrap()
+    assert panel.notes.textFormat() == QtCore.Qt.TextFormat.PlainText
     assert panel.title.textFormat() == QtCore.Qt.TextFormat.PlainText
     assert panel.title.text().startswith("<h1>BIG</h1>")
     constant = next(n for n in t.variables if t.node(n)["constant"])
