@@ -121,13 +121,33 @@ def add_observer(observer: Any) -> None:
     global _observers
     if observer not in _observers:
         _observers = (*_observers, observer)
-        _bind_handlers()
+        if not _rebinding_deferred:
+            _bind_handlers()
 
 
 def remove_observer(observer: Any) -> None:
     global _observers
     _observers = tuple(o for o in _observers if o is not observer)
-    _bind_handlers()
+    if not _rebinding_deferred:
+        _bind_handlers()
+
+
+_rebinding_deferred = 0  # inside observers_changing(): the handlers are bound once, at its end
+
+
+@contextlib.contextmanager
+def observers_changing() -> Iterator[None]:
+    """Attach and detach several observers, binding the handlers once at the end (a long
+    run's recording swaps its recorder every backward pass: four rebindings were a quarter of
+    its time). No operation may run inside: the handlers are the old ones until it ends."""
+    global _rebinding_deferred
+    _rebinding_deferred += 1
+    try:
+        yield
+    finally:
+        _rebinding_deferred -= 1
+        if not _rebinding_deferred:
+            _bind_handlers()
 
 
 _EVENTS = (

@@ -709,3 +709,41 @@ def test_backward_names_the_op_and_shapes_broadcasting_cannot_explain():
     y = Bad()(Variable(np.ones(3)))
     with pytest.raises(ValueError, match=r"Bad.backward returned a gradient of shape \(2,\)"):
         y.backward()
+
+
+def test_observers_changing_binds_the_handlers_once_at_its_end(monkeypatch):
+    from autodiff import core
+
+    calls = []
+    real = core._bind_handlers
+    monkeypatch.setattr(core, "_bind_handlers", lambda: (calls.append(1), real()))
+
+    class Seen:
+        def __init__(self):
+            self.ops = []
+
+        def on_forward(self, function, inputs, outputs, recorded):
+            self.ops.append(type(function).__name__)
+
+    a, b = Seen(), Seen()
+    core.add_observer(a)
+    calls.clear()
+    with core.observers_changing():
+        core.remove_observer(a)
+        core.add_observer(b)
+        with core.observers_changing():  # nested: still one binding, at the outer end
+            core.remove_observer(b)
+            core.add_observer(b)
+        assert calls == []
+    assert calls == [1]
+    try:
+        F.exp(Variable(np.array(1.0)))
+        assert a.ops == [] and b.ops == ["Exp"]  # the new set is the one bound
+        with pytest.raises(RuntimeError), core.observers_changing():
+            core.remove_observer(b)
+            raise RuntimeError("boom")
+        F.exp(Variable(np.array(1.0)))
+        assert b.ops == ["Exp"]  # bound at the end even when the block raised
+    finally:
+        core.remove_observer(a)
+        core.remove_observer(b)

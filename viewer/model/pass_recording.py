@@ -188,14 +188,15 @@ class PassRecording:
             return
         # The pass is recorded: from here on each pass gets a trace of its own.
         ended = self._current
-        ended._stop()
-        if ended is not self.head and index not in dropped:
-            self.segments[index] = ended
-        self._current = Trace(self.max_array_size)
-        self._passes_in_current = 0
-        self._current._start()
-        core.remove_observer(self)  # after the new recorder: it must see each pass first
-        core.add_observer(self)
+        with core.observers_changing():  # one rebinding of the engine's handlers, not four
+            ended._stop()
+            if ended is not self.head and index not in dropped:
+                self.segments[index] = ended
+            self._current = Trace(self.max_array_size)
+            self._passes_in_current = 0
+            self._current._start()
+            core.remove_observer(self)  # after the new recorder: it must see each pass first
+            core.add_observer(self)
 
     def _call_line(self) -> int:
         """The script's line that called backward (-1 when it is not the script's own)."""
