@@ -361,11 +361,13 @@ class Document:
         self.load_graph(trace, title, "trace", path, layout=layout)
 
     def save_trace(self, path: str | os.PathLike[str]) -> bool:
-        """Save the current trace as JSON (loadable by :meth:`load_path`)."""
-        if self.trace is None or not hasattr(self.trace, "to_json"):
+        """Save the current trace as JSON (loadable by :meth:`load_path`); a script's graph
+        saves the run's whole recording, as File > Save the Trace does (it refused to)."""
+        whole = getattr(self.trace, "base", self.trace)
+        if whole is None or not hasattr(whole, "to_json"):
             return self.fail(ValueError("there is no trace to save"))
         try:
-            self.trace.to_json(path)
+            whole.to_json(path)
         except (OSError, ValueError, TypeError) as e:
             return self.fail(e)
         self.status_changed.emit(f"Saved the trace to {Path(path).name}")

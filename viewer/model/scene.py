@@ -214,16 +214,19 @@ class Scene:
             if i < 0 or self.kinds[i] != "variable" or at > end or detached[i]:
                 continue
             if self.trace.creator_of(int(nid)) < 0:  # a leaf here: the graph stops at it
-                self.set_overlay(
-                    int(nid),
-                    Overlay(
-                        "cut",
-                        "cut",
-                        self.palette.edge,
-                        "its history was cut (unchain_backward) before this graph: it enters "
-                        "as a leaf, and backward stops here",
-                    ),
+                tip = (
+                    "its history was cut (unchain_backward) before this graph: it enters "
+                    "as a leaf, and backward stops here"
                 )
+            else:  # a whole recording (a saved trace): the cut falls inside what is shown
+                local_step = getattr(self.trace, "local_step", None)
+                shown = local_step(at) if callable(local_step) else at
+                tip = (
+                    f"its history was cut (unchain_backward) before step {shown + 1}: "
+                    "the Function above made it, but the backward passes after the cut stop "
+                    "here"
+                )
+            self.set_overlay(int(nid), Overlay("cut", "cut", self.palette.edge, tip))
 
     # --- identity ---------------------------------------------------------------
     @property

@@ -205,3 +205,23 @@ def test_a_script_graph_exports_as_dot_and_graphml_with_its_cut(tmp_path):
     # only the scopes around this graph's nodes, not every window's of the run
     assert dot.count("subgraph cluster_") < len(doc.trace.scopes()) / 4
     assert doc.export_data(tmp_path / "g.graphml"), doc.last_error
+
+
+def test_a_script_graph_saves_the_whole_run_and_the_saved_trace_marks_every_cut(tmp_path):
+    """Document.save_trace refused a script's graph ('there is no trace to save'); opened
+    again, the whole recording shows each cut where its window began."""
+    doc = Document()
+    result = doc.load_example("rnn_bptt").run()
+    assert result.ok and doc.apply_script_result(result)
+    assert doc.show_script_graph(3)
+    path = tmp_path / "bptt.json"
+    assert doc.save_trace(path), doc.last_error
+    again = Document()
+    assert again.load_path(path), again.last_error
+    cuts = again.trace.cuts()
+    assert cuts == result.trace.cuts() and len(cuts) == 15  # 18 windows, 3 epochs
+    marked = {n: m for n, ms in again.scene.overlays.items() for m in ms if m.kind == "cut"}
+    assert set(marked) == set(cuts)
+    for node, at in cuts.items():
+        assert again.trace.creator_of(node) >= 0  # the whole run: the Function that made it
+        assert f"before step {at + 1}:" in marked[node].tooltip
