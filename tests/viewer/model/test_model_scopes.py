@@ -1,6 +1,8 @@
 """Module scopes in the viewer's model: the scope tree, depths, collapse and expand, folded
 repeats, playback through a collapsed module, and graphs without scopes as before."""
 
+import itertools
+
 import numpy as np
 import pytest
 from scoped_nets import Net
@@ -582,3 +584,40 @@ def test_a_state_made_by_one_call_and_used_by_it_and_the_next_makes_no_cycle():
     assert len(steppers) == 3
     states = {int(v) for u, v in doc.scene.edges if u in steppers}
     assert len(states) >= 5  # each call's output and state leave its box
+
+
+def _overlapping(scene):
+    """Pairs of nodes in one row whose boxes overlap."""
+    g = scene.geometry
+    pos, half = g.positions, g.half_sizes
+    bad = []
+    for y in np.unique(np.round(pos[:, 1], 6)):
+        row = np.flatnonzero(np.abs(pos[:, 1] - y) < 1e-6)
+        row = row[np.argsort(pos[row, 0])]
+        for a, b in itertools.pairwise(row.tolist()):
+            if pos[a, 0] + half[a, 0] > pos[b, 0] - half[b, 0] + 1e-6:
+                bad.append((int(a), int(b)))
+    return bad
+
+
+def test_no_sequence_of_opening_and_closing_boxes_makes_nodes_overlap():
+    """Issue 13's QA saw a closed box overlap its neighbour once; random sequences of
+    expand / collapse / unfold at every depth keep every row free of overlaps."""
+    import random
+
+    def nodes(tree):
+        for n in tree:
+            yield n
+            yield from nodes(n.children)
+
+    for doc in (open_doc(record_step(MLP((4, 4, 1)), 3)), open_doc(record_step(Net(), 2))):
+        rng = random.Random(0)
+        for _ in range(25):
+            doc.set_depth(rng.choice([0, 1, 2]))
+            for _ in range(4):
+                node = rng.choice(list(nodes(doc.scope_tree())))
+                action = rng.choice(["expand", "collapse", "unfold"])
+                if action == "unfold" and not node.folded:
+                    continue
+                getattr(doc, action)(node.path)
+                assert not _overlapping(doc.scene), (action, node.path)
