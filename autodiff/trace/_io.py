@@ -90,11 +90,12 @@ def _detached_of(trace: Any) -> frozenset[int]:
     return frozenset(detached()) if callable(detached) else frozenset()
 
 
-def to_dot(trace: Trace) -> str:
+def to_dot(trace: Trace, step: int | None = None) -> str:
     """DOT text in DeZero's colours: variables orange ellipses, functions light blue boxes;
     each scope instance (a Layer's call, an ``autodiff.scope`` block) is a cluster around the
     nodes made in it, nested as the scopes are. A view's detached history (cut before its
-    graph by unchain_backward) is grey and dashed."""
+    graph by unchain_backward) is grey and dashed. ``step``: the values and gradients held
+    after that step (-1: before any), as the viewer shows them; by default the last ones."""
     g = trace.graph
     detached = _detached_of(trace)
     node_lines: dict[int, str] = {}
@@ -108,9 +109,12 @@ def to_dot(trace: Trace) -> str:
             parts = [a["name"] or ""]
             if a["shape"] is not None:
                 parts.append(f"{a['shape']} {a['dtype']}")
-            parts.append(f"value {_fmt(a['value'])}")
-            if a["grad"] is not None:
-                parts.append(f"grad {_fmt(a['grad'])}")
+            value, grad = a["value"], a["grad"]
+            if step is not None:
+                value, grad = trace.value_at(nid, step), trace.grad_at(nid, step)
+            parts.append(f"value {_fmt(value)}")
+            if grad is not None:
+                parts.append(f"grad {_fmt(grad)}")
             parts.append(f"gen {a['generation']}" + (" const" if a["constant"] else ""))
             label = "\n".join(p for p in parts if p)
             node_lines[nid] = f'{nid} [label="{_dot_escape(label)}", color=orange, style=filled]'

@@ -70,6 +70,6 @@ class TraceReader(Protocol):
 
     def audit(self) -> Any: ...  # a LeakReport
 
-    def to_dot(self) -> str: ...
+    def to_dot(self, step: int | None = None) -> str: ...  # values after step (default: last)
 
     def to_graphml(self, path: str | os.PathLike[str]) -> None: ...

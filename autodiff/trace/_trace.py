@@ -526,8 +526,9 @@ class Trace:
     # ------------------------------------------------------------------------------
     # Exports and the leak audit
     # ------------------------------------------------------------------------------
-    def to_dot(self) -> str:
-        return _io.to_dot(self)
+    def to_dot(self, step: int | None = None) -> str:
+        """DOT text of the graph; ``step``: its values after that step (default: the last)."""
+        return _io.to_dot(self, step)
 
     def to_graphml(self, path: str | os.PathLike[str]) -> None:
         _io.to_graphml(self, path)

@@ -56,8 +56,12 @@ def format_for(path: str | os.PathLike[str]) -> str:
     return DATA_FORMATS[suffix][0]
 
 
-def export_trace(trace: TraceReader, path: str | os.PathLike[str]) -> ExportResult:
-    """Write ``trace`` (a Trace or a TraceView) to ``path`` in the format its suffix names."""
+def export_trace(
+    trace: TraceReader, path: str | os.PathLike[str], step: int | None = None
+) -> ExportResult:
+    """Write ``trace`` (a Trace or a TraceView) to ``path`` in the format its suffix names;
+    DOT labels hold the values after ``step`` (the playback's, -1: before any), by default
+    the last ones."""
     path = Path(path)
     fmt = format_for(path)
     base = getattr(trace, "base", None)  # a TraceView: one graph of a bigger recording
@@ -71,9 +75,14 @@ def export_trace(trace: TraceReader, path: str | os.PathLike[str]) -> ExportResu
             note = " (the script's whole recording, every iteration, not only this graph)"
         return ExportResult(path, fmt, f"Saved the trace to {path.name}{note}")
     # A TraceView exports the graph shown; a Trace its whole graph.
+    at = ""
     if fmt == "DOT":
-        path.write_text(trace.to_dot(), encoding="utf-8")
+        if step is None:
+            path.write_text(trace.to_dot(), encoding="utf-8")
+        else:
+            path.write_text(trace.to_dot(step), encoding="utf-8")
+            at = " with the values before any step" if step < 0 else f" at step {step + 1}"
     else:
         trace.to_graphml(path)
     n = trace.graph.number_of_nodes()
-    return ExportResult(path, fmt, f"Exported the graph ({n} nodes) to {path.name} as {fmt}")
+    return ExportResult(path, fmt, f"Exported the graph ({n} nodes) to {path.name} as {fmt}{at}")

@@ -374,13 +374,14 @@ class Document:
         return True
 
     def export_data(self, path: str | os.PathLike[str]) -> bool:
-        """Write the graph shown as DOT or GraphML, or its trace as JSON, by the suffix of
-        ``path`` (:func:`viewer.model.data_export.export_trace`); ``status_changed`` says
-        where. An error goes to ``error_raised`` (False) and changes nothing."""
+        """Write the graph shown as DOT (its values at the playback's step) or GraphML, or its
+        trace as JSON, by the suffix of ``path`` (:func:`viewer.model.data_export.export_trace`);
+        ``status_changed`` says where. An error goes to ``error_raised`` (False) and changes
+        nothing."""
         try:
             if self.trace is None:
                 raise ValueError("there is no graph to export: type an expression or open a file")
-            result = data_export.export_trace(self.trace, path)
+            result = data_export.export_trace(self.trace, path, self.playback.index)
         except (OSError, ValueError, TypeError) as e:
             return self.fail(e)
         self.status_changed.emit(result.message)

@@ -97,3 +97,31 @@ def test_a_trace_without_backward_steps_loads_and_says_what_is_missing(qtbot, wi
     window.raise_dock("plotPanel")
     window.plot_panel.set_current_tab("training")
     assert "never called backward()" in window.plot_panel.training_message.text()
+
+
+def test_a_dot_export_holds_the_values_of_the_step_on_screen(window, tmp_path):
+    """DOT used to write every node's last value whatever the step shown."""
+    import re
+
+    assert window.run_program("x = 0.5\ny = x * x + exp(x)")
+    doc = window.document
+    trace = doc.trace
+    x = next(n for n in trace.variables if trace.node(n)["name"] == "x")
+    seen = set()
+    for step in (-1, 1, doc.playback.n_steps - 1):
+        doc.playback.seek(step)
+        path = tmp_path / f"at{step}.dot"
+        assert window.export_path(path)
+        assert (f"at step {step + 1}" if step >= 0 else "before any step") in doc_status(window)
+        line = next(t for t in path.read_text().splitlines() if t.startswith(f"{x} ["))
+        grad = trace.grad_at(x, step)
+        assert ("grad" in line) == (grad is not None), (step, line)
+        if grad is not None:
+            shown = float(re.search(r"grad ([-\d.e+]+)", line).group(1))
+            assert abs(shown - float(grad.array)) < 1e-3
+        seen.add(line)
+    assert len(seen) == 2  # before backward x has no gradient; at the end it has
+
+
+def doc_status(window) -> str:
+    return window.statusBar().currentMessage()
