@@ -429,7 +429,7 @@ class Document:
             old_evaluation.release()
         n_steps = len(trace.steps)
         start = min(old_step, n_steps - 1) if pending.keep_step else -1
-        self.playback.set_steps(trace.steps, start)
+        self.playback.set_steps(trace.steps, start, int(getattr(trace, "pass_offset", 0) or 0))
         if pending.keep_step and old_selection is not None and scene.index_of(old_selection) >= 0:
             # same program, new values: node ids are the same, keep the inspected node
             self.playback.select(old_selection)

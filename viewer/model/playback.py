@@ -64,11 +64,13 @@ class PlaybackState:
             self.set_steps(steps)
 
     # --- the trace -----------------------------------------------------------
-    def set_steps(self, steps: Sequence[Any], index: int = -1) -> None:
-        """Play a new list of steps (``trace.steps``); stops playing and clears the selection."""
+    def set_steps(self, steps: Sequence[Any], index: int = -1, pass_offset: int = 0) -> None:
+        """Play a new list of steps (``trace.steps``); stops playing and clears the selection.
+        ``pass_offset``: the run's number of the steps' backward pass 0 (a pass of a long run
+        recorded on its own), so the timeline names passes as the graph list does."""
         self.pause()
         self._steps = steps
-        self._spans = _phase_spans(steps)
+        self._spans = _phase_spans(steps, pass_offset)
         self._span_starts = [s.start for s in self._spans]
         self._next_phase = _next_phase_steps(steps)
         self._nonfinite = tuple(i for i, s in enumerate(steps) if getattr(s, "nonfinite", False))
@@ -278,13 +280,16 @@ def _clamp_speed(value: float) -> float:
     return min(max(value, MIN_SPEED), MAX_SPEED)
 
 
-def _phase_spans(steps: Sequence[Any]) -> tuple[PhaseSpan, ...]:
+def _phase_spans(steps: Sequence[Any], pass_offset: int = 0) -> tuple[PhaseSpan, ...]:
     spans: list[PhaseSpan] = []
     start = 0
     for i in range(1, len(steps) + 1):
         if i == len(steps) or _span_key(steps[i]) != _span_key(steps[start]):
             step = steps[start]
-            spans.append(PhaseSpan(step.phase, getattr(step, "backward_pass", -1), start, i))
+            bpass = getattr(step, "backward_pass", -1)
+            if step.phase == "backward" and bpass >= 0:
+                bpass += pass_offset
+            spans.append(PhaseSpan(step.phase, bpass, start, i))
             start = i
     return tuple(spans)
 

@@ -400,6 +400,9 @@ def test_a_sampled_long_run_shows_each_passs_carried_gradient_and_numbers_it_as_
     for k, graph in enumerate(graphs):
         rec = records[graph.number]
         assert graph.title.startswith(f"#{graph.number + 1} ")
+        assert doc.show_script_graph(k)
+        named = [s.label for s in doc.playback.spans if s.phase == "backward"]
+        assert named == ["backward" if graph.number == 0 else f"backward {graph.number + 1}"]
         for step, frame, scene in _walk(doc, k):
             w = scene.names.index("w")
             _, _, grad = _label_parts(frame.labels[w])
