@@ -48,6 +48,8 @@ class TraceReader(Protocol):
 
     def shapes(self, node_ids: Any) -> list[Any]: ...  # node(id)['shape'] of each, fast
 
+    def ops(self, node_ids: Any) -> list[Any]: ...  # node(id)["op"] of each, fast
+
     def state_at(self, node_id: int, step_index: int) -> NodeState: ...
 
     def value_at(self, node_id: int, step_index: int) -> Any: ...  # a Snapshot or None

@@ -254,6 +254,20 @@ class Trace:
             out.append(None if row.kind != _VARIABLE or row.shape is None else tuple(row.shape))
         return out
 
+    def ops(self, node_ids: Any) -> list[str | None]:
+        """``node(id)['op']`` of each of ``node_ids`` (a Function's class name, None for a
+        variable), read straight from the tables."""
+        info = self._info
+        n = len(info)
+        out: list[str | None] = []
+        for nid in node_ids:
+            nid = int(nid)
+            if not 0 <= nid < n:
+                raise KeyError(f"node {nid} is not in the trace ({n} nodes)")
+            row = info[nid]
+            out.append(None if row.kind == _VARIABLE else row.op)
+        return out
+
     def _sort_kinds(self) -> None:
         info = self._info
         n = len(info)

@@ -141,6 +141,12 @@ class TraceView:
     def shapes(self, node_ids: Any) -> list[Any]:
         return self.base.shapes(node_ids)
 
+    def ops(self, node_ids: Any) -> list[Any]:
+        ops = getattr(self.base, "ops", None)
+        if callable(ops):
+            return ops(node_ids)
+        return [self.base.node(int(n)).get("op") for n in node_ids]
+
     def creator_of(self, node_id: int) -> int:
         """The function node of the view that produced ``node_id``; -1 for a leaf, a constant
         or a variable whose creator is outside the view (as ``in_degree`` in its graph), or

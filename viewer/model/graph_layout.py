@@ -45,6 +45,9 @@ class GraphLayout:
     variable_width: float = 1.0
     # the width of module boxes (a graph with scopes, see viewer.model.scope_layout)
     module_width: float = 1.8
+    # the width of the Functions' columns (their boxes are 0.1 narrower): wide enough for the
+    # longest op name of the graph where one line of label shows (see function_box_width)
+    function_width: float = 1.0
 
     @property
     def n_nodes(self) -> int:
@@ -105,8 +108,9 @@ def compute_layout(
     if by_generation:
         options["layers"] = _generation_layers(trace, node_ids, is_function, edges)
     width = variable_box_width(trace.node(int(n)) for n in node_ids[~is_function][:_WIDTH_SAMPLE])
-    if width > 1.0:
-        options["node_width"] = np.where(is_function, 1.0, width)
+    function_width = function_box_width(trace, node_ids[is_function])
+    if width > 1.0 or function_width > 1.0:
+        options["node_width"] = np.where(is_function, function_width, width)
     result = layout_module.layered_layout(len(node_ids), edges, **options)
     has_edges = len(edges) > 0
     return GraphLayout(
@@ -118,7 +122,32 @@ def compute_layout(
         edge_offsets=np.asarray(result.edge_offsets if has_edges else [0], dtype=np.intp),
         layers=np.asarray(result.layers, dtype=np.intp),
         variable_width=width,
+        function_width=function_width,
     )
+
+
+# Layout units an op name's character takes where a Function's label is its one line: its
+# font follows the boxes' height (LabelLayer.font_pixel_size), the same whatever the zoom.
+# Six characters fill the 0.9 box of a 1.0 column (Linear read whole, Pooling did not).
+OP_CHARACTER_WIDTH = 0.15
+MAX_FUNCTION_WIDTH = 3.0  # SoftmaxCrossEntropy, 19 characters, reads whole
+
+
+def function_box_width(trace: TraceReader, function_ids: Any) -> float:
+    """The Functions' column width (layout units, 1.0 to MAX_FUNCTION_WIDTH) that holds the
+    graph's longest op name: ``Conv2d`` and ``SoftmaxCrossEntropy`` were cut to ``Con…`` and
+    ``Soft…`` in boxes of 0.9. Ops are read in bulk (``trace.ops``) where the trace can."""
+    ids = np.asarray(function_ids, dtype=np.int64).reshape(-1)
+    if len(ids) == 0:
+        return 1.0
+    bulk = getattr(trace, "ops", None)
+    if callable(bulk):
+        ops = bulk(ids)
+    else:
+        ops = [trace.node(int(n)).get("op") for n in ids[:_WIDTH_SAMPLE]]
+    longest = max((len(str(op)) for op in set(ops) if op), default=0)
+    width = round(longest * OP_CHARACTER_WIDTH + 0.1, 6)  # + the column's gap to its box
+    return float(min(max(width, 1.0), MAX_FUNCTION_WIDTH))
 
 
 CHARACTERS_PER_UNIT = 14  # label characters one layout unit holds where full labels show

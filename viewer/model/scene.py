@@ -27,6 +27,7 @@ from viewer.model.node_display import NodeDisplay, node_display
 from viewer.model.node_overlays import NodeOverlays, Overlay
 from viewer.model.node_states import STATE_CODES, STATE_NAMES, node_timeline
 from viewer.model.scene_geometry import (
+    FUNCTION_SIZE,
     MODULE_SIZE,
     VARIABLE_SIZE,
     SceneGeometry,
@@ -117,6 +118,10 @@ class Scene:
         )
         self.geometry = SceneGeometry(
             variable_size=(max(VARIABLE_SIZE[0], layout.variable_width), VARIABLE_SIZE[1]),
+            function_size=(
+                max(FUNCTION_SIZE[0], layout.function_width - 0.1),
+                FUNCTION_SIZE[1],
+            ),
             positions=np.asarray(layout.positions, dtype=np.float64).reshape(n, 2),
             is_function=is_function,
             edge_points=points,

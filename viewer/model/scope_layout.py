@@ -28,7 +28,10 @@ _EPS = 1e-6
 
 
 def _widths(vis: VisibleGraph, variable_width: float, module_width: float) -> NDArray[np.float64]:
-    return np.where(vis.is_module, module_width, np.where(vis.is_function, 1.0, variable_width))
+    functions = vis.model.function_width
+    return np.where(
+        vis.is_module, module_width, np.where(vis.is_function, functions, variable_width)
+    )
 
 
 def layout_visible(trace: TraceReader, vis: VisibleGraph) -> GraphLayout:
@@ -52,6 +55,7 @@ def _fresh(vis: VisibleGraph, width: float, module_width: float) -> GraphLayout:
         layers=np.asarray(result.layers, dtype=np.intp),
         variable_width=width,
         module_width=module_width,
+        function_width=vis.model.function_width,
     )
 
 
@@ -244,4 +248,5 @@ def _rebuilt(
         layers=np.round(positions[:, 1] / _ROW).astype(np.intp),
         variable_width=width,
         module_width=module_width,
+        function_width=vis.model.function_width,
     )

@@ -157,6 +157,19 @@ class ScopeModel:
         self.folded &= self.fold_head == np.arange(n_scopes)
 
     # ------------------------------------------------------------------ reading the trace
+    @property
+    def function_width(self) -> float:
+        """The Functions' column width for every layout of this trace (one for all collapse
+        states, so a box opening in place keeps its neighbours' widths)."""
+        width = getattr(self, "_function_width", None)
+        if width is None:
+            from viewer.model.graph_layout import function_box_width
+
+            width = self._function_width = function_box_width(
+                self.trace, self.ids[self.is_function]
+            )
+        return width
+
     def _read_nodes(self, trace: TraceReader) -> None:
         variables, functions = trace.variables, trace.functions
         n = len(variables) + len(functions)

@@ -15,6 +15,7 @@ from viewer.model.expression import evaluate
 from viewer.model.graph_layout import (
     _WIDTH_SAMPLE,
     compute_layout,
+    function_box_width,
     layout_from_positions,
     variable_box_width,
 )
@@ -31,10 +32,12 @@ def _networkx_layout(t, by_generation=False):
     graph = t.graph
     attrs = [a for _, a in graph.nodes(data=True) if a["kind"] == "variable"]
     width = variable_box_width(attrs[:_WIDTH_SAMPLE])
+    functions = [n for n, a in graph.nodes(data=True) if a["kind"] == "function"]
+    function_width = function_box_width(t, functions)
     options = {}
-    if width > 1.0:
+    if width > 1.0 or function_width > 1.0:
         options["node_width"] = np.array(
-            [width if graph.nodes[n]["kind"] == "variable" else 1.0 for n in graph.nodes]
+            [width if graph.nodes[n]["kind"] == "variable" else function_width for n in graph.nodes]
         )
     if by_generation:
         layer = {

@@ -197,3 +197,23 @@ def test_labels_that_do_not_fit_keep_the_value_and_the_gradient():
     assert fitting_lines("x\n0.5\n∇ 3.3", 2) == ["x", "∇ 3.3"]
     assert fitting_lines("x\n0.5", 2) == ["x", "0.5"]
     assert fitting_lines("Mul", 1) == ["Mul"]
+
+
+@pytest.mark.parametrize("theme", [LIGHT, DARK], ids=["light", "dark"])
+def test_op_names_read_whole_in_their_boxes(qtbot, theme):
+    """QA saw cnn_step's Functions as Con…, Pool…, Res…, Soft… at the first zoom: a graph's
+    Function boxes are as wide as its longest op name needs (SoftmaxCrossEntropy included)."""
+    doc = Document()
+    result = doc.load_example("cnn_step").run()
+    assert result.ok and doc.apply_script_result(result)
+    scene = doc.scene
+    ops = [doc.trace.node(int(n))["op"] for n in scene.node_ids[scene.geometry.is_function]]
+    assert "SoftmaxCrossEntropy" in ops and "Pooling" in ops
+    view = _view(qtbot, scene)
+    view.set_theme(theme)
+    view.fit()
+    for step in (-1, scene.n_steps - 1):
+        view.set_frame(scene.frame(step))
+        view.grab()
+        painted = list(view._labels._elided.values())
+        assert painted and not [t for t in painted if "…" in t], painted
