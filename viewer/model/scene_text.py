@@ -180,6 +180,8 @@ class SceneText:
             lines.append(format_snapshot(value))
         if grad is not None:
             lines.append("∇ " + format_snapshot(grad))
+        if not lines and shape == ():  # an unnamed scalar not computed yet: not a blank box
+            lines.append("scalar")
         return "\n".join(lines)
 
     def max_label_lines(self) -> int:

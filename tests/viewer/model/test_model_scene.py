@@ -283,3 +283,20 @@ def test_variable_boxes_are_as_wide_as_the_longest_label():
         for b in range(a + 1, wide.n_nodes):
             if abs(pos[a, 1] - pos[b, 1]) < 1e-9:
                 assert abs(pos[a, 0] - pos[b, 0]) >= half[a, 0] + half[b, 0]
+
+
+def test_an_unnamed_scalar_not_computed_yet_says_so_instead_of_a_blank_box():
+    """QA: residual_mlp's and cnn_step's loss was an empty box until its step ran."""
+    t = evaluate("x = 0.5\ny = x * x + exp(x)").trace
+    scene = Scene(t, compute_layout(t))
+    unnamed = [
+        i
+        for i, nid in enumerate(scene.node_ids)
+        if scene.kinds[i] == "variable" and not scene.names[i] and t.node(int(nid))["shape"] == ()
+    ]
+    assert unnamed
+    before = scene.frame(-1)
+    after = scene.frame(scene.n_steps - 1)
+    for i in unnamed:
+        assert before.labels[i] == "scalar"
+        assert after.labels[i] and after.labels[i] != "scalar"  # its value, once computed
