@@ -61,14 +61,19 @@ class GradCheckPanel(QtWidgets.QWidget):
         self.notes.setWordWrap(True)
         self.notes.setTextFormat(QtCore.Qt.TextFormat.PlainText)
 
+        self.summary.setAlignment(
+            QtCore.Qt.AlignmentFlag.AlignTop | QtCore.Qt.AlignmentFlag.AlignLeft
+        )
         top = QtWidgets.QHBoxLayout()
-        top.addWidget(self.summary, 1)
+        top.addWidget(self.summary, 1, QtCore.Qt.AlignmentFlag.AlignTop)
         top.addWidget(self.check_button, 0, QtCore.Qt.AlignmentFlag.AlignTop)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.notes)
+        # with no rows the message stays at the top (it floated mid-panel)
+        layout.addStretch(0)
         self.table.cellClicked.connect(self._on_clicked)
         self._rows: list[Any] = []
         self.report: Any = None

@@ -58,14 +58,19 @@ class LeakPanel(QtWidgets.QWidget):
         self.detail.setMaximumHeight(110)
         self.detail.setPlaceholderText("Click a row to see the whole chain of holders.")
 
+        self.summary.setAlignment(
+            QtCore.Qt.AlignmentFlag.AlignTop | QtCore.Qt.AlignmentFlag.AlignLeft
+        )
         top = QtWidgets.QHBoxLayout()
-        top.addWidget(self.summary, 1)
+        top.addWidget(self.summary, 1, QtCore.Qt.AlignmentFlag.AlignTop)
         top.addWidget(self.release_button, 0, QtCore.Qt.AlignmentFlag.AlignTop)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)
         layout.addWidget(self.list, 1)
         layout.addWidget(self.detail)
+        # with no rows the message stays at the top (it floated mid-panel)
+        layout.addStretch(0)
         self.list.currentItemChanged.connect(self._on_current)
         self.list.itemClicked.connect(self._on_clicked)
         self._survivors: list[Any] = []

@@ -197,3 +197,20 @@ def test_placeholders_are_readable_in_both_themes_enabled_or_not():
             hint = pal.color(g, role.PlaceholderText)
             gap = abs(hint.lightnessF() - window.lightnessF())
             assert gap > 0.25, (theme.name, g, hint.name(), window.name())
+
+
+def test_a_panels_message_stays_at_its_top(qtbot):
+    """QA: with no rows, the Gradients and Leaks panels' message floated mid-panel."""
+    from viewer.qt.gradcheck_panel import GradCheckPanel
+    from viewer.qt.leak_panel import LeakPanel
+
+    for cls in (GradCheckPanel, LeakPanel):
+        panel = cls()
+        qtbot.addWidget(panel)
+        panel.resize(320, 500)
+        panel.show()
+        qtbot.waitExposed(panel)
+        panel.show_message("The graph changed since the last check: press Check gradients.")
+        qtbot.wait(10)
+        assert panel.summary.geometry().top() < 20, cls.__name__
+        assert panel.summary.geometry().height() < 120, cls.__name__
