@@ -101,5 +101,9 @@ class ScopeBinding(QtCore.QObject):
         return menu
 
     def _on_context_requested(self, index: int, screen: QtCore.QPoint) -> None:
+        if index >= 0 and self.document.scene is not None:
+            # the node right-clicked is the one the menu is about: the inspector shows it
+            # (it kept showing the one clicked before)
+            self.document.select_index(index)
         menu = self.context_menu(index)
         menu.popup(screen)

@@ -191,3 +191,21 @@ def test_a_box_opened_in_place_draws_none_of_the_old_edges(qtbot, scoped):
     edges.update()
     qtbot.wait(20)
     assert view.grab().toImage() == shown
+
+
+def test_a_right_click_selects_the_node_its_menu_is_about(qtbot, scoped):
+    """QA: right-clicking b1 opened b1's menu while the inspector still showed b0."""
+    win = scoped
+    doc = win.document
+    doc.unfold("Net/b0")
+    boxes = _boxes(doc.scene)
+    doc.select_index(boxes["b0"])
+    win.graph_view.context_requested.emit(boxes["b1"], QtCore.QPoint(10, 10))
+    menu = win.scope_binding.last_menu
+    assert menu is not None
+    menu.close()
+    assert win.graph_view.selection == boxes["b1"]
+    assert win.inspector.title.text().startswith("Net/b1")
+    win.graph_view.context_requested.emit(-1, QtCore.QPoint(10, 10))  # on the background
+    win.scope_binding.last_menu.close()
+    assert win.graph_view.selection == boxes["b1"]  # the selection stays
