@@ -283,4 +283,7 @@ def qpalette(theme: Theme) -> QtGui.QPalette:
 def apply_theme(app: QtWidgets.QApplication, theme: Theme) -> None:
     """Apply ``theme``'s palette to the whole application (Fusion keeps both readable)."""
     app.setStyle("Fusion")
-    app.setPalette(qpalette(theme))
+    palette = qpalette(theme)
+    app.setPalette(palette)
+    # tooltips keep a palette of their own: without this they stayed white in the dark theme
+    QtWidgets.QToolTip.setPalette(palette)

@@ -51,3 +51,19 @@ def test_detached_history_text_reads_on_its_greyed_fill_for_every_state(qapp, na
             assert _contrast(QtGui.QColor(style.text), shown) >= 4.5, (kind, code)
             plain = style_of_key(theme, 1000 * kind + code, STATE_NAMES)
             assert style.text != plain.text or style.border != plain.border  # it is greyed
+
+
+def test_tooltips_follow_the_theme(qapp):
+    """QA: tooltips stayed white in the dark theme."""
+    from PySide6 import QtWidgets
+
+    from viewer.qt.themes import apply_theme
+
+    for name in ("dark", "light"):
+        theme = THEMES[name]
+        apply_theme(qapp, theme)
+        palette = QtWidgets.QToolTip.palette()
+        base = palette.color(QtGui.QPalette.ColorRole.ToolTipBase)
+        text = palette.color(QtGui.QPalette.ColorRole.ToolTipText)
+        assert base == QtGui.QColor(theme.base) and text == QtGui.QColor(theme.text)
+        assert _contrast(base, text) >= 4.5
