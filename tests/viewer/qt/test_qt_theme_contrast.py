@@ -67,3 +67,22 @@ def test_tooltips_follow_the_theme(qapp):
         text = palette.color(QtGui.QPalette.ColorRole.ToolTipText)
         assert base == QtGui.QColor(theme.base) and text == QtGui.QColor(theme.text)
         assert _contrast(base, text) >= 4.5
+
+
+@pytest.mark.parametrize("name", sorted(THEMES))
+def test_every_states_label_reads_on_its_fill(qapp, name):
+    """QA: a not-run Function's op name was 2.7:1 on its fill; muted is fine, unreadable not."""
+    from viewer.model.node_states import STATE_NAMES
+
+    theme = THEMES[name]
+    graph = theme.graph
+    kinds = (
+        ("variable", graph.variable_fill),
+        ("function", graph.function_fill),
+        ("module", graph.module_fill),
+    )
+    for kind, fills in kinds:
+        for code, state in enumerate(STATE_NAMES[: len(fills)]):
+            text = QtGui.QColor(theme.node_style(kind, state).text)
+            fill = QtGui.QColor(*(int(c) for c in fills[code][:3]))
+            assert _contrast(text, fill) >= 4.5, (kind, state, text.name(), fill.name())
