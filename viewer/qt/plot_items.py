@@ -24,7 +24,17 @@ __all__ = ["ReadableAxis", "SeriesLegend"]
 class ReadableAxis(pg.AxisItem):
     """An axis whose log-mode ticks never overlap: :func:`viewer.model.plot_scales.log_ticks`
     picks labelled ticks at least a label apart (pyqtgraph labels every 2..9 of a decade on a
-    short axis) and unlabelled minor ticks between them."""
+    short axis) and unlabelled minor ticks between them. ``integer``: an axis of counts
+    (backward passes), ticked at whole numbers and labelled without a decimal point."""
+
+    def __init__(self, orientation: str, *args: Any, integer: bool = False, **kwargs: Any):
+        super().__init__(orientation, *args, **kwargs)
+        self.integer = integer
+
+    def tickStrings(self, values, scale, spacing):
+        if self.integer and not self.logMode:
+            return [f"{round(v * scale):,d}" for v in values]
+        return super().tickStrings(values, scale, spacing)
 
     def label_spacing(self) -> float:
         """The pixels one label needs along the axis (its height, or its width sideways)."""
@@ -42,6 +52,9 @@ class ReadableAxis(pg.AxisItem):
             return levels
         per_pixel = span / size
         need = self.label_spacing() * per_pixel
+        if self.integer:  # no tick between two passes
+            need = max(need, 1.0)
+            levels = [(s, o) for s, o in levels if s >= 1.0] or [(1.0, 0)]
         if levels[0][0] >= need:
             return levels
         spacing = nice_step(need)

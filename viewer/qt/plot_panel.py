@@ -36,12 +36,13 @@ SERIES_COLOURS = (
 )
 
 
-def _axes() -> dict[str, ReadableAxis]:
-    return {"left": ReadableAxis("left"), "bottom": ReadableAxis("bottom")}
+def _axes(counts: bool = False) -> dict[str, ReadableAxis]:
+    """``counts``: the bottom axis counts backward passes (whole numbers)."""
+    return {"left": ReadableAxis("left"), "bottom": ReadableAxis("bottom", integer=counts)}
 
 
-def _plot_widget(parent: QtWidgets.QWidget, name: str) -> pg.PlotWidget:
-    plot = pg.PlotWidget(parent, axisItems=_axes())
+def _plot_widget(parent: QtWidgets.QWidget, name: str, counts: bool = False) -> pg.PlotWidget:
+    plot = pg.PlotWidget(parent, axisItems=_axes(counts))
     plot.setObjectName(name)
     plot.setMenuEnabled(False)
     plot.showGrid(x=True, y=True, alpha=0.2)
@@ -179,10 +180,10 @@ class PlotPanel(QtWidgets.QWidget):
         # ------------------------------------------------------------ training
         page = QtWidgets.QWidget(self.tabs)
         self.training_message = _message_label(page, "plotTrainingMessage")
-        self.loss_plot = _plot_widget(page, "lossPlot")
+        self.loss_plot = _plot_widget(page, "lossPlot", counts=True)
         self.loss_plot.setLabel("bottom", "backward #")
         self.loss_curve = self.loss_plot.plot([], [], pen=pg.mkPen(CURVE_COLOURS[0], width=2))
-        self.norm_plot = _plot_widget(page, "gradNormPlot")
+        self.norm_plot = _plot_widget(page, "gradNormPlot", counts=True)
         self.norm_plot.setLabel("bottom", "backward #")
         self.norm_plot.setLabel("left", "grad norm")
         for plot in (self.loss_plot, self.norm_plot):  # one width: the x-linked axes align

@@ -292,3 +292,20 @@ def test_f_and_its_derivatives_each_get_a_row_and_a_readable_range(qtbot, shown_
     assert panel.function_rows[2].getViewBox().viewRange()[1] == pytest.approx(
         (views[2].low, views[2].high)
     )
+
+
+def test_the_training_plots_count_passes_in_whole_numbers(qapp):
+    """QA: a one-pass run's axis read 1.0 (and 0.5, 1.5 around it)."""
+    from viewer.qt.plot_items import ReadableAxis
+    from viewer.qt.plot_panel import PlotPanel
+
+    panel = PlotPanel()
+    for plot in (panel.loss_plot, panel.norm_plot):
+        assert plot.getAxis("bottom").integer
+    axis = ReadableAxis("bottom", integer=True)
+    levels = axis.tickValues(0.5, 1.5, 300)
+    assert [values for _, values in levels] == [[1.0]]
+    assert axis.tickStrings([1.0], 1.0, 1.0) == ["1"]
+    big = axis.tickValues(0, 300_000, 300)
+    assert all(float(v).is_integer() for _, values in big for v in values)
+    assert axis.tickStrings([300_000.0], 1.0, 100_000.0) == ["300,000"]
