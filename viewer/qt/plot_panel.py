@@ -46,7 +46,7 @@ def _plot_widget(parent: QtWidgets.QWidget, name: str, counts: bool = False) -> 
     plot.setObjectName(name)
     plot.setMenuEnabled(False)
     plot.showGrid(x=True, y=True, alpha=0.2)
-    plot.setMinimumHeight(90)
+    plot.setMinimumHeight(64)  # two of them stack: the window still fits 560 px tall
     return plot
 
 
@@ -123,7 +123,7 @@ class PlotPanel(QtWidgets.QWidget):
         self.function_clip_note = _message_label(page, "plotFunctionClipNote")
         self.function_plot = pg.GraphicsLayoutWidget(page)
         self.function_plot.setObjectName("functionPlot")
-        self.function_plot.setMinimumHeight(120)
+        self.function_plot.setMinimumHeight(96)  # the window still fits 560 px tall
         self.function_plot.ci.layout.setSpacing(0)
         self.function_plot.ci.setContentsMargins(2, 2, 2, 2)
         self.function_rows: list[pg.PlotItem] = []

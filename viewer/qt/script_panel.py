@@ -67,6 +67,7 @@ class ScriptPanel(QtWidgets.QWidget):
             QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont)
         )
         self.output.setMaximumBlockCount(20_000)
+        self.output.setMinimumHeight(40)  # two lines: the window still fits 560 px tall
         row = QtWidgets.QHBoxLayout()
         row.addWidget(QtWidgets.QLabel("Graph:", self))
         row.addWidget(self.graphs, 1)

@@ -231,3 +231,14 @@ def test_the_first_non_finite_function_is_flagged(window, tmp_path):
     window.document.playback.to_start()
     window.actions["first_nonfinite"].trigger()
     assert window.document.playback.index == window.document.playback.nonfinite_steps[0]
+
+
+def test_the_window_fits_800_by_560_with_a_script_shown(qtbot, window, wait_for_script):
+    """QA: with a script's panels filled the window would not go below 626 px tall."""
+    window.load_example("rnn_bptt")
+    wait_for_script(window)
+    assert window.minimumSizeHint().height() <= 560  # its panels fit: nothing is clipped
+    window.resize(800, 560)
+    qtbot.wait(50)
+    assert window.height() <= 560 and window.width() <= 800
+    assert window.graph_view.height() > 100  # the graph keeps room
