@@ -18,7 +18,17 @@ from viewer.qt.plain_text import tooltip
 __all__ = ["GradCheckPanel"]
 
 _NODE_ROLE = QtCore.Qt.ItemDataRole.UserRole
-COLUMNS = ("Node", "Kind", "Status", "Relative error", "Max abs error", "Detail")
+# short headers (the dock is narrow; "Max abs error" made the table scroll sideways), each
+# with its meaning in a tooltip
+COLUMNS = ("Node", "Kind", "Status", "Rel. err", "Abs. err", "Detail")
+COLUMN_TIPS = (
+    "The node checked: a leaf's gradient, or a Function's backward",
+    "leaf or Function",
+    "ok, kink (a derivative jumps there), wrong, nonfinite or skipped",
+    "Relative error of backprop against central differences (worst element)",
+    "Largest absolute difference between backprop and central differences",
+    "What was compared, and how",
+)
 # status -> (text colour, what it means), the overlay's colours (green < 1e-6 < amber < red)
 STATUS_COLOURS = {
     "ok": "#2f9e44",
@@ -46,6 +56,8 @@ class GradCheckPanel(QtWidgets.QWidget):
         self.table = QtWidgets.QTableWidget(0, len(COLUMNS), self)
         self.table.setObjectName("gradCheckTable")
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        for column, tip in enumerate(COLUMN_TIPS):
+            self.table.horizontalHeaderItem(column).setToolTip(tip)
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)

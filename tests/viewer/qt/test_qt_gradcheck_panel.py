@@ -141,3 +141,18 @@ def test_a_saved_trace_gets_one_message_and_no_rows(qtbot, window, tmp_path):
     assert panel.row_count() == 0 and panel.table.isHidden()
     assert panel.notes.isHidden() and panel.notes.text() == ""
     assert "was checked" not in text and "skipped" not in text
+
+
+def test_the_results_fit_a_narrow_dock_without_scrolling_sideways(qtbot, window, wait_for_script):
+    """QA: 'Max abs error' made the table scroll sideways at the default dock width."""
+    _run_script_example(wait_for_script, window, "wrong_backward")
+    window.actions["check_gradients"].trigger()
+    panel = window.gradcheck_panel
+    assert panel.row_count() > 0
+    panel.resize(330, 300)
+    qtbot.wait(20)
+    table = panel.table
+    fixed = sum(table.columnWidth(c) for c in range(table.columnCount() - 1))
+    assert fixed <= table.viewport().width(), fixed
+    header = table.horizontalHeaderItem(3)
+    assert header.text() == "Rel. err" and "central differences" in header.toolTip()
