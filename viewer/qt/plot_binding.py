@@ -127,12 +127,7 @@ class PlotBinding(PanelBinding):
     def _refresh_function(self) -> None:
         doc = self.document
         if self._script_running():
-            self._stop()
-            self._function_key = None
-            self.panel.show_function_message(
-                "A script is running: the plot is drawn once it ends (the engine records the "
-                "script meanwhile)."
-            )
+            self._wait_for_script()
             return
         leaf = self._choose_leaf()
         evaluation = doc.evaluation if doc.kind == "expression" else None
@@ -164,8 +159,7 @@ class PlotBinding(PanelBinding):
             self._timer.stop()
             return
         if self._script_running():  # a script started meanwhile: its recorder would see us
-            self._stop()
-            self._function_key = None
+            self._wait_for_script()  # (it said "Computing…" until the script ended)
             return
         try:
             item = next(job)
@@ -190,6 +184,14 @@ class PlotBinding(PanelBinding):
         self._function_key = key
         self.panel.show_function_plot(item)
         self.function_plotted.emit(item)
+
+    def _wait_for_script(self) -> None:
+        self._stop()
+        self._function_key = None
+        self.panel.show_function_message(
+            "A script is running: the plot is drawn once it ends (the engine records the "
+            "script meanwhile)."
+        )
 
     def _stop(self) -> None:
         self._timer.stop()

@@ -309,3 +309,27 @@ def test_the_training_plots_count_passes_in_whole_numbers(qapp):
     big = axis.tickValues(0, 300_000, 300)
     assert all(float(v).is_integer() for _, values in big for v in values)
     assert axis.tickStrings([300_000.0], 1.0, 100_000.0) == ["300,000"]
+
+
+def test_a_script_started_during_a_plot_says_the_plot_waits_for_it(
+    qtbot, window, wait_for_script, tmp_path
+):
+    """QA: the f(x) plot said 'Computing f, f' and f''…' until a script started meanwhile
+    had ended."""
+    window.raise_dock("plotPanel")
+    assert window.run_program("y = sin(x) * exp(x)")
+    binding = window.plot_binding
+    assert binding.busy
+    script = tmp_path / "slow.py"
+    script.write_text(
+        "import numpy as np\nfrom autodiff import Variable\nx = Variable(np.array(0.1))\n"
+        "while True:\n    y = x * x\n"
+    )
+    assert window.open_path(script, confirm_scripts=False)
+    run = window.document.script_run
+    qtbot.waitUntil(lambda: run.running, timeout=10_000)
+    message = window.plot_panel.function_message
+    qtbot.waitUntil(lambda: "script is running" in message.text(), timeout=5_000)
+    assert not binding.busy and "Computing" not in message.text()
+    window.document.cancel_script()
+    wait_for_script(window, timeout=30_000)
