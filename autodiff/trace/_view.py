@@ -323,10 +323,13 @@ def _detached(trace: Any, root: int, nodes: set[int], limit: int) -> set[int]:
         n for n in nodes if cuts.get(n, made_at + 1) <= made_at and trace.creator_of(n) >= 0
     )
     found: set[int] = set()
-    for leaf in leaves:
+    work = 4 * (limit + len(nodes))  # nodes walked in all: many cut leaves share a history
+    for leaf in reversed(leaves):  # the latest first: the nearest history
         left = limit - len(found)
-        if left <= 0:
+        if left <= 0 or work <= 0:
             break
-        history = trace.ancestors(leaf, stop_at_cuts=True, limit=left + len(nodes)) - nodes
+        walked = trace.ancestors(leaf, stop_at_cuts=True, limit=left + len(nodes))
+        work -= len(walked) + 1
+        history = walked - nodes
         found.update(sorted(history)[-left:] if len(history) > left else history)
     return found
