@@ -390,3 +390,30 @@ def test_dot_and_graphml_of_a_window_mark_its_detached_history(tmp_path):
     view.to_graphml(tmp_path / "w.graphml")
     flat = nx.read_graphml(tmp_path / "w.graphml")
     assert {int(n) for n, a in flat.nodes(data=True) if a["detached"]} == detached
+
+
+def test_many_cut_leaves_walk_their_shared_history_a_bounded_number_of_times(monkeypatch):
+    w = Variable(np.array(0.5), name="w")
+    states = [Variable(np.array(k / 100)) for k in range(300)]
+    with record() as t:
+        states = [F.tanh(F.tanh(h * w)) for h in states]
+        for h in states:
+            h.unchain()
+        loss = F.tanh(states[0] * w)
+        for h in states[1:]:
+            loss = loss + F.tanh(h * w)
+        loss.backward()
+    walked = []
+    real = t.ancestors
+
+    def counting(node, stop_at_cuts=False, limit=None):
+        found = real(node, stop_at_cuts=stop_at_cuts, limit=limit)
+        walked.append(len(found))
+        return found
+
+    monkeypatch.setattr(t, "ancestors", counting)
+    view = view_for_root(t, t.backward_roots[0], 0, detached_limit=50)
+    live = len(view.variables) + len(view.functions) - len(view.detached())
+    assert len(view.detached()) == 50
+    detached_walks = walked[1:]  # the first walk is the graph's own
+    assert sum(detached_walks) <= 4 * (50 + live) + len(detached_walks) + live
