@@ -37,7 +37,11 @@ class ScriptPanel(QtWidgets.QWidget):
         self.graphs.setToolTip("The graphs the script built: choose one to show it")
         self.graphs.setEnabled(False)
         self.graphs.setPlaceholderText("choose a graph to show it")
-        self.graphs.setMaxVisibleItems(20)  # a popup, not a screen-high list
+        # a popup of 20 rows, not a screen-high list hiding its last row under a scroll arrow
+        # (Fusion's menu-like popup ignores maxVisibleItems; the list kind keeps the palette)
+        self.graphs.setMaxVisibleItems(20)
+        self._list_popup = _ListPopupStyle(self.graphs.style())
+        self.graphs.setStyle(self._list_popup)
         # a long label is cut in the closed box: its tooltip holds it whole
         self.graphs.currentIndexChanged.connect(self._on_current_changed)
         self.filter = QtWidgets.QLineEdit(self)
@@ -162,6 +166,9 @@ class ScriptPanel(QtWidgets.QWidget):
         else:
             self.graphs.setPlaceholderText("choose a graph to show it")
         self._on_current_changed(self.graphs.currentIndex())
+        # the popup as wide as its longest label (the box itself is narrow in its dock)
+        view = self.graphs.view()
+        view.setMinimumWidth(view.sizeHintForColumn(0) + 24 if self.graphs.count() else 0)
         total = len(self._titles)
         self.count.setText(f"{self.graphs.count():,} of {total:,}" if total else "")
 
@@ -197,3 +204,12 @@ class ScriptPanel(QtWidgets.QWidget):
 
     def error_text(self) -> str:
         return self.output.toPlainText()
+
+
+class _ListPopupStyle(QtWidgets.QProxyStyle):
+    """The style it wraps, with a combo box's popup a list of ``maxVisibleItems`` rows."""
+
+    def styleHint(self, hint, option=None, widget=None, data=None):
+        if hint == QtWidgets.QStyle.StyleHint.SH_ComboBox_Popup:
+            return 0
+        return super().styleHint(hint, option, widget, data)

@@ -64,3 +64,22 @@ def test_the_filter_box_narrows_the_graph_list_and_keeps_the_selection(
     assert shown and all(g.loss > 1 for g in shown)
     box.clear()
     assert panel.graphs.count() == total and panel.graphs.currentText().startswith("#92 ")
+
+
+def test_the_graph_list_opens_as_a_list_of_twenty_rows_as_wide_as_its_labels(
+    qtbot, window, wait_for_script, tmp_path
+):
+    """QA: Fusion's popup filled the screen's height and hid its last row under a scroll
+    arrow, and the closed box cut the labels."""
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent(TRAIN))
+    window.document.script_max_passes = 40
+    assert window.open_path(path, confirm_scripts=False)
+    wait_for_script(window)
+    box = window.script_panel.graphs
+    assert box.count() > 20 and box.maxVisibleItems() == 20
+    hint = QtWidgets.QStyle.StyleHint.SH_ComboBox_Popup
+    assert box.style().styleHint(hint, None, box) == 0  # a list, not a menu over the box
+    view = box.view()
+    longest = max(view.sizeHintForColumn(0), 1)
+    assert view.minimumWidth() >= longest
