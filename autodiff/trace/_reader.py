@@ -50,6 +50,8 @@ class TraceReader(Protocol):
 
     def ops(self, node_ids: Any) -> list[Any]: ...  # node(id)["op"] of each, fast
 
+    def names(self, node_ids: Any) -> list[Any]: ...  # node(id)["name"] of each, fast
+
     def state_at(self, node_id: int, step_index: int) -> NodeState: ...
 
     def value_at(self, node_id: int, step_index: int) -> Any: ...  # a Snapshot or None

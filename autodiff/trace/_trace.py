@@ -254,6 +254,31 @@ class Trace:
             out.append(None if row.kind != _VARIABLE or row.shape is None else tuple(row.shape))
         return out
 
+    def names(self, node_ids: Any) -> list[str | None]:
+        """``node(id)['name']`` of each of ``node_ids`` (a live variable's name as it is now,
+        as ``node()`` reads it; None for a Function or an unnamed variable), without building
+        each node's attributes."""
+        ids = [int(n) for n in node_ids]
+        if not ids:
+            return []
+        self._indexer._history(ids[0])  # validates the id and decodes the tape
+        rec = self._recorder
+        info, refs, names = rec._t_info, rec._t_refs, rec._t_names
+        n = len(info)
+        out: list[str | None] = []
+        for nid in ids:
+            if not 0 <= nid < n:
+                raise KeyError(f"node {nid} is not in the trace ({n} nodes)")
+            if info[nid].kind != _VARIABLE:
+                out.append(None)
+                continue
+            ref = refs[nid]
+            obj = ref() if ref is not None else None
+            if obj is not None and obj.name is not None:
+                names[nid] = obj.name
+            out.append(names.get(nid))
+        return out
+
     def ops(self, node_ids: Any) -> list[str | None]:
         """``node(id)['op']`` of each of ``node_ids`` (a Function's class name, None for a
         variable), read straight from the tables."""

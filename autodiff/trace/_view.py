@@ -141,6 +141,12 @@ class TraceView:
     def shapes(self, node_ids: Any) -> list[Any]:
         return self.base.shapes(node_ids)
 
+    def names(self, node_ids: Any) -> list[Any]:
+        names = getattr(self.base, "names", None)
+        if callable(names):
+            return names(node_ids)
+        return [self.base.node(int(n)).get("name") for n in node_ids]
+
     def ops(self, node_ids: Any) -> list[Any]:
         ops = getattr(self.base, "ops", None)
         if callable(ops):

@@ -79,12 +79,29 @@ class FindIndex:
         in_trace = self.node_ids[np.fromiter((n in known for n in listed), bool, len(listed))]
         scopes = _scope_paths(trace, in_trace)
         scope_of = dict(zip(in_trace.tolist(), scopes, strict=True)) if scopes else {}
+        # the nodes the scene does not show as themselves (hidden in boxes): their name and
+        # op read in bulk where the trace can (node() built a dict a node: 0.35 s at 100k)
+        hidden = [
+            nid
+            for nid in listed
+            if nid in known and not (shown.get(nid) is not None and scopes is not None)
+        ]
+        bulk: dict[int, tuple[str, ...]] = {}
+        if (
+            hidden
+            and scopes is not None
+            and all(callable(getattr(trace, reader, None)) for reader in ("names", "ops"))
+        ):
+            for nid, name, op in zip(hidden, trace.names(hidden), trace.ops(hidden), strict=True):
+                bulk[nid] = (str(name or ""), "", str(op or ""), scope_of.get(nid, ""))
         lines = []
         for nid in listed:
             name = shown.get(nid)
             if nid not in known or (name is not None and scopes is not None):
                 # the scene's name is the variable's name or the Function's op (node_name)
                 fields: tuple[str, ...] = (name or "", scope_of.get(nid, ""))
+            elif nid in bulk:
+                fields = bulk[nid]
             else:
                 fields = _node_fields(trace.node(nid), name or "")
             lines.append(_FIELD_SEP.join(fields))

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+import autodiff.functions as F
 from viewer.model.expression import evaluate
 from viewer.model.find import FindCursor, FindIndex, match_summary
 from viewer.model.graph_layout import compute_layout
@@ -228,3 +229,34 @@ def test_the_first_match_is_the_graphs_own_not_its_detached_history():
     assert first not in view.detached() and first == min(set(tanhs) - view.detached())
     seen = [cursor.next() for _ in range(6)]
     assert sorted(seen) == sorted(tanhs)  # the others are still a keystroke away
+
+
+def test_hidden_nodes_are_indexed_from_the_bulk_readers_with_the_same_text(monkeypatch):
+    """Boxes hide most of a big graph: their nodes' names and ops are read in bulk
+    (node() built a dict a node, 0.35 s at 100 000), and find answers as before."""
+    from scoped_nets import Net
+
+    from autodiff.trace import record
+    from viewer.model.document import Document
+
+    model = Net()
+    with record() as t:
+        loss = F.sum(model(np.ones((2, 2))))
+        loss.name = "loss"
+        loss.backward()
+    ids = [*t.variables, *t.functions]
+    assert t.names(ids) == [t.node(n)["name"] for n in ids]
+    assert t.ops(ids) == [t.node(n)["op"] for n in ids]
+    doc = Document()
+    doc.load_trace(t, "net")
+    doc.set_depth(0)
+    scene = doc.scene
+    slow = FindIndex(t)  # every node through node(): the reference
+    calls = []
+    real = t.node
+    monkeypatch.setattr(t, "node", lambda nid: (calls.append(nid), real(nid))[1])
+    fast = FindIndex(t, scene)
+    hidden = set(ids) - {int(n) for n in scene.node_ids}
+    assert hidden and not hidden & set(calls)
+    for query in ("linear", "loss", "net/b1", "W", "#3"):
+        assert fast.search(query).tolist() == slow.search(query).tolist(), query
