@@ -26,6 +26,7 @@ from autodiff.trace._checks import (
     _list,
     _str,
 )
+from autodiff.trace._reader import detached_nodes
 from autodiff.trace._recorder import (
     _CLEARED,
     _EMPTIED,
@@ -84,12 +85,6 @@ def _dot_escape(text: str) -> str:
 _DOT_DETACHED = ', style="filled,dashed", color=gray60, fillcolor=gray92, fontcolor=gray40'
 
 
-def _detached_of(trace: Any) -> frozenset[int]:
-    """A view's detached nodes (history cut before its graph); none for a whole trace."""
-    detached = getattr(trace, "detached", None)
-    return frozenset(detached()) if callable(detached) else frozenset()
-
-
 def to_dot(trace: Trace, step: int | None = None) -> str:
     """DOT text in DeZero's colours: variables orange ellipses, functions light blue boxes;
     each scope instance (a Layer's call, an ``autodiff.scope`` block) is a cluster around the
@@ -97,7 +92,7 @@ def to_dot(trace: Trace, step: int | None = None) -> str:
     graph by unchain_backward) is grey and dashed. ``step``: the values and gradients held
     after that step (-1: before any), as the viewer shows them; by default the last ones."""
     g = trace.graph
-    detached = _detached_of(trace)
+    detached = detached_nodes(trace)
     node_lines: dict[int, str] = {}
     for nid, a in g.nodes(data=True):
         if a["kind"] == "function":
@@ -186,7 +181,7 @@ def to_graphml(trace: Trace, path: str | os.PathLike[str]) -> None:
     """GraphML with flat attributes (GraphML has no None or nested values: '' and -1 stand in);
     ``detached``: in a view's history cut before its graph."""
     g = trace.graph
-    detached = _detached_of(trace)
+    detached = detached_nodes(trace)
     flat = nx.MultiDiGraph()
     for nid, a in g.nodes(data=True):
         attrs: dict[str, Any] = {

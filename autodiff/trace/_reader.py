@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from autodiff.trace._index import NodeState
 
-__all__ = ["TraceReader"]
+__all__ = ["TraceReader", "detached_nodes"]
 
 
 @runtime_checkable
@@ -77,3 +77,10 @@ class TraceReader(Protocol):
     def to_dot(self, step: int | None = None) -> str: ...  # values after step (default: last)
 
     def to_graphml(self, path: str | os.PathLike[str]) -> None: ...
+
+
+def detached_nodes(trace: Any) -> frozenset[int]:
+    """The nodes of ``trace`` that are history cut before its graph (a :class:`TraceView`'s
+    ``detached()``); none for a whole trace or any other reader."""
+    detached = getattr(trace, "detached", None)
+    return frozenset(detached()) if callable(detached) else frozenset()

@@ -243,33 +243,34 @@ class Trace:
     def shapes(self, node_ids: Any) -> list[tuple[int, ...] | None]:
         """``node(id)['shape']`` of each of ``node_ids``, read straight from the tables (no
         attributes built); None for a function or an unknown shape."""
+        return [
+            None if row.kind != _VARIABLE or row.shape is None else tuple(row.shape)
+            for _, row in self._rows(node_ids)
+        ]
+
+    def _rows(self, node_ids: Any) -> list[tuple[int, Any]]:
+        """``(id, table row)`` of each of ``node_ids``: what the bulk readers (shapes, names,
+        ops) read instead of building each node's attributes; an unknown id is a KeyError."""
         info = self._info
         n = len(info)
-        out: list[tuple[int, ...] | None] = []
+        rows = []
         for nid in node_ids:
             nid = int(nid)
             if not 0 <= nid < n:
                 raise KeyError(f"node {nid} is not in the trace ({n} nodes)")
-            row = info[nid]
-            out.append(None if row.kind != _VARIABLE or row.shape is None else tuple(row.shape))
-        return out
+            rows.append((nid, info[nid]))
+        return rows
 
     def names(self, node_ids: Any) -> list[str | None]:
         """``node(id)['name']`` of each of ``node_ids`` (a live variable's name as it is now,
         as ``node()`` reads it; None for a Function or an unnamed variable), without building
         each node's attributes."""
-        ids = [int(n) for n in node_ids]
-        if not ids:
-            return []
-        self._indexer._history(ids[0])  # validates the id and decodes the tape
+        rows = self._rows(node_ids)  # decodes the tape (self._info) and validates the ids
         rec = self._recorder
-        info, refs, names = rec._t_info, rec._t_refs, rec._t_names
-        n = len(info)
+        refs, names = rec._t_refs, rec._t_names
         out: list[str | None] = []
-        for nid in ids:
-            if not 0 <= nid < n:
-                raise KeyError(f"node {nid} is not in the trace ({n} nodes)")
-            if info[nid].kind != _VARIABLE:
+        for nid, row in rows:
+            if row.kind != _VARIABLE:
                 out.append(None)
                 continue
             ref = refs[nid]
@@ -282,16 +283,7 @@ class Trace:
     def ops(self, node_ids: Any) -> list[str | None]:
         """``node(id)['op']`` of each of ``node_ids`` (a Function's class name, None for a
         variable), read straight from the tables."""
-        info = self._info
-        n = len(info)
-        out: list[str | None] = []
-        for nid in node_ids:
-            nid = int(nid)
-            if not 0 <= nid < n:
-                raise KeyError(f"node {nid} is not in the trace ({n} nodes)")
-            row = info[nid]
-            out.append(None if row.kind == _VARIABLE else row.op)
-        return out
+        return [None if row.kind == _VARIABLE else row.op for _, row in self._rows(node_ids)]
 
     def _sort_kinds(self) -> None:
         info = self._info

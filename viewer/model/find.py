@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from autodiff.trace import TraceReader
+from autodiff.trace import TraceReader, detached_nodes
 from viewer.model.scene import Scene
 from viewer.model.signals import Signal
 
@@ -186,11 +186,10 @@ class FindCursor:
         self.query = query
         self.matches = self.index.search(query) if query.strip() else np.zeros(0, np.int64)
         position = 0 if len(self.matches) else -1
-        detached_of = getattr(self._source[0], "detached", None)
-        detached = detached_of() if callable(detached_of) else ()
+        detached = detached_nodes(self._source[0])
         if detached and len(self.matches):  # the graph's own first, not the cut-off history
-            own = [i for i, nid in enumerate(self.matches.tolist()) if nid not in detached]
-            position = own[0] if own else 0
+            matches = self.matches.tolist()
+            position = next((i for i, nid in enumerate(matches) if nid not in detached), 0)
         if keep is not None and len(self.matches):
             at = int(np.searchsorted(self.matches, keep))
             if at < len(self.matches) and self.matches[at] == keep:

@@ -48,7 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from autodiff import core
-from autodiff.trace import TraceReader
+from autodiff.trace import TraceReader, detached_nodes
 from viewer.model.function_check import (
     ATOL,
     MAX_ELEMENTS,
@@ -114,8 +114,7 @@ def _function_ids(trace: TraceReader) -> list[int]:
     functions = getattr(trace, "functions", None)
     if functions is None:
         functions = [n for n, a in trace.graph.nodes(data=True) if a["kind"] == "function"]
-    detached_of = getattr(trace, "detached", None)
-    detached = detached_of() if callable(detached_of) else frozenset()
+    detached = detached_nodes(trace)
     return [f for f in functions if f not in detached]
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from autodiff.trace import NodeState, TraceReader
+from autodiff.trace import NodeState, TraceReader, detached_nodes
 from viewer.model.node_display import node_display
 
 __all__ = [
@@ -87,6 +87,7 @@ class NodeInfo:
     # a cut (unchain_backward): the leaf where this graph's history was cut, or a node of
     # the detached history drawn behind it; '' for neither
     history: str = ""
+    detached: bool = False  # in that detached history: no step of this graph touches it
 
     @property
     def title(self) -> str:
@@ -192,6 +193,7 @@ def inspect(trace: TraceReader, node_id: int, step_index: int) -> NodeInfo:
         note=shown.note,
         passing=passing,  # type: ignore[arg-type]
         history=_history(trace, node_id, kind),
+        detached=node_id in detached_nodes(trace),
     )
 
 
@@ -200,8 +202,7 @@ DETACHED_HISTORY = "cut off before this graph (unchain_backward): not run here"
 
 def _history(trace: TraceReader, node_id: int, kind: str) -> str:
     """What a cut (unchain_backward) did here: '' if nothing."""
-    detached_of = getattr(trace, "detached", None)
-    detached = detached_of() if callable(detached_of) else frozenset()
+    detached = detached_nodes(trace)
     if node_id in detached:
         return DETACHED_HISTORY
     cut_at = getattr(trace, "cut_at", None)
@@ -352,4 +353,5 @@ def inspect_module(scene: Any, index: int, step: int) -> NodeInfo:
         outputs=refs(outs),
         live=True,
         module_rows=tuple(rows),
+        detached=detached,
     )

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from autodiff.trace import NodeState, TraceReader
+from autodiff.trace import NodeState, TraceReader, detached_nodes
 from viewer.model.graph_colours import PALETTES, Palette, faded
 from viewer.model.graph_layout import GraphLayout
 from viewer.model.hit_tests import edge_at, node_at
@@ -185,8 +185,7 @@ class Scene:
     def _mark_detached(self, trace: TraceReader) -> None:
         """The nodes (and edges touching them) of the history the program cut before this
         graph: the view draws them greyed (``Frame.fill``) and dashed."""
-        detached_of = getattr(trace, "detached", None)
-        ids = detached_of() if callable(detached_of) else ()
+        ids = detached_nodes(trace)
         if not ids:
             return
         detached = np.isin(self.node_ids, np.fromiter(ids, dtype=np.int64, count=len(ids)))

@@ -613,7 +613,7 @@ def _sampling_note(
         total = checked + sampler.passes_unchecked
         part = (
             f"the script's own Functions were gradient-checked in {checked:,} of {total:,} "
-            "passes (the checks may add a fifth to the run's time)"
+            f"passes (the checks may add {sampler.budget:.0%} to the run's time)"
         )
         note = f"{note}; {part}" if note else part
     return note

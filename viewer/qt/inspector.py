@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.model.inspector import DETACHED_HISTORY, NodeInfo
+from viewer.model.inspector import NodeInfo
 from viewer.qt.plain_text import tooltip
 from viewer.qt.plot_panel import HISTOGRAM_COLOURS, plot_histogram
 from viewer.qt.themes import Theme
@@ -163,10 +163,7 @@ class InspectorPanel(QtWidgets.QWidget):
         if info.kind == "module":
             ran = dict(info.module_rows).get("ran", "")
             state = f"ran {ran}" if ran in ("forward", "backward") else "not run yet"
-        detached = info.history == DETACHED_HISTORY or (
-            info.kind == "module" and dict(info.module_rows).get("history") == DETACHED_HISTORY
-        )
-        if detached:  # none of this graph's steps touch it: say so, not "after step 140"
+        if info.detached:  # none of this graph's steps touch it: say so, not "after step 140"
             subtitle = "cut off before this graph: as the program left it"
             if info.kind != "module":
                 subtitle = f"{state}, {subtitle}"
