@@ -147,7 +147,26 @@ class SinCurve(Dataset):
 _DEFAULT = object()  # "DeZero's default transform", told apart from an explicit None
 
 
-class MNIST(Dataset):
+class _WithDefaultTransform(Dataset):
+    """A dataset whose images get ``default_transform()`` unless a transform is given (None
+    included: the raw data), as DeZero's MNIST and CIFAR10."""
+
+    def __init__(
+        self,
+        train: bool = True,
+        transform: Any = _DEFAULT,
+        target_transform: Callable[[Any], Any] | None = None,
+    ) -> None:
+        if transform is _DEFAULT:
+            transform = self.default_transform()
+        super().__init__(train, transform, target_transform)
+
+    @staticmethod
+    def default_transform() -> Any:
+        raise NotImplementedError
+
+
+class MNIST(_WithDefaultTransform):
     """The MNIST digits: ``data`` (N, 1, 28, 28) uint8, ``label`` (N,) uint8.
 
     Reads the four files of http://yann.lecun.com/exdb/mnist/ (``train-images-idx3-ubyte.gz``
@@ -161,15 +180,9 @@ class MNIST(Dataset):
         False: ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
     }
 
-    def __init__(
-        self,
-        train: bool = True,
-        transform: Any = _DEFAULT,
-        target_transform: Callable[[Any], Any] | None = None,
-    ) -> None:
-        if transform is _DEFAULT:
-            transform = Compose([Flatten(), ToFloat(), Normalize(0.0, 255.0)])
-        super().__init__(train, transform, target_transform)
+    @staticmethod
+    def default_transform() -> Compose:
+        return Compose([Flatten(), ToFloat(), Normalize(0.0, 255.0)])
 
     def prepare(self) -> None:
         images, labels = self.files[bool(self.train)]
@@ -184,7 +197,7 @@ class MNIST(Dataset):
         return {i: str(i) for i in range(10)}
 
 
-class CIFAR10(Dataset):
+class CIFAR10(_WithDefaultTransform):
     """CIFAR-10: ``data`` (N, 3, 32, 32), ``label`` (N,) int64.
 
     Reads ``cifar-10-python.tar.gz`` (https://www.cs.toronto.edu/~kriz/) from the data folder,
@@ -194,15 +207,9 @@ class CIFAR10(Dataset):
 
     url = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 
-    def __init__(
-        self,
-        train: bool = True,
-        transform: Any = _DEFAULT,
-        target_transform: Callable[[Any], Any] | None = None,
-    ) -> None:
-        if transform is _DEFAULT:
-            transform = Compose([ToFloat(), Normalize(mean=0.5, std=0.5)])
-        super().__init__(train, transform, target_transform)
+    @staticmethod
+    def default_transform() -> Compose:
+        return Compose([ToFloat(), Normalize(mean=0.5, std=0.5)])
 
     def _cache_path(self) -> str:
         name = self.url[self.url.rfind("/") + 1 :]

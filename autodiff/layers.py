@@ -270,6 +270,14 @@ def _weak(x: Any) -> Any:
         return lambda: x
 
 
+def _scaled_randn(shape: tuple[int, ...], fan_in: int, dtype: Any) -> np.ndarray:
+    """DeZero's weight initialisation, ``randn(*shape) * sqrt(1 / fan_in)``, seed for seed.
+    The scale is cast to ``dtype`` first, as numpy 1 did implicitly when the book printed its
+    numbers; numpy 2 would otherwise promote W to float64."""
+    scale = np.asarray(np.sqrt(1 / fan_in), dtype=dtype)
+    return np.random.randn(*shape).astype(dtype) * scale
+
+
 class Linear(Layer):
     """``y = x @ W + b``: a fully connected layer.
 
@@ -295,11 +303,7 @@ class Linear(Layer):
         self.b = None if nobias else Parameter(np.zeros(out_size, dtype=dtype), name="b")
 
     def _init_W(self) -> None:
-        in_size, dtype = self.in_size, self.dtype
-        # The scale is cast to dtype first, as numpy 1 did implicitly when the book printed
-        # its numbers; numpy 2 would otherwise promote W to float64.
-        scale = np.asarray(np.sqrt(1 / in_size), dtype=dtype)
-        self.W.data = np.random.randn(in_size, self.out_size).astype(dtype) * scale
+        self.W.data = _scaled_randn((self.in_size, self.out_size), self.in_size, self.dtype)
 
     def forward(self, x: Any) -> Variable:
         shape = getattr(x, "shape", None)
@@ -490,9 +494,8 @@ class _Convolution(Layer):
 
     def _init_W(self) -> None:
         KH, KW = pair(self.kernel_size)
-        # the scale cast to dtype first, as in Linear: numpy 2 would promote W to float64
-        scale = np.asarray(np.sqrt(1 / (self.in_channels * KH * KW)), dtype=self.dtype)
-        self.W.data = np.random.randn(*self._weight_shape()).astype(self.dtype) * scale
+        fan_in = self.in_channels * KH * KW
+        self.W.data = _scaled_randn(self._weight_shape(), fan_in, self.dtype)
 
     def _check_input(self, x: Any) -> None:
         shape = getattr(x, "shape", None)

@@ -88,12 +88,6 @@ class MLP(Model):
 _WEIGHTS = "https://github.com/koki0702/dezero-models/releases/download/v0.1/"
 
 
-def _pretrained_weights(file_name: str) -> str:
-    """The local path of DeZero's pretrained weights ``file_name`` (nothing is downloaded:
-    :func:`autodiff.utils.get_file` names the file, its URL and the folder to put it in)."""
-    return utils.get_file(_WEIGHTS + file_name)
-
-
 def _global_average_pooling_2d(x: Variable) -> Variable:
     n, c, h, w = x.shape
     return F.reshape(F.average_pooling(x, (h, w), stride=1), (n, c))
@@ -112,7 +106,8 @@ class VGG16(Model):
 
     def __init__(self, pretrained: bool = False) -> None:
         super().__init__()
-        weights = _pretrained_weights("vgg16.npz") if pretrained else None
+        # nothing is downloaded: get_file names the file, its URL and where to put it
+        weights = utils.get_file(self.WEIGHTS_PATH) if pretrained else None
         self._convs = []
         for b, channels in enumerate(self.BLOCKS, start=1):
             for k, out in enumerate(channels, start=1):
@@ -169,7 +164,7 @@ class ResNet(Model):
         super().__init__()
         if n_layers not in self.STAGES:
             raise ValueError(f"ResNet: n_layers must be 50, 101 or 152, not {n_layers!r}")
-        weights = _pretrained_weights(f"resnet{n_layers}.npz") if pretrained else None
+        weights = utils.get_file(self.WEIGHTS_PATH.format(n_layers)) if pretrained else None
         block = self.STAGES[n_layers]
         self.conv1 = L.Conv2d(64, kernel_size=7, stride=2, pad=3, in_channels=3)
         self.bn1 = L.BatchNorm()
