@@ -64,18 +64,29 @@ class _Channel:
                 os._exit(70)  # the app stopped listening: nobody wants the result
 
 
-def _limit_memory(megabytes: int) -> None:
+# setrlimit takes a C long: anything larger overflows (RLIM_INFINITY is -1 on Linux).
+_LARGEST_RLIMIT = 2**63 - 1
+
+
+def _limit_memory(megabytes: int) -> int:
+    """Limit the address space to ``megabytes`` MiB, clamped to what the OS accepts (the hard
+    limit, the largest value setrlimit takes); returns the limit set in bytes, 0 for none."""
     if megabytes <= 0:
-        return
+        return 0
     try:
         import resource
     except ImportError:  # not a POSIX system: no limit
-        return
-    limit = megabytes * 1024 * 1024
+        return 0
+    limit = min(megabytes * 1024 * 1024, _LARGEST_RLIMIT)
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ValueError, OverflowError, OSError) as error:
+        print(f"autodiff-viewer: the script runs without a memory limit ({error})", file=sys.stderr)
+        return 0
+    return limit
 
 
 def _watch_lifeline(fd: int) -> None:

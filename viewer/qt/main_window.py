@@ -71,7 +71,6 @@ OPEN_FILTER = (
     "Traces (*.json);;Python scripts (*.py);;All files (*)"
 )
 EXPORT_FILTER = "PNG image (*.png);;SVG drawing (*.svg);;" + data_export.FILE_FILTER
-LAST_EXPORT_DIRECTORY = "files/lastExportDirectory"  # QSettings key; Open's is the settings'
 
 
 def start_folder(*candidates: str | os.PathLike[str] | None) -> str:
@@ -112,14 +111,13 @@ class MainWindow(QtWidgets.QMainWindow):
         with contextlib.suppress(ValueError, FileNotFoundError):
             self.setWindowIcon(QtGui.QIcon(str(assets.path("icons/app.svg"))))
         self.settings = settings or AppSettings()
+        self.settings.check_all()  # what is not used is named once the window is up
         self.document = Document(palette=theme or self.settings.theme())
         document = self.document
-        document.element_budget = self.settings.budget("elementBudget", document.element_budget)
-        document.step_budget = self.settings.budget("stepBudget", document.step_budget)
+        document.element_budget = self.settings.element_budget()
+        document.step_budget = self.settings.step_budget()
         document.script_memory_mb = self.settings.script_memory_mb()
-        document.script_max_passes = max(
-            2, self.settings.budget("scriptMaxPasses", document.script_max_passes)
-        )
+        document.script_max_passes = self.settings.script_max_passes()
         speed = self.settings.speed()
         if speed is not None:
             self.document.playback.set_speed(speed)
@@ -221,6 +219,13 @@ class MainWindow(QtWidgets.QMainWindow):
         if restore:
             self._restore_window()
         self.editor_binding.load_initial(DEFAULT_PROGRAM)
+        # After the first programs' own status lines (their runs are queued before this).
+        QtCore.QTimer.singleShot(0, self._report_settings_problems)
+
+    def _report_settings_problems(self) -> None:
+        message = self.settings.problem_message()
+        if message:
+            self.statusBar().showMessage(message)
 
     # ================================================================== construction
     def _add_dock(self, name: str, title: str, widget, area) -> QtWidgets.QDockWidget:
@@ -336,7 +341,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def export_folder(self) -> str:
         """Where File > Export starts: the last folder exported to, else the document's, else
         the last folder opened from."""
-        last_export = str(self.settings.store.value(LAST_EXPORT_DIRECTORY, "") or "")
+        last_export = self.settings.last_export_directory()
         return start_folder(last_export, self._document_folder(), self.settings.last_directory())
 
     def open_dialog(self) -> None:
@@ -357,7 +362,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self, "Export the view, the graph or the trace", start, EXPORT_FILTER
         )
         if path:
-            self.settings.store.setValue(LAST_EXPORT_DIRECTORY, str(Path(path).parent))
+            self.settings.set_last_export_directory(Path(path).parent)
             known = (*EXPORT_FORMATS, *data_export.DATA_FORMATS)
             if Path(path).suffix.lower() not in known:
                 # no suffix typed: the one of the chosen filter, "PNG image (*.png)" -> .png

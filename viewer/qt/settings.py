@@ -1,26 +1,173 @@
 """What survives a restart: window geometry and dock state, recent files, the editor's text,
-the theme, whether the graph follows the active step and shows its overview, and the
-playback speed, stored with
-QSettings (an INI file in the user's config folder).
+the theme, whether the graph follows the active step and shows its overview, the playback
+speed and the run limits, stored with QSettings (an INI file in the user's config folder).
+
+The file is the user's to edit, and anything can be in it. Every value is checked against its
+type and range when it is read; one that fails falls back to its default and is remembered in
+:attr:`AppSettings.problems` (the window names those keys in its status bar), so no value in
+the file can stop the app from starting. The table of keys, types and ranges is
+:data:`KEYS`; docs/limits.md lists them.
 
 Tests point the whole thing elsewhere with ``QSettings.setPath`` (or pass their own QSettings).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from PySide6 import QtCore
 
-__all__ = ["MAX_RECENT", "ORGANIZATION", "AppSettings"]
+from viewer.model.expression_rules import MAX_STEPS, MAX_TOTAL_ELEMENTS
+from viewer.model.pass_sampling import DEFAULT_MAX_PASSES
+from viewer.model.playback import MAX_SPEED, MIN_SPEED
+
+__all__ = ["KEYS", "MAX_RECENT", "ORGANIZATION", "AppSettings", "SettingsProblem"]
 
 ORGANIZATION = "autodiff-viewer"
 APPLICATION = "viewer"
 MAX_RECENT = 10
+THEME_NAMES = ("light", "dark")
+MAX_PATH_CHARS = 4096
+MAX_EDITOR_CHARS = 1 << 20  # far above what the expression language runs (20 000)
+MAX_SAVED_LAYOUT_BYTES = 1 << 20  # window/geometry, window/state
+# The largest memory limit a script may be given, in MiB (1 PiB): anything above cannot be a
+# real machine's, and setrlimit would refuse it.
+MAX_SCRIPT_MEMORY_MB = 1 << 30
+
+
+@dataclass(frozen=True)
+class SettingsProblem:
+    """A value in the settings file that was not used: its key and why."""
+
+    key: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.reason})"
+
+
+class _Invalid(ValueError):
+    """A stored value failed its check; the message says why, in a few words."""
+
+
+def _shown(value: Any) -> str:
+    """A stored value as a message quotes it: short, one line."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "…"
+
+
+def _text(value: Any, limit: int) -> str:
+    if not isinstance(value, str):
+        raise _Invalid(f"not text: {_shown(value)}")
+    if len(value) > limit:
+        raise _Invalid(f"{len(value):,} characters, more than {limit:,}")
+    return value
+
+
+def _path(value: Any) -> str:
+    text = _text(value, MAX_PATH_CHARS)
+    if "\0" in text or "\n" in text:
+        raise _Invalid("not a file name: it holds a NUL or a line break")
+    return text
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    words = {"true": True, "1": True, "yes": True, "on": True}
+    words.update({"false": False, "0": False, "no": False, "off": False})
+    if isinstance(value, str) and value.strip().lower() in words:
+        return words[value.strip().lower()]
+    raise _Invalid(f"not true or false: {_shown(value)}")
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        raise _Invalid(f"not a number: {_shown(value)}")
+    if isinstance(value, int | float):
+        number = float(value)
+    elif isinstance(value, str) and len(value) <= 64:
+        try:
+            number = float(value.strip())
+        except ValueError:
+            raise _Invalid(f"not a number: {_shown(value)}") from None
+    else:
+        raise _Invalid(f"not a number: {_shown(value)}")
+    if not math.isfinite(number):
+        raise _Invalid(f"not a finite number: {_shown(value)}")
+    return number
+
+
+def _integer(value: Any, low: int, high: int) -> int:
+    number = _number(value)
+    if number != int(number):
+        raise _Invalid(f"not a whole number: {_shown(value)}")
+    if not low <= number <= high:
+        raise _Invalid(f"{_shown(value)} is outside {low:,} to {high:,}")
+    return int(number)
+
+
+def _speed(value: Any) -> float:
+    number = _number(value)
+    if not MIN_SPEED <= number <= MAX_SPEED:
+        raise _Invalid(f"{_shown(value)} is outside {MIN_SPEED:g} to {MAX_SPEED:g} steps/s")
+    return number
+
+
+def _theme(value: Any) -> str:
+    if value not in THEME_NAMES:
+        raise _Invalid(f"not a theme: {_shown(value)}; the themes are {', '.join(THEME_NAMES)}")
+    return value
+
+
+def _saved_layout(value: Any) -> QtCore.QByteArray | None:
+    if not isinstance(value, QtCore.QByteArray):
+        raise _Invalid(f"not a saved window layout: {_shown(value)}")
+    if value.size() > MAX_SAVED_LAYOUT_BYTES:
+        raise _Invalid(f"{value.size():,} bytes, more than {MAX_SAVED_LAYOUT_BYTES:,}")
+    return None if value.isEmpty() else value
+
+
+def _recent(value: Any) -> list[str]:
+    entries = [value] if isinstance(value, str) else value
+    if not isinstance(entries, list):
+        raise _Invalid(f"not a list of files: {_shown(value)}")
+    return [_path(entry) for entry in entries if entry][:MAX_RECENT]
+
+
+@dataclass(frozen=True)
+class _Key:
+    default: Any
+    check: Callable[[Any], Any]
+
+
+# Every key the app reads, its default and its check. None as a default means "not set":
+# the caller decides (the saved layout, a speed the playback keeps, the memory limit's
+# default that depends on the machine).
+KEYS: dict[str, _Key] = {
+    "window/geometry": _Key(None, _saved_layout),
+    "window/state": _Key(None, _saved_layout),
+    "files/recent": _Key([], _recent),
+    "files/lastDirectory": _Key("", _path),
+    "files/lastExportDirectory": _Key("", _path),
+    "editor/text": _Key(None, lambda v: _text(v, MAX_EDITOR_CHARS)),
+    "view/theme": _Key("light", _theme),
+    "view/followActiveStep": _Key(True, _flag),
+    "view/overview": _Key(True, _flag),
+    "playback/speed": _Key(None, _speed),
+    "limits/elementBudget": _Key(MAX_TOTAL_ELEMENTS, lambda v: _integer(v, 1, 10**10)),
+    "limits/stepBudget": _Key(MAX_STEPS, lambda v: _integer(v, 1, 10**8)),
+    "limits/scriptMaxPasses": _Key(DEFAULT_MAX_PASSES, lambda v: _integer(v, 2, 10**7)),
+    "limits/scriptMemoryMB": _Key(None, lambda v: _integer(v, 0, MAX_SCRIPT_MEMORY_MB)),
+}
 
 
 class AppSettings:
-    """Typed accessors over one QSettings store."""
+    """Checked, typed accessors over one QSettings store."""
 
     def __init__(self, store: QtCore.QSettings | None = None) -> None:
         self.store = store or QtCore.QSettings(
@@ -29,30 +176,65 @@ class AppSettings:
             ORGANIZATION,
             APPLICATION,
         )
+        self._problems: dict[str, SettingsProblem] = {}
+
+    @property
+    def problems(self) -> tuple[SettingsProblem, ...]:
+        """The keys whose stored values were not used (their defaults were), in reading order."""
+        return tuple(self._problems.values())
+
+    def check_all(self) -> tuple[SettingsProblem, ...]:
+        """Read every key once (the window does at start): :attr:`problems` then names every
+        stored value that is not used, not only those read so far."""
+        for key in KEYS:
+            self.read(key)
+        return self.problems
+
+    def problem_message(self) -> str:
+        """One line naming the keys that were not used, or ''."""
+        problems = self.problems
+        if not problems:
+            return ""
+        where = self.store.fileName()
+        if len(problems) == 1:
+            return f"Settings: {problems[0]} was ignored; the default is used ({where})"
+        keys = ", ".join(p.key for p in problems)
+        return f"Settings: {keys} were ignored; their defaults are used ({where})"
+
+    def read(self, key: str) -> Any:
+        """The value stored under ``key`` if it passes its check, else the key's default."""
+        spec = KEYS[key]
+        try:
+            value = self.store.value(key)
+        except (RuntimeError, TypeError, ValueError, OverflowError, MemoryError) as error:
+            self._problems[key] = SettingsProblem(key, f"unreadable: {error}")
+            return spec.default
+        if value is None:
+            return spec.default
+        try:
+            result = spec.check(value)
+        except _Invalid as problem:
+            self._problems.setdefault(key, SettingsProblem(key, str(problem)))
+            return spec.default
+        self._problems.pop(key, None)
+        return result
 
     # ---------------------------------------------------------------- window
     def geometry(self) -> QtCore.QByteArray | None:
-        return self._bytes("window/geometry")
+        return self.read("window/geometry")
 
     def set_geometry(self, value: QtCore.QByteArray) -> None:
         self.store.setValue("window/geometry", value)
 
     def window_state(self) -> QtCore.QByteArray | None:
-        return self._bytes("window/state")
+        return self.read("window/state")
 
     def set_window_state(self, value: QtCore.QByteArray) -> None:
         self.store.setValue("window/state", value)
 
-    def _bytes(self, key: str) -> QtCore.QByteArray | None:
-        value = self.store.value(key)
-        return value if isinstance(value, QtCore.QByteArray) and not value.isEmpty() else None
-
     # ---------------------------------------------------------------- recent files
     def recent_files(self) -> list[str]:
-        value = self.store.value("files/recent", [])
-        if isinstance(value, str):
-            value = [value]
-        return [str(v) for v in (value or []) if v][:MAX_RECENT]
+        return list(self.read("files/recent"))
 
     def add_recent_file(self, path: str | Path) -> list[str]:
         path = str(Path(path).resolve())
@@ -69,77 +251,69 @@ class AppSettings:
         self.store.setValue("files/recent", [])
 
     def last_directory(self) -> str:
-        return str(self.store.value("files/lastDirectory", "") or "")
+        return self.read("files/lastDirectory")
 
     def set_last_directory(self, path: str | Path) -> None:
         self.store.setValue("files/lastDirectory", str(path))
 
+    def last_export_directory(self) -> str:
+        return self.read("files/lastExportDirectory")
+
+    def set_last_export_directory(self, path: str | Path) -> None:
+        self.store.setValue("files/lastExportDirectory", str(path))
+
     # ---------------------------------------------------------------- editor, view
     def editor_text(self) -> str | None:
-        value = self.store.value("editor/text")
-        return None if value is None else str(value)
+        return self.read("editor/text")
 
     def set_editor_text(self, text: str) -> None:
         self.store.setValue("editor/text", text)
 
     def theme(self) -> str:
-        return str(self.store.value("view/theme", "light") or "light")
+        return self.read("view/theme")
 
     def set_theme(self, name: str) -> None:
         self.store.setValue("view/theme", name)
 
     def follow_active_step(self) -> bool:
         """Whether the graph view pans to keep the current step in view (default on)."""
-        value = self.store.value("view/followActiveStep", True)
-        if isinstance(value, str):  # an INI file gives back text
-            return value.strip().lower() not in ("false", "0", "no", "off")
-        return bool(value)
+        return self.read("view/followActiveStep")
 
     def set_follow_active_step(self, on: bool) -> None:
         self.store.setValue("view/followActiveStep", bool(on))
 
     def overview_shown(self) -> bool:
         """Whether the graph view shows its overview (minimap); default on."""
-        return self._flag("view/overview", True)
+        return self.read("view/overview")
 
     def set_overview_shown(self, on: bool) -> None:
         self.store.setValue("view/overview", bool(on))
 
-    def _flag(self, key: str, default: bool) -> bool:
-        value = self.store.value(key, default)
-        if isinstance(value, str):  # an INI file gives back text
-            return value.strip().lower() not in ("false", "0", "no", "off")
-        return bool(value)
-
     def speed(self) -> float | None:
-        value = self.store.value("playback/speed")
-        try:
-            return None if value is None else float(value)
-        except (TypeError, ValueError):
-            return None
+        """The playback speed in steps per second, or None when none is saved."""
+        return self.read("playback/speed")
 
     def set_speed(self, value: float) -> None:
         self.store.setValue("playback/speed", float(value))
 
-    def budget(self, key: str, default: int) -> int:
-        """A limit of a typed program's run (``limits/elementBudget``, ``limits/stepBudget``
-        in the settings file): a positive integer, else ``default``."""
-        value = self.store.value(f"limits/{key}")
-        try:
-            number = int(str(value).strip()) if value is not None else default
-        except ValueError:
-            return default
-        return number if number > 0 else default
+    # ---------------------------------------------------------------- limits
+    def element_budget(self) -> int:
+        """The elements a typed program may create in all (``limits/elementBudget``)."""
+        return self.read("limits/elementBudget")
+
+    def step_budget(self) -> int:
+        """The steps a typed program's run may record (``limits/stepBudget``)."""
+        return self.read("limits/stepBudget")
+
+    def script_max_passes(self) -> int:
+        """About how many backward passes of a script's run keep their graphs
+        (``limits/scriptMaxPasses``, at least 2)."""
+        return self.read("limits/scriptMaxPasses")
 
     def script_memory_mb(self) -> int | None:
         """The memory a script's process may use, in MiB (``limits/scriptMemoryMB``): 0 for
-        no limit; None (the default, half the machine's memory) when unset or not a number."""
-        value = self.store.value("limits/scriptMemoryMB")
-        try:
-            number = int(str(value).strip()) if value is not None else -1
-        except ValueError:
-            return None
-        return number if number >= 0 else None
+        no limit; None (the default, half the machine's memory) when unset or invalid."""
+        return self.read("limits/scriptMemoryMB")
 
     def sync(self) -> None:
         self.store.sync()
