@@ -23,9 +23,44 @@ from autodiff.trace import TraceReader, detached_nodes
 from viewer.model.scene import Scene
 from viewer.model.signals import Signal
 
-__all__ = ["FindCursor", "FindIndex", "match_summary"]
+__all__ = [
+    "MAX_ID_DIGITS",
+    "MAX_QUERY_CHARS",
+    "FindCursor",
+    "FindIndex",
+    "FindQueryError",
+    "match_summary",
+]
 
 _ID_QUERY = re.compile(r"#(\d+)")
+MAX_ID_DIGITS = 18  # node ids are int64
+MAX_QUERY_CHARS = 1000
+
+
+class FindQueryError(ValueError):
+    """A query that cannot be searched; ``short`` is what the find bar's count shows."""
+
+    def __init__(self, message: str, short: str) -> None:
+        super().__init__(message)
+        self.short = short
+
+
+def check_query(query: str) -> None:
+    """Raise :class:`FindQueryError` for a query too long to be a name or an id."""
+    by_id = _ID_QUERY.fullmatch(query.strip())
+    if by_id is not None and len(by_id.group(1)) > MAX_ID_DIGITS:
+        raise FindQueryError(
+            f"#{by_id.group(1)[:8]}… has {len(by_id.group(1)):,} digits: a node id has at "
+            f"most {MAX_ID_DIGITS}",
+            "id too long",
+        )
+    if len(query) > MAX_QUERY_CHARS:
+        raise FindQueryError(
+            f"a query of {len(query):,} characters: at most {MAX_QUERY_CHARS:,} are searched",
+            "query too long",
+        )
+
+
 # Joins a node's fields on its line: no query a person types contains it, so a match never
 # spans two fields.
 _FIELD_SEP = "\x1f"
@@ -115,7 +150,8 @@ class FindIndex:
     def search(self, query: str) -> NDArray[np.int64]:
         """The node ids whose name, shown name, op or scope path contains ``query`` (case
         ignored; surrounding spaces too), in id order. ``#12`` finds node 12. An empty query
-        finds nothing."""
+        finds nothing; one too long to search raises :class:`FindQueryError`."""
+        check_query(query)
         query = query.strip().lower()
         if not query or len(self.node_ids) == 0:
             return np.zeros(0, dtype=np.int64)
@@ -154,6 +190,7 @@ class FindCursor:
         self.query = ""
         self.matches: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.position = -1
+        self.error: FindQueryError | None = None  # the query could not be searched
 
     # ------------------------------------------------------------------ source
     def set_source(self, trace: TraceReader | None, scene: Scene | None = None) -> None:
@@ -184,7 +221,12 @@ class FindCursor:
 
     def _run(self, query: str, keep: int | None) -> None:
         self.query = query
-        self.matches = self.index.search(query) if query.strip() else np.zeros(0, np.int64)
+        self.error = None
+        try:
+            self.matches = self.index.search(query) if query.strip() else np.zeros(0, np.int64)
+        except FindQueryError as error:
+            self.error = error
+            self.matches = np.zeros(0, np.int64)
         position = 0 if len(self.matches) else -1
         detached = detached_nodes(self._source[0])
         if detached and len(self.matches):  # the graph's own first, not the cut-off history
@@ -220,4 +262,7 @@ class FindCursor:
         return self.current
 
     def summary(self) -> str:
+        """The find bar's count: '3 of 12', 'no match', why a query is not searched, or ''."""
+        if self.error is not None:
+            return self.error.short
         return match_summary(self.position, self.count, self.query)

@@ -77,9 +77,11 @@ class FindBar(QtWidgets.QFrame):
     def query(self) -> str:
         return self.field.text()
 
-    def set_count(self, text: str, found: bool) -> None:
-        """The count ('3 of 12', 'no match'); ``found`` False marks the field."""
+    def set_count(self, text: str, found: bool, detail: str = "") -> None:
+        """The count ('3 of 12', 'no match'); ``found`` False marks the field; ``detail``
+        (why a query was not searched) is the count's tooltip."""
         self.count_label.setText(text)
+        self.count_label.setToolTip(detail)
         self.field.setProperty("notFound", not found and bool(text))
         self.previous_button.setEnabled(found)
         self.next_button.setEnabled(found)

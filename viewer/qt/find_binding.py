@@ -70,7 +70,7 @@ class FindBinding(QtCore.QObject):
     def _on_typed(self, query: str) -> None:
         self._use_document_graph()
         self.cursor.search(query)
-        self.bar.set_count(self.cursor.summary(), self.cursor.count > 0)
+        self._show_count()
         if self.cursor.count:
             self._typed.start()
         else:
@@ -89,10 +89,15 @@ class FindBinding(QtCore.QObject):
             self._use_document_graph()
 
     def _on_matches_changed(self, cursor: FindCursor) -> None:
-        self.bar.set_count(cursor.summary(), cursor.count > 0)
+        self._show_count()
+
+    def _show_count(self) -> None:
+        cursor = self.cursor
+        error = cursor.error
+        self.bar.set_count(cursor.summary(), cursor.count > 0, "" if error is None else str(error))
 
     def _show(self, node_id: int | None) -> int | None:
-        self.bar.set_count(self.cursor.summary(), self.cursor.count > 0)
+        self._show_count()
         if node_id is None:
             return None
         reveal = getattr(self.document, "reveal", None)

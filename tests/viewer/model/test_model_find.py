@@ -260,3 +260,23 @@ def test_hidden_nodes_are_indexed_from_the_bulk_readers_with_the_same_text(monke
     assert hidden and not hidden & set(calls)
     for query in ("linear", "loss", "net/b1", "W", "#3"):
         assert fast.search(query).tolist() == slow.search(query).tolist(), query
+
+
+def test_an_id_or_a_query_too_long_to_search_is_refused_with_its_reason():
+    import pytest
+
+    from viewer.model.find import MAX_ID_DIGITS, MAX_QUERY_CHARS, FindQueryError
+
+    trace, scene = _scene("x = 0.5\ny = exp(x)")
+    index = FindIndex(trace, scene)
+    assert len(index.search("#" + "9" * MAX_ID_DIGITS)) == 0  # int64-sized: searched
+    with pytest.raises(FindQueryError, match="5,000 digits: a node id has at most 18"):
+        index.search("#" + "1" * 5000)
+    with pytest.raises(FindQueryError, match="1,001 characters"):
+        index.search("e" * (MAX_QUERY_CHARS + 1))
+    cursor = FindCursor()
+    cursor.set_source(trace, scene)
+    assert cursor.search("#" + "1" * 5000) is None
+    assert cursor.summary() == "id too long"
+    assert cursor.search("exp") is not None
+    assert cursor.error is None and cursor.summary() == "1 of 1"

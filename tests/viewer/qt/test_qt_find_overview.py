@@ -323,3 +323,18 @@ def test_the_overview_follows_a_new_graph_and_the_theme(qtbot, window):
     qtbot.waitUntil(overview.isVisible)
     overview.repaint()
     assert overview.map != first  # the new graph's bounds
+
+
+def test_an_id_query_of_thousands_of_digits_says_so_in_the_bar(qtbot, window):
+    assert window.run_program(PROGRAM)
+    field = _open_find(qtbot, window)
+    bar = window.find_bar
+    QtWidgets.QApplication.clipboard().setText("#" + "9" * 5000)
+    field.paste()  # as a user pastes it: one edit
+    assert bar.count_label.text() == "id too long"
+    assert "5,000 digits" in bar.count_label.toolTip()
+    assert not bar.next_button.isEnabled()
+    field.clear()
+    qtbot.keyClicks(field, "#1")
+    assert bar.count_label.text() == "1 of 1"
+    assert bar.count_label.toolTip() == ""
