@@ -110,9 +110,16 @@ def _no_display() -> bool:
     return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+def _remove_stale_run_folders() -> None:
+    from viewer.model.script_process import remove_stale_folders
+
+    remove_stale_folders()
+
+
 def build_window(argv: Sequence[str] | None = None):
     """The main window for ``argv`` (FILE and --theme), not shown, without an event loop."""
     args = parse_args(argv or [])
+    _remove_stale_run_folders()
     _application(headless=False)
     from viewer.qt.main_window import MainWindow
 
@@ -172,6 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
+    _remove_stale_run_folders()
     if args.export is not None:
         return _export(args)
     if _no_display():

@@ -65,11 +65,76 @@ from viewer.model.script_worker import (
 )
 from viewer.model.signals import Signal
 
-__all__ = ["CANCEL_GRACE_S", "ScriptProcess", "default_memory_mb"]
+__all__ = [
+    "CANCEL_GRACE_S",
+    "FOLDER_PREFIX",
+    "STALE_FOLDER_AGE_S",
+    "ScriptProcess",
+    "default_memory_mb",
+    "remove_stale_folders",
+]
 
 CANCEL_GRACE_S = 0.8  # from Cancel to a killed worker; reading what it sent comes after
 _MAX_FRAME = 64 * 1024 * 1024
 _ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding viewer/ and autodiff/
+
+
+# A run's folder is named for the app's process: FOLDER_PREFIX + "<pid>-" + random letters.
+FOLDER_PREFIX = "autodiff-script-"
+STALE_FOLDER_AGE_S = 24 * 3600
+_UID = os.getuid() if hasattr(os, "getuid") else 0
+_FOLDER_PID = re.compile(re.escape(FOLDER_PREFIX) + r"(\d{1,10})-")
+
+
+def scratch_parent() -> str:
+    """Where runs' folders go: in memory (/dev/shm) where the system offers it, since a long
+    run's recording is hundreds of MB; else the temporary folder."""
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK):
+        return shm
+    return tempfile.gettempdir()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError, OverflowError):
+        return True  # someone else's process, or cannot tell: not ours to judge
+    return True
+
+
+def remove_stale_folders(
+    parent: str | None = None, max_age_s: float = STALE_FOLDER_AGE_S, now: float | None = None
+) -> list[str]:
+    """Remove the folders of runs whose app is no longer alive, untouched for ``max_age_s``
+    (a run's folder is removed when it ends, and by its worker when the app goes away; what
+    a power cut or a killed worker left is removed here, at start-up). Returns the removed."""
+    parent = parent or scratch_parent()
+    now = time.time() if now is None else now
+    removed = []
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(FOLDER_PREFIX):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not entry.is_dir(follow_symlinks=False) or info.st_uid != _UID:
+            continue  # another user's (a shared /dev/shm), or not a folder: not ours
+        age = now - info.st_mtime
+        owner = _FOLDER_PID.match(entry.name)
+        if age < max_age_s or (owner is not None and _alive(int(owner.group(1)))):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        if not os.path.exists(entry.path):
+            removed.append(entry.path)
+    return removed
 
 
 def default_memory_mb() -> int:
@@ -179,9 +244,9 @@ class ScriptProcess(_RunState):
             self._start_error = f"could not start the script's worker process: {e}"
 
     def _spawn(self) -> None:
-        # In memory where the system offers it: a long run's recording is hundreds of MB.
-        shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-        self._folder = tempfile.mkdtemp(prefix="autodiff-script-", dir=shm)
+        self._folder = tempfile.mkdtemp(
+            prefix=f"{FOLDER_PREFIX}{os.getpid()}-", dir=scratch_parent()
+        )
         channel_r, channel_w = os.pipe()
         lifeline_r, lifeline_w = os.pipe()
         config = {

@@ -28,6 +28,7 @@ import contextlib
 import gc
 import json
 import os
+import shutil
 import signal
 import struct
 import sys
@@ -89,14 +90,18 @@ def _limit_memory(megabytes: int) -> int:
     return limit
 
 
-def _watch_lifeline(fd: int) -> None:
+def _watch_lifeline(fd: int, folder: str) -> None:
+    """End the worker when the app is gone (its end of the lifeline closed), removing the run's
+    folder first: nobody is left to read it, or to remove it."""
+
     def wait() -> None:
         try:
             while os.read(fd, 1):
                 pass
         except OSError:
             pass
-        os._exit(71)  # the app is gone
+        shutil.rmtree(folder, ignore_errors=True)
+        os._exit(71)
 
     threading.Thread(target=wait, name="lifeline", daemon=True).start()
 
@@ -105,7 +110,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     args = sys.argv[1:] if argv is None else argv
     config: dict[str, Any] = json.loads(args[0])
     channel = _Channel(int(config["channel"]))
-    _watch_lifeline(int(config["lifeline"]))
+    _watch_lifeline(int(config["lifeline"]), str(config["result"]))
     _limit_memory(int(config.get("memory_mb", 0)))
 
     # The collector stays off to the end (the run pauses it for the leak audit anyway): a
