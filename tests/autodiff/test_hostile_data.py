@@ -1,0 +1,261 @@
+"""Hostile inputs: data files that are planted, damaged or inconsistent, file names that leave
+the data folder, and arguments that would give wrong numbers silently. Each must fail with a
+message naming the operation, the argument, the shapes or the file."""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import re
+import struct
+import tarfile
+
+import numpy as np
+import pytest
+
+from autodiff.datasets import CIFAR10, ImageNet
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    monkeypatch.setenv("AUTODIFF_DATA", str(folder))
+    return folder
+
+
+# =============================================================================
+# CIFAR-10: no code from data
+# =============================================================================
+def _tarball(path, members):
+    with tarfile.open(path, "w:gz") as archive:
+        for name, raw in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(raw)
+            archive.addfile(info, io.BytesIO(raw))
+
+
+class _Planted:
+    """Unpickling it runs ``os.system('touch CANARY')``."""
+
+    def __init__(self, canary):
+        self.canary = canary
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.canary}",))
+
+
+def _python2_batch(data: np.ndarray, labels: list[int]) -> bytes:
+    """A batch pickled as the official files are: Python 2's cPickle, protocol 2, keys and
+    array bytes as Python 2 strings, the array rebuilt by numpy.core.multiarray._reconstruct."""
+
+    def string(b: bytes) -> bytes:  # SHORT_BINSTRING or BINSTRING
+        return b"U" + bytes([len(b)]) + b if len(b) < 256 else b"T" + struct.pack("<i", len(b)) + b
+
+    def integer(n: int) -> bytes:  # BININT
+        return b"J" + struct.pack("<i", n)
+
+    dtype = b"cnumpy\ndtype\n" + string(b"u1") + b"K\x00K\x01\x87R"
+    dtype += b"(K\x03" + string(b"|") + b"NNN" + integer(-1) + integer(-1) + b"K\x00tb"
+    array = b"cnumpy.core.multiarray\n_reconstruct\ncnumpy\nndarray\nK\x00\x85" + string(b"b")
+    array += b"\x87R(K\x01" + integer(data.shape[0]) + integer(data.shape[1]) + b"\x86"
+    array += dtype + b"\x89" + string(data.tobytes()) + b"tb"
+    out = b"\x80\x02}(" + string(b"batch_label") + string(b"training batch 1 of 5")
+    out += string(b"labels") + b"](" + b"".join(integer(n) for n in labels) + b"e"
+    out += string(b"data") + array
+    out += string(b"filenames") + b"](" + string(b"a.png") * len(labels) + b"e"
+    return out + b"u."
+
+
+def _images(n, seed=0):
+    return np.random.default_rng(seed).integers(0, 256, size=(n, 3072), dtype=np.uint8)
+
+
+def test_the_python2_batch_helper_is_read_by_plain_pickle_as_the_official_files_are():
+    data = _images(2)
+    batch = pickle.loads(_python2_batch(data, [3, 4]), encoding="bytes")
+    assert set(batch) == {b"batch_label", b"labels", b"data", b"filenames"}
+    np.testing.assert_array_equal(batch[b"data"], data)
+
+
+def test_cifar10_refuses_a_planted_pickle_and_runs_nothing(data_dir, tmp_path):
+    canary = tmp_path / "canary"
+    planted = pickle.dumps({b"data": _Planted(canary), b"labels": [0]}, protocol=2)
+    _tarball(data_dir / "cifar-10-python.tar.gz", {"cifar-10-batches-py/test_batch": planted})
+    with pytest.raises(ValueError) as info:
+        CIFAR10(train=False)
+    message = str(info.value)
+    assert "member 'cifar-10-batches-py/test_batch'" in message
+    assert str(data_dir / "cifar-10-python.tar.gz") in message
+    assert re.search(r"refused to load '(posix|os|nt)\.system'", message), message
+    assert "only plain data and numpy arrays" in message
+    assert not canary.exists()
+    assert not (data_dir / "cifar-10-python.tar.gz.test.npz").exists()
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        pytest.param(lambda canary: pickle.dumps(_Planted(canary), protocol=0), id="protocol0"),
+        pytest.param(lambda canary: pickle.dumps([_Planted(canary)]), id="default-protocol"),
+        pytest.param(
+            lambda canary: (
+                b"cbuiltins\neval\n(V__import__('os').system('touch "
+                + str(canary).encode()
+                + b"')\ntR."
+            ),
+            id="eval",
+        ),
+    ],
+)
+def test_cifar10_refuses_code_in_any_protocol(data_dir, tmp_path, planted):
+    canary = tmp_path / "canary"
+    _tarball(data_dir / "cifar-10-python.tar.gz", {"test_batch": planted(canary)})
+    with pytest.raises(ValueError, match=r"member 'test_batch' of .*refused to load"):
+        CIFAR10(train=False)
+    assert not canary.exists()
+
+
+def test_cifar10_reads_batches_pickled_as_the_official_files_are(data_dir):
+    data = _images(3)
+    _tarball(
+        data_dir / "cifar-10-python.tar.gz",
+        {"cifar-10-batches-py/test_batch": _python2_batch(data, [0, 9, 4])},
+    )
+    ds = CIFAR10(train=False, transform=None)
+    assert ds.data.shape == (3, 3, 32, 32) and ds.data.dtype == np.uint8
+    np.testing.assert_array_equal(ds.data.reshape(3, -1), data)
+    np.testing.assert_array_equal(ds.label, [0, 9, 4])
+    assert ds.label.dtype == np.int64
+    assert (data_dir / "cifar-10-python.tar.gz.test.npz").exists()
+
+
+@pytest.mark.parametrize("protocol", [2, pickle.DEFAULT_PROTOCOL, 5])
+def test_cifar10_reads_batches_pickled_by_python3_and_numpy(data_dir, protocol):
+    batches = {}
+    for i in range(1, 6):
+        labels = list(np.arange(i, i + 2) % 10)  # numpy integers, pickled as numpy scalars
+        batch = {b"data": _images(2, seed=i), b"labels": labels, "batch_label": f"{i}"}
+        batches[f"cifar-10-batches-py/data_batch_{i}"] = pickle.dumps(batch, protocol=protocol)
+    _tarball(data_dir / "cifar-10-python.tar.gz", batches)
+    ds = CIFAR10(train=True, transform=None)
+    assert ds.data.shape == (10, 3, 32, 32)
+    np.testing.assert_array_equal(ds.data[8:].reshape(2, -1), _images(2, seed=5))
+    np.testing.assert_array_equal(ds.label, [1, 2, 2, 3, 3, 4, 4, 5, 5, 6])
+
+
+def test_cifar10_reads_the_binary_version(data_dir):
+    data = _images(2)
+    records = np.concatenate([np.array([[7], [1]], np.uint8), data], axis=1)
+    _tarball(
+        data_dir / "cifar-10-binary.tar.gz",
+        {"cifar-10-batches-bin/test_batch.bin": records.tobytes()},
+    )
+    ds = CIFAR10(train=False, transform=None)
+    np.testing.assert_array_equal(ds.data.reshape(2, -1), data)
+    np.testing.assert_array_equal(ds.label, [7, 1])
+
+
+def test_cifar10_without_either_archive_names_both(data_dir):
+    with pytest.raises(FileNotFoundError) as info:
+        CIFAR10(train=False)
+    assert "cifar-10-python.tar.gz" in str(info.value)
+    assert "cifar-10-binary.tar.gz" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("members", "expected"),
+    [
+        ({"test_batch": pickle.dumps([1, 2])}, r"holds a list, not a CIFAR-10 batch"),
+        ({"test_batch": b"\x80\x02}(U\x04data"}, r"not a readable pickle"),
+        (
+            {"test_batch": pickle.dumps({b"data": np.zeros((2, 3072), np.float64)})},
+            r"'data' is an array of shape \(2, 3072\) and dtype float64",
+        ),
+        (
+            {"test_batch": pickle.dumps({b"data": np.zeros((2, 100), np.uint8)})},
+            r"'data' has shape \(2, 100\), not \(N, 3072\)",
+        ),
+        (
+            {"test_batch": pickle.dumps({b"data": _images(2), b"labels": [1, 2, 3]})},
+            r"'labels' should be 2 integers, one per image of 'data' \(2, 3072\)",
+        ),
+        (
+            {"test_batch": pickle.dumps({b"data": _images(2), b"labels": [1, 12]})},
+            r"labels from 1 to 12",
+        ),
+        (
+            {"a/test_batch": pickle.dumps([]), "b/test_batch": pickle.dumps([])},
+            r"member 'b/test_batch' .*holds 'test_batch' twice",
+        ),
+        ({"data_batch_1": pickle.dumps([])}, r"lacks \['test_batch'\]"),
+    ],
+)
+def test_cifar10_names_the_member_of_a_damaged_archive(data_dir, members, expected):
+    _tarball(data_dir / "cifar-10-python.tar.gz", members)
+    with pytest.raises(ValueError, match=expected) as info:
+        CIFAR10(train=False)
+    assert str(data_dir / "cifar-10-python.tar.gz") in str(info.value)
+
+
+def test_cifar10_names_an_archive_that_is_not_a_tarball(data_dir):
+    (data_dir / "cifar-10-python.tar.gz").write_bytes(b"not a tarball")
+    with pytest.raises(ValueError, match=r"cifar-10-python\.tar\.gz' is not a readable .tar.gz"):
+        CIFAR10(train=False)
+
+
+def test_cifar10_names_a_binary_batch_of_partial_records(data_dir):
+    _tarball(data_dir / "cifar-10-binary.tar.gz", {"test_batch.bin": b"\0" * 3074})
+    with pytest.raises(ValueError, match=r"'test_batch\.bin' .*3074 bytes, not a whole number"):
+        CIFAR10(train=False)
+
+
+@pytest.mark.parametrize(
+    ("write", "expected"),
+    [
+        (lambda p: p.write_bytes(b"garbage"), r"is not a readable \.npz"),
+        (lambda p: p.write_bytes(pickle.dumps({"data": 1})), r"is not a readable \.npz"),
+        (lambda p: np.save(p, np.zeros(3)) or os.replace(f"{p}.npy", p), r"one array, not an"),
+        (lambda p: np.savez(p, images=np.zeros(1)), r"holds \['images'\], not the arrays"),
+        (
+            lambda p: np.savez(p, data=np.zeros((2, 3, 32, 32)), label=np.zeros(2, int)),
+            r"'data' of shape \(2, 3, 32, 32\) and dtype float64",
+        ),
+        (
+            lambda p: np.savez(p, data=np.zeros((2, 3, 32, 32), np.uint8), label=np.zeros(3, int)),
+            r"'label' of shape \(3,\) and dtype int64, not 2 integers",
+        ),
+        (
+            lambda p: np.savez(p, data=np.zeros((1, 3, 32, 32), np.uint8), label=np.array([None])),
+            r"is damaged",
+        ),
+    ],
+)
+def test_a_bad_cifar10_cache_is_named_not_a_key_error(data_dir, write, expected):
+    cache = data_dir / "cifar-10-python.tar.gz.test.npz"
+    write(cache)
+    with pytest.raises(ValueError, match=expected) as info:
+        CIFAR10(train=False)
+    assert str(cache) in str(info.value) and "delete it" in str(info.value)
+
+
+# =============================================================================
+# ImageNet's labels: a literal, never code
+# =============================================================================
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("__import__('os').system('touch CANARY')", r"is not a Python dict literal"),
+        ("[1, 2]", r"holds a list, not a dict of class ids"),
+        ("{'a': 1}", r"holds a dict, not a dict of class ids \(int\) to names \(str\)"),
+    ],
+)
+def test_imagenet_labels_are_a_literal_and_never_run(data_dir, tmp_path, text, expected):
+    canary = tmp_path / "CANARY"
+    path = data_dir / "imagenet1000_clsidx_to_labels.txt"
+    path.write_text(text.replace("CANARY", str(canary)))
+    with pytest.raises(ValueError, match=expected) as info:
+        ImageNet.labels()
+    assert str(path) in str(info.value)
+    assert not canary.exists()
