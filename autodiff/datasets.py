@@ -13,6 +13,7 @@ import gzip
 import io
 import os
 import pickle
+import struct
 import tarfile
 import zlib
 from collections.abc import Callable
@@ -172,8 +173,9 @@ class MNIST(_WithDefaultTransform):
     """The MNIST digits: ``data`` (N, 1, 28, 28) uint8, ``label`` (N,) uint8.
 
     Reads the four files of http://yann.lecun.com/exdb/mnist/ (``train-images-idx3-ubyte.gz``
-    ...) from the data folder (see :func:`autodiff.utils.get_file`). The default transform, as
-    DeZero's, flattens an image and scales it to [0, 1] float32.
+    ...) from the data folder (see :func:`autodiff.utils.get_file`), each checked against its
+    IDX header (magic number, count, image size), and the two counts against each other. The
+    default transform, as DeZero's, flattens an image and scales it to [0, 1] float32.
     """
 
     url = "http://yann.lecun.com/exdb/mnist/"
@@ -187,16 +189,61 @@ class MNIST(_WithDefaultTransform):
         return Compose([Flatten(), ToFloat(), Normalize(0.0, 255.0)])
 
     def prepare(self) -> None:
-        images, labels = self.files[bool(self.train)]
-        with gzip.open(get_file(self.url + images), "rb") as f:
-            data = np.frombuffer(f.read(), np.uint8, offset=16)
-        self.data = data.reshape(-1, 1, 28, 28)
-        with gzip.open(get_file(self.url + labels), "rb") as f:
-            self.label = np.frombuffer(f.read(), np.uint8, offset=8)
+        images_name, labels_name = self.files[bool(self.train)]
+        images_path = get_file(self.url + images_name)
+        labels_path = get_file(self.url + labels_name)
+        images = _read_idx(images_path, 0x803, (28, 28), "images of 28x28", self.url)
+        labels = _read_idx(labels_path, 0x801, (), "labels", self.url)
+        if len(images) != len(labels):
+            raise ValueError(
+                f"MNIST: {images_path!r} holds {len(images)} images but {labels_path!r} holds "
+                f"{len(labels)} labels; the two files must come from the same set"
+            )
+        _check_labels("MNIST", labels_path, labels)
+        self.data = images.reshape(-1, 1, 28, 28)
+        self.label = labels
 
     @staticmethod
     def labels() -> dict[int, str]:
         return {i: str(i) for i in range(10)}
+
+
+def _read_idx(
+    path: str, magic: int, item_shape: tuple[int, ...], items: str, url: str
+) -> NDArray[np.uint8]:
+    """The uint8 items of a gzipped IDX file (MNIST's format: a big-endian header of a magic
+    number, the count and the item's sizes, then the bytes), refused unless the header
+    describes the bytes that follow it exactly."""
+    try:
+        with gzip.open(path, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError, zlib.error) as e:
+        raise ValueError(
+            f"MNIST: {path!r} is not a whole gzip file ({e}); fetch it again from {url}"
+        ) from e
+    header = struct.Struct(f">{2 + len(item_shape)}I")
+    if len(raw) < header.size:
+        raise ValueError(
+            f"MNIST: {path!r} holds {len(raw)} bytes, fewer than its {header.size}-byte header; "
+            f"fetch it again from {url}"
+        )
+    found, count, *dims = header.unpack_from(raw)
+    if found != magic or tuple(dims) != item_shape:
+        raise ValueError(
+            f"MNIST: {path!r} is not an MNIST file of {items}: its header reads magic "
+            f"{found:#x} and sizes {tuple(dims)}, expected magic {magic:#x} and sizes "
+            f"{item_shape}; fetch it again from {url}"
+        )
+    item_size = int(np.prod(item_shape))
+    body = len(raw) - header.size
+    if body != count * item_size:
+        whole = f"{body // item_size} whole" if body % item_size == 0 else "not a whole number of"
+        raise ValueError(
+            f"MNIST: {path!r} announces {count} {items} ({count * item_size} bytes) but holds "
+            f"{body} bytes after its header ({whole} {items}): the file is truncated or "
+            f"damaged; fetch it again from {url}"
+        )
+    return np.frombuffer(raw, np.uint8, offset=header.size).reshape(count, *item_shape)
 
 
 def _check_labels(dataset: str, where: str, labels: NDArray) -> None:

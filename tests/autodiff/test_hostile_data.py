@@ -4,6 +4,7 @@ message naming the operation, the argument, the shapes or the file."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import pickle
@@ -14,7 +15,7 @@ import tarfile
 import numpy as np
 import pytest
 
-from autodiff.datasets import CIFAR10, ImageNet
+from autodiff.datasets import CIFAR10, MNIST, ImageNet
 
 
 @pytest.fixture
@@ -238,6 +239,75 @@ def test_a_bad_cifar10_cache_is_named_not_a_key_error(data_dir, write, expected)
     with pytest.raises(ValueError, match=expected) as info:
         CIFAR10(train=False)
     assert str(cache) in str(info.value) and "delete it" in str(info.value)
+
+
+# =============================================================================
+# MNIST: damaged and inconsistent files
+# =============================================================================
+def _gz(path, raw):
+    with gzip.open(path, "wb") as f:
+        f.write(raw)
+
+
+def _mnist_images(n, extra=b""):
+    return struct.pack(">IIII", 0x803, n, 28, 28) + bytes(n * 784) + extra
+
+
+def _mnist_labels(n, values=None):
+    values = bytes(n) if values is None else bytes(values)
+    return struct.pack(">II", 0x801, n) + values
+
+
+IMAGES, LABELS = "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"
+
+
+def test_mnist_with_5_labels_for_3_images_names_both_files_and_counts(data_dir):
+    _gz(data_dir / IMAGES, _mnist_images(3))
+    _gz(data_dir / LABELS, _mnist_labels(5))
+    with pytest.raises(ValueError) as info:
+        MNIST(train=False)
+    message = str(info.value)
+    assert f"{data_dir / IMAGES}' holds 3 images" in message
+    assert f"{data_dir / LABELS}' holds 5 labels" in message
+
+
+@pytest.mark.parametrize(
+    ("images", "expected"),
+    [
+        (lambda p: p.write_bytes(_mnist_images(2)), r"is not a whole gzip file"),
+        (
+            lambda p: p.write_bytes(gzip.compress(_mnist_images(2))[:-20]),
+            r"is not a whole gzip file",
+        ),
+        (lambda p: _gz(p, _mnist_images(2)[:10]), r"holds 10 bytes, fewer than its 16-byte header"),
+        (
+            lambda p: _gz(p, _mnist_images(2)[:-100]),
+            r"announces 2 images of 28x28 \(1568 bytes\) but holds 1468 bytes .*not a whole",
+        ),
+        (
+            lambda p: _gz(p, _mnist_images(2, extra=bytes(784))),
+            r"announces 2 images of 28x28 .* holds 2352 bytes .*\(3 whole images",
+        ),
+        (lambda p: _gz(p, _mnist_labels(100)), r"not an MNIST file of images of 28x28"),
+        (
+            lambda p: _gz(p, struct.pack(">IIII", 0x803, 1, 32, 32) + bytes(1024)),
+            r"sizes \(32, 32\), expected magic 0x803 and sizes \(28, 28\)",
+        ),
+    ],
+)
+def test_damaged_mnist_images_name_the_file(data_dir, images, expected):
+    images(data_dir / IMAGES)
+    _gz(data_dir / LABELS, _mnist_labels(2))
+    with pytest.raises(ValueError, match=expected) as info:
+        MNIST(train=False)
+    assert str(data_dir / IMAGES) in str(info.value)
+
+
+def test_mnist_labels_out_of_range_name_the_file(data_dir):
+    _gz(data_dir / IMAGES, _mnist_images(2))
+    _gz(data_dir / LABELS, _mnist_labels(2, [3, 200]))
+    with pytest.raises(ValueError, match=r"labels-idx1-ubyte\.gz' holds labels from 3 to 200"):
+        MNIST(train=False)
 
 
 # =============================================================================
