@@ -15,6 +15,7 @@ import tarfile
 import numpy as np
 import pytest
 
+from autodiff import utils
 from autodiff.datasets import CIFAR10, MNIST, ImageNet
 
 
@@ -329,3 +330,34 @@ def test_imagenet_labels_are_a_literal_and_never_run(data_dir, tmp_path, text, e
         ImageNet.labels()
     assert str(path) in str(info.value)
     assert not canary.exists()
+
+
+# =============================================================================
+# get_file stays inside the data folder
+# =============================================================================
+@pytest.mark.parametrize(
+    ("url", "file_name", "expected"),
+    [
+        ("https://example.com/a/..", None, r"URL 'https://example.com/a/\.\.' is '\.\.', a folder"),
+        ("https://example.com/a/.", None, r"is '\.', a folder, not a file"),
+        ("https://example.com/a/", None, r"URL 'https://example.com/a/' is '', empty"),
+        ("https://example.com/", "/etc/passwd", r"file_name .* is '/etc/passwd', a path"),
+        ("https://example.com/", "../x.bin", r"is '\.\./x\.bin', a path, not a file name"),
+        ("https://example.com/", "..\\x.bin", r"a path, not a file name"),
+        ("https://example.com/", "..", r"file_name .* is '\.\.', a folder"),
+        ("https://example.com/", "", r"file_name .* is '', empty"),
+        ("https://example.com/x\0.bin", None, r"a NUL character"),
+    ],
+)
+def test_get_file_refuses_names_that_leave_the_data_folder(data_dir, url, file_name, expected):
+    (data_dir.parent / "x.bin").write_bytes(b"outside")
+    with pytest.raises(ValueError, match=expected) as info:
+        utils.get_file(url, file_name)
+    assert repr(str(data_dir)) in str(info.value)
+    assert "get_file" in str(info.value)
+
+
+def test_get_file_refuses_a_folder_of_the_files_name(data_dir):
+    (data_dir / "x.bin").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"x\.bin' is a folder or a device, not a file"):
+        utils.get_file("https://example.com/x.bin")
