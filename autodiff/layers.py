@@ -364,6 +364,12 @@ class BatchNorm(Layer):
                 f"{self._label()}: expected an input of shape (N, C) or (N, C, H, W), got "
                 f"{'a ' + type(x).__name__ if shape is None else shape}"
             )
+        if _core.Config.train and 0 in shape:
+            raise ValueError(
+                f"{self._label()}: an empty batch of shape {tuple(shape)} in training mode has no "
+                "mean or variance: it would set the running statistics avg_mean and avg_var to "
+                "NaN; skip empty batches (or run it under autodiff.test_mode())"
+            )
         if self.avg_mean.data is None:
             self._init_params(x)
         return F.batch_norm(x, self.gamma, self.beta, self.avg_mean.data, self.avg_var.data)

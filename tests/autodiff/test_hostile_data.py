@@ -15,8 +15,11 @@ import tarfile
 import numpy as np
 import pytest
 
-from autodiff import utils
-from autodiff.datasets import CIFAR10, MNIST, ImageNet
+import autodiff
+import autodiff.layers as L
+from autodiff import DataLoader, transforms, utils
+from autodiff.dataloaders import SeqDataLoader
+from autodiff.datasets import CIFAR10, MNIST, Dataset, ImageNet
 
 
 @pytest.fixture
@@ -361,3 +364,133 @@ def test_get_file_refuses_a_folder_of_the_files_name(data_dir):
     (data_dir / "x.bin").mkdir()
     with pytest.raises(FileNotFoundError, match=r"x\.bin' is a folder or a device, not a file"):
         utils.get_file("https://example.com/x.bin")
+
+
+# =============================================================================
+# No silent wrong data: BatchNorm, SeqDataLoader, DataLoader, Normalize
+# =============================================================================
+@pytest.mark.parametrize("shape", [(0, 3), (0, 3, 4, 4), (2, 3, 0, 4)])
+def test_batchnorm_refuses_an_empty_batch_in_training_mode(shape):
+    class Net(L.Layer):
+        def __init__(self):
+            super().__init__()
+            self.bn1 = L.BatchNorm()
+
+    net = Net()
+    net.bn1(np.ones((2, 3) if len(shape) == 2 else (2, 3, 4, 4), np.float32))  # statistics exist
+    before = net.bn1.avg_mean.data.copy(), net.bn1.avg_var.data.copy()
+    with pytest.raises(ValueError) as info:
+        net.bn1(np.ones(shape, np.float32))
+    message = str(info.value)
+    assert "BatchNorm layer 'bn1'" in message and f"empty batch of shape {shape}" in message
+    assert "NaN" in message
+    np.testing.assert_array_equal(net.bn1.avg_mean.data, before[0])
+    np.testing.assert_array_equal(net.bn1.avg_var.data, before[1])
+    assert np.all(np.isfinite(net.bn1.avg_var.data))
+
+
+def test_batchnorm_on_an_empty_batch_in_test_mode_gives_an_empty_result():
+    bn = L.BatchNorm()
+    bn(np.ones((2, 3), np.float32))
+    with autodiff.test_mode():
+        assert bn(np.ones((0, 3), np.float32)).shape == (0, 3)
+    with pytest.raises(ValueError, match=r"BatchNorm layer: an empty batch of shape \(0, 3\)"):
+        L.BatchNorm()(np.ones((0, 3), np.float32))
+
+
+class _Sequence(Dataset):
+    def prepare(self):
+        self.data = np.arange(3.0)[:, None]
+        self.label = np.arange(1.0, 4.0)[:, None]
+
+
+@pytest.mark.parametrize("batch_size", [4, 100])
+def test_seq_loader_refuses_a_batch_size_larger_than_the_data(batch_size):
+    with pytest.raises(ValueError) as info:
+        SeqDataLoader(_Sequence(), batch_size)
+    message = str(info.value)
+    assert f"SeqDataLoader: batch_size {batch_size} is larger than the sequence" in message
+    assert "(3 elements of the _Sequence)" in message and "at most 3" in message
+
+
+def test_seq_loader_with_batch_size_equal_to_the_data_takes_each_element_once():
+    x, t = next(SeqDataLoader(_Sequence(), 3))
+    np.testing.assert_array_equal(x[:, 0], [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(t[:, 0], [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("loader", [SeqDataLoader, DataLoader])
+@pytest.mark.parametrize(
+    "batch_size", [True, False, 2.0, 2.5, float("nan"), float("inf"), 0, -1, "2", None]
+)
+def test_loaders_refuse_a_batch_size_that_is_not_a_positive_int(loader, batch_size):
+    with pytest.raises(ValueError) as info:
+        loader(_Sequence(), batch_size)
+    message = str(info.value)
+    assert f"{loader.__name__}: batch_size must be a positive integer, not {batch_size!r}" in (
+        message
+    )
+    assert "holds 3 examples" in message
+
+
+def test_loaders_take_numpy_integers():
+    assert SeqDataLoader(_Sequence(), np.int64(2)).batch_size == 2
+    assert DataLoader(_Sequence(), np.int32(2)).batch_size == 2
+
+
+@pytest.mark.parametrize(
+    ("transform", "image", "expected"),
+    [
+        (
+            lambda: transforms.Normalize(mean=[0.5, 0.5, 0.5]),
+            np.zeros((1, 28, 28)),
+            r"Normalize: mean has 3 values \(one per channel\) but the array of shape "
+            r"\(1, 28, 28\) has 1 channels",
+        ),
+        (
+            lambda: transforms.Normalize(std=[1.0, 2.0]),
+            np.zeros((3, 4, 4)),
+            r"Normalize: std has 2 values .* shape \(3, 4, 4\) has 3 channels",
+        ),
+        (
+            lambda: transforms.Normalize(mean=[1.0, 2.0, 3.0]),
+            np.zeros(784),
+            r"mean has 3 values .* shape \(784,\) has 784 channels",
+        ),
+        (
+            lambda: transforms.Normalize(mean=[1.0, 2.0]),
+            np.zeros(()),
+            r"mean has 2 values .* shape \(\) has no channels",
+        ),
+    ],
+)
+def test_normalize_refuses_values_that_do_not_fit_the_channels(transform, image, expected):
+    with pytest.raises(ValueError, match=expected):
+        transform()(image)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "expected"),
+    [
+        ({"std": 0}, ValueError, r"Normalize: std 0 holds a zero"),
+        ({"std": [1.0, 0.0, 1.0]}, ValueError, r"Normalize: std \[1\.0, 0\.0, 1\.0\] holds a zero"),
+        ({"mean": float("nan")}, ValueError, r"Normalize: mean must be a finite number"),
+        ({"mean": [[0.5], [0.5]]}, ValueError, r"mean must be a finite .*shape \(2, 1\)"),
+        ({"mean": []}, ValueError, r"mean must be a finite .*shape \(0,\)"),
+        ({"std": "a"}, TypeError, r"Normalize: std must be a number or a sequence of numbers"),
+    ],
+)
+def test_normalize_refuses_bad_mean_and_std(kwargs, error, expected):
+    with pytest.raises(error, match=expected):
+        transforms.Normalize(**kwargs)
+
+
+def test_normalize_per_channel_and_single_values():
+    image = np.arange(12, dtype=np.uint8).reshape(3, 2, 2)
+    y = transforms.Normalize(mean=[0.5, 0.5, 0.5], std=[0.5, 0.5, 0.5])(image)
+    np.testing.assert_allclose(y, (image - 0.5) / 0.5)  # the values are not cast to uint8
+    gray = np.ones((1, 2, 2), np.float32)
+    for mean in ([0.5], (0.5,), np.array([0.5]), 0.5):
+        y = transforms.Normalize(mean=mean)(gray)
+        assert y.shape == (1, 2, 2) and y.dtype == np.float32
+        np.testing.assert_allclose(y, 0.5)
