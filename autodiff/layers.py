@@ -17,7 +17,7 @@ from numpy.typing import DTypeLike
 
 import autodiff.core as _core
 import autodiff.functions as F
-from autodiff._shapes import pair
+from autodiff._shapes import conv_pair, is_count, pair
 from autodiff.core import Parameter, Variable
 
 __all__ = ["LSTM", "RNN", "BatchNorm", "Conv2d", "Deconv2d", "EmbedID", "Layer", "Linear"]
@@ -484,6 +484,13 @@ class _Convolution(Layer):
         in_channels: int | None = None,
     ) -> None:
         super().__init__()
+        kind = f"{type(self).__name__} layer"
+        conv_pair(kind, "kernel_size", kernel_size)
+        conv_pair(kind, "stride", stride)
+        conv_pair(kind, "pad", pad, least=0)
+        for name, size in (("out_channels", out_channels), ("in_channels", in_channels)):
+            if (size is not None or name == "out_channels") and not is_count(size):
+                raise ValueError(f"{kind}: {name} must be a positive int, not {size!r}")
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = kernel_size
@@ -509,6 +516,11 @@ class _Convolution(Layer):
             raise ValueError(
                 f"{self._label()}: expected images of shape (N, C, H, W), got "
                 f"{'a ' + type(x).__name__ if shape is None else shape}"
+            )
+        if 0 in shape:
+            raise ValueError(
+                f"{self._label()}: the images of shape {tuple(shape)} are empty; N, C, H and W "
+                "must be at least 1"
             )
         if self.W.data is None:
             self.in_channels = shape[1]

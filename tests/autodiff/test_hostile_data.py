@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import autodiff
+import autodiff.functions as F
 import autodiff.layers as L
 from autodiff import DataLoader, transforms, utils
 from autodiff.dataloaders import SeqDataLoader
@@ -494,3 +495,156 @@ def test_normalize_per_channel_and_single_values():
         y = transforms.Normalize(mean=mean)(gray)
         assert y.shape == (1, 2, 2) and y.dtype == np.float32
         np.testing.assert_allclose(y, 0.5)
+
+
+# =============================================================================
+# Convolution and pooling: the op, the argument and the shapes
+# =============================================================================
+def _x(shape=(2, 3, 5, 5)):
+    return np.random.default_rng(0).standard_normal(shape)
+
+
+# each op called with (x, kernel_size, stride, pad); conv2d and deconv2d take the kernel from W
+CONV_OPS = {
+    "conv2d": lambda x, k, s, p: F.conv2d(x, np.ones((4, 3, 3, 3)), stride=s, pad=p),
+    "conv2d_simple": lambda x, k, s, p: F.conv2d_simple(x, np.ones((4, 3, 3, 3)), stride=s, pad=p),
+    "deconv2d": lambda x, k, s, p: F.deconv2d(x, np.ones((3, 4, 3, 3)), stride=s, pad=p),
+    "pooling": lambda x, k, s, p: F.pooling(x, k, s, p),
+    "pooling_simple": lambda x, k, s, p: F.pooling_simple(x, k, s, p),
+    "average_pooling": lambda x, k, s, p: F.average_pooling(x, k, s, p),
+    "im2col": lambda x, k, s, p: F.im2col(x, k, s, p),
+    "col2im": lambda x, k, s, p: F.col2im(np.ones((32, 12)), x.shape, k, s, p),
+    "Conv2d layer": lambda x, k, s, p: L.Conv2d(4, k, s, p)(x),
+    "Deconv2d layer": lambda x, k, s, p: L.Deconv2d(4, k, s, p)(x),
+}
+TAKE_A_KERNEL = [op for op in CONV_OPS if op not in ("conv2d", "conv2d_simple", "deconv2d")]
+
+BAD_SIZES = [
+    (0, ValueError, "must be positive, got 0"),
+    (-2, ValueError, "must be positive, got -2"),
+    ((2, 0), ValueError, r"must be positive, got \(2, 0\)"),
+    (2.5, TypeError, r"must be an int or a pair of ints \(height, width\), not 2\.5 \(float\)"),
+    ((1.5, 1.5), TypeError, r"not \(1\.5, 1\.5\) \(tuple\)"),
+    (2.0, TypeError, r"not 2\.0 \(float\)"),
+    (True, TypeError, r"not True \(bool\)"),
+    ((1, 2, 3), TypeError, r"not \(1, 2, 3\) \(tuple\)"),
+    ("2", TypeError, r"not '2' \(str\)"),
+    (None, TypeError, r"not None \(NoneType\)"),
+]
+BAD_PADS = [
+    (-1, ValueError, "must be non-negative, got -1"),
+    ((0, -1), ValueError, r"must be non-negative, got \(0, -1\)"),
+    (1.5, TypeError, r"not 1\.5 \(float\)"),
+    (False, TypeError, r"not False \(bool\)"),
+]
+
+
+@pytest.mark.parametrize("op", list(CONV_OPS))
+@pytest.mark.parametrize(("value", "error", "expected"), BAD_SIZES)
+def test_a_bad_stride_is_named_with_the_op(op, value, error, expected):
+    with pytest.raises(error, match=rf"^{op}: stride .*{expected}"):
+        CONV_OPS[op](_x(), 2, value, 0)
+
+
+@pytest.mark.parametrize("op", list(CONV_OPS))
+@pytest.mark.parametrize(("value", "error", "expected"), BAD_PADS)
+def test_a_bad_pad_is_named_with_the_op(op, value, error, expected):
+    with pytest.raises(error, match=rf"^{op}: pad .*{expected}"):
+        CONV_OPS[op](_x(), 2, 1, value)
+
+
+@pytest.mark.parametrize("op", TAKE_A_KERNEL)
+@pytest.mark.parametrize(("value", "error", "expected"), BAD_SIZES)
+def test_a_bad_kernel_size_is_named_with_the_op(op, value, error, expected):
+    with pytest.raises(error, match=rf"^{op}: kernel_size .*{expected}"):
+        CONV_OPS[op](_x(), value, 1, 0)
+
+
+@pytest.mark.parametrize("op", list(CONV_OPS))
+def test_numpy_integers_are_sizes(op):
+    y = CONV_OPS[op](_x(), np.int64(2), (np.int32(1), 1), np.int64(0))
+    assert y.size > 0
+
+
+@pytest.mark.parametrize("op", [op for op in CONV_OPS if op != "col2im"])
+@pytest.mark.parametrize("shape", [(0, 3, 5, 5), (2, 3, 0, 5), (2, 3, 5, 0)])
+def test_an_empty_batch_is_named_with_the_op_and_its_shape(op, shape):
+    with pytest.raises(ValueError, match=rf"^{op}: .*{re.escape(str(shape))} .*empty"):
+        CONV_OPS[op](_x(shape), 2, 1, 0)
+
+
+@pytest.mark.parametrize("op", [op for op in CONV_OPS if op != "col2im"])
+def test_an_input_that_is_not_4d_is_named_with_the_op_and_its_shape(op):
+    with pytest.raises(ValueError, match=rf"^{op}: expected .*\(N, C, H, W\), got \(3, 5, 5\)"):
+        CONV_OPS[op](_x((3, 5, 5)), 2, 1, 0)
+
+
+@pytest.mark.parametrize("op", ["pooling", "average_pooling", "im2col", "Conv2d layer"])
+def test_a_kernel_larger_than_the_padded_input_is_named_with_the_shapes(op):
+    name = op.split()[0].lower()
+    with pytest.raises(
+        ValueError,
+        match=rf"^{name}: a kernel of \(8, 8\) does not fit an input of \(5, 5\) with padding "
+        r"\(1, 1\) \(the input's shape is \(2, 3, 5, 5\)\)",
+    ):
+        CONV_OPS[op](_x(), 8, 1, 1)
+
+
+def test_col2im_names_a_bad_image_shape_and_windows_of_the_wrong_shape():
+    with pytest.raises(ValueError, match=r"^col2im: input_shape must be .* not \(1, 1, 3\)"):
+        F.col2im(np.ones((4, 4)), (1, 1, 3), 2)
+    with pytest.raises(ValueError, match=r"^col2im: input_shape must be .* not \(1, 0, 3, 3\)"):
+        F.col2im(np.ones((4, 4)), (1, 0, 3, 3), 2)
+    with pytest.raises(
+        ValueError,
+        match=r"^col2im: an image of shape \(1, 1, 3, 3\) with kernel \(2, 2\), stride \(1, 1\) "
+        r"and padding \(0, 0\) has windows \(N\*OH\*OW, C\*KH\*KW\) = \(4, 4\), got \(5, 5\)",
+    ):
+        F.col2im(np.ones((5, 5)), (1, 1, 3, 3), 2)
+
+
+def test_conv_weights_and_biases_that_do_not_fit_are_named():
+    x = _x()
+    with pytest.raises(ValueError, match=r"^conv2d: .*no empty axis, got \(4, 3, 0, 3\)"):
+        F.conv2d(x, np.ones((4, 3, 0, 3)))
+    with pytest.raises(ValueError, match=r"^conv2d: the bias must have shape \(4,\).* got \(1,\)"):
+        F.conv2d(x, np.ones((4, 3, 3, 3)), np.ones(1))
+    with pytest.raises(ValueError, match=r"^deconv2d: the bias must have shape \(2,\).*\(3, 2, 3"):
+        F.deconv2d(x, np.ones((3, 2, 3, 3)), np.ones(3))
+    with pytest.raises(ValueError, match=r"^conv2d_simple: the bias must have shape \(4,\)"):
+        F.conv2d_simple(x, np.ones((4, 3, 3, 3)), np.ones(2))
+
+
+def test_deconv2d_names_a_padding_that_leaves_no_output_and_a_bad_outsize():
+    with pytest.raises(
+        ValueError,
+        match=r"^deconv2d: an input of shape \(2, 3, 5, 5\) with kernel \(3, 3\), stride \(1, 1\) "
+        r"and padding \(5, 5\) gives an output of \(-3, -3\)",
+    ):
+        F.deconv2d(_x(), np.ones((3, 2, 3, 3)), pad=5)
+    with pytest.raises(TypeError, match=r"^deconv2d: outsize must be an int or a pair"):
+        F.deconv2d(_x(), np.ones((3, 2, 3, 3)), outsize=(7.5, 7))
+    with pytest.raises(ValueError, match=r"^deconv2d: outsize must be positive"):
+        F.deconv2d(_x(), np.ones((3, 2, 3, 3)), outsize=0)
+
+
+@pytest.mark.parametrize("cls", [L.Conv2d, L.Deconv2d])
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"out_channels": 0}, "out_channels must be a positive int, not 0"),
+        ({"out_channels": True}, "out_channels must be a positive int, not True"),
+        ({"out_channels": 2.0}, r"out_channels must be a positive int, not 2\.0"),
+        ({"in_channels": 0}, "in_channels must be a positive int, not 0"),
+    ],
+)
+def test_conv_layers_name_a_bad_channel_count(cls, kwargs, expected):
+    with pytest.raises(ValueError, match=rf"^{cls.__name__} layer: {expected}"):
+        cls(**{"out_channels": 4, "kernel_size": 3, **kwargs})
+
+
+def test_pair_takes_ints_only():
+    assert utils.pair(np.int64(3)) == (3, 3)
+    for bad in (2.5, (1.5, 1.5), True, (1, True), (1, 2, 3)):
+        with pytest.raises(ValueError, match=r"^pair: expected an int or a pair of ints"):
+            utils.pair(bad)
