@@ -256,7 +256,8 @@ def _check_labels(dataset: str, where: str, labels: NDArray) -> None:
 
 # A CIFAR-10 batch is a pickle: reading one must not run the code a planted archive could hold.
 # The official batches (Python 2 pickles, protocol 2) name three globals, numpy's array
-# reconstruction; pickles of the same dicts written by Python 3 name at most these others.
+# reconstruction; pickles of the same dicts written by Python 3 (any protocol) add at most the
+# others in the table below.
 def _latin1(text: str, encoding: str) -> bytes:
     # what a Python 3 pickle of protocol 2 spells bytes with: codecs.encode(text, "latin1")
     if encoding != "latin1":

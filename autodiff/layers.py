@@ -227,8 +227,15 @@ class Layer:
         if not os.path.exists(path):
             raise FileNotFoundError(f"load_weights: no weights file at {path!r}")
         params = self.named_params()
-        with np.load(path) as npz:
-            saved = {key: npz[key] for key in npz.files}
+        try:
+            npz = np.load(path, allow_pickle=False)
+            with npz:
+                saved = {key: npz[key] for key in npz.files}
+        except Exception as e:  # a damaged zip, a lone .npy array, a pickle refused...
+            raise ValueError(
+                f"load_weights: {path!r} is not a readable .npz of weights (one array per "
+                f"parameter) ({type(e).__name__}: {e})"
+            ) from e
         unexpected = [key for key in saved if key not in params]
         if unexpected:
             raise ValueError(

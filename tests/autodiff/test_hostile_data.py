@@ -648,3 +648,20 @@ def test_pair_takes_ints_only():
     for bad in (2.5, (1.5, 1.5), True, (1, True), (1, 2, 3)):
         with pytest.raises(ValueError, match=r"^pair: expected an int or a pair of ints"):
             utils.pair(bad)
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda p: p.write_bytes(b"not a zip"),
+        lambda p: p.write_bytes(pickle.dumps({"l0/W": np.zeros(2)})),
+        lambda p: np.save(p, np.zeros(3)) or os.replace(f"{p}.npy", p),
+        lambda p: np.savez(p, **{"W": np.array([None]), "b": np.zeros(2)}),
+    ],
+)
+def test_a_bad_weights_file_is_named(tmp_path, write):
+    path = tmp_path / "weights.npz"
+    write(path)
+    with pytest.raises(ValueError, match=r"^load_weights: .* is not a readable \.npz") as info:
+        L.Linear(2, in_size=3).load_weights(path)
+    assert str(path) in str(info.value)
