@@ -18,7 +18,7 @@ import pytest
 import autodiff
 import autodiff.functions as F
 import autodiff.layers as L
-from autodiff import DataLoader, transforms, utils
+from autodiff import DataLoader, datasets, transforms, utils
 from autodiff.dataloaders import SeqDataLoader
 from autodiff.datasets import CIFAR10, MNIST, Dataset, ImageNet
 
@@ -203,6 +203,21 @@ def test_cifar10_names_the_member_of_a_damaged_archive(data_dir, members, expect
     with pytest.raises(ValueError, match=expected) as info:
         CIFAR10(train=False)
     assert str(data_dir / "cifar-10-python.tar.gz") in str(info.value)
+
+
+def test_cifar10_refuses_a_link_or_an_oversized_member(data_dir, monkeypatch):
+    with tarfile.open(data_dir / "cifar-10-python.tar.gz", "w:gz") as archive:
+        link = tarfile.TarInfo("cifar-10-batches-py/test_batch")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        archive.addfile(link)
+    with pytest.raises(ValueError, match=r"member 'cifar-10-batches-py/test_batch' .*not a plain"):
+        CIFAR10(train=False)
+    _tarball(data_dir / "cifar-10-python.tar.gz", {"test_batch": pickle.dumps(bytes(100))})
+    monkeypatch.setattr(datasets, "_MAX_BATCH_BYTES", 10)
+    with pytest.raises(
+        ValueError, match=r"member 'test_batch' .*: \d+ bytes, not a CIFAR-10 batch"
+    ):
+        CIFAR10(train=False)
 
 
 def test_cifar10_names_an_archive_that_is_not_a_tarball(data_dir):
