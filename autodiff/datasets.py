@@ -401,8 +401,8 @@ def _read_cifar_pickle(path: str, member: str, raw: bytes) -> tuple[NDArray, NDA
     where = f"CIFAR10: member {member!r} of {path!r}"
     try:
         batch = _DataUnpickler(io.BytesIO(raw), where).load()
-    except _RefusedGlobal:
-        raise
+    except _RefusedGlobal as refused:
+        raise ValueError(str(refused)) from None
     except Exception as e:  # any failure of a damaged pickle, reported the same way
         raise ValueError(f"{where}: not a readable pickle ({type(e).__name__}: {e})") from e
     if not isinstance(batch, dict):

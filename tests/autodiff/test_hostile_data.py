@@ -91,6 +91,7 @@ def test_cifar10_refuses_a_planted_pickle_and_runs_nothing(data_dir, tmp_path):
     _tarball(data_dir / "cifar-10-python.tar.gz", {"cifar-10-batches-py/test_batch": planted})
     with pytest.raises(ValueError) as info:
         CIFAR10(train=False)
+    assert type(info.value) is ValueError
     message = str(info.value)
     assert "member 'cifar-10-batches-py/test_batch'" in message
     assert str(data_dir / "cifar-10-python.tar.gz") in message
