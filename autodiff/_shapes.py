@@ -12,8 +12,10 @@ from numpy.typing import NDArray
 
 __all__ = [
     "broadcast_to",
+    "conv_pair",
     "get_conv_outsize",
     "get_deconv_outsize",
+    "is_count",
     "logsumexp",
     "max_backward_shape",
     "pair",
@@ -102,13 +104,39 @@ def broadcast_to(x: NDArray, shape: tuple[int, ...]) -> NDArray:
 # =============================================================================
 # Convolution sizes (DeZero's utils.pair / get_conv_outsize / get_deconv_outsize)
 # =============================================================================
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int | np.integer) and not isinstance(x, bool)
+
+
+def is_count(n: Any) -> bool:
+    """Whether ``n`` is an int (numpy's too, a bool not) of at least 1: a size or a count."""
+    return _is_int(n) and n >= 1
+
+
 def pair(x: Any) -> tuple[int, int]:
     """``(x, x)`` for an int, ``x`` itself for a pair: a kernel size, stride or padding."""
-    if isinstance(x, int | np.integer) and not isinstance(x, bool):
+    if _is_int(x):
         return (int(x), int(x))
-    if isinstance(x, tuple | list) and len(x) == 2:
+    if isinstance(x, tuple | list) and len(x) == 2 and _is_int(x[0]) and _is_int(x[1]):
         return (int(x[0]), int(x[1]))
     raise ValueError(f"pair: expected an int or a pair of ints (height, width), got {x!r}")
+
+
+def conv_pair(op: str, name: str, value: Any, least: int = 1) -> tuple[int, int]:
+    """:func:`pair` of ``op``'s argument ``name`` (a kernel size or stride: ``least`` 1; a
+    padding: 0), refused unless it is an int or a pair of ints (numpy's too, bools not) of at
+    least ``least``; the error names the op, the argument and the value."""
+    try:
+        both = pair(value)
+    except ValueError:
+        raise TypeError(
+            f"{op}: {name} must be an int or a pair of ints (height, width), not {value!r} "
+            f"({type(value).__name__})"
+        ) from None
+    if min(both) < least:
+        bound = "positive" if least else "non-negative"
+        raise ValueError(f"{op}: {name} must be {bound}, got {value!r}")
+    return both
 
 
 def get_conv_outsize(input_size: int, kernel_size: int, stride: int, pad: int) -> int:

@@ -22,10 +22,19 @@ class DataLoader:
     """
 
     def __init__(self, dataset: Any, batch_size: int, shuffle: bool = True) -> None:
-        if int(batch_size) != batch_size or batch_size < 1:
-            raise ValueError(f"DataLoader: batch_size must be a positive integer, not {batch_size}")
+        loader = type(self).__name__
         if len(dataset) == 0:
-            raise ValueError(f"DataLoader: {type(dataset).__name__} is empty")
+            raise ValueError(f"{loader}: {type(dataset).__name__} is empty")
+        if (
+            isinstance(batch_size, bool)
+            or not isinstance(batch_size, int | np.integer)
+            or batch_size < 1
+        ):
+            raise ValueError(
+                f"{loader}: batch_size must be a positive integer, not {batch_size!r} "
+                f"({type(batch_size).__name__}); the {type(dataset).__name__} holds "
+                f"{len(dataset)} examples"
+            )
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.shuffle = shuffle
@@ -89,6 +98,13 @@ class SeqDataLoader(DataLoader):
         if gpu:
             raise NotImplementedError("SeqDataLoader: autodiff runs on numpy only; pass gpu=False")
         super().__init__(dataset, batch_size, shuffle=False)
+        if self.batch_size > self.data_size:
+            raise ValueError(
+                f"SeqDataLoader: batch_size {self.batch_size} is larger than the sequence "
+                f"({self.data_size} elements of the {type(dataset).__name__}): each row of a "
+                f"batch walks its own stretch, at least one element long; use a batch_size of "
+                f"at most {self.data_size}"
+            )
         self.gpu = False
 
     def __next__(self) -> tuple[NDArray, NDArray]:

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
-from autodiff._shapes import get_conv_outsize, get_deconv_outsize, pair
+from autodiff._shapes import conv_pair, get_conv_outsize, get_deconv_outsize, is_count, pair
 from autodiff.core import Constant, Function, Variable, as_variable
 from autodiff.functions import linear
 
@@ -42,18 +42,35 @@ __all__ = [
 # =============================================================================
 # Arrays: im2col / col2im
 # =============================================================================
-def _out_size(op: str, shape: tuple[int, ...], kernel: Any, stride: Any, pad: Any) -> tuple:
-    """``(KH, KW), (SH, SW), (PH, PW), (OH, OW)`` for an image of ``shape``; raises, naming the
-    operation, when the input is not 4-D or the kernel does not fit."""
+def _check_images(op: str, shape: tuple[int, ...]) -> None:
     if len(shape) != 4:
         raise ValueError(f"{op}: expected an image batch of shape (N, C, H, W), got {shape}")
-    (KH, KW), (SH, SW), (PH, PW) = pair(kernel), pair(stride), pair(pad)
+    if 0 in shape:
+        raise ValueError(
+            f"{op}: an image batch of shape {shape} is empty; N, C, H and W must be at least 1"
+        )
+
+
+def _kernel_stride_pad(op: str, kernel: Any, stride: Any, pad: Any) -> tuple:
+    return (
+        conv_pair(op, "kernel_size", kernel),
+        conv_pair(op, "stride", stride),
+        conv_pair(op, "pad", pad, least=0),
+    )
+
+
+def _out_size(op: str, shape: tuple[int, ...], kernel: Any, stride: Any, pad: Any) -> tuple:
+    """``(KH, KW), (SH, SW), (PH, PW), (OH, OW)`` for an image of ``shape``; raises, naming the
+    operation, when the input is not 4-D, is empty, an argument is not a size, or the kernel
+    does not fit."""
+    _check_images(op, shape)
+    (KH, KW), (SH, SW), (PH, PW) = _kernel_stride_pad(op, kernel, stride, pad)
     H, W = shape[2:]
     OH, OW = get_conv_outsize(H, KH, SH, PH), get_conv_outsize(W, KW, SW, PW)
     if OH < 1 or OW < 1:
         raise ValueError(
             f"{op}: a kernel of {(KH, KW)} does not fit an input of {(H, W)} with padding "
-            f"{(PH, PW)}; pad more or use a smaller kernel"
+            f"{(PH, PW)} (the input's shape is {tuple(shape)}); pad more or use a smaller kernel"
         )
     return (KH, KW), (SH, SW), (PH, PW), (OH, OW)
 
@@ -90,8 +107,16 @@ def col2im_array(
     to_matrix: bool = True,
 ) -> NDArray:
     """The adjoint of :func:`im2col_array`: each window's values added back where it lies."""
-    N, C, _, _ = img_shape
     (KH, KW), _, _, (OH, OW) = _out_size("col2im", tuple(img_shape), kernel_size, stride, pad)
+    N, C, _, _ = img_shape
+    expected = (N * OH * OW, C * KH * KW) if to_matrix else (N, C, KH, KW, OH, OW)
+    if col.shape != expected:
+        layout = "(N*OH*OW, C*KH*KW)" if to_matrix else "(N, C, KH, KW, OH, OW)"
+        raise ValueError(
+            f"col2im: an image of shape {tuple(img_shape)} with kernel {(KH, KW)}, stride "
+            f"{pair(stride)} and padding {pair(pad)} has windows {layout} = {expected}, got "
+            f"{col.shape}"
+        )
     if to_matrix:  # (N*OH*OW, C*KH*KW)
         col = col.reshape(N, OH, OW, C, KH, KW).transpose(4, 5, 0, 1, 2, 3)
     else:  # (N, C, KH, KW, OH, OW)
@@ -139,6 +164,7 @@ def _channels_last(W: NDArray) -> NDArray:
 
 class Im2col(Function):
     def __init__(self, kernel_size: Any, stride: Any, pad: Any, to_matrix: bool) -> None:
+        _kernel_stride_pad("im2col", kernel_size, stride, pad)
         self.kernel_size, self.stride, self.pad = kernel_size, stride, pad
         self.to_matrix = to_matrix
 
@@ -163,7 +189,17 @@ class Col2im(Function):
     def __init__(
         self, input_shape: tuple, kernel_size: Any, stride: Any, pad: Any, to_matrix: bool
     ) -> None:
-        self.input_shape = tuple(input_shape)
+        _kernel_stride_pad("col2im", kernel_size, stride, pad)
+        if not (
+            isinstance(input_shape, tuple | list)
+            and len(input_shape) == 4
+            and all(is_count(n) for n in input_shape)
+        ):
+            raise ValueError(
+                f"col2im: input_shape must be the image's shape (N, C, H, W), four positive "
+                f"ints, not {input_shape!r}"
+            )
+        self.input_shape = tuple(int(n) for n in input_shape)
         self.kernel_size, self.stride, self.pad = kernel_size, stride, pad
         self.to_matrix = to_matrix
 
@@ -195,14 +231,22 @@ def _rows(x: NDArray) -> NDArray:
     return x.transpose(0, 2, 3, 1).reshape(-1, x.shape[1])
 
 
-def _check_channels(op: str, x: NDArray, W: NDArray, axis: int) -> None:
-    if x.ndim != 4:
-        raise ValueError(f"{op}: expected an image batch of shape (N, C, H, W), got {x.shape}")
-    if W.ndim != 4 or W.shape[axis] != x.shape[1]:
-        layout = "(OC, C, KH, KW)" if axis == 1 else "(C, OC, KH, KW)"
+def _check_channels(op: str, x: Any, W: Any, b: Any, axis: int) -> None:
+    """Refuse, naming ``op`` and the shapes, an input that is not a non-empty image batch, a
+    weight (``(OC, C, KH, KW)``, or ``(C, OC, KH, KW)`` when ``axis`` is 0) that does not
+    match its channels or is empty, and a bias that is not ``(OC,)``."""
+    _check_images(op, x.shape)
+    layout = "(OC, C, KH, KW)" if axis == 1 else "(C, OC, KH, KW)"
+    if W.ndim != 4 or W.shape[axis] != x.shape[1] or 0 in W.shape:
         raise ValueError(
             f"{op}: an input of shape {x.shape} (N, C, H, W) needs a weight of shape {layout} "
-            f"with C = {x.shape[1]}, got {W.shape}"
+            f"with C = {x.shape[1]} and no empty axis, got {W.shape}"
+        )
+    OC = W.shape[1 - axis]
+    if b is not None and b.shape != (OC,):
+        raise ValueError(
+            f"{op}: the bias must have shape ({OC},), one value per output channel of the "
+            f"weight {W.shape} {layout}, got {b.shape}"
         )
 
 
@@ -210,11 +254,11 @@ class Conv2d(Function):
     """``conv2d(x, W, b)``; without a bias it has two inputs, not a None third."""
 
     def __init__(self, stride: Any = 1, pad: Any = 0) -> None:
-        self.stride = pair(stride)
-        self.pad = pair(pad)
+        self.stride = conv_pair("conv2d", "stride", stride)
+        self.pad = conv_pair("conv2d", "pad", pad, least=0)
 
     def forward(self, x, W, b=None):
-        _check_channels("conv2d", x, W, 1)
+        _check_channels("conv2d", x, W, b, 1)
         OC, _, KH, KW = W.shape
         col = _patches(x, (KH, KW), self.stride, self.pad, "conv2d")
         N, _, H, Wd = x.shape
@@ -251,17 +295,23 @@ class Deconv2d(Function):
     convolution maps to the same output (default: the smallest)."""
 
     def __init__(self, stride: Any = 1, pad: Any = 0, outsize: Any = None) -> None:
-        self.stride = pair(stride)
-        self.pad = pair(pad)
-        self.outsize = None if outsize is None else pair(tuple(outsize))
+        self.stride = conv_pair("deconv2d", "stride", stride)
+        self.pad = conv_pair("deconv2d", "pad", pad, least=0)
+        self.outsize = None if outsize is None else conv_pair("deconv2d", "outsize", outsize)
 
     def forward(self, x, W, b=None):
-        _check_channels("deconv2d", x, W, 0)
+        _check_channels("deconv2d", x, W, b, 0)
         _, OC, KH, KW = W.shape
         N, _, H, Wd = x.shape
         (SH, SW), (PH, PW) = self.stride, self.pad
         if self.outsize is None:
             out_h, out_w = get_deconv_outsize(H, KH, SH, PH), get_deconv_outsize(Wd, KW, SW, PW)
+            if out_h < 1 or out_w < 1:
+                raise ValueError(
+                    f"deconv2d: an input of shape {x.shape} with kernel {(KH, KW)}, stride "
+                    f"{self.stride} and padding {self.pad} gives an output of "
+                    f"{(out_h, out_w)}; pad less"
+                )
         else:
             out_h, out_w = self.outsize
             if (get_conv_outsize(out_h, KH, SH, PH), get_conv_outsize(out_w, KW, SW, PW)) != (
@@ -327,10 +377,10 @@ class Conv2DGradW(Function):
 def conv2d_simple(x: Any, W: Any, b: Any = None, stride: Any = 1, pad: Any = 0) -> Variable:
     """:func:`conv2d` from primitives: im2col, then one matrix product."""
     x, W = as_variable(x), as_variable(W)
-    N, _, H, Wd = x.shape
+    _check_channels("conv2d_simple", x, W, None if b is None else as_variable(b), 1)
+    N = x.shape[0]
     OC, _, KH, KW = W.shape
-    (SH, SW), (PH, PW) = pair(stride), pair(pad)
-    OH, OW = get_conv_outsize(H, KH, SH, PH), get_conv_outsize(Wd, KW, SW, PW)
+    _, _, _, (OH, OW) = _out_size("conv2d_simple", x.shape, (KH, KW), stride, pad)
     col = im2col(x, (KH, KW), stride, pad, to_matrix=True)
     t = linear(col, W.reshape(OC, -1).transpose(), b)
     return t.reshape(N, OH, OW, OC).transpose(0, 3, 1, 2)
@@ -349,6 +399,7 @@ class Pooling(Function):
     """Max pooling; the padding is zeros, as in DeZero."""
 
     def __init__(self, kernel_size: Any, stride: Any = 1, pad: Any = 0) -> None:
+        _kernel_stride_pad("pooling", kernel_size, stride, pad)
         self.kernel_size, self.stride, self.pad = kernel_size, stride, pad
 
     def forward(self, x):
@@ -407,9 +458,8 @@ def pooling(x: Any, kernel_size: Any, stride: Any = 1, pad: Any = 0) -> Variable
 def pooling_simple(x: Any, kernel_size: Any, stride: Any = 1, pad: Any = 0) -> Variable:
     """:func:`pooling` from primitives: im2col, then a max over each window."""
     x = as_variable(x)
-    N, C, H, W = x.shape
-    (KH, KW), (SH, SW), (PH, PW) = pair(kernel_size), pair(stride), pair(pad)
-    OH, OW = get_conv_outsize(H, KH, SH, PH), get_conv_outsize(W, KW, SW, PW)
+    (KH, KW), _, _, (OH, OW) = _out_size("pooling_simple", x.shape, kernel_size, stride, pad)
+    N, C = x.shape[:2]
     col = im2col(x, kernel_size, stride, pad, to_matrix=True)  # rows (n, oh, ow), cols (c, k)
     y = col.reshape(-1, KH * KW).max(axis=1)
     return y.reshape(N, OH, OW, C).transpose(0, 3, 1, 2)
@@ -417,6 +467,7 @@ def pooling_simple(x: Any, kernel_size: Any, stride: Any = 1, pad: Any = 0) -> V
 
 class AveragePooling(Function):
     def __init__(self, kernel_size: Any, stride: Any = 1, pad: Any = 0) -> None:
+        _kernel_stride_pad("average_pooling", kernel_size, stride, pad)
         self.kernel_size, self.stride, self.pad = kernel_size, stride, pad
 
     def forward(self, x):

@@ -17,7 +17,7 @@ from numpy.typing import DTypeLike
 
 import autodiff.core as _core
 import autodiff.functions as F
-from autodiff._shapes import pair
+from autodiff._shapes import conv_pair, is_count, pair
 from autodiff.core import Parameter, Variable
 
 __all__ = ["LSTM", "RNN", "BatchNorm", "Conv2d", "Deconv2d", "EmbedID", "Layer", "Linear"]
@@ -227,8 +227,15 @@ class Layer:
         if not os.path.exists(path):
             raise FileNotFoundError(f"load_weights: no weights file at {path!r}")
         params = self.named_params()
-        with np.load(path) as npz:
-            saved = {key: npz[key] for key in npz.files}
+        try:
+            npz = np.load(path, allow_pickle=False)
+            with npz:
+                saved = {key: npz[key] for key in npz.files}
+        except Exception as e:  # a damaged zip, a lone .npy array, a pickle refused...
+            raise ValueError(
+                f"load_weights: {path!r} is not a readable .npz of weights (one array per "
+                f"parameter) ({type(e).__name__}: {e})"
+            ) from e
         unexpected = [key for key in saved if key not in params]
         if unexpected:
             raise ValueError(
@@ -364,6 +371,12 @@ class BatchNorm(Layer):
                 f"{self._label()}: expected an input of shape (N, C) or (N, C, H, W), got "
                 f"{'a ' + type(x).__name__ if shape is None else shape}"
             )
+        if _core.Config.train and 0 in shape:
+            raise ValueError(
+                f"{self._label()}: an empty batch of shape {tuple(shape)} in training mode has no "
+                "mean or variance: it would set the running statistics avg_mean and avg_var to "
+                "NaN; skip empty batches (or run it under autodiff.test_mode())"
+            )
         if self.avg_mean.data is None:
             self._init_params(x)
         return F.batch_norm(x, self.gamma, self.beta, self.avg_mean.data, self.avg_var.data)
@@ -478,6 +491,13 @@ class _Convolution(Layer):
         in_channels: int | None = None,
     ) -> None:
         super().__init__()
+        kind = f"{type(self).__name__} layer"
+        conv_pair(kind, "kernel_size", kernel_size)
+        conv_pair(kind, "stride", stride)
+        conv_pair(kind, "pad", pad, least=0)
+        for name, size in (("out_channels", out_channels), ("in_channels", in_channels)):
+            if (size is not None or name == "out_channels") and not is_count(size):
+                raise ValueError(f"{kind}: {name} must be a positive int, not {size!r}")
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = kernel_size
@@ -503,6 +523,11 @@ class _Convolution(Layer):
             raise ValueError(
                 f"{self._label()}: expected images of shape (N, C, H, W), got "
                 f"{'a ' + type(x).__name__ if shape is None else shape}"
+            )
+        if 0 in shape:
+            raise ValueError(
+                f"{self._label()}: the images of shape {tuple(shape)} are empty; N, C, H and W "
+                "must be at least 1"
             )
         if self.W.data is None:
             self.in_channels = shape[1]

@@ -89,24 +89,55 @@ class ToPIL:
 # numpy arrays
 # =============================================================================
 class Normalize:
-    """``(array - mean) / std``; a sequence gives one value per channel (axis 0)."""
+    """``(array - mean) / std``; a sequence gives one value per channel (axis 0), and must have
+    as many values as the array has channels (or one)."""
 
     def __init__(self, mean: Any = 0, std: Any = 1) -> None:
+        _check_values("mean", mean)
+        if not np.all(_check_values("std", std)):
+            raise ValueError(f"Normalize: std {std!r} holds a zero; dividing by it gives inf")
         self.mean = mean
         self.std = std
 
     @staticmethod
-    def _per_channel(value: Any, array: NDArray) -> Any:
+    def _per_channel(name: str, value: Any, array: NDArray) -> Any:
         if np.isscalar(value):
             return value
-        shape = [1] * array.ndim
-        shape[0] = len(array) if len(value) == 1 else len(value)
-        return np.array(value, dtype=array.dtype).reshape(shape)
+        values = np.asarray(value)
+        if values.size == 1:
+            return values.item()
+        channels = array.shape[0] if array.ndim else None
+        if channels != values.size:
+            raise ValueError(
+                f"Normalize: {name} has {values.size} values (one per channel) but the array "
+                f"of shape {array.shape} has {channels or 'no'} channels (axis 0); give "
+                f"{name} one value per channel, or a single number"
+            )
+        dtype = array.dtype if np.issubdtype(array.dtype, np.floating) else np.float64
+        return values.astype(dtype).reshape((-1,) + (1,) * (array.ndim - 1))
 
     def __call__(self, array: NDArray) -> NDArray:
-        mean = self._per_channel(self.mean, array)
-        std = self._per_channel(self.std, array)
+        mean = self._per_channel("mean", self.mean, array)
+        std = self._per_channel("std", self.std, array)
         return (array - mean) / std
+
+
+def _check_values(name: str, value: Any) -> NDArray:
+    """``value`` (a number or one per channel) as a float64 array, refused unless its values
+    are finite numbers."""
+    try:
+        values = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise TypeError(
+            f"Normalize: {name} must be a number or a sequence of numbers (one per channel), "
+            f"not {value!r}"
+        ) from e
+    if values.ndim > 1 or values.size == 0 or not np.all(np.isfinite(values)):
+        raise ValueError(
+            f"Normalize: {name} must be a finite number or a flat sequence of them (one per "
+            f"channel), not {value!r} (shape {values.shape})"
+        )
+    return values
 
 
 class Flatten:

@@ -245,17 +245,48 @@ def get_file(url: str, file_name: str | None = None) -> str:
     """The path of the local copy of ``url``'s file: ``file_name`` (by default the last part of
     the URL) in the data folder (``$AUTODIFF_DATA``, else ``~/.dezero``, DeZero's cache).
 
-    DeZero downloads a missing file; autodiff never uses the network: FileNotFoundError says
-    which file to fetch from where, and where to put it.
+    The name must be a plain file name, so the path stays inside the data folder: a name with
+    a ``/`` or ``\\``, ``.``, ``..``, an empty name (a URL ending in ``/``) or a NUL raises
+    ValueError. DeZero downloads a missing file; autodiff never uses the network:
+    FileNotFoundError says which file to fetch from where, and where to put it.
     """
-    if file_name is None:
-        file_name = url[url.rfind("/") + 1 :]
     folder = _data_dir()
+    if file_name is None:
+        source = f"the file name at the end of the URL {url!r}"
+        file_name = url[url.rfind("/") + 1 :]
+    else:
+        source = f"file_name (for the URL {url!r})"
+    why = _not_a_plain_name(file_name)
+    if why:
+        raise ValueError(
+            f"get_file: {source} is {file_name!r}, {why}; the file must be a plain name inside "
+            f"the data folder {folder!r}: pass file_name='name.ext'"
+        )
     file_path = os.path.join(folder, file_name)
-    if os.path.exists(file_path):
+    if os.path.isfile(file_path):
         return file_path
+    if os.path.exists(file_path):
+        raise FileNotFoundError(
+            f"get_file: {file_path!r} is a folder or a device, not a file; save {url} there "
+            "as a file"
+        )
     raise FileNotFoundError(
         f"get_file: {file_name!r} is not in {folder!r}. autodiff does not download: fetch "
         f"{url} yourself and save it as {file_path!r} (or set AUTODIFF_DATA to the folder "
         "that holds it)"
     )
+
+
+def _not_a_plain_name(file_name: str) -> str:
+    """Why ``file_name`` would not name a file directly inside a folder, or ''."""
+    if not isinstance(file_name, str):
+        return f"a {type(file_name).__name__}, not a str"
+    if not file_name:
+        return "empty"
+    if file_name in (".", ".."):
+        return "a folder, not a file"
+    if "\0" in file_name:
+        return "a name with a NUL character"
+    if "/" in file_name or "\\" in file_name or os.path.isabs(file_name):
+        return "a path, not a file name"
+    return ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
+import struct
 
 import numpy as np
 import pytest
@@ -67,9 +68,9 @@ def _write_mnist(folder, prefix, n):
     images = np.random.randint(0, 256, size=(n, 28, 28), dtype=np.uint8)
     labels = np.random.randint(0, 10, size=n, dtype=np.uint8)
     with gzip.open(folder / f"{prefix}-images-idx3-ubyte.gz", "wb") as f:
-        f.write(b"\0" * 16 + images.tobytes())
+        f.write(struct.pack(">IIII", 0x803, n, 28, 28) + images.tobytes())
     with gzip.open(folder / f"{prefix}-labels-idx1-ubyte.gz", "wb") as f:
-        f.write(b"\0" * 8 + labels.tobytes())
+        f.write(struct.pack(">II", 0x801, n) + labels.tobytes())
     return images, labels
 
 

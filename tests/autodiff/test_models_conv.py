@@ -1,4 +1,4 @@
-"""VGG16, ResNet and SqueezeNet: built on Conv2d and pooling (skipped until they exist)."""
+"""VGG16, ResNet and SqueezeNet: built on Conv2d and pooling."""
 
 from __future__ import annotations
 
@@ -9,13 +9,7 @@ import pytest
 
 import autodiff
 import autodiff.functions as F
-import autodiff.layers as L
 from autodiff import models
-
-needs_conv = pytest.mark.skipif(
-    not (hasattr(L, "Conv2d") and hasattr(F, "pooling") and hasattr(F, "average_pooling")),
-    reason="autodiff.layers has no Conv2d (or functions no pooling) yet",
-)
 
 
 @pytest.fixture(autouse=True)
@@ -43,7 +37,6 @@ def test_squeezenet_has_no_pretrained_weights_and_resnet_checks_its_depth():
         models.ResNet(34)
 
 
-@needs_conv
 def test_vgg16_runs_and_has_dezeros_layers():
     model = models.VGG16()
     names = list(model.named_params())
@@ -53,7 +46,6 @@ def test_vgg16_runs_and_has_dezeros_layers():
     assert y.shape == (1, 1000)
 
 
-@needs_conv
 def test_resnet50_runs_forward_and_backward():
     model = models.ResNet50()
     y = model(np.random.randn(1, 3, 64, 64).astype(np.float32))
@@ -62,7 +54,6 @@ def test_resnet50_runs_forward_and_backward():
     assert model.conv1.W.grad is not None
 
 
-@needs_conv
 def test_squeezenet_runs():
     model = models.SqueezeNet(n_classes=10)
     with autodiff.test_mode():
