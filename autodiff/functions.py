@@ -860,6 +860,12 @@ class BatchNorm(Function):
                 f"batch_norm: gamma {gamma.shape} and beta {beta.shape} must have shape "
                 f"({x.shape[1]},), one value per channel of the input {x.shape}"
             )
+        if Config.train and x.size == 0:
+            raise ValueError(
+                f"batch_norm: an empty batch of shape {x.shape} in training mode has no mean or "
+                "variance: it would set the running mean and variance to NaN; skip empty "
+                "batches (or run it under autodiff.test_mode())"
+            )
         rows = self._rows(x)
         self.train = Config.train
         if self.train:

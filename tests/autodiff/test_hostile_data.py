@@ -415,6 +415,17 @@ def test_batchnorm_on_an_empty_batch_in_test_mode_gives_an_empty_result():
         L.BatchNorm()(np.ones((0, 3), np.float32))
 
 
+def test_batch_norm_called_directly_refuses_an_empty_batch_in_training_mode():
+    mean, var = np.zeros(3), np.ones(3)
+    gamma, beta = np.ones(3), np.zeros(3)
+    with pytest.raises(ValueError, match=r"batch_norm: an empty batch of shape \(0, 3\)"):
+        F.batch_norm(np.ones((0, 3)), gamma, beta, mean, var)
+    np.testing.assert_array_equal(mean, np.zeros(3))
+    np.testing.assert_array_equal(var, np.ones(3))
+    with autodiff.test_mode():
+        assert F.batch_norm(np.ones((0, 3)), gamma, beta, mean, var).shape == (0, 3)
+
+
 class _Sequence(Dataset):
     def prepare(self):
         self.data = np.arange(3.0)[:, None]
