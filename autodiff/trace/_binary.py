@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from autodiff.trace._checks import _ARRAY_DTYPES, _MAX_NDIM, TraceFormatError, _fail, _int, _list
-from autodiff.trace._io import _EVENT_NAMES, _check_dag
-from autodiff.trace._recorder import _FUNCTION, _FWD, _VARIABLE
+from autodiff.trace._io import _EVENT_NAMES
+from autodiff.trace._recorder import _FUNCTION, _FWD
+from autodiff.trace._rules import check_graph, check_tables
 from autodiff.trace._snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -125,6 +126,7 @@ def trace_to_npz(trace: Trace, file: str | os.PathLike[str] | io.BytesIO) -> Non
 
 
 def _write(trace: Trace, file: str | os.PathLike[str] | io.BytesIO) -> None:
+    check_tables(trace.tables)
     values = _Values()
     info = []
     for entry in trace._info:
@@ -314,14 +316,7 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
             rows.add_variable(_int(entry[1], f"{p}[1]"), shape, dtype)
         else:
             raise _fail(p, "expected [0, gen, shape, dtype] or [1, gen, op, ins, outs]")
-    for f in range(n):  # links join variables and functions, one creator each, no cycle
-        entry = t._info[f]
-        if entry.kind == _FUNCTION and any(
-            t._info[x].kind != _VARIABLE for x in entry.inputs + entry.outputs
-        ):
-            raise _fail(f"info[{f}]", "a function's inputs and outputs must be variables")
-    outs_of = {f: dict(enumerate(e.outputs)) for f, e in enumerate(t._info) if e.kind == _FUNCTION}
-    _check_dag(t, outs_of)
+    check_graph(rows)
 
     def function(v: Any, path: str) -> int:
         fid = _int(v, path, 0, n - 1)
@@ -416,4 +411,5 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
         if not key.isdigit():
             raise _fail("grad_of", f"bad key {key[:20]!r}")
         rows.set_grad_of(_int(int(key), "grad_of", 0, n - 1), _int(target, "grad_of", 0, n - 1))
+    check_tables(rows, graph=False)
     return t
