@@ -186,9 +186,8 @@ def _check_steps(tables: Recorder, is_variable: bytearray, passes: int) -> None:
 
 
 def _no_pass(number: object, passes: int) -> str:
-    return (
-        f"backward pass {number} does not exist (the trace has {passes}, numbered from 0; -1: none)"
-    )
+    have = f"{passes}, numbered 0 to {passes - 1}" if passes else "none"
+    return f"backward pass {number} does not exist: the trace has {have}"
 
 
 def _check_events(tables: Recorder, n: int, passes: int) -> None:

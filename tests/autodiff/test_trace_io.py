@@ -314,7 +314,7 @@ CASES = [
     (
         "backward pass past the roots",
         _set(lambda d: ["steps", _backward(d), "backward_pass"], 999),
-        r"steps\[\d+\]\.backward_pass: backward pass 999 does not exist \(the trace has 1,",
+        r"steps\[\d+\]\.backward_pass: backward pass 999 does not exist: the trace has 1,",
     ),
     (
         "during_backward past the roots",
