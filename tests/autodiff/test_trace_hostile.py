@@ -410,7 +410,7 @@ def test_long_names_op_names_and_layer_classes_are_read_back(tmp_path):
         assert re.fullmatch(r"s+/…/s+…", outer.path) and re.fullmatch(r"s+/…/n+…", inner.path)
 
 
-@pytest.mark.parametrize("dtype", [np.complex128])
+@pytest.mark.parametrize("dtype", [np.complex128, np.longdouble])
 def test_values_of_dtypes_without_a_buffer_are_kept_as_summaries(tmp_path, dtype):
     x = Variable(np.array([1.5, -2.0], dtype=dtype), name="x")
     with trace.record() as t:
