@@ -18,12 +18,12 @@ naming the member and the problem.
 
 from __future__ import annotations
 
+import ast
 import io
 import math
 import os
 import stat
 import struct
-import warnings
 import zipfile
 import zlib
 from typing import IO
@@ -79,7 +79,6 @@ _BROKEN = (
     OverflowError,
     NotImplementedError,
     RecursionError,  # ast.literal_eval of ---...1 (a chain of operators, not of brackets)
-    Warning,  # numpy repairs a header it cannot parse: a trace's never needs it
 )
 
 
@@ -152,10 +151,8 @@ class NpzMembers:
             )
         want = np.dtype(dtype).newbyteorder("<")
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error")
-                with self._zip.open(info) as f:
-                    return _read_npy(f, declared, want, columns, max_bytes, where)
+            with self._zip.open(info) as f:
+                return _read_npy(f, declared, want, columns, max_bytes, where)
         except TraceFormatError:
             raise
         except _BROKEN as e:
@@ -181,6 +178,10 @@ def _read_npy(
     text = _exactly(f, size, where, "the .npy header")
     if _nesting(text) > MAX_NPY_NESTING:
         raise _fail(where, f"an .npy header nested deeper than {MAX_NPY_NESTING} levels")
+    try:  # (numpy would retry one that is not, repaired, with a warning: none is needed)
+        ast.literal_eval(text.decode("latin1"))
+    except SyntaxError:
+        raise _fail(where, "its .npy header is not a Python literal") from None
     shape, fortran_order, dtype = opener(io.BytesIO(length + text), max_header_size=size)
     if dtype.str != want.str:
         raise _fail(where, f"holds {dtype} ({dtype.str!r}); a trace stores {want} ({want.str!r})")

@@ -244,6 +244,8 @@ def test_a_long_or_deep_npy_header_is_refused_before_parsing():
     signs = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + "-" * 3000 + "1,), }"
     _refused(_with(scalars=_raw_npy(signs)), r"member 'scalars': cannot be read: RecursionError")
     _refused(_with(scalars=_raw_npy("__import__('os')")), r"member 'scalars': cannot be read")
+    python2 = "{'descr': '<f8', 'fortran_order': False, 'shape': (1L,), }"  # numpy would repair it
+    _refused(_with(scalars=_raw_npy(python2, bytes(8))), r"header is not a Python literal")
 
 
 @pytest.mark.parametrize(
