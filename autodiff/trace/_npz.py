@@ -99,17 +99,17 @@ class NpzMembers:
         except _BROKEN as e:
             raise TraceFormatError(f"not a binary trace (a zip of .npy arrays): {e}") from None
         infos = self._zip.infolist()
-        self._members: dict[str, zipfile.ZipInfo] = {}
-        for info in infos:
-            if len(infos) > MAX_MEMBERS or info.filename in self._members:
-                self.close()
-                problem = (
-                    f"the zip lists {len(infos)} members, above the limit of {MAX_MEMBERS}"
-                    if len(infos) > MAX_MEMBERS
-                    else f"the zip lists member {info.filename[:40]!r} twice"
-                )
-                raise TraceFormatError(f"not a binary trace: {problem}")
-            self._members[info.filename] = info
+        self._members = {info.filename: info for info in infos}
+        if len(infos) > MAX_MEMBERS or len(self._members) < len(infos):
+            self.close()
+            names = [info.filename for info in infos]
+            twice = next((n for i, n in enumerate(names) if n in names[:i]), "")
+            problem = (
+                f"the zip lists {len(infos)} members, above the limit of {MAX_MEMBERS}"
+                if len(infos) > MAX_MEMBERS
+                else f"the zip lists member {twice[:40]!r} twice"
+            )
+            raise TraceFormatError(f"not a binary trace: {problem}")
 
     def __enter__(self) -> NpzMembers:
         return self
