@@ -11,7 +11,7 @@ import numpy as np
 
 __all__ = ["MAX_DTYPE", "MAX_NAME", "MAX_OP", "MAX_SCOPE_PATH", "TraceFormatError"]
 
-_MAX_NDIM = 32
+_MAX_NDIM = 64  # numpy's most: a recorded array has at most as many dimensions
 # The longest strings a saved trace may hold, in characters (both loaders refuse longer ones;
 # the writers cut a longer name or op with a marker, the recorder a scope's name, class and
 # path, so whatever a recording holds is read back).

@@ -57,7 +57,7 @@ FORMAT = "autodiff-trace"
 # 1 load as they are.
 SCHEMA_VERSION = 3  # 3: scopes (a table, and each node's scope id) and the parameter flag
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
-MAX_DEPTH = 64  # the format itself needs 7 + the largest array's ndim
+MAX_DEPTH = 7 + _MAX_NDIM  # what the format needs: an accumulation's array nests 6 + ndim
 _EVENT_KINDS = {
     "value": _VALUE,
     "grad": _GRAD,

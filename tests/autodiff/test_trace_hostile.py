@@ -425,6 +425,17 @@ def test_values_of_dtypes_without_a_buffer_are_kept_as_summaries(tmp_path, dtype
         assert back.node(0)["dtype"] == t.node(0)["dtype"]
 
 
+def test_an_array_of_numpys_most_dimensions_is_read_back(tmp_path):
+    x = Variable(np.full((1,) * 64, 3.0), name="x")
+    with trace.record() as t:
+        y = F.sum(x * x)
+        y.backward()
+    for back in _both_ways(t, tmp_path):
+        assert back.node(0)["shape"] == (1,) * 64
+        assert back.steps[0].values[0].array.shape == (1,) * 64
+        assert back.steps[-1].input_grads[0] == t.steps[-1].input_grads[0]
+
+
 def test_a_trace_the_readers_would_refuse_is_not_written(tmp_path):
     t = _recorded()
     function = t.functions[0]

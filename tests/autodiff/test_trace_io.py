@@ -10,7 +10,7 @@ import pytest
 import autodiff.functions as F
 from autodiff import Variable, no_grad, trace
 from autodiff.trace import NodeState, TraceFormatError
-from autodiff.trace._io import trace_to_dict
+from autodiff.trace._io import MAX_DEPTH, trace_to_dict
 from autodiff.trace._trace import trace_from_dict
 
 
@@ -399,7 +399,7 @@ def test_too_large_is_refused_before_reading(tmp_path, good):
 def test_deep_nesting_is_refused(tmp_path):
     path = tmp_path / "t.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
-    with pytest.raises(TraceFormatError, match="deeper than 64"):
+    with pytest.raises(TraceFormatError, match=f"deeper than {MAX_DEPTH}"):
         trace.load(path)
     # brackets inside strings do not count
     path.write_text(json.dumps({"format": "autodiff-trace", "x": "[" * 1000}))
