@@ -422,7 +422,10 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
                 q = f"{p}[4][{j}]"
                 a = _list(a, q, 5)
                 node, slot = _int(a[0], f"{q}[0]"), _int(a[1], f"{q}[1]")
-                accs.append((node, slot, *(reader.value(a[i], f"{q}[{i}]") for i in (2, 3, 4))))
+                # the contribution is the input's gradient (a[3], the same value, as written)
+                contribution = gxs[slot] if 0 <= slot < len(gxs) else None
+                old, new = reader.value(a[2], f"{q}[2]"), reader.value(a[4], f"{q}[4]")
+                accs.append((node, slot, old, contribution, new))
             cleared = tuple(_int(c, f"{p}[5]") for c in _list(r[5], f"{p}[5]"))
             rows.add_backward_step(fid, gys, gxs, tuple(accs), cleared, _int(r[6], f"{p}[6]"))
         else:

@@ -27,7 +27,8 @@ def check_tables(tables: Recorder, graph: bool = True) -> None:
 
     - the graph's (:func:`check_graph`);
     - a step's Function is one, with as many values (gradients) as it has outputs (inputs);
-      an accumulation's node is the step's input at its slot; cleared nodes are variables;
+      an accumulation's node is the step's input at its slot, its contribution that input's
+      gradient, its old and new values values; cleared nodes are variables;
     - a backward step's pass, a forward step's ``during_backward`` and a gradient event's
       ``pass`` name a backward pass that exists (0 to the number of roots - 1; -1: none);
     - backward roots, cuts, names, constants, parameters and ``grad_of`` (both ends) are
@@ -171,6 +172,11 @@ def _check_steps(tables: Recorder, is_variable: bytearray, passes: int) -> None:
                 if not 0 <= slot < len(ins) or a[0] != ins[slot]:
                     raise _fail(
                         f"steps[{k}].accumulations[{i}]", "not the function's input at its slot"
+                    )
+                if a[2] is None or a[4] is None or a[3] is None or a[3] is not gxs[slot]:
+                    raise _fail(
+                        f"steps[{k}].accumulations[{i}]",
+                        "expected old + contribution = new, the contribution the input's gradient",
                     )
             for i, node in enumerate(cleared):
                 if type(node) is not int or not 0 <= node < n or not is_variable[node]:

@@ -74,6 +74,10 @@ def _seed(header):
     return next(e for e in header["extra"] if e[5] is not None and e[5] >= 0)
 
 
+def _accumulation(header):
+    return next(a for r in header["raw"] if r[0] == 1 for a in r[4])
+
+
 def _tampered(edit):
     buffer = io.BytesIO()
     trace_to_npz(_loop(), buffer)
@@ -105,6 +109,7 @@ def _tampered(edit):
         (lambda h, a: h["grad_of"].update({"0": _fid(h)}), r"grad_of: node \d+ is not a"),
         (lambda h, a: h["raw"][0].__setitem__(3, 999), r"during_backward: backward pass 999"),
         (lambda h, a: _seed(h).__setitem__(5, len(h["backward_roots"])), r"events\[\d+\]\.pass"),
+        (lambda h, a: _accumulation(h).__setitem__(4, -1), r"expected old \+ contribution = new"),
     ],
 )
 def test_reading_refuses_what_is_not_a_trace(edit, message):
