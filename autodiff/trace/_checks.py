@@ -9,9 +9,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TraceFormatError"]
+__all__ = ["MAX_DTYPE", "MAX_NAME", "MAX_OP", "MAX_SCOPE_PATH", "TraceFormatError"]
 
-_MAX_NDIM = 32
+_MAX_NDIM = 64  # numpy's most: a recorded array has at most as many dimensions
+# The longest strings a saved trace may hold, in characters (both loaders refuse longer ones;
+# the writers cut a longer name or op with a marker, the recorder a scope's name, class and
+# path, so whatever a recording holds is read back).
+MAX_NAME = 10_000  # a Variable's name, a scope's name
+MAX_OP = 200  # a Function's class name, a scope's Layer class name
+# A scope's path ("Net/b2/fc") is derived from the names, not saved: past this it keeps its first
+# part and its last ones around "/…/", so a deep nest costs at most this much per scope.
+MAX_SCOPE_PATH = 1_000
+MAX_DTYPE = 64  # a dtype's name
 _ARRAY_DTYPES = frozenset(
     ["bool"]
     + [f"int{n}" for n in (8, 16, 32, 64)]
@@ -35,6 +44,15 @@ def _type_name(v: Any) -> str:
     if isinstance(v, list):
         return "array"
     return type(v).__name__
+
+
+def cut_text(text: Any, limit: int) -> str | None:
+    """``text`` as a string the loaders accept (``Variable(name=123)`` has a name that is not
+    one): cut to ``limit`` characters, the last one a marker, when longer; None stays None."""
+    if text is None:
+        return None
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _fail(path: str, problem: str) -> TraceFormatError:

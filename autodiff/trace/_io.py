@@ -18,6 +18,9 @@ import numpy as np
 
 from autodiff.trace._checks import (
     _MAX_NDIM,
+    MAX_DTYPE,
+    MAX_NAME,
+    MAX_OP,
     TraceFormatError,
     _bool,
     _dict,
@@ -25,6 +28,7 @@ from autodiff.trace._checks import (
     _int,
     _list,
     _str,
+    cut_text,
 )
 from autodiff.trace._reader import detached_nodes
 from autodiff.trace._recorder import (
@@ -36,6 +40,7 @@ from autodiff.trace._recorder import (
     _VALUE,
     _VARIABLE,
 )
+from autodiff.trace._rules import check_graph, check_tables
 from autodiff.trace._snapshot import Snapshot, raw_nonfinite, snapshot_from_dict, to_snapshot
 
 if TYPE_CHECKING:
@@ -52,7 +57,7 @@ FORMAT = "autodiff-trace"
 # 1 load as they are.
 SCHEMA_VERSION = 3  # 3: scopes (a table, and each node's scope id) and the parameter flag
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
-MAX_DEPTH = 64  # the format itself needs 7 + the largest array's ndim
+MAX_DEPTH = 7 + _MAX_NDIM  # what the format needs: an accumulation's array nests 6 + ndim
 _EVENT_KINDS = {
     "value": _VALUE,
     "grad": _GRAD,
@@ -213,21 +218,11 @@ def _snap_dict(snap: Snapshot | None) -> dict[str, Any] | None:
     return None if snap is None else snap.to_dict()
 
 
-_MAX_NAME = 10_000  # what the loader accepts for a name
-_MAX_OP = 200  # ... and for a Function's class name
-
-
-def _cut(text: Any, limit: int) -> str | None:
-    """A name as the loader accepts it: a string (``Variable(name=123)``), cut to ``limit``
-    characters with a marker."""
-    if text is None:
-        return None
-    text = str(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def trace_to_dict(trace: Trace) -> dict[str, Any]:
-    """The JSON-ready dict of a trace (what :func:`to_json` writes)."""
+    """The JSON-ready dict of a trace (what :func:`to_json` writes); a trace whose tables
+    break a rule the loaders keep (:func:`~autodiff.trace._rules.check_tables`) raises
+    TraceFormatError instead."""
+    check_tables(trace.tables)
     g = trace.graph
     scope_of = trace._scope_of
     parameters = trace._parameters
@@ -238,8 +233,8 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
             {
                 "id": nid,
                 "kind": a["kind"],
-                "name": _cut(a["name"], _MAX_NAME),
-                "op": _cut(a["op"], _MAX_OP),
+                "name": cut_text(a["name"], MAX_NAME),
+                "op": cut_text(a["op"], MAX_OP),
                 "shape": None if a["shape"] is None else list(a["shape"]),
                 "dtype": a["dtype"],
                 "generation": a["generation"],
@@ -261,7 +256,7 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
                 "index": s.index,
                 "phase": s.phase,
                 "function": s.function,
-                "op": _cut(s.op, _MAX_OP),
+                "op": cut_text(s.op, MAX_OP),
                 "generation": s.generation,
                 "inputs": list(s.inputs),
                 "outputs": list(s.outputs),
@@ -303,10 +298,7 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
         "steps": steps,
         "events": events,
         "backward_roots": list(trace.backward_roots),
-        "scopes": [
-            {"name": _cut(r.name, _MAX_NAME), "cls": _cut(r.cls, _MAX_OP), "parent": r.parent}
-            for r in trace.scopes()[1:]
-        ],
+        "scopes": [{"name": r.name, "cls": r.cls, "parent": r.parent} for r in trace.scopes()[1:]],
         "cuts": [[node, step] for node, step in sorted(trace._recorder._cut.items())],
     }
 
@@ -324,11 +316,14 @@ _CHUNK = 1 << 20  # bytes scanned at a time by _check_structure
 _BYTES_PER_CONTAINER = 8  # a saved trace has one array/object per ~50 bytes
 
 
-def _check_structure(data: bytes, max_depth: int) -> None:
+def _check_structure(
+    data: bytes, max_depth: int, bytes_per_container: int = _BYTES_PER_CONTAINER
+) -> None:
     """Before the JSON parser sees it: refuse nesting deeper than ``max_depth``, and a file so
     dense in arrays and objects (``[[],[],...]``) that parsing it would take many times its
-    size in memory (a Python list costs ~60 bytes, its text 3). Scanned in chunks: the check
-    itself stays near the file's size."""
+    size in memory (a Python list costs ~60 bytes, its text 3): fewer than
+    ``bytes_per_container`` bytes per array or object (0: no limit). Scanned in chunks: the
+    check itself stays near the file's size."""
     stripped = re.sub(rb'"(?:[^"\\]|\\.)*"', b'""', data)
     depth = deepest = containers = 0
     for start in range(0, len(stripped), _CHUNK):
@@ -347,7 +342,7 @@ def _check_structure(data: bytes, max_depth: int) -> None:
                 f"the file nests arrays/objects deeper than {max_depth} levels; "
                 "a saved trace never does: it is not a trace file or it was tampered with"
             )
-    if containers > 1000 and containers * _BYTES_PER_CONTAINER > len(data):
+    if containers > 1000 and containers * bytes_per_container > len(data):
         raise TraceFormatError(
             f"the file holds {containers} arrays/objects in {len(data)} bytes, one per "
             f"{len(data) / containers:.1f} bytes; a saved trace has one per ~50: it is not a "
@@ -397,7 +392,8 @@ def load(
 
 
 def trace_from_dict(data: Any, make: Callable[[int], Trace]) -> Trace:
-    """Build a Trace from the dict of :func:`trace_to_dict` (validated field by field)."""
+    """Build a Trace from the dict of :func:`trace_to_dict` (validated field by field, then
+    by the rules every trace keeps: :func:`~autodiff.trace._rules.check_tables`)."""
     _dict(data, "$", ("format", "schema_version"))
     if data["format"] != FORMAT:
         raise _fail("format", f"expected {FORMAT!r}, got {str(data['format'])[:40]!r}")
@@ -415,15 +411,12 @@ def trace_from_dict(data: Any, make: Callable[[int], Trace]) -> Trace:
     _load_graph(t, data["graph"])
     _load_steps(t, _list(data["steps"], "steps"))
     roots = _list(data["backward_roots"], "backward_roots")
-    for i, r in enumerate(roots):
-        _node_ref(t, r, f"backward_roots[{i}]", _VARIABLE)
-    t.backward_roots = list(roots)
+    t.backward_roots = [_int(r, f"backward_roots[{i}]") for i, r in enumerate(roots)]
     _load_events(t, _list(data["events"], "events"))
     for i, pair in enumerate(_list(data.get("cuts", []), "cuts")):
         node, step = _list(pair, f"cuts[{i}]", 2)
-        t.tables.mark_cut(
-            _node_ref(t, node, f"cuts[{i}][0]", _VARIABLE), _int(step, f"cuts[{i}][1]", lo=0)
-        )
+        t.tables.mark_cut(_int(node, f"cuts[{i}][0]"), _int(step, f"cuts[{i}][1]"))
+    check_tables(t.tables, graph=False)
     return t
 
 
@@ -434,14 +427,12 @@ def _load_scopes(t: Trace, scopes: list) -> None:
     for i, row in enumerate(scopes):
         p = f"scopes[{i}]"
         _dict(row, p, ("name", "cls", "parent"))
-        name = _str(row["name"], f"{p}.name", max_len=_MAX_NAME)
-        cls = _str(row["cls"], f"{p}.cls", max_len=_MAX_OP)
+        name = _str(row["name"], f"{p}.name", max_len=MAX_NAME)
+        cls = _str(row["cls"], f"{p}.cls", max_len=MAX_OP)
         parent = _int(row["parent"], f"{p}.parent", lo=0)
         if parent > i:  # scope ids start at 1: row i is scope i + 1
             raise _fail(f"{p}.parent", f"scope {parent} does not come before scope {i + 1}")
-        sid = rows.add_scope(name, cls, parent)
-        if len(t.scopes()[sid].path) > _MAX_NAME:  # nesting must not multiply a file's size
-            raise _fail(p, f"the scope's path is longer than {_MAX_NAME} characters")
+        rows.add_scope(name, cls, parent)
 
 
 def _node_ref(t: Trace, v: Any, path: str, kind: int | None = None) -> int:
@@ -467,17 +458,17 @@ def _load_graph(t: Trace, g: Any) -> None:
         gen = _int(n["generation"], f"{p}.generation")
         constant = _bool(n["constant"], f"{p}.constant")
         if kind == "function":
-            op = _str(n["op"], f"{p}.op", max_len=_MAX_OP)
+            op = _str(n["op"], f"{p}.op", max_len=MAX_OP)
             rows.add_function(gen, op)
         elif kind == "variable":
-            name = _str(n["name"], f"{p}.name", optional=True, max_len=_MAX_NAME)
+            name = _str(n["name"], f"{p}.name", optional=True, max_len=MAX_NAME)
             shape = None
             if n["shape"] is not None:
                 dims = _list(n["shape"], f"{p}.shape")
                 if len(dims) > _MAX_NDIM:
                     raise _fail(f"{p}.shape", f"more than {_MAX_NDIM} dimensions")
                 shape = tuple(_int(d, f"{p}.shape[{j}]", lo=0) for j, d in enumerate(dims))
-            dtype = _str(n["dtype"], f"{p}.dtype", optional=True, max_len=64)
+            dtype = _str(n["dtype"], f"{p}.dtype", optional=True, max_len=MAX_DTYPE)
             operand = n.get("operand") is not None and _bool(n["operand"], f"{p}.operand")
             rows.add_variable(gen, shape, dtype, name, constant, operand)
             if n.get("grad_of") is not None:
@@ -492,7 +483,7 @@ def _load_graph(t: Trace, g: Any) -> None:
         if n.get("parameter") is not None and _bool(n["parameter"], f"{p}.parameter"):
             rows.mark_parameter(i)
     for nid, (target, p) in grad_of.items():
-        rows.set_grad_of(nid, _node_ref(t, target, p, _VARIABLE))
+        rows.set_grad_of(nid, _int(target, p))
     links = _list(g["links"], "graph.links")
     ins: dict[int, dict[int, int]] = {}
     outs: dict[int, dict[int, int]] = {}
@@ -520,47 +511,7 @@ def _load_graph(t: Trace, g: Any) -> None:
         in_ids = tuple(ins.get(f, {})[k] for k in range(len(ins.get(f, {}))))
         out_ids = tuple(outs.get(f, {})[k] for k in range(len(outs.get(f, {}))))
         rows.link_function(f, in_ids, out_ids)
-    _check_dag(t, outs)
-
-
-def _check_dag(t: Trace, outs: dict[int, dict[int, int]]) -> None:
-    """A recorded graph has one creator per variable and no cycle (Kahn's algorithm over the
-    integer links; a self-loop is a cycle)."""
-    creator: dict[int, int] = {}
-    for f, slots in outs.items():
-        for x in slots.values():
-            if x in creator:
-                raise _fail(
-                    "graph.links",
-                    f"variable node {x} has two creators (function nodes {creator[x]} and {f})",
-                )
-            creator[x] = f
-    info = t._info
-    n = len(info)
-    indegree = [0] * n
-    successors: list[list[int]] = [[] for _ in range(n)]
-    for f in range(n):
-        entry = info[f]
-        if entry[0] != _FUNCTION:
-            continue
-        for x in entry[3]:
-            successors[x].append(f)
-            indegree[f] += 1
-        for y in entry[4]:
-            successors[f].append(y)
-            indegree[y] += 1
-    ready = [v for v in range(n) if indegree[v] == 0]
-    seen = 0
-    while ready:
-        v = ready.pop()
-        seen += 1
-        for w in successors[v]:
-            indegree[w] -= 1
-            if indegree[w] == 0:
-                ready.append(w)
-    if seen != n:
-        stuck = next(v for v in range(n) if indegree[v] > 0)
-        raise _fail("graph.links", f"the links contain a cycle (through node {stuck})")
+    check_graph(rows)
 
 
 _STEP_KEYS = (
@@ -646,7 +597,7 @@ def _load_steps(t: Trace, steps: list) -> None:
                     raise _fail(f"{ap}.contribution", f"differs from input_grads[{slot}]")
                 accs.append((node, slot, old, gxs[slot], new))
             cleared = tuple(
-                _node_ref(t, n, f"{p}.cleared[{i}]", _VARIABLE)
+                _int(n, f"{p}.cleared[{i}]")
                 for i, n in enumerate(_list(s["cleared"], f"{p}.cleared"))
             )
             produced = gxs + tuple(a[4] for a in accs)
@@ -656,15 +607,12 @@ def _load_steps(t: Trace, steps: list) -> None:
 
 
 def _load_events(t: Trace, events: list) -> None:
-    last = 0
-    n_steps = len(t._raw)
     for i, e in enumerate(events):
         p = f"events[{i}]"
         _dict(e, p, ("stamp", "visible", "node", "kind", "snapshot"))
-        stamp = _int(e["stamp"], f"{p}.stamp", lo=last, hi=n_steps)
-        last = stamp
-        visible = _int(e["visible"], f"{p}.visible", lo=-1, hi=stamp)
-        node = _node_ref(t, e["node"], f"{p}.node")
+        stamp = _int(e["stamp"], f"{p}.stamp")
+        visible = _int(e["visible"], f"{p}.visible")
+        node = _int(e["node"], f"{p}.node")
         kind_name = _str(e["kind"], f"{p}.kind")
         if kind_name not in _EVENT_KINDS:
             raise _fail(
@@ -673,5 +621,5 @@ def _load_events(t: Trace, events: list) -> None:
         snap = snapshot_from_dict(e["snapshot"], f"{p}.snapshot", optional=True)
         origin = e.get("pass")
         if origin is not None:
-            origin = _int(origin, f"{p}.pass", lo=-1, hi=len(t.backward_roots))
+            origin = _int(origin, f"{p}.pass")
         t.tables.add_event(stamp, visible, node, _EVENT_KINDS[kind_name], snap, origin)

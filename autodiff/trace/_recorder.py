@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from autodiff import core
+from autodiff.trace._checks import MAX_NAME, MAX_OP, MAX_SCOPE_PATH, cut_text
 from autodiff.trace._rows import (
     BWD,
     FUNCTION,
@@ -211,9 +212,12 @@ class Recorder:
         self._t_grad_of[node] = target
 
     def add_scope(self, name: str, cls: str = "", parent: int = 0) -> int:
-        """A scope instance inside ``parent`` (0: a top scope); returns its id."""
+        """A scope instance inside ``parent`` (0: a top scope); returns its id. Its name, class
+        and path are cut to the limits the loaders keep (MAX_NAME, MAX_OP, MAX_SCOPE_PATH)."""
         up = self._t_scopes[parent]
-        path = f"{up.path}/{name}" if parent else name
+        name = cut_text(name, MAX_NAME)
+        cls = cut_text(cls, MAX_OP)
+        path = _scope_path(up.path if parent else None, name)
         self._t_scopes.append(_new(ScopeRow, (path, name, cls, parent, up.depth + 1)))
         return len(self._t_scopes) - 1
 
@@ -953,6 +957,26 @@ class Recorder:
                 obj = ref()
                 if obj is not None and isinstance(obj, variable) and obj.name is not None:
                     names[nid] = obj.name
+
+
+_ELIDED = "/…/"
+
+
+def _scope_path(up: str | None, name: str) -> str:
+    """The path of scope ``name`` inside the scope at path ``up`` (None: a top scope). Past
+    MAX_SCOPE_PATH characters it keeps its first part, then "/…/", then as many of its last
+    parts as fit (the end of the last one alone when that is too long): a scope opened inside
+    10 000 others still names where it began and where it is."""
+    path = name if up is None else f"{up}/{name}"
+    if len(path) <= MAX_SCOPE_PATH:
+        return path
+    first = path.find("/")
+    head = path[: first if 0 <= first < MAX_SCOPE_PATH // 4 else MAX_SCOPE_PATH // 4]
+    tail = path[len(head) + len(_ELIDED) - MAX_SCOPE_PATH :]
+    part = tail.find("/")
+    if 0 <= part < len(tail) - 1:  # from the start of a whole part
+        tail = tail[part + 1 :]
+    return head + _ELIDED + tail
 
 
 def _variable_info(v: Any) -> tuple:

@@ -13,14 +13,23 @@ from typing import Any
 
 import numpy as np
 
-from autodiff.trace._checks import _MAX_NDIM, _array, _dict, _fail, _float, _int, _list, _str
+from autodiff.trace._checks import (
+    _ARRAY_DTYPES,
+    _MAX_NDIM,
+    _array,
+    _dict,
+    _fail,
+    _float,
+    _int,
+    _list,
+    _str,
+)
 
 __all__ = ["Snapshot", "capture", "raw_nonfinite", "to_snapshot"]
 
 _F64 = np.dtype(np.float64)
 _FLOAT64 = np.float64
 _NAN = float("nan")
-_NUMERIC_KINDS = "biuf"
 
 
 def _stat(index: int, doc: str) -> property:
@@ -157,7 +166,7 @@ class Snapshot:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: non-finite floats become the strings 'nan', 'inf', '-inf'."""
         array = None
-        if self.array is not None and self.array.dtype.kind in _NUMERIC_KINDS:
+        if self.array is not None and self.array.dtype.name in _ARRAY_DTYPES:
             array = encode_array(self.array)
         return {
             "shape": list(self.shape),

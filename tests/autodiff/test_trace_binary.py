@@ -66,6 +66,18 @@ def _function(header):
     return next(e for e in header["info"] if e[0] == 1)
 
 
+def _fid(header):
+    return header["info"].index(_function(header))
+
+
+def _seed(header):
+    return next(e for e in header["extra"] if e[5] is not None and e[5] >= 0)
+
+
+def _accumulation(header):
+    return next(a for r in header["raw"] if r[0] == 1 for a in r[4])
+
+
 def _tampered(edit):
     buffer = io.BytesIO()
     trace_to_npz(_loop(), buffer)
@@ -91,6 +103,13 @@ def _tampered(edit):
         (lambda h, a: h["extra"][0].__setitem__(3, "exec"), "expected one of"),
         (lambda h, a: h.update(array_dtypes=["object"]), "not an array dtype"),
         (lambda h, a: a.update(arrays=np.array([[0, 10**9, 4]])), "array"),
+        # the rules the JSON loader keeps too (autodiff.trace._rules)
+        (lambda h, a: h["backward_roots"].__setitem__(0, _fid(h)), "is not a variable"),
+        (lambda h, a: h["cuts"].append([_fid(h), 0]), r"cuts\[\d+\]\[0\]: node \d+ is not a"),
+        (lambda h, a: h["grad_of"].update({"0": _fid(h)}), r"grad_of: node \d+ is not a"),
+        (lambda h, a: h["raw"][0].__setitem__(3, 999), r"during_backward: backward pass 999"),
+        (lambda h, a: _seed(h).__setitem__(5, len(h["backward_roots"])), r"events\[\d+\]\.pass"),
+        (lambda h, a: _accumulation(h).__setitem__(4, -1), r"expected old \+ contribution = new"),
     ],
 )
 def test_reading_refuses_what_is_not_a_trace(edit, message):
@@ -102,7 +121,7 @@ def test_pickled_objects_are_never_loaded():
     buffer = io.BytesIO()
     np.savez(buffer, header=np.array([object()], dtype=object))
     buffer.seek(0)
-    with pytest.raises(TraceFormatError, match="not a binary trace"):
+    with pytest.raises(TraceFormatError, match=r"member 'header': holds object"):
         trace_from_npz(buffer)
     with pytest.raises(TraceFormatError):
         trace_from_npz(io.BytesIO(b"not a zip file"))

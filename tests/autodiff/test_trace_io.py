@@ -10,7 +10,7 @@ import pytest
 import autodiff.functions as F
 from autodiff import Variable, no_grad, trace
 from autodiff.trace import NodeState, TraceFormatError
-from autodiff.trace._io import trace_to_dict
+from autodiff.trace._io import MAX_DEPTH, trace_to_dict
 from autodiff.trace._trace import trace_from_dict
 
 
@@ -310,7 +310,46 @@ CASES = [
         _set(lambda d: ["backward_roots", 0], 1),
         r"backward_roots\[0\]: node 1 is not a variable",
     ),
+    # the rules both loaders share (autodiff.trace._rules): the npz reader's bounds
+    (
+        "backward pass past the roots",
+        _set(lambda d: ["steps", _backward(d), "backward_pass"], 999),
+        r"steps\[\d+\]\.backward_pass: backward pass 999 does not exist: the trace has 1,",
+    ),
+    (
+        "during_backward past the roots",
+        _set(lambda d: ["steps", _forward(d), "during_backward"], 999),
+        r"steps\[\d+\]\.during_backward: backward pass 999 does not exist",
+    ),
+    (
+        "event pass equal to the number of roots",
+        lambda d: _seed(d).update({"pass": len(d["backward_roots"])}),
+        r"events\[\d+\]\.pass: backward pass 1 does not exist",
+    ),
+    (
+        "cut of a function",
+        lambda d: d["cuts"].append([_function(d), 0]),
+        r"cuts\[0\]\[0\]: node \d+ is not a variable",
+    ),
+    (
+        "gradient of a function",
+        lambda d: d["graph"]["nodes"][0].update(grad_of=_function(d)),
+        r"graph\.nodes\[0\]\.grad_of: node \d+ is not a variable",
+    ),
+    (
+        "function flagged as a parameter",
+        lambda d: d["graph"]["nodes"][_function(d)].update(parameter=True),
+        r"parameters: node \d+ is not a variable",
+    ),
 ]
+
+
+def _seed(d):
+    return next(e for e in d["events"] if e.get("pass") is not None and e["pass"] >= 0)
+
+
+def _function(d):
+    return next(n["id"] for n in d["graph"]["nodes"] if n["kind"] == "function")
 
 
 def _first_acc(d):
@@ -360,7 +399,7 @@ def test_too_large_is_refused_before_reading(tmp_path, good):
 def test_deep_nesting_is_refused(tmp_path):
     path = tmp_path / "t.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
-    with pytest.raises(TraceFormatError, match="deeper than 64"):
+    with pytest.raises(TraceFormatError, match=f"deeper than {MAX_DEPTH}"):
         trace.load(path)
     # brackets inside strings do not count
     path.write_text(json.dumps({"format": "autodiff-trace", "x": "[" * 1000}))
