@@ -115,17 +115,22 @@ def _float(v: Any, path: str) -> float:
 
 
 def _array(v: Any, shape: tuple[int, ...], dtype: str, path: str) -> np.ndarray:
-    """Decode a nested list, checking it matches ``shape`` and holds the right scalars."""
+    """Decode an array's elements, checking they match ``shape`` and are the right scalars:
+    a flat list in row-major order (schema 4 writes every array so), or nested lists, one
+    level per axis (schemas 1 to 3). The two are told apart by the first element."""
     if dtype not in _ARRAY_DTYPES:
         raise _fail(path, f"arrays of dtype {dtype!r} cannot be stored (numeric dtypes only)")
     kind = np.dtype(dtype).kind
     flat: list = []
+    levels = shape
+    if len(shape) >= 2 and isinstance(v, list) and (not v or not isinstance(v[0], list)):
+        levels = (math.prod(shape),)
     # iterative walk: (value, depth, path)
     stack = [(v, 0, path)]
     while stack:
         item, depth, p = stack.pop()
-        if depth < len(shape):
-            _list(item, p, shape[depth])
+        if depth < len(levels):
+            _list(item, p, levels[depth])
             for i in range(len(item) - 1, -1, -1):
                 stack.append((item[i], depth + 1, f"{p}[{i}]"))
             continue

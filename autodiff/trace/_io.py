@@ -55,7 +55,7 @@ FORMAT = "autodiff-trace"
 # 'pass' that produced a gradient; nodes may be 'operand' (a constant backward stores no
 # gradient on); an event's 'visible' may be any step from -1 up to its stamp. Files of version
 # 1 load as they are.
-SCHEMA_VERSION = 3  # 3: scopes (a table, and each node's scope id) and the parameter flag
+SCHEMA_VERSION = 4  # 3: scopes (a table, each node's scope id), the parameter flag; 4: flat arrays
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 7 + _MAX_NDIM  # what the format needs: an accumulation's array nests 6 + ndim
 _EVENT_KINDS = {

@@ -205,16 +205,14 @@ def encode_float(v: float) -> float | str:
 
 
 def encode_array(a: np.ndarray) -> Any:
-    """Nested lists; in float arrays, non-finite elements become 'nan', 'inf' or '-inf'."""
-    if a.dtype.kind != "f" or bool(np.isfinite(a).all()):
-        return a.tolist()
-    flat = [encode_float(v) for v in a.ravel().tolist()]
-    if a.ndim == 0:
-        return flat[0]
-    out: Any = flat
-    for n in reversed(a.shape[1:]):
-        out = [out[i : i + n] for i in range(0, len(out), n)]
-    return out
+    """The elements as one flat list in row-major order (a scalar for a 0-d array), the shape
+    being stored beside them: nested lists, one per row, would make a (4096, 1) array as
+    dense in brackets as the hostile files the loader refuses. In float arrays, non-finite
+    elements become 'nan', 'inf' or '-inf'."""
+    flat = a.ravel().tolist()
+    if a.dtype.kind == "f" and not bool(np.isfinite(a).all()):
+        flat = [encode_float(v) for v in flat]
+    return flat[0] if a.ndim == 0 else flat
 
 
 # -----------------------------------------------------------------------------

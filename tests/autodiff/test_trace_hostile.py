@@ -445,3 +445,37 @@ def test_a_trace_the_readers_would_refuse_is_not_written(tmp_path):
     with pytest.raises(TraceFormatError, match=r"backward_roots\[0\]"):
         t.to_json(tmp_path / "t.json")
     assert not (tmp_path / "t.npz").exists() and not (tmp_path / "t.json").exists()
+
+
+def test_a_tall_column_round_trips_through_json(tmp_path):
+    """A (4096, 1) int64 array is as many rows as elements: written as nested lists it was as
+    dense in brackets as a hostile file, and the loader refused what the writer wrote."""
+    import autodiff.functions as F
+    from autodiff import Variable, trace
+
+    column = np.arange(4096, dtype=np.int64).reshape(4096, 1)
+    with trace.record() as t:
+        x = Variable(np.ones((4096, 1)), name="x")
+        y = F.sum(x * column)
+        y.backward()
+    path = tmp_path / "tall.json"
+    t.to_json(path)
+    assert path.read_text().count("[") < 200  # flat: a list per array, not per row
+    loaded = trace.load(path)
+    values = [s.values for s in loaded.steps if s.phase == "forward"]
+    kept = [v.array for vs in values for v in vs if v is not None and v.shape == (4096, 1)]
+    assert kept and np.array_equal(kept[0], column.astype(np.float64))
+
+
+def test_nested_arrays_of_older_schemas_still_load():
+    from autodiff.trace._checks import _array
+
+    nested = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+    flat = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    expected = np.arange(1.0, 7.0).reshape(3, 2)
+    assert np.array_equal(_array(nested, (3, 2), "float64", "a"), expected)
+    assert np.array_equal(_array(flat, (3, 2), "float64", "a"), expected)
+    with pytest.raises(TraceFormatError, match="a"):
+        _array(flat[:5], (3, 2), "float64", "a")
+    with pytest.raises(TraceFormatError):
+        _array([[1.0, 2.0], 3.0, [4.0, 5.0]], (3, 2), "float64", "a")
