@@ -191,15 +191,15 @@ class AppSettings:
         return self.problems
 
     def problem_message(self) -> str:
-        """One line naming the keys that were not used, or ''."""
+        """One line naming the keys that were not used, or '' (short enough for the status
+        bar beside the graph's counts)."""
         problems = self.problems
         if not problems:
             return ""
-        where = self.store.fileName()
         if len(problems) == 1:
-            return f"Settings: {problems[0]} was ignored; the default is used ({where})"
+            return f"Settings: {problems[0]} ignored; default used"
         keys = ", ".join(p.key for p in problems)
-        return f"Settings: {keys} were ignored; their defaults are used ({where})"
+        return f"Settings ignored, defaults used: {keys}"
 
     def read(self, key: str) -> Any:
         """The value stored under ``key`` if it passes its check, else the key's default."""
