@@ -73,7 +73,9 @@ def test_every_key_garbage_at_once_is_one_status_line(qtbot, isolated_settings):
     qtbot.addWidget(window)
     refused = [k for k in KEYS if not _accepted(k, "nan")]
     assert sorted(p.key for p in window.settings.problems) == sorted(refused)
-    qtbot.waitUntil(lambda: "Settings ignored" in window.statusBar().currentMessage(), timeout=10_000)
+    qtbot.waitUntil(
+        lambda: "Settings ignored" in window.statusBar().currentMessage(), timeout=10_000
+    )
     message = window.statusBar().currentMessage()
     assert "\n" not in message
     for key in refused:
