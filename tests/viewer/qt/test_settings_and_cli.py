@@ -223,10 +223,19 @@ def test_a_script_on_the_command_line_is_not_raced_by_the_saved_program(
 ):
     AppSettings().store.setValue("editor/text", "x = 1.5\ny = x * 2\n")
     script = tmp_path / "s.py"
-    script.write_text("import time\ntime.sleep(0.5)\nraise ValueError('no graph')\n")
+    release = tmp_path / "release"
+    # the script runs until the test releases it (60 s at most)
+    script.write_text(
+        "import pathlib, time\n"
+        f"for _ in range(6000):\n    if pathlib.Path({str(release)!r}).exists(): break\n"
+        "    time.sleep(0.01)\n"
+        "raise ValueError('no graph')\n"
+    )
     window = build_window([str(script), "--yes"])
     qtbot.addWidget(window)
     qtbot.wait(200)  # the saved program's turn comes with the event loop
+    assert window.document.script_run is not None  # it came while the script ran
+    release.touch()
     wait_for_script(window)
     # The failed script leaves the expression on screen, without a stale "a script is
     # running" error from the saved program's refused start.
