@@ -42,7 +42,7 @@ def test_window_state_recent_files_and_editor_text_survive_a_restart(qtbot, tmp_
     assert (second.width(), second.height()) == (720, 520)
     # the saved text runs once the event loop is up, never before the window exists
     assert second.document.trace.steps[0].op == "Square"
-    qtbot.waitUntil(lambda: second.document.trace.steps[0].op == "Sin", timeout=5000)
+    qtbot.waitUntil(lambda: second.document.trace.steps[0].op == "Sin", timeout=30_000)
     second.close()
 
 
@@ -51,7 +51,7 @@ def test_saved_text_that_does_not_run_is_kept_with_its_error(qtbot):
     window = build_window([])
     qtbot.addWidget(window)
     assert window.editor.text() == "y = x +"
-    qtbot.waitUntil(lambda: bool(window.editor.error_text()), timeout=5000)
+    qtbot.waitUntil(lambda: bool(window.editor.error_text()), timeout=30_000)
     assert window.editor.text() == "y = x +"
     assert window.document.scene is not None  # the seeds' example is on screen meanwhile
 
@@ -63,7 +63,7 @@ def test_a_saved_program_that_used_to_crash_the_start_up_shows_an_error(qtbot):
     window = build_window([])
     qtbot.addWidget(window)
     assert window.document.scene is not None
-    qtbot.waitUntil(lambda: "finite" in window.editor.error_text(), timeout=5000)
+    qtbot.waitUntil(lambda: "finite" in window.editor.error_text(), timeout=30_000)
     assert window.editor.text() == "y = x * arange(1e309)"
 
 

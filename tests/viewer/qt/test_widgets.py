@@ -82,7 +82,7 @@ def test_playback_bar_mirrors_and_drives_the_state(qtbot):
     assert state.speed == 16.0 and bar.timer.interval() == state.interval_ms
     qtbot.mouseClick(bar.play_button, QtCore.Qt.MouseButton.LeftButton)
     assert state.playing and bar.timer.isActive()
-    qtbot.waitUntil(lambda: not state.playing, timeout=3000)
+    qtbot.waitUntil(lambda: not state.playing, timeout=30_000)
     assert state.at_end and not bar.timer.isActive()
     assert len(bar.phase_menu.actions()) == 2
     bar.strip.repaint()
