@@ -33,14 +33,7 @@ def test_engine_core_imports_no_qt_and_no_networkx():
 
 @pytest.mark.parametrize("module", ["autodiff.trace", "viewer.model"])
 def test_recorder_and_viewer_model_import_no_qt(module):
-    if importlib.util.find_spec(module.split(".")[0]) is None:
-        pytest.skip(f"{module} does not exist yet")
-    try:
-        found = importlib.util.find_spec(module)
-    except ModuleNotFoundError:
-        found = None
-    if found is None:
-        pytest.skip(f"{module} does not exist yet")
+    assert importlib.util.find_spec(module) is not None, f"{module} is missing"
     assert _loaded_after([module], QT) == []
 
 

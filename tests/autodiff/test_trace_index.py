@@ -1,7 +1,7 @@
 """The trace's lazy reading side: one step at a time, the integer structure (ancestors, forward
-steps, backward passes), subgraphs and node timelines, each checked against the full build."""
+steps, backward passes) and subgraphs, each checked against the full build; node timelines,
+checked against states written by hand for a known program."""
 
-import bisect
 import gc
 
 import networkx as nx
@@ -128,17 +128,49 @@ def test_subgraph_is_built_without_the_whole_graph():
     assert sub.nodes[root]["name"] == "loss"
 
 
-@pytest.mark.parametrize("make", TRACES)
-def test_timeline_is_state_at_at_each_change_point(make):
-    t, _ = make()
-    n_steps = len(t.steps)
-    for n in t.graph.nodes:
-        timeline = t.timeline(n)
-        points = [p for p, _ in timeline]
-        assert points == t.change_points(n) and points[0] == -1
-        for i in range(-1, n_steps):
-            state = timeline[bisect.bisect_right(points, i) - 1][1]
-            assert state is t.state_at(n, i), (n, i)
+def test_timelines_of_a_known_program_are_the_hand_written_ones():
+    # y = square(exp(square(x))) at x = 0.5, backward with retain_grad=False: forward steps
+    # 0-2; backward of the last Square (3: b gets its gradient, y's is dropped), of Exp (4: a
+    # gets its gradient, b's is dropped), of the first Square (5: x, a leaf, keeps its own)
+    with trace.record() as t:
+        x = Variable(np.array(0.5), name="x")
+        a = F.square(x)
+        a.name = "a"
+        b = F.exp(a)
+        b.name = "b"
+        y = F.square(b)
+        y.name = "y"
+        y.backward()
+    N, V = NodeState.NOT_COMPUTED, NodeState.VALUE
+    G, C = NodeState.GRAD, NodeState.GRAD_CLEARED
+    x_, sq1, a_, exp_, b_, sq2, y_ = range(7)  # ids in the order the recorder met them
+    assert [t.node(n)["name"] for n in (x_, a_, b_, y_)] == ["x", "a", "b", "y"]
+    assert [t.node(n)["op"] for n in (sq1, exp_, sq2)] == ["Square", "Exp", "Square"]
+    timelines = {
+        x_: [(-1, V), (5, G)],
+        sq1: [(-1, N), (0, V), (5, G)],
+        a_: [(-1, N), (0, V), (4, G), (5, C)],
+        exp_: [(-1, N), (1, V), (4, G)],
+        b_: [(-1, N), (1, V), (3, G), (4, C)],
+        sq2: [(-1, N), (2, V), (3, G)],
+        y_: [(-1, N), (2, V), (3, C)],
+    }
+    for n, expected in timelines.items():
+        assert t.timeline(n) == expected, n
+        assert t.change_points(n) == [point for point, _ in expected]
+    states = {  # after each step, from -1
+        x_: [V, V, V, V, V, V, G],
+        sq1: [N, V, V, V, V, V, G],
+        a_: [N, V, V, V, V, G, C],
+        exp_: [N, N, V, V, V, G, G],
+        b_: [N, N, V, V, G, C, C],
+        sq2: [N, N, N, V, G, G, G],
+        y_: [N, N, N, V, C, C, C],
+    }
+    for n, expected in states.items():
+        assert [t.state_at(n, i) for i in range(-1, 6)] == expected, n
+    assert t.state_at(a_, 5, before=True) is G  # right before the step that uses it
+    del x, a, b, y
 
 
 def test_timeline_follows_recording():

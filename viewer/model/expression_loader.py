@@ -33,7 +33,11 @@ __all__ = ["ExpressionJob", "ExpressionLoader"]
 class ExpressionJob:
     """A typed program to run off the GUI thread (:attr:`Document.expression_runner`):
     :meth:`run` on any thread, :meth:`cancel` from any thread (the run stops at its next
-    operation), then :meth:`Document.apply_expression` on the GUI thread."""
+    operation), then :meth:`Document.apply_expression` on the GUI thread.
+
+    It holds plain data only (the program, its values, its budget, what the run made), never
+    the Document: the worker that runs it must reach nothing of the views.
+    """
 
     def __init__(
         self,
@@ -54,8 +58,6 @@ class ExpressionJob:
         self.evaluation: Evaluation | None = None
         self.error: ExpressionError | None = None
         self.done = False
-        # What to put back when the job fails or is cancelled (a leaf edit's old value).
-        self.undo: Callable[[], None] | None = None
 
     def run(self) -> None:
         try:
@@ -81,6 +83,9 @@ class ExpressionLoader:
 
     def __init__(self, document: Document) -> None:
         self.document = document
+        # What to put back when the running job fails or is cancelled (a leaf edit's old
+        # value); kept here, not on the job, which the worker holds.
+        self._undo: Callable[[], None] | None = None
 
     def run(self, text: str | None = None) -> bool:
         """Parse and evaluate ``text`` (default: the document's :attr:`source`) and show its
@@ -132,8 +137,9 @@ class ExpressionLoader:
         if job is not doc.expression_job:
             return False
         doc.expression_job = None
-        if (job.cancelled or job.error is not None) and job.undo is not None:
-            job.undo()
+        undo, self._undo = self._undo, None
+        if (job.cancelled or job.error is not None) and undo is not None:
+            undo()
             doc.leaves_changed.emit(doc.leaf_rows())
         if job.cancelled:
             doc.status_changed.emit("Program cancelled; the previous graph stays")
@@ -167,8 +173,7 @@ class ExpressionLoader:
             if undo is not None:
                 undo()
             return doc.fail(e)
-        job.undo = undo
-        return self._run(job)
+        return self._run(job, undo)
 
     def _job_of_source(self, title: str, path: Path | None) -> ExpressionJob:
         """A job of the document's source; ExpressionError when it cannot run now."""
@@ -206,21 +211,22 @@ class ExpressionLoader:
         change(doc.leaf_values)
         values = {k: v for k, v in doc.leaf_values.items() if k in program.leaves}
         job = ExpressionJob(program, values, self._options(), True, doc.title, doc.path)
-        job.undo = undo
-        return self._run(job)
+        return self._run(job, undo)
 
-    def _run(self, job: ExpressionJob) -> bool:
+    def _run(self, job: ExpressionJob, undo: Callable[[], None] | None) -> bool:
         """Run ``job`` here and show it, or hand a program that is not quick to
-        :attr:`Document.expression_runner` (True: it started; its graph comes later)."""
+        :attr:`Document.expression_runner` (True: it started; its graph comes later).
+        ``undo`` puts the leaf values back if the run fails or is cancelled."""
         doc = self.document
         if doc.expression_runner is not None and not job.program.quick():
             doc.expression_job = job
+            self._undo = undo
             doc.status_changed.emit("Running the program… (Cancel stops it)")
             doc.expression_runner(job)
             return True
         job.run()
-        if job.error is not None and job.undo is not None:
-            job.undo()
+        if job.error is not None and undo is not None:
+            undo()
         return self._show(job)
 
     def _show(self, job: ExpressionJob) -> bool:

@@ -556,6 +556,7 @@ class FunctionSampler:
         max_elements: int = 1_000_000,
         per_pass: bool = True,
         budget: float = PASS_CHECK_BUDGET,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.per_class = per_class
         self.max_elements = max_elements
@@ -567,12 +568,13 @@ class FunctionSampler:
         # ``per_class`` a class).
         self.per_pass = per_pass
         self.budget = budget
+        self._clock = clock  # seconds; the budget's measure of the run and of the checks
         self._own: dict[type, bool] = {}
         self._checked: set[type] = set()  # this pass
         self._wrong: list[str] = []  # this pass: the ops whose check failed
         self._wrong_kept: dict[type, int] = {}
         self._spent = 0.0
-        self._began = time.perf_counter()
+        self._began = clock()
         self.passes_checked = 0
         self.passes_unchecked = 0  # passes with a call of an own class the budget left out
         self._missed = False
@@ -622,7 +624,7 @@ class FunctionSampler:
     def _check_in_pass(self, cls: type, function: Any, inputs: Any) -> None:
         """Check the pass's first call of the script's own ``cls``, within the budget."""
         self._checked.add(cls)
-        now = time.perf_counter()
+        now = self._clock()
         over = self._spent > self.budget * (now - self._began - self._spent) + PASS_CHECK_GRACE
         if over and not self.priority:
             self._missed = True
@@ -630,7 +632,7 @@ class FunctionSampler:
         try:
             result = _check_at(cls, dict(vars(function)), tuple(x.data for x in inputs))
         finally:
-            self._spent += time.perf_counter() - now
+            self._spent += self._clock() - now
         if result[0] == "wrong":
             self._wrong.append(cls.__name__)
             if self._wrong_kept.get(cls, 0) < self.per_class:  # the call that failed

@@ -10,12 +10,21 @@ then the previous graph stays on screen.
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 from PySide6 import QtCore
 
 from viewer.model.document import Document, ExpressionJob
-from viewer.qt.workers import Job, JobRunner, job_dialog
+from viewer.qt.workers import JobRunner, Progress, job_dialog
 
-__all__ = ["ExpressionRunner"]
+__all__ = ["ExpressionRunner", "run_program"]
+
+
+def run_program(expression_job: ExpressionJob, _progress: Progress, _should_cancel: Any) -> None:
+    """The worker's part: the job holds the program, its values and its budget (Cancel
+    reaches the run through the budget), and keeps what the run made."""
+    expression_job.run()
 
 
 class ExpressionRunner(JobRunner):
@@ -24,21 +33,14 @@ class ExpressionRunner(JobRunner):
     document: Document
 
     def start(self, expression_job: ExpressionJob) -> None:
-        def work(progress, should_cancel):
-            expression_job.run()
-            return expression_job
-
-        job = Job(work, name="program", parent=self)
-        self.job = job
+        job = self._new_job(functools.partial(run_program, expression_job), "program")
         if self.show_dialog and self._window is not None:
             dialog = job_dialog(
                 self._window, "Running the program…", "Program", "programProgress", 0
             )
             dialog.canceled.connect(self.cancel)
             self.dialog = dialog
-        job.succeeded.connect(lambda result: self._done(result))
-        job.failed.connect(lambda exc, _tb: self._done(expression_job))
-        job.cancelled.connect(lambda: self._done(expression_job))
+        job.finished.connect(lambda: self._done(expression_job))
         job.start()
 
     def cancel(self) -> None:

@@ -9,16 +9,40 @@ Until then the previous graph stays on screen and the window keeps responding.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from PySide6 import QtCore
 
 from viewer.model.document import Document
-from viewer.model.graph_layout import compute_layout
+from viewer.model.graph_layout import GraphLayout, compute_layout
 from viewer.model.scene import Scene
-from viewer.qt.workers import Job, JobCancelled, JobRunner, job_dialog
+from viewer.qt.workers import JobCancelled, JobRunner, Progress, job_dialog
 
-__all__ = ["LayoutRunner"]
+__all__ = ["LayoutRunner", "lay_out"]
+
+
+def lay_out(
+    trace: Any, palette: str, progress: Progress, should_cancel: Any
+) -> tuple[GraphLayout, Scene]:
+    """The worker's part: the layout of ``trace`` and its Scene (plain data in, plain data
+    out)."""
+
+    def report(fraction: float) -> None:
+        progress(int(fraction * 900), 1000, "")
+
+    try:
+        layout = compute_layout(trace, progress=report, should_cancel=should_cancel)
+    except Exception as exc:
+        if should_cancel():
+            raise JobCancelled() from exc
+        raise
+    if should_cancel():
+        raise JobCancelled()
+    # The scene of a big graph takes a while too: build it here, not on the GUI thread.
+    scene = Scene(trace, layout, palette)
+    progress(1000, 1000, "")
+    return layout, scene
 
 
 class LayoutRunner(JobRunner):
@@ -29,27 +53,7 @@ class LayoutRunner(JobRunner):
     def start(self, trace: Any) -> None:
         """Lay out ``trace`` in a worker (replacing a layout still running)."""
         self.cancel()
-        palette = self.document.palette
-
-        def work(progress, should_cancel):
-            def report(fraction: float) -> None:
-                progress(int(fraction * 900), 1000, "")
-
-            try:
-                layout = compute_layout(trace, progress=report, should_cancel=should_cancel)
-            except Exception as exc:
-                if should_cancel():
-                    raise JobCancelled() from exc
-                raise
-            if should_cancel():
-                raise JobCancelled()
-            # The scene of a big graph takes a while too: build it here, not on the GUI thread.
-            scene = Scene(trace, layout, palette)
-            progress(1000, 1000, "")
-            return layout, scene
-
-        job = Job(work, name="layout", parent=self)
-        self.job = job
+        job = self._new_job(functools.partial(lay_out, trace, self.document.palette), "layout")
         n = len(trace.variables) + len(trace.functions)
         if self.show_dialog and self._window is not None:
             dialog = job_dialog(

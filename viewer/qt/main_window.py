@@ -564,6 +564,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.document.playback.pause()
         if self.document.script_run is not None:
             self.document.cancel_script()
+        self.document.cancel_expression()
         self.layout_runner.cancel()
         super().closeEvent(event)
 

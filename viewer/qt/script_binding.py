@@ -2,11 +2,15 @@
 it built when it ends, and the choice of another of its graphs.
 
 A :class:`~viewer.model.script_process.ScriptProcess`'s signals fire on the script's
-supervising thread; :meth:`ScriptBinding.attach` carries them over to the GUI thread as the
-binding's own Qt signals (queued), and the result is applied to the Document there.
+supervising thread; :meth:`ScriptBinding.attach` connects them to an
+:class:`~viewer.qt.workers.Outbox` (plain data: that thread reaches nothing of Qt), and a timer
+on the GUI thread emits what it holds as the binding's own Qt signals; the result is applied to
+the Document there.
 """
 
 from __future__ import annotations
+
+import functools
 
 from PySide6 import QtCore, QtWidgets
 
@@ -16,13 +20,14 @@ from viewer.model.script_process import ScriptProcess
 from viewer.model.script_run import ScriptResult
 from viewer.qt.panel_binding import PanelBinding
 from viewer.qt.script_panel import ScriptPanel
+from viewer.qt.workers import POLL_MS, Outbox
 
 __all__ = ["ScriptBinding"]
 
 
 class ScriptBinding(PanelBinding):
-    """Lives on the GUI thread; ``output``, ``stage`` and ``finished``, emitted from the
-    script's thread, are queued."""
+    """Lives on the GUI thread; ``output``, ``stage`` and ``finished`` carry what the script's
+    thread reported, emitted on the GUI thread."""
 
     output = QtCore.Signal(str)
     stage = QtCore.Signal(str)  # what the run does after the script ended
@@ -39,6 +44,10 @@ class ScriptBinding(PanelBinding):
     ) -> None:
         super().__init__(document, panel, dock, parent)
         self.status_bar = status_bar
+        self._outbox = Outbox()  # the running script's reports (one script runs at a time)
+        self._timer = QtCore.QTimer(self)
+        self._timer.setInterval(POLL_MS)
+        self._timer.timeout.connect(self._take_reports)
         panel.cancel_requested.connect(document.cancel_script)
         panel.graph_chosen.connect(document.show_script_graph)
         panel.filter_changed.connect(self._on_filter_changed)
@@ -50,12 +59,26 @@ class ScriptBinding(PanelBinding):
     def attach(self, run: ScriptProcess) -> None:
         """Show ``run`` as running in the panel and carry its signals over (the caller starts
         it)."""
-        # The model holds these callables strongly; they die with the run.
-        run.output_written.connect(self.output.emit)
-        run.stage_changed.connect(self.stage.emit)
-        run.finished.connect(self.finished.emit)
+        # The model holds these callables strongly; they die with the run, maybe on its
+        # thread: they hold the outbox only.
+        outbox = self._outbox = Outbox()
+        run.output_written.connect(functools.partial(outbox.post, "output"))
+        run.stage_changed.connect(functools.partial(outbox.post, "stage"))
+        run.finished.connect(functools.partial(outbox.post, "finished"))
+        self._timer.start()
         self.panel.started(run.path.name)
         self._raise_dock()
+
+    def _take_reports(self) -> None:
+        for kind, value in self._outbox.take():
+            if kind == "output":
+                self.output.emit(value)
+            elif kind == "stage":
+                self.stage.emit(value)
+            else:
+                self._timer.stop()
+                self.finished.emit(value)
+                return
 
     def show_error(self, error_text: str) -> None:
         self.panel.append_error(error_text)

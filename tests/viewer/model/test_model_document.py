@@ -188,7 +188,7 @@ def test_expressions_wait_for_a_running_script(doc, tmp_path):
         assert "script is running" in str(names(doc, "error_raised")[-1][0])
     finally:
         doc.cancel_script()
-        assert run.wait(10)
+        assert run.wait(60)
     assert run.result.cancelled
     assert not doc.apply_script_result(run.result)
     assert doc.run_expression("y = exp(x)")

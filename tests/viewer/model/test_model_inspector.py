@@ -38,6 +38,28 @@ def test_variable_fields_across_steps():
     assert end.title.startswith("x (variable")
 
 
+def test_the_backward_steps_of_a_known_program_read_as_written_by_hand():
+    # y = square(exp(square(x))) = exp(2 x^2) at x = 0.5: a = 0.25, b = e^0.25 = 1.284025,
+    # dy/db = 2b = 2.568051, dy/da = 2b * b = 3.297443, dy/dx = 3.297443 * 2x = 3.297443.
+    # A node shows its gradient through the step that uses it, then "grad cleared"
+    # (retain_grad=False); x, a leaf, keeps its own.
+    ev = evaluate("x = 0.5\na = square(x)\nb = exp(a)\ny = square(b)")
+    t = ev.trace
+    ids = ids_by_name(t)
+    V, G, C = "value", "grad", "grad cleared"
+    expected = {  # step: (state, gradient shown) of x, a, b, y
+        3: [(V, None), (V, None), (G, "2.568051"), (G, "1")],
+        4: [(V, None), (G, "3.297443"), (G, "2.568051"), (C, None)],
+        5: [(G, "3.297443"), (G, "3.297443"), (C, None), (C, None)],
+    }
+    for step, rows in expected.items():
+        seen = []
+        for name in "xaby":
+            info = dict(inspect(t, ids[name], step).as_rows())
+            seen.append((info["state"], info.get("grad")))
+        assert seen == rows, step
+
+
 def test_function_fields():
     ev = evaluate("x = 0.5\ny = add(x, x)")
     t = ev.trace

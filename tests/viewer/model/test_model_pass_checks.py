@@ -6,7 +6,6 @@ sample."""
 from __future__ import annotations
 
 import textwrap
-import time
 
 import numpy as np
 
@@ -82,7 +81,11 @@ def test_without_sampling_nothing_is_checked_or_flagged(tmp_path):
 
 
 def test_the_checks_keep_to_their_share_of_the_run(monkeypatch):
-    """Past the budget a pass goes unchecked, and the sampler counts it."""
+    """Past the budget a pass goes unchecked, and the sampler counts it. The sampler reads a
+    clock the test moves: each pass of the run takes 0.5 s, each check 0.25 s; the checks may
+    add a quarter of the run's own time plus a grace of 0.125 s, so before pass k (counting
+    from 0) with j checks done, the next check fits while 0.25 j <= 0.25 * 0.5 (k + 1) + 0.125,
+    that is while 2 j <= k + 2: passes 0, 1 and 2, then every other pass."""
     from autodiff import Function, Variable
 
     class Slow(Function):
@@ -94,21 +97,27 @@ def test_the_checks_keep_to_their_share_of_the_run(monkeypatch):
 
     import viewer.model.function_check as fc
 
+    now = [0.0]
+
     def slow_check(*args, **kwargs):
-        time.sleep(0.02)
+        now[0] += 0.25
         return "ok", (), "fine"
 
     monkeypatch.setattr(fc, "_check_at", slow_check)
-    sampler = FunctionSampler(per_class=1, budget=0.2)
+    monkeypatch.setattr(fc, "PASS_CHECK_GRACE", 0.125)
+    sampler = FunctionSampler(per_class=1, budget=0.25, clock=lambda: now[0])
     sampler.priority = False  # no pass of it is to be shown (a recording sets this per pass)
     x = Variable(np.array(1.0))
-    for _ in range(40):
+    checked = []
+    for k in range(40):
+        now[0] += 0.5  # the run's own work in pass k
         sampler.on_forward(Slow(), (x,), (), True)
         sampler.end_pass()
-    total = sampler.passes_checked + sampler.passes_unchecked
-    assert total == 40 and sampler.passes_unchecked > 0 and sampler.passes_checked >= 3
-    elapsed = time.perf_counter() - sampler._began
-    assert sampler._spent <= 0.2 * (elapsed - sampler._spent) + 0.05 + 0.02
+        if not sampler.last_pass_missed:
+            checked.append(k)
+    assert checked == [0, 1, 2, *range(4, 40, 2)]
+    assert sampler.passes_checked == 21 and sampler.passes_unchecked == 19
+    assert sampler._spent == 21 * 0.25 and now[0] == 40 * 0.5 + 21 * 0.25
 
 
 def test_past_the_budget_the_passes_shown_are_still_checked_or_say_they_were_not(

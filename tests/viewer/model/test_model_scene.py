@@ -192,17 +192,88 @@ def assert_states_match_the_trace(scene, trace):
             assert STATE_NAMES[codes[i]] == trace.state_at(int(nid), step).value, (step, nid)
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "x = 0.5\ny = square(exp(square(x)))",
-        "x = 3.0\ny = add(add(x, x), x)",
-        "x = 2.0\ny = x ** 4 - 2 * x ** 2\ng = grad(y, x)\nh = grad(g, x)",
-        "y = x * 2 + 1",
+# States by hand, one letter a node (in the scene's order), one row a step from -1 (before
+# any): N not computed, V value computed, G grad computed, C grad cleared (retain_grad=False
+# drops a non-leaf's gradient once the Function that made it has run backward), K constant.
+KNOWN_STATES = {
+    # x, Square, a, Exp, b, Square, y; forward steps 0-2, then backward of Square (3: b gets
+    # its grad, y's is dropped), Exp (4: a gets its grad, b's is dropped), Square (5: x)
+    "x = 0.5\na = square(x)\nb = exp(a)\ny = square(b)": [
+        "V N N N N N N",
+        "V V V N N N N",
+        "V V V V V N N",
+        "V V V V V V V",
+        "V V V V G G C",
+        "V V G G C G C",
+        "G G C G C G C",
     ],
-)
-def test_scene_states_equal_trace_state_at(text):
-    ev, scene = make_scene(text)
+    # x, Add, t = x + x, Add, y; x's gradient is a sum: 1 at step 2, 3 at step 3
+    "x = 3.0\ny = add(add(x, x), x)": [
+        "V N N N N",
+        "V V V N N",
+        "V V V V V",
+        "G V G G C",
+        "G G C G C",
+    ],
+    # x, 2, Mul, t = x * 2, 1, Add, y: the constants never hold a gradient
+    "x = 1.5\ny = x * 2 + 1": [
+        "V K N N K N N",
+        "V K V V K N N",
+        "V K V V K V V",
+        "V K V G K G C",
+        "G K G C K G C",
+    ],
+}
+# What the frames show: a gradient stays in view through the step that uses it (the step
+# after it was computed, where backward drops it), then "grad cleared".
+KNOWN_FRAMES = {
+    "x = 0.5\na = square(x)\nb = exp(a)\ny = square(b)": [
+        "V N N N N N N",
+        "V V V N N N N",
+        "V V V V V N N",
+        "V V V V V V V",
+        "V V V V G G G",
+        "V V G G G G C",
+        "G G G G C G C",
+    ],
+    "x = 3.0\ny = add(add(x, x), x)": [
+        "V N N N N",
+        "V V V N N",
+        "V V V V V",
+        "G V G G G",
+        "G G G G C",
+    ],
+    "x = 1.5\ny = x * 2 + 1": [
+        "V K N N K N N",
+        "V K V V K N N",
+        "V K V V K V V",
+        "V K V G K G G",
+        "G K G G K G C",
+    ],
+}
+_LETTERS = {
+    "N": "not_computed",
+    "V": "value",
+    "G": "grad",
+    "C": "grad_cleared",
+    "K": "constant",
+}
+
+
+def _rows(codes_of_step, n_steps):
+    names = {v: k for k, v in _LETTERS.items()}
+    return [" ".join(names[STATE_NAMES[c]] for c in codes_of_step(s)) for s in range(-1, n_steps)]
+
+
+@pytest.mark.parametrize("text", list(KNOWN_STATES))
+def test_the_states_of_known_programs_are_the_hand_written_ones(text):
+    _, scene = make_scene(text)
+    assert _rows(scene.state_codes, scene.n_steps) == KNOWN_STATES[text]
+    assert _rows(lambda s: scene.frame(s).state_codes, scene.n_steps) == KNOWN_FRAMES[text]
+
+
+def test_scene_states_equal_trace_state_at_with_nested_grads():
+    ev, scene = make_scene("x = 2.0\ny = x ** 4 - 2 * x ** 2\ng = grad(y, x)\nh = grad(g, x)")
     assert_states_match_the_trace(scene, ev.trace)
 
 

@@ -1,5 +1,9 @@
 """Scripts run in a worker process: whatever the script does, the app's process is untouched,
-each way the worker can end is reported in one line, and Cancel ends it within a second."""
+each way the worker can end is reported in one line, and Cancel ends it.
+
+No test here bounds how long anything takes (a busy machine decides that): each waits for the
+event it is about, with a generous timeout. How soon Cancel ends a run is measured in
+bench/cancel_latency.py."""
 
 import os
 import sys
@@ -10,6 +14,7 @@ import numpy as np
 import pytest
 
 from autodiff import core
+from viewer.model import script_process
 from viewer.model.document import Document
 from viewer.model.script_process import CANCEL_GRACE_S, ScriptProcess
 
@@ -153,20 +158,26 @@ def test_a_memory_error_under_the_limit_names_the_limit(tmp_path):
 
 
 def test_a_thread_that_never_ends_does_not_keep_the_run_alive(tmp_path):
-    began = time.monotonic()
-    result, _ = run(
-        tmp_path,
-        """
-        import threading, time
-        threading.Thread(target=lambda: time.sleep(600)).start()  # not a daemon
-        print("main done")
-        """,
+    process = ScriptProcess(
+        write(
+            tmp_path,
+            "script.py",
+            """
+            import threading
+            threading.Thread(target=threading.Event().wait).start()  # not a daemon, never ends
+            print("main done")
+            """,
+        )
     )
+    process.start()
+    assert process.wait(60), "the run waited for the script's thread"
+    result = process.result
     assert result.ok and result.stdout == "main done\n"
-    assert time.monotonic() - began < 20
 
 
-def test_cancel_stops_a_sleeping_script_within_a_second_and_keeps_its_graph(tmp_path):
+def test_cancel_stops_a_sleeping_script_and_keeps_its_graph(tmp_path, monkeypatch):
+    # the worker is never killed here, however busy the machine: it stops by itself
+    monkeypatch.setattr(script_process, "CANCEL_GRACE_S", 120.0)
     process = started(
         tmp_path,
         """
@@ -180,12 +191,11 @@ def test_cancel_stops_a_sleeping_script_within_a_second_and_keeps_its_graph(tmp_
         time.sleep(600)
         """,
     )
-    began = time.monotonic()
     process.cancel()
-    assert process.wait(30)
-    assert time.monotonic() - began < 1.0 + 1.0  # the worker stops, then the result is read
+    assert process.wait(60)
     result = process.result
     assert result.cancelled and len(result.graphs) == 1
+    assert "did not stop" not in result.summary
     assert result.summary.startswith("script.py: cancelled after")
 
 
@@ -207,8 +217,8 @@ def test_cancel_kills_a_script_that_catches_everything_and_what_it_started(tmp_p
     child = int((tmp_path / "child").read_text())
     began = time.monotonic()
     process.cancel()
-    assert process.wait(30)
-    assert time.monotonic() - began < CANCEL_GRACE_S + 0.5
+    assert process.wait(60)
+    assert time.monotonic() - began >= CANCEL_GRACE_S  # killed once its grace was over
     result = process.result
     assert result.cancelled
     assert "did not stop within" in result.error_message
@@ -289,21 +299,25 @@ def test_big_arrays_in_the_recording_come_back_whole(tmp_path):
 
 
 def test_a_process_the_script_leaves_behind_neither_holds_the_result_nor_survives(tmp_path):
-    began = time.monotonic()
-    result, _ = run(
-        tmp_path,
-        """
-        import os, pathlib, time
-        pid = os.fork()
-        if pid == 0:  # holds every pipe of the worker, the channel included
-            time.sleep(600)
-            os._exit(0)
-        pathlib.Path("child").write_text(str(pid))
-        print("parent done")
-        """,
+    process = ScriptProcess(
+        write(
+            tmp_path,
+            "script.py",
+            """
+            import os, pathlib, threading
+            pid = os.fork()
+            if pid == 0:  # holds every pipe of the worker, the channel included
+                threading.Event().wait()  # forever
+                os._exit(0)
+            pathlib.Path("child").write_text(str(pid))
+            print("parent done")
+            """,
+        )
     )
+    process.start()
+    assert process.wait(60), "the run waited for the script's own child"
+    result = process.result
     assert result.ok and result.stdout == "parent done\n"
-    assert time.monotonic() - began < 15
     child = int((tmp_path / "child").read_text())
     deadline = time.monotonic() + 10
     while _alive(child):
@@ -331,7 +345,11 @@ def test_the_summary_says_why_a_cancel_ended_the_process_and_where_a_crash_happe
     )
 
 
-def test_a_cancelled_long_run_sends_its_output_and_a_bounded_sample_of_its_passes(tmp_path):
+def test_a_cancelled_long_run_sends_its_output_and_a_bounded_sample_of_its_passes(
+    tmp_path, monkeypatch
+):
+    # the worker is never killed here, however busy the machine: it stops by itself
+    monkeypatch.setattr(script_process, "CANCEL_GRACE_S", 120.0)
     process = started(
         tmp_path,
         """
@@ -351,10 +369,8 @@ def test_a_cancelled_long_run_sends_its_output_and_a_bounded_sample_of_its_passe
                 pathlib.Path("started").write_text("yes")
         """,
     )
-    began = time.monotonic()
     process.cancel()
-    assert process.wait(30)
-    assert time.monotonic() - began < CANCEL_GRACE_S + 0.5
+    assert process.wait(60)
     result = process.result
     assert result.cancelled and result.stdout == "iterating\n"  # what it printed came through
     assert "did not stop" not in result.summary  # the worker ended by itself, in time

@@ -129,7 +129,7 @@ def test_cancel(tmp_path, body):
     time.sleep(0.2)
     assert run.running
     run.cancel()
-    assert run.wait(10), "the script did not stop"
+    assert run.wait(60), "the script did not stop"
     assert run.result.cancelled and not run.result.ok
     assert seen == [run.result]
     assert "cancelled" in run.result.summary

@@ -1,11 +1,24 @@
 """Qt tests run on the offscreen platform with settings isolated in a temporary folder."""
 
+import gc
 import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest
 from PySide6 import QtCore
+
+
+@pytest.fixture(autouse=True)
+def earlier_qt_garbage_dies_on_the_gui_thread(qapp):
+    """The windows of the tests before this one are in reference cycles by now (pytest-qt
+    closed them; their Python parts hold each other, and Python owns a few live parts:
+    pyqtgraph's menus, pixmaps). Collected here, on the GUI thread: else the cycle collector
+    could free them on this test's worker thread (it runs on whichever thread allocates when
+    it triggers), and a Qt object must die on its own thread. The app's one window ends with
+    the app."""
+    QtCore.QCoreApplication.sendPostedEvents(None, QtCore.QEvent.Type.DeferredDelete)
+    gc.collect()
 
 
 @pytest.fixture(autouse=True)

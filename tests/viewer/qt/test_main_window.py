@@ -156,7 +156,7 @@ def test_play_runs_to_the_end_on_the_timer(qtbot, window):
     playback.set_speed(60)
     qtbot.mouseClick(_find(window, "playButton"), QtCore.Qt.MouseButton.LeftButton)
     assert playback.playing
-    qtbot.waitUntil(lambda: playback.at_end and not playback.playing, timeout=5000)
+    qtbot.waitUntil(lambda: playback.at_end and not playback.playing, timeout=30_000)
     slider = _find(window, "timelineSlider")
     assert slider.value() == playback.index
     slider.setValue(1)

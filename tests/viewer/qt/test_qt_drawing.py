@@ -56,7 +56,7 @@ def _settle(qtbot, view, counter, change):
     """Apply ``change`` and wait until the viewport has repainted what it invalidated."""
     before = counter.count
     change()
-    qtbot.waitUntil(lambda: counter.count > before, timeout=2000)
+    qtbot.waitUntil(lambda: counter.count > before, timeout=30_000)
     qtbot.wait(30)  # any further queued update of the same change
 
 

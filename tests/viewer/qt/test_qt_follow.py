@@ -92,7 +92,7 @@ def test_the_view_glides_to_a_step_out_of_view_without_zooming(qtbot, wide_scene
     view.set_frame(frame)
     assert view.is_panning, "the view should glide to the step, not jump"
     assert 150 <= FOLLOW_DURATION_MS <= 250
-    qtbot.waitUntil(lambda: not view.is_panning, timeout=3000)
+    qtbot.waitUntil(lambda: not view.is_panning, timeout=30_000)
     after = _rect(view)
     assert _inside(view, scene, frame.current_nodes)
     assert not np.allclose(after[:2], before[:2])
@@ -106,7 +106,7 @@ def test_a_step_already_in_view_does_not_move_it(qtbot, wide_scene):
     _zoomed_in(qtbot, view, scene)
     step = _step_out_of_view(view, scene)
     view.set_frame(scene.frame(step))
-    qtbot.waitUntil(lambda: not view.is_panning, timeout=3000)
+    qtbot.waitUntil(lambda: not view.is_panning, timeout=30_000)
     settled = _rect(view)
     view.set_frame(scene.frame(step))  # the same step again (a redraw): nothing moves
     view.set_theme(view.theme)
@@ -235,6 +235,6 @@ def test_playing_in_the_window_keeps_the_step_in_view(qtbot, window):
     width = _rect(view)[2]
     step = _step_out_of_view(view, scene)
     window.document.playback.seek(step)  # a click in the timeline, End, N, B: a jump
-    qtbot.waitUntil(lambda: not view.is_panning, timeout=3000)
+    qtbot.waitUntil(lambda: not view.is_panning, timeout=30_000)
     assert _inside(view, scene, scene.frame(step).current_nodes)
     assert np.isclose(_rect(view)[2], width, rtol=1e-9)

@@ -329,7 +329,7 @@ def test_a_script_started_during_a_plot_says_the_plot_waits_for_it(
     run = window.document.script_run
     qtbot.waitUntil(lambda: run.running, timeout=10_000)
     message = window.plot_panel.function_message
-    qtbot.waitUntil(lambda: "script is running" in message.text(), timeout=5_000)
+    qtbot.waitUntil(lambda: "script is running" in message.text(), timeout=30_000)
     assert not binding.busy and "Computing" not in message.text()
     window.document.cancel_script()
     wait_for_script(window, timeout=30_000)

@@ -42,7 +42,7 @@ def test_window_state_recent_files_and_editor_text_survive_a_restart(qtbot, tmp_
     assert (second.width(), second.height()) == (720, 520)
     # the saved text runs once the event loop is up, never before the window exists
     assert second.document.trace.steps[0].op == "Square"
-    qtbot.waitUntil(lambda: second.document.trace.steps[0].op == "Sin", timeout=5000)
+    qtbot.waitUntil(lambda: second.document.trace.steps[0].op == "Sin", timeout=30_000)
     second.close()
 
 
@@ -51,7 +51,7 @@ def test_saved_text_that_does_not_run_is_kept_with_its_error(qtbot):
     window = build_window([])
     qtbot.addWidget(window)
     assert window.editor.text() == "y = x +"
-    qtbot.waitUntil(lambda: bool(window.editor.error_text()), timeout=5000)
+    qtbot.waitUntil(lambda: bool(window.editor.error_text()), timeout=30_000)
     assert window.editor.text() == "y = x +"
     assert window.document.scene is not None  # the seeds' example is on screen meanwhile
 
@@ -63,7 +63,7 @@ def test_a_saved_program_that_used_to_crash_the_start_up_shows_an_error(qtbot):
     window = build_window([])
     qtbot.addWidget(window)
     assert window.document.scene is not None
-    qtbot.waitUntil(lambda: "finite" in window.editor.error_text(), timeout=5000)
+    qtbot.waitUntil(lambda: "finite" in window.editor.error_text(), timeout=30_000)
     assert window.editor.text() == "y = x * arange(1e309)"
 
 
@@ -223,10 +223,19 @@ def test_a_script_on_the_command_line_is_not_raced_by_the_saved_program(
 ):
     AppSettings().store.setValue("editor/text", "x = 1.5\ny = x * 2\n")
     script = tmp_path / "s.py"
-    script.write_text("import time\ntime.sleep(0.5)\nraise ValueError('no graph')\n")
+    release = tmp_path / "release"
+    # the script runs until the test releases it (60 s at most)
+    script.write_text(
+        "import pathlib, time\n"
+        f"for _ in range(6000):\n    if pathlib.Path({str(release)!r}).exists(): break\n"
+        "    time.sleep(0.01)\n"
+        "raise ValueError('no graph')\n"
+    )
     window = build_window([str(script), "--yes"])
     qtbot.addWidget(window)
     qtbot.wait(200)  # the saved program's turn comes with the event loop
+    assert window.document.script_run is not None  # it came while the script ran
+    release.touch()
     wait_for_script(window)
     # The failed script leaves the expression on screen, without a stale "a script is
     # running" error from the saved program's refused start.

@@ -82,7 +82,7 @@ def test_playback_bar_mirrors_and_drives_the_state(qtbot):
     assert state.speed == 16.0 and bar.timer.interval() == state.interval_ms
     qtbot.mouseClick(bar.play_button, QtCore.Qt.MouseButton.LeftButton)
     assert state.playing and bar.timer.isActive()
-    qtbot.waitUntil(lambda: not state.playing, timeout=3000)
+    qtbot.waitUntil(lambda: not state.playing, timeout=30_000)
     assert state.at_end and not bar.timer.isActive()
     assert len(bar.phase_menu.actions()) == 2
     bar.strip.repaint()
@@ -117,7 +117,7 @@ def test_job_reports_result_failure_and_cancellation_on_the_gui_thread(qtbot):
 
     job = Job(ok)
     job.succeeded.connect(lambda r: seen.append(threading.get_ident()))
-    with qtbot.waitSignal(job.finished, timeout=5000):
+    with qtbot.waitSignal(job.finished, timeout=30_000):
         job.start()
     assert job.outcome == "succeeded" and job.result != gui and seen == [gui]
 
@@ -125,7 +125,7 @@ def test_job_reports_result_failure_and_cancellation_on_the_gui_thread(qtbot):
         raise ValueError("bad layout")
 
     job = Job(boom)
-    with qtbot.waitSignal(job.finished, timeout=5000):
+    with qtbot.waitSignal(job.finished, timeout=30_000):
         job.start()
     assert job.outcome == "failed" and "bad layout" in job.traceback
 
@@ -139,8 +139,8 @@ def test_job_reports_result_failure_and_cancellation_on_the_gui_thread(qtbot):
 
     job = Job(slow)
     job.start()
-    started.wait(5)
-    with qtbot.waitSignal(job.finished, timeout=5000):
+    assert started.wait(30)
+    with qtbot.waitSignal(job.finished, timeout=30_000):
         job.cancel()
     assert job.outcome == "cancelled"
 
