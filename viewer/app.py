@@ -193,6 +193,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     app = _application(headless=False)
     from viewer.qt.main_window import MainWindow
 
+    from viewer.qt.collector import GuiThreadCollector
+
+    collector = GuiThreadCollector(app)
+    collector.start()  # Qt objects in cycles die on the GUI thread, never on a worker's
     window = MainWindow(theme=args.theme)
     if args.max_passes is not None:
         window.document.script_max_passes = args.max_passes
