@@ -191,9 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 1
     app = _application(headless=False)
-    from viewer.qt.main_window import MainWindow
-
     from viewer.qt.collector import GuiThreadCollector
+    from viewer.qt.main_window import MainWindow
 
     collector = GuiThreadCollector(app)
     collector.start()  # Qt objects in cycles die on the GUI thread, never on a worker's
