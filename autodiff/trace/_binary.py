@@ -21,6 +21,7 @@ dtypes in the header). The arrays of one dtype lie back to back in its buffer, i
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import io
 import json
@@ -78,6 +79,13 @@ _TABLES = {  # member -> (dtype, columns: None for 1-D)
 }
 
 
+@functools.cache
+def _storable(dtype: np.dtype) -> bool:
+    """Whether an array of ``dtype`` is kept as it is (asked once a dtype: ``dtype.name`` is
+    slow, and asked for every array of a long run)."""
+    return dtype.name in _ARRAY_DTYPES
+
+
 class _Values:
     """Raw values (float, ndarray, Snapshot summary) as references into typed tables."""
 
@@ -104,7 +112,7 @@ class _Values:
         ref = self._seen.get(id(raw))
         if ref is None:
             array = np.asarray(raw)
-            if array.dtype.name not in _ARRAY_DTYPES:  # complex, longdouble: as JSON keeps them
+            if not _storable(array.dtype):  # complex, longdouble: as JSON keeps them
                 self.summaries.append(summarize(array, keep_array=False))
                 ref = _SUMMARY + 3 * (len(self.summaries) - 1)
             else:
@@ -122,8 +130,9 @@ class _Values:
         rows = []
         buffers: dict[str, list[np.ndarray]] = {}
         offsets: dict[str, int] = {}
+        names: dict[np.dtype, str] = {}  # dtype.name is slow, and asked once an array
         for a in self.arrays:
-            name = a.dtype.name
+            name = names.get(a.dtype) or names.setdefault(a.dtype, a.dtype.name)
             if name not in offsets:
                 offsets[name] = 0
                 buffers[name] = []
@@ -144,6 +153,7 @@ class _Values:
         header["summary_dtypes"] = [s.dtype for s in self.summaries]
 
 
+@functools.cache
 def _stored(name: str) -> np.dtype:
     """The dtype a member of dtype ``name`` is stored as (little-endian, whatever the machine):
     the one the reader asks for."""
