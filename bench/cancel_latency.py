@@ -80,7 +80,7 @@ def _summary(times: list[float]) -> str:
 
 
 def script_cancel(runs: int, folder: Path) -> None:
-    from viewer.model.script_process import ScriptProcess
+    from viewer.model.scripts.process import ScriptProcess
 
     print("1. a script in its worker process: Cancel to its result read back")
     for what, body in (("time.sleep(600)", SLEEPING), ("engine loop", ENGINE_LOOP)):
@@ -108,8 +108,8 @@ def script_cancel(runs: int, folder: Path) -> None:
 def program_cancel(runs: int) -> None:
     from PySide6 import QtCore, QtWidgets
 
-    from viewer.qt import expression_runner
     from viewer.qt.main_window import MainWindow
+    from viewer.qt.runners import expression as expression_runner
 
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
     print("2. a typed program on the window's worker: Cancel to the runner's finished signal")
@@ -153,8 +153,8 @@ def program_cancel(runs: int) -> None:
 
 
 def last_line(runs: int, folder: Path) -> None:
-    from viewer.model.script_process import ScriptProcess
-    from viewer.model.script_run import ScriptRun
+    from viewer.model.scripts.process import ScriptProcess
+    from viewer.model.scripts.run import ScriptRun
 
     print("3. a quiet script's last line: its print to output_written")
     path = folder / "quiet.py"

@@ -31,11 +31,11 @@ import autodiff
 import autodiff.functions as F
 from autodiff import Variable
 from autodiff.trace import record
-from viewer.model.document import Document
-from viewer.model.find import FindIndex
-from viewer.model.graph_layout import compute_layout
-from viewer.model.overview import overview_map, rasterise
-from viewer.model.scene import Scene
+from viewer.model.document.document import Document
+from viewer.model.layout.compute import compute_layout
+from viewer.model.panels.find import FindIndex
+from viewer.model.panels.overview import overview_map, rasterise
+from viewer.model.scene.scene import Scene
 
 
 def scoped_chain(n_nodes: int, block: int):
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
         from PySide6 import QtWidgets
 
-        from viewer.qt.graph_view import GraphView
+        from viewer.qt.graph.view import GraphView
 
         app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
         view = GraphView()

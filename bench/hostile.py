@@ -87,7 +87,7 @@ def dense_json(mb: int) -> None:
 
 def _in_process(path, argv=None, max_array_size=4096, memory_mb=None):
     """The runner scripts had before the worker process: a thread of the app's own."""
-    from viewer.model.script_run import ScriptRun
+    from viewer.model.scripts.run import ScriptRun
 
     return ScriptRun(path, argv, max_array_size=max_array_size)
 
@@ -96,8 +96,8 @@ RUNNERS = ("worker process (now)", "in-process (before)")
 
 
 def _use_runner(label: str) -> None:
-    from viewer.model import script_loader
-    from viewer.model.script_process import ScriptProcess
+    from viewer.model.document import script_loader
+    from viewer.model.scripts.process import ScriptProcess
 
     script_loader.ScriptProcess = ScriptProcess if label == RUNNERS[0] else _in_process
 
@@ -154,7 +154,7 @@ def output_stall(megabytes: int) -> None:
 
 
 def cancel_to_idle() -> None:
-    from viewer.model.script_process import ScriptProcess
+    from viewer.model.scripts.process import ScriptProcess
 
     folder = Path(tempfile.mkdtemp())
     scripts = {

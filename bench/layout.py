@@ -1,4 +1,4 @@
-"""Layout benchmark: viewer.model.layout against Graphviz dot, networkx and grandalf.
+"""Layout benchmark: viewer.model.layout.layered against Graphviz dot, networkx and grandalf.
 
     python bench/layout.py                                  # sizes 100,1000,5000,20000
     python bench/layout.py --sizes 1000 --repeats 5
@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.reference_graphs import GEN_DAG, load_gen_dag  # noqa: E402
-from viewer.model.layout import count_crossings, layered_layout  # noqa: E402
+from viewer.model.layout.layered import count_crossings, layered_layout  # noqa: E402
 
 Edges = list[tuple[int, int]]
 

@@ -67,7 +67,7 @@ def status(key):
                 return int(line.split()[1])
 
 
-from viewer.model.document import Document
+from viewer.model.document.document import Document
 
 doc = Document()
 doc.script_max_passes = {max_passes}

@@ -50,8 +50,8 @@ sys.path.insert(0, str(ROOT))
 import autodiff.functions as F  # noqa: E402
 from autodiff import Function, Variable, trace  # noqa: E402
 from bench.reference_graphs import GEN_DAG, load_gen_dag  # noqa: E402
-from viewer.model.graph_layout import compute_layout  # noqa: E402
-from viewer.model.scene import Scene  # noqa: E402
+from viewer.model.layout.compute import compute_layout  # noqa: E402
+from viewer.model.scene.scene import Scene  # noqa: E402
 
 TARGETS_MS = {1000: 16.0, 10000: 50.0}
 
@@ -171,7 +171,7 @@ def _p90(pairs: list[tuple[float, float]]) -> float:
 def measure(name: str, t: Any, repeats: int, steps: int) -> dict[str, Any]:
     from PySide6 import QtWidgets
 
-    from viewer.qt.graph_view import GraphView
+    from viewer.qt.graph.view import GraphView
 
     app = QtWidgets.QApplication.instance()
     start = _clock()

@@ -35,9 +35,9 @@ import autodiff.functions as F
 from autodiff.layers import Layer, Linear
 from autodiff.models import Model
 from autodiff.trace import record
-from viewer.model.document import Document
-from viewer.model.graph_layout import compute_layout
-from viewer.model.scene import Scene
+from viewer.model.document.document import Document
+from viewer.model.layout.compute import compute_layout
+from viewer.model.scene.scene import Scene
 
 
 class Stage(Layer):
@@ -96,7 +96,7 @@ def paint(doc: Document) -> float:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6 import QtWidgets
 
-    from viewer.qt.graph_view import GraphView
+    from viewer.qt.graph.view import GraphView
 
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
     view = GraphView()

@@ -324,8 +324,8 @@ def training_script(path: Path) -> None:
     import io
     import runpy
 
-    from viewer.model.document import Document
-    from viewer.model.script_run import ScriptRun
+    from viewer.model.document.document import Document
+    from viewer.model.scripts.run import ScriptRun
 
     print(f"\n{path.name} in the viewer (wall-clock seconds)")
     clock = time.perf_counter
@@ -340,7 +340,7 @@ def training_script(path: Path) -> None:
     finally:
         os.chdir(saved[0])
         sys.path[:] = saved[1]
-    from viewer.model.script_process import ScriptProcess
+    from viewer.model.scripts.process import ScriptProcess
 
     print(f"  the script alone                       {plain:7.2f} s")
     for label, runner in (

@@ -73,13 +73,13 @@ def main() -> None:
 
     import autodiff
     import autodiff.trace
-    import autodiff.trace._binary as now_binary
     import autodiff.trace._trace as now_tracemod
+    import autodiff.trace.formats.npz as now_binary
 
     base = baseline.load(args.base)
     with base.active():
         old = base.module("autodiff")
-        old_binary = base.module("autodiff.trace._binary")
+        old_binary = base.module("autodiff.trace.formats.npz")
         old_tracemod = base.module("autodiff.trace._trace")
         old_trace = record(old, args.steps)
     now_trace = record(autodiff, args.steps)

@@ -147,3 +147,17 @@ def test_no_import_circle_beyond_the_engines_core():
 def test_the_circle_check_finds_a_lazy_import_circle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _circles(graph) == [{"a", "b", "c"}]
+
+
+# ----------------------------------------------------------------------------- the folders
+MAX_MODULES_PER_FOLDER = 15
+
+
+def test_no_folder_of_the_viewer_holds_more_than_15_modules():
+    """docs/ARCHITECTURE.md: packages named for what they hold, none a flat room."""
+    crowded = {}
+    for folder in [ROOT / "viewer", *(p for p in (ROOT / "viewer").rglob("*") if p.is_dir())]:
+        modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+        if len(modules) > MAX_MODULES_PER_FOLDER:
+            crowded[folder.relative_to(ROOT).as_posix()] = len(modules)
+    assert crowded == {}

@@ -17,7 +17,7 @@ PACKAGES = ("autodiff", "viewer")
 ALLOWED = {
     ("autodiff/leaks.py", "compile"): "run_script compiles the user's own script file",
     ("autodiff/leaks.py", "exec"): "and runs it, as python does",
-    ("viewer/model/script_run.py", "runpy.run_path"): "a script the user chose to run",
+    ("viewer/model/scripts/run.py", "runpy.run_path"): "a script the user chose to run",
 }
 
 # Calls that build objects from bytes: the module and the function.

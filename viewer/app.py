@@ -111,7 +111,7 @@ def _no_display() -> bool:
 
 
 def _remove_stale_run_folders() -> None:
-    from viewer.model.script_process import remove_stale_folders
+    from viewer.model.scripts.process import remove_stale_folders
 
     remove_stale_folders()
 
@@ -133,7 +133,7 @@ def build_window(argv: Sequence[str] | None = None):
 
 def _export(args: argparse.Namespace) -> int:
     _application(headless=True)
-    from viewer.qt.headless import ExportError, ScriptFailed, ScriptNotConfirmed, export_file
+    from viewer.qt.graph.headless import ExportError, ScriptFailed, ScriptNotConfirmed, export_file
 
     try:
         out = export_file(

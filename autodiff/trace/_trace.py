@@ -14,7 +14,7 @@ import networkx as nx
 import numpy as np
 
 from autodiff import core
-from autodiff.trace import _audit, _binary, _io
+from autodiff.trace import _audit
 from autodiff.trace._index import TraceIndex, _bulk
 from autodiff.trace._recorder import (
     _BWD,
@@ -28,6 +28,8 @@ from autodiff.trace._recorder import (
 )
 from autodiff.trace._rows import BackwardRow, ForwardRow, ScopeRow
 from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
+from autodiff.trace.formats import json_io as _io
+from autodiff.trace.formats import npz as _binary
 
 if TYPE_CHECKING:
     from autodiff.trace._audit import LeakReport
@@ -659,13 +661,14 @@ def load(path: str | os.PathLike[str], max_bytes: int | None = None) -> Trace:
 
 
 def trace_from_dict(data: Any) -> Trace:
-    """A Trace from the dict of :func:`autodiff.trace._io.trace_to_dict`, validated field by
+    """A Trace from the dict of :func:`autodiff.trace.formats.json_io.trace_to_dict`, validated
+    field by
     field; raises :class:`TraceFormatError`."""
     return _io.trace_from_dict(data, Trace)
 
 
 def trace_from_npz(file: str | os.PathLike[str] | Any) -> Trace:
-    """A Trace from the file of :func:`autodiff.trace._binary.trace_to_npz`; raises
+    """A Trace from the file of :func:`autodiff.trace.formats.npz.trace_to_npz`; raises
     :class:`TraceFormatError`."""
     return _binary.trace_from_npz(file, Trace)
 

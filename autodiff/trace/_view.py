@@ -253,12 +253,12 @@ class TraceView:
 
     # DOT and GraphML read only ``graph``, which a view restricts to its own graph.
     def to_dot(self, step: int | None = None) -> str:
-        from autodiff.trace import _io as _trace_io
+        from autodiff.trace.formats import json_io as _trace_io
 
         return _trace_io.to_dot(self, step)
 
     def to_graphml(self, path: str | os.PathLike[str]) -> None:
-        from autodiff.trace import _io as _trace_io
+        from autodiff.trace.formats import json_io as _trace_io
 
         _trace_io.to_graphml(self, path)
 

@@ -320,7 +320,7 @@ def test_a_recorded_training_loop_shows_the_updated_weights():
 
 
 def test_the_viewer_plays_a_micrograd_graph_to_the_end():
-    from viewer.model.document import Document
+    from viewer.model.document.document import Document
 
     x = Value(0.5, label="x")
     with trace.record() as t:
@@ -337,7 +337,7 @@ def test_the_viewer_plays_a_micrograd_graph_to_the_end():
 
 
 def test_the_gradient_check_passes_on_a_live_micrograd_graph():
-    from viewer.model.gradcheck import check_trace
+    from viewer.model.checks.gradcheck import check_trace
 
     x, w = Value(0.4, label="x"), Value(-1.3, label="w")
     with trace.record() as t:
@@ -372,7 +372,7 @@ def test_a_graph_built_before_recording_is_reported_when_backpropagated():
 
 
 def test_a_recorded_op_built_by_hand_is_a_step_named_after_its_op():
-    from viewer.model.gradcheck import check_trace
+    from viewer.model.checks.gradcheck import check_trace
 
     x = Value(0.3, label="x")
     with trace.record() as t:

@@ -11,8 +11,8 @@ import pytest
 import autodiff.functions as F
 from autodiff import Variable, no_grad, trace
 from autodiff.trace import TraceFormatError
-from autodiff.trace._binary import trace_to_npz
 from autodiff.trace._trace import trace_from_npz
+from autodiff.trace.formats.npz import trace_to_npz
 
 
 def _loop():

@@ -18,10 +18,15 @@ import autodiff
 import autodiff.functions as F
 from autodiff import Function, Layer, Variable, trace
 from autodiff.trace import TraceFormatError
-from autodiff.trace._binary import MAX_HEADER_DEPTH, trace_to_npz
 from autodiff.trace._checks import MAX_NAME, MAX_OP, MAX_SCOPE_PATH
-from autodiff.trace._npz import MAX_MEMBERS, MAX_NPY_HEADER, MAX_NPY_NESTING, MAX_RATIO
 from autodiff.trace._trace import trace_from_npz
+from autodiff.trace.formats.npz import MAX_HEADER_DEPTH, trace_to_npz
+from autodiff.trace.formats.npz_members import (
+    MAX_MEMBERS,
+    MAX_NPY_HEADER,
+    MAX_NPY_NESTING,
+    MAX_RATIO,
+)
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "traces"
 MB = 1 << 20

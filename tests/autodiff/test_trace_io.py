@@ -10,8 +10,8 @@ import pytest
 import autodiff.functions as F
 from autodiff import Variable, no_grad, trace
 from autodiff.trace import NodeState, TraceFormatError
-from autodiff.trace._io import MAX_DEPTH, trace_to_dict
 from autodiff.trace._trace import trace_from_dict
+from autodiff.trace.formats.json_io import MAX_DEPTH, trace_to_dict
 
 
 def _recorded():
@@ -495,7 +495,8 @@ def test_the_loaders_build_rows_only_through_the_tables_constructors():
     import inspect
     import re
 
-    from autodiff.trace import _binary, _io
+    from autodiff.trace.formats import json_io as _io
+    from autodiff.trace.formats import npz as _binary
 
     write = re.compile(
         r"\._(?:t_)?(?:info|raw|extra|refs|names|constants|operands|grad_of)"
@@ -509,9 +510,9 @@ def test_the_loaders_build_rows_only_through_the_tables_constructors():
 def test_the_tables_rows_are_named_alike_recorded_or_loaded(tmp_path):
     import io
 
-    from autodiff.trace._binary import trace_to_npz
     from autodiff.trace._rows import BackwardRow, EventRow, ForwardRow, FunctionRow, VariableRow
     from autodiff.trace._trace import trace_from_npz
+    from autodiff.trace.formats.npz import trace_to_npz
 
     x = Variable(np.array([0.5, -1.0]), name="x")
     with trace.record() as t:

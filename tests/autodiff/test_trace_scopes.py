@@ -12,10 +12,10 @@ import autodiff.functions as F
 from autodiff import Layer, Model, Variable, core
 from autodiff.layers import Linear
 from autodiff.trace import TraceFormatError, record, view_for_root
-from autodiff.trace._binary import trace_to_npz
 from autodiff.trace._checks import MAX_SCOPE_PATH
-from autodiff.trace._io import SCHEMA_VERSION, trace_to_dict
 from autodiff.trace._trace import trace_from_dict, trace_from_npz
+from autodiff.trace.formats.json_io import SCHEMA_VERSION, trace_to_dict
+from autodiff.trace.formats.npz import trace_to_npz
 
 
 class Block(Layer):

@@ -1,4 +1,5 @@
-"""viewer.model.layout: layering, ordering, coordinates, edge polylines, progress and cancel."""
+"""viewer.model.layout.layered: layering, ordering, coordinates, edge polylines, progress and
+cancel."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from viewer.model import layout_placement
-from viewer.model.layout import (
+from viewer.model.layout import placement as layout_placement
+from viewer.model.layout.layered import (
     Layout,
     LayoutCancelled,
     count_crossings,

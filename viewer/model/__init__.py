@@ -5,16 +5,16 @@ data, the example library and the script runner; :class:`Document` ties them tog
 the main window. Nothing here imports PySide6 or pyqtgraph.
 """
 
-from viewer.model.document import Document, LeafRow, ScriptError
-from viewer.model.examples import Example, find_example, list_examples
-from viewer.model.expression import Evaluation, ExpressionError, Program, evaluate, parse
-from viewer.model.graph_layout import GraphLayout, compute_layout
-from viewer.model.inspector import NodeInfo, inspect
-from viewer.model.node_overlays import Overlay
-from viewer.model.playback import PlaybackState
-from viewer.model.scene import Frame, Scene
-from viewer.model.script_process import ScriptProcess
-from viewer.model.script_run import ScriptResult, ScriptRun
+from viewer.model.document.document import Document, LeafRow, ScriptError
+from viewer.model.document.examples import Example, find_example, list_examples
+from viewer.model.document.playback import PlaybackState
+from viewer.model.expression.program import Evaluation, ExpressionError, Program, evaluate, parse
+from viewer.model.layout.compute import GraphLayout, compute_layout
+from viewer.model.panels.inspector import NodeInfo, inspect
+from viewer.model.scene.overlays import Overlay
+from viewer.model.scene.scene import Frame, Scene
+from viewer.model.scripts.process import ScriptProcess
+from viewer.model.scripts.run import ScriptResult, ScriptRun
 from viewer.model.signals import Signal
 
 __all__ = [

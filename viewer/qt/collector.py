@@ -4,7 +4,7 @@ Python's collector runs on whichever thread happens to allocate when a generatio
 layout or a typed program on a worker thread could be the one to free a Qt object caught in a
 reference cycle (a closed window's menus, a pyqtgraph item, a QTimer of a finished test), and
 a Qt object released off its own thread can abort the process. The workers are given no Qt
-object (:mod:`viewer.qt.workers`), but the garbage of the rest of the app is anyone's to
+object (:mod:`viewer.qt.runners.jobs`), but the garbage of the rest of the app is anyone's to
 collect. So the app turns automatic collection off and a timer on the GUI thread collects
 instead: the youngest generation at each tick where anything was allocated (a tick samples the
 count, so it would miss the peaks Python collects at), an older one when its count passes

@@ -19,49 +19,50 @@ from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.model import assets, data_export
-from viewer.model.document import (
+from viewer.model import assets
+from viewer.model.document import data_export
+from viewer.model.document.document import (
     EXPRESSION_SUFFIXES,
     SCRIPT_SUFFIXES,
     TRACE_SUFFIXES,
     Document,
     ScriptError,
 )
-from viewer.model.expression import ExpressionError
-from viewer.model.script_process import ScriptProcess
-from viewer.model.script_run import ScriptResult
-from viewer.qt.editor import EditorPanel
-from viewer.qt.editor_binding import EditorBinding
-from viewer.qt.example_binding import ExampleBinding
-from viewer.qt.example_library import ExampleLibrary
-from viewer.qt.expression_runner import ExpressionRunner
-from viewer.qt.find_bar import FindBar
-from viewer.qt.find_binding import FindBinding
-from viewer.qt.gradcheck_binding import GradCheckBinding
-from viewer.qt.gradcheck_panel import GradCheckPanel
-from viewer.qt.graph_view import GraphView
-from viewer.qt.icons import media_icon
-from viewer.qt.image_export import EXPORT_FORMATS, export_graph
-from viewer.qt.inspector import InspectorPanel
-from viewer.qt.layout_runner import LayoutRunner
-from viewer.qt.leak_binding import LeakBinding
-from viewer.qt.leak_panel import LeakPanel
-from viewer.qt.legend import LegendWidget
+from viewer.model.expression.program import ExpressionError
+from viewer.model.scripts.process import ScriptProcess
+from viewer.model.scripts.run import ScriptResult
+from viewer.qt.drawing.icons import media_icon
+from viewer.qt.drawing.themes import Theme, apply_theme, theme_named
+from viewer.qt.graph.find_bar import FindBar
+from viewer.qt.graph.find_binding import FindBinding
+from viewer.qt.graph.image_export import EXPORT_FORMATS, export_graph
+from viewer.qt.graph.nonfinite_binding import NonfiniteBinding
+from viewer.qt.graph.overview import Overview
+from viewer.qt.graph.overview_binding import OverviewBinding
+from viewer.qt.graph.scene_binding import SceneBinding, scene_overlays
+from viewer.qt.graph.scope_binding import ScopeBinding
+from viewer.qt.graph.view import GraphView
 from viewer.qt.menus import SHORTCUTS, build_menus
-from viewer.qt.nonfinite_binding import NonfiniteBinding
-from viewer.qt.overview import Overview
-from viewer.qt.overview_binding import OverviewBinding
-from viewer.qt.playback_bar import SPEEDS, PlaybackBar
-from viewer.qt.plot_binding import PlotBinding
-from viewer.qt.plot_panel import PlotPanel
-from viewer.qt.scene_binding import SceneBinding, scene_overlays
-from viewer.qt.scope_binding import ScopeBinding
-from viewer.qt.script_binding import ScriptBinding
-from viewer.qt.script_panel import ScriptPanel
+from viewer.qt.panels.gradcheck import GradCheckPanel
+from viewer.qt.panels.gradcheck_binding import GradCheckBinding
+from viewer.qt.panels.inspector import InspectorPanel
+from viewer.qt.panels.leaks import LeakPanel
+from viewer.qt.panels.leaks_binding import LeakBinding
+from viewer.qt.panels.legend import LegendWidget
+from viewer.qt.panels.playback import SPEEDS, PlaybackBar
+from viewer.qt.panels.plots import PlotPanel
+from viewer.qt.panels.plots_binding import PlotBinding
+from viewer.qt.panels.script import ScriptPanel
+from viewer.qt.panels.script_binding import ScriptBinding
+from viewer.qt.program.editor import EditorPanel
+from viewer.qt.program.editor_binding import EditorBinding
+from viewer.qt.program.examples import ExampleLibrary
+from viewer.qt.program.examples_binding import ExampleBinding
+from viewer.qt.program.variables import VariablesTable
+from viewer.qt.program.variables_binding import VariablesBinding
+from viewer.qt.runners.expression import ExpressionRunner
+from viewer.qt.runners.layout import LayoutRunner
 from viewer.qt.settings import AppSettings
-from viewer.qt.themes import Theme, apply_theme, theme_named
-from viewer.qt.variables_binding import VariablesBinding
-from viewer.qt.variables_table import VariablesTable
 
 __all__ = ["DEFAULT_PROGRAM", "SHORTCUTS", "DebugCommands", "MainWindow", "start_folder"]
 

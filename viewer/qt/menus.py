@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from PySide6 import QtGui, QtWidgets
 
-from viewer.model.examples import list_examples
-from viewer.qt.plain_text import tooltip
+from viewer.model.document.examples import list_examples
+from viewer.qt.drawing.plain_text import tooltip
 
 if TYPE_CHECKING:
     from viewer.qt.main_window import MainWindow

@@ -21,9 +21,9 @@ from typing import Any
 
 from PySide6 import QtCore
 
-from viewer.model.expression_rules import MAX_STEPS, MAX_TOTAL_ELEMENTS
-from viewer.model.pass_sampling import DEFAULT_MAX_PASSES
-from viewer.model.playback import MAX_SPEED, MIN_SPEED
+from viewer.model.document.playback import MAX_SPEED, MIN_SPEED
+from viewer.model.expression.rules import MAX_STEPS, MAX_TOTAL_ELEMENTS
+from viewer.model.scripts.pass_sampling import DEFAULT_MAX_PASSES
 
 __all__ = ["KEYS", "MAX_RECENT", "ORGANIZATION", "AppSettings", "SettingsProblem"]
 

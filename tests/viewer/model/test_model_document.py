@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from viewer.model.document import Document, ScriptError
-from viewer.model.expression import ExpressionError
-from viewer.model.script_process import ScriptProcess
+from viewer.model.document.document import Document, ScriptError
+from viewer.model.expression.program import ExpressionError
+from viewer.model.scripts.process import ScriptProcess
 
 
 @pytest.fixture
@@ -200,7 +200,7 @@ def test_layout_runner_is_used_for_big_graphs(doc):
     doc.sync_layout_limit = 2
     doc.run_expression("y = exp(x)")  # 3 nodes > 2: goes to the runner
     assert len(requests) == 1 and doc.layout_pending and not doc.has_graph
-    from viewer.model.graph_layout import compute_layout
+    from viewer.model.layout.compute import compute_layout
 
     stale = requests[0]
     doc.run_expression("y = sin(x)")

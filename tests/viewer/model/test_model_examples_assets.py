@@ -3,8 +3,8 @@
 import pytest
 
 from viewer.model import assets
-from viewer.model.document import Document
-from viewer.model.examples import find_example, list_examples, read_example
+from viewer.model.document.document import Document
+from viewer.model.document.examples import find_example, list_examples, read_example
 
 EXPRESSIONS = [e for e in list_examples() if e.kind == "expression"]
 

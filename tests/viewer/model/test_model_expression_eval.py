@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from autodiff.trace import NodeState
-from viewer.model.expression import ExpressionError, evaluate, parse
+from viewer.model.expression.program import ExpressionError, evaluate, parse
 
 
 def test_square_exp_square_gradient_at_half():

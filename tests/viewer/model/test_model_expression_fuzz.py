@@ -5,7 +5,7 @@ import contextlib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from viewer.model.expression import ExpressionError, parse
+from viewer.model.expression.program import ExpressionError, parse
 
 TOKENS = [
     "x", "y", "W", "a", " ", "\n", "=", "+", "-", "*", "/", "**", "@", "(", ")", "[", "]",

@@ -3,10 +3,10 @@
 import numpy as np
 
 import autodiff.functions as F
-from viewer.model.expression import evaluate
-from viewer.model.find import FindCursor, FindIndex, match_summary
-from viewer.model.graph_layout import compute_layout
-from viewer.model.scene import Scene
+from viewer.model.expression.program import evaluate
+from viewer.model.layout.compute import compute_layout
+from viewer.model.panels.find import FindCursor, FindIndex, match_summary
+from viewer.model.scene.scene import Scene
 
 
 class _ScopedTrace:
@@ -172,7 +172,7 @@ def test_with_module_boxes_every_node_keeps_its_own_name_and_op():
     import autodiff.functions as F
     from autodiff.layers import Layer, Linear
     from autodiff.trace import record
-    from viewer.model.document import Document
+    from viewer.model.document.document import Document
 
     class Block(Layer):
         def __init__(self):
@@ -237,7 +237,7 @@ def test_hidden_nodes_are_indexed_from_the_bulk_readers_with_the_same_text(monke
     from scoped_nets import Net
 
     from autodiff.trace import record
-    from viewer.model.document import Document
+    from viewer.model.document.document import Document
 
     model = Net()
     with record() as t:
@@ -265,7 +265,7 @@ def test_hidden_nodes_are_indexed_from_the_bulk_readers_with_the_same_text(monke
 def test_an_id_or_a_query_too_long_to_search_is_refused_with_its_reason():
     import pytest
 
-    from viewer.model.find import MAX_ID_DIGITS, MAX_QUERY_CHARS, FindQueryError
+    from viewer.model.panels.find import MAX_ID_DIGITS, MAX_QUERY_CHARS, FindQueryError
 
     trace, scene = _scene("x = 0.5\ny = exp(x)")
     index = FindIndex(trace, scene)

@@ -9,10 +9,11 @@ import pytest
 import autodiff.functions as F
 from autodiff import Function, Variable, trace
 from autodiff.core import Pow
-from viewer.model import Document, gradcheck
-from viewer.model.examples import find_example
-from viewer.model.expression import parse
-from viewer.model.script_run import ScriptRun
+from viewer.model import Document
+from viewer.model.checks import gradcheck
+from viewer.model.document.examples import find_example
+from viewer.model.expression.program import parse
+from viewer.model.scripts.run import ScriptRun
 
 
 class Cube(Function):

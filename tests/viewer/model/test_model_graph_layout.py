@@ -9,18 +9,18 @@ import pytest
 import autodiff.functions as F
 from autodiff import Function, Variable, trace
 from autodiff.trace import view_for_root
-from viewer.model.document import Document
-from viewer.model.examples import list_examples
-from viewer.model.expression import evaluate
-from viewer.model.graph_layout import (
+from viewer.model.document.document import Document
+from viewer.model.document.examples import list_examples
+from viewer.model.expression.program import evaluate
+from viewer.model.layout.compute import (
     _WIDTH_SAMPLE,
     compute_layout,
     function_box_width,
     layout_from_positions,
     variable_box_width,
 )
-from viewer.model.layout import layers_at_least, layout_graph
-from viewer.model.scene import Scene
+from viewer.model.layout.layered import layers_at_least, layout_graph
+from viewer.model.scene.scene import Scene
 
 
 # =============================================================================

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from viewer.model.expression import ExpressionError, evaluate
+from viewer.model.expression.program import ExpressionError, evaluate
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus" / "hostile_expressions.txt"
 
@@ -61,7 +61,7 @@ def test_a_lone_surrogate_in_a_table_value_is_refused():
 
 def test_an_unexpected_engine_error_is_an_error_not_a_crash(monkeypatch):
     from viewer.model import Document
-    from viewer.model import expression as expression_module
+    from viewer.model.expression import program as expression_module
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a hole in the checks")
@@ -75,7 +75,7 @@ def test_an_unexpected_engine_error_is_an_error_not_a_crash(monkeypatch):
 
 
 def test_which_programs_are_quick():
-    from viewer.model.expression import parse
+    from viewer.model.expression.program import parse
 
     nested = "y = tanh(x)\n" + "\n".join(
         f"g{i} = grad({'y' if i == 1 else f'g{i - 1}'}, x)" for i in range(1, 6)
@@ -115,7 +115,7 @@ def test_a_document_runs_a_slow_program_through_its_runner_and_can_cancel_it():
 
 def _slow_document():
     from viewer.model import Document
-    from viewer.model.expression import parse
+    from viewer.model.expression.program import parse
 
     doc = Document()
     slow = "W = ones(1000, 1000)\ny = sum(W * x)"

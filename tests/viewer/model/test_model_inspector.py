@@ -3,8 +3,8 @@
 import numpy as np
 
 from autodiff.trace import NodeState
-from viewer.model.expression import evaluate
-from viewer.model.inspector import FULL_ARRAY_LIMIT, inspect
+from viewer.model.expression.program import evaluate
+from viewer.model.panels.inspector import FULL_ARRAY_LIMIT, inspect
 
 
 def ids_by_name(trace):

@@ -1,8 +1,8 @@
 """A leak's badge says its cause: 'cycle' for a reference cycle, 'held' for something that
 holds it; the tooltip keeps the reason and the holder chain."""
 
-from viewer.model.document import Document
-from viewer.model.examples import find_example
+from viewer.model.document.document import Document
+from viewer.model.document.examples import find_example
 
 
 def _leak_overlays(doc):

@@ -6,8 +6,8 @@ import itertools
 import numpy as np
 import pytest
 
-from viewer.model.graph_colours import DARK, LIGHT
-from viewer.model.legend import (
+from viewer.model.node_states import STATE_NAMES
+from viewer.model.panels.legend import (
     FUNCTION_STATES,
     LINE_PATTERNS,
     MARKS,
@@ -16,7 +16,7 @@ from viewer.model.legend import (
     leak_badge,
     mark_for_badge,
 )
-from viewer.model.node_states import STATE_NAMES
+from viewer.model.scene.colours import DARK, LIGHT
 
 # --- colour vision: Machado, Oliveira & Fernandes (2009), severity 1.0, on linear RGB -------
 PROTANOPIA = np.array(

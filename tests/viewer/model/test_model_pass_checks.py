@@ -9,10 +9,10 @@ import textwrap
 
 import numpy as np
 
-from viewer.model import gradcheck
-from viewer.model.function_check import FunctionSampler
-from viewer.model.pass_sampling import FLAG_GRADCHECK, filter_entries
-from viewer.model.script_run import ScriptRun
+from viewer.model.checks import gradcheck
+from viewer.model.checks.function_check import FunctionSampler
+from viewer.model.scripts.pass_sampling import FLAG_GRADCHECK, filter_entries
+from viewer.model.scripts.run import ScriptRun
 
 # right for x > 0, wrong for x < 0: only the passes with a negative input are flagged
 _SCRIPT = """
@@ -95,7 +95,7 @@ def test_the_checks_keep_to_their_share_of_the_run(monkeypatch):
         def backward(self, gy):
             return gy * 2.0
 
-    import viewer.model.function_check as fc
+    import viewer.model.checks.function_check as fc
 
     now = [0.0]
 
@@ -125,7 +125,7 @@ def test_past_the_budget_the_passes_shown_are_still_checked_or_say_they_were_not
 ):
     """The QA run of 20 000 passes checked 1 613 of them, and the last pass (shown first)
     read clean with a wrong backward: no flag must never stand for 'not checked'."""
-    import viewer.model.function_check as fc
+    import viewer.model.checks.function_check as fc
 
     monkeypatch.setattr(fc, "PASS_CHECK_GRACE", -1.0)  # the budget is spent from the start
     values = [(-1.0) ** k * (1 + k % 3) for k in range(41)]

@@ -12,10 +12,10 @@ import pytest
 
 from autodiff import core
 from autodiff.core import Variable
-from viewer.model import plots
-from viewer.model.document import Document
-from viewer.model.pass_recording import PassRecording
-from viewer.model.pass_sampling import (
+from viewer.model.document.document import Document
+from viewer.model.panels import plots
+from viewer.model.scripts.pass_recording import PassRecording
+from viewer.model.scripts.pass_sampling import (
     FLAG_HELD,
     FLAG_NONFINITE,
     PassLog,
@@ -24,8 +24,8 @@ from viewer.model.pass_sampling import (
     format_loss,
     pass_label,
 )
-from viewer.model.script_process import ScriptProcess
-from viewer.model.script_run import ScriptRun
+from viewer.model.scripts.process import ScriptProcess
+from viewer.model.scripts.run import ScriptRun
 
 
 # ---------------------------------------------------------------------------- the rule

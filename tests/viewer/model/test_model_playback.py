@@ -2,8 +2,8 @@
 
 import pytest
 
-from viewer.model.expression import evaluate
-from viewer.model.playback import MAX_SPEED, MIN_SPEED, PlaybackState
+from viewer.model.document.playback import MAX_SPEED, MIN_SPEED, PlaybackState
+from viewer.model.expression.program import evaluate
 
 
 @pytest.fixture

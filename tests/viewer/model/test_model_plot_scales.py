@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from viewer.model.expression import parse
-from viewer.model.plot_scales import ViewRange, log_tick_labels, log_ticks, robust_range
-from viewer.model.plots import function_plot
+from viewer.model.expression.program import parse
+from viewer.model.panels.plot_scales import ViewRange, log_tick_labels, log_ticks, robust_range
+from viewer.model.panels.plots import function_plot
 
 SEED = "x = 0.5\ny = square(exp(square(x)))"  # the first launch's program
 

@@ -7,8 +7,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from viewer.model import Document, plots
-from viewer.model.expression import parse
+from viewer.model import Document
+from viewer.model.expression.program import parse
+from viewer.model.panels import plots
 
 
 def _tanh_x2(x):
@@ -209,7 +210,7 @@ def test_a_flat_value_still_has_edges():
 def test_a_summarised_array_is_drawn_only_while_the_object_still_holds_it():
     import autodiff.functions as F
     from autodiff import Variable, trace
-    from viewer.model.plots import node_histograms
+    from viewer.model.panels.plots import node_histograms
 
     w = Variable(np.arange(100.0), name="w")
     with trace.record(max_array_size=10) as t:

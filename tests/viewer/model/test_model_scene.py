@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from viewer.model.expression import evaluate
-from viewer.model.graph_colours import DARK, LIGHT
-from viewer.model.graph_layout import compute_layout
-from viewer.model.node_overlays import Overlay
+from viewer.model.expression.program import evaluate
+from viewer.model.layout.compute import compute_layout
 from viewer.model.node_states import STATE_NAMES, state_code
-from viewer.model.scene import Scene
+from viewer.model.scene.colours import DARK, LIGHT
+from viewer.model.scene.overlays import Overlay
+from viewer.model.scene.scene import Scene
 
 
 def make_scene(text, palette="light"):
@@ -334,7 +334,7 @@ def test_max_label_lines_is_the_longest_label_at_any_step():
 
 
 def test_variable_boxes_are_as_wide_as_the_longest_label():
-    from viewer.model.graph_layout import CHARACTERS_PER_UNIT, MAX_VARIABLE_WIDTH
+    from viewer.model.layout.compute import CHARACTERS_PER_UNIT, MAX_VARIABLE_WIDTH
 
     _, narrow = make_scene("x = 0.5\ny = exp(x)")
     assert narrow.geometry.variable_size[0] == 1.0  # short labels: the usual box

@@ -11,10 +11,10 @@ import autodiff.functions as F
 from autodiff.layers import Linear
 from autodiff.models import MLP, Model
 from autodiff.trace import record
-from viewer.model.document import Document
-from viewer.model.expression import evaluate
-from viewer.model.node_overlays import Overlay
-from viewer.model.scopes import MAX_FIRST_SCREEN
+from viewer.model.document.document import Document
+from viewer.model.expression.program import evaluate
+from viewer.model.scene.overlays import Overlay
+from viewer.model.scopes.tree import MAX_FIRST_SCREEN
 
 TIMES = "\N{MULTIPLICATION SIGN}"
 
@@ -515,8 +515,8 @@ def test_a_file_nesting_scopes_thousands_deep_opens_without_a_walk_per_depth(tmp
     import json
 
     from autodiff import Variable
-    from autodiff.trace._io import trace_to_dict
-    from viewer.model.scopes import ScopeModel
+    from autodiff.trace.formats.json_io import trace_to_dict
+    from viewer.model.scopes.tree import ScopeModel
 
     x = Variable(np.ones(2), name="x")
     with record() as trace:

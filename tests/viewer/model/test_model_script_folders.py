@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from viewer.model import script_process
-from viewer.model.script_process import (
+from viewer.model.scripts import process as script_process
+from viewer.model.scripts.process import (
     FOLDER_PREFIX,
     STALE_FOLDER_AGE_S,
     ScriptProcess,
@@ -82,7 +82,7 @@ def test_the_worker_removes_the_folder_when_the_app_is_killed(tmp_path):
     app = textwrap.dedent(
         f"""
         import os, signal, time, pathlib
-        from viewer.model.script_process import ScriptProcess
+        from viewer.model.scripts.process import ScriptProcess
         process = ScriptProcess({str(script)!r})
         process.start()
         while not pathlib.Path({str(tmp_path / "started")!r}).exists():

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from viewer.model.document import Document
-from viewer.model.script_process import ScriptProcess
-from viewer.model.script_run import run_script
+from viewer.model.document.document import Document
+from viewer.model.scripts.process import ScriptProcess
+from viewer.model.scripts.run import run_script
 
 # one graph with its backward pass, a marker file, then a loop until cancelled
 SLOW = """

@@ -5,7 +5,7 @@ cap, a quiet script's last line still arrives, and streams the script replaced a
 import sys
 import textwrap
 
-from viewer.model.script_run import _MAX_CAPTURE, _MAX_SHOWN, ScriptRun
+from viewer.model.scripts.run import _MAX_CAPTURE, _MAX_SHOWN, ScriptRun
 
 
 def _script(tmp_path, body: str):

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from autodiff import core
-from viewer.model import script_process
-from viewer.model.document import Document
-from viewer.model.script_process import CANCEL_GRACE_S, ScriptProcess
+from viewer.model.document.document import Document
+from viewer.model.scripts import process as script_process
+from viewer.model.scripts.process import CANCEL_GRACE_S, ScriptProcess
 
 
 def write(tmp_path, name, text):

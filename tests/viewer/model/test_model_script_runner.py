@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from viewer.model.examples import list_examples
-from viewer.model.script_run import ScriptRun, run_script
+from viewer.model.document.examples import list_examples
+from viewer.model.scripts.run import ScriptRun, run_script
 
 GOOD = """
 import sys
@@ -200,7 +200,7 @@ LEAK_EXAMPLES = sorted((e for e in list_examples() if e.category == "leaks"), ke
 @pytest.mark.parametrize("example", LEAK_EXAMPLES, ids=lambda e: e.stem)
 def test_leak_examples_report_what_the_leak_audit_reports(example):
     from autodiff import leaks
-    from viewer.model.document import Document
+    from viewer.model.document.document import Document
 
     expected = leaks.run_script(str(example.path))
     doc = Document()

@@ -72,8 +72,8 @@ def test_a_slot_may_disconnect_itself_while_emitting():
 
 def test_viewer_model_imports_no_qt():
     code = (
-        "import sys, viewer.model, viewer.model.document, viewer.model.scene, "
-        "viewer.model.script_run, viewer.model.examples, viewer.model.inspector\n"
+        "import sys, viewer.model, viewer.model.document.document, viewer.model.scene.scene, "
+        "viewer.model.scripts.run, viewer.model.document.examples, viewer.model.panels.inspector\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'pyqtgraph', 'PyQt5',"
         " 'PyQt6', 'shiboken6')]\n"
         "assert not bad, bad\n"

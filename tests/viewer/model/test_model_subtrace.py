@@ -10,9 +10,9 @@ import pytest
 import autodiff.functions as F
 from autodiff import Variable, trace
 from autodiff.trace import view_for_root
-from viewer.model.graph_layout import compute_layout
+from viewer.model.layout.compute import compute_layout
 from viewer.model.node_states import node_timeline
-from viewer.model.scene import Scene
+from viewer.model.scene.scene import Scene
 
 
 class _TraceLike:

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import autodiff.functions as F
-from viewer.model.function_check import Comparison, FunctionSampler, SlotCheck
-from viewer.model.worker_data import Unpackable, pack, pack_samples, unpack, unpack_samples
+from viewer.model.checks.function_check import Comparison, FunctionSampler, SlotCheck
+from viewer.model.scripts.worker_data import Unpackable, pack, pack_samples, unpack, unpack_samples
 
 
 def roundtrip(value):

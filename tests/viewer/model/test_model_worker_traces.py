@@ -4,7 +4,7 @@ within the limits the app's reader keeps (names, op names, scope paths)."""
 import textwrap
 
 from autodiff.trace._checks import MAX_NAME, MAX_OP, MAX_SCOPE_PATH
-from viewer.model.script_process import ScriptProcess
+from viewer.model.scripts.process import ScriptProcess
 
 SCRIPT = """
 import contextlib

@@ -17,7 +17,7 @@ import pytest
 
 from autodiff.trace import NodeState
 from viewer.model import Document
-from viewer.model.inspector import inspect
+from viewer.model.panels.inspector import inspect
 
 _SCALAR = """
 import json

@@ -69,8 +69,8 @@ def seed_trace():
 
 @pytest.fixture
 def seed_scene(seed_trace):
-    from viewer.model.graph_layout import layout_from_positions
-    from viewer.model.scene import Scene
+    from viewer.model.layout.compute import layout_from_positions
+    from viewer.model.scene.scene import Scene
 
     ids, pos = _stacked_positions(seed_trace)
     return Scene(seed_trace, layout_from_positions(seed_trace, ids, pos))

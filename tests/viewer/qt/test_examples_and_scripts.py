@@ -3,7 +3,7 @@
 import pytest
 from PySide6 import QtCore
 
-from viewer.model.examples import list_examples
+from viewer.model.document.examples import list_examples
 
 EXAMPLES = list_examples()
 # Scripts run the user's code with recording on; the training ones take a while.

@@ -3,8 +3,8 @@
 import numpy as np
 from PySide6 import QtCore
 
-from viewer.qt.graph_view import GraphView
-from viewer.qt.themes import DARK
+from viewer.qt.drawing.themes import DARK
+from viewer.qt.graph.view import GraphView
 
 
 def _view(qtbot, scene):

@@ -171,7 +171,7 @@ def test_dark_theme_switch_keeps_the_graph(window):
     assert window.theme.name == "dark"
     assert window.document.scene is scene
     assert window.document.frame().fill is not None
-    from viewer.qt.themes import DARK, LIGHT
+    from viewer.qt.drawing.themes import DARK, LIGHT
 
     # every plot follows, the inspector's histogram too (it stayed white)
     brush = window.inspector.plot.backgroundBrush().color()

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from PySide6 import QtCore, QtGui
 
-from viewer.model.document import Document
-from viewer.model.graph_colours import faded
-from viewer.qt.graph_view import GraphView
-from viewer.qt.image_export import _legend_rows, render_image
-from viewer.qt.themes import DARK, LIGHT
+from viewer.model.document.document import Document
+from viewer.model.scene.colours import faded
+from viewer.qt.drawing.themes import DARK, LIGHT
+from viewer.qt.graph.image_export import _legend_rows, render_image
+from viewer.qt.graph.view import GraphView
 
 _WINDOWS = """
 import numpy as np
@@ -116,7 +116,7 @@ def _without_detached(geometry):
 def test_a_detached_module_box_says_it_ran_before_this_graph(qtbot, window, wait_for_script):
     """The box said 'ran before this graph (cut off)' while the inspector said 'not run
     yet'; and its name stayed drawn zoomed out, as loud as the graph's own boxes."""
-    from viewer.model.inspector import DETACHED_HISTORY, inspect_module
+    from viewer.model.panels.inspector import DETACHED_HISTORY, inspect_module
 
     window.load_example("rnn_bptt")
     wait_for_script(window)

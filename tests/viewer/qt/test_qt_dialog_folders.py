@@ -5,7 +5,7 @@ from pathlib import Path
 
 from PySide6 import QtWidgets
 
-from viewer.model.examples import find_example
+from viewer.model.document.examples import find_example
 from viewer.qt.main_window import start_folder
 
 

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from PySide6 import QtCore, QtGui
 
-from viewer.model.document import Document
-from viewer.qt.graph_view import GraphView
-from viewer.qt.themes import DARK, LIGHT
+from viewer.model.document.document import Document
+from viewer.qt.drawing.themes import DARK, LIGHT
+from viewer.qt.graph.view import GraphView
 
 
 def _scene(example):
@@ -190,7 +190,7 @@ def test_cleared_flags_leave_no_ring_or_badge_behind(qtbot, zoom):
 
 
 def test_labels_that_do_not_fit_keep_the_value_and_the_gradient():
-    from viewer.qt.graph_items import fitting_lines
+    from viewer.qt.graph.items import fitting_lines
 
     assert fitting_lines("1x1\n-0.3521\n∇ -0.5991", 2) == ["-0.3521", "∇ -0.5991"]
     assert fitting_lines("x\n1x3\n[1 2 3]\n∇ [4 5 6]", 3) == ["x", "[1 2 3]", "∇ [4 5 6]"]

@@ -8,10 +8,10 @@ from scoped_nets import Net
 
 import autodiff.functions as F
 from autodiff.trace import record
-from viewer.model.overview import overview_map, rasterise
-from viewer.qt.find_bar import FindBar
-from viewer.qt.find_binding import SHOW_DELAY_MS
-from viewer.qt.overview import Overview
+from viewer.model.panels.overview import overview_map, rasterise
+from viewer.qt.graph.find_bar import FindBar
+from viewer.qt.graph.find_binding import SHOW_DELAY_MS
+from viewer.qt.graph.overview import Overview
 from viewer.qt.settings import AppSettings
 
 PROGRAM = "x = 0.5\nw = 2.0\ny = square(exp(square(x))) * w + square(w)"
@@ -215,7 +215,7 @@ def test_rasterise_covers_boxes_and_edges():
 
 # ------------------------------------------------------------------ names at far zoom
 def _far_view(qtbot, scene):
-    from viewer.qt.graph_view import GraphView
+    from viewer.qt.graph.view import GraphView
 
     view = GraphView()
     qtbot.addWidget(view)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from PySide6 import QtCore
 
-from viewer.model.document import Document
-from viewer.qt.graph_view import FOLLOW_DURATION_MS, GraphView, follow_shift
+from viewer.model.document.document import Document
+from viewer.qt.graph.view import FOLLOW_DURATION_MS, GraphView, follow_shift
 from viewer.qt.settings import AppSettings
 
 

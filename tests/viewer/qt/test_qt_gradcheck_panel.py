@@ -3,7 +3,7 @@ one is not; typed expressions check their leaves; the NaN example jumps to its s
 
 from PySide6 import QtWidgets
 
-from viewer.model.gradcheck import OVERLAY_KIND
+from viewer.model.checks.gradcheck import OVERLAY_KIND
 
 
 def _run_script_example(wait_for_script, window, stem):

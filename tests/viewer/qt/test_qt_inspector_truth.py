@@ -6,8 +6,8 @@ from PySide6 import QtCore
 
 import autodiff.functions as F
 from autodiff import Variable, trace
-from viewer.model.inspector import inspect
-from viewer.qt.inspector import InspectorPanel
+from viewer.model.panels.inspector import inspect
+from viewer.qt.panels.inspector import InspectorPanel
 
 
 def _text(panel: InspectorPanel) -> str:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from PySide6 import QtWidgets
 
-from viewer.model.examples import find_example
+from viewer.model.document.examples import find_example
 
 # (kind, name or '#' for an unnamed variable, reason) of every survivor, sorted
 EXPECTED = {
@@ -141,7 +141,7 @@ def test_the_leak_example_exports_with_its_badges(qapp, tmp_path, capsys):
     from PySide6 import QtGui
 
     from viewer.app import main
-    from viewer.model.graph_colours import LIGHT
+    from viewer.model.scene.colours import LIGHT
 
     out = tmp_path / "leak.png"
     assert main(["--export", str(out), "--yes", str(find_example("global_list").path)]) == 0

@@ -4,11 +4,11 @@ the export's legend comes from the same entries."""
 import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.model.legend import MARKS, STATE_LINES
 from viewer.model.node_states import STATE_NAMES
-from viewer.qt.graph_items import _pen
-from viewer.qt.legend import LegendWidget, legend_entries
-from viewer.qt.themes import DARK, LIGHT
+from viewer.model.panels.legend import MARKS, STATE_LINES
+from viewer.qt.drawing.themes import DARK, LIGHT
+from viewer.qt.graph.items import _pen
+from viewer.qt.panels.legend import LegendWidget, legend_entries
 
 
 def _pixels(image: QtGui.QImage) -> np.ndarray:
@@ -101,7 +101,7 @@ def test_a_swatch_is_the_node_as_the_graph_draws_it(qapp):
 
 
 def test_the_export_legend_uses_the_same_entries(qapp):
-    from viewer.qt.image_export import _legend_rows
+    from viewer.qt.graph.image_export import _legend_rows
 
     sections = dict(legend_entries(LIGHT))
     rows = _legend_rows(LIGHT, None)

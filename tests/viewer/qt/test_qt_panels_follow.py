@@ -5,8 +5,8 @@ import textwrap
 
 from PySide6 import QtCore
 
-from viewer.model.examples import find_example
-from viewer.qt.script_panel import NO_SCRIPT
+from viewer.model.document.examples import find_example
+from viewer.qt.panels.script import NO_SCRIPT
 from viewer.qt.settings import AppSettings
 
 EXPRESSION = "y = sin(x) * x\n"

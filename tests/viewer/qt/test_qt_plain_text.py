@@ -8,8 +8,8 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 import autodiff.functions as F
 from autodiff import Variable, trace
+from viewer.qt.drawing.plain_text import tooltip
 from viewer.qt.main_window import MainWindow
-from viewer.qt.plain_text import tooltip
 
 HOSTILE = '<h1 style="font-size:90px">BIG</h1><img src="x.png">'
 

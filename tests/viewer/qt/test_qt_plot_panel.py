@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.model.expression import parse
-from viewer.model.plots import DEFAULT_POINTS, TrainingCurves, function_plot
-from viewer.qt.plot_panel import PlotPanel
-from viewer.qt.themes import DARK
+from viewer.model.expression.program import parse
+from viewer.model.panels.plots import DEFAULT_POINTS, TrainingCurves, function_plot
+from viewer.qt.drawing.themes import DARK
+from viewer.qt.panels.plots import PlotPanel
 
 
 def _plotted(qtbot, window):
@@ -108,7 +108,7 @@ def _run_script(wait_for_script, window, path):
 
 
 def test_training_curves_of_a_script(qtbot, window, wait_for_script):
-    from viewer.model.examples import find_example
+    from viewer.model.document.examples import find_example
 
     window.raise_dock("plotPanel")
     _run_script(wait_for_script, window, find_example("linear_regression").path)
@@ -296,8 +296,8 @@ def test_f_and_its_derivatives_each_get_a_row_and_a_readable_range(qtbot, shown_
 
 def test_the_training_plots_count_passes_in_whole_numbers(qapp):
     """QA: a one-pass run's axis read 1.0 (and 0.5, 1.5 around it)."""
-    from viewer.qt.plot_items import ReadableAxis
-    from viewer.qt.plot_panel import PlotPanel
+    from viewer.qt.drawing.plot_items import ReadableAxis
+    from viewer.qt.panels.plots import PlotPanel
 
     panel = PlotPanel()
     for plot in (panel.loss_plot, panel.norm_plot):

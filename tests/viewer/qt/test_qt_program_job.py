@@ -11,8 +11,8 @@ import threading
 import pytest
 from PySide6 import QtCore
 
-from viewer.qt import expression_runner
 from viewer.qt.main_window import MainWindow
+from viewer.qt.runners import expression as expression_runner
 
 # five grad() calls: not quick, so it goes to the worker (its output g5 is 720 x = 1440)
 NOT_QUICK = "x = 2.0\ny = x ** 6\n" + "\n".join(

@@ -8,8 +8,8 @@ from scoped_nets import Net
 
 import autodiff.functions as F
 from autodiff.trace import record
-from viewer.qt.graph_items import MODULE
-from viewer.qt.themes import DARK, LIGHT
+from viewer.qt.drawing.themes import DARK, LIGHT
+from viewer.qt.graph.items import MODULE
 
 TIMES = "\N{MULTIPLICATION SIGN}"
 

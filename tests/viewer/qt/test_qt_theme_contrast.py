@@ -4,7 +4,7 @@ keeps at least 3:1 on the window (the QA walk-through found 2.8:1 and near-invis
 import pytest
 from PySide6 import QtGui
 
-from viewer.qt.themes import THEMES, qpalette, readable_on
+from viewer.qt.drawing.themes import THEMES, qpalette, readable_on
 
 
 def _luminance(c: QtGui.QColor) -> float:
@@ -37,9 +37,9 @@ def test_detached_history_text_reads_on_its_greyed_fill_for_every_state(qapp, na
     """The dark theme's greyed module boxes had dark text on a dark fill (1.5:1)."""
     import numpy as np
 
-    from viewer.model.graph_colours import faded
     from viewer.model.node_states import STATE_NAMES
-    from viewer.qt.graph_items import DETACHED_KEY, style_of_key
+    from viewer.model.scene.colours import faded
+    from viewer.qt.graph.items import DETACHED_KEY, style_of_key
 
     theme = THEMES[name]
     graph = theme.graph
@@ -57,7 +57,7 @@ def test_tooltips_follow_the_theme(qapp):
     """QA: tooltips stayed white in the dark theme."""
     from PySide6 import QtWidgets
 
-    from viewer.qt.themes import apply_theme
+    from viewer.qt.drawing.themes import apply_theme
 
     for name in ("dark", "light"):
         theme = THEMES[name]

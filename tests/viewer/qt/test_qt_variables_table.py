@@ -4,7 +4,7 @@ shown under the table (not only in a tooltip) until a value is accepted."""
 import pytest
 from PySide6 import QtCore, QtWidgets
 
-from viewer.qt.variables_table import VariablesTable
+from viewer.qt.program.variables import VariablesTable
 
 
 def test_a_rejected_value_reverts_and_the_reason_is_shown_under_the_table(qtbot, window):

@@ -16,11 +16,11 @@ import numpy as np
 from PySide6 import QtCore
 from shiboken6 import Shiboken
 
-from viewer.model.document import Document
-from viewer.qt import workers
-from viewer.qt.layout_runner import LayoutRunner
+from viewer.model.document.document import Document
 from viewer.qt.main_window import MainWindow
-from viewer.qt.workers import Job
+from viewer.qt.runners import jobs as workers
+from viewer.qt.runners.jobs import Job
+from viewer.qt.runners.layout import LayoutRunner
 
 
 def _grads(x: float, levels: int = 5) -> str:
@@ -62,7 +62,7 @@ def qt_objects_reachable(*roots: object, limit: int = 2_000_000) -> list[str]:
 
 
 class _Workers:
-    """Wraps :func:`viewer.qt.workers._run`: keeps what each worker thread was given and what
+    """Wraps :func:`viewer.qt.runners.jobs._run`: keeps what each worker thread was given and what
     its work returned, and runs the cycle collector on the worker (at its start and at each
     progress report) when ``collect`` is set."""
 

@@ -169,7 +169,7 @@ def test_the_run_budgets_come_from_the_settings(qtbot):
     window = build_window([])
     qtbot.addWidget(window)
     assert window.document.step_budget == 150
-    from viewer.model.expression import MAX_TOTAL_ELEMENTS
+    from viewer.model.expression.program import MAX_TOTAL_ELEMENTS
 
     assert window.document.element_budget == MAX_TOTAL_ELEMENTS
     program = "y = tanh(x)\n" + "\n".join(
@@ -188,7 +188,7 @@ def test_a_scripts_memory_limit_comes_from_the_settings(qtbot, tmp_path, stored,
     script = tmp_path / "s.py"
     script.write_text("x = 1\n")
     run = window.document.prepare_script(script)
-    from viewer.model.script_process import default_memory_mb
+    from viewer.model.scripts.process import default_memory_mb
 
     assert run.memory_mb == (default_memory_mb() if expected is None else expected)
     window.document.script_run = None

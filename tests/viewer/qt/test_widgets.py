@@ -5,13 +5,13 @@ import threading
 
 from PySide6 import QtCore
 
-from viewer.model.document import Document
-from viewer.model.playback import PlaybackState
+from viewer.model.document.document import Document
+from viewer.model.document.playback import PlaybackState
 from viewer.qt.compat import bindings_leak_singletons
-from viewer.qt.editor import EditorPanel
-from viewer.qt.inspector import InspectorPanel
-from viewer.qt.playback_bar import PlaybackBar
-from viewer.qt.workers import Job, JobCancelled
+from viewer.qt.panels.inspector import InspectorPanel
+from viewer.qt.panels.playback import PlaybackBar
+from viewer.qt.program.editor import EditorPanel
+from viewer.qt.runners.jobs import Job, JobCancelled
 
 
 def test_editor_marks_the_error_and_keeps_the_text(qtbot):
@@ -175,7 +175,7 @@ def test_calls_into_the_bindings_cannot_drain_none_true_or_false():
 
 
 def test_the_editor_highlights_every_name_the_language_knows(qtbot):
-    from viewer.model.expression_rules import KNOWN_CALLABLES
+    from viewer.model.expression.rules import KNOWN_CALLABLES
     from viewer.qt.main_window import MainWindow
 
     window = MainWindow()
@@ -187,7 +187,7 @@ def test_the_editor_highlights_every_name_the_language_knows(qtbot):
 def test_placeholders_are_readable_in_both_themes_enabled_or_not():
     from PySide6 import QtGui
 
-    from viewer.qt.themes import THEMES, qpalette
+    from viewer.qt.drawing.themes import THEMES, qpalette
 
     role, group = QtGui.QPalette.ColorRole, QtGui.QPalette.ColorGroup
     for theme in THEMES.values():
@@ -201,8 +201,8 @@ def test_placeholders_are_readable_in_both_themes_enabled_or_not():
 
 def test_a_panels_message_stays_at_its_top(qtbot):
     """QA: with no rows, the Gradients and Leaks panels' message floated mid-panel."""
-    from viewer.qt.gradcheck_panel import GradCheckPanel
-    from viewer.qt.leak_panel import LeakPanel
+    from viewer.qt.panels.gradcheck import GradCheckPanel
+    from viewer.qt.panels.leaks import LeakPanel
 
     for cls in (GradCheckPanel, LeakPanel):
         panel = cls()

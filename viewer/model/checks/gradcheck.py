@@ -1,0 +1,599 @@
+"""Gradient checks on the graph: is backprop right, and if not, which Function is wrong?
+
+Two checks, both against central differences ``(f(x + h) - f(x - h)) / 2h`` in float64:
+
+* **Leaves** (typed expressions): the program is re-run with each leaf element nudged, and the
+  change of every backward root is compared with the gradient backprop gave that leaf. A
+  ``grad(y, x)`` call is a backward pass of its own (``create_graph=True``): its root ``y`` is
+  checked the same way, and the final backward through the gradient graph checks the second
+  (or higher) derivative.
+* **Functions** (any graph): each Function's ``backward`` (and its array fast path
+  ``backward_data``) is compared with central differences of *its own* ``forward`` at the
+  inputs it saw, with a random output gradient. This is what names the culprit: a custom
+  Function with a wrong backward fails its local check while every correct primitive passes.
+  The live Function is re-run on a fresh instance (its ``__dict__`` copied), so the user's
+  graph is never touched (see :mod:`viewer.model.checks.function_check`). For a script, whose
+  objects are gone when it ends, a :class:`FunctionSampler` attached to the run keeps the
+  parameters and inputs of the first calls of every Function class (ask for it with
+  :class:`ScriptSampling`), and checks the script's own classes at once (their module is
+  cleared at the end); the run sends them back as ``result.samples``.
+
+Where a function is not differentiable (``relu`` at 0, ``max`` with ties) the two one-sided
+differences disagree; a backprop value between them is a valid subgradient, reported as a
+``kink``, not as an error. Points where the forward or the gradient is NaN/Inf are reported as
+``nonfinite`` (the graph's NaN overlay shows where they were born).
+
+The checks take plain inputs and return a :class:`GradCheckReport`: :func:`check_function`,
+:func:`check_trace` (with the samples, if any), :func:`check_program`, and :func:`check_graph`
+(the right one for a graph as the viewer shows it). :func:`apply_overlays` colours a scene by a
+report (overlay kind ``'gradcheck'``: green < 1e-6 < amber < 1e-3 < red, a wrong Function is
+red with a ``wrong backward`` badge). Two things work with a
+:class:`~viewer.model.document.document.Document`: :class:`ScriptSampling` (:func:`watch_scripts`),
+the
+object that has its scripts keep samples, and :func:`check_document`, which reads what the
+document shows, checks it and hands the report to
+:meth:`Document.show_gradient_check <viewer.model.document.document.Document.show_gradient_check>`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+import numpy as np
+from numpy.typing import NDArray
+
+from autodiff import core
+from autodiff.trace import TraceReader, detached_nodes
+from viewer.model.checks.function_check import (
+    ATOL,
+    MAX_ELEMENTS,
+    RTOL,
+    STEP,
+    Comparison,
+    FunctionCheck,
+    FunctionSample,
+    FunctionSampler,
+    SlotCheck,
+    _check_at,
+    _compare,
+    _describe,
+    _probe,
+    _worst_status,
+    check_function,
+)
+from viewer.model.checks.report import GradCheckReport, LeafCheck, ReportRow
+from viewer.model.panels.plots import _snapshot_total
+
+if TYPE_CHECKING:
+    from viewer.model.document.document import Document
+    from viewer.model.scripts.run import ScriptResult
+
+__all__ = [
+    "ATOL",
+    "MAX_ELEMENTS",
+    "OBJECTS_GONE_REASON",
+    "OVERLAY_KIND",
+    "RTOL",
+    "SAVED_TRACE_REASON",
+    "STEP",
+    "Comparison",
+    "FunctionCheck",
+    "FunctionSample",
+    "FunctionSampler",
+    "GradCheckReport",
+    "LeafCheck",
+    "ReportRow",
+    "ScriptSampling",
+    "SlotCheck",
+    "apply_overlays",
+    "check_document",
+    "check_function",
+    "check_graph",
+    "check_program",
+    "check_trace",
+    "samples_for",
+    "watch_scripts",
+]
+
+MAX_FUNCTIONS = 400  # beyond this, a few Functions of each op stand for the rest
+PER_OP = 3  # how many Functions of one op are checked in a big graph
+OVERLAY_KIND = "gradcheck"
+
+
+# =============================================================================
+# Every Function of a graph
+# =============================================================================
+def _function_ids(trace: TraceReader) -> list[int]:
+    """The graph's Functions; not those of a detached history (cut before the graph by
+    unchain_backward: they belong to an earlier graph, and are checked there)."""
+    functions = getattr(trace, "functions", None)
+    if functions is None:
+        functions = [n for n, a in trace.graph.nodes(data=True) if a["kind"] == "function"]
+    detached = detached_nodes(trace)
+    return [f for f in functions if f not in detached]
+
+
+def _live(trace: TraceReader, node_id: int) -> Any:
+    live = getattr(trace, "live", None)
+    if live is None:
+        return None
+    try:
+        return live(node_id)
+    except (IndexError, KeyError):
+        return None
+
+
+def _check_live(
+    function: Any, options: Mapping[str, Any]
+) -> tuple[str, tuple[SlotCheck, ...], str]:
+    inputs = [x.data for x in getattr(function, "inputs", ())]
+    return _check_at(type(function), dict(vars(function)), inputs, **options)
+
+
+def _function_checks(
+    trace: TraceReader,
+    samples: FunctionSampler | None,
+    *,
+    max_functions: int = MAX_FUNCTIONS,
+    **options: Any,
+) -> tuple[list[FunctionCheck], list[str]]:
+    ids = _function_ids(trace)
+    ops = {fid: trace.node(fid)["op"] for fid in ids}
+    checks: list[FunctionCheck] = []
+    notes: list[str] = []
+    by_op: dict[str, list[int]] = {}
+    for fid in ids:
+        by_op.setdefault(ops[fid], []).append(fid)
+    big = len(ids) > max_functions
+    if big:
+        notes.append(
+            f"{len(ids)} Functions: {PER_OP} of each op were checked, and stand for the rest"
+        )
+    for op, fids in by_op.items():
+        live = [(fid, f) for fid in fids if (f := _live(trace, fid)) is not None]
+        if big and live:
+            results = [_check_live(f, options) for _, f in live[:PER_OP]]
+            status = _worst_status(r[0] for r in results)
+            worst = next(r for r in results if r[0] == status)
+            checks.append(FunctionCheck(tuple(fids), op, status, worst[1], worst[2], "live"))
+            continue
+        for fid, function in live:
+            status, slots, message = _check_live(function, options)
+            checks.append(FunctionCheck((fid,), op, status, slots, message, "live"))
+        freed = tuple(fid for fid in fids if all(fid != lf for lf, _ in live))
+        if not freed:
+            continue
+        found = samples.for_op(op) if samples is not None else []
+        if not found:
+            checks.append(
+                FunctionCheck(
+                    freed,
+                    op,
+                    "skipped",
+                    message=(
+                        f"{op} was not checked: its objects are gone (a script that ended, a "
+                        "saved trace) and no sample was kept. Check a live graph "
+                        "(viewer.show(y)) or run the script from the viewer"
+                    ),
+                )
+            )
+            continue
+        results = [s.check(**options) for s in found]
+        status = _worst_status(r[0] for r in results)
+        worst = next(r for r in results if r[0] == status)
+        checks.append(FunctionCheck(freed, op, status, worst[1], worst[2], "sample"))
+    return checks, notes
+
+
+SAVED_TRACE_REASON = (
+    "a saved trace holds no program to re-run, and its objects are gone: gradients can't be "
+    "checked numerically. Open the expression or the script that recorded it to check it"
+)
+OBJECTS_GONE_REASON = (
+    "the graph's objects are gone (a script that ended, a released graph) and no sample was "
+    "kept: gradients can't be checked numerically. Check a live graph (viewer.show(y)), a "
+    "typed expression, or a script run from the viewer"
+)
+
+
+def check_trace(
+    trace: TraceReader,
+    samples: FunctionSampler | None = None,
+    *,
+    saved: bool = False,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    max_elements: int = MAX_ELEMENTS,
+    max_functions: int = MAX_FUNCTIONS,
+    seed: int = 0,
+) -> GradCheckReport:
+    """Check every Function of ``trace`` (a Trace or TraceView) locally.
+
+    Live Functions (``trace.live(id)``: the graph is still referenced, as with
+    ``viewer.show(y)``) are re-run at their own inputs; freed ones use ``samples`` (kept while
+    a script ran: its ``result.samples``) by op name. Leaf gradients are not re-derived here:
+    without the program that built the graph there is nothing to re-run (see
+    :func:`check_program`).
+
+    When no Function can be re-run at all (``saved``: the trace was loaded from a file) the
+    report has no rows, only its ``reason``.
+    """
+    began = time.perf_counter()
+    options = {"rtol": rtol, "atol": atol, "max_elements": max_elements, "seed": seed}
+    checks, notes = _function_checks(trace, samples, max_functions=max_functions, **options)
+    reason = ""
+    if not checks:
+        reason = "the graph has no Function to check (a leaf alone)"
+    elif all(c.status == "skipped" and c.source == "" for c in checks):
+        # One row per op saying the same thing would contradict nothing-checked: drop them.
+        reason = SAVED_TRACE_REASON if saved else OBJECTS_GONE_REASON
+        checks, notes = [], []
+    else:
+        notes.append(
+            "each Function's backward was compared with central differences of its own "
+            "forward (a skipped row says why it could not be); leaf gradients are re-derived "
+            "only for typed expressions"
+        )
+    return GradCheckReport(
+        "trace",
+        (),
+        tuple(checks),
+        tuple(notes),
+        time.perf_counter() - began,
+        rtol,
+        atol,
+        reason=reason,
+    )
+
+
+# =============================================================================
+# Typed expressions: leaves, every backward pass, and the Functions
+# =============================================================================
+def _pass_ends(trace: TraceReader) -> dict[int, int]:
+    ends: dict[int, int] = {}
+    for step in trace.steps:
+        if step.phase == "backward":
+            ends[step.backward_pass] = step.index
+    return ends
+
+
+def _derivative_orders(trace: TraceReader, roots: Sequence[int]) -> list[int]:
+    """1 + how many create_graph passes built a part of each root's graph."""
+    during = {s.function: s.during_backward for s in trace.steps if s.during_backward >= 0}
+    graph = trace.graph
+    orders = []
+    for root in roots:
+        upstream = nx.ancestors(graph, root) if root in graph else set()
+        orders.append(1 + len({during[n] for n in upstream if n in during}))
+    return orders
+
+
+def _root_label(trace: TraceReader, root: int, program_output: str | None, last: bool) -> str:
+    name = trace.node(root).get("name")
+    if name:
+        return str(name)
+    if last and program_output:
+        return program_output
+    return f"#{root}"
+
+
+def check_program(
+    program: Any,
+    values: Mapping[str, Any] | None = None,
+    *,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    max_elements: int = MAX_ELEMENTS,
+    check_functions: bool = True,
+    seed: int = 0,
+) -> GradCheckReport:
+    """Check a typed expression (a :class:`viewer.model.expression.program.Program`) at ``values``
+    (leaf name -> value; the program's defaults otherwise).
+
+    For every backward pass (each ``grad()`` call, then the final backward) and every leaf it
+    reaches: backprop's gradient against central differences of the pass's root, the program
+    being re-run with the leaf nudged; leaves of more than ``max_elements`` elements are
+    checked along random directions. Then every Function locally (``check_functions``).
+    Node ids are those of a run of the same program, as the document shows it.
+    """
+    from viewer.model.expression.program import ExpressionError
+
+    began = time.perf_counter()
+    values = dict(values or {})
+    sizes = [np.size(values.get(n, program.defaults[n])) for n in program.leaves]
+    keep = max([16, *sizes])
+    # The engine holds outputs weakly: Functions of a gradient graph whose outputs nobody
+    # kept are gone after the run. Keep them for the length of the check.
+    keeper = _Keeper()
+    core.add_observer(keeper)
+    try:
+        base = program.run(values, max_array_size=keep)
+    finally:
+        core.remove_observer(keeper)
+    notes: list[str] = []
+    try:
+        trace = base.trace
+        roots = list(trace.backward_roots)
+        ends = _pass_ends(trace)
+        orders = _derivative_orders(trace, roots)
+        ids = {id(obj): nid for nid in trace.variables if (obj := trace.live(nid)) is not None}
+        leaf_ids = {name: ids.get(id(v)) for name, v in base.leaves.items()}
+        graph = trace.graph
+        last_pass = len(roots) - 1
+        labels = [
+            _root_label(trace, r, program.output_name, p == last_pass) for p, r in enumerate(roots)
+        ]
+        leaf_values = {n: np.array(base.values[n], dtype=np.float64) for n in program.leaves}
+
+        def roots_at(name: str, x: NDArray[np.float64]) -> NDArray[np.float64]:
+            """The value (summed) of every pass's root with leaf ``name`` set to ``x``."""
+            run_values = {**leaf_values, name: x}
+            try:
+                with np.errstate(all="ignore"):
+                    ev = program.run(run_values, backward=False, max_array_size=16)
+            except ExpressionError:
+                return np.full(len(roots), math.nan)
+            t = ev.trace
+            if list(t.backward_roots) != roots[:last_pass]:
+                raise _Mismatch
+            out = [_snapshot_total(t.node(r)["value"]) for r in roots[:last_pass]]
+            output = ev.output
+            out.append(float(np.sum(output.data)) if output is not None else math.nan)
+            ev.release()
+            return np.asarray(out, dtype=np.float64)
+
+        upstream = [nx.ancestors(graph, r) if r in graph else set() for r in roots]
+        rng = np.random.default_rng(seed)
+        leaf_checks: list[LeafCheck] = []
+        for name in program.leaves:
+            nid = leaf_ids.get(name)
+            if nid is None:
+                notes.append(f"{name} is not used by the expression: nothing to check")
+                continue
+            passes = [p for p, r in enumerate(roots) if nid == r or nid in upstream[p]]
+            if not passes:
+                continue
+            x = leaf_values[name]
+            probe = None  # stays None where x holds NaN or Inf: nothing to compare
+            if np.all(np.isfinite(x)):
+                try:
+                    probe = _probe(lambda v, name=name: roots_at(name, v), x, rng, max_elements)
+                except _Mismatch:
+                    notes.append(
+                        f"re-running with another {name} built a different graph: not checked"
+                    )
+                    continue
+            for p in passes:
+                comparison = None
+                if probe is None:
+                    status, message = "nonfinite", f"{name} holds NaN or Inf"
+                else:
+                    if p == last_pass:
+                        leaf = base.leaves[name]
+                        grad = None if leaf.grad is None else leaf.grad.data
+                    else:
+                        snap = trace.grad_at(nid, ends[p]) if p in ends else None
+                        grad = None if snap is None else snap.array
+                    comparison = _compare(grad, probe, p, x.shape, rtol, atol)
+                    status = comparison.status
+                    message = _leaf_message(name, labels[p], comparison)
+                leaf_checks.append(
+                    LeafCheck(
+                        name, nid, roots[p], labels[p], p, orders[p], status, comparison, message
+                    )
+                )
+        function_checks: list[FunctionCheck] = []
+        if check_functions:
+            options = {"rtol": rtol, "atol": atol, "max_elements": max_elements, "seed": seed}
+            function_checks, more = _function_checks(trace, None, **options)
+            notes.extend(more)
+    finally:
+        base.release()
+        keeper.functions.clear()
+    return GradCheckReport(
+        "expression",
+        tuple(leaf_checks),
+        tuple(function_checks),
+        tuple(notes),
+        time.perf_counter() - began,
+        rtol,
+        atol,
+    )
+
+
+class _Mismatch(Exception):
+    """A re-run of the program built a differently shaped graph."""
+
+
+class _Keeper:
+    """An engine observer that holds every recorded Function (only during a check)."""
+
+    def __init__(self) -> None:
+        self.functions: list[Any] = []
+
+    def on_forward(self, function: Any, inputs: Any, outputs: Any, recorded: bool) -> None:
+        if recorded:
+            self.functions.append(function)
+
+
+def _leaf_message(name: str, root: str, cmp: Comparison) -> str:
+    if cmp.status == "nonfinite":
+        return f"d{root}/d{name}: NaN or Inf here; nothing to compare"
+    text = f"max error {cmp.max_abs_error:.3g} (relative {cmp.relative_error:.2g})"
+    if cmp.analytic is not None and cmp.numeric is not None and cmp.analytic.size <= 4:
+        text += (
+            f"; backprop {np.array2string(cmp.analytic.reshape(-1), precision=6)}, "
+            f"numeric {np.array2string(cmp.numeric.reshape(-1), precision=6)}"
+        )
+    if cmp.status == "kink":
+        text += f"; not differentiable at {cmp.kinks} point(s), a one-sided value was used"
+    return text
+
+
+# =============================================================================
+# The scene and the document
+# =============================================================================
+def apply_overlays(scene: Any, report: GradCheckReport) -> int:
+    """Colour the checked nodes of ``scene`` by their error (overlay kind ``'gradcheck'``);
+    wrong Functions are flagged red with a ``wrong backward`` badge. Returns how many nodes
+    got an overlay. Read them back with ``scene.overlay_arrays('gradcheck')``."""
+    from viewer.model.scene.overlays import Overlay
+
+    errors = {n: e for n, e in report.node_errors().items() if scene.index_of(n) >= 0}
+    scene.set_error_colours(errors, OVERLAY_KIND)
+    tips: dict[int, list[str]] = {}
+    for leaf in report.leaves:
+        if leaf.node_id in errors:
+            tips.setdefault(leaf.node_id, []).append(f"{leaf.label}: {leaf.message}")
+    wrong: set[int] = set()
+    for check in report.functions:
+        for nid in check.node_ids:
+            if nid in errors:
+                tips.setdefault(nid, []).append(check.message)
+                if check.status == "wrong":
+                    wrong.add(nid)
+    for nid, lines in tips.items():
+        current = next(o for o in scene.overlays[nid] if o.kind == OVERLAY_KIND)
+        if nid in wrong:
+            overlay = Overlay(OVERLAY_KIND, "wrong backward", scene.palette.error, "\n".join(lines))
+        else:
+            overlay = Overlay(OVERLAY_KIND, current.badge, current.color, "\n".join(lines))
+        scene.set_overlay(nid, overlay)
+    return len(errors)
+
+
+def check_graph(
+    trace: TraceReader,
+    program: Any = None,
+    values: Mapping[str, Any] | None = None,
+    *,
+    samples: FunctionSampler | None = None,
+    saved: bool = False,
+    **options: Any,
+) -> GradCheckReport:
+    """Check a graph as the viewer shows it.
+
+    With the typed ``program`` that built ``trace``: :func:`check_program` at ``values``
+    (leaves and Functions), keeping only the results whose node ids mean the same node in
+    ``trace``. Without: :func:`check_trace` with a script's ``samples``; ``saved``: the trace
+    was loaded from a file (nothing of it can be re-run).
+    """
+    if program is not None:
+        return _matched(check_program(program, values, **options), trace)
+    return check_trace(trace, samples, saved=saved, **options)
+
+
+def check_document(document: Document, **options: Any) -> GradCheckReport | None:
+    """Check what ``document`` shows (:func:`check_graph`: a typed expression at its current
+    leaf values, a script's graph with the samples its run sent back, any other trace on its
+    live objects), colour its scene and put the summary on its status line
+    (:meth:`Document.show_gradient_check`), and return the report. On a problem,
+    ``error_raised`` carries a ValueError that says what is missing, and None is returned.
+    """
+    if document.scene is None or document.trace is None:
+        return _refuse(document, "there is no graph to check: type an expression or open one")
+    run = document.script_run
+    if run is not None and run.running:
+        return _refuse(document, "a script is running; wait for it or cancel it first")
+    program = document.program if document.kind == "expression" else None
+    values = None
+    if program is not None:
+        evaluation = document.evaluation
+        values = dict(evaluation.values) if evaluation is not None else dict(document.leaf_values)
+    result = document.script_result
+    samples = result.samples if document.kind == "script" and result is not None else None
+    path = document.path
+    saved = document.kind == "trace" and path is not None and path.suffix.lower() == ".json"
+    try:
+        report = check_graph(
+            document.trace, program, values, samples=samples, saved=saved, **options
+        )
+    except Exception as e:  # ExpressionError, or a bug in a check: the app stays up
+        return _refuse(document, f"the gradient check failed: {_describe(e)}")
+    document.show_gradient_check(report)
+    return report
+
+
+def _matched(report: GradCheckReport, trace: TraceReader) -> GradCheckReport:
+    """Keep only results whose node ids mean the same node in the document's ``trace`` (the
+    check ran the program again; a deterministic program gives the same ids)."""
+
+    def same(nid: int, op: str | None, name: str | None) -> bool:
+        try:
+            attrs = trace.node(nid)
+        except (IndexError, KeyError):
+            return False
+        return attrs.get("op") == op if op is not None else attrs.get("name") == name
+
+    leaves = tuple(c for c in report.leaves if same(c.node_id, None, c.name))
+    functions = tuple(c for c in report.functions if all(same(n, c.op, None) for n in c.node_ids))
+    if len(leaves) == len(report.leaves) and len(functions) == len(report.functions):
+        return report
+    notes = (*report.notes, "the graph on screen differs from a fresh run: some results hidden")
+    return dataclasses.replace(report, leaves=leaves, functions=functions, notes=notes)
+
+
+def _refuse(document: Document, message: str) -> None:
+    document.fail(ValueError(message))
+
+
+# =============================================================================
+# Scripts: samples kept while they ran
+# =============================================================================
+class ScriptSampling:
+    """Has every script run a Document prepares keep samples of its Functions (a
+    :class:`FunctionSampler` of ``per_class`` calls per class in its worker, sent back as
+    ``result.samples``), so that :func:`check_document` can check a script's graph after the
+    script ended.
+
+    It is the slot of ``document.script_started``; a Signal holds a callable object strongly,
+    so the document keeps it for as long as it lives. :meth:`close` stops it.
+    """
+
+    def __init__(self, document: Document, per_class: int = 2) -> None:
+        self.document = document
+        self.per_class = per_class
+        document.script_started.connect(self)
+
+    def __call__(self, run: Any) -> None:
+        if not hasattr(run, "sample_functions"):
+            return  # a run without the hook: nothing to attach to
+        run.sample_functions = self.per_class
+        run.finished.connect(_note_samples)
+
+    def close(self) -> None:
+        """Runs prepared from now on keep no samples."""
+        self.document.script_started.disconnect(self)
+
+
+def watch_scripts(document: Document, per_class: int = 2) -> ScriptSampling:
+    """Have every script ``document`` prepares keep samples for a later check: the
+    :class:`ScriptSampling` of the document (call once per Document; the window does)."""
+    return ScriptSampling(document, per_class)
+
+
+# The samples a watched run sent back, by its trace, for samples_for(trace) alone: a bare trace
+# has no link to the result it came with. The checks never read this table; they are given
+# the samples (check_document takes them from the document's script_result).
+_SENT: weakref.WeakKeyDictionary[Any, FunctionSampler] = weakref.WeakKeyDictionary()
+
+
+def _note_samples(result: ScriptResult) -> None:
+    if result.trace is not None and result.samples is not None:
+        _SENT[result.trace] = result.samples
+
+
+def samples_for(trace: TraceReader) -> FunctionSampler | None:
+    """The samples sent back by the watched script run that recorded ``trace`` (a Trace, or a
+    TraceView of one of its graphs); None if none."""
+    base = getattr(trace, "base", trace)  # a TraceView stands for its whole trace
+    try:
+        return _SENT.get(base)
+    except TypeError:
+        return None

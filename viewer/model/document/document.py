@@ -1,0 +1,602 @@
+"""The Document: what the main window shows, as one observable object.
+
+It holds the editor's text, the leaf values, the current trace with its layout and scene, the
+playback cursor (with the selection) and the script run (the one in progress and the last
+result). The ways of getting a graph live in loaders the Document composes:
+:class:`~viewer.model.document.expression_loader.ExpressionLoader` (typed programs and leaf edits),
+:class:`~viewer.model.document.script_loader.ScriptLoader` (scripts in their worker process) and
+:class:`~viewer.model.document.file_loader.FileLoader` (files and examples, by what they hold). Its
+methods of the same names delegate to them. Every loader ends in :meth:`Document.load_graph`;
+nothing is replaced until the new graph is complete, so an error (a bad expression, a broken
+trace file, a failing script) leaves the previous graph on screen and is reported through
+``error_raised`` (:meth:`Document.fail`).
+
+Signals (synchronous, on the caller's thread):
+
+* ``graph_loaded(document)``: a new trace, layout and scene are in place (re-read them).
+* ``scene_changed(document)``: the same trace, another scene and layout (a module expanded,
+  collapsed, folded or a new depth); playback position, selection and overlays stay.
+* ``error_raised(error)``: an ExpressionError (with line/col), TraceFormatError, OSError or
+  ScriptError. The previous graph stays.
+* ``status_changed(text)``: one line for the status bar.
+* ``selection_changed(node_id | None)``: the playback state's signal, re-exported.
+* ``leaves_changed(rows)``: the variables table changed (list of :class:`LeafRow`).
+* ``layout_started(n_nodes)``: a big graph went to :attr:`Document.layout_runner`.
+* ``script_started(run)`` / ``script_finished(result)``: a script run began / ended.
+* ``overlays_changed()``: leak flags or gradient-check colours changed on the scene.
+* ``leaks_found(report)``: the leak audit after a release ran (report may list nothing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from autodiff.leaks import LeakReport
+from autodiff.trace import TraceReader
+from viewer.model.checks.gradcheck import apply_overlays
+from viewer.model.checks.report import GradCheckReport
+from viewer.model.document import data_export
+from viewer.model.document.expression_loader import ExpressionJob, ExpressionLoader
+from viewer.model.document.file_loader import (
+    EXPRESSION_SUFFIXES,
+    SCRIPT_SUFFIXES,
+    TRACE_SUFFIXES,
+    FileLoader,
+)
+from viewer.model.document.playback import PlaybackState
+from viewer.model.document.scope_control import ScopeControl, scoped_scene
+from viewer.model.document.script_loader import ScriptError, ScriptLoader
+from viewer.model.expression.program import (
+    MAX_STEPS,
+    MAX_TOTAL_ELEMENTS,
+    Evaluation,
+    ExpressionError,
+    Program,
+    format_value,
+)
+from viewer.model.layout.compute import GraphLayout, compute_layout
+from viewer.model.panels.inspector import NodeInfo, inspect, inspect_module
+from viewer.model.scene.scene import Frame, Scene
+from viewer.model.scopes.tree import ScopeNode
+from viewer.model.scripts.pass_sampling import DEFAULT_MAX_PASSES
+from viewer.model.scripts.process import ScriptProcess
+from viewer.model.scripts.run import ScriptResult
+from viewer.model.signals import Signal
+
+__all__ = [
+    "EXPRESSION_SUFFIXES",
+    "SCRIPT_SUFFIXES",
+    "TRACE_SUFFIXES",
+    "Document",
+    "ExpressionJob",
+    "LeafRow",
+    "ScriptError",
+    "compute_layout",
+]
+
+SYNC_LAYOUT_LIMIT = 1000  # nodes; bigger graphs go to layout_runner when one is set
+
+
+@dataclass(frozen=True)
+class LeafRow:
+    """A row of the variables table."""
+
+    name: str
+    value: NDArray[np.float64]
+    text: str  # the value as the user may type it back ("0.5", "[1, 2]")
+    shape: tuple[int, ...]
+    default: bool  # the program's default (not edited by the user)
+
+
+@dataclass
+class _Pending:
+    """A graph waiting for its layout: what :meth:`Document.apply_layout` installs."""
+
+    trace: TraceReader
+    title: str
+    kind: str
+    path: Path | None
+    evaluation: Evaluation | None
+    program: Program | None
+    keep_step: bool
+
+
+class Document:
+    """Source text, leaf values, trace, layout, scene, playback and selection of one window."""
+
+    def __init__(self, palette: str = "light", max_array_size: int = 4096) -> None:
+        self.graph_loaded = Signal("graph_loaded")
+        self.scene_changed = Signal("scene_changed")
+        self.error_raised = Signal("error_raised")
+        self.status_changed = Signal("status_changed")
+        self.leaves_changed = Signal("leaves_changed")
+        self.layout_started = Signal("layout_started")
+        self.script_started = Signal("script_started")
+        self.script_finished = Signal("script_finished")
+        self.overlays_changed = Signal("overlays_changed")
+        self.leaks_found = Signal("leaks_found")
+        self.playback = PlaybackState()
+        self.selection_changed = self.playback.selection_changed
+
+        self.palette = palette
+        self.max_array_size = max_array_size
+        self.retain_grad = False
+        self.source = ""  # the editor's text, kept even when it does not parse
+        self.leaf_values: dict[str, NDArray[np.float64]] = {}  # values the user edited
+        self.title = ""
+        self.kind = ""  # 'expression' | 'trace' | 'script' | ''
+        self.path: Path | None = None
+        self.program: Program | None = None
+        self.evaluation: Evaluation | None = None
+        self.trace: TraceReader = None
+        self.layout: GraphLayout | None = None
+        self.scene: Scene | None = None
+        self.last_error: BaseException | None = None
+        self.leak_report: Any = None
+        self.script_run: ScriptProcess | None = None  # the run in progress, if any
+        # a script's memory limit in MiB (None: half the machine's; 0: none)
+        self.script_memory_mb: int | None = None
+        # the graphs of about this many backward passes of a run are kept (pass_sampling)
+        self.script_max_passes = DEFAULT_MAX_PASSES
+        # a typed program's budgets (the window reads them from the settings)
+        self.element_budget = MAX_TOTAL_ELEMENTS
+        self.step_budget = MAX_STEPS
+        self.script_result: ScriptResult | None = None
+        # Set by the Qt side to lay out big graphs off the GUI thread: called with the trace,
+        # it must later call apply_layout(trace, layout) or layout_failed(trace, error) on the
+        # GUI thread. None: lay out synchronously.
+        self.layout_runner: Callable[[Any], None] | None = None
+        # Typed programs that are not Program.quick() go to this runner when one is set: it
+        # calls job.run() on a worker thread, then apply_expression(job) on the GUI thread.
+        self.expression_runner: Callable[[ExpressionJob], None] | None = None
+        self.expression_job: ExpressionJob | None = None  # the program running there
+        self.sync_layout_limit = SYNC_LAYOUT_LIMIT
+        self.layout_by_generation = False  # see compute_layout; a layout_runner should follow it
+        self._pending: _Pending | None = None
+        # the ways of getting a graph
+        self.expressions = ExpressionLoader(self)
+        self.scripts = ScriptLoader(self)
+        self.files = FileLoader(self, self.expressions, self.scripts)
+        self.modules = ScopeControl(self)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def has_graph(self) -> bool:
+        return self.scene is not None
+
+    @property
+    def selection(self) -> int | None:
+        return self.playback.selection
+
+    @property
+    def layout_pending(self) -> bool:
+        return self._pending is not None
+
+    def frame(self) -> Frame | None:
+        """The scene's arrays at the current step (None without a graph)."""
+        if self.scene is None:
+            return None
+        return self.scene.frame(self.playback.index)
+
+    def inspect(self, node_id: int | None = None) -> NodeInfo | None:
+        """The inspector's data for ``node_id`` (default: the selection) at the current step."""
+        node_id = self.selection if node_id is None else node_id
+        if node_id is None or self.trace is None:
+            return None
+        scene = self.scene
+        box = scene.index_of(node_id) if scene is not None else -1
+        if box >= 0 and scene.module(box) is not None:  # shown as a module box: the box's
+            return inspect_module(scene, box, self.playback.index)
+        return inspect(self.trace, node_id, self.playback.index)
+
+    def select(self, node_id: int | None) -> None:
+        """Select a node by trace node id (None clears)."""
+        if node_id is not None and self.scene is not None and self.scene.index_of(node_id) < 0:
+            node_id = None
+        self.playback.select(node_id)
+
+    def select_index(self, index: int) -> None:
+        """Select by the scene's node index, as the view's hit test returns it (-1 clears)."""
+        self.select(self.scene.node_id(index) if self.scene is not None and index >= 0 else None)
+
+    def set_palette(self, name: str) -> None:
+        self.palette = name
+        if self.scene is not None:
+            self.scene.set_palette(name)
+            self.overlays_changed.emit()  # badges take the palette's colours
+
+    def leaf_rows(self) -> list[LeafRow]:
+        """The variables table: each leaf of the current program with its value."""
+        program = self.program
+        if program is None:
+            return []
+        rows = []
+        for name in program.leaves:
+            edited = name in self.leaf_values
+            value = self.leaf_values[name] if edited else program.defaults[name]
+            rows.append(LeafRow(name, value, _value_text(value), value.shape, not edited))
+        return rows
+
+    # ------------------------------------------------------------------ loaders
+    # The contract the window, the app and the tests call; each forwards to its loader.
+    def run_expression(self, text: str | None = None) -> bool:
+        """Parse and run ``text`` (default: :attr:`source`): :meth:`ExpressionLoader.run`."""
+        return self.expressions.run(text)
+
+    def load_expression(self, text: str, path: Path | None = None, title: str = "") -> bool:
+        """Replace the text and run it, leaf edits forgotten: :meth:`ExpressionLoader.load`."""
+        return self.expressions.load(text, path, title)
+
+    def set_leaf_value(self, name: str, value: Any) -> bool:
+        """Re-run with a leaf's new value: :meth:`ExpressionLoader.set_leaf_value`."""
+        return self.expressions.set_leaf_value(name, value)
+
+    def reset_leaf_values(self) -> bool:
+        """Back to the program's defaults and re-run."""
+        return self.expressions.reset_leaf_values()
+
+    def apply_expression(self, job: ExpressionJob) -> bool:
+        """Show a job of :attr:`expression_runner` once it ran: :meth:`ExpressionLoader.apply`."""
+        return self.expressions.apply(job)
+
+    def cancel_expression(self) -> None:
+        """Stop the program running on the worker (it stops at its next operation)."""
+        self.expressions.cancel()
+
+    def load_path(self, path: str | os.PathLike[str]) -> bool | ScriptProcess:
+        """Open a file by its suffix (a script is only prepared): :meth:`FileLoader.load_path`."""
+        return self.files.load_path(path)
+
+    def load_example(self, key: str) -> bool | ScriptProcess:
+        """Open a bundled example by name or stem: :meth:`FileLoader.load_example`."""
+        return self.files.load_example(key)
+
+    def prepare_script(
+        self, path: str | os.PathLike[str], argv: list[str] | None = None
+    ) -> ScriptProcess:
+        """A run of ``path`` for the UI to confirm and start: :meth:`ScriptLoader.prepare`."""
+        return self.scripts.prepare(path, argv)
+
+    def run_script(self, path: str | os.PathLike[str], argv: list[str] | None = None) -> bool:
+        """Run a script and show its graphs, waiting for it: :meth:`ScriptLoader.run`."""
+        return self.scripts.run(path, argv)
+
+    def cancel_script(self) -> None:
+        self.scripts.cancel()
+
+    def cancel_run(self) -> bool:
+        """Stop whatever runs (Esc): a script, else a typed program on the worker. False if
+        nothing was running."""
+        if self.script_run is not None and self.script_run.running:
+            self.cancel_script()
+            return True
+        if self.expression_job is not None:
+            self.cancel_expression()
+            return True
+        return False
+
+    def apply_script_result(self, result: ScriptResult) -> bool:
+        """Show what a finished script built: :meth:`ScriptLoader.apply_result`."""
+        return self.scripts.apply_result(result)
+
+    def show_script_graph(self, index: int) -> bool:
+        """Show graph ``index`` of the last script result."""
+        return self.scripts.show_graph(index)
+
+    def busy_error(self) -> ExpressionError | None:
+        """Why no other run may start now (None: one may). One run at a time: its result is
+        what the window shows next."""
+        if self.script_run is not None and self.script_run.running:
+            return ExpressionError("a script is running; wait for it or cancel it first")
+        if self.expression_job is not None:
+            return ExpressionError("a program is running; wait for it or cancel it first")
+        return None
+
+    # ------------------------------------------------------------------ graphs
+    def load_graph(
+        self,
+        trace: TraceReader,
+        title: str,
+        kind: str,
+        path: Path | None = None,
+        *,
+        layout: GraphLayout | None = None,
+        evaluation: Evaluation | None = None,
+        program: Program | None = None,
+        keep_step: bool = False,
+    ) -> None:
+        """Show ``trace`` as a graph of ``kind`` ('expression', 'trace' or 'script'), laid out
+        with ``layout`` (computed when None: here, or through :attr:`layout_runner` for a big
+        graph). A typed program's graph brings its ``evaluation`` and ``program``;
+        ``keep_step`` (a re-run of the same program) keeps the playback position and the
+        selection. The graph shown until then stays until this one is installed."""
+        pending = _Pending(trace, title, kind, path, evaluation, program, keep_step)
+        self._pending = pending
+        if layout is not None:
+            self.apply_layout(trace, layout)
+            return
+        try:
+            # with a worker for big layouts, one too big to lay out here goes there, whole
+            at_most = self.sync_layout_limit if self.layout_runner is not None else None
+            scoped = scoped_scene(trace, self.palette, at_most)
+        except Exception as e:  # a layout bug must not take the document down
+            self.layout_failed(trace, e)
+            return
+        if scoped is not None:  # opens at a depth whose boxes fit on one screen
+            self.apply_layout(trace, *scoped)
+            return
+        n = len(trace.variables) + len(trace.functions)  # without building the networkx graph
+        if self.layout_runner is not None and n > self.sync_layout_limit:
+            self.status_changed.emit(f"Laying out {n} nodes…")
+            self.layout_started.emit(n)
+            self.layout_runner(trace)
+            return
+        try:
+            layout = compute_layout(trace, by_generation=self.layout_by_generation)
+        except Exception as e:  # a layout bug must not take the document down
+            self.layout_failed(trace, e)
+            return
+        self.apply_layout(trace, layout)
+
+    def load_trace(
+        self,
+        trace: TraceReader,
+        title: str = "trace",
+        layout: GraphLayout | None = None,
+        path: Path | None = None,
+    ) -> None:
+        """Show ``trace`` (an autodiff Trace or a TraceView) with ``layout`` (computed when
+        None: synchronously, or through :attr:`layout_runner` for a big graph)."""
+        self.load_graph(trace, title, "trace", path, layout=layout)
+
+    def save_trace(self, path: str | os.PathLike[str]) -> bool:
+        """Save the current trace as JSON (loadable by :meth:`load_path`); a script's graph
+        saves the run's whole recording, as File > Save the Trace does (it refused to)."""
+        whole = getattr(self.trace, "base", self.trace)
+        if whole is None or not hasattr(whole, "to_json"):
+            return self.fail(ValueError("there is no trace to save"))
+        try:
+            whole.to_json(path)
+        except (OSError, ValueError, TypeError) as e:
+            return self.fail(e)
+        self.status_changed.emit(f"Saved the trace to {Path(path).name}")
+        return True
+
+    def export_data(self, path: str | os.PathLike[str]) -> bool:
+        """Write the graph shown as DOT (its values at the playback's step) or GraphML, or its
+        trace as JSON, by the suffix of ``path``
+        (:func:`viewer.model.document.data_export.export_trace`);
+        ``status_changed`` says where. An error goes to ``error_raised`` (False) and changes
+        nothing."""
+        try:
+            if self.trace is None:
+                raise ValueError("there is no graph to export: type an expression or open a file")
+            result = data_export.export_trace(self.trace, path, self.playback.index)
+        except (OSError, ValueError, TypeError) as e:
+            return self.fail(e)
+        self.status_changed.emit(result.message)
+        return True
+
+    def apply_layout(
+        self, trace: TraceReader, layout: GraphLayout, scene: Scene | None = None
+    ) -> bool:
+        """Install ``layout`` for the pending ``trace`` and show it. A layout for a trace that
+        is no longer pending (the user loaded something else meanwhile) is ignored.
+
+        ``scene``: a Scene of ``trace`` and ``layout`` already built (by a worker thread, as
+        building one for a big graph takes a while); it is recoloured to the palette."""
+        pending = self._pending
+        if pending is None or pending.trace is not trace:
+            return False
+        try:
+            if scene is not None and scene.trace is trace and scene.layout is layout:
+                scene.set_palette(self.palette)
+            else:
+                scene = Scene(trace, layout, self.palette)
+        except Exception as e:
+            self.layout_failed(trace, e)
+            return False
+        self._pending = None
+        old_step = self.playback.index
+        old_selection = self.playback.selection
+        old_evaluation = self.evaluation
+        self.trace = trace
+        self.layout = layout
+        self.scene = scene
+        self.title = pending.title
+        self.kind = pending.kind
+        self.path = pending.path
+        self.evaluation = pending.evaluation
+        self.program = pending.program if pending.kind == "expression" else None
+        self.leak_report = None
+        if pending.kind != "expression":
+            self.leaf_values = {}
+        if pending.kind != "script" and self.script_result is not None:
+            # Another document: the run (its whole recording) goes with the script's graphs.
+            self.script_result = None
+            _return_memory()
+        if old_evaluation is not None and old_evaluation is not pending.evaluation:
+            old_evaluation.release()
+        n_steps = len(trace.steps)
+        start = min(old_step, n_steps - 1) if pending.keep_step else -1
+        self.playback.set_steps(trace.steps, start, int(getattr(trace, "pass_offset", 0) or 0))
+        if pending.keep_step and old_selection is not None and scene.index_of(old_selection) >= 0:
+            # same program, new values: node ids are the same, keep the inspected node
+            self.playback.select(old_selection)
+        self.leaves_changed.emit(self.leaf_rows())
+        self.graph_loaded.emit(self)
+        self.status_changed.emit(self._loaded_message())
+        result = self.script_result
+        if (
+            pending.kind == "script"
+            and result is not None
+            and result.leak_report is not None
+            and getattr(trace, "base", trace) is result.trace
+        ):
+            # Every graph of a script shares the run's audit: flag the one installed now (also
+            # another graph chosen later, or one laid out in a worker after the run ended). A
+            # pass a long run recorded on its own has its own node ids: the audit is not its.
+            self.flag_leaks(result.leak_report)
+        return True
+
+    def layout_failed(self, trace: TraceReader, error: BaseException) -> None:
+        """The layout of the pending ``trace`` failed or was cancelled: keep the old graph."""
+        if self._pending is not None and self._pending.trace is trace:
+            self._pending = None
+        self.fail(error)
+
+    def cancel_layout(self) -> None:
+        """Forget the pending graph (its layout result will be ignored)."""
+        if self._pending is not None:
+            self._pending = None
+            self.status_changed.emit("Layout cancelled; the previous graph stays")
+
+    def _loaded_message(self) -> str:
+        t = self.trace
+        n_vars, n_funcs = len(t.variables), len(t.functions)
+        n_steps = len(t.steps)
+        what = f"{self.title}: {n_vars} variables, {n_funcs} functions, {n_steps} steps"
+        if self.kind == "expression" and self.evaluation is not None:
+            output = self.evaluation.output
+            if output is not None:
+                what += f"; result {format_value(output)}"
+        if n_steps == 0:
+            what += " (nothing to animate: no function was applied)"
+        return what
+
+    # ------------------------------------------------------------------ modules
+    # A graph recorded with scopes (Layer calls, autodiff.scope blocks) opens with its scopes
+    # collapsed below the deepest depth that keeps the first screen to about 150 nodes
+    # (viewer.model.scopes.tree.MAX_FIRST_SCREEN); a graph without scopes shows every node. Paths
+    # are the trace's ('MLP/l1'); every instance at a path (a layer called twice) follows.
+    # Each change installs a new scene of the same trace and emits scene_changed.
+    def scope_tree(self) -> list[ScopeNode]:
+        """The scope instances of the graph shown, nested: a list of the top-level
+        :class:`~viewer.model.scopes.tree.ScopeNode` (``path``, ``name``, ``cls``, ``depth``,
+        ``children``, ``collapsed``; ``fold_count`` > 1 heads a run of repeats, ``folded``
+        says it shows as one box, ``fold_head`` is the run's first instance). Empty without
+        scopes."""
+        return self.modules.tree()
+
+    def set_depth(self, depth: int) -> bool:
+        """Collapse every scope deeper than ``depth``, expand the others (0: each top scope
+        is one box). Folded runs stay folded. False without scopes."""
+        return self.modules.set_depth(depth)
+
+    def expand(self, path: str) -> bool:
+        """Expand the scope at ``path``; a folded run it belongs to is unfolded instead."""
+        return self.modules.expand(path)
+
+    def collapse(self, path: str) -> bool:
+        """Show the scope at ``path`` as one box of kind ``'module'``."""
+        return self.modules.collapse(path)
+
+    def collapse_siblings(self, path: str) -> bool:
+        """Collapse the scopes beside ``path`` (the same parent), not ``path`` itself."""
+        return self.modules.collapse_siblings(path)
+
+    def fold(self, path: str) -> bool:
+        """Show the run of repeats ``path`` belongs to as one box ("Block \u00d7 12")."""
+        return self.modules.fold(path, True)
+
+    def unfold(self, path: str) -> bool:
+        """Show each instance of the run ``path`` belongs to on its own."""
+        return self.modules.fold(path, False)
+
+    def expand_all(self) -> bool:
+        """Expand every scope and unfold every run: the whole graph."""
+        return self.modules.expand_all()
+
+    def reveal(self, node_id: int) -> bool:
+        """Expand (and unfold) every box that hides trace node ``node_id`` so that it is a
+        node of the scene; True if the scene changed (False: already shown, or unknown)."""
+        return self.modules.reveal(node_id)
+
+    def scope_path_of(self, node_id: int) -> str:
+        """The path of the scope trace node ``node_id`` ran in ('' outside any)."""
+        return self.modules.scope_path_of(node_id)
+
+    # ------------------------------------------------------------------ leaks
+    def release_graph(self) -> Any:
+        """Drop the document's references to the engine objects of a typed expression and
+        run the leak audit: survivors get a 'leak' overlay. Returns the report (or None)."""
+        if self.evaluation is not None:
+            self.evaluation.release()
+        if self.trace is None or not hasattr(self.trace, "audit"):
+            return None
+        try:
+            report = self.trace.audit()
+        except Exception as e:  # the audit is a debugging aid; never fatal
+            self.fail(e)
+            return None
+        self.flag_leaks(report)
+        return report
+
+    def flag_leaks(self, report: LeakReport) -> None:
+        """Badge each survivor of ``report`` 'cycle' or 'held' (by its reason); its tooltip
+        keeps the reason and the holder chain."""
+        from viewer.model.panels.legend import leak_badge
+        from viewer.model.scene.overlays import Overlay
+
+        self.leak_report = report
+        if self.scene is not None:
+            self.scene.clear_overlays("leak")
+            for survivor in report.survivors:
+                reason, held_by = survivor.reason, survivor.held_by
+                tip = f"{reason}: {held_by}" if held_by else reason
+                overlay = Overlay("leak", leak_badge(reason), self.scene.palette.error, tip)
+                self.scene.set_overlay(survivor.node_id, overlay)
+            self.overlays_changed.emit()
+        self.leaks_found.emit(report)
+
+    def show_gradient_check(self, report: GradCheckReport) -> None:
+        """Colour the scene by a gradient check of the graph shown (overlay kind
+        ``'gradcheck'``, see :func:`viewer.model.checks.gradcheck.apply_overlays`) and put its
+        summary
+        on the status line."""
+        if self.scene is not None:
+            apply_overlays(self.scene, report)
+            self.overlays_changed.emit()
+        self.status_changed.emit(report.summary)
+
+    # ------------------------------------------------------------------ errors
+    def fail(self, error: BaseException) -> bool:
+        """Report ``error`` the document's one way: ``last_error``, ``error_raised`` and the
+        status line; nothing else changes (the graph on screen stays). Returns False, so a
+        loader can ``return self.fail(e)``."""
+        self.last_error = error
+        self.error_raised.emit(error)
+        message = error.message if isinstance(error, ExpressionError | ScriptError) else str(error)
+        if isinstance(error, ExpressionError):
+            message = f"line {error.line}, column {error.col}: {message}"
+        self.status_changed.emit(f"Error: {message}")
+        return False
+
+
+def _return_memory() -> None:
+    """After dropping a long run: collect its cycles and give the freed heap back to the
+    system (glibc keeps it otherwise, and the app's memory would stay at the run's peak)."""
+    gc.collect()
+    if sys.platform.startswith("linux"):
+        # another C library has no malloc_trim: the memory is reused by the process instead
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _value_text(value: NDArray[np.float64]) -> str:
+    if value.ndim == 0:
+        return repr(float(value))
+    if value.size <= 64:
+        return repr(value.tolist())
+    return f"array of shape {value.shape}"

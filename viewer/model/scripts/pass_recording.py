@@ -1,0 +1,234 @@
+"""A script's recording, in memory bounded by the number of passes kept, not run.
+
+:class:`PassRecording` stands in for ``autodiff.trace.record()`` around a script's run. The
+first passes (the :class:`~viewer.model.scripts.pass_sampling.PassReservoir`'s head) go to one
+:class:`~autodiff.trace.Trace`, as a plain recording would: the ``head`` trace, which also
+holds whatever the script does after its last pass when the run is that short. From then on
+every pass (the operations since the previous pass ended, then its ``backward()``) is recorded
+into a trace of its own, a *segment*, kept while the reservoir keeps the pass and dropped
+(freed by reference counting, as the engine's graphs are) as soon as it does not.
+
+Besides the recorders, one observer of its own logs each pass's scalars in a
+:class:`~viewer.model.scripts.pass_sampling.PassLog`: the loss, the iteration, the NaN/Inf flag and
+the parameters' gradient norms. It always comes after the recorder in the engine's observers,
+so a pass is complete, recorded, when its ``on_backward_end`` reaches it: there it switches to
+the next segment's trace.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import weakref
+from typing import Any
+
+import numpy as np
+
+from autodiff import core
+from autodiff.trace import Trace
+from viewer.model.scripts.pass_sampling import (
+    DEFAULT_MAX_FLAGGED,
+    DEFAULT_MAX_PASSES,
+    FLAG_GRADCHECK,
+    FLAG_HELD,
+    FLAG_NONFINITE,
+    FLAG_UNCHECKED,
+    PassLog,
+    PassReservoir,
+)
+
+__all__ = ["PassRecording"]
+
+
+class PassRecording:
+    """The recording of one run: ``with PassRecording(...) as rec:`` run the script; then
+    ``rec.head`` (a Trace), ``rec.segments`` (pass index -> Trace of that pass alone),
+    ``rec.passes`` (the PassLog of every pass) and ``rec.reservoir`` (what was kept)."""
+
+    def __init__(
+        self,
+        max_array_size: int,
+        max_passes: int = DEFAULT_MAX_PASSES,
+        max_flagged: int = DEFAULT_MAX_FLAGGED,
+        script: str | None = None,
+        checker: Any = None,
+    ) -> None:
+        self.max_array_size = max_array_size
+        # a FunctionSampler checking the script's own Functions once a pass (end_pass)
+        self.checker = checker
+        self.wrong: dict[int, tuple[str, ...]] = {}  # kept pass -> its ops that failed
+        self.reservoir = PassReservoir(max_passes, max_flagged)
+        self.passes = PassLog()
+        self.script = script  # the script's file: iterations count its backward() lines
+        self.head = Trace(max_array_size)
+        self.segments: dict[int, Trace] = {}
+        # per top-level pass: its backward pass number in its own trace, and its root's name
+        self.trace_pass: dict[int, int] = {}
+        self.names: dict[int, str] = {}
+        self._current = self.head
+        self._passes_in_current = 0  # backward passes begun in the current trace (any depth)
+        self._depth = 0
+        self._seen_at: dict[tuple, int] = {}  # (script line, root shape) -> passes so far
+        self._loss = math.nan
+        self._iteration = -1
+        self._grads: dict[int, Any] = {}  # leaf creation order -> its gradient this pass
+        # per (script line, root shape): the last pass's index and root, weakly. A root still
+        # alive when the next pass of its line ends means the program holds that iteration's
+        # whole graph (FLAG_HELD): one iteration's loss is normally gone once the next is made
+        self._last_root: dict[tuple, tuple[int, weakref.ref]] = {}
+        self._held = -1  # the pass found held at this pass (-1: none)
+        self._column: dict[int, int | None] = {}  # leaf creation order -> its PassLog column
+        self._active = False
+
+    # ------------------------------------------------------------------ start and stop
+    def __enter__(self) -> PassRecording:
+        self._current._start()
+        core.add_observer(self)
+        self._active = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if not self._active:
+            return
+        self._active = False
+        core.remove_observer(self)
+        self._current._stop()
+        if self._current is not self.head:
+            self._current = self.head  # the operations after the last pass: not kept
+
+    @property
+    def sampled(self) -> bool:
+        return self.reservoir.seen > self.reservoir.head
+
+    # ------------------------------------------------------------------ the engine's events
+    def on_backward_begin(self, output: Any, retain_grad: bool, create_graph: bool) -> None:
+        self._passes_in_current += 1
+        self._depth += 1
+        if self._depth != 1:
+            return
+        index = self.reservoir.seen
+        self.trace_pass[index] = self._passes_in_current - 1
+        data = output.data
+        try:
+            self._loss = _total(data)
+        except (TypeError, ValueError):
+            self._loss = math.nan
+        key = (self._call_line(), getattr(data, "shape", None))
+        self._iteration = self._seen_at.get(key, 0)
+        self._seen_at[key] = self._iteration + 1
+        before = self._last_root.get(key)
+        self._held = before[0] if before is not None and before[1]() is not None else -1
+        self._last_root[key] = (index, weakref.ref(output))
+        if output.name:
+            self.names[index] = str(output.name)
+            self.passes.loss_label = str(output.name)
+        self._grads = {}
+
+    def on_backward_event(
+        self, function: Any, output_grads: Any, input_grads: Any, accumulated: Any, cleared: Any
+    ) -> None:
+        if self._depth != 1:
+            return
+        inputs = function.inputs
+        grads = self._grads
+        constant = core.Constant
+        for slot, x in enumerate(inputs):
+            if x.creator is None and type(x) is not constant and slot < len(input_grads):
+                g = input_grads[slot]
+                if g is not None:
+                    grads[x._order] = (x, g)
+        for slot, _, new in accumulated:
+            x = inputs[slot]
+            if x.creator is None and type(x) is not constant:
+                grads[x._order] = (x, new)
+
+    def on_backward_end(self, output: Any) -> None:
+        self._depth -= 1
+        if self._depth != 0:
+            return
+        index = self.reservoir.seen
+        flags = 0 if math.isfinite(self._loss) else FLAG_NONFINITE
+        norms: list[float] = []
+        for order, (x, g) in self._grads.items():
+            column = self._column.get(order, -1)
+            if column == -1:
+                column = self._column[order] = self.passes.parameter(_parameter_label(x))
+            norm = _norm(g)
+            if not math.isfinite(norm):
+                flags |= FLAG_NONFINITE
+            if column is not None:
+                norms.extend([math.nan] * (column + 1 - len(norms)))
+                norms[column] = norm
+        self._grads = {}
+        end_pass = getattr(self.checker, "end_pass", None)
+        wrong = end_pass() if end_pass is not None else ()
+        if wrong:
+            flags |= FLAG_GRADCHECK
+            self.wrong[index] = wrong
+        elif end_pass is not None and self.checker.last_pass_missed:
+            flags |= FLAG_UNCHECKED  # its label says so: no flag must not read as checked
+        self.passes.add(self._loss, self._iteration, flags, norms)
+        held = self._held
+        if held >= 0:
+            self.passes.flag(held, FLAG_HELD)
+        # the pass before, when it was the one held, is still in the sample (as its last pass)
+        late = held >= 0 and held == index - 1
+        dropped = self.reservoir.offer(index, bool(flags & (FLAG_NONFINITE | FLAG_GRADCHECK)), late)
+        for gone in dropped:  # freed at once (reference counting: the worker's collector is off)
+            self.segments.pop(gone, None)
+            self.trace_pass.pop(gone, None)
+            self.names.pop(gone, None)
+            self.wrong.pop(gone, None)
+        if end_pass is not None:  # the passes the sample will show are always checked
+            self.checker.priority = self.reservoir.likely_kept(index + 1)
+        if index + 1 < self.reservoir.head:
+            return
+        # The pass is recorded: from here on each pass gets a trace of its own.
+        ended = self._current
+        with core.observers_changing():  # one rebinding of the engine's handlers, not four
+            ended._stop()
+            if ended is not self.head and index not in dropped:
+                self.segments[index] = ended
+            self._current = Trace(self.max_array_size)
+            self._passes_in_current = 0
+            self._current._start()
+            core.remove_observer(self)  # after the new recorder: it must see each pass first
+            core.add_observer(self)
+
+    def _call_line(self) -> int:
+        """The script's line that called backward (-1 when it is not the script's own)."""
+        if self.script is None:
+            return -1
+        frame: Any = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename == self.script:
+                return frame.f_lineno
+            frame = frame.f_back
+        return -1
+
+
+def _total(data: Any) -> float:
+    """The sum of a value, as a float (a scalar loss, the usual case, without numpy's sum)."""
+    if type(data) is np.ndarray and data.size == 1:
+        return float(data.item())
+    return float(np.sum(data, dtype=np.float64))
+
+
+def _norm(g: Any) -> float:
+    data = g.data if isinstance(g, core.Variable) else g
+    try:
+        if type(data) is np.float64 or (type(data) is np.ndarray and data.size == 1):
+            return abs(float(data.item()))
+        flat = np.asarray(data, dtype=np.float64).reshape(-1)
+        return math.sqrt(float(np.dot(flat, flat)))
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _parameter_label(x: Any) -> str:
+    shape = getattr(x.data, "shape", None)
+    base = x.name or f"parameter #{x._order}"
+    return f"{base} {tuple(shape)}" if shape else base

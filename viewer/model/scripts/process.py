@@ -1,0 +1,652 @@
+"""Run a user's script in a worker interpreter of its own, as a notebook runs its kernel.
+
+:class:`ScriptProcess` is what the app (and
+:meth:`viewer.model.document.document.Document.run_script`)
+uses: it starts a worker interpreter (:mod:`viewer.model.scripts.worker`) for one run and
+hands back a :class:`~viewer.model.scripts.run.ScriptResult` built from data only: the
+recording read with :func:`autodiff.trace._trace.trace_from_npz`, the leak report, the
+output and the gradient check's samples. Whatever the script does (``os._exit``, a
+segfault, a MemoryError, a thread that never ends, ``sys.stdout`` replaced, a signal handler
+of its own), the app's process is untouched, and each way a worker can end is reported in
+one line.
+
+* **Memory**: the worker's address space is limited to ``memory_mb`` (default: half the
+  machine's memory, see :func:`default_memory_mb`; 0: no limit).
+* **Output**: the worker's stdout and stderr are pipes (whatever thread or C code writes
+  them, a crash report included); what comes reaches ``output_written`` in batches, at most
+  every 50 ms or 64 KiB, and the result keeps up to 2 million characters of each.
+* **Cancel** (:meth:`ScriptProcess.cancel`): the worker is asked to stop (SIGTERM: the script
+  is interrupted where it is, even in a sleep) and sends what it built up to then; if it has
+  not ended :data:`CANCEL_GRACE_S` later it is killed, with its whole process group, and the
+  result keeps only the output.
+
+The signals ``output_written(text)``, ``stage_changed(text)`` and ``finished(result)`` are
+emitted on the run's supervising thread (or the caller's, for :meth:`run`): a Qt view must
+queue them to the GUI thread.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from autodiff.leaks import LeakReport, Survivor
+from autodiff.trace import TraceReader
+from viewer.model.scripts.pass_sampling import DEFAULT_MAX_PASSES, PassLog
+from viewer.model.scripts.run import (
+    ScriptGraph,
+    ScriptResult,
+    _collect_graphs,
+    _Flusher,
+    _RunState,
+    _ThreadStream,
+)
+from viewer.model.scripts.worker import (
+    PASSES_NAME,
+    RESULT_NAME,
+    SAMPLES_NAME,
+    SEGMENT_NAME,
+    TRACE_NAME,
+)
+from viewer.model.signals import Signal
+
+__all__ = [
+    "CANCEL_GRACE_S",
+    "FOLDER_PREFIX",
+    "STALE_FOLDER_AGE_S",
+    "ScriptProcess",
+    "default_memory_mb",
+    "remove_stale_folders",
+]
+
+CANCEL_GRACE_S = 0.8  # from Cancel to a killed worker; reading what it sent comes after
+_MAX_FRAME = 64 * 1024 * 1024
+_ROOT = str(Path(__file__).resolve().parents[3])  # the folder holding viewer/ and autodiff/
+
+
+# A run's folder is named for the app's process: FOLDER_PREFIX + "<pid>-" + random letters.
+FOLDER_PREFIX = "autodiff-script-"
+STALE_FOLDER_AGE_S = 24 * 3600
+_UID = os.getuid() if hasattr(os, "getuid") else 0
+_FOLDER_PID = re.compile(re.escape(FOLDER_PREFIX) + r"(\d{1,10})-")
+
+
+def scratch_parent() -> str:
+    """Where runs' folders go: in memory (/dev/shm) where the system offers it, since a long
+    run's recording is hundreds of MB; else the temporary folder."""
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK):
+        return shm
+    return tempfile.gettempdir()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError, OverflowError):
+        return True  # someone else's process, or cannot tell: not ours to judge
+    return True
+
+
+def remove_stale_folders(
+    parent: str | None = None, max_age_s: float = STALE_FOLDER_AGE_S, now: float | None = None
+) -> list[str]:
+    """Remove the folders of runs whose app is no longer alive, untouched for ``max_age_s``
+    (a run's folder is removed when it ends, and by its worker when the app goes away; what
+    a power cut or a killed worker left is removed here, at start-up). Returns the removed."""
+    parent = parent or scratch_parent()
+    now = time.time() if now is None else now
+    removed = []
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(FOLDER_PREFIX):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not entry.is_dir(follow_symlinks=False) or info.st_uid != _UID:
+            continue  # another user's (a shared /dev/shm), or not a folder: not ours
+        age = now - info.st_mtime
+        owner = _FOLDER_PID.match(entry.name)
+        if age < max_age_s or (owner is not None and _alive(int(owner.group(1)))):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        if not os.path.exists(entry.path):
+            removed.append(entry.path)
+    return removed
+
+
+def default_memory_mb() -> int:
+    """Half the machine's physical memory, in MiB (at least 1024); 0 where unknown."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return 0
+    return max(1024, total // 2 // (1024 * 1024))
+
+
+# A line the worker has not finished yet waits this long for its end before it is shown, and
+# is shown at once beyond this many characters.
+_PARTIAL_LINE_S = 0.25
+_MAX_PARTIAL_LINE = 65536
+
+
+class ScriptProcess(_RunState):
+    """One run of one script in a worker process; the same face as
+    :class:`~viewer.model.scripts.run.ScriptRun` (``start``/``run``/``wait``/``cancel``,
+    ``running``/``done``/``result`` and the three signals)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        argv: list[str] | None = None,
+        max_array_size: int = 4096,
+        memory_mb: int | None = None,
+        max_passes: int = DEFAULT_MAX_PASSES,
+    ) -> None:
+        self.path = Path(path).resolve()
+        # the graphs of about this many backward passes come back
+        # (viewer.model.scripts.pass_sampling)
+        self.max_passes = max(2, int(max_passes))
+        self.argv = list(argv or [])
+        self.max_array_size = max_array_size
+        self.memory_mb = default_memory_mb() if memory_mb is None else max(0, int(memory_mb))
+        self.sample_functions = 0  # >0: the worker keeps samples for the gradient check
+        self.output_written = Signal("output_written")
+        self.stage_changed = Signal("stage_changed")
+        self.finished = Signal("finished")
+        self.result: ScriptResult | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._started = False
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._cancel_requested = False
+        self._killed = False
+        self._began = 0.0
+        self._folder: str | None = None
+        self._channel = -1
+        self._lifeline = -1
+        self._stdout: list[str] = []
+        self._stderr: list[str] = []
+        self._start_error: str | None = None
+
+    # ------------------------------------------------------------------ the run's face
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
+    def start(self) -> threading.Thread:
+        """Start the worker and supervise it on a daemon thread; returns the thread."""
+        self._begin()
+        thread = threading.Thread(target=self._supervise, name=f"script {self.path.name}")
+        thread.daemon = True
+        thread.start()
+        return thread
+
+    def run(self) -> ScriptResult:
+        """Run the script and wait for its result, on this thread."""
+        self._begin()
+        return self._supervise()
+
+    def cancel(self) -> None:
+        """Ask the worker to stop; kill it (and what it started) CANCEL_GRACE_S later."""
+        with self._lock:
+            self._cancel_requested = True
+            proc = self._proc
+            if proc is None or self._done.is_set():
+                return
+            with contextlib.suppress(OSError):
+                proc.send_signal(signal.SIGTERM)
+        timer = threading.Timer(CANCEL_GRACE_S, self._kill)
+        timer.daemon = True
+        timer.start()
+
+    def _kill(self) -> None:
+        with self._lock:
+            proc = self._proc
+            if proc is None or proc.poll() is not None:
+                return
+            self._killed = True
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                proc.kill()
+
+    # ------------------------------------------------------------------ starting
+    def _begin(self) -> None:
+        if self._started:
+            raise RuntimeError("this ScriptProcess was already started")
+        self._started = True
+        self._began = time.perf_counter()
+        try:
+            self._spawn()
+        except OSError as e:
+            self._start_error = f"could not start the script's worker process: {e}"
+
+    def _spawn(self) -> None:
+        self._folder = tempfile.mkdtemp(
+            prefix=f"{FOLDER_PREFIX}{os.getpid()}-", dir=scratch_parent()
+        )
+        channel_r, channel_w = os.pipe()
+        lifeline_r, lifeline_w = os.pipe()
+        config = {
+            "path": str(self.path),
+            "argv": self.argv,
+            "max_array_size": int(self.max_array_size),
+            "memory_mb": int(self.memory_mb),
+            "sample_functions": int(self.sample_functions),
+            "max_passes": int(self.max_passes),
+            "channel": channel_w,
+            "lifeline": lifeline_r,
+            "result": self._folder,
+        }
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH")) if p)
+        env.setdefault("MPLBACKEND", "Agg")  # a plot window has no place in a worker
+        env["PYTHONFAULTHANDLER"] = "1"  # a crash prints where it happened
+        env.pop("PYTHONSTARTUP", None)
+        # Started in its (empty) result folder, without the current folder on sys.path: a
+        # module the user's folder holds cannot stand in for the worker's own imports before
+        # the script runs (it then moves to the script's folder, as ``python script.py``).
+        entry = "from viewer.model.scripts.worker import main; main()"
+        try:
+            with self._lock:
+                if self._cancel_requested:
+                    raise OSError("cancelled before it started")
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-P", "-c", entry, json.dumps(config)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    pass_fds=(channel_w, lifeline_r),
+                    cwd=self._folder,
+                    env=env,
+                    start_new_session=True,  # its own group: Cancel ends what it started too
+                )
+        except OSError:
+            for fd in (channel_r, lifeline_w):
+                os.close(fd)
+            raise
+        finally:
+            os.close(channel_w)
+            os.close(lifeline_r)
+        self._channel, self._lifeline = channel_r, lifeline_w
+
+    # ------------------------------------------------------------------ supervising
+    def _supervise(self) -> ScriptResult:
+        try:
+            result = self._watch()
+        except Exception as e:  # the run must always end with a result
+            result = self._failed(f"the script's worker could not be followed: {e}")
+        finally:
+            self._cleanup()
+        self.result = result
+        self._done.set()
+        self.finished.emit(result)
+        return result
+
+    def _watch(self) -> ScriptResult:
+        proc = self._proc
+        if proc is None:
+            return self._failed(self._start_error or "the script's worker did not start")
+        readers = [
+            threading.Thread(target=self._read_stream, args=(pipe, kept), daemon=True)
+            for pipe, kept in ((proc.stdout, self._stdout), (proc.stderr, self._stderr))
+        ]
+        for reader in readers:
+            reader.start()
+        done = self._read_channel(proc)
+        proc.wait()
+        with contextlib.suppress(OSError):  # what the script started ends with its run
+            os.killpg(proc.pid, signal.SIGKILL)
+        for reader in readers:  # a grandchild holding the pipes must not hold the result
+            reader.join(2.0)
+        if done or self._result_written():
+            try:
+                return self._read_result()
+            except (OSError, ValueError, TypeError, KeyError) as e:
+                return self._failed(f"the script's result could not be read: {e}")
+        return self._ended_early(proc.returncode)
+
+    def _read_channel(self, proc: subprocess.Popen[bytes]) -> bool:
+        """Forward frames until ``done``, the worker's end or the channel's; True after
+        ``done``. A process the script started may hold the channel open after the worker
+        ended: the worker's own end is what counts."""
+        fd, self._channel = self._channel, -1
+        pending = b""
+        try:
+            while True:
+                ready, _, _ = select.select([fd], [], [], 0.2)
+                if not ready:
+                    if proc.poll() is not None:
+                        return False
+                    continue
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    return False
+                pending += chunk
+                while len(pending) >= 4:
+                    (size,) = struct.unpack("<I", pending[:4])
+                    if size > _MAX_FRAME:
+                        self._kill()  # the script wrote over the worker's messages
+                        return False
+                    if len(pending) < 4 + size:
+                        break
+                    body, pending = pending[4 : 4 + size], pending[4 + size :]
+                    try:
+                        message = json.loads(body)
+                        kind, text = message["t"], message["s"]
+                    except (ValueError, TypeError, KeyError):
+                        self._kill()
+                        return False
+                    if kind == "stage":
+                        self.stage_changed.emit(str(text))
+                    elif kind == "done":
+                        return True
+        finally:
+            os.close(fd)
+
+    def _read_stream(self, pipe: Any, kept: list[str]) -> None:
+        """One of the worker's streams: kept (up to a cap) and sent on in batches.
+
+        Only whole lines are passed on while more may come (the other stream's output goes
+        to the same panel, and ``print`` writes its text and its newline separately); a
+        line without its end is sent once the stream has been quiet for _PARTIAL_LINE_S,
+        so a prompt without a newline still shows."""
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        stream = _ThreadStream(None, threading.get_ident(), kept, self.output_written)
+        flusher = _Flusher((stream,))
+        partial = ""
+        try:
+            with pipe:
+                fd = pipe.fileno()
+                while True:
+                    if partial and not select.select([fd], [], [], _PARTIAL_LINE_S)[0]:
+                        stream.write(partial)
+                        partial = ""
+                        continue
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        break
+                    text = partial + decoder.decode(chunk)
+                    cut = text.rfind("\n") + 1
+                    if len(text) - cut > _MAX_PARTIAL_LINE:
+                        cut = len(text)
+                    if cut:
+                        stream.write(text[:cut])
+                    partial = text[cut:]
+            partial += decoder.decode(b"", final=True)
+        except (OSError, ValueError):
+            pass
+        finally:
+            if partial:
+                stream.write(partial)
+            flusher.stop()
+            stream.emit_pending()
+
+    def _result_written(self) -> bool:
+        return self._folder is not None and os.path.isfile(os.path.join(self._folder, RESULT_NAME))
+
+    def _cleanup(self) -> None:
+        for fd in (self._channel, self._lifeline):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._channel = self._lifeline = -1
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+    # ------------------------------------------------------------------ results
+    def _base(self, **fields: Any) -> ScriptResult:
+        values: dict[str, Any] = {
+            "path": self.path,
+            "ok": False,
+            "cancelled": False,
+            "error": None,
+            "stdout": "".join(self._stdout),
+            "stderr": "".join(self._stderr),
+            "trace": None,
+            "duration": time.perf_counter() - self._began,
+        }
+        values.update(fields)
+        return ScriptResult(**values)
+
+    def _failed(self, message: str) -> ScriptResult:
+        return self._base(error=message, error_message=message)
+
+    def _ended_early(self, returncode: int) -> ScriptResult:
+        """No result came: say how the worker ended, in one line."""
+        if self._killed:
+            message = (
+                f"the script did not stop within {CANCEL_GRACE_S:g} s of Cancel: its process "
+                "was ended, and what it built is not kept"
+            )
+            return self._base(cancelled=True, error="cancelled", error_message=message)
+        if self._cancel_requested and returncode == -signal.SIGTERM:  # before its handler
+            message = "the script's process ended at the Cancel, before it sent anything"
+            return self._base(cancelled=True, error="cancelled", error_message=message)
+        if returncode < 0:
+            name = _signal_name(-returncode)
+            if -returncode == signal.SIGKILL:
+                message = f"the script's process was killed ({name}), perhaps for lack of memory"
+            else:
+                message = f"the script's process crashed ({name})"
+        elif returncode == 70:
+            message = "the script's process stopped: it could not talk to the app"
+        elif returncode == 72:
+            message = "the script ended, but its process could not send the result"
+        else:
+            message = (
+                f"the script's process exited with status {returncode} before it finished "
+                "(os._exit from a thread, or a crash)"
+            )
+        # The crash report is in the output already (stderr, kept in the result): the error
+        # is the one line.
+        line = _crash_line("".join(self._stderr), self.path)
+        return self._base(error=message, error_message=message, error_line=line)
+
+    def _read_result(self) -> ScriptResult:
+        from autodiff.trace._trace import trace_from_npz
+        from viewer.model.scripts.worker_data import unpack_samples
+
+        assert self._folder is not None
+        self.stage_changed.emit("reading the result")
+        with open(os.path.join(self._folder, RESULT_NAME), encoding="utf-8") as f:
+            meta = json.load(f)
+        if type(meta) is not dict:
+            raise ValueError("the result is not an object")
+        trace = None
+        if meta.get("trace") is True:
+            trace = trace_from_npz(os.path.join(self._folder, TRACE_NAME))
+        samples = None
+        if meta.get("samples") is not None:
+            with np.load(os.path.join(self._folder, SAMPLES_NAME), allow_pickle=False) as npz:
+                arrays = [npz[f"arr_{i}"] for i in range(len(npz.files))]
+            per_class = _int(meta.get("samples_per_class", 2), "samples_per_class")
+            samples = unpack_samples(meta["samples"], arrays, per_class)
+        graphs = self._read_graphs(meta.get("graphs"), trace)
+        passes = self._read_passes(meta.get("passes"))
+        error_message = _opt_str(meta.get("error_message"))
+        if _is_memory_error(error_message) and self.memory_mb:
+            error_message += (
+                f" (a script may use {self.memory_mb} MiB: Settings, limits/scriptMemoryMB)"
+            )
+        note = _opt_str(meta.get("trace_error"))
+        stderr = "".join(self._stderr)
+        if note:
+            stderr += f"\n[the recording could not be sent: {note}]\n"
+        result = self._base(
+            ok=meta.get("ok") is True,
+            cancelled=meta.get("cancelled") is True,
+            error=_opt_str(meta.get("error")),
+            stderr=stderr,
+            trace=trace,
+            graphs=graphs,
+            leak_report=_leak_report(meta.get("leaks")),
+            leak_error=_opt_str(meta.get("leak_error")),
+            exit_code=_opt_int(meta.get("exit_code")),
+            error_line=_opt_int(meta.get("error_line")),
+            error_message=error_message,
+            samples=samples,
+            passes=passes,
+            sampling=_opt_str(meta.get("sampling")) or "",
+        )
+        if graphs:
+            self.stage_changed.emit("preparing the last graph")
+            try:
+                result.view(len(graphs) - 1)
+            except Exception as e:  # shown later, when the document asks for the view
+                self.stage_changed.emit(f"could not prepare the graph: {e}")
+        return result
+
+    def _read_graphs(self, rows: Any, trace: TraceReader | None) -> list[ScriptGraph]:
+        """The graphs the worker listed, each with its own trace (a pass's segment, read
+        from its file) or the run's."""
+        from autodiff.trace._trace import trace_from_npz
+
+        assert self._folder is not None
+        if trace is None:
+            return []
+        segments: dict[int, TraceReader] = {}
+        graphs = []
+        for row in _rows(rows, 8):
+            title, root, bpass, number, iteration, loss, flags, segment = row
+            own = None
+            if _int(segment, "graph segment") >= 0:
+                own = segments.get(segment)
+                if own is None:
+                    path = os.path.join(self._folder, SEGMENT_NAME.format(segment))
+                    own = segments[segment] = trace_from_npz(path)
+            elif segment != -1:
+                continue  # its recording could not be sent
+            if type(loss) not in (int, float):
+                raise ValueError("a graph's loss is not a number")
+            graph = ScriptGraph(
+                _str(title, "graph title"),
+                _int(root, "graph root"),
+                _int(bpass, "graph pass"),
+                _int(number, "graph number"),
+                _int(iteration, "graph iteration"),
+                float(loss),
+                _int(flags, "graph flags"),
+                own,
+            )
+            try:
+                (own if own is not None else trace).node(graph.root)
+            except (IndexError, KeyError):
+                return _collect_graphs(trace, self.stage_changed)
+            graphs.append(graph)
+        return graphs
+
+    def _read_passes(self, data: Any) -> PassLog | None:
+        assert self._folder is not None
+        path = os.path.join(self._folder, PASSES_NAME)
+        if type(data) is not dict or not os.path.isfile(path):
+            return None
+        labels = data.get("labels")
+        if type(labels) is not list or not all(type(s) is str for s in labels):
+            raise ValueError("the pass log's labels are not text")
+        with np.load(path, allow_pickle=False) as npz:
+            return PassLog.from_arrays(
+                npz["loss"],
+                npz["iteration"],
+                npz["flags"],
+                npz["grad_norms"],
+                labels,
+                _str(data.get("loss_label", "loss"), "loss label"),
+            )
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+_FRAME_LINE = re.compile(r'File "(.+)", line (\d+)')
+
+
+def _crash_line(console: str, path: Path) -> int | None:
+    """The script's line in a crash report (faulthandler's, most recent call first)."""
+    for match in _FRAME_LINE.finditer(console):
+        with contextlib.suppress(OSError, ValueError):
+            if Path(match.group(1)).resolve() == path:
+                return int(match.group(2))
+    return None
+
+
+def _leak_report(data: Any) -> LeakReport | None:
+    if data is None:
+        return None
+    if type(data) is not dict:
+        raise ValueError("the leak report is not an object")
+
+    def survivors(key: str) -> list[Survivor]:
+        rows = _rows(data.get(key), 5)
+        return [
+            Survivor(
+                _int(n, "node id"),
+                _str(k, "kind"),
+                _str(lab, "label"),
+                _str(r, "reason"),
+                _str(h, "held by"),
+            )
+            for n, k, lab, r, h in rows
+        ]
+
+    return LeakReport(survivors("survivors"), survivors("held_leaves"))
+
+
+def _rows(value: Any, width: int) -> list[list[Any]]:
+    if type(value) is not list or not all(type(r) is list and len(r) == width for r in value):
+        raise ValueError(f"expected rows of {width}")
+    return value
+
+
+def _int(value: Any, what: str) -> int:
+    if type(value) is not int:
+        raise ValueError(f"{what} is not an integer")
+    return value
+
+
+def _str(value: Any, what: str) -> str:
+    if type(value) is not str:
+        raise ValueError(f"{what} is not text")
+    return value
+
+
+def _opt_int(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if type(value) is str else None
+
+
+def _is_memory_error(message: str | None) -> bool:
+    """``MemoryError: ...`` or numpy's ``_ArrayMemoryError: Unable to allocate ...``."""
+    return message is not None and message.split(":", 1)[0].endswith("MemoryError")

@@ -1,0 +1,723 @@
+"""Run a user's Python script with recording on, and collect the graphs it built.
+
+A script is the user's own program (unlike the expression language, which is checked against a
+whitelist): the UI says it will run it, then :class:`ScriptRun` runs it with
+:func:`runpy.run_path` as ``__main__``, in a fresh namespace, with its folder as the working
+directory and ``sys.argv = [path, *argv]``, while :func:`autodiff.trace.record` listens. Output
+is captured; an exception becomes traceback text in the result, never a crash of the app.
+
+It runs on the calling thread (:meth:`ScriptRun.run`) or on a thread of its own
+(:meth:`ScriptRun.start`). :meth:`ScriptRun.cancel` makes the next engine operation of the
+script raise :class:`ScriptCancelled`, and interrupts pure-Python code between bytecodes.
+
+Process-wide state is borrowed for the duration of the run and restored afterwards: the working
+directory, ``sys.argv`` and ``sys.path[0]``. Output is captured per thread: prints from other
+threads still reach the console. The engine's observer hook is global, so engine work done by
+other threads while a script runs would be recorded too;
+:class:`viewer.model.document.document.Document`
+refuses to evaluate expressions meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import io
+import math
+import os
+import runpy
+import sys
+import threading
+import time
+import traceback
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autodiff import core
+from autodiff.trace import TraceReader, TraceView, view_for_root
+from viewer.model.checks.function_check import FunctionSampler
+from viewer.model.scripts.pass_recording import PassRecording
+from viewer.model.scripts.pass_sampling import DEFAULT_MAX_PASSES, PassLog, pass_label
+from viewer.model.signals import Signal
+
+__all__ = ["ScriptCancelled", "ScriptGraph", "ScriptResult", "ScriptRun", "run_script"]
+
+_MAX_CAPTURE = 2_000_000  # characters of stdout/stderr kept (the rest is dropped)
+_LAST_ROOTS = 5
+_NAMED_ROOTS = 20
+
+
+class ScriptCancelled(BaseException):
+    """Raised inside a script when its run is cancelled (a BaseException, so a script's
+    ``except Exception`` does not swallow it)."""
+
+
+@dataclass(frozen=True)
+class ScriptGraph:
+    """One graph a script built: the graph behind ``root`` (a backward root, or a last
+    output when the script never called backward) and, for a backward root, its pass.
+
+    A pass of a long run may live in a trace of its own (``trace``: a segment, see
+    :mod:`viewer.model.scripts.pass_recording`); ``backward_pass`` and ``root`` are then that
+    trace's. ``number`` is the pass among all the run's (from 0), ``iteration``, ``loss``
+    and ``flags`` its entry of the run's :class:`~viewer.model.scripts.pass_sampling.PassLog`."""
+
+    title: str
+    root: int
+    backward_pass: int  # -1 when backward was never called on it
+    number: int = -1
+    iteration: int = -1
+    loss: float = math.nan
+    flags: int = 0
+    trace: TraceReader | None = field(default=None, compare=False, repr=False)
+
+    def view(self, trace: TraceReader) -> TraceView:
+        """A trace restricted to this graph and its steps (what the viewer shows)."""
+        own = self.trace if self.trace is not None else trace
+        view = view_for_root(own, self.root, self.backward_pass)
+        if self.trace is not None and self.number >= 0 and self.backward_pass >= 0:
+            view.pass_offset = self.number - self.backward_pass  # a segment: its own numbers
+        return view
+
+
+@dataclass
+class ScriptResult:
+    path: Path
+    ok: bool  # ran to the end (or sys.exit(0))
+    cancelled: bool
+    error: str | None  # the traceback text of an exception, else None
+    stdout: str
+    stderr: str
+    trace: TraceReader | None  # a Trace (None if recording could not start)
+    graphs: list[ScriptGraph] = field(default_factory=list)
+    leak_report: Any = None  # autodiff.leaks.LeakReport, after the namespace was dropped
+    leak_error: str | None = None  # why the audit could not run
+    duration: float = 0.0
+    exit_code: int | None = None
+    error_line: int | None = None  # the script's own line the error came from, if known
+    error_message: str | None = None  # "ZeroDivisionError: division by zero", on one line
+    samples: FunctionSampler | None = None  # what the gradient check needs (sample_functions)
+    passes: PassLog | None = None  # every backward pass's scalars (the Training plot's)
+    sampling: str = ""  # which passes ``graphs`` holds, when not all ("showing 1,001 of ...")
+    _views: dict[int, TraceView] = field(default_factory=dict, repr=False)
+
+    def view(self, index: int) -> TraceView:
+        """The trace restricted to ``graphs[index]`` (computed once, then cached).
+
+        The run prepares the last graph's view on its own thread: for a long training script
+        the first look at the whole trace (its steps and graph) is the slow part.
+        """
+        view = self._views.get(index)
+        if view is None:
+            view = self.graphs[index].view(self.trace)
+            self._views[index] = view
+        return view
+
+    @property
+    def summary(self) -> str:
+        name = self.path.name
+        if self.cancelled:
+            why = f" ({self.error_message})" if self.error_message else ""
+            return f"{name}: cancelled after {self.duration:.1f} s{why}"
+        if not self.ok:
+            where = f", line {self.error_line}" if self.error_line is not None else ""
+            return f"{name} failed: {self._one_line}{where}"
+        n = len(self.graphs)
+        if self.sampling and self.passes is not None:
+            return f"{name} ran in {self.duration:.1f} s: {len(self.passes):,} backward passes"
+        return f"{name} ran in {self.duration:.1f} s and built {n} graph{'s' if n != 1 else ''}"
+
+    @property
+    def error_summary(self) -> str:
+        """The failure in one line, where it happened in the script: ``train.py line 12:
+        ZeroDivisionError: division by zero`` ('' when the run did not fail)."""
+        if self.ok or self.cancelled:
+            return ""
+        where = self.path.name
+        if self.error_line is not None:
+            where += f" line {self.error_line}"
+        return f"{where}: {self._one_line}"
+
+    @property
+    def _one_line(self) -> str:
+        """The failure's message: the one the run made, else the traceback's last line."""
+        last = (self.error or "").strip().splitlines()
+        return self.error_message or (last[-1] if last else "error")
+
+
+# What the script prints reaches ``output_written`` in batches, at most every _EMIT_S seconds
+# (or _EMIT_CHARS characters), so a script that prints megabytes in small writes sends the UI
+# a few dozen signals, not millions; after _MAX_SHOWN characters only a note is sent (the
+# result keeps up to _MAX_CAPTURE).
+_EMIT_S = 0.05
+_EMIT_CHARS = 65_536
+_MAX_SHOWN = 1_000_000
+
+
+class _ThreadStream(io.TextIOBase):
+    """Stands in for sys.stdout/stderr: the script's thread writes to a buffer (and, batched,
+    to the ``output_written`` signal); every other thread writes to the original stream."""
+
+    def __init__(self, original: Any, owner: int, buffer: list[str], signal: Signal) -> None:
+        self._original = original
+        self._owner = owner
+        self._buffer = buffer
+        self._signal = signal
+        self._size = 0
+        self._pending: list[str] = []
+        self._pending_size = 0
+        self._shown = 0
+        self._last_emit = time.perf_counter()
+        self._lock = threading.Lock()  # the script's thread and the flusher
+
+    def write(self, text: str) -> int:
+        if threading.get_ident() != self._owner:
+            return self._original.write(text) if self._original is not None else len(text)
+        if self._size < _MAX_CAPTURE:
+            self._buffer.append(text[: _MAX_CAPTURE - self._size])
+        self._size += len(text)
+        if self._shown < _MAX_SHOWN:
+            with self._lock:
+                self._pending.append(text)
+                self._pending_size += len(text)
+            now = time.perf_counter()
+            if self._pending_size >= _EMIT_CHARS or now - self._last_emit >= _EMIT_S:
+                self.emit_pending()
+        return len(text)
+
+    def emit_pending(self) -> None:
+        """Send what is waiting (a flusher thread calls it while the script is quiet, and
+        the run's end)."""
+        with self._lock:
+            self._last_emit = time.perf_counter()
+            if not self._pending:
+                return
+            text = "".join(self._pending)
+            self._pending.clear()
+            self._pending_size = 0
+        room = _MAX_SHOWN - self._shown
+        if len(text) > room:
+            text = text[:room] + (
+                f"\n[… the output goes on: the panel shows only the first {_MAX_SHOWN:,} "
+                "characters of each stream]\n"
+            )
+        self._shown += len(text)
+        self._signal.emit(text)
+
+    def flush(self) -> None:
+        if threading.get_ident() != self._owner and self._original is not None:
+            self._original.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "utf-8"
+
+
+def _exit_guard(owner: int, real_exit: Any) -> Any:
+    """``os._exit`` while a script runs in the app's process: in the script's thread it ends
+    the script (as ``sys.exit`` would), not the app; elsewhere it is the real one."""
+
+    def guarded(code: int) -> None:
+        if threading.get_ident() == owner:
+            raise SystemExit(code)
+        real_exit(code)
+
+    return guarded
+
+
+class _Flusher:
+    """Sends a quiet script's last lines within ~_EMIT_S: the batching never holds them."""
+
+    def __init__(self, streams: tuple[_ThreadStream, ...]) -> None:
+        self._streams = streams
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="script-output", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._done.wait(_EMIT_S * 2):
+            for stream in self._streams:
+                if time.perf_counter() - stream._last_emit >= _EMIT_S:
+                    stream.emit_pending()
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(1.0)
+
+
+# How long cancel() waits for the next engine operation before interrupting plain Python.
+_ASYNC_CANCEL_GRACE_S = 0.5
+
+
+class _CancelObserver:
+    """Engine observer that raises ScriptCancelled in the script's thread once cancelled."""
+
+    def __init__(self, run: ScriptRun) -> None:
+        self._run = run
+
+    def _check(self) -> None:
+        if threading.get_ident() == self._run._thread_id:
+            raise ScriptCancelled("the script was cancelled")
+
+    # Once per engine operation: one attribute test until a cancel is asked for. The backward
+    # hook is on_backward_event.
+    def on_forward(self, function: Any, inputs: Any, outputs: Any, recorded: bool) -> None:
+        if self._run._cancel_requested:
+            self._check()
+
+    def on_backward_event(
+        self, function: Any, output_grads: Any, input_grads: Any, accumulated: Any, cleared: Any
+    ) -> None:
+        if self._run._cancel_requested:
+            self._check()
+
+
+class _RunState:
+    """What every kind of run answers about itself (it sets ``_started`` and ``_done``)."""
+
+    _started: bool
+    _done: threading.Event
+
+    @property
+    def running(self) -> bool:
+        return self._started and not self._done.is_set()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the run finished; False on timeout."""
+        return self._done.wait(timeout)
+
+
+class ScriptRun(_RunState):
+    """One run of one script. Signals ``output_written(text)`` and ``finished(result)`` are
+    emitted on the thread that runs the script: a Qt view must queue them to the GUI thread."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        argv: list[str] | None = None,
+        max_array_size: int = 4096,
+        pause_gc: bool = True,
+        capture: bool = True,
+    ) -> None:
+        self.path = Path(path).resolve()
+        # False: the script writes to this process's own stdout/stderr (the script worker,
+        # whose streams are pipes to the app), and ``output_written`` stays silent.
+        self.capture = capture
+        # With the cycle collector paused from the start of the script to the end of the
+        # audit, reference cycles are reported as leaks instead of being collected by chance
+        # (as ``python -m autodiff.leaks`` does). The collector is process-wide: cyclic
+        # garbage of the whole app waits until the run ends.
+        self.pause_gc = pause_gc
+        self.argv = list(argv or [])
+        self.max_array_size = max_array_size
+        self.output_written = Signal("output_written")
+        self.stage_changed = Signal("stage_changed")
+        self.finished = Signal("finished")
+        self.result: ScriptResult | None = None
+        self._cancel_requested = False
+        self._thread: threading.Thread | None = None
+        self._thread_id: int | None = None
+        self._done = threading.Event()
+        self._interrupt_lock = threading.Lock()
+        self._started = False
+        self._in_script = False
+        # Extra engine observers attached only while the script runs.
+        self.observers: list[Any] = []
+        # Keep the first calls of every Function class for the gradient check (a
+        # FunctionSampler in ``result.samples``); 0: none.
+        self.sample_functions = 0
+        # Prepare the last graph's view on the run's thread (the worker process does not:
+        # its trace goes to the app, which prepares its own).
+        self.prepare_view = True
+        # A cancelled run that recorded more steps than this returns its output only: its
+        # graphs are not collected, audited or kept (the worker process has a deadline to
+        # meet). None: no limit.
+        self.keep_on_cancel: int | None = None
+        # (a cancelled run's recording, held: a PassRecording)
+        self.dropped_trace: PassRecording | None = None
+        # The graphs of at most about this many backward passes are kept (see
+        # viewer.model.scripts.pass_sampling); every pass's scalars are.
+        self.max_passes = DEFAULT_MAX_PASSES
+
+    def start(self) -> threading.Thread:
+        """Run on a new daemon thread; returns it."""
+        if self._started:
+            raise RuntimeError("this ScriptRun was already started")
+        thread = threading.Thread(target=self._run_started, name=f"script {self.path.name}")
+        thread.daemon = True
+        self._thread = thread
+        self._started = True
+        thread.start()
+        return thread
+
+    def cancel(self) -> None:
+        """Ask the script to stop: its next engine operation raises ScriptCancelled, and a
+        script busy in plain Python is interrupted too (when it runs on its own thread)."""
+        self._cancel_requested = True
+        thread_id = self._thread_id
+        if self._in_script and thread_id is not None and thread_id != threading.get_ident():
+            # An asynchronous exception can land anywhere, even inside a weakref callback
+            # (where Python can only print it), so it is the fallback: a script that runs
+            # engine operations stops at the next one, well before the grace period ends.
+            timer = threading.Timer(_ASYNC_CANCEL_GRACE_S, self._interrupt, (thread_id,))
+            timer.daemon = True
+            timer.start()
+
+    def _interrupt(self, thread_id: int) -> None:
+        with self._interrupt_lock:  # never after the script's own code has ended
+            if self._in_script and not self._done.is_set() and self._thread_id == thread_id:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(thread_id), ctypes.py_object(ScriptCancelled)
+                )
+
+    def run(self) -> ScriptResult:
+        """Run the script on this thread and return the result (also in :attr:`result`)."""
+        if self._started:
+            raise RuntimeError("this ScriptRun was already started")
+        self._started = True
+        return self._run_started()
+
+    def _run_started(self) -> ScriptResult:
+        self._thread_id = threading.get_ident()
+        out: list[str] = []
+        err: list[str] = []
+        began = time.perf_counter()
+        ok = False
+        cancelled = False
+        error: str | None = None
+        exit_code: int | None = None
+        error_line: int | None = None
+        error_message: str | None = None
+        trace = None
+        recording: PassRecording | None = None
+        saved = (os.getcwd(), sys.argv, list(sys.path), sys.stdout, sys.stderr)
+        stdout = _ThreadStream(sys.stdout, self._thread_id, out, self.output_written)
+        stderr = _ThreadStream(sys.stderr, self._thread_id, err, self.output_written)
+        observer = _CancelObserver(self)
+        flusher = None
+        real_exit = os._exit
+        namespace: dict[str, Any] | None = None
+        sampler = FunctionSampler(self.sample_functions) if self.sample_functions > 0 else None
+        observers = [*self.observers, *([sampler] if sampler is not None else [])]
+        gc_was_enabled = gc.isenabled()
+        if self.pause_gc:
+            gc.disable()
+        try:
+            if not self.path.is_file():
+                raise FileNotFoundError(f"no such script: {self.path}")
+            if self.capture:
+                sys.stdout, sys.stderr = stdout, stderr
+                flusher = _Flusher((stdout, stderr))
+            os._exit = _exit_guard(self._thread_id, real_exit)
+            sys.argv = [str(self.path), *self.argv]
+            sys.path.insert(0, str(self.path.parent))
+            os.chdir(self.path.parent)
+            core.add_observer(observer)
+            for extra in observers:
+                core.add_observer(extra)
+            recording = PassRecording(
+                self.max_array_size, self.max_passes, script=str(self.path), checker=sampler
+            )
+            with recording:
+                trace = recording.head
+                if self._cancel_requested:
+                    raise ScriptCancelled("the script was cancelled")
+                self._in_script = True
+                namespace = runpy.run_path(str(self.path), run_name="__main__")
+            ok = True
+            exit_code = 0
+        except ScriptCancelled:
+            cancelled = True
+            error = "cancelled"
+        except SystemExit as e:
+            exit_code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            ok = exit_code == 0
+            if not ok:
+                error = f"SystemExit: {e.code}"
+        except BaseException as e:  # the user's script: anything it raises is reported
+            error = _format_traceback(e, self.path)
+            error_line = _script_line(e, self.path)
+            # a SyntaxError's str() ends in "(file, line N)": the line is said once, by the run
+            raw = e.msg if isinstance(e, SyntaxError) and e.msg else str(e)
+            text = " ".join(str(raw).split())
+            error_message = f"{type(e).__name__}: {text}" if text else type(e).__name__
+        finally:
+            with self._interrupt_lock:
+                self._in_script = False
+                # A cancel that raced with the end of the script must not fire later, elsewhere.
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread_id), None)
+            try:
+                core.remove_observer(observer)
+                for extra in observers:
+                    core.remove_observer(extra)
+            finally:
+                os._exit = real_exit
+                if flusher is not None:
+                    flusher.stop()
+                self._restore(saved, stdout, stderr)
+        # Drop the script's objects as the interpreter would at exit, then see what survives.
+        _drop_namespace(namespace, self.path)
+        namespace = None
+        limit = self.keep_on_cancel
+        too_long = (
+            cancelled
+            and recording is not None
+            and limit is not None
+            and _count_steps(recording, limit) > limit
+        )
+        try:
+            if too_long:
+                error_message = (
+                    f"what it recorded is not kept: more than {limit:,} steps cannot be sent "
+                    "in the time Cancel allows"
+                )
+                # Held, not freed: freeing millions of steps takes longer than Cancel allows,
+                # and the worker's process ends right after (os._exit frees nothing).
+                self.dropped_trace = recording
+                trace, graphs, leak_report = None, [], None
+                leak_error = "not audited: the run was cancelled"
+            else:
+                self.stage_changed.emit("collecting the graphs")
+                graphs = _collect_graphs(trace, self.stage_changed, recording)
+                self.stage_changed.emit("auditing leaks")
+                leak_report, leak_error = _audit(trace)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        self.result = ScriptResult(
+            path=self.path,
+            ok=ok,
+            cancelled=cancelled,
+            error=error,
+            stdout="".join(out),
+            stderr="".join(err),
+            trace=trace,
+            graphs=graphs,
+            leak_report=leak_report,
+            leak_error=leak_error,
+            duration=time.perf_counter() - began,
+            exit_code=exit_code,
+            error_line=error_line,
+            error_message=error_message,
+            samples=sampler,
+            passes=None if recording is None else recording.passes,
+            sampling=_sampling_note(recording, trace, sampler, len(graphs)),
+        )
+        # A cancelled or failed run shows what it built up to then: its last graph too.
+        if graphs and self.prepare_view:
+            self.stage_changed.emit("preparing the last graph")
+            try:
+                self.result.view(len(graphs) - 1)
+            except Exception as e:  # shown later, when the document asks for the view
+                self.stage_changed.emit(f"could not prepare the graph: {e}")
+        self._done.set()
+        self.finished.emit(self.result)
+        return self.result
+
+    def _restore(self, saved: tuple, stdout: _ThreadStream, stderr: _ThreadStream) -> None:
+        cwd, argv, path, out, err = saved
+        if self.capture:
+            stdout.emit_pending()
+            stderr.emit_pending()
+            # Whatever the script put there (``sys.stdout = io.StringIO()``) goes with its
+            # run: one run at a time, so the saved streams are the app's.
+            sys.stdout = out
+            sys.stderr = err
+        sys.argv = argv
+        sys.path[:] = path
+        with contextlib.suppress(OSError):
+            os.chdir(cwd)
+
+
+def run_script(path: str | os.PathLike[str], argv: list[str] | None = None) -> ScriptResult:
+    """Run ``path`` on this thread; see :class:`ScriptRun`."""
+    return ScriptRun(path, argv).run()
+
+
+def _format_traceback(error: BaseException, path: Path) -> str:
+    """The traceback from the script's own frames on (runpy's frames are noise)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    keep = 0
+    for i, frame in enumerate(frames):
+        if Path(frame.filename).resolve() == path:
+            keep = i
+            break
+    lines = ["Traceback (most recent call last):\n"]
+    lines += traceback.format_list(frames[keep:])
+    lines += traceback.format_exception_only(type(error), error)
+    return "".join(lines)
+
+
+def _drop_namespace(namespace: dict[str, Any] | None, path: Path) -> None:
+    """Clear the script's globals, as interpreter shutdown would.
+
+    ``runpy.run_path`` returns a copy of the module's globals; the real dict survives when the
+    script defined functions or classes (their ``__globals__``). Clearing it releases what the
+    script held at module level, so the leak audit sees only what something else keeps.
+    """
+    if not namespace:
+        return
+    real: dict[int, dict[str, Any]] = {}
+    for value in namespace.values():
+        functions: list[Any] = []
+        if isinstance(value, types.FunctionType):
+            functions.append(value)
+        elif isinstance(value, type):
+            functions.extend(v for v in vars(value).values() if isinstance(v, types.FunctionType))
+        for function in functions:
+            g = function.__globals__
+            if g.get("__file__") is not None and Path(g["__file__"]).resolve() == path:
+                real[id(g)] = g
+    for g in real.values():
+        g.clear()
+    namespace.clear()
+
+
+def _script_line(error: BaseException, path: Path) -> int | None:
+    """The line of ``path`` the error came from: its deepest frame in the script (the call
+    into the library that raised), or a SyntaxError's own line."""
+    if isinstance(error, SyntaxError) and error.filename:
+        with contextlib.suppress(OSError, ValueError):
+            if Path(error.filename).resolve() == path:
+                return error.lineno
+    line = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        with contextlib.suppress(OSError, ValueError):
+            if Path(frame.filename).resolve() == path:
+                line = frame.lineno
+    return line
+
+
+def _sampling_note(
+    recording: PassRecording | None,
+    trace: TraceReader | None,
+    sampler: FunctionSampler | None,
+    shown: int,
+) -> str:
+    """Which passes the graphs are, and, when the time budget left some out, in how many
+    passes the script's own Functions were checked."""
+    if recording is None or trace is None:
+        return ""
+    note = recording.reservoir.note(shown)
+    if sampler is not None and sampler.passes_unchecked:
+        checked = sampler.passes_checked
+        total = checked + sampler.passes_unchecked
+        part = (
+            f"the script's own Functions were gradient-checked in {checked:,} of {total:,} "
+            f"passes (the checks may add {sampler.budget:.0%} to the run's time)"
+        )
+        note = f"{note}; {part}" if note else part
+    return note
+
+
+def _count_steps(recording: PassRecording, limit: int) -> int:
+    """The steps the recording holds, counted up to just past ``limit``."""
+    n = 0
+    for t in (recording.head, *recording.segments.values()):
+        n += t.count_steps(at_most=limit - n)
+        if n > limit:
+            break
+    return n
+
+
+def _collect_graphs(
+    trace: TraceReader, stage_changed: Signal, recording: PassRecording | None = None
+) -> list[ScriptGraph]:
+    """The graphs of ``trace`` (and of ``recording``'s segments); none when there is no trace
+    or it cannot be read (a run must always end with a result, or the UI would wait for it
+    forever)."""
+    if trace is None:
+        return []
+    try:
+        if recording is not None and len(recording.passes):
+            return _recorded_graphs(recording)
+        return _graphs_of(trace)
+    except Exception as e:
+        stage_changed.emit(f"could not collect the graphs: {type(e).__name__}: {e}")
+        return []
+
+
+def _recorded_graphs(recording: PassRecording) -> list[ScriptGraph]:
+    """One graph per pass the recording kept, labelled from its log."""
+    log = recording.passes
+    loss, iteration, flags = log.loss, log.iteration, log.flags
+    graphs = []
+    for p in recording.reservoir.kept:
+        trace = recording.segments.get(p) if p >= recording.reservoir.head else recording.head
+        bpass = recording.trace_pass.get(p)
+        if trace is None or bpass is None:
+            continue
+        roots = trace.backward_roots
+        if not 0 <= bpass < len(roots):
+            continue
+        title = pass_label(
+            p + 1,
+            int(iteration[p]),
+            float(loss[p]),
+            int(flags[p]),
+            recording.names.get(p, ""),
+            recording.wrong.get(p, ()),
+        )
+        graphs.append(
+            ScriptGraph(
+                title,
+                int(roots[bpass]),
+                bpass,
+                p,
+                int(iteration[p]),
+                float(loss[p]),
+                int(flags[p]),
+                None if trace is recording.head else trace,
+            )
+        )
+    return graphs
+
+
+def _graphs_of(trace: TraceReader) -> list[ScriptGraph]:
+    graphs = []
+    roots = trace.backward_roots
+    for bpass, root in enumerate(roots):
+        # Naming a root costs a trace lookup: name the first and last few of a long run.
+        named = bpass < _NAMED_ROOTS or bpass >= len(roots) - _NAMED_ROOTS
+        name = trace.node(root).get("name") if named else None
+        title = f"backward #{bpass + 1}" + (f" from {name}" if name else "")
+        graphs.append(ScriptGraph(title, int(root), bpass))
+    if graphs:
+        return graphs
+    # No backward: offer the last outputs (variables made by a Function and never consumed),
+    # found from the trace's tables (a long loop without backward records a huge graph).
+    for nid in trace.outputs(last=_LAST_ROOTS):
+        graphs.append(ScriptGraph(f"output {_root_label(trace, nid)}", int(nid), -1))
+    return graphs
+
+
+def _root_label(trace: TraceReader, node_id: int) -> str:
+    """``loss`` for a named variable, else ``MeanSquaredError #13`` after its creator."""
+    name = trace.node(node_id).get("name")
+    if name:
+        return name
+    creator = trace.creator_of(node_id)
+    if creator >= 0:
+        return f"{trace.node(creator).get('op')} #{node_id}"
+    return f"variable #{node_id}"
+
+
+def _audit(trace: TraceReader) -> tuple[Any, str | None]:
+    if trace is None or not hasattr(trace, "audit"):
+        return None, "no trace"
+    try:
+        return trace.audit(), None
+    except ImportError as e:
+        return None, f"leak audit unavailable: {e}"
+    except Exception as e:  # the audit must never take the app down
+        return None, f"leak audit failed: {type(e).__name__}: {e}"

@@ -1,0 +1,1 @@
+"""How things look: themes, icons, plain text, plot items."""

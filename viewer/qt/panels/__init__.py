@@ -1,0 +1,2 @@
+"""The docks around the graph, each beside its binder: inspector, legend,
+playback, plots, leaks, gradients, script."""
