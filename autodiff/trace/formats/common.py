@@ -4,16 +4,13 @@ before it is parsed (the JSON file, the npz's header), and what the writers read
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from autodiff.trace._checks import TraceFormatError
 from autodiff.trace._reader import TraceReader
-from autodiff.trace._recorder import _CLEARED, _EMPTIED, _FREED, _GRAD, _VALUE
-
-if TYPE_CHECKING:
-    from autodiff.trace._recorder import Recorder
+from autodiff.trace._recorder import _CLEARED, _EMPTIED, _FREED, _GRAD, _VALUE, Recorder
 
 __all__ = ["EVENT_KINDS", "EVENT_NAMES", "RecordedTrace", "check_structure"]
 
