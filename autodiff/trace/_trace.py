@@ -28,8 +28,7 @@ from autodiff.trace._recorder import (
 )
 from autodiff.trace._rows import BackwardRow, ForwardRow, ScopeRow
 from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
-from autodiff.trace.formats import json_io as _io
-from autodiff.trace.formats import npz as _binary
+from autodiff.trace.formats import json_io, npz
 
 if TYPE_CHECKING:
     from autodiff.trace._audit import LeakReport
@@ -568,13 +567,13 @@ class Trace:
     # ------------------------------------------------------------------------------
     def to_dot(self, step: int | None = None) -> str:
         """DOT text of the graph; ``step``: its values after that step (default: the last)."""
-        return _io.to_dot(self, step)
+        return json_io.to_dot(self, step)
 
     def to_graphml(self, path: str | os.PathLike[str]) -> None:
-        _io.to_graphml(self, path)
+        json_io.to_graphml(self, path)
 
     def to_json(self, path: str | os.PathLike[str]) -> None:
-        _io.to_json(self, path)
+        json_io.to_json(self, path)
 
     def audit(self) -> LeakReport:
         """Which recorded objects are still alive, and who holds them (see autodiff.leaks)."""
@@ -664,19 +663,19 @@ def _append_grads(trace: Trace, grads: list[tuple[Any, Any]], max_array_size: in
 
 def load(path: str | os.PathLike[str], max_bytes: int | None = None) -> Trace:
     """Load a trace saved by :meth:`Trace.to_json`; raises :class:`TraceFormatError`."""
-    return Trace(tables=_io.load(path, max_bytes=max_bytes))
+    return Trace(tables=json_io.load(path, max_bytes=max_bytes))
 
 
 def trace_from_dict(data: Any) -> Trace:
     """A Trace from the dict of :func:`autodiff.trace.formats.json_io.trace_to_dict`, validated
     field by field; raises :class:`TraceFormatError`."""
-    return Trace(tables=_io.tables_from_dict(data))
+    return Trace(tables=json_io.tables_from_dict(data))
 
 
 def trace_from_npz(file: str | os.PathLike[str] | Any) -> Trace:
     """A Trace from the file of :func:`autodiff.trace.formats.npz.trace_to_npz`; raises
     :class:`TraceFormatError`."""
-    return Trace(tables=_binary.tables_from_npz(file))
+    return Trace(tables=npz.tables_from_npz(file))
 
 
 _AUDIT_CODE = (Trace.audit.__code__,)  # the audit skips its own caller's frame
