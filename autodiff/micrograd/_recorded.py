@@ -20,14 +20,11 @@ backward pass and before each backward pass, which is when the recorder looks at
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from autodiff import core
-
-if TYPE_CHECKING:
-    from autodiff.micrograd.engine import Value
 
 _F64 = np.float64
 _array = np.array
@@ -37,6 +34,20 @@ _Variable = core.Variable
 # the leaves' Values whose Variables follow them (weakly: a dropped Value leaves the set)
 _leaves: weakref.WeakSet = weakref.WeakSet()
 _stale = [True]  # whether the leaves' Variables may lag behind their Values
+
+
+class RecordedValue(Protocol):
+    """What this module reads and writes of a micrograd ``Value``: the engine's Value
+    (:mod:`autodiff.micrograd.engine`, which calls this module) has this shape."""
+
+    data: Any
+    grad: Any
+    _children: tuple[RecordedValue, ...]
+    _op: str
+    _label: str
+    _node: core.Variable | None  # the Variable reported to observers
+    _rule: Any  # the local chain rule of a built-in op, or None
+    _custom: Any  # a program's own ``_backward`` closure, or None
 
 
 class ValueOp(core.Function):
@@ -65,14 +76,14 @@ def _hand_made_class(op: str) -> type:
 FUNCTION_OF_RULE: dict[Any, Any] = {}
 
 
-def _function_of(v: Value) -> core.Function:
+def _function_of(v: RecordedValue) -> core.Function:
     make = FUNCTION_OF_RULE.get(v._rule)
     if make is None:
         return _hand_made_class(v._op or "ValueOp")()
     return make(v)
 
 
-def _leaf(v: Value) -> core.Variable:
+def _leaf(v: RecordedValue) -> core.Variable:
     """The Variable of a child: made a leaf on first use, kept up to date if it is one."""
     x = v._node
     if x is None:
@@ -86,7 +97,7 @@ def _leaf(v: Value) -> core.Variable:
     return x
 
 
-def _sync(v: Value, x: core.Variable) -> None:
+def _sync(v: RecordedValue, x: core.Variable) -> None:
     """Bring a leaf's Variable to its Value's data and grad (a grad of 0 is none)."""
     d = v.data
     if x.data.item() != d:
@@ -108,7 +119,7 @@ def _sync_leaves() -> None:
     _stale[0] = False
 
 
-def record_op(out: Value) -> None:
+def record_op(out: RecordedValue) -> None:
     """Report the op that made ``out`` to the observers (its children's Variables in, a new
     Variable for ``out``)."""
     if _stale[0]:
@@ -128,7 +139,7 @@ def record_op(out: Value) -> None:
         handler(f, inputs, [y], True)
 
 
-def backward(root: Value, topo: list[Value]) -> None:
+def backward(root: RecordedValue, topo: list[RecordedValue]) -> None:
     """``root.backward()`` with observers attached: micrograd's sums, each node's step
     reported as the engine's backward loop reports a Function's (``root.grad`` is set)."""
     if core._on_forward:

@@ -162,8 +162,9 @@ class Recorder:
         self._backward_stack: list[tuple[int, bool]] = []
 
     # ------------------------------------------------------------------------------
-    # The tables' constructors: how a loader (``_io``, ``_binary``) fills a fresh recorder's
-    # tables, one row each, in the layouts above (recording decodes its tape into the same)
+    # The tables' constructors: how a loader (``formats.json_io``, ``formats.npz``) fills a
+    # fresh recorder's tables, one row each, in the layouts above (recording decodes its tape
+    # into the same)
     # ------------------------------------------------------------------------------
     def add_variable(
         self,

@@ -28,8 +28,7 @@ from autodiff.trace._recorder import (
 )
 from autodiff.trace._rows import BackwardRow, ForwardRow, ScopeRow
 from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
-from autodiff.trace.formats import json_io as _io
-from autodiff.trace.formats import npz as _binary
+from autodiff.trace.formats import json_io, npz
 
 if TYPE_CHECKING:
     from autodiff.trace._audit import LeakReport
@@ -119,12 +118,18 @@ class Trace:
     they answer is offered here, by delegation.
     """
 
-    def __init__(self, max_array_size: int = DEFAULT_MAX_ARRAY_SIZE) -> None:
+    def __init__(
+        self, max_array_size: int = DEFAULT_MAX_ARRAY_SIZE, *, tables: Recorder | None = None
+    ) -> None:
+        """``tables``: a loader's filled tables to read instead of a fresh recorder (their
+        ``max_array_size`` is then the trace's)."""
+        if tables is not None:
+            max_array_size = tables.max_array_size
         if max_array_size < 0:
             raise ValueError(f"max_array_size must be >= 0, got {max_array_size}")
         self.max_array_size = int(max_array_size)
         # the tape, the decoded tables and the recording state
-        self._recorder = Recorder(self.max_array_size)
+        self._recorder = Recorder(self.max_array_size) if tables is None else tables
         self._steps: list[Step] = []
         self._some_steps: dict[int, Step] = {}  # steps built one by one (Trace.step)
         self._snapshots: dict[int, Snapshot] = {}  # id(raw value) -> its Snapshot
@@ -165,7 +170,8 @@ class Trace:
     @property
     def tables(self) -> Recorder:
         """The recorder, as its tables and their constructors (``add_variable``,
-        ``add_function``, ``add_forward_step``...): how a loader fills a new Trace."""
+        ``add_function``, ``add_forward_step``...): what the writers read; a loader fills a
+        fresh recorder and a Trace reads it (``Trace(tables=...)``)."""
         return self._recorder
 
     _sync = _delegate("_recorder", "_sync")
@@ -561,13 +567,13 @@ class Trace:
     # ------------------------------------------------------------------------------
     def to_dot(self, step: int | None = None) -> str:
         """DOT text of the graph; ``step``: its values after that step (default: the last)."""
-        return _io.to_dot(self, step)
+        return json_io.to_dot(self, step)
 
     def to_graphml(self, path: str | os.PathLike[str]) -> None:
-        _io.to_graphml(self, path)
+        json_io.to_graphml(self, path)
 
     def to_json(self, path: str | os.PathLike[str]) -> None:
-        _io.to_json(self, path)
+        json_io.to_json(self, path)
 
     def audit(self) -> LeakReport:
         """Which recorded objects are still alive, and who holds them (see autodiff.leaks)."""
@@ -657,20 +663,19 @@ def _append_grads(trace: Trace, grads: list[tuple[Any, Any]], max_array_size: in
 
 def load(path: str | os.PathLike[str], max_bytes: int | None = None) -> Trace:
     """Load a trace saved by :meth:`Trace.to_json`; raises :class:`TraceFormatError`."""
-    return _io.load(path, Trace, max_bytes=max_bytes)
+    return Trace(tables=json_io.load(path, max_bytes=max_bytes))
 
 
 def trace_from_dict(data: Any) -> Trace:
     """A Trace from the dict of :func:`autodiff.trace.formats.json_io.trace_to_dict`, validated
-    field by
-    field; raises :class:`TraceFormatError`."""
-    return _io.trace_from_dict(data, Trace)
+    field by field; raises :class:`TraceFormatError`."""
+    return Trace(tables=json_io.tables_from_dict(data))
 
 
 def trace_from_npz(file: str | os.PathLike[str] | Any) -> Trace:
     """A Trace from the file of :func:`autodiff.trace.formats.npz.trace_to_npz`; raises
     :class:`TraceFormatError`."""
-    return _binary.trace_from_npz(file, Trace)
+    return Trace(tables=npz.tables_from_npz(file))
 
 
 _AUDIT_CODE = (Trace.audit.__code__,)  # the audit skips its own caller's frame

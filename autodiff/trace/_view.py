@@ -253,14 +253,14 @@ class TraceView:
 
     # DOT and GraphML read only ``graph``, which a view restricts to its own graph.
     def to_dot(self, step: int | None = None) -> str:
-        from autodiff.trace.formats import json_io as _trace_io
+        from autodiff.trace.formats import json_io
 
-        return _trace_io.to_dot(self, step)
+        return json_io.to_dot(self, step)
 
     def to_graphml(self, path: str | os.PathLike[str]) -> None:
-        from autodiff.trace.formats import json_io as _trace_io
+        from autodiff.trace.formats import json_io
 
-        _trace_io.to_graphml(self, path)
+        json_io.to_graphml(self, path)
 
 
 # The detached history drawn, nearest first: as many nodes as the graph itself has, but at

@@ -203,7 +203,7 @@ def test_fast_straight_crossings_agree_with_count_crossings() -> None:
         edges = np.unique(np.column_stack([a[keep], b[keep]]), axis=0)
         x = rng.random(n) * 10
         expected = count_crossings(np.column_stack([x, layer]), edges)
-        got = layout_placement._straight_crossings(x, layer, edges[:, 0], edges[:, 1])
+        got = layout_placement.straight_crossings(x, layer, edges[:, 0], edges[:, 1])
         assert got == expected
 
 

@@ -11,7 +11,7 @@ import json
 import os
 import re
 import stat
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -30,23 +30,11 @@ from autodiff.trace._checks import (
     _str,
     cut_text,
 )
-from autodiff.trace._reader import detached_nodes
-from autodiff.trace._recorder import (
-    _CLEARED,
-    _EMPTIED,
-    _FREED,
-    _FUNCTION,
-    _GRAD,
-    _VALUE,
-    _VARIABLE,
-)
+from autodiff.trace._reader import TraceReader, detached_nodes
+from autodiff.trace._recorder import _FUNCTION, _VARIABLE, Recorder
 from autodiff.trace._rules import check_graph, check_tables
 from autodiff.trace._snapshot import Snapshot, raw_nonfinite, snapshot_from_dict, to_snapshot
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from autodiff.trace._trace import Trace
+from autodiff.trace.formats.common import EVENT_KINDS, EVENT_NAMES, RecordedTrace, check_structure
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_DEPTH", "SCHEMA_VERSION", "load", "to_dot", "to_graphml"]
 
@@ -58,14 +46,6 @@ FORMAT = "autodiff-trace"
 SCHEMA_VERSION = 4  # 3: scopes (a table, each node's scope id), the parameter flag; 4: flat arrays
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 7 + _MAX_NDIM  # what the format needs: an accumulation's array nests 6 + ndim
-_EVENT_KINDS = {
-    "value": _VALUE,
-    "grad": _GRAD,
-    "cleared": _CLEARED,
-    "freed": _FREED,
-    "emptied": _EMPTIED,
-}
-_EVENT_NAMES = {v: k for k, v in _EVENT_KINDS.items()}
 
 
 # =============================================================================
@@ -90,7 +70,7 @@ def _dot_escape(text: str) -> str:
 _DOT_DETACHED = ', style="filled,dashed", color=gray60, fillcolor=gray92, fontcolor=gray40'
 
 
-def to_dot(trace: Trace, step: int | None = None) -> str:
+def to_dot(trace: TraceReader, step: int | None = None) -> str:
     """DOT text in DeZero's colours: variables orange ellipses, functions light blue boxes;
     each scope instance (a Layer's call, an ``autodiff.scope`` block) is a cluster around the
     nodes made in it, nested as the scopes are. A view's detached history (cut before its
@@ -182,7 +162,7 @@ def _xml_text(text: Any) -> str:
     return _XML_INVALID.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
 
 
-def to_graphml(trace: Trace, path: str | os.PathLike[str]) -> None:
+def to_graphml(trace: TraceReader, path: str | os.PathLike[str]) -> None:
     """GraphML with flat attributes (GraphML has no None or nested values: '' and -1 stand in);
     ``detached``: in a view's history cut before its graph."""
     g = trace.graph
@@ -218,16 +198,17 @@ def _snap_dict(snap: Snapshot | None) -> dict[str, Any] | None:
     return None if snap is None else snap.to_dict()
 
 
-def trace_to_dict(trace: Trace) -> dict[str, Any]:
+def trace_to_dict(trace: RecordedTrace) -> dict[str, Any]:
     """The JSON-ready dict of a trace (what :func:`to_json` writes); a trace whose tables
     break a rule the loaders keep (:func:`~autodiff.trace._rules.check_tables`) raises
     TraceFormatError instead."""
-    check_tables(trace.tables)
+    rec = trace.tables
+    check_tables(rec)
     g = trace.graph
-    scope_of = trace._scope_of
-    parameters = trace._parameters
+    scope_of = rec._scope_of
+    parameters = rec._parameters
     nodes = []
-    for nid in range(len(trace._info)):
+    for nid in range(len(rec._info)):
         a = g.nodes[nid]
         nodes.append(
             {
@@ -239,7 +220,7 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
                 "dtype": a["dtype"],
                 "generation": a["generation"],
                 "constant": a["constant"],
-                "operand": nid in trace._operands,
+                "operand": nid in rec._operands,
                 "grad_of": a["grad_of"],
                 "scope": scope_of.get(nid, 0),
                 "parameter": nid in parameters,
@@ -284,11 +265,11 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
             "stamp": stamp,
             "visible": visible,
             "node": node,
-            "kind": _EVENT_NAMES[kind],
+            "kind": EVENT_NAMES[kind],
             "snapshot": _snap_dict(to_snapshot(raw)),
             "pass": origin,
         }
-        for stamp, visible, node, kind, raw, origin in trace._extra
+        for stamp, visible, node, kind, raw, origin in rec._extra
     ]
     return {
         "format": FORMAT,
@@ -299,11 +280,11 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
         "events": events,
         "backward_roots": list(trace.backward_roots),
         "scopes": [{"name": r.name, "cls": r.cls, "parent": r.parent} for r in trace.scopes()[1:]],
-        "cuts": [[node, step] for node, step in sorted(trace._recorder._cut.items())],
+        "cuts": [[node, step] for node, step in sorted(rec._cut.items())],
     }
 
 
-def to_json(trace: Trace, path: str | os.PathLike[str]) -> None:
+def to_json(trace: RecordedTrace, path: str | os.PathLike[str]) -> None:
     data = trace_to_dict(trace)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(data, f, allow_nan=False, separators=(",", ":"))
@@ -312,52 +293,13 @@ def to_json(trace: Trace, path: str | os.PathLike[str]) -> None:
 # =============================================================================
 # Loading, with validation
 # =============================================================================
-_CHUNK = 1 << 20  # bytes scanned at a time by _check_structure
-_BYTES_PER_CONTAINER = 8  # a saved trace has one array/object per ~50 bytes
-
-
-def _check_structure(
-    data: bytes, max_depth: int, bytes_per_container: int = _BYTES_PER_CONTAINER
-) -> None:
-    """Before the JSON parser sees it: refuse nesting deeper than ``max_depth``, and a file so
-    dense in arrays and objects (``[[],[],...]``) that parsing it would take many times its
-    size in memory (a Python list costs ~60 bytes, its text 3): fewer than
-    ``bytes_per_container`` bytes per array or object (0: no limit). Scanned in chunks: the
-    check itself stays near the file's size."""
-    stripped = re.sub(rb'"(?:[^"\\]|\\.)*"', b'""', data)
-    depth = deepest = containers = 0
-    for start in range(0, len(stripped), _CHUNK):
-        codes = np.frombuffer(stripped, dtype=np.uint8, count=min(_CHUNK, len(stripped) - start),
-                              offset=start)  # fmt: skip
-        opens = (codes == ord("[")) | (codes == ord("{"))
-        closes = (codes == ord("]")) | (codes == ord("}"))
-        containers += int(opens.sum())
-        delta = opens.astype(np.int32) - closes
-        levels = np.cumsum(delta, dtype=np.int32)
-        if levels.size:
-            deepest = max(deepest, depth + int(levels.max()))
-            depth += int(levels[-1])
-        if deepest > max_depth:
-            raise TraceFormatError(
-                f"the file nests arrays/objects deeper than {max_depth} levels; "
-                "a saved trace never does: it is not a trace file or it was tampered with"
-            )
-    if containers > 1000 and containers * bytes_per_container > len(data):
-        raise TraceFormatError(
-            f"the file holds {containers} arrays/objects in {len(data)} bytes, one per "
-            f"{len(data) / containers:.1f} bytes; a saved trace has one per ~50: it is not a "
-            "trace file (parsing it would take many times its size in memory)"
-        )
-
-
 def load(
     path: str | os.PathLike[str],
-    make: Callable[[int], Trace],
     max_bytes: int | None = None,
     max_depth: int = MAX_DEPTH,
-) -> Trace:
-    """Read a trace written by :meth:`Trace.to_json`, validating every field; ``make(n)`` is
-    the empty Trace to fill (``Trace`` itself: this module does not import it)."""
+) -> Recorder:
+    """Read a trace written by :meth:`Trace.to_json`, validating every field; returns its
+    tables, filled through their constructors (``Trace(tables=...)`` reads them)."""
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     try:
         info = os.stat(path)
@@ -375,7 +317,7 @@ def load(
         raise TraceFormatError(f"{os.fspath(path)}: cannot read the file: {e}") from e
     if len(raw) > limit:
         raise TraceFormatError(f"{os.fspath(path)}: the file grew above {limit} bytes")
-    _check_structure(raw, max_depth)
+    check_structure(raw, max_depth)
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
@@ -388,12 +330,12 @@ def load(
         raise TraceFormatError(f"{os.fspath(path)}: nested too deeply") from None
     except ValueError as e:  # e.g. an integer of thousands of digits
         raise TraceFormatError(f"{os.fspath(path)}: not a trace: {str(e)[:200]}") from None
-    return trace_from_dict(data, make)
+    return tables_from_dict(data)
 
 
-def trace_from_dict(data: Any, make: Callable[[int], Trace]) -> Trace:
-    """Build a Trace from the dict of :func:`trace_to_dict` (validated field by field, then
-    by the rules every trace keeps: :func:`~autodiff.trace._rules.check_tables`)."""
+def tables_from_dict(data: Any) -> Recorder:
+    """The tables of the trace in the dict of :func:`trace_to_dict` (validated field by field,
+    then by the rules every trace keeps: :func:`~autodiff.trace._rules.check_tables`)."""
     _dict(data, "$", ("format", "schema_version"))
     if data["format"] != FORMAT:
         raise _fail("format", f"expected {FORMAT!r}, got {str(data['format'])[:40]!r}")
@@ -405,25 +347,24 @@ def trace_from_dict(data: Any, make: Callable[[int], Trace]) -> Trace:
             f"{SCHEMA_VERSION}: upgrade autodiff to load it",
         )
     _dict(data, "$", ("max_array_size", "graph", "steps", "events", "backward_roots"))
-    t = make(_int(data["max_array_size"], "max_array_size", lo=0))
+    rows = Recorder(_int(data["max_array_size"], "max_array_size", lo=0))
     if "scopes" in data:  # schema 3
-        _load_scopes(t, _list(data["scopes"], "scopes"))
-    _load_graph(t, data["graph"])
-    _load_steps(t, _list(data["steps"], "steps"))
+        _load_scopes(rows, _list(data["scopes"], "scopes"))
+    _load_graph(rows, data["graph"])
+    _load_steps(rows, _list(data["steps"], "steps"))
     roots = _list(data["backward_roots"], "backward_roots")
-    t.backward_roots = [_int(r, f"backward_roots[{i}]") for i, r in enumerate(roots)]
-    _load_events(t, _list(data["events"], "events"))
+    rows.backward_roots = [_int(r, f"backward_roots[{i}]") for i, r in enumerate(roots)]
+    _load_events(rows, _list(data["events"], "events"))
     for i, pair in enumerate(_list(data.get("cuts", []), "cuts")):
         node, step = _list(pair, f"cuts[{i}]", 2)
-        t.tables.mark_cut(_int(node, f"cuts[{i}][0]"), _int(step, f"cuts[{i}][1]"))
-    check_tables(t.tables, graph=False)
-    return t
+        rows.mark_cut(_int(node, f"cuts[{i}][0]"), _int(step, f"cuts[{i}][1]"))
+    check_tables(rows, graph=False)
+    return rows
 
 
-def _load_scopes(t: Trace, scopes: list) -> None:
+def _load_scopes(rows: Recorder, scopes: list) -> None:
     """Scope instances 1..n (0, the root, is every trace's); a parent comes before its
     children."""
-    rows = t.tables
     for i, row in enumerate(scopes):
         p = f"scopes[{i}]"
         _dict(row, p, ("name", "cls", "parent"))
@@ -435,20 +376,20 @@ def _load_scopes(t: Trace, scopes: list) -> None:
         rows.add_scope(name, cls, parent)
 
 
-def _node_ref(t: Trace, v: Any, path: str, kind: int | None = None) -> int:
+def _node_ref(rows: Recorder, v: Any, path: str, kind: int | None = None) -> int:
+    info = rows._info
     nid = _int(v, path, lo=0)
-    if nid >= len(t._info):
-        raise _fail(path, f"node {nid} does not exist (the graph has {len(t._info)} nodes)")
-    if kind is not None and t._info[nid].kind != kind:
+    if nid >= len(info):
+        raise _fail(path, f"node {nid} does not exist (the graph has {len(info)} nodes)")
+    if kind is not None and info[nid].kind != kind:
         raise _fail(path, f"node {nid} is not a {'variable' if kind == _VARIABLE else 'function'}")
     return nid
 
 
-def _load_graph(t: Trace, g: Any) -> None:
+def _load_graph(rows: Recorder, g: Any) -> None:
     _dict(g, "graph", ("nodes", "links"))
     nodes = _list(g["nodes"], "graph.nodes")
     grad_of: dict[int, tuple[int, str]] = {}
-    rows = t.tables
     for i, n in enumerate(nodes):
         p = f"graph.nodes[{i}]"
         _dict(n, p, ("id", "kind", "name", "op", "shape", "dtype", "generation", "constant"))
@@ -477,7 +418,7 @@ def _load_graph(t: Trace, g: Any) -> None:
             raise _fail(f"{p}.kind", f"expected 'variable' or 'function', got {kind[:20]!r}")
         if n.get("scope") is not None:
             scope = _int(n["scope"], f"{p}.scope", lo=0)
-            if scope >= len(t.scopes()):
+            if scope >= len(rows._scopes):
                 raise _fail(f"{p}.scope", f"scope {scope} does not exist")
             rows.set_scope(i, scope)
         if n.get("parameter") is not None and _bool(n["parameter"], f"{p}.parameter"):
@@ -487,15 +428,16 @@ def _load_graph(t: Trace, g: Any) -> None:
     links = _list(g["links"], "graph.links")
     ins: dict[int, dict[int, int]] = {}
     outs: dict[int, dict[int, int]] = {}
+    info = rows._info
     for j, e in enumerate(links):
         p = f"graph.links[{j}]"
         _dict(e, p, ("source", "target", "slot"))
-        u = _node_ref(t, e["source"], f"{p}.source")
-        v = _node_ref(t, e["target"], f"{p}.target")
+        u = _node_ref(rows, e["source"], f"{p}.source")
+        v = _node_ref(rows, e["target"], f"{p}.target")
         slot = _int(e["slot"], f"{p}.slot", lo=0)
-        if t._info[u].kind == _VARIABLE and t._info[v].kind == _FUNCTION:
+        if info[u].kind == _VARIABLE and info[v].kind == _FUNCTION:
             table, f, x = ins, v, u
-        elif t._info[u].kind == _FUNCTION and t._info[v].kind == _VARIABLE:
+        elif info[u].kind == _FUNCTION and info[v].kind == _VARIABLE:
             table, f, x = outs, u, v
         else:
             raise _fail(p, "a link must join a variable and a function")
@@ -503,7 +445,7 @@ def _load_graph(t: Trace, g: Any) -> None:
         if slot in slots:
             raise _fail(f"{p}.slot", f"function node {f} has two links at slot {slot}")
         slots[slot] = x
-    for f in t.functions:
+    for f in [nid for nid, row in enumerate(info) if row.kind == _FUNCTION]:
         for table, what in ((ins, "input"), (outs, "output")):
             slots = table.get(f, {})
             if sorted(slots) != list(range(len(slots))):
@@ -539,7 +481,7 @@ def _ids(v: Any, path: str, expected: tuple[int, ...]) -> tuple[int, ...]:
     return ids
 
 
-def _load_steps(t: Trace, steps: list) -> None:
+def _load_steps(rows: Recorder, steps: list) -> None:
     for k, s in enumerate(steps):
         p = f"steps[{k}]"
         _dict(s, p, _STEP_KEYS)
@@ -548,8 +490,8 @@ def _load_steps(t: Trace, steps: list) -> None:
         phase = _str(s["phase"], f"{p}.phase")
         if phase not in ("forward", "backward"):
             raise _fail(f"{p}.phase", f"expected 'forward' or 'backward', got {phase[:20]!r}")
-        fid = _node_ref(t, s["function"], f"{p}.function", _FUNCTION)
-        _, gen, op, in_ids, out_ids = t._info[fid]
+        fid = _node_ref(rows, s["function"], f"{p}.function", _FUNCTION)
+        _, gen, op, in_ids, out_ids = rows._info[fid]
         if _str(s["op"], f"{p}.op") != op:
             raise _fail(f"{p}.op", f"{s['op'][:40]!r} differs from node {fid}'s op {op!r}")
         if _int(s["generation"], f"{p}.generation") != gen:
@@ -573,7 +515,7 @@ def _load_steps(t: Trace, steps: list) -> None:
             for key in ("output_grads", "input_grads", "accumulations", "cleared"):
                 _list(s[key], f"{p}.{key}", 0)
             produced = values
-            t.tables.add_forward_step(fid, values, during)
+            rows.add_forward_step(fid, values, during)
         else:
             if bpass < 0:
                 raise _fail(f"{p}.backward_pass", f"expected >= 0 for a backward step, got {bpass}")
@@ -601,12 +543,12 @@ def _load_steps(t: Trace, steps: list) -> None:
                 for i, n in enumerate(_list(s["cleared"], f"{p}.cleared"))
             )
             produced = gxs + tuple(a[4] for a in accs)
-            t.tables.add_backward_step(fid, gys, gxs, tuple(accs), cleared, bpass)
+            rows.add_backward_step(fid, gys, gxs, tuple(accs), cleared, bpass)
         if nonfinite != any(raw_nonfinite(v) for v in produced):
             raise _fail(f"{p}.nonfinite", f"says {nonfinite} but the step's snapshots disagree")
 
 
-def _load_events(t: Trace, events: list) -> None:
+def _load_events(rows: Recorder, events: list) -> None:
     for i, e in enumerate(events):
         p = f"events[{i}]"
         _dict(e, p, ("stamp", "visible", "node", "kind", "snapshot"))
@@ -614,12 +556,12 @@ def _load_events(t: Trace, events: list) -> None:
         visible = _int(e["visible"], f"{p}.visible")
         node = _int(e["node"], f"{p}.node")
         kind_name = _str(e["kind"], f"{p}.kind")
-        if kind_name not in _EVENT_KINDS:
+        if kind_name not in EVENT_KINDS:
             raise _fail(
-                f"{p}.kind", f"expected one of {sorted(_EVENT_KINDS)}, got {kind_name[:20]!r}"
+                f"{p}.kind", f"expected one of {sorted(EVENT_KINDS)}, got {kind_name[:20]!r}"
             )
         snap = snapshot_from_dict(e["snapshot"], f"{p}.snapshot", optional=True)
         origin = e.get("pass")
         if origin is not None:
             origin = _int(origin, f"{p}.pass")
-        t.tables.add_event(stamp, visible, node, _EVENT_KINDS[kind_name], snap, origin)
+        rows.add_event(stamp, visible, node, EVENT_KINDS[kind_name], snap, origin)

@@ -28,7 +28,7 @@ import io
 import json
 import math
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -44,18 +44,13 @@ from autodiff.trace._checks import (
     _list,
     cut_text,
 )
-from autodiff.trace._recorder import _FUNCTION, _FWD
+from autodiff.trace._recorder import _FUNCTION, _FWD, Recorder
 from autodiff.trace._rules import check_graph, check_tables
 from autodiff.trace._snapshot import Snapshot, summarize
-from autodiff.trace.formats.json_io import _EVENT_NAMES, _check_structure
+from autodiff.trace.formats.common import EVENT_KINDS, EVENT_NAMES, RecordedTrace, check_structure
 from autodiff.trace.formats.npz_members import MAX_MEMBER_BYTES, NpzMembers
 
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from autodiff.trace._trace import Trace
-
-__all__ = ["FORMAT", "MAX_HEADER_BYTES", "MAX_HEADER_DEPTH", "trace_from_npz", "trace_to_npz"]
+__all__ = ["FORMAT", "MAX_HEADER_BYTES", "MAX_HEADER_DEPTH", "tables_from_npz", "trace_to_npz"]
 
 FORMAT = "autodiff-trace-binary"
 VERSION = 1
@@ -174,18 +169,18 @@ def _collector_paused() -> Any:
             gc.enable()
 
 
-def trace_to_npz(trace: Trace, file: str | os.PathLike[str] | io.BytesIO) -> None:
+def trace_to_npz(trace: RecordedTrace, file: str | os.PathLike[str] | io.BytesIO) -> None:
     """Write ``trace`` (its decoded tables) to ``file`` (a path or a binary buffer). A trace
-    :func:`trace_from_npz` would refuse raises TraceFormatError and writes nothing."""
+    :func:`tables_from_npz` would refuse raises TraceFormatError and writes nothing."""
     with _collector_paused():
-        _write(trace, file)
+        _write(trace.tables, file)
 
 
-def _write(trace: Trace, file: str | os.PathLike[str] | io.BytesIO) -> None:
-    check_tables(trace.tables)
+def _write(rec: Recorder, file: str | os.PathLike[str] | io.BytesIO) -> None:
+    check_tables(rec)
     values = _Values()
     info = []
-    for entry in trace._info:
+    for entry in rec._info:
         if entry.kind == _FUNCTION:
             _, gen, op, ins, outs = entry
             info.append([1, int(gen), cut_text(op, MAX_OP), list(ins), list(outs)])
@@ -194,7 +189,7 @@ def _write(trace: Trace, file: str | os.PathLike[str] | io.BytesIO) -> None:
             shape = None if shape is None else [int(d) for d in shape]
             info.append([0, int(gen), shape, None if dtype is None else np.dtype(dtype).name])
     raw = []
-    for r in trace._raw:
+    for r in rec._raw:
         if r.kind == _FWD:
             _, fid, _ins, _outs, vals, during = r
             raw.append([0, fid, values.refs(vals), int(during)])
@@ -208,27 +203,27 @@ def _write(trace: Trace, file: str | os.PathLike[str] | io.BytesIO) -> None:
                 [1, fid, values.refs(gys), values.refs(gxs), acc_rows, list(cleared), int(bpass)]
             )
     extra = [
-        [int(stamp), int(visible), int(node), _EVENT_NAMES[kind], values.ref(value), origin]
-        for stamp, visible, node, kind, value, origin in trace._extra
+        [int(stamp), int(visible), int(node), EVENT_NAMES[kind], values.ref(value), origin]
+        for stamp, visible, node, kind, value, origin in rec._extra
     ]
     header = {
         "format": FORMAT,
         "version": VERSION,
-        "max_array_size": trace.max_array_size,
+        "max_array_size": rec.max_array_size,
         "info": info,
         "raw": raw,
         "extra": extra,
-        "names": {str(k): cut_text(v, MAX_NAME) for k, v in trace._names.items()},
-        "constants": sorted(trace._constants),
-        "operands": sorted(trace._operands),
-        "grad_of": {str(k): int(v) for k, v in trace._grad_of.items()},
-        "backward_roots": [int(r) for r in trace.backward_roots],
-        "scopes": [[r.name, r.cls, int(r.parent)] for r in trace.scopes()[1:]],
-        "parameters": sorted(trace._parameters),
-        "cuts": [[int(n), int(k)] for n, k in sorted(trace._recorder._cut.items())],
+        "names": {str(k): cut_text(v, MAX_NAME) for k, v in rec._names.items()},
+        "constants": sorted(rec._constants),
+        "operands": sorted(rec._operands),
+        "grad_of": {str(k): int(v) for k, v in rec._grad_of.items()},
+        "backward_roots": [int(r) for r in rec.backward_roots],
+        "scopes": [[r.name, r.cls, int(r.parent)] for r in rec._scopes[1:]],
+        "parameters": sorted(rec._parameters),
+        "cuts": [[int(n), int(k)] for n, k in sorted(rec._cut.items())],
     }
     out: dict[str, np.ndarray] = {}
-    scope_of = trace._scope_of
+    scope_of = rec._scope_of
     out["scope_nodes"] = np.fromiter(scope_of.keys(), np.int64, len(scope_of))
     out["scope_ids"] = np.fromiter(scope_of.values(), np.int64, len(scope_of))
     values.write(header, out)
@@ -341,18 +336,17 @@ def _at(path: str, i: int | None) -> str:
     return path if i is None else f"{path}[{i}]"
 
 
-def trace_from_npz(
-    file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace]
-) -> Trace:
-    """Read a trace written by :func:`trace_to_npz`; raises TraceFormatError."""
+def tables_from_npz(file: str | os.PathLike[str] | io.BytesIO) -> Recorder:
+    """The tables of a trace written by :func:`trace_to_npz`, filled through their
+    constructors (``Trace(tables=...)`` reads them); raises TraceFormatError."""
     with _collector_paused():
-        return _read(file, make)
+        return _read(file)
 
 
 def _read_header(members: NpzMembers) -> dict:
     text = members.read("header", "uint8", max_bytes=MAX_HEADER_BYTES).tobytes()
     try:
-        _check_structure(text, MAX_HEADER_DEPTH, bytes_per_container=0)
+        check_structure(text, MAX_HEADER_DEPTH, bytes_per_container=0)
     except TraceFormatError as e:
         raise _fail("member 'header'", str(e)) from None
     try:
@@ -366,7 +360,7 @@ def _read_header(members: NpzMembers) -> dict:
     return header
 
 
-def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace]) -> Trace:
+def _read(file: str | os.PathLike[str] | io.BytesIO) -> Recorder:
     with NpzMembers(file) as members:
         header = _read_header(members)
         tables = {
@@ -380,8 +374,7 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
                 raise _fail("array_dtypes", f"{str(d)[:20]!r} is not an array dtype, or twice")
         buffers = [members.read(f"data_{d}", d) for d in dtypes]
     reader = _Reader(header, tables, buffers)
-    t = make(_int(header.get("max_array_size"), "max_array_size", lo=0))
-    rows = t.tables
+    rows = Recorder(_int(header.get("max_array_size"), "max_array_size", lo=0))
     for i, row in enumerate(_list(header.get("scopes", []), "scopes")):
         p = f"scopes[{i}]"
         name, cls, parent = _list(row, p, 3)
@@ -414,7 +407,7 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
 
     def function(v: Any, path: str) -> int:
         fid = _int(v, path, 0, n - 1)
-        if t._info[fid].kind != _FUNCTION:
+        if rows._info[fid].kind != _FUNCTION:
             raise _fail(path, f"node {fid} is not a function")
         return fid
 
@@ -442,7 +435,7 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
         else:
             raise _fail(p, "expected a forward or a backward step")
     roots = _list(header.get("backward_roots"), "backward_roots")
-    t.backward_roots = [_int(r, f"backward_roots[{i}]") for i, r in enumerate(roots)]
+    rows.backward_roots = [_int(r, f"backward_roots[{i}]") for i, r in enumerate(roots)]
     scope_nodes = tables.get("scope_nodes", np.zeros(0, np.int64))
     scope_ids = tables.get("scope_ids", np.zeros(0, np.int64))
     if scope_nodes.shape != scope_ids.shape:
@@ -456,16 +449,15 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
     for i, pair in enumerate(_list(header.get("cuts", []), "cuts")):
         node, step = _list(pair, f"cuts[{i}]", 2)
         rows.mark_cut(_int(node, f"cuts[{i}][0]"), _int(step, f"cuts[{i}][1]"))
-    kinds = {name: kind for kind, name in _EVENT_NAMES.items()}
     for i, e in enumerate(_list(header.get("extra"), "extra")):
         p = f"extra[{i}]"
         e = _list(e, p, 6)
-        if type(e[3]) is not str or e[3] not in kinds:
-            raise _fail(f"{p}[3]", f"expected one of {sorted(kinds)}")
+        if type(e[3]) is not str or e[3] not in EVENT_KINDS:
+            raise _fail(f"{p}[3]", f"expected one of {sorted(EVENT_KINDS)}")
         origin = None if e[5] is None else _int(e[5], f"{p}[5]")
         value = reader.value(e[4], f"{p}[4]")
         rows.add_event(
-            _int(e[0], f"{p}[0]"), _int(e[1], f"{p}[1]"), _int(e[2], f"{p}[2]"), kinds[e[3]],
+            _int(e[0], f"{p}[0]"), _int(e[1], f"{p}[1]"), _int(e[2], f"{p}[2]"), EVENT_KINDS[e[3]],
             value, origin,
         )  # fmt: skip
     names = header.get("names")
@@ -484,4 +476,4 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
     for key, target in grad_of.items():
         rows.set_grad_of(_node_key(key, "grad_of"), _int(target, f"grad_of[{key!r}]"))
     check_tables(rows, graph=False)
-    return t
+    return rows

@@ -1,10 +1,12 @@
-"""The interpreter: walks a checked program, calling the engine, with recording on."""
+"""The interpreter: walks a checked program's statements, calling the engine, with recording
+on. It takes the statements and what the checker found in them, not a ``Program``: the program
+(:mod:`viewer.model.expression.program`) calls it."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -15,7 +17,6 @@ from autodiff import trace as trace_module
 from autodiff.core import Variable
 from viewer.model.expression.constants import (
     apply_binop,
-    as_leaf_array,
     call_result_size,
     check_result_size,
     fold,
@@ -33,22 +34,30 @@ from viewer.model.expression.rules import (
     node_position,
 )
 
-if TYPE_CHECKING:
-    from viewer.model.expression.program import Program
-
 
 class Interpreter:
+    """Runs checked ``statements`` (``lines``: the source, for error positions).
+
+    ``values``: each leaf's value, in order of first appearance. ``constant_nodes``: id() of
+    the nodes the checker found constant (folded, not run); ``leaf_statements``: id() of the
+    ``x = <constant>`` statements that made leaves.
+    """
+
     def __init__(
-        self, program: Program, values: Mapping[str, Any], budget: Budget | None = None
+        self,
+        statements: Sequence[ast.stmt],
+        lines: list[str],
+        *,
+        values: Mapping[str, NDArray],
+        constant_nodes: set[int],
+        leaf_statements: set[int],
+        budget: Budget | None = None,
     ) -> None:
-        self.program = program
-        self.lines = program.lines
-        self.values: dict[str, NDArray] = {}
-        for name in program.leaves:
-            if name in values:
-                self.values[name] = as_leaf_array(values[name], name)
-            else:
-                self.values[name] = program.defaults[name].copy()
+        self.statements = statements
+        self.lines = lines
+        self.values = dict(values)
+        self.constant_nodes = constant_nodes
+        self.leaf_statements = leaf_statements
         self.namespace: dict[str, Any] = {}
         self.leaves: dict[str, Variable] = {}
         self.nonfinite: NonFiniteWarning | None = None
@@ -60,20 +69,21 @@ class Interpreter:
     def run(
         self, *, retain_grad: bool, max_array_size: int, nonfinite: str, backward: bool
     ) -> dict[str, Any]:
-        """Evaluate and backpropagate; returns the fields of an Evaluation."""
+        """Evaluate and backpropagate; returns the fields of an Evaluation but its
+        ``output_name``."""
 
-        statements = self.program.statements
+        statements = self.statements
         with (
             np.errstate(all="ignore"),
             trace_module.record(max_array_size=max_array_size) as t,
             self.budget,
         ):
             # Free leaves exist from the start, in order of first use.
-            for name in self.program.leaves:
+            for name in self.values:
                 self._make_leaf(name)
             result: Any = None
             for statement in statements:
-                if id(statement) in self.program.leaf_statements:
+                if id(statement) in self.leaf_statements:
                     name = statement.targets[0].id  # type: ignore[attr-defined]
                     result = self.namespace[name]
                     continue
@@ -107,7 +117,6 @@ class Interpreter:
         return {
             "trace": t,
             "output": result,
-            "output_name": self.program.output_name,
             "namespace": self.namespace,
             "leaves": self.leaves,
             "values": self.values,
@@ -163,7 +172,7 @@ class Interpreter:
         return value
 
     def _eval(self, node: ast.AST) -> Any:
-        if id(node) in self.program.constant_nodes:
+        if id(node) in self.constant_nodes:
             return fold(node, self.lines)
         if isinstance(node, ast.Name):
             return self.namespace[node.id]

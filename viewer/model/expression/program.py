@@ -135,13 +135,26 @@ class Program:
         if nonfinite not in ("warn", "raise"):
             raise ValueError("nonfinite must be 'warn' or 'raise'")
         budget = budget if budget is not None else Budget(element_budget, step_budget)
-        fields = Interpreter(self, values or {}, budget).run(
+        given = values or {}
+        leaf_values = {
+            name: as_leaf_array(given[name], name) if name in given else self.defaults[name].copy()
+            for name in self.leaves
+        }
+        interpreter = Interpreter(
+            self.statements,
+            self.lines,
+            values=leaf_values,
+            constant_nodes=self.constant_nodes,
+            leaf_statements=self.leaf_statements,
+            budget=budget,
+        )
+        fields = interpreter.run(
             retain_grad=retain_grad,
             max_array_size=max_array_size,
             nonfinite=nonfinite,
             backward=backward,
         )
-        return Evaluation(**fields)
+        return Evaluation(output_name=self.output_name, **fields)
 
 
 @dataclass

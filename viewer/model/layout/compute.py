@@ -21,7 +21,7 @@ __all__ = ["GraphLayout", "LayoutCancelled", "compute_layout", "layout_from_posi
 
 from autodiff.trace import TraceReader
 from viewer.model.layout import layered as layout_module
-from viewer.model.layout.layered import LayoutCancelled
+from viewer.model.layout.progress import LayoutCancelled
 from viewer.model.scene.text import format_snapshot
 
 
@@ -108,7 +108,7 @@ def compute_layout(
     options: dict[str, Any] = {"progress": progress, "should_cancel": should_cancel}
     if by_generation:
         options["layers"] = _generation_layers(trace, node_ids, is_function, edges)
-    width = variable_box_width(trace.node(int(n)) for n in node_ids[~is_function][:_WIDTH_SAMPLE])
+    width = variable_box_width(trace.node(int(n)) for n in node_ids[~is_function][:WIDTH_SAMPLE])
     function_width = function_box_width(trace, node_ids[is_function])
     if width > 1.0 or function_width > 1.0:
         options["node_width"] = np.where(is_function, function_width, width)
@@ -145,7 +145,7 @@ def function_box_width(trace: TraceReader, function_ids: Any) -> float:
     if callable(bulk):
         ops = bulk(ids)
     else:
-        ops = [trace.node(int(n)).get("op") for n in ids[:_WIDTH_SAMPLE]]
+        ops = [trace.node(int(n)).get("op") for n in ids[:WIDTH_SAMPLE]]
     longest = max((len(str(op)) for op in set(ops) if op), default=0)
     width = round(longest * OP_CHARACTER_WIDTH + 0.1, 6)  # + the column's gap to its box
     return float(min(max(width, 1.0), MAX_FUNCTION_WIDTH))
@@ -153,17 +153,17 @@ def function_box_width(trace: TraceReader, function_ids: Any) -> float:
 
 CHARACTERS_PER_UNIT = 14  # label characters one layout unit holds where full labels show
 MAX_VARIABLE_WIDTH = 2.2
-_WIDTH_SAMPLE = 5000  # variables looked at (a big graph's labels show only zoomed in)
+WIDTH_SAMPLE = 5000  # variables looked at (a big graph's labels show only zoomed in)
 
 
 def variable_box_width(variables: Iterable[Mapping[str, Any]]) -> float:
     """The variables' box width (layout units, 1.0 to MAX_VARIABLE_WIDTH) that holds the
-    longest label line of the variables (``node()`` attributes; the first _WIDTH_SAMPLE are
+    longest label line of the variables (``node()`` attributes; the first WIDTH_SAMPLE are
     read): name, shape, value, gradient (their last known snapshots), plus a margin for the
     other steps' digits. A name longer than the widest box is cut in the box and whole in the
     tooltip and the inspector."""
     longest = 0
-    for a in itertools.islice(variables, _WIDTH_SAMPLE):
+    for a in itertools.islice(variables, WIDTH_SAMPLE):
         shape = a.get("shape")
         lines = [str(a.get("name") or ""), "x".join(str(d) for d in shape) if shape else ""]
         if a.get("value") is not None:

@@ -26,29 +26,31 @@ edges leaving one node share a trunk of virtual nodes, two alignments instead of
 simplex stops at a work budget (its layering is valid at every step). Deterministic (ties
 broken by node index), no recursion, numpy-vectorised where the work is.
 
-This module holds the public API and the plumbing; the phases live in
-:mod:`viewer.model.layout.layering` (1), :mod:`viewer.model.layout.ordering` (2 and 3) and
-:mod:`viewer.model.layout.placement` (4).
+This module holds the entry points and the plumbing; the phases live in
+:mod:`viewer.model.layout.layering` (1), :mod:`viewer.model.layout.layered_graph` (2),
+:mod:`viewer.model.layout.ordering` (3) and :mod:`viewer.model.layout.placement` (4).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from viewer.model.layout.layered_graph import LayeredGraph
 from viewer.model.layout.layering import (
-    _checked_layers,
-    _components,
-    _longest_path_layers,
-    _min_span_layers,
+    checked_layers,
+    components,
+    longest_path_layers,
+    min_span_layers,
 )
-from viewer.model.layout.ordering import _LayeredGraph, _order
-from viewer.model.layout.placement import _assign_x, _edge_polylines
+from viewer.model.layout.ordering import order_layers
+from viewer.model.layout.placement import assign_x, edge_polylines
+from viewer.model.layout.progress import LayoutCancelled, Progress, ShouldCancel, Ticker
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -62,15 +64,8 @@ __all__ = [
     "layout_graph",
 ]
 
-Progress = Callable[[float], None]
-ShouldCancel = Callable[[], bool]
-
 _FULL_EFFORT = 15_000  # nodes (virtual included) up to which ordering runs at full effort
 _TRUNKS_ABOVE = 150_000  # nodes (virtual included) above which long edges share trunks
-
-
-class LayoutCancelled(Exception):
-    """The layout was stopped because ``should_cancel()`` returned True."""
 
 
 @dataclass
@@ -146,7 +141,7 @@ def layered_layout(
     when it returns True :class:`LayoutCancelled` is raised. Raises ValueError for a cycle, a
     self-loop or an endpoint out of range.
     """
-    ticker = _Ticker(progress, should_cancel)
+    ticker = Ticker(progress, should_cancel)
     n = int(n_nodes)
     if n < 0:
         raise ValueError(f"n_nodes must be >= 0, got {n}")
@@ -166,30 +161,30 @@ def layered_layout(
         stats[f"{name}_s"] = now - clock[0]
         clock[0] = now
 
-    comp = _components(n, src, dst)
+    comp = components(n, src, dst)
     if layers is None:
-        layer = _min_span_layers(n, src, dst, comp, ticker)
+        layer = min_span_layers(n, src, dst, comp, ticker)
     else:
-        layer = _checked_layers(n, src, dst, layers)
+        layer = checked_layers(n, src, dst, layers)
     ticker.tick(0.2)
     phase_done("layering")
 
     plain_total = n + int((layer[dst] - layer[src] - 1).sum())
-    graph = _LayeredGraph.build(n, layer, src, dst, comp, plain_total > _TRUNKS_ABOVE)
+    graph = LayeredGraph.build(n, layer, src, dst, comp, plain_total > _TRUNKS_ABOVE)
     ticker.tick(0.25)
     n_total = graph.n_total
     effort = min(1.0, _FULL_EFFORT / n_total)
     if sweeps is None:
         sweeps = max(4, round(24 * effort))
-    pos, crossings = _order(graph, sweeps, max(2, round(12 * effort)), ticker)
+    pos, crossings = order_layers(graph, sweeps, max(2, round(12 * effort)), ticker)
     ticker.tick(0.8)
     phase_done("ordering")
-    x = _assign_x(graph, pos, widths, node_gap, ticker)
+    x = assign_x(graph, pos, widths, node_gap, ticker)
     ticker.tick(0.97)
 
     x = x - (x[:n] - widths / 2).min()
     positions = np.column_stack([x[:n], layer * float(layer_gap)])
-    points, offsets = _edge_polylines(graph, x, layer_gap, edge_to_unique)
+    points, offsets = edge_polylines(graph, x, layer_gap, edge_to_unique)
     phase_done("coordinates")
     ticker.tick(1.0)
     return Layout(
@@ -215,7 +210,7 @@ def layers_at_least(n_nodes: int, edges: ArrayLike, minimum: ArrayLike) -> NDArr
     if len(start) != n:
         raise ValueError(f"minimum has {len(start)} entries for {n} nodes")
     _, src, dst, _ = _unique_edges(n, edges)
-    return _longest_path_layers(n, src, dst, start)
+    return longest_path_layers(n, src, dst, start)
 
 
 def layout_graph(
@@ -284,19 +279,6 @@ def _cross(u: NDArray[np.float64], v: NDArray[np.float64]) -> NDArray[np.float64
 # =============================================================================================
 # Plumbing
 # =============================================================================================
-class _Ticker:
-    """Reports progress and polls for cancellation."""
-
-    def __init__(self, progress: Progress | None, should_cancel: ShouldCancel | None) -> None:
-        self.progress, self.should_cancel = progress, should_cancel
-
-    def tick(self, fraction: float | None = None) -> None:
-        if self.should_cancel is not None and self.should_cancel():
-            raise LayoutCancelled("layout cancelled")
-        if fraction is not None and self.progress is not None:
-            self.progress(float(min(max(fraction, 0.0), 1.0)))
-
-
 def _empty_layout(all_edges: NDArray[np.int64]) -> Layout:
     return Layout(
         positions=np.zeros((0, 2)),

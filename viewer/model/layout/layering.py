@@ -8,18 +8,16 @@ here instead.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-if TYPE_CHECKING:
-    from viewer.model.layout.layered import _Ticker
+from viewer.model.layout.arrays import ranges
+from viewer.model.layout.progress import Ticker
 
 _SIMPLEX_WORK = 500  # per node: renumbering budget of the network simplex (huge graphs only)
 
 
-def _components(n: int, src: NDArray[np.int64], dst: NDArray[np.int64]) -> NDArray[np.int64]:
+def components(n: int, src: NDArray[np.int64], dst: NDArray[np.int64]) -> NDArray[np.int64]:
     """Weakly connected component of each node, labelled by its smallest node index."""
     label = np.arange(n)
     while True:
@@ -35,7 +33,7 @@ def _components(n: int, src: NDArray[np.int64], dst: NDArray[np.int64]) -> NDArr
             label = jumped
 
 
-def _checked_layers(
+def checked_layers(
     n: int, src: NDArray[np.int64], dst: NDArray[np.int64], layers: ArrayLike
 ) -> NDArray[np.int64]:
     layer = np.asarray(layers, dtype=np.int64).reshape(-1)
@@ -52,7 +50,7 @@ def _checked_layers(
     return layer - layer.min()
 
 
-def _longest_path_layers(
+def longest_path_layers(
     n: int,
     src: NDArray[np.int64],
     dst: NDArray[np.int64],
@@ -113,7 +111,7 @@ def _feasible_tree(
     """Shift groups of nodes (keeping every edge valid) until tight edges (span 1) connect all
     nodes; node 0 must reach every node."""
     tight = rank[dst] - rank[src] == 1
-    label = _components(n, src[tight], dst[tight])
+    label = components(n, src[tight], dst[tight])
     absorbed = np.zeros(n, bool)
     absorbed[label[0]] = True
     in_tree = absorbed[label]
@@ -212,7 +210,7 @@ class _NetworkSimplex:
         self.cut = np.where(self.tail_child, subtree, -subtree)
         self.cut[0] = np.iinfo(np.int64).max
 
-    def solve(self, max_pivots: int, max_work: int, ticker: _Ticker) -> NDArray[np.int64]:
+    def solve(self, max_pivots: int, max_work: int, ticker: Ticker) -> NDArray[np.int64]:
         """Pivot until optimal, or until ``max_pivots`` pivots or ``max_work`` renumbered
         nodes (the layering is valid at every step; the budget only bounds the time)."""
         for pivot in range(max_pivots):
@@ -237,7 +235,7 @@ class _NetworkSimplex:
         size = hi - lo + 1
         side = at[lo : hi + 1] if 2 * size <= n else np.concatenate([at[:lo], at[hi + 1 :]])
         starts = self.incident_ptr[side]
-        edges = self.incident[_ranges(starts, self.incident_ptr[side + 1] - starts)]
+        edges = self.incident[ranges(starts, self.incident_ptr[side + 1] - starts)]
         ls, ld = lim[src[edges]], lim[dst[edges]]
         s_in, d_in = (ls >= lo) & (ls <= hi), (ld >= lo) & (ld <= hi)
         tail_side = bool(self.tail_child[c])
@@ -268,7 +266,7 @@ class _NetworkSimplex:
         begin[0], end[0] = low[x], lim[x]
         begin[1::2], end[1::2] = low[above], low[below]
         begin[2::2], end[2::2] = lim[below] + 1, lim[above]
-        new_sub = np.concatenate([at[_ranges(begin, end - begin)], nodes[::-1]])
+        new_sub = np.concatenate([at[ranges(begin, end - begin)], nodes[::-1]])
 
         window = at[w_lo : w_hi + 1]
         wl, wm = low[window], lim[window]
@@ -299,23 +297,14 @@ class _NetworkSimplex:
         self.cut[0] = np.iinfo(np.int64).max
 
 
-def _ranges(starts: NDArray[np.int64], counts: NDArray[np.int64]) -> NDArray[np.int64]:
-    """Concatenation of ``arange(s, s + c)`` for each (s, c)."""
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    ends = np.cumsum(counts)
-    return np.repeat(starts - ends + counts, counts) + np.arange(total)
-
-
-def _min_span_layers(
+def min_span_layers(
     n: int,
     src: NDArray[np.int64],
     dst: NDArray[np.int64],
     comp: NDArray[np.int64],
-    ticker: _Ticker,
+    ticker: Ticker,
 ) -> NDArray[np.int64]:
-    layer = _promote(n, src, dst, _longest_path_layers(n, src, dst))
+    layer = _promote(n, src, dst, longest_path_layers(n, src, dst))
     ticker.tick(0.05)
     if len(src) == 0:
         return np.zeros(n, np.int64)

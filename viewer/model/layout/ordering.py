@@ -1,83 +1,20 @@
-"""Phases 2 and 3 of :mod:`viewer.model.layout.layered`: virtual nodes and the ordering in layers.
+"""Phase 3 of :mod:`viewer.model.layout.layered`: the ordering in layers.
 
-Virtual nodes go on every edge that spans more than one layer (for huge graphs the long edges
-leaving one node share a trunk). The ordering is barycenter sweeps down and up, the one with
-the fewest crossings kept, then odd-even adjacent transpositions; crossings between adjacent
-layers are counted here too.
+Barycenter sweeps down and up over a :class:`LayeredGraph` (virtual nodes included), the
+ordering with the fewest crossings kept, then odd-even adjacent transpositions; crossings
+between adjacent layers are counted here too.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from viewer.model.layout.layering import _ranges
-
-if TYPE_CHECKING:
-    from viewer.model.layout.layered import _Ticker
-
-
-@dataclass
-class _LayeredGraph:
-    """Real nodes 0..n-1, then virtual nodes; ``top -> bottom`` segments join adjacent layers.
-
-    Unique edge ``e`` passes through virtual nodes ``chain[e]``, ``chain[e] + 1``, ... (one
-    per layer strictly between its ends). With shared trunks, the edges leaving one node share
-    a single chain of virtual nodes that runs down to the deepest of them.
-    """
-
-    n: int
-    layer: NDArray[np.int64]
-    comp: NDArray[np.int64]
-    top: NDArray[np.int64]
-    bottom: NDArray[np.int64]
-    src: NDArray[np.int64]
-    dst: NDArray[np.int64]
-    chain: NDArray[np.int64]
-
-    @property
-    def n_total(self) -> int:
-        return len(self.layer)
-
-    @classmethod
-    def build(
-        cls,
-        n: int,
-        layer: NDArray[np.int64],
-        src: NDArray[np.int64],
-        dst: NDArray[np.int64],
-        comp: NDArray[np.int64],
-        shared_trunks: bool,
-    ) -> _LayeredGraph:
-        span = layer[dst] - layer[src]
-        if shared_trunks:
-            head = np.arange(n)
-            length = np.zeros(n, np.int64)
-            np.maximum.at(length, src, span - 1)
-            chain_of_edge = src
-        else:
-            head, length, chain_of_edge = src, span - 1, np.arange(len(src))
-        first = n + np.cumsum(length) - length
-        owner = np.repeat(np.arange(len(length)), length)
-        ids = np.arange(n, n + int(length.sum()))
-        step = ids - first[owner]
-        chain = first[chain_of_edge]
-        # segments: down each chain, then from the chain's last node (or the source) to the target
-        top = np.concatenate([np.where(step == 0, head[owner], ids - 1), chain + span - 2])
-        top[len(ids) :][span == 1] = src[span == 1]
-        return cls(
-            n=n,
-            layer=np.concatenate([layer, layer[head][owner] + 1 + step]),
-            comp=np.concatenate([comp, comp[head][owner]]),
-            top=top,
-            bottom=np.concatenate([ids, dst]),
-            src=src,
-            dst=dst,
-            chain=chain,
-        )
+from viewer.model.layout.arrays import inversions, ranges
+from viewer.model.layout.layered_graph import LayeredGraph
+from viewer.model.layout.progress import Ticker
 
 
 class _Sides:
@@ -108,8 +45,8 @@ class _Sides:
         ]
 
 
-def _order(
-    graph: _LayeredGraph, sweeps: int, transpose_rounds: int, ticker: _Ticker
+def order_layers(
+    graph: LayeredGraph, sweeps: int, transpose_rounds: int, ticker: Ticker
 ) -> tuple[NDArray[np.int64], int]:
     """Rank of every node within its layer (real and virtual), and its layer crossings."""
     n_total = graph.n_total
@@ -213,7 +150,7 @@ class _CrossingCounter:
             end = np.cumsum(sizes)[self.gap]
             after = end - np.arange(m) - 1
             left = np.repeat(np.arange(m), after)
-            right = left + 1 + _ranges(np.zeros(m, np.int64), after)
+            right = left + 1 + ranges(np.zeros(m, np.int64), after)
             small = np.int32 if self.n_total < 2**31 else np.int64
             self.pairs = tuple(
                 a.astype(small)
@@ -228,42 +165,7 @@ class _CrossingCounter:
             return int(np.count_nonzero((pos[ta] - pos[tb]) * (pos[ba] - pos[bb]) < 0))
         key = (self.global_base + pos)[self.top] * self.n_total + pos[self.bottom]
         o = np.argsort(key)
-        return _inversions(self.gap[o], pos[self.bottom][o], self.bits)
-
-
-def _inversions(group: NDArray[np.int64], value: NDArray[np.int64], bits: int) -> int:
-    """Pairs i < j of the same group with value[i] > value[j]; ``group`` sorted, values are
-    ``bits``-bit ints. One pass per bit, most significant first: count the ones before each
-    zero within a group, then split every group stably by that bit."""
-    m = len(value)
-    if m < 2:
-        return 0
-    total = 0
-    idx = np.arange(m)
-    value = value.copy()
-    g = group.copy()
-    for b in range(bits - 1, -1, -1):
-        bit = (value >> b) & 1
-        is_head = np.empty(m, bool)
-        is_head[0] = True
-        np.not_equal(g[1:], g[:-1], out=is_head[1:])
-        heads = np.flatnonzero(is_head)
-        which = np.cumsum(is_head) - 1
-        head = heads[which]
-        ones_incl = np.cumsum(bit)
-        ones_before = ones_incl - bit
-        ones_before -= ones_before[heads][which]
-        zero = bit == 0
-        total += int(ones_before[zero].sum())
-        size = np.diff(np.append(heads, m))[which]
-        ones_in = ones_incl[head + size - 1] - ones_incl[head] + bit[head]
-        dest = np.where(zero, idx - ones_before, head + size - ones_in + ones_before)
-        new_value = np.empty(m, value.dtype)
-        new_value[dest] = value
-        new_g = np.empty(m, np.int64)
-        new_g[dest] = g * 2 + bit
-        value, g = new_value, new_g
-    return total
+        return inversions(self.gap[o], pos[self.bottom][o], self.bits)
 
 
 def _transpose(
@@ -274,7 +176,7 @@ def _transpose(
     ups: _Sides,
     downs: _Sides,
     comp_rank: NDArray[np.int64],
-    ticker: _Ticker,
+    ticker: Ticker,
     rounds: int,
 ) -> int:
     """Swap neighbours in a layer while that removes crossings: odd-even transposition,
@@ -318,7 +220,7 @@ def _pair_crossings(
     if total == 0:
         return np.zeros(len(v), np.int64)
     pair = np.repeat(np.arange(len(v)), combos)
-    k = _ranges(np.zeros(len(v), np.int64), combos)
+    k = ranges(np.zeros(len(v), np.int64), combos)
     dwp = dw[pair]
     pa = pos[side.other[side.ptr[v][pair] + k // dwp]]
     pb = pos[side.other[side.ptr[w][pair] + k % dwp]]

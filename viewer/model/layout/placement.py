@@ -7,26 +7,23 @@ when that is cheap to count.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from numpy.typing import NDArray
 
-from viewer.model.layout.ordering import _inversions, _LayeredGraph
-
-if TYPE_CHECKING:
-    from viewer.model.layout.layered import _Ticker
+from viewer.model.layout.arrays import inversions
+from viewer.model.layout.layered_graph import LayeredGraph
+from viewer.model.layout.progress import Ticker
 
 _SELECT_LIMIT = 20_000  # straight-edge pieces up to which the x candidates are compared
 _FOUR_ALIGNMENTS = 100_000  # nodes (virtual included) up to which x uses all four alignments
 
 
-def _assign_x(
-    graph: _LayeredGraph,
+def assign_x(
+    graph: LayeredGraph,
     pos: NDArray[np.int64],
     widths: NDArray[np.float64],
     node_gap: float,
-    ticker: _Ticker,
+    ticker: Ticker,
 ) -> NDArray[np.float64]:
     """x of every node (real and virtual) for the ordering ``pos``."""
     n, n_total = graph.n, graph.n_total
@@ -84,7 +81,7 @@ def _assign_x(
     if pieces <= _SELECT_LIMIT:
         best = None
         for x in [balanced, *xs]:
-            c = _straight_crossings(x[real], graph.layer[:n], graph.src, graph.dst)
+            c = straight_crossings(x[real], graph.layer[:n], graph.src, graph.dst)
             if best is None or c < best:
                 best, choice = c, x
     return choice[new_id]
@@ -211,7 +208,7 @@ def _compact(
     return -block if rightward else block
 
 
-def _straight_crossings(
+def straight_crossings(
     x: NDArray[np.float64], layer: NDArray[np.int64], src: NDArray[np.int64], dst: NDArray[np.int64]
 ) -> int:
     """:func:`count_crossings` for a layered drawing, fast: each straight edge is cut where it
@@ -238,11 +235,11 @@ def _straight_crossings(
     rank -= np.minimum.reduceat(rank, np.flatnonzero(np.diff(gap, prepend=-1)))[
         np.cumsum(np.diff(gap, prepend=-1) != 0) - 1
     ]
-    return _inversions(gap, rank, max(1, int(rank.max()).bit_length()))
+    return inversions(gap, rank, max(1, int(rank.max()).bit_length()))
 
 
-def _edge_polylines(
-    graph: _LayeredGraph,
+def edge_polylines(
+    graph: LayeredGraph,
     x: NDArray[np.float64],
     layer_gap: float,
     edge_to_unique: NDArray[np.int64],

@@ -1,0 +1,76 @@
+"""Phase 2 of :mod:`viewer.model.layout.layered`: virtual nodes, and the graph the later phases
+share.
+
+A :class:`LayeredGraph` holds the real nodes, then virtual nodes on every edge that spans more
+than one layer (for huge graphs the long edges leaving one node share a trunk), and the
+segments joining adjacent layers; ordering and placement read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["LayeredGraph"]
+
+
+@dataclass
+class LayeredGraph:
+    """Real nodes 0..n-1, then virtual nodes; ``top -> bottom`` segments join adjacent layers.
+
+    Unique edge ``e`` passes through virtual nodes ``chain[e]``, ``chain[e] + 1``, ... (one
+    per layer strictly between its ends). With shared trunks, the edges leaving one node share
+    a single chain of virtual nodes that runs down to the deepest of them.
+    """
+
+    n: int
+    layer: NDArray[np.int64]
+    comp: NDArray[np.int64]
+    top: NDArray[np.int64]
+    bottom: NDArray[np.int64]
+    src: NDArray[np.int64]
+    dst: NDArray[np.int64]
+    chain: NDArray[np.int64]
+
+    @property
+    def n_total(self) -> int:
+        return len(self.layer)
+
+    @classmethod
+    def build(
+        cls,
+        n: int,
+        layer: NDArray[np.int64],
+        src: NDArray[np.int64],
+        dst: NDArray[np.int64],
+        comp: NDArray[np.int64],
+        shared_trunks: bool,
+    ) -> LayeredGraph:
+        span = layer[dst] - layer[src]
+        if shared_trunks:
+            head = np.arange(n)
+            length = np.zeros(n, np.int64)
+            np.maximum.at(length, src, span - 1)
+            chain_of_edge = src
+        else:
+            head, length, chain_of_edge = src, span - 1, np.arange(len(src))
+        first = n + np.cumsum(length) - length
+        owner = np.repeat(np.arange(len(length)), length)
+        ids = np.arange(n, n + int(length.sum()))
+        step = ids - first[owner]
+        chain = first[chain_of_edge]
+        # segments: down each chain, then from the chain's last node (or the source) to the target
+        top = np.concatenate([np.where(step == 0, head[owner], ids - 1), chain + span - 2])
+        top[len(ids) :][span == 1] = src[span == 1]
+        return cls(
+            n=n,
+            layer=np.concatenate([layer, layer[head][owner] + 1 + step]),
+            comp=np.concatenate([comp, comp[head][owner]]),
+            top=top,
+            bottom=np.concatenate([ids, dst]),
+            src=src,
+            dst=dst,
+            chain=chain,
+        )
