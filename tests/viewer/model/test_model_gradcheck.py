@@ -11,6 +11,7 @@ from autodiff import Function, Variable, trace
 from autodiff.core import Pow
 from viewer.model import Document
 from viewer.model.checks import gradcheck
+from viewer.model.document import gradient_checks
 from viewer.model.document.examples import find_example
 from viewer.model.expression.program import parse
 from viewer.model.scripts.run import ScriptRun
@@ -52,7 +53,7 @@ class WrongShape(Function):
 
 def _script_document():
     doc = Document()
-    gradcheck.watch_scripts(doc)
+    gradient_checks.watch_scripts(doc)
     return doc
 
 
@@ -163,7 +164,7 @@ def test_a_saved_trace_opened_in_the_document_says_so_once(tmp_path):
     assert doc.load_path(tmp_path / "t.json")
     statuses = []
     doc.status_changed.connect(statuses.append)
-    report = gradcheck.check_document(doc)
+    report = gradient_checks.check_document(doc)
     assert report is not None and report.rows() == [] and report.notes == ()
     assert "saved trace holds no program to re-run" in report.summary
     assert statuses == [report.summary]
@@ -247,7 +248,7 @@ def test_wrong_backward_example_is_flagged_on_the_graph():
     events = []
     doc.overlays_changed.connect(lambda: events.append("overlays"))
     assert doc.script_result.leak_report is None or not doc.script_result.leak_report.survivors
-    report = gradcheck.check_document(doc)
+    report = gradient_checks.check_document(doc)
     assert report is not None and not report.ok
     assert [c.op for c in report.wrong_functions] == ["Softplus"]
     assert {c.op: c.status for c in report.functions} == {
@@ -270,7 +271,7 @@ def test_wrong_backward_example_is_flagged_on_the_graph():
 def test_right_backward_example_is_not_flagged():
     doc = _script_document()
     assert doc.run_script(find_example("right_backward").path)
-    report = gradcheck.check_document(doc)
+    report = gradient_checks.check_document(doc)
     assert report is not None and report.ok
     assert {c.op: c.status for c in report.functions} == {
         "MatMul": "ok",
@@ -289,7 +290,7 @@ def test_the_worker_samples_the_scripts_functions_and_sends_them_back():
     assert run.sample_functions == 2  # watch_scripts asked the worker to keep samples
     result = run.run()
     assert core._observers == observers  # nothing was attached in the app's process
-    sampler = gradcheck.samples_for(result.trace)
+    sampler = gradient_checks.samples_for(result.trace)
     assert sampler is result.samples
     by_name = {cls.__name__: cls for cls in sampler.samples}
     assert {"MatMul", "Sum"} <= set(by_name)
@@ -329,7 +330,7 @@ def test_a_script_run_in_this_process_attaches_its_sampler_only_while_it_runs(tm
 def test_expression_document_colours_its_leaves():
     doc = Document()
     doc.load_example("tanh_x2")
-    report = gradcheck.check_document(doc)
+    report = gradient_checks.check_document(doc)
     assert report is not None and report.ok
     assert report.summary.startswith("Gradient check passed: 1 leaf gradient and 3 Functions")
     x_index = doc.scene.names.index("x")
@@ -345,7 +346,7 @@ def test_check_document_without_a_graph_reports_an_error():
     doc = Document()
     errors = []
     doc.error_raised.connect(errors.append)
-    assert gradcheck.check_document(doc) is None
+    assert gradient_checks.check_document(doc) is None
     (error,) = errors
     assert isinstance(error, ValueError) and "no graph to check" in str(error)
 

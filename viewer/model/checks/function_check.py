@@ -544,12 +544,12 @@ class FunctionSampler:
     """An engine observer that keeps the first ``per_class`` calls of every Function class.
 
     Attach it while a script runs (``ScriptRun.observers``, see
-    :func:`viewer.model.checks.gradcheck.watch_scripts`): when the script ends its objects are gone,
-    but the samples let :func:`viewer.model.checks.gradcheck.check_trace` check each op. It copies
-    only
-    plain data (arrays up to ``max_elements`` elements, numbers, tuples), never engine objects,
-    so it keeps no graph alive. A class defined outside ``autodiff`` (the script's own) is
-    checked at once, on the script's thread, while its module still exists.
+    :func:`viewer.model.document.gradient_checks.watch_scripts`): when the script ends its
+    objects are gone, but the samples let :func:`viewer.model.checks.gradcheck.check_trace`
+    check each op. It copies only plain data (arrays up to ``max_elements`` elements, numbers,
+    tuples), never engine objects, so it keeps no graph alive. A class defined outside
+    ``autodiff`` (the script's own) is checked at once, on the script's thread, while its
+    module still exists.
     """
 
     def __init__(

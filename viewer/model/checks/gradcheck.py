@@ -27,12 +27,8 @@ The checks take plain inputs and return a :class:`GradCheckReport`: :func:`check
 :func:`check_trace` (with the samples, if any), :func:`check_program`, and :func:`check_graph`
 (the right one for a graph as the viewer shows it). :func:`apply_overlays` colours a scene by a
 report (overlay kind ``'gradcheck'``: green < 1e-6 < amber < 1e-3 < red, a wrong Function is
-red with a ``wrong backward`` badge). Two things work with a
-:class:`~viewer.model.document.document.Document`: :class:`ScriptSampling` (:func:`watch_scripts`),
-the
-object that has its scripts keep samples, and :func:`check_document`, which reads what the
-document shows, checks it and hands the report to
-:meth:`Document.show_gradient_check <viewer.model.document.document.Document.show_gradient_check>`.
+red with a ``wrong backward`` badge). What works with a Document (checking what it shows,
+having its scripts keep samples) is in :mod:`viewer.model.document.gradient_checks`.
 """
 
 from __future__ import annotations
@@ -40,9 +36,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-import weakref
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -62,17 +57,12 @@ from viewer.model.checks.function_check import (
     SlotCheck,
     _check_at,
     _compare,
-    _describe,
     _probe,
     _worst_status,
     check_function,
 )
 from viewer.model.checks.report import GradCheckReport, LeafCheck, ReportRow
 from viewer.model.panels.plots import _snapshot_total
-
-if TYPE_CHECKING:
-    from viewer.model.document.document import Document
-    from viewer.model.scripts.run import ScriptResult
 
 __all__ = [
     "ATOL",
@@ -89,16 +79,12 @@ __all__ = [
     "GradCheckReport",
     "LeafCheck",
     "ReportRow",
-    "ScriptSampling",
     "SlotCheck",
     "apply_overlays",
-    "check_document",
     "check_function",
     "check_graph",
     "check_program",
     "check_trace",
-    "samples_for",
-    "watch_scripts",
 ]
 
 MAX_FUNCTIONS = 400  # beyond this, a few Functions of each op stand for the rest
@@ -437,7 +423,7 @@ def _leaf_message(name: str, root: str, cmp: Comparison) -> str:
 
 
 # =============================================================================
-# The scene and the document
+# The scene
 # =============================================================================
 def apply_overlays(scene: Any, report: GradCheckReport) -> int:
     """Colour the checked nodes of ``scene`` by their error (overlay kind ``'gradcheck'``);
@@ -489,37 +475,6 @@ def check_graph(
     return check_trace(trace, samples, saved=saved, **options)
 
 
-def check_document(document: Document, **options: Any) -> GradCheckReport | None:
-    """Check what ``document`` shows (:func:`check_graph`: a typed expression at its current
-    leaf values, a script's graph with the samples its run sent back, any other trace on its
-    live objects), colour its scene and put the summary on its status line
-    (:meth:`Document.show_gradient_check`), and return the report. On a problem,
-    ``error_raised`` carries a ValueError that says what is missing, and None is returned.
-    """
-    if document.scene is None or document.trace is None:
-        return _refuse(document, "there is no graph to check: type an expression or open one")
-    run = document.script_run
-    if run is not None and run.running:
-        return _refuse(document, "a script is running; wait for it or cancel it first")
-    program = document.program if document.kind == "expression" else None
-    values = None
-    if program is not None:
-        evaluation = document.evaluation
-        values = dict(evaluation.values) if evaluation is not None else dict(document.leaf_values)
-    result = document.script_result
-    samples = result.samples if document.kind == "script" and result is not None else None
-    path = document.path
-    saved = document.kind == "trace" and path is not None and path.suffix.lower() == ".json"
-    try:
-        report = check_graph(
-            document.trace, program, values, samples=samples, saved=saved, **options
-        )
-    except Exception as e:  # ExpressionError, or a bug in a check: the app stays up
-        return _refuse(document, f"the gradient check failed: {_describe(e)}")
-    document.show_gradient_check(report)
-    return report
-
-
 def _matched(report: GradCheckReport, trace: TraceReader) -> GradCheckReport:
     """Keep only results whose node ids mean the same node in the document's ``trace`` (the
     check ran the program again; a deterministic program gives the same ids)."""
@@ -537,63 +492,3 @@ def _matched(report: GradCheckReport, trace: TraceReader) -> GradCheckReport:
         return report
     notes = (*report.notes, "the graph on screen differs from a fresh run: some results hidden")
     return dataclasses.replace(report, leaves=leaves, functions=functions, notes=notes)
-
-
-def _refuse(document: Document, message: str) -> None:
-    document.fail(ValueError(message))
-
-
-# =============================================================================
-# Scripts: samples kept while they ran
-# =============================================================================
-class ScriptSampling:
-    """Has every script run a Document prepares keep samples of its Functions (a
-    :class:`FunctionSampler` of ``per_class`` calls per class in its worker, sent back as
-    ``result.samples``), so that :func:`check_document` can check a script's graph after the
-    script ended.
-
-    It is the slot of ``document.script_started``; a Signal holds a callable object strongly,
-    so the document keeps it for as long as it lives. :meth:`close` stops it.
-    """
-
-    def __init__(self, document: Document, per_class: int = 2) -> None:
-        self.document = document
-        self.per_class = per_class
-        document.script_started.connect(self)
-
-    def __call__(self, run: Any) -> None:
-        if not hasattr(run, "sample_functions"):
-            return  # a run without the hook: nothing to attach to
-        run.sample_functions = self.per_class
-        run.finished.connect(_note_samples)
-
-    def close(self) -> None:
-        """Runs prepared from now on keep no samples."""
-        self.document.script_started.disconnect(self)
-
-
-def watch_scripts(document: Document, per_class: int = 2) -> ScriptSampling:
-    """Have every script ``document`` prepares keep samples for a later check: the
-    :class:`ScriptSampling` of the document (call once per Document; the window does)."""
-    return ScriptSampling(document, per_class)
-
-
-# The samples a watched run sent back, by its trace, for samples_for(trace) alone: a bare trace
-# has no link to the result it came with. The checks never read this table; they are given
-# the samples (check_document takes them from the document's script_result).
-_SENT: weakref.WeakKeyDictionary[Any, FunctionSampler] = weakref.WeakKeyDictionary()
-
-
-def _note_samples(result: ScriptResult) -> None:
-    if result.trace is not None and result.samples is not None:
-        _SENT[result.trace] = result.samples
-
-
-def samples_for(trace: TraceReader) -> FunctionSampler | None:
-    """The samples sent back by the watched script run that recorded ``trace`` (a Trace, or a
-    TraceView of one of its graphs); None if none."""
-    base = getattr(trace, "base", trace)  # a TraceView stands for its whole trace
-    try:
-        return _SENT.get(base)
-    except TypeError:
-        return None

@@ -2,14 +2,15 @@
 
 It holds the editor's text, the leaf values, the current trace with its layout and scene, the
 playback cursor (with the selection) and the script run (the one in progress and the last
-result). The ways of getting a graph live in loaders the Document composes:
-:class:`~viewer.model.document.expression_loader.ExpressionLoader` (typed programs and leaf edits),
-:class:`~viewer.model.document.script_loader.ScriptLoader` (scripts in their worker process) and
-:class:`~viewer.model.document.file_loader.FileLoader` (files and examples, by what they hold). Its
-methods of the same names delegate to them. Every loader ends in :meth:`Document.load_graph`;
-nothing is replaced until the new graph is complete, so an error (a bad expression, a broken
-trace file, a failing script) leaves the previous graph on screen and is reported through
-``error_raised`` (:meth:`Document.fail`).
+result). The ways of getting a graph are loaders that return what to show and never touch the
+Document: :mod:`~viewer.model.document.expression_loader` (typed programs as jobs),
+:mod:`~viewer.model.document.file_loader` (files and examples, by what they hold) and
+:mod:`~viewer.model.document.script_loader` (what a finished script's result shows); each
+gives a :class:`~viewer.model.document.pending.PendingGraph` (or an error), which the Document
+lays out and installs. The scene of a graph is built by :mod:`viewer.model.scene.build`,
+whichever way it came. Nothing is replaced until the new graph is complete, so an error (a bad
+expression, a broken trace file, a failing script) leaves the previous graph on screen and is
+reported through ``error_raised`` (:meth:`Document.fail`).
 
 Signals (synchronous, on the caller's thread):
 
@@ -46,17 +47,24 @@ from autodiff.leaks import LeakReport
 from autodiff.trace import TraceReader
 from viewer.model.checks.gradcheck import apply_overlays
 from viewer.model.checks.report import GradCheckReport
-from viewer.model.document import data_export
-from viewer.model.document.expression_loader import ExpressionJob, ExpressionLoader
+from viewer.model.document import (
+    data_export,
+    expression_loader,
+    file_loader,
+    scope_control,
+    script_loader,
+)
+from viewer.model.document.expression_loader import ExpressionJob
 from viewer.model.document.file_loader import (
     EXPRESSION_SUFFIXES,
     SCRIPT_SUFFIXES,
     TRACE_SUFFIXES,
-    FileLoader,
+    ProgramText,
+    ScriptFile,
 )
+from viewer.model.document.pending import PendingGraph
 from viewer.model.document.playback import PlaybackState
-from viewer.model.document.scope_control import ScopeControl, scoped_scene
-from viewer.model.document.script_loader import ScriptError, ScriptLoader
+from viewer.model.document.script_loader import ScriptError
 from viewer.model.expression.program import (
     MAX_STEPS,
     MAX_TOTAL_ELEMENTS,
@@ -65,10 +73,11 @@ from viewer.model.expression.program import (
     Program,
     format_value,
 )
-from viewer.model.layout.compute import GraphLayout, compute_layout
+from viewer.model.layout.compute import GraphLayout
 from viewer.model.panels.inspector import NodeInfo, inspect, inspect_module
+from viewer.model.scene.build import first_scene, rescoped_scene, scene_of
 from viewer.model.scene.scene import Frame, Scene
-from viewer.model.scopes.tree import ScopeNode
+from viewer.model.scopes.tree import ScopeModel, ScopeNode
 from viewer.model.scripts.pass_sampling import DEFAULT_MAX_PASSES
 from viewer.model.scripts.process import ScriptProcess
 from viewer.model.scripts.run import ScriptResult
@@ -82,7 +91,6 @@ __all__ = [
     "ExpressionJob",
     "LeafRow",
     "ScriptError",
-    "compute_layout",
 ]
 
 SYNC_LAYOUT_LIMIT = 1000  # nodes; bigger graphs go to layout_runner when one is set
@@ -97,19 +105,6 @@ class LeafRow:
     text: str  # the value as the user may type it back ("0.5", "[1, 2]")
     shape: tuple[int, ...]
     default: bool  # the program's default (not edited by the user)
-
-
-@dataclass
-class _Pending:
-    """A graph waiting for its layout: what :meth:`Document.apply_layout` installs."""
-
-    trace: TraceReader
-    title: str
-    kind: str
-    path: Path | None
-    evaluation: Evaluation | None
-    program: Program | None
-    keep_step: bool
 
 
 class Document:
@@ -163,12 +158,10 @@ class Document:
         self.expression_job: ExpressionJob | None = None  # the program running there
         self.sync_layout_limit = SYNC_LAYOUT_LIMIT
         self.layout_by_generation = False  # see compute_layout; a layout_runner should follow it
-        self._pending: _Pending | None = None
-        # the ways of getting a graph
-        self.expressions = ExpressionLoader(self)
-        self.scripts = ScriptLoader(self)
-        self.files = FileLoader(self, self.expressions, self.scripts)
-        self.modules = ScopeControl(self)
+        self._pending: PendingGraph | None = None
+        # what to put back when the running job fails or is cancelled (a leaf edit's old
+        # value); kept here, not on the job, which the worker holds
+        self._expression_undo: Callable[[], None] | None = None
 
     # ------------------------------------------------------------------ state
     @property
@@ -228,52 +221,203 @@ class Document:
             rows.append(LeafRow(name, value, _value_text(value), value.shape, not edited))
         return rows
 
-    # ------------------------------------------------------------------ loaders
-    # The contract the window, the app and the tests call; each forwards to its loader.
+    # ------------------------------------------------------------------ typed programs
+    # A program runs as an ExpressionJob: here, or on expression_runner when it is not quick.
+    # An error leaves the previous graph and the typed text alone; a leaf edit or a program
+    # file's forgotten leaf values are put back.
     def run_expression(self, text: str | None = None) -> bool:
-        """Parse and run ``text`` (default: :attr:`source`): :meth:`ExpressionLoader.run`."""
-        return self.expressions.run(text)
+        """Parse and evaluate ``text`` (default: :attr:`source`) and show its graph.
+
+        On an error the previous graph stays, ``error_raised`` carries the ExpressionError
+        (line and column for the editor) and False is returned.
+        """
+        path = self.path if self.kind == "expression" else None
+        return self._start_expression(text, path, path.name if path is not None else "expression")
 
     def load_expression(self, text: str, path: Path | None = None, title: str = "") -> bool:
-        """Replace the text and run it, leaf edits forgotten: :meth:`ExpressionLoader.load`."""
-        return self.expressions.load(text, path, title)
+        """Replace the editor's text with ``text`` (from a file or an example) and run it;
+        edited leaf values are forgotten. On an error the text stays (the user sees the error
+        in it) and the rest of the document is as it was."""
+        kept = self.leaf_values
+        self.leaf_values = {}
+
+        def undo() -> None:
+            self.leaf_values = kept
+
+        default = path.name if path is not None else "expression"
+        return self._start_expression(text, path, title or default, undo)
 
     def set_leaf_value(self, name: str, value: Any) -> bool:
-        """Re-run with a leaf's new value: :meth:`ExpressionLoader.set_leaf_value`."""
-        return self.expressions.set_leaf_value(name, value)
+        """Set a leaf's value (a number, an array, or text like ``"[1, 2]"``) and re-run the
+        current program, keeping the playback position. False (and ``error_raised``) when the
+        value does not parse or the run fails; nothing changes then."""
+        try:
+            array = expression_loader.leaf_value(self.program, name, value)
+        except ExpressionError as e:
+            return self.fail(e)
+        return self._rerun_with(lambda values: values.__setitem__(name, array))
 
     def reset_leaf_values(self) -> bool:
         """Back to the program's defaults and re-run."""
-        return self.expressions.reset_leaf_values()
+        return self._rerun_with(dict.clear)
 
     def apply_expression(self, job: ExpressionJob) -> bool:
-        """Show a job of :attr:`expression_runner` once it ran: :meth:`ExpressionLoader.apply`."""
-        return self.expressions.apply(job)
+        """On the GUI thread, after a job of :attr:`expression_runner` ran: show its graph, or
+        its error (the previous graph stays). A job that is no longer the current one is
+        ignored."""
+        if job is not self.expression_job:
+            return False
+        self.expression_job = None
+        undo, self._expression_undo = self._expression_undo, None
+        if (job.cancelled or job.error is not None) and undo is not None:
+            undo()
+            self.leaves_changed.emit(self.leaf_rows())
+        if job.cancelled:
+            self.status_changed.emit("Program cancelled; the previous graph stays")
+            if job.evaluation is not None:
+                job.evaluation.release()
+            return False
+        return self._show_job(job)
 
     def cancel_expression(self) -> None:
         """Stop the program running on the worker (it stops at its next operation)."""
-        self.expressions.cancel()
+        if self.expression_job is not None:
+            self.expression_job.cancel()
+            self.status_changed.emit("Cancelling the program…")
 
+    def _start_expression(
+        self,
+        text: str | None,
+        path: Path | None,
+        title: str,
+        undo: Callable[[], None] | None = None,
+    ) -> bool:
+        """Parse ``text`` (kept as the source whatever happens) and run it."""
+        if text is not None:
+            self.source = text
+        try:
+            busy = self.busy_error()
+            if busy is not None:
+                raise busy
+            job = expression_loader.job_of_source(
+                self.source, self.leaf_values, self._expression_options(), title, path
+            )
+        except ExpressionError as e:
+            if undo is not None:
+                undo()
+            return self.fail(e)
+        return self._run_job(job, undo)
+
+    def _rerun_with(self, change: Callable[[dict], None]) -> bool:
+        """Re-run the program with ``change`` made to the leaf values; the change is undone
+        when the run fails or is cancelled. A program that is not quick runs on
+        :attr:`expression_runner` (True means it started; its graph comes later)."""
+        program = self.program
+        if program is None:
+            return False
+        busy = self.busy_error()
+        if busy is not None:
+            return self.fail(busy)
+        saved = dict(self.leaf_values)
+
+        def undo() -> None:
+            self.leaf_values.clear()
+            self.leaf_values.update(saved)
+
+        change(self.leaf_values)
+        values = {k: v for k, v in self.leaf_values.items() if k in program.leaves}
+        options = self._expression_options()
+        job = ExpressionJob(program, values, options, True, self.title, self.path)
+        return self._run_job(job, undo)
+
+    def _run_job(self, job: ExpressionJob, undo: Callable[[], None] | None) -> bool:
+        """Run ``job`` here and show it, or hand a program that is not quick to
+        :attr:`expression_runner` (True: it started; its graph comes later). ``undo`` puts
+        the leaf values back if the run fails or is cancelled."""
+        if self.expression_runner is not None and not job.program.quick():
+            self.expression_job = job
+            self._expression_undo = undo
+            self.status_changed.emit("Running the program… (Cancel stops it)")
+            self.expression_runner(job)
+            return True
+        job.run()
+        if job.error is not None and undo is not None:
+            undo()
+        return self._show_job(job)
+
+    def _show_job(self, job: ExpressionJob) -> bool:
+        if job.error is not None:
+            return self.fail(job.error)
+        self._show_pending(job.graph())
+        return True
+
+    def _expression_options(self) -> dict:
+        return {
+            "retain_grad": self.retain_grad,
+            "max_array_size": self.max_array_size,
+            "element_budget": self.element_budget,
+            "step_budget": self.step_budget,
+        }
+
+    # ------------------------------------------------------------------ files
     def load_path(self, path: str | os.PathLike[str]) -> bool | ScriptProcess:
-        """Open a file by its suffix (a script is only prepared): :meth:`FileLoader.load_path`."""
-        return self.files.load_path(path)
+        """Open a file by its suffix: an expression (``.expr``, ``.txt``) runs at once, a saved
+        trace (``.json``) loads; a script (``.py``) is *not* run: a prepared
+        :class:`ScriptProcess` is returned for the UI to confirm and start (see
+        :meth:`prepare_script`). Returns False on error (``error_raised`` was emitted)."""
+        try:
+            opened = file_loader.open_path(Path(path))
+        except Exception as e:  # TraceFormatError, OSError, or a bug: the old graph stays
+            return self.fail(e)
+        return self._open(opened)
 
     def load_example(self, key: str) -> bool | ScriptProcess:
-        """Open a bundled example by name or stem: :meth:`FileLoader.load_example`."""
-        return self.files.load_example(key)
+        """Open a bundled example by name or stem (see :mod:`viewer.model.document.examples`)."""
+        try:
+            opened = file_loader.open_example(key)
+        except ValueError as e:
+            return self.fail(e)
+        return self._open(opened)
 
+    def _open(self, opened: ProgramText | PendingGraph | ScriptFile) -> bool | ScriptProcess:
+        if isinstance(opened, ScriptFile):
+            return self._open_script(opened.path)
+        if isinstance(opened, ProgramText):
+            return self.load_expression(opened.text, opened.path, opened.title)
+        self._show_pending(opened)
+        return True
+
+    # ------------------------------------------------------------------ scripts
     def prepare_script(
         self, path: str | os.PathLike[str], argv: list[str] | None = None
     ) -> ScriptProcess:
-        """A run of ``path`` for the UI to confirm and start: :meth:`ScriptLoader.prepare`."""
-        return self.scripts.prepare(path, argv)
+        """A run of ``path`` in a worker process (:class:`ScriptProcess`), registered as the
+        document's run. The UI confirms, then starts it (``run.start()``) and, on the GUI
+        thread, passes ``run.result`` to :meth:`apply_script_result`."""
+        run = ScriptProcess(
+            path,
+            argv,
+            max_array_size=self.max_array_size,
+            memory_mb=self.script_memory_mb,
+            max_passes=self.script_max_passes,
+        )
+        self.script_run = run
+        run.finished.connect(self._script_ran)
+        self.script_started.emit(run)
+        self.status_changed.emit(f"Ready to run {run.path.name}")
+        return run
 
     def run_script(self, path: str | os.PathLike[str], argv: list[str] | None = None) -> bool:
-        """Run a script and show its graphs, waiting for it: :meth:`ScriptLoader.run`."""
-        return self.scripts.run(path, argv)
+        """Run a script (in its worker process, as the app does) and show its graphs; this
+        thread waits for it."""
+        run = self.prepare_script(path, argv)
+        return self.apply_script_result(run.run())
 
     def cancel_script(self) -> None:
-        self.scripts.cancel()
+        run = self.script_run  # once: the run may end (and go) while it is cancelled
+        if run is not None:
+            run.cancel()
+            self.status_changed.emit(f"Cancelling {run.path.name}…")
 
     def cancel_run(self) -> bool:
         """Stop whatever runs (Esc): a script, else a typed program on the worker. False if
@@ -287,12 +431,59 @@ class Document:
         return False
 
     def apply_script_result(self, result: ScriptResult) -> bool:
-        """Show what a finished script built: :meth:`ScriptLoader.apply_result`."""
-        return self.scripts.apply_result(result)
+        """Show what a finished script built (call on the GUI thread). Loads its last graph;
+        the others are in ``script_result.graphs`` (see :meth:`show_script_graph`).
+
+        A cancelled run shows what it built up to the cancel (True when there was a graph);
+        a failed run keeps the previous graph and reports the error (False), and the graphs
+        it built before the error can still be shown with :meth:`show_script_graph`."""
+        if self.script_run is not None and self.script_run.result is result:
+            self.script_run = None
+        self.script_result = result
+        self.script_finished.emit(result)
+        outcome = script_loader.outcome(result)
+        if outcome.flag_leaks:
+            self.flag_leaks(result.leak_report)
+        if outcome.error is not None:
+            return self.fail(outcome.error)
+        # (a graph's leaks are flagged by apply_layout, on the new scene, once installed)
+        shown = outcome.graph is not None and self.show_script_graph(outcome.graph)
+        note = outcome.shown if shown else outcome.not_shown
+        if note is not None:
+            self.status_changed.emit(note)
+        return shown or not result.cancelled
 
     def show_script_graph(self, index: int) -> bool:
         """Show graph ``index`` of the last script result."""
-        return self.scripts.show_graph(index)
+        try:
+            pending = script_loader.script_graph(self.script_result, index)
+        except Exception as e:  # a broken trace must not take the document down
+            return self.fail(e)
+        self._show_pending(pending)
+        return True
+
+    def _open_script(self, path: Path) -> bool | ScriptProcess:
+        """:meth:`prepare_script` ``path``, unless a run is in progress: then False, and
+        ``error_raised`` says which run to wait for."""
+        if self.busy_error() is not None:
+            # One run at a time: a second one's result would land on the first's, and a typed
+            # program meanwhile would compete with the run for the machine.
+            if self.script_run is not None:
+                running = self.script_run.path.name
+            else:
+                running = "a script" if self.expression_job is None else "the typed program"
+            return self.fail(
+                RuntimeError(
+                    f"cannot run {path.name} while {running} is running: wait for it or "
+                    "cancel it first"
+                )
+            )
+        return self.prepare_script(path)
+
+    def _script_ran(self, result: ScriptResult) -> None:
+        # Emitted on the script's thread: only bookkeeping here, no view work.
+        if self.script_run is not None and self.script_run.result is result:
+            self.script_run = None
 
     def busy_error(self) -> ExpressionError | None:
         """Why no other run may start now (None: one may). One run at a time: its result is
@@ -321,33 +512,41 @@ class Document:
         graph). A typed program's graph brings its ``evaluation`` and ``program``;
         ``keep_step`` (a re-run of the same program) keeps the playback position and the
         selection. The graph shown until then stays until this one is installed."""
-        pending = _Pending(trace, title, kind, path, evaluation, program, keep_step)
+        pending = PendingGraph(trace, title, kind, path, evaluation, program, keep_step)
+        self._show_pending(pending, layout)
+
+    def _show_pending(self, pending: PendingGraph, layout: GraphLayout | None = None) -> None:
+        """Lay out what a loader returned and install it (see :meth:`load_graph`); its note,
+        if any, goes on the status line."""
+        trace = pending.trace
         self._pending = pending
         if layout is not None:
             self.apply_layout(trace, layout)
-            return
+        else:
+            self._lay_out(pending)
+        if pending.note is not None:
+            self.status_changed.emit(pending.note)
+
+    def _lay_out(self, pending: PendingGraph) -> None:
+        trace = pending.trace
         try:
             # with a worker for big layouts, one too big to lay out here goes there, whole
-            at_most = self.sync_layout_limit if self.layout_runner is not None else None
-            scoped = scoped_scene(trace, self.palette, at_most)
+            scene = first_scene(
+                trace,
+                self.palette,
+                at_most=self.sync_layout_limit if self.layout_runner is not None else None,
+                by_generation=self.layout_by_generation,
+            )
         except Exception as e:  # a layout bug must not take the document down
             self.layout_failed(trace, e)
             return
-        if scoped is not None:  # opens at a depth whose boxes fit on one screen
-            self.apply_layout(trace, *scoped)
+        if scene is not None:
+            self._install(pending, scene)
             return
-        n = len(trace.variables) + len(trace.functions)  # without building the networkx graph
-        if self.layout_runner is not None and n > self.sync_layout_limit:
-            self.status_changed.emit(f"Laying out {n} nodes…")
-            self.layout_started.emit(n)
-            self.layout_runner(trace)
-            return
-        try:
-            layout = compute_layout(trace, by_generation=self.layout_by_generation)
-        except Exception as e:  # a layout bug must not take the document down
-            self.layout_failed(trace, e)
-            return
-        self.apply_layout(trace, layout)
+        n = len(trace.variables) + len(trace.functions)
+        self.status_changed.emit(f"Laying out {n} nodes…")
+        self.layout_started.emit(n)
+        self.layout_runner(trace)
 
     def load_trace(
         self,
@@ -403,16 +602,21 @@ class Document:
             if scene is not None and scene.trace is trace and scene.layout is layout:
                 scene.set_palette(self.palette)
             else:
-                scene = Scene(trace, layout, self.palette)
+                scene = scene_of(trace, layout, self.palette)
         except Exception as e:
             self.layout_failed(trace, e)
             return False
+        return self._install(pending, scene)
+
+    def _install(self, pending: PendingGraph, scene: Scene) -> bool:
+        """Show ``pending`` (the pending graph) as ``scene``."""
+        trace = pending.trace
         self._pending = None
         old_step = self.playback.index
         old_selection = self.playback.selection
         old_evaluation = self.evaluation
         self.trace = trace
-        self.layout = layout
+        self.layout = scene.layout
         self.scene = scene
         self.title = pending.title
         self.kind = pending.kind
@@ -487,45 +691,73 @@ class Document:
         ``children``, ``collapsed``; ``fold_count`` > 1 heads a run of repeats, ``folded``
         says it shows as one box, ``fold_head`` is the run's first instance). Empty without
         scopes."""
-        return self.modules.tree()
+        model = self._scope_model()
+        return model.tree() if model is not None else []
 
     def set_depth(self, depth: int) -> bool:
         """Collapse every scope deeper than ``depth``, expand the others (0: each top scope
         is one box). Folded runs stay folded. False without scopes."""
-        return self.modules.set_depth(depth)
+        return self._change_scopes(scope_control.set_depth, depth)
 
     def expand(self, path: str) -> bool:
         """Expand the scope at ``path``; a folded run it belongs to is unfolded instead."""
-        return self.modules.expand(path)
+        return self._change_scopes(scope_control.expand, path)
 
     def collapse(self, path: str) -> bool:
         """Show the scope at ``path`` as one box of kind ``'module'``."""
-        return self.modules.collapse(path)
+        return self._change_scopes(scope_control.collapse, path)
 
     def collapse_siblings(self, path: str) -> bool:
         """Collapse the scopes beside ``path`` (the same parent), not ``path`` itself."""
-        return self.modules.collapse_siblings(path)
+        return self._change_scopes(scope_control.collapse_siblings, path)
 
     def fold(self, path: str) -> bool:
         """Show the run of repeats ``path`` belongs to as one box ("Block \u00d7 12")."""
-        return self.modules.fold(path, True)
+        return self._change_scopes(scope_control.fold, path, True)
 
     def unfold(self, path: str) -> bool:
         """Show each instance of the run ``path`` belongs to on its own."""
-        return self.modules.fold(path, False)
+        return self._change_scopes(scope_control.fold, path, False)
 
     def expand_all(self) -> bool:
         """Expand every scope and unfold every run: the whole graph."""
-        return self.modules.expand_all()
+        return self._change_scopes(scope_control.expand_all)
 
     def reveal(self, node_id: int) -> bool:
         """Expand (and unfold) every box that hides trace node ``node_id`` so that it is a
         node of the scene; True if the scene changed (False: already shown, or unknown)."""
-        return self.modules.reveal(node_id)
+        return self._change_scopes(scope_control.reveal, node_id)
 
     def scope_path_of(self, node_id: int) -> str:
         """The path of the scope trace node ``node_id`` ran in ('' outside any)."""
-        return self.modules.scope_path_of(node_id)
+        model = self._scope_model()
+        return scope_control.scope_path_of(model, node_id) if model is not None else ""
+
+    def _scope_model(self) -> ScopeModel | None:
+        scene = self.scene
+        return scene.scopes.model if scene is not None and scene.scopes is not None else None
+
+    def _change_scopes(self, change: Callable[..., str | None], *args: Any) -> bool:
+        """Make ``change`` to the scope model (an unknown path goes to ``error_raised``) and
+        install the scene it gives; False when there are no scopes or nothing changed."""
+        model = self._scope_model()
+        if model is None or self.layout is None:
+            return False
+        try:
+            message = change(model, *args)
+        except KeyError as e:
+            return self.fail(e)
+        if message is None:
+            return False
+        old = self.scene
+        try:
+            scene = rescoped_scene(old, self.palette)
+        except Exception as e:  # a layout bug must not take the document down
+            return self.fail(e)
+        self.layout, self.scene = scene.layout, scene
+        self.scene_changed.emit(self)
+        self.status_changed.emit(f"{message}: {scene.n_nodes} nodes")
+        return True
 
     # ------------------------------------------------------------------ leaks
     def release_graph(self) -> Any:

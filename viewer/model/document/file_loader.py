@@ -1,34 +1,30 @@
-"""Files and bundled examples into the Document, by what they hold: a program file runs at once
-(:class:`~viewer.model.document.expression_loader.ExpressionLoader`), a saved trace loads, and a
-script
-is only prepared (:class:`~viewer.model.document.script_loader.ScriptLoader`): the UI asks the user
-before it runs. Every read is bounded, and a file that cannot be opened leaves the document as
-it was.
+"""Files and bundled examples, opened by what they hold: a program file's text (the Document
+runs it at once), a saved trace (a :class:`~viewer.model.document.pending.PendingGraph`), or a
+script (:class:`ScriptFile`: only named; the UI asks the user before it runs). Every read is
+bounded; an error is raised for the Document to report, and nothing here reads or writes it.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from autodiff import trace as trace_module
 from viewer.model.document import examples as examples_module
+from viewer.model.document.pending import PendingGraph
 from viewer.model.expression.program import MAX_SOURCE_CHARS
-
-if TYPE_CHECKING:
-    from viewer.model.document.document import Document
-    from viewer.model.document.expression_loader import ExpressionLoader
-    from viewer.model.document.script_loader import ScriptLoader
-    from viewer.model.scripts.process import ScriptProcess
 
 __all__ = [
     "EXPRESSION_SUFFIXES",
     "MAX_TRACE_BYTES",
     "SCRIPT_SUFFIXES",
     "TRACE_SUFFIXES",
-    "FileLoader",
+    "ProgramText",
+    "ScriptFile",
+    "open_example",
+    "open_path",
     "read_text_bounded",
 ]
 
@@ -38,65 +34,60 @@ SCRIPT_SUFFIXES = (".py",)
 MAX_TRACE_BYTES = 200_000_000
 
 
-class FileLoader:
-    """Opens files and examples for one Document, through its expression and script loaders."""
+@dataclass(frozen=True)
+class ProgramText:
+    """A typed program read from ``path`` (``title``: '' for the file's name)."""
 
-    def __init__(
-        self, document: Document, expressions: ExpressionLoader, scripts: ScriptLoader
-    ) -> None:
-        self.document = document
-        self.expressions = expressions
-        self.scripts = scripts
+    text: str
+    path: Path
+    title: str = ""
 
-    def load_path(self, path: str | os.PathLike[str]) -> bool | ScriptProcess:
-        """Open a file by its suffix: an expression (``.expr``, ``.txt``) runs at once, a saved
-        trace (``.json``) loads; a script (``.py``) is *not* run: a prepared
-        :class:`ScriptProcess` is returned for the UI to confirm and start (see
-        :meth:`ScriptLoader.prepare`). Returns False on error (``error_raised`` was emitted)."""
-        doc = self.document
-        path = Path(path)
-        suffix = path.suffix.lower()
-        if suffix in SCRIPT_SUFFIXES:
-            if not path.exists():
-                return doc.fail(FileNotFoundError(f"no such script: {path}"))
-            if not path.is_file():  # a FIFO would block the worker's read, a device never end
-                return doc.fail(ValueError(f"cannot run {path.name}: not a regular file"))
-            return self.scripts.open(path)
-        if suffix in TRACE_SUFFIXES:
-            return self.load_trace_file(path)
-        if suffix in EXPRESSION_SUFFIXES:
-            try:
-                text = read_text_bounded(path, MAX_SOURCE_CHARS)
-            except (OSError, UnicodeDecodeError, ValueError) as e:
-                return doc.fail(e)
-            return self.expressions.load(text, path=path)
-        known = ", ".join(EXPRESSION_SUFFIXES + TRACE_SUFFIXES + SCRIPT_SUFFIXES)
-        return doc.fail(ValueError(f"cannot open {path.name}: unknown file type (use {known})"))
 
-    def load_example(self, key: str) -> bool | ScriptProcess:
-        """Open a bundled example by name or stem (see :mod:`viewer.model.document.examples`)."""
-        try:
-            example = examples_module.find_example(key)
-        except ValueError as e:
-            return self.document.fail(e)
-        if example.kind == "script":
-            return self.scripts.open(example.path)
-        return self.expressions.load(example.read(), path=example.path, title=example.title)
+@dataclass(frozen=True)
+class ScriptFile:
+    """A script to prepare, once the UI confirmed (:meth:`Document.prepare_script`)."""
 
-    def load_trace_file(self, path: Path) -> bool:
-        """Show a trace saved as JSON; a broken file leaves the previous graph."""
-        doc = self.document
-        try:
-            t = trace_module.load(path, max_bytes=MAX_TRACE_BYTES)
-        except Exception as e:  # TraceFormatError, OSError, or a bug: the old graph stays
-            return doc.fail(e)
-        doc.load_trace(t, path.name, path=path)
-        if not any(s.phase == "backward" for s in t.steps):
-            doc.status_changed.emit(
-                f"{path.name} has no backward steps: only the forward pass can be played. To "
-                "see gradients, record it with y.backward() inside autodiff.trace.record()"
-            )
-        return True
+    path: Path
+
+
+def open_path(path: Path) -> ProgramText | PendingGraph | ScriptFile:
+    """What ``path`` holds, by its suffix: an expression (``.expr``, ``.txt``), a saved trace
+    (``.json``) or a script (``.py``, not run). Raises OSError, ValueError or what reading a
+    trace raises (TraceFormatError) when it cannot be opened."""
+    suffix = path.suffix.lower()
+    if suffix in SCRIPT_SUFFIXES:
+        if not path.exists():
+            raise FileNotFoundError(f"no such script: {path}")
+        if not path.is_file():  # a FIFO would block the worker's read, a device never end
+            raise ValueError(f"cannot run {path.name}: not a regular file")
+        return ScriptFile(path)
+    if suffix in TRACE_SUFFIXES:
+        return trace_file(path)
+    if suffix in EXPRESSION_SUFFIXES:
+        return ProgramText(read_text_bounded(path, MAX_SOURCE_CHARS), path)
+    known = ", ".join(EXPRESSION_SUFFIXES + TRACE_SUFFIXES + SCRIPT_SUFFIXES)
+    raise ValueError(f"cannot open {path.name}: unknown file type (use {known})")
+
+
+def open_example(key: str) -> ProgramText | ScriptFile:
+    """A bundled example by name or stem (see :mod:`viewer.model.document.examples`);
+    ValueError for an unknown one."""
+    example = examples_module.find_example(key)
+    if example.kind == "script":
+        return ScriptFile(example.path)
+    return ProgramText(example.read(), example.path, example.title)
+
+
+def trace_file(path: Path) -> PendingGraph:
+    """A trace saved as JSON, as a graph to show."""
+    t = trace_module.load(path, max_bytes=MAX_TRACE_BYTES)
+    note = None
+    if not any(s.phase == "backward" for s in t.steps):
+        note = (
+            f"{path.name} has no backward steps: only the forward pass can be played. To "
+            "see gradients, record it with y.backward() inside autodiff.trace.record()"
+        )
+    return PendingGraph(t, path.name, "trace", path, note=note)
 
 
 def read_text_bounded(path: Path, max_chars: int) -> str:

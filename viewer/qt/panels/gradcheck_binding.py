@@ -1,9 +1,9 @@
 """Binds the gradient check to its panel: Check gradients, the report, and a click on a row
 showing its node.
 
-The check forwards to ``gradcheck.check_document``, which colours the scene through
+The check forwards to ``gradient_checks.check_document``, which colours the scene through
 ``Document.show_gradient_check``; the binding keeps the document's scripts sampling
-(``gradcheck.watch_scripts``) so that a script's Functions can be checked after it ran, and
+(``gradient_checks.watch_scripts``) so that a script's Functions can be checked after it ran, and
 says so when the graph changes after a check.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from PySide6 import QtCore, QtWidgets
 
-from viewer.model.checks import gradcheck
+from viewer.model.document import gradient_checks
 from viewer.model.document.document import Document
 from viewer.qt.graph.scene_binding import SceneBinding
 from viewer.qt.panels.gradcheck import GradCheckPanel
@@ -35,7 +35,7 @@ class GradCheckBinding(PanelBinding):
         self._checked_scene: Any = None
         self.last_check: Any = None
         # the document's scripts keep samples for a later check
-        self.script_sampling = gradcheck.watch_scripts(document)
+        self.script_sampling = gradient_checks.watch_scripts(document)
         document.graph_loaded.connect(self._on_graph_loaded)
         panel.node_requested.connect(scene.show_node)
 
@@ -46,7 +46,7 @@ class GradCheckBinding(PanelBinding):
         self.dock.raise_()
         QtWidgets.QApplication.setOverrideCursor(QtCore.Qt.CursorShape.WaitCursor)
         try:
-            report = gradcheck.check_document(doc)
+            report = gradient_checks.check_document(doc)
         finally:
             QtWidgets.QApplication.restoreOverrideCursor()
         if report is None:

@@ -15,34 +15,33 @@ from typing import Any
 from PySide6 import QtCore
 
 from viewer.model.document.document import Document
-from viewer.model.layout.compute import GraphLayout, compute_layout
+from viewer.model.scene.build import first_scene
 from viewer.model.scene.scene import Scene
 from viewer.qt.runners.jobs import JobCancelled, JobRunner, Progress, job_dialog
 
 __all__ = ["LayoutRunner", "lay_out"]
 
 
-def lay_out(
-    trace: Any, palette: str, progress: Progress, should_cancel: Any
-) -> tuple[GraphLayout, Scene]:
-    """The worker's part: the layout of ``trace`` and its Scene (plain data in, plain data
-    out)."""
+def lay_out(trace: Any, palette: str, progress: Progress, should_cancel: Any) -> Scene:
+    """The worker's part: the Scene of ``trace`` laid out whole (plain data in, plain data
+    out); building the scene of a big graph takes a while too, so it is done here, not on
+    the GUI thread."""
 
     def report(fraction: float) -> None:
         progress(int(fraction * 900), 1000, "")
 
     try:
-        layout = compute_layout(trace, progress=report, should_cancel=should_cancel)
+        scene = first_scene(
+            trace, palette, scoped=False, progress=report, should_cancel=should_cancel
+        )
     except Exception as exc:
         if should_cancel():
             raise JobCancelled() from exc
         raise
     if should_cancel():
         raise JobCancelled()
-    # The scene of a big graph takes a while too: build it here, not on the GUI thread.
-    scene = Scene(trace, layout, palette)
     progress(1000, 1000, "")
-    return layout, scene
+    return scene
 
 
 class LayoutRunner(JobRunner):
@@ -62,7 +61,7 @@ class LayoutRunner(JobRunner):
             dialog.canceled.connect(job.cancel)
             job.progressed.connect(lambda done, total, _t: dialog.setValue(done))
             self.dialog = dialog
-        job.succeeded.connect(lambda result: self._succeeded(trace, *result))
+        job.succeeded.connect(lambda scene: self._succeeded(trace, scene))
         job.failed.connect(lambda exc, _tb: self._failed(trace, exc))
         job.cancelled.connect(lambda: self._cancelled(trace))
         job.start()
@@ -71,9 +70,9 @@ class LayoutRunner(JobRunner):
         if self.job is not None and not self.job.done:
             self.job.cancel()
 
-    def _succeeded(self, trace: Any, layout: Any, scene: Scene) -> None:
+    def _succeeded(self, trace: Any, scene: Scene) -> None:
         self._close_dialog()
-        self.document.apply_layout(trace, layout, scene)
+        self.document.apply_layout(trace, scene.layout, scene)
         self.finished.emit("succeeded")
 
     def _failed(self, trace: Any, exc: BaseException) -> None:
