@@ -11,8 +11,17 @@ from autodiff.trace._checks import TraceFormatError
 from autodiff.trace._index import NodeState
 from autodiff.trace._reader import TraceReader, detached_nodes
 from autodiff.trace._snapshot import Snapshot
-from autodiff.trace._trace import Accumulation, Step, Trace, from_output, load, record
+from autodiff.trace._trace import (
+    Accumulation,
+    Step,
+    Trace,
+    from_output,
+    load,
+    record,
+    trace_from_npz,
+)
 from autodiff.trace._view import TraceView, view_for_root
+from autodiff.trace.formats.npz import trace_to_npz
 
 __all__ = [
     "Accumulation",
@@ -27,5 +36,7 @@ __all__ = [
     "from_output",
     "load",
     "record",
+    "trace_from_npz",
+    "trace_to_npz",
     "view_for_root",
 ]
