@@ -9,7 +9,7 @@ only weak references to engine objects: recording never keeps a graph alive.
 
 from autodiff.trace._checks import TraceFormatError
 from autodiff.trace._index import NodeState
-from autodiff.trace._reader import TraceReader, detached_nodes
+from autodiff.trace._reader import TraceReader
 from autodiff.trace._snapshot import Snapshot
 from autodiff.trace._trace import (
     Accumulation,
@@ -32,7 +32,6 @@ __all__ = [
     "TraceFormatError",
     "TraceReader",
     "TraceView",
-    "detached_nodes",
     "from_output",
     "load",
     "record",

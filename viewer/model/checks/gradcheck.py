@@ -49,7 +49,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from autodiff import core
-from autodiff.trace import TraceReader, detached_nodes
+from autodiff.trace import TraceReader
 from viewer.model.checks.function_check import (
     ATOL,
     MAX_ELEMENTS,
@@ -112,19 +112,13 @@ OVERLAY_KIND = "gradcheck"
 def _function_ids(trace: TraceReader) -> list[int]:
     """The graph's Functions; not those of a detached history (cut before the graph by
     unchain_backward: they belong to an earlier graph, and are checked there)."""
-    functions = getattr(trace, "functions", None)
-    if functions is None:
-        functions = [n for n, a in trace.graph.nodes(data=True) if a["kind"] == "function"]
-    detached = detached_nodes(trace)
-    return [f for f in functions if f not in detached]
+    detached = trace.detached()
+    return [f for f in trace.functions if f not in detached]
 
 
 def _live(trace: TraceReader, node_id: int) -> Any:
-    live = getattr(trace, "live", None)
-    if live is None:
-        return None
     try:
-        return live(node_id)
+        return trace.live(node_id)
     except (IndexError, KeyError):
         return None
 
@@ -592,8 +586,7 @@ def _note_samples(result: ScriptResult) -> None:
 def samples_for(trace: TraceReader) -> FunctionSampler | None:
     """The samples sent back by the watched script run that recorded ``trace`` (a Trace, or a
     TraceView of one of its graphs); None if none."""
-    base = getattr(trace, "base", trace)  # a TraceView stands for its whole trace
     try:
-        return _SENT.get(base)
+        return _SENT.get(trace.base)  # a TraceView stands for its whole trace
     except TypeError:
         return None

@@ -320,7 +320,7 @@ def training_curves(trace: TraceReader, max_parameters: int = MAX_PARAMETERS) ->
     gradient) that received a gradient; its gradient at the end of a pass is the last
     contribution (or fan-in sum) it received in that pass.
     """
-    roots = list(getattr(trace, "backward_roots", ()))
+    roots = list(trace.backward_roots)
     if not roots:
         raise ValueError(
             "there is no loss to plot: the program never called backward(). Call "
@@ -508,7 +508,7 @@ def node_histograms(
         if snap.array is not None:
             found[what] = histogram(snap.array, bins, f"{what} of {name}")
             continue
-        obj = trace.live(node_id) if hasattr(trace, "live") else None
+        obj = trace.live(node_id)
         data = (
             getattr(obj, "data", None)
             if what == "value"

@@ -713,7 +713,7 @@ def _root_label(trace: TraceReader, node_id: int) -> str:
 
 
 def _audit(trace: TraceReader) -> tuple[Any, str | None]:
-    if trace is None or not hasattr(trace, "audit"):
+    if trace is None:
         return None, "no trace"
     try:
         return trace.audit(), None
