@@ -13,7 +13,7 @@ from viewer.model.document.document import Document
 from viewer.model.document.examples import list_examples
 from viewer.model.expression.program import evaluate
 from viewer.model.layout.compute import (
-    _WIDTH_SAMPLE,
+    WIDTH_SAMPLE,
     compute_layout,
     function_box_width,
     layout_from_positions,
@@ -31,7 +31,7 @@ def _networkx_layout(t, by_generation=False):
     ``t.graph``: nodes in ``graph.nodes`` order, edges in ``graph.edges`` order."""
     graph = t.graph
     attrs = [a for _, a in graph.nodes(data=True) if a["kind"] == "variable"]
-    width = variable_box_width(attrs[:_WIDTH_SAMPLE])
+    width = variable_box_width(attrs[:WIDTH_SAMPLE])
     functions = [n for n, a in graph.nodes(data=True) if a["kind"] == "function"]
     function_width = function_box_width(t, functions)
     options = {}
@@ -194,9 +194,9 @@ def test_a_big_graph_measures_the_first_variables_only():
     x = Variable(np.array(0.5), name="x")
     with trace.record() as t:
         y = x
-        for _ in range(_WIDTH_SAMPLE):
+        for _ in range(WIDTH_SAMPLE):
             y = F.sin(y)
-        y.name = "a name too long for any box " * 3  # variable number _WIDTH_SAMPLE + 1
+        y.name = "a name too long for any box " * 3  # variable number WIDTH_SAMPLE + 1
         y.backward()
     t._keep = (x, y)
     _assert_same_layout(t)

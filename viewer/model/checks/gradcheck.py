@@ -68,7 +68,7 @@ from viewer.model.checks.function_check import (
     check_function,
 )
 from viewer.model.checks.report import GradCheckReport, LeafCheck, ReportRow
-from viewer.model.panels.plots import _snapshot_total
+from viewer.model.panels.plots import snapshot_total
 
 if TYPE_CHECKING:
     from viewer.model.document.document import Document
@@ -336,7 +336,7 @@ def check_program(
             t = ev.trace
             if list(t.backward_roots) != roots[:last_pass]:
                 raise _Mismatch
-            out = [_snapshot_total(t.node(r)["value"]) for r in roots[:last_pass]]
+            out = [snapshot_total(t.node(r)["value"]) for r in roots[:last_pass]]
             output = ev.output
             out.append(float(np.sum(output.data)) if output is not None else math.nan)
             ev.release()

@@ -108,7 +108,7 @@ def compute_layout(
     options: dict[str, Any] = {"progress": progress, "should_cancel": should_cancel}
     if by_generation:
         options["layers"] = _generation_layers(trace, node_ids, is_function, edges)
-    width = variable_box_width(trace.node(int(n)) for n in node_ids[~is_function][:_WIDTH_SAMPLE])
+    width = variable_box_width(trace.node(int(n)) for n in node_ids[~is_function][:WIDTH_SAMPLE])
     function_width = function_box_width(trace, node_ids[is_function])
     if width > 1.0 or function_width > 1.0:
         options["node_width"] = np.where(is_function, function_width, width)
@@ -149,17 +149,17 @@ def function_box_width(trace: TraceReader, function_ids: Any) -> float:
 
 CHARACTERS_PER_UNIT = 14  # label characters one layout unit holds where full labels show
 MAX_VARIABLE_WIDTH = 2.2
-_WIDTH_SAMPLE = 5000  # variables looked at (a big graph's labels show only zoomed in)
+WIDTH_SAMPLE = 5000  # variables looked at (a big graph's labels show only zoomed in)
 
 
 def variable_box_width(variables: Iterable[Mapping[str, Any]]) -> float:
     """The variables' box width (layout units, 1.0 to MAX_VARIABLE_WIDTH) that holds the
-    longest label line of the variables (``node()`` attributes; the first _WIDTH_SAMPLE are
+    longest label line of the variables (``node()`` attributes; the first WIDTH_SAMPLE are
     read): name, shape, value, gradient (their last known snapshots), plus a margin for the
     other steps' digits. A name longer than the widest box is cut in the box and whole in the
     tooltip and the inspector."""
     longest = 0
-    for a in itertools.islice(variables, _WIDTH_SAMPLE):
+    for a in itertools.islice(variables, WIDTH_SAMPLE):
         shape = a.get("shape")
         lines = [str(a.get("name") or ""), "x".join(str(d) for d in shape) if shape else ""]
         if a.get("value") is not None:

@@ -237,7 +237,7 @@ class _NetworkSimplex:
         size = hi - lo + 1
         side = at[lo : hi + 1] if 2 * size <= n else np.concatenate([at[:lo], at[hi + 1 :]])
         starts = self.incident_ptr[side]
-        edges = self.incident[_ranges(starts, self.incident_ptr[side + 1] - starts)]
+        edges = self.incident[concat_ranges(starts, self.incident_ptr[side + 1] - starts)]
         ls, ld = lim[src[edges]], lim[dst[edges]]
         s_in, d_in = (ls >= lo) & (ls <= hi), (ld >= lo) & (ld <= hi)
         tail_side = bool(self.tail_child[c])
@@ -268,7 +268,7 @@ class _NetworkSimplex:
         begin[0], end[0] = low[x], lim[x]
         begin[1::2], end[1::2] = low[above], low[below]
         begin[2::2], end[2::2] = lim[below] + 1, lim[above]
-        new_sub = np.concatenate([at[_ranges(begin, end - begin)], nodes[::-1]])
+        new_sub = np.concatenate([at[concat_ranges(begin, end - begin)], nodes[::-1]])
 
         window = at[w_lo : w_hi + 1]
         wl, wm = low[window], lim[window]
@@ -299,7 +299,7 @@ class _NetworkSimplex:
         self.cut[0] = np.iinfo(np.int64).max
 
 
-def _ranges(starts: NDArray[np.int64], counts: NDArray[np.int64]) -> NDArray[np.int64]:
+def concat_ranges(starts: NDArray[np.int64], counts: NDArray[np.int64]) -> NDArray[np.int64]:
     """Concatenation of ``arange(s, s + c)`` for each (s, c)."""
     total = int(counts.sum())
     if total == 0:

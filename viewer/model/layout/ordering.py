@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from viewer.model.layout.layering import _ranges
+from viewer.model.layout.layering import concat_ranges
 
 if TYPE_CHECKING:
     from viewer.model.layout.layered import _Ticker
@@ -213,7 +213,7 @@ class _CrossingCounter:
             end = np.cumsum(sizes)[self.gap]
             after = end - np.arange(m) - 1
             left = np.repeat(np.arange(m), after)
-            right = left + 1 + _ranges(np.zeros(m, np.int64), after)
+            right = left + 1 + concat_ranges(np.zeros(m, np.int64), after)
             small = np.int32 if self.n_total < 2**31 else np.int64
             self.pairs = tuple(
                 a.astype(small)
@@ -318,7 +318,7 @@ def _pair_crossings(
     if total == 0:
         return np.zeros(len(v), np.int64)
     pair = np.repeat(np.arange(len(v)), combos)
-    k = _ranges(np.zeros(len(v), np.int64), combos)
+    k = concat_ranges(np.zeros(len(v), np.int64), combos)
     dwp = dw[pair]
     pa = pos[side.other[side.ptr[v][pair] + k // dwp]]
     pb = pos[side.other[side.ptr[w][pair] + k % dwp]]

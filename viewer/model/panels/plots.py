@@ -47,6 +47,7 @@ __all__ = [
     "node_histograms",
     "pass_log_curves",
     "robust_range",
+    "snapshot_total",
     "training_curves",
 ]
 
@@ -304,7 +305,7 @@ class TrainingCurves:
         return {label: self.grad_norms[k] for k, label in enumerate(self.labels)}
 
 
-def _snapshot_total(snapshot: Any) -> float:
+def snapshot_total(snapshot: Any) -> float:
     """Sum of a recorded value (NaN when there is none); from the mean when no copy was kept."""
     if snapshot is None:
         return math.nan
@@ -360,7 +361,7 @@ def training_curves(trace: TraceReader, max_parameters: int = MAX_PARAMETERS) ->
         notes.append(f"{len(parameters)} parameters: the first {max_parameters} are drawn")
         parameters = parameters[:max_parameters]
     loss = np.array(
-        [_snapshot_total(values.get(roots[p]) or trace.node(roots[p]).get("value")) for p in passes]
+        [snapshot_total(values.get(roots[p]) or trace.node(roots[p]).get("value")) for p in passes]
     )
     norms = np.full((len(parameters), len(passes)), math.nan)
     for j, p in enumerate(passes):

@@ -15,9 +15,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from autodiff.trace import TraceReader
-from viewer.model.layout.compute import _WIDTH_SAMPLE, GraphLayout, variable_box_width
+from viewer.model.layout.compute import WIDTH_SAMPLE, GraphLayout, variable_box_width
 from viewer.model.layout.layered import layered_layout
-from viewer.model.layout.layering import _ranges
+from viewer.model.layout.layering import concat_ranges
 from viewer.model.scene.geometry import MODULE_SIZE
 from viewer.model.scopes.tree import VisibleGraph
 
@@ -36,7 +36,7 @@ def _widths(vis: VisibleGraph, variable_width: float, module_width: float) -> ND
 
 def layout_visible(trace: TraceReader, vis: VisibleGraph) -> GraphLayout:
     """A fresh layered layout of the visible graph."""
-    plain_variables = vis.node_ids[~vis.is_function & ~vis.is_module][:_WIDTH_SAMPLE]
+    plain_variables = vis.node_ids[~vis.is_function & ~vis.is_module][:WIDTH_SAMPLE]
     width = variable_box_width(trace.node(int(n)) for n in plain_variables)
     module_width = max(MODULE_SIZE[0], width)
     return _fresh(vis, width, module_width)
@@ -150,7 +150,7 @@ def _closed(
     reused = _old_edges(old, vis, match)
     ok = reused >= 0
     counts = old.edge_offsets[reused[ok] + 1] - old.edge_offsets[reused[ok]]
-    kept_points = old.edge_points[_ranges(old.edge_offsets[reused[ok]], counts)]
+    kept_points = old.edge_points[concat_ranges(old.edge_offsets[reused[ok]], counts)]
     rows = np.round(np.concatenate([positions[:, 1], kept_points[:, 1]]) / _ROW).astype(np.int64)
     lo, hi = round(top / _ROW), round(bottom / _ROW)
     empty = np.setdiff1d(np.arange(lo + 1, hi + 1), rows)
@@ -216,10 +216,12 @@ def _rebuilt(
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.intp)
     points = np.zeros((int(offsets[-1]), 2))
     if len(ok):
-        source = old.edge_points[_ranges(old_off[reused[ok]], counts[ok])]
-        points[_ranges(offsets[ok], counts[ok])] = move(source) if move is not None else source
+        source = old.edge_points[concat_ranges(old_off[reused[ok]], counts[ok])]
+        points[concat_ranges(offsets[ok], counts[ok])] = (
+            move(source) if move is not None else source
+        )
     if len(local_edges):
-        points[_ranges(offsets[local_edges], counts[local_edges])] = part.edge_points + offset
+        points[concat_ranges(offsets[local_edges], counts[local_edges])] = part.edge_points + offset
     if len(routed):
         start, end = positions[vis.edges[routed, 0]], positions[vis.edges[routed, 1]]
         at = offsets[routed]
