@@ -72,7 +72,8 @@ from viewer.model.panels.plots import snapshot_total
 
 if TYPE_CHECKING:
     from viewer.model.document.document import Document
-    from viewer.model.scripts.run import ScriptResult
+    from viewer.model.scripts.process import ScriptProcess
+    from viewer.model.scripts.run import ScriptResult, ScriptRun
 
 __all__ = [
     "ATOL",
@@ -555,9 +556,7 @@ class ScriptSampling:
         self.per_class = per_class
         document.script_started.connect(self)
 
-    def __call__(self, run: Any) -> None:
-        if not hasattr(run, "sample_functions"):
-            return  # a run without the hook: nothing to attach to
+    def __call__(self, run: ScriptRun | ScriptProcess) -> None:
         run.sample_functions = self.per_class
         run.finished.connect(_note_samples)
 
