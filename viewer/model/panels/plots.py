@@ -253,13 +253,13 @@ def _function_points(
 
 
 def _document_program(document: Any) -> tuple[Any, dict[str, Any]]:
-    program = getattr(document, "program", None)
+    program = document.program
     if document.kind != "expression" or program is None:
         raise ValueError(
             "f, df/dx and d2f/dx2 are plotted for a typed expression; this graph is a "
             f"{document.kind or 'empty document'}. Type an expression, or open an .expr example"
         )
-    evaluation = getattr(document, "evaluation", None)
+    evaluation = document.evaluation
     values = dict(evaluation.values) if evaluation is not None else dict(document.leaf_values)
     return program, values
 
@@ -421,9 +421,9 @@ def pass_log_curves(log: Any) -> TrainingCurves:
 def document_training_curves(document: Any, **options: Any) -> TrainingCurves:
     """:func:`training_curves` over the whole run of the document's script (every iteration,
     not only the graph on screen), or over the document's trace."""
-    result = getattr(document, "script_result", None)
-    log = getattr(result, "passes", None)
-    if document.kind == "script" and log is not None and getattr(result, "sampling", ""):
+    result = document.script_result
+    log = None if result is None else result.passes
+    if document.kind == "script" and log is not None and result.sampling:
         # a long run keeps the graphs of some passes only, and the scalars of all
         return pass_log_curves(log)
     if document.kind == "script" and result is not None and result.trace is not None:
