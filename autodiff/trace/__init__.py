@@ -9,10 +9,19 @@ only weak references to engine objects: recording never keeps a graph alive.
 
 from autodiff.trace._checks import TraceFormatError
 from autodiff.trace._index import NodeState
-from autodiff.trace._reader import TraceReader, detached_nodes
+from autodiff.trace._reader import TraceReader
 from autodiff.trace._snapshot import Snapshot
-from autodiff.trace._trace import Accumulation, Step, Trace, from_output, load, record
+from autodiff.trace._trace import (
+    Accumulation,
+    Step,
+    Trace,
+    from_output,
+    load,
+    record,
+    trace_from_npz,
+)
 from autodiff.trace._view import TraceView, view_for_root
+from autodiff.trace.formats.npz import trace_to_npz
 
 __all__ = [
     "Accumulation",
@@ -23,9 +32,10 @@ __all__ = [
     "TraceFormatError",
     "TraceReader",
     "TraceView",
-    "detached_nodes",
     "from_output",
     "load",
     "record",
+    "trace_from_npz",
+    "trace_to_npz",
     "view_for_root",
 ]

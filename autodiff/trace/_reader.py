@@ -1,7 +1,14 @@
 """The one reading interface of a recording: what :class:`~autodiff.trace.Trace` (a whole
 run) and :class:`~autodiff.trace.TraceView` (one graph of it, steps renumbered from 0) both
-answer, and all the viewer reads. Step indexes are the reader's own; the states, values and
-gradients are those right after the step (``-1``: before the first one)."""
+answer, and all the viewer reads: a reader is asked, never probed for what it has. Step
+indexes are the reader's own; the states, values and gradients are those right after the step
+(``-1``: before the first one).
+
+A reader is part of a whole recording, its ``base``: a Trace is its own base, a TraceView's is
+the Trace it views; a reader with no recording behind it (nothing to save) answers None. Of
+the whole recording it tells where it lies (``global_step``, ``local_step``), which backward
+pass its pass 0 is (``pass_offset``), where the program cut history (``cuts``, ``cut_at``)
+and which of its nodes are history cut before its graph (``detached``)."""
 
 from __future__ import annotations
 
@@ -14,7 +21,7 @@ if TYPE_CHECKING:
 
     from autodiff.trace._index import NodeState
 
-__all__ = ["TraceReader", "detached_nodes"]
+__all__ = ["TraceReader"]
 
 
 @runtime_checkable
@@ -33,6 +40,16 @@ class TraceReader(Protocol):
 
     @property
     def backward_roots(self) -> list[int]: ...
+
+    @property
+    def base(self) -> Any: ...  # the whole recording (a Trace, which to_json saves), or None
+
+    # the run's number of this reader's backward pass 0 (0 but for a pass recorded alone)
+    pass_offset: int
+
+    def global_step(self, step_index: int) -> int: ...  # the base's index of a step of this
+
+    def local_step(self, global_index: int) -> int: ...  # this reader's step at/before it, or -1
 
     def node(self, node_id: int) -> dict[str, Any]: ...
 
@@ -66,6 +83,12 @@ class TraceReader(Protocol):
 
     def first_nonfinite(self) -> Any | None: ...  # the first Step with NaN/Inf
 
+    def cut_at(self, node_id: int) -> int | None: ...  # the base step its history was cut before
+
+    def cuts(self) -> dict[int, int]: ...  # cut_at of each of this reader's cut variables
+
+    def detached(self) -> frozenset[int]: ...  # nodes of history cut before this reader's graph
+
     def live(self, node_id: int) -> Any: ...  # the engine object, None once freed
 
     def alive(self) -> list[int]: ...  # the nodes whose engine object is still alive
@@ -77,10 +100,3 @@ class TraceReader(Protocol):
     def to_dot(self, step: int | None = None) -> str: ...  # values after step (default: last)
 
     def to_graphml(self, path: str | os.PathLike[str]) -> None: ...
-
-
-def detached_nodes(trace: Any) -> frozenset[int]:
-    """The nodes of ``trace`` that are history cut before its graph (a :class:`TraceView`'s
-    ``detached()``); none for a whole trace or any other reader."""
-    detached = getattr(trace, "detached", None)
-    return frozenset(detached()) if callable(detached) else frozenset()

@@ -244,6 +244,24 @@ class Trace:
         """Every variable whose history was cut, and the step before which (see cut_at)."""
         return dict(self._recorder._cut)
 
+    # --- as a reader (TraceReader): the whole recording, its own base -------------------
+    pass_offset = 0  # its backward pass 0 is the run's
+
+    @property
+    def base(self) -> Trace:
+        """The whole recording: this trace."""
+        return self
+
+    def global_step(self, step_index: int) -> int:
+        return step_index
+
+    def local_step(self, global_index: int) -> int:
+        return global_index
+
+    def detached(self) -> frozenset[int]:
+        """None: no history was cut before a whole recording."""
+        return frozenset()
+
     def parameters(self) -> frozenset[int]:
         """The variable nodes that are ``Parameter``s (``node(id)['parameter']``, for all)."""
         return frozenset(self._parameters)

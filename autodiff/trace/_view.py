@@ -20,10 +20,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import networkx as nx
-import numpy as np
 
 from autodiff.trace._index import NodeState
-from autodiff.trace._rows import ROOT_SCOPE
 
 __all__ = ["TraceView", "view_for_root"]
 
@@ -109,26 +107,19 @@ class TraceView:
 
     def scopes(self) -> list[Any]:
         """The base trace's scope instances (scope ids are the base's)."""
-        scopes = getattr(self.base, "scopes", None)
-        return scopes() if callable(scopes) else [ROOT_SCOPE]
+        return self.base.scopes()
 
     def node_scopes(self) -> Any:
         """The base trace's scope id per node, indexed by the base's node ids."""
-        node_scopes = getattr(self.base, "node_scopes", None)
-        if callable(node_scopes):
-            return node_scopes()
-        return np.zeros(max(self._nodes, default=-1) + 1, dtype=np.int64)
+        return self.base.node_scopes()
 
     def cut_at(self, node_id: int) -> int | None:
         """The base trace's cut of ``node_id`` (see ``Trace.cut_at``)."""
-        cut_at = getattr(self.base, "cut_at", None)
-        return cut_at(node_id) if callable(cut_at) else None
+        return self.base.cut_at(node_id)
 
     def cuts(self) -> dict[int, int]:
         """The base trace's cuts of the view's nodes."""
-        cuts = getattr(self.base, "cuts", None)
-        found = cuts() if callable(cuts) else {}
-        return {n: k for n, k in found.items() if n in self._node_set}
+        return {n: k for n, k in self.base.cuts().items() if n in self._node_set}
 
     def detached(self) -> frozenset[int]:
         """The view's nodes that are cut-off history: drawn, never stepped through."""
@@ -142,16 +133,10 @@ class TraceView:
         return self.base.shapes(node_ids)
 
     def names(self, node_ids: Any) -> list[Any]:
-        names = getattr(self.base, "names", None)
-        if callable(names):
-            return names(node_ids)
-        return [self.base.node(int(n)).get("name") for n in node_ids]
+        return self.base.names(node_ids)
 
     def ops(self, node_ids: Any) -> list[Any]:
-        ops = getattr(self.base, "ops", None)
-        if callable(ops):
-            return ops(node_ids)
-        return [self.base.node(int(n)).get("op") for n in node_ids]
+        return self.base.ops(node_ids)
 
     def creator_of(self, node_id: int) -> int:
         """The function node of the view that produced ``node_id``; -1 for a leaf, a constant
@@ -245,8 +230,7 @@ class TraceView:
         return [nid for nid in self.base.alive() if nid in nodes]
 
     def freed(self, node_id: int) -> bool:
-        freed = getattr(self.base, "freed", None)
-        return bool(freed(node_id)) if freed is not None else False
+        return self.base.freed(node_id)
 
     def audit(self) -> Any:
         return self.base.audit()
@@ -319,8 +303,7 @@ def _detached(trace: Any, root: int, nodes: set[int], limit: int) -> set[int]:
     """The history behind the graph's cut leaves (variables of ``nodes`` whose history was
     cut before ``root`` was made), each back to the cut before it: at most ``limit`` nodes
     not in ``nodes``, the nearest to the cuts first."""
-    cuts_of = getattr(trace, "cuts", None)
-    cuts = cuts_of() if callable(cuts_of) else {}
+    cuts = trace.cuts()
     if not cuts or limit <= 0:
         return set()
     creator = trace.creator_of(root)

@@ -90,8 +90,8 @@ def node_display(
     origin = trace.grad_origin(node_id, step_index) if grad is not None else None
     note = ""
     if state is NodeState.GRAD_CARRIED:
-        offset = int(getattr(trace, "pass_offset", 0) or 0)
-        note = carried_note(origin, *_fate(trace, node_id, step_index, origin), offset=offset)
+        fate = _fate(trace, node_id, step_index, origin)
+        note = carried_note(origin, *fate, offset=trace.pass_offset)
     passing: tuple[tuple[str, int, Any], ...] = ()
     if step_index >= 0:
         if step is None:

@@ -30,7 +30,7 @@ from autodiff.trace._checks import (
     _str,
     cut_text,
 )
-from autodiff.trace._reader import TraceReader, detached_nodes
+from autodiff.trace._reader import TraceReader
 from autodiff.trace._recorder import _FUNCTION, _VARIABLE, Recorder
 from autodiff.trace._rules import check_graph, check_tables
 from autodiff.trace._snapshot import Snapshot, raw_nonfinite, snapshot_from_dict, to_snapshot
@@ -77,7 +77,7 @@ def to_dot(trace: TraceReader, step: int | None = None) -> str:
     graph by unchain_backward) is grey and dashed. ``step``: the values and gradients held
     after that step (-1: before any), as the viewer shows them; by default the last ones."""
     g = trace.graph
-    detached = detached_nodes(trace)
+    detached = trace.detached()
     node_lines: dict[int, str] = {}
     for nid, a in g.nodes(data=True):
         if a["kind"] == "function":
@@ -166,7 +166,7 @@ def to_graphml(trace: TraceReader, path: str | os.PathLike[str]) -> None:
     """GraphML with flat attributes (GraphML has no None or nested values: '' and -1 stand in);
     ``detached``: in a view's history cut before its graph."""
     g = trace.graph
-    detached = detached_nodes(trace)
+    detached = trace.detached()
     flat = nx.MultiDiGraph()
     for nid, a in g.nodes(data=True):
         attrs: dict[str, Any] = {

@@ -1,5 +1,7 @@
 """Find: a node by its name, op or scope path, case ignored, matches in id order, cycling."""
 
+from types import SimpleNamespace
+
 import numpy as np
 
 import autodiff.functions as F
@@ -33,6 +35,28 @@ class _ScopedTrace:
 
     def node(self, nid):
         return dict(self._nodes[nid])
+
+    # the reading interface's scope table and bulk readers, over the same attributes
+    def scopes(self):
+        return _scope_rows(["", "Net", "Net/fc1", "Net/fc2"])
+
+    def node_scopes(self):
+        paths = [row.path for row in self.scopes()]
+        return np.array([paths.index(a["scope"]) for a in self._nodes.values()])
+
+    def names(self, node_ids):
+        return [self._nodes[int(n)]["name"] for n in node_ids]
+
+    def ops(self, node_ids):
+        return [self._nodes[int(n)]["op"] for n in node_ids]
+
+    def detached(self):
+        return frozenset()
+
+
+def _scope_rows(paths):
+    """Scope rows as a reader lists them: row k has scope id k (0: the root, path '')."""
+    return [SimpleNamespace(path=path) for path in paths]
 
 
 def _scene(text):
@@ -137,6 +161,19 @@ def test_a_big_graph_is_searched_quickly():
             if nid % 2:
                 return {"kind": "function", "name": None, "op": "Exp", "scope": f"Net/b{nid % 7}"}
             return {"kind": "variable", "name": f"v{nid}", "op": None}
+
+        def scopes(self):
+            return _scope_rows(["", *(f"Net/b{k}" for k in range(7))])
+
+        def node_scopes(self):
+            ids = np.arange(self.n)
+            return np.where(ids % 2 == 1, 1 + ids % 7, 0)
+
+        def names(self, node_ids):
+            return [self.node(int(n))["name"] for n in node_ids]
+
+        def ops(self, node_ids):
+            return [self.node(int(n))["op"] for n in node_ids]
 
     index = FindIndex(_Chain())
     hits = index.search("net/b3")

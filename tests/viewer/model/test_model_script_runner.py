@@ -221,3 +221,14 @@ def test_leak_examples_report_what_the_leak_audit_reports(example):
         assert report.clean
     else:
         assert not report.clean
+
+
+def test_a_graph_on_screen_is_found_by_its_view_not_by_its_title(tmp_path):
+    import dataclasses
+
+    result = ScriptRun(write(tmp_path, "good.py", GOOD)).run()
+    same = [dataclasses.replace(g, title="the same title") for g in result.graphs]
+    result = dataclasses.replace(result, graphs=same, _views={})
+    views = [result.view(i) for i in range(len(result.graphs))]
+    assert [result.graph_index(v) for v in views] == [0, 1, 2]
+    assert result.graph_index(result.trace) == -1 and result.graph_index(None) == -1

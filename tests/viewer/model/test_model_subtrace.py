@@ -83,7 +83,7 @@ def test_fast_and_generic_views_agree(make):
             timeline = fast.timeline(n)
             points = [p for p, _ in timeline]
             assert points == fast.change_points(n)
-            assert node_timeline(fast, n, fast.steps) == timeline
+            assert node_timeline(fast, n) == timeline
             for i in range(-1, len(fast.steps)):
                 state = timeline[bisect.bisect_right(points, i) - 1][1]
                 assert state is generic.state_at(n, i)

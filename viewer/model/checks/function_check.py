@@ -269,7 +269,7 @@ def _worst_status(statuses: Iterable[str]) -> str:
     return "skipped"
 
 
-def _describe(error: BaseException) -> str:
+def describe_error(error: BaseException) -> str:
     text = str(error)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
@@ -364,7 +364,7 @@ def _check_at(
         with np.errstate(all="ignore"):
             function, outputs = _prepared(cls, params, xs)
     except Exception as e:
-        return "skipped", (), f"re-running {op}.forward failed: {_describe(e)}"
+        return "skipped", (), f"re-running {op}.forward failed: {describe_error(e)}"
     ys = [np.asarray(y.data, dtype=np.float64) for y in outputs]
     if any(not np.all(np.isfinite(y)) for y in ys):
         return "nonfinite", (), f"{op}'s forward gives NaN or Inf here; nothing to compare"
@@ -390,7 +390,7 @@ def _check_at(
     except _Wrong as e:
         return "wrong", (), str(e)
     except Exception as e:
-        return "wrong", (), f"{op}.backward raised {_describe(e)}"
+        return "wrong", (), f"{op}.backward raised {describe_error(e)}"
 
     def loss(slot: int) -> Callable[[NDArray[np.float64]], NDArray[np.float64]]:
         def f(x: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -417,7 +417,7 @@ def _check_at(
                 comparison = _compare(grads[slot], probe, 0, xs[slot].shape, rtol, atol)
                 checks.append(SlotCheck(slot, path, comparison))
     except Exception as e:
-        return "skipped", (), f"re-running {op}.forward failed: {_describe(e)}"
+        return "skipped", (), f"re-running {op}.forward failed: {describe_error(e)}"
     status = _worst_status(c.comparison.status for c in checks)
     return status, tuple(checks), _function_message(op, status, checks)
 

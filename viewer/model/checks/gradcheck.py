@@ -44,7 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from autodiff import core
-from autodiff.trace import TraceReader, detached_nodes
+from autodiff.trace import TraceReader
 from viewer.model.checks.function_check import (
     ATOL,
     MAX_ELEMENTS,
@@ -62,7 +62,7 @@ from viewer.model.checks.function_check import (
     check_function,
 )
 from viewer.model.checks.report import GradCheckReport, LeafCheck, ReportRow
-from viewer.model.panels.plots import _snapshot_total
+from viewer.model.panels.plots import snapshot_total
 
 __all__ = [
     "ATOL",
@@ -98,19 +98,13 @@ OVERLAY_KIND = "gradcheck"
 def _function_ids(trace: TraceReader) -> list[int]:
     """The graph's Functions; not those of a detached history (cut before the graph by
     unchain_backward: they belong to an earlier graph, and are checked there)."""
-    functions = getattr(trace, "functions", None)
-    if functions is None:
-        functions = [n for n, a in trace.graph.nodes(data=True) if a["kind"] == "function"]
-    detached = detached_nodes(trace)
-    return [f for f in functions if f not in detached]
+    detached = trace.detached()
+    return [f for f in trace.functions if f not in detached]
 
 
 def _live(trace: TraceReader, node_id: int) -> Any:
-    live = getattr(trace, "live", None)
-    if live is None:
-        return None
     try:
-        return live(node_id)
+        return trace.live(node_id)
     except (IndexError, KeyError):
         return None
 
@@ -328,7 +322,7 @@ def check_program(
             t = ev.trace
             if list(t.backward_roots) != roots[:last_pass]:
                 raise _Mismatch
-            out = [_snapshot_total(t.node(r)["value"]) for r in roots[:last_pass]]
+            out = [snapshot_total(t.node(r)["value"]) for r in roots[:last_pass]]
             output = ev.output
             out.append(float(np.sum(output.data)) if output is not None else math.nan)
             ev.release()

@@ -64,14 +64,13 @@ def export_trace(
     the last ones."""
     path = Path(path)
     fmt = format_for(path)
-    base = getattr(trace, "base", None)  # a TraceView: one graph of a bigger recording
     if fmt == "JSON":
-        whole = base if base is not None else trace
-        if not hasattr(whole, "to_json"):
+        whole = trace.base  # a TraceView's: the bigger recording it shows one graph of
+        if whole is None:
             raise ValueError("this graph has no trace to save as JSON")
         whole.to_json(path)
         note = ""
-        if base is not None:
+        if whole is not trace:
             note = " (the script's whole recording, every iteration, not only this graph)"
         return ExportResult(path, fmt, f"Saved the trace to {path.name}{note}")
     # A TraceView exports the graph shown; a Trace its whole graph.

@@ -562,8 +562,8 @@ class Document:
     def save_trace(self, path: str | os.PathLike[str]) -> bool:
         """Save the current trace as JSON (loadable by :meth:`load_path`); a script's graph
         saves the run's whole recording, as File > Save the Trace does (it refused to)."""
-        whole = getattr(self.trace, "base", self.trace)
-        if whole is None or not hasattr(whole, "to_json"):
+        whole = None if self.trace is None else self.trace.base
+        if whole is None:
             return self.fail(ValueError("there is no trace to save"))
         try:
             whole.to_json(path)
@@ -634,7 +634,7 @@ class Document:
             old_evaluation.release()
         n_steps = len(trace.steps)
         start = min(old_step, n_steps - 1) if pending.keep_step else -1
-        self.playback.set_steps(trace.steps, start, int(getattr(trace, "pass_offset", 0) or 0))
+        self.playback.set_steps(trace.steps, start, trace.pass_offset)
         if pending.keep_step and old_selection is not None and scene.index_of(old_selection) >= 0:
             # same program, new values: node ids are the same, keep the inspected node
             self.playback.select(old_selection)
@@ -646,7 +646,7 @@ class Document:
             pending.kind == "script"
             and result is not None
             and result.leak_report is not None
-            and getattr(trace, "base", trace) is result.trace
+            and trace.base is result.trace
         ):
             # Every graph of a script shares the run's audit: flag the one installed now (also
             # another graph chosen later, or one laid out in a worker after the run ended). A
@@ -765,7 +765,7 @@ class Document:
         run the leak audit: survivors get a 'leak' overlay. Returns the report (or None)."""
         if self.evaluation is not None:
             self.evaluation.release()
-        if self.trace is None or not hasattr(self.trace, "audit"):
+        if self.trace is None:
             return None
         try:
             report = self.trace.audit()

@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import weakref
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from autodiff.trace import TraceReader
-from viewer.model.checks.function_check import FunctionSampler, _describe
+from viewer.model.checks.function_check import FunctionSampler, describe_error
 from viewer.model.checks.gradcheck import check_graph
 from viewer.model.checks.report import GradCheckReport
-from viewer.model.scripts.run import ScriptResult
+from viewer.model.scripts.run import ScriptResult, ScriptRun
 from viewer.model.signals import Signal
+
+if TYPE_CHECKING:
+    from viewer.model.scripts.process import ScriptProcess
 
 __all__ = ["CheckedDocument", "ScriptSampling", "check_document", "samples_for", "watch_scripts"]
 
@@ -71,7 +74,7 @@ def check_document(document: CheckedDocument, **options: Any) -> GradCheckReport
             document.trace, program, values, samples=samples, saved=saved, **options
         )
     except Exception as e:  # ExpressionError, or a bug in a check: the app stays up
-        return _refuse(document, f"the gradient check failed: {_describe(e)}")
+        return _refuse(document, f"the gradient check failed: {describe_error(e)}")
     document.show_gradient_check(report)
     return report
 
@@ -98,9 +101,7 @@ class ScriptSampling:
         self.per_class = per_class
         document.script_started.connect(self)
 
-    def __call__(self, run: Any) -> None:
-        if not hasattr(run, "sample_functions"):
-            return  # a run without the hook: nothing to attach to
+    def __call__(self, run: ScriptRun | ScriptProcess) -> None:
         run.sample_functions = self.per_class
         run.finished.connect(_note_samples)
 
@@ -129,8 +130,7 @@ def _note_samples(result: ScriptResult) -> None:
 def samples_for(trace: TraceReader) -> FunctionSampler | None:
     """The samples sent back by the watched script run that recorded ``trace`` (a Trace, or a
     TraceView of one of its graphs); None if none."""
-    base = getattr(trace, "base", trace)  # a TraceView stands for its whole trace
     try:
-        return _SENT.get(base)
+        return _SENT.get(trace.base)  # a TraceView stands for its whole trace
     except TypeError:
         return None

@@ -137,15 +137,11 @@ MAX_FUNCTION_WIDTH = 3.0  # SoftmaxCrossEntropy, 19 characters, reads whole
 def function_box_width(trace: TraceReader, function_ids: Any) -> float:
     """The Functions' column width (layout units, 1.0 to MAX_FUNCTION_WIDTH) that holds the
     graph's longest op name: ``Conv2d`` and ``SoftmaxCrossEntropy`` were cut to ``Con…`` and
-    ``Soft…`` in boxes of 0.9. Ops are read in bulk (``trace.ops``) where the trace can."""
+    ``Soft…`` in boxes of 0.9. Ops are read in bulk (``trace.ops``)."""
     ids = np.asarray(function_ids, dtype=np.int64).reshape(-1)
     if len(ids) == 0:
         return 1.0
-    bulk = getattr(trace, "ops", None)
-    if callable(bulk):
-        ops = bulk(ids)
-    else:
-        ops = [trace.node(int(n)).get("op") for n in ids[:WIDTH_SAMPLE]]
+    ops = trace.ops(ids)
     longest = max((len(str(op)) for op in set(ops) if op), default=0)
     width = round(longest * OP_CHARACTER_WIDTH + 0.1, 6)  # + the column's gap to its box
     return float(min(max(width, 1.0), MAX_FUNCTION_WIDTH))

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from autodiff.trace import TraceReader, detached_nodes
+from autodiff.trace import TraceReader
 from viewer.model.scene.scene import Scene
 from viewer.model.signals import Signal
 
@@ -76,7 +76,7 @@ def _node_fields(attrs: dict[str, Any], shown: str) -> tuple[str, ...]:
 def _scope_paths(trace: TraceReader | None, ids: NDArray[np.int64]) -> list[str] | None:
     """The scope path of each of ``ids`` from the trace's scope table, at once (None: the
     trace has no table, or it does not cover these ids)."""
-    if trace is None or not hasattr(trace, "node_scopes") or not hasattr(trace, "scopes"):
+    if trace is None:
         return None
     table = np.asarray(trace.node_scopes(), dtype=np.int64)
     paths = [row.path for row in trace.scopes()]
@@ -122,11 +122,7 @@ class FindIndex:
             if nid in known and not (shown.get(nid) is not None and scopes is not None)
         ]
         bulk: dict[int, tuple[str, ...]] = {}
-        if (
-            hidden
-            and scopes is not None
-            and all(callable(getattr(trace, reader, None)) for reader in ("names", "ops"))
-        ):
+        if hidden and scopes is not None:
             for nid, name, op in zip(hidden, trace.names(hidden), trace.ops(hidden), strict=True):
                 bulk[nid] = (str(name or ""), "", str(op or ""), scope_of.get(nid, ""))
         lines = []
@@ -228,7 +224,7 @@ class FindCursor:
             self.error = error
             self.matches = np.zeros(0, np.int64)
         position = 0 if len(self.matches) else -1
-        detached = detached_nodes(self._source[0])
+        detached = self._source[0].detached()
         if detached and len(self.matches):  # the graph's own first, not the cut-off history
             matches = self.matches.tolist()
             position = next((i for i, nid in enumerate(matches) if nid not in detached), 0)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from autodiff.trace import NodeState, TraceReader, detached_nodes
+from autodiff.trace import NodeState, TraceReader
 from viewer.model.node_display import node_display
 
 __all__ = [
@@ -193,7 +193,7 @@ def inspect(trace: TraceReader, node_id: int, step_index: int) -> NodeInfo:
         note=shown.note,
         passing=passing,  # type: ignore[arg-type]
         history=_history(trace, node_id, kind),
-        detached=node_id in detached_nodes(trace),
+        detached=node_id in trace.detached(),
     )
 
 
@@ -202,11 +202,10 @@ DETACHED_HISTORY = "cut off before this graph (unchain_backward): not run here"
 
 def _history(trace: TraceReader, node_id: int, kind: str) -> str:
     """What a cut (unchain_backward) did here: '' if nothing."""
-    detached = detached_nodes(trace)
+    detached = trace.detached()
     if node_id in detached:
         return DETACHED_HISTORY
-    cut_at = getattr(trace, "cut_at", None)
-    at = cut_at(node_id) if kind == "variable" and callable(cut_at) else None
+    at = trace.cut_at(node_id) if kind == "variable" else None
     if at is None or trace.creator_of(node_id) >= 0:
         return ""
     behind = " (greyed, above)" if detached else ""
@@ -234,11 +233,8 @@ def _by_slot(refs: list[NodeRef]) -> list[NodeRef]:
 
 
 def _is_live(trace: TraceReader, node_id: int) -> bool:
-    live = getattr(trace, "live", None)
-    if live is None:
-        return False
     try:
-        return live(node_id) is not None
+        return trace.live(node_id) is not None
     except (IndexError, KeyError):
         return False
 

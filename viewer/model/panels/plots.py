@@ -47,6 +47,7 @@ __all__ = [
     "node_histograms",
     "pass_log_curves",
     "robust_range",
+    "snapshot_total",
     "training_curves",
 ]
 
@@ -252,13 +253,13 @@ def _function_points(
 
 
 def _document_program(document: Any) -> tuple[Any, dict[str, Any]]:
-    program = getattr(document, "program", None)
+    program = document.program
     if document.kind != "expression" or program is None:
         raise ValueError(
             "f, df/dx and d2f/dx2 are plotted for a typed expression; this graph is a "
             f"{document.kind or 'empty document'}. Type an expression, or open an .expr example"
         )
-    evaluation = getattr(document, "evaluation", None)
+    evaluation = document.evaluation
     values = dict(evaluation.values) if evaluation is not None else dict(document.leaf_values)
     return program, values
 
@@ -304,7 +305,7 @@ class TrainingCurves:
         return {label: self.grad_norms[k] for k, label in enumerate(self.labels)}
 
 
-def _snapshot_total(snapshot: Any) -> float:
+def snapshot_total(snapshot: Any) -> float:
     """Sum of a recorded value (NaN when there is none); from the mean when no copy was kept."""
     if snapshot is None:
         return math.nan
@@ -320,7 +321,7 @@ def training_curves(trace: TraceReader, max_parameters: int = MAX_PARAMETERS) ->
     gradient) that received a gradient; its gradient at the end of a pass is the last
     contribution (or fan-in sum) it received in that pass.
     """
-    roots = list(getattr(trace, "backward_roots", ()))
+    roots = list(trace.backward_roots)
     if not roots:
         raise ValueError(
             "there is no loss to plot: the program never called backward(). Call "
@@ -360,7 +361,7 @@ def training_curves(trace: TraceReader, max_parameters: int = MAX_PARAMETERS) ->
         notes.append(f"{len(parameters)} parameters: the first {max_parameters} are drawn")
         parameters = parameters[:max_parameters]
     loss = np.array(
-        [_snapshot_total(values.get(roots[p]) or trace.node(roots[p]).get("value")) for p in passes]
+        [snapshot_total(values.get(roots[p]) or trace.node(roots[p]).get("value")) for p in passes]
     )
     norms = np.full((len(parameters), len(passes)), math.nan)
     for j, p in enumerate(passes):
@@ -420,9 +421,9 @@ def pass_log_curves(log: Any) -> TrainingCurves:
 def document_training_curves(document: Any, **options: Any) -> TrainingCurves:
     """:func:`training_curves` over the whole run of the document's script (every iteration,
     not only the graph on screen), or over the document's trace."""
-    result = getattr(document, "script_result", None)
-    log = getattr(result, "passes", None)
-    if document.kind == "script" and log is not None and getattr(result, "sampling", ""):
+    result = document.script_result
+    log = None if result is None else result.passes
+    if document.kind == "script" and log is not None and result.sampling:
         # a long run keeps the graphs of some passes only, and the scalars of all
         return pass_log_curves(log)
     if document.kind == "script" and result is not None and result.trace is not None:
@@ -508,7 +509,7 @@ def node_histograms(
         if snap.array is not None:
             found[what] = histogram(snap.array, bins, f"{what} of {name}")
             continue
-        obj = trace.live(node_id) if hasattr(trace, "live") else None
+        obj = trace.live(node_id)
         data = (
             getattr(obj, "data", None)
             if what == "value"

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from autodiff.trace import NodeState, TraceReader, detached_nodes
+from autodiff.trace import NodeState, TraceReader
 from viewer.model.layout.compute import GraphLayout
 from viewer.model.node_display import NodeDisplay, node_display
 from viewer.model.node_states import STATE_CODES, STATE_NAMES, node_timeline
@@ -153,10 +153,8 @@ class Scene:
         self._label_cache: tuple[NDArray[np.intp], list[str]] | None = None
         self._last_frame: Frame | None = None
         self._mark_cuts()
-        if scopes is not None:  # read once per trace: it looks at every step
-            first = scopes.model.first_nonfinite
-        else:
-            first = trace.first_nonfinite() if hasattr(trace, "first_nonfinite") else None
+        # with scopes, read once per trace: it looks at every step
+        first = scopes.model.first_nonfinite if scopes is not None else trace.first_nonfinite()
         if first is not None and self.index_of(first.function) >= 0:
             phase = "forward output" if first.phase == "forward" else "backward gradient"
             badge = nonfinite_badge(first)
@@ -185,7 +183,7 @@ class Scene:
     def _mark_detached(self, trace: TraceReader) -> None:
         """The nodes (and edges touching them) of the history the program cut before this
         graph: the view draws them greyed (``Frame.fill``) and dashed."""
-        ids = detached_nodes(trace)
+        ids = trace.detached()
         if not ids:
             return
         detached = np.isin(self.node_ids, np.fromiter(ids, dtype=np.int64, count=len(ids)))
@@ -205,12 +203,10 @@ class Scene:
     def _mark_cuts(self) -> None:
         """A 'cut' mark on each variable of this graph whose history the program cut
         (unchain_backward) before the graph was built: it enters as a leaf."""
-        cuts = getattr(self.trace, "cuts", None)
-        cuts = cuts() if callable(cuts) else {}
+        cuts = self.trace.cuts()
         if not cuts:
             return
-        global_step = getattr(self.trace, "global_step", None)
-        first = global_step(0) if callable(global_step) and self._steps else 0
+        first = self.trace.global_step(0) if self._steps else 0
         end = first + len(self._steps)
         detached = self.detached
         for nid, at in cuts.items():
@@ -223,8 +219,7 @@ class Scene:
                     "as a leaf, and backward stops here"
                 )
             else:  # a whole recording (a saved trace): the cut falls inside what is shown
-                local_step = getattr(self.trace, "local_step", None)
-                shown = local_step(at) if callable(local_step) else at
+                shown = self.trace.local_step(at)
                 tip = (
                     f"its history was cut (unchain_backward) before step {shown + 1}: "
                     "the Function above made it, but the backward passes after the cut stop "
@@ -280,7 +275,7 @@ class Scene:
                 continue
             timeline = known.get(nid)
             if timeline is None:
-                pairs = node_timeline(trace, nid, self._steps)
+                pairs = node_timeline(trace, nid)
                 timeline = (
                     np.array([p for p, _ in pairs], dtype=np.int64),
                     np.array([STATE_CODES[state] for _, state in pairs], dtype=np.int8),

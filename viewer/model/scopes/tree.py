@@ -34,13 +34,7 @@ MAX_FIRST_SCREEN = 150  # boxes the first screen of a graph with scopes aims at,
 
 def has_scopes(trace: TraceReader) -> bool:
     """Whether ``trace`` recorded any scope besides the root (older traces record none)."""
-    scopes = getattr(trace, "scopes", None)
-    if not callable(scopes) or not callable(getattr(trace, "node_scopes", None)):
-        return False
-    try:
-        return len(scopes()) > 1
-    except Exception:  # a trace-like without the tables: no scopes
-        return False
+    return len(trace.scopes()) > 1
 
 
 @dataclass
@@ -204,9 +198,7 @@ class ScopeModel:
             if is_param:
                 self.is_param[i] = True
                 self.param_size[i] = int(np.prod(shape)) if shape else 1
-        self.first_nonfinite = (
-            trace.first_nonfinite() if hasattr(trace, "first_nonfinite") else None
-        )
+        self.first_nonfinite = trace.first_nonfinite()
         steps = trace.steps
         self.step_function = np.fromiter((s.function for s in steps), np.int64, len(steps))
         self.step_backward = np.fromiter(

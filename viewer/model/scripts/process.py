@@ -4,7 +4,7 @@
 :meth:`viewer.model.document.document.Document.run_script`)
 uses: it starts a worker interpreter (:mod:`viewer.model.scripts.worker`) for one run and
 hands back a :class:`~viewer.model.scripts.run.ScriptResult` built from data only: the
-recording read with :func:`autodiff.trace._trace.trace_from_npz`, the leak report, the
+recording read with :func:`autodiff.trace.trace_from_npz`, the leak report, the
 output and the gradient check's samples. Whatever the script does (``os._exit``, a
 segfault, a MemoryError, a thread that never ends, ``sys.stdout`` replaced, a signal handler
 of its own), the app's process is untouched, and each way a worker can end is reported in
@@ -44,11 +44,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from autodiff.leaks import LeakReport, Survivor
-from autodiff.trace import TraceReader
-from viewer.model.scripts.pass_sampling import DEFAULT_MAX_PASSES, PassLog
+from autodiff.trace import TraceReader, trace_from_npz
+from viewer.model.scripts.pass_sampling import DEFAULT_MAX_PASSES
+from viewer.model.scripts.result_schema import (
+    RESULT_NAME,
+    SEGMENT_NAME,
+    SEGMENT_NONE,
+    TRACE_NAME,
+    GraphRow,
+    read_meta,
+    read_passes,
+    read_samples,
+)
 from viewer.model.scripts.run import (
     ScriptGraph,
     ScriptResult,
@@ -56,13 +63,6 @@ from viewer.model.scripts.run import (
     _Flusher,
     _RunState,
     _ThreadStream,
-)
-from viewer.model.scripts.worker import (
-    PASSES_NAME,
-    RESULT_NAME,
-    SAMPLES_NAME,
-    SEGMENT_NAME,
-    TRACE_NAME,
 )
 from viewer.model.signals import Signal
 
@@ -469,50 +469,36 @@ class ScriptProcess(_RunState):
         return self._base(error=message, error_message=message, error_line=line)
 
     def _read_result(self) -> ScriptResult:
-        from autodiff.trace._trace import trace_from_npz
-        from viewer.model.scripts.worker_data import unpack_samples
-
         assert self._folder is not None
         self.stage_changed.emit("reading the result")
-        with open(os.path.join(self._folder, RESULT_NAME), encoding="utf-8") as f:
-            meta = json.load(f)
-        if type(meta) is not dict:
-            raise ValueError("the result is not an object")
+        meta = read_meta(self._folder)
         trace = None
-        if meta.get("trace") is True:
+        if meta.trace_sent:
             trace = trace_from_npz(os.path.join(self._folder, TRACE_NAME))
-        samples = None
-        if meta.get("samples") is not None:
-            with np.load(os.path.join(self._folder, SAMPLES_NAME), allow_pickle=False) as npz:
-                arrays = [npz[f"arr_{i}"] for i in range(len(npz.files))]
-            per_class = _int(meta.get("samples_per_class", 2), "samples_per_class")
-            samples = unpack_samples(meta["samples"], arrays, per_class)
-        graphs = self._read_graphs(meta.get("graphs"), trace)
-        passes = self._read_passes(meta.get("passes"))
-        error_message = _opt_str(meta.get("error_message"))
+        graphs = self._read_graphs(meta.graphs, trace)
+        error_message = meta.error_message
         if _is_memory_error(error_message) and self.memory_mb:
             error_message += (
                 f" (a script may use {self.memory_mb} MiB: Settings, limits/scriptMemoryMB)"
             )
-        note = _opt_str(meta.get("trace_error"))
         stderr = "".join(self._stderr)
-        if note:
-            stderr += f"\n[the recording could not be sent: {note}]\n"
+        if meta.trace_error:
+            stderr += f"\n[the recording could not be sent: {meta.trace_error}]\n"
         result = self._base(
-            ok=meta.get("ok") is True,
-            cancelled=meta.get("cancelled") is True,
-            error=_opt_str(meta.get("error")),
+            ok=meta.ok,
+            cancelled=meta.cancelled,
+            error=meta.error,
             stderr=stderr,
             trace=trace,
             graphs=graphs,
-            leak_report=_leak_report(meta.get("leaks")),
-            leak_error=_opt_str(meta.get("leak_error")),
-            exit_code=_opt_int(meta.get("exit_code")),
-            error_line=_opt_int(meta.get("error_line")),
+            leak_report=meta.leaks,
+            leak_error=meta.leak_error,
+            exit_code=meta.exit_code,
+            error_line=meta.error_line,
             error_message=error_message,
-            samples=samples,
-            passes=passes,
-            sampling=_opt_str(meta.get("sampling")) or "",
+            samples=read_samples(meta, self._folder),
+            passes=read_passes(meta, self._folder),
+            sampling=meta.sampling or "",
         )
         if graphs:
             self.stage_changed.emit("preparing the last graph")
@@ -522,36 +508,33 @@ class ScriptProcess(_RunState):
                 self.stage_changed.emit(f"could not prepare the graph: {e}")
         return result
 
-    def _read_graphs(self, rows: Any, trace: TraceReader | None) -> list[ScriptGraph]:
+    def _read_graphs(
+        self, rows: tuple[GraphRow, ...], trace: TraceReader | None
+    ) -> list[ScriptGraph]:
         """The graphs the worker listed, each with its own trace (a pass's segment, read
         from its file) or the run's."""
-        from autodiff.trace._trace import trace_from_npz
-
         assert self._folder is not None
         if trace is None:
             return []
         segments: dict[int, TraceReader] = {}
         graphs = []
-        for row in _rows(rows, 8):
-            title, root, bpass, number, iteration, loss, flags, segment = row
+        for row in rows:
             own = None
-            if _int(segment, "graph segment") >= 0:
-                own = segments.get(segment)
+            if row.segment >= 0:
+                own = segments.get(row.segment)
                 if own is None:
-                    path = os.path.join(self._folder, SEGMENT_NAME.format(segment))
-                    own = segments[segment] = trace_from_npz(path)
-            elif segment != -1:
+                    path = os.path.join(self._folder, SEGMENT_NAME.format(row.segment))
+                    own = segments[row.segment] = trace_from_npz(path)
+            elif row.segment != SEGMENT_NONE:
                 continue  # its recording could not be sent
-            if type(loss) not in (int, float):
-                raise ValueError("a graph's loss is not a number")
             graph = ScriptGraph(
-                _str(title, "graph title"),
-                _int(root, "graph root"),
-                _int(bpass, "graph pass"),
-                _int(number, "graph number"),
-                _int(iteration, "graph iteration"),
-                float(loss),
-                _int(flags, "graph flags"),
+                row.title,
+                row.root,
+                row.backward_pass,
+                row.number,
+                row.iteration,
+                row.loss,
+                row.flags,
                 own,
             )
             try:
@@ -560,24 +543,6 @@ class ScriptProcess(_RunState):
                 return _collect_graphs(trace, self.stage_changed)
             graphs.append(graph)
         return graphs
-
-    def _read_passes(self, data: Any) -> PassLog | None:
-        assert self._folder is not None
-        path = os.path.join(self._folder, PASSES_NAME)
-        if type(data) is not dict or not os.path.isfile(path):
-            return None
-        labels = data.get("labels")
-        if type(labels) is not list or not all(type(s) is str for s in labels):
-            raise ValueError("the pass log's labels are not text")
-        with np.load(path, allow_pickle=False) as npz:
-            return PassLog.from_arrays(
-                npz["loss"],
-                npz["iteration"],
-                npz["flags"],
-                npz["grad_norms"],
-                labels,
-                _str(data.get("loss_label", "loss"), "loss label"),
-            )
 
 
 def _signal_name(number: int) -> str:
@@ -597,54 +562,6 @@ def _crash_line(console: str, path: Path) -> int | None:
             if Path(match.group(1)).resolve() == path:
                 return int(match.group(2))
     return None
-
-
-def _leak_report(data: Any) -> LeakReport | None:
-    if data is None:
-        return None
-    if type(data) is not dict:
-        raise ValueError("the leak report is not an object")
-
-    def survivors(key: str) -> list[Survivor]:
-        rows = _rows(data.get(key), 5)
-        return [
-            Survivor(
-                _int(n, "node id"),
-                _str(k, "kind"),
-                _str(lab, "label"),
-                _str(r, "reason"),
-                _str(h, "held by"),
-            )
-            for n, k, lab, r, h in rows
-        ]
-
-    return LeakReport(survivors("survivors"), survivors("held_leaves"))
-
-
-def _rows(value: Any, width: int) -> list[list[Any]]:
-    if type(value) is not list or not all(type(r) is list and len(r) == width for r in value):
-        raise ValueError(f"expected rows of {width}")
-    return value
-
-
-def _int(value: Any, what: str) -> int:
-    if type(value) is not int:
-        raise ValueError(f"{what} is not an integer")
-    return value
-
-
-def _str(value: Any, what: str) -> str:
-    if type(value) is not str:
-        raise ValueError(f"{what} is not text")
-    return value
-
-
-def _opt_int(value: Any) -> int | None:
-    return value if type(value) is int else None
-
-
-def _opt_str(value: Any) -> str | None:
-    return value if type(value) is str else None
 
 
 def _is_memory_error(message: str | None) -> bool:

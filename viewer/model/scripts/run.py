@@ -116,6 +116,10 @@ class ScriptResult:
             self._views[index] = view
         return view
 
+    def graph_index(self, view: TraceReader | None) -> int:
+        """The index of the graph that ``view`` (one :meth:`view` made) shows; -1 if none."""
+        return next((i for i, v in self._views.items() if v is view), -1)
+
     @property
     def summary(self) -> str:
         name = self.path.name
@@ -713,7 +717,7 @@ def _root_label(trace: TraceReader, node_id: int) -> str:
 
 
 def _audit(trace: TraceReader) -> tuple[Any, str | None]:
-    if trace is None or not hasattr(trace, "audit"):
+    if trace is None:
         return None, "no trace"
     try:
         return trace.audit(), None

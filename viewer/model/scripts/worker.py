@@ -8,12 +8,8 @@ then UTF-8 JSON ``{"t": kind, "s": text}``); what the script prints goes to the 
 stdout and stderr, pipes the app reads:
 
 * ``stage``: what the worker is doing after the script ended ("auditing leaks"...);
-* ``done``: the result is in the ``result`` folder: ``result.json`` (the outcome, the output,
-  the graphs, the leak report, the samples' structure), ``trace.npz`` (the recording, see
-  :mod:`autodiff.trace.formats.npz`), ``segment_N.npz`` (the recording of pass N alone, for the
-  passes a long run kept past its first ones: :mod:`viewer.model.scripts.pass_recording`),
-  ``passes.npz`` (every pass's scalars) and ``samples.npz`` (the samples' arrays). Never
-  pickle.
+* ``done``: the result is in the ``result`` folder, in the files
+  :mod:`viewer.model.scripts.result_schema` writes and reads. Never pickle.
 
 SIGTERM is Cancel: the script stops where it is (a sleep or a loop included) with
 :class:`~viewer.model.scripts.run.ScriptCancelled`, and the worker sends what it built up to
@@ -37,11 +33,6 @@ from typing import Any, NoReturn
 
 __all__ = ["main"]
 
-RESULT_NAME = "result.json"
-TRACE_NAME = "trace.npz"
-SAMPLES_NAME = "samples.npz"
-PASSES_NAME = "passes.npz"
-SEGMENT_NAME = "segment_{}.npz"
 # A cancelled run sends its recording only up to this many steps: more would not be written
 # before the app's deadline (about 20 us a step, after the collection and the audit).
 CANCEL_KEEP_STEPS = 10_000
@@ -119,7 +110,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     gc.disable()
     # What sending the result needs, imported now: after a Cancel there is no time for it.
     import autodiff.trace.formats.npz  # noqa: F401
-    import viewer.model.scripts.worker_data  # noqa: F401
+    import viewer.model.scripts.result_schema  # noqa: F401
     from viewer.model.scripts.run import ScriptCancelled, ScriptRun
 
     # The script writes straight to this process's stdout and stderr, pipes to the app, a
@@ -164,10 +155,18 @@ def main(argv: list[str] | None = None) -> NoReturn:
 
 
 def _write_result(result: Any, folder: str, channel: _Channel) -> None:
-    import numpy as np
-
-    from autodiff.trace.formats.npz import trace_to_npz
-    from viewer.model.scripts.worker_data import pack_samples
+    from autodiff.trace import trace_to_npz
+    from viewer.model.scripts.result_schema import (
+        SEGMENT_LOST,
+        SEGMENT_NAME,
+        SEGMENT_NONE,
+        TRACE_NAME,
+        GraphRow,
+        ResultMeta,
+        write_meta,
+        write_passes,
+        write_samples,
+    )
 
     trace_error = None
     segments: dict[int, int] = {}  # id(segment trace) -> its pass number
@@ -183,58 +182,37 @@ def _write_result(result: Any, folder: str, channel: _Channel) -> None:
             trace_error = f"{type(e).__name__}: {e}"
     log = result.passes
     if log is not None:
-        np.savez(
-            os.path.join(folder, PASSES_NAME),
-            loss=log.loss,
-            iteration=log.iteration,
-            flags=log.flags,
-            grad_norms=log.grad_norms.astype(np.float32),
+        write_passes(log, folder)
+    samples = write_samples(result.samples, folder)
+    graphs = tuple(
+        GraphRow(
+            g.title,
+            g.root,
+            g.backward_pass,
+            g.number,
+            g.iteration,
+            g.loss,
+            g.flags,
+            SEGMENT_NONE if g.trace is None else segments.get(id(g.trace), SEGMENT_LOST),
         )
-    arrays: list[np.ndarray] = []
-    samples = None if result.samples is None else pack_samples(result.samples, arrays)
-    np.savez(os.path.join(folder, SAMPLES_NAME), *arrays)
-    report = result.leak_report
-    meta = {
-        "ok": bool(result.ok),
-        "cancelled": bool(result.cancelled),
-        "error": result.error,
-        "trace": result.trace is not None and trace_error is None,
-        "trace_error": trace_error,
-        "graphs": [
-            [
-                g.title,
-                int(g.root),
-                int(g.backward_pass),
-                int(g.number),
-                int(g.iteration),
-                float(g.loss),
-                int(g.flags),
-                -1 if g.trace is None else segments.get(id(g.trace), -2),
-            ]
-            for g in result.graphs
-        ],
-        "passes": None
-        if log is None
-        else {"labels": list(log.parameter_labels), "loss_label": log.loss_label},
-        "sampling": result.sampling,
-        "leaks": None
-        if report is None
-        else {
-            "survivors": [_survivor(s) for s in report.survivors],
-            "held_leaves": [_survivor(s) for s in report.held_leaves],
-        },
-        "leak_error": result.leak_error,
-        "exit_code": result.exit_code,
-        "error_line": result.error_line,
-        "error_message": result.error_message,
-        "samples": samples,
-        "samples_per_class": int(result.samples.per_class) if result.samples else 0,
-    }
-    path = os.path.join(folder, RESULT_NAME)
-    with open(path + ".part", "w", encoding="utf-8") as f:
-        json.dump(meta, f, allow_nan=True)
-    os.replace(path + ".part", path)
-
-
-def _survivor(s: Any) -> list[Any]:
-    return [int(s.node_id), str(s.kind), str(s.label), str(s.reason), str(s.held_by)]
+        for g in result.graphs
+    )
+    meta = ResultMeta(
+        ok=bool(result.ok),
+        cancelled=bool(result.cancelled),
+        error=result.error,
+        trace_sent=result.trace is not None and trace_error is None,
+        trace_error=trace_error,
+        graphs=graphs,
+        pass_labels=None if log is None else tuple(log.parameter_labels),
+        loss_label="loss" if log is None else log.loss_label,
+        sampling=result.sampling,
+        leaks=result.leak_report,
+        leak_error=result.leak_error,
+        exit_code=result.exit_code,
+        error_line=result.error_line,
+        error_message=result.error_message,
+        samples=samples,
+        samples_per_class=int(result.samples.per_class) if result.samples else 0,
+    )
+    write_meta(meta, folder)

@@ -116,9 +116,9 @@ class ScriptBinding(PanelBinding):
         result = document.script_result
         if document.kind == "script" and result is not None:
             # the graph may have been chosen elsewhere (a leak in another graph)
-            titles = [f"{result.path.name}: {g.title}" for g in result.graphs]
-            if document.title in titles:
-                self.panel.select_graph(titles.index(document.title))
+            index = result.graph_index(document.trace)
+            if index >= 0:
+                self.panel.select_graph(index)
 
     def _on_filter_changed(self, text: str) -> None:
         result = self.document.script_result
