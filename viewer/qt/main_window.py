@@ -251,22 +251,6 @@ class MainWindow(QtWidgets.QMainWindow):
         self.expression_runner.finished.connect(lambda _ok: self._set_script_running(False))
         self.script_binding.shown.connect(self._on_script_shown)
 
-    # ================================================================== former names
-    @property
-    def binding(self) -> SceneBinding:
-        """:attr:`scene_binding`, under the name it had."""
-        return self.scene_binding
-
-    @property
-    def program_runner(self) -> ExpressionRunner:
-        """:attr:`expression_runner`, under the name it had."""
-        return self.expression_runner
-
-    @property
-    def _script_bridge(self) -> ScriptBinding:
-        """:attr:`script_binding`, under the name it had."""
-        return self.script_binding
-
     def _restore_window(self) -> None:
         geometry = self.settings.geometry()
         if geometry is not None:

@@ -210,7 +210,7 @@ def test_export_from_the_window(tmp_path, window):
 def test_hover_texts_come_from_the_scene(window):
     window.run_program("y = x * x")
     scene = window.document.scene
-    tooltip = window.binding._tooltip_at
+    tooltip = window.scene_binding._tooltip_at
     x = scene.names.index("x")
     assert tooltip(*scene.geometry.positions[x]).startswith("x (variable")
     # an edge, hit halfway along its polyline: x * x has two, one per argument slot

@@ -97,13 +97,13 @@ class _Workers:
 def _window(qtbot) -> MainWindow:
     window = MainWindow(restore=False)
     qtbot.addWidget(window)
-    window.program_runner.show_dialog = False
+    window.expression_runner.show_dialog = False
     window.layout_runner.show_dialog = False
     return window
 
 
 def _idle(window: MainWindow) -> bool:
-    return not window.program_runner.running and not window.layout_runner.running
+    return not window.expression_runner.running and not window.layout_runner.running
 
 
 def test_what_a_layout_and_a_program_worker_hold_and_return_reaches_no_qt_object(
@@ -201,12 +201,12 @@ def test_layouts_and_programs_back_to_back_survive_the_collector_on_their_worker
             expected = 720.0 * x if i % 2 else x * x
             assert float(doc.evaluation.output.data) == expected, i
             assert doc.scene is not None and doc.scene.trace is doc.trace, i
-            assert window.binding.shown_scene is doc.scene, i
+            assert window.scene_binding.shown_scene is doc.scene, i
     finally:
         gc.set_threshold(*thresholds)
     assert seen.threads.count("program") == 15 and seen.threads.count("layout") >= 30
     # finished jobs are deleted, by the GUI thread's event loop
-    runners = (window.layout_runner, window.program_runner)
+    runners = (window.layout_runner, window.expression_runner)
     qtbot.waitUntil(lambda: not any(r.findChildren(Job) for r in runners), timeout=30_000)
     alive = [t for t in threading.enumerate() if t.name in ("layout", "program")]
     for thread in alive:

@@ -154,14 +154,14 @@ def test_big_graph_layout_runs_in_the_worker_and_can_be_cancelled(qtbot, window)
     with qtbot.waitSignal(runner.finished, timeout=30_000) as blocker:
         assert window.run_program("y = sum(tanh(randn(4, 4) * x))")
     assert blocker.args == ["succeeded"]
-    assert doc.scene is not old_scene and window.binding.shown_scene is doc.scene
+    assert doc.scene is not old_scene and window.scene_binding.shown_scene is doc.scene
     # a cancelled layout keeps the graph on screen
     scene = doc.scene
     window.run_program("y = exp(x) * x")
     runner.cancel()
     qtbot.waitUntil(lambda: not runner.running, timeout=30_000)
     assert doc.scene in (scene,) or doc.scene.trace.steps[0].op == "Exp"
-    assert window.binding.shown_scene is doc.scene
+    assert window.scene_binding.shown_scene is doc.scene
 
 
 def test_calls_into_the_bindings_cannot_drain_none_true_or_false():
