@@ -50,6 +50,7 @@ from viewer.qt.panels.leaks import LeakPanel
 from viewer.qt.panels.leaks_binding import LeakBinding
 from viewer.qt.panels.legend import LegendWidget
 from viewer.qt.panels.playback import SPEEDS, PlaybackBar
+from viewer.qt.panels.playback_binding import PlaybackBinding
 from viewer.qt.panels.plots import PlotPanel
 from viewer.qt.panels.plots_binding import PlotBinding
 from viewer.qt.panels.script import ScriptPanel
@@ -132,7 +133,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.variables = VariablesTable(self)
         self.examples = ExampleLibrary(self)
         self.inspector = InspectorPanel(self)
-        self.playback_bar = PlaybackBar(self.document.playback, self)  # bound by its own binder
+        self.playback_bar = PlaybackBar(self)
         self.script_panel = ScriptPanel(self)
         self.leak_panel = LeakPanel(self)
         self.gradcheck_panel = GradCheckPanel(self)
@@ -199,6 +200,7 @@ class MainWindow(QtWidgets.QMainWindow):
             doc, self.editor, docks["editorDock"], self.settings, self
         )
         self.variables_binding = VariablesBinding(doc, self.variables, self)
+        self.playback_binding = PlaybackBinding(doc.playback, self.playback_bar)
         self.script_binding = ScriptBinding(
             doc, self.script_panel, docks["scriptDock"], status_bar, self
         )

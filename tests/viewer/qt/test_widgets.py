@@ -10,6 +10,7 @@ from viewer.model.document.playback import PlaybackState
 from viewer.qt.compat import bindings_leak_singletons
 from viewer.qt.panels.inspector import InspectorPanel
 from viewer.qt.panels.playback import PlaybackBar
+from viewer.qt.panels.playback_binding import PlaybackBinding
 from viewer.qt.program.editor import EditorPanel
 from viewer.qt.runners.jobs import Job, JobCancelled
 
@@ -55,7 +56,8 @@ class _Step:
 
 def test_playback_bar_mirrors_and_drives_the_state(qtbot):
     state = PlaybackState()
-    bar = PlaybackBar(state)
+    bar = PlaybackBar()
+    PlaybackBinding(state, bar)
     qtbot.addWidget(bar)
     state.set_steps([_Step(i, "forward" if i < 3 else "backward") for i in range(6)])
     assert bar.slider.minimum() == -1 and bar.slider.maximum() == 5
