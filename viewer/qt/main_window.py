@@ -42,7 +42,7 @@ from viewer.qt.graph.overview_binding import OverviewBinding
 from viewer.qt.graph.scene_binding import SceneBinding, scene_overlays
 from viewer.qt.graph.scope_binding import ScopeBinding
 from viewer.qt.graph.view import GraphView
-from viewer.qt.menus import SHORTCUTS, build_menus
+from viewer.qt.menus import MenuSlots, Toggle, build_menus
 from viewer.qt.panels.gradcheck import GradCheckPanel
 from viewer.qt.panels.gradcheck_binding import GradCheckBinding
 from viewer.qt.panels.inspector import InspectorPanel
@@ -65,7 +65,7 @@ from viewer.qt.runners.expression import ExpressionRunner
 from viewer.qt.runners.layout import LayoutRunner
 from viewer.qt.settings import AppSettings
 
-__all__ = ["DEFAULT_PROGRAM", "SHORTCUTS", "DebugCommands", "MainWindow", "start_folder"]
+__all__ = ["DEFAULT_PROGRAM", "DebugCommands", "MainWindow", "start_folder"]
 
 DEFAULT_PROGRAM = "# The seeds' example\nx = 0.5\ny = square(exp(square(x)))\n"
 OPEN_FILTER = (
@@ -213,7 +213,7 @@ class MainWindow(QtWidgets.QMainWindow):
             show_node=scene.show_node,
         )
 
-        self.actions = build_menus(self)
+        self.actions = build_menus(self, self._menu_slots())
         self.leak_panel.set_release_action(self.actions["release_graph"])
         self.gradcheck_panel.set_check_action(self.actions["check_gradients"])
         self._bind_window()
@@ -238,6 +238,67 @@ class MainWindow(QtWidgets.QMainWindow):
         self.addDockWidget(area, dock)
         self.docks[name] = dock
         return dock
+
+    def _menu_slots(self) -> MenuSlots:
+        """What each menu entry runs; the follow and overview switches applied as saved."""
+        doc, view, playback, debug = (
+            self.document,
+            self.graph_view,
+            self.document.playback,
+            self.debug,
+        )
+        settings = self.settings
+        view.set_follow(settings.follow_active_step())
+        self.overview.set_shown(settings.overview_shown())
+
+        def follow(on: bool) -> None:
+            view.set_follow(on)
+            settings.set_follow_active_step(on)
+
+        def show_overview(on: bool) -> None:
+            self.overview.set_shown(on)
+            settings.set_overview_shown(on)
+
+        commands: dict[str, Callable[[], object]] = {
+            "open": self.open_dialog,
+            "save_trace": self.save_trace_dialog,
+            "export": self.export_dialog,
+            "quit": self.close,
+            "run": self.run_program,
+            "cancel_run": doc.cancel_run,
+            "reset_leaves": doc.reset_leaf_values,
+            "find": self.find_binding.open,
+            "fit": view.fit,
+            "zoom_in": lambda: view.zoom_by(1.25),
+            "zoom_out": lambda: view.zoom_by(0.8),
+            "play": playback.toggle_playing,
+            "step_forward": playback.step_forward,
+            "step_back": playback.step_back,
+            "to_start": playback.to_start,
+            "to_end": playback.to_end,
+            "next_phase": self.playback_bar.jump_next_phase,
+            "first_nonfinite": debug.first_nonfinite,
+            "next_nonfinite": debug.next_nonfinite,
+            "slower": lambda: self.change_speed(-1),
+            "faster": lambda: self.change_speed(+1),
+            "check_gradients": debug.check_gradients,
+            "release_graph": debug.release_graph,
+        }
+        return MenuSlots(
+            commands=commands,
+            toggles={
+                "follow_step": Toggle(settings.follow_active_step(), follow),
+                "overview": Toggle(settings.overview_shown(), show_overview),
+            },
+            editor=self.editor.editor,
+            recent_files=settings.recent_files,
+            clear_recent_files=settings.clear_recent_files,
+            open_path=self.open_path,
+            theme=self._theme.name,
+            set_theme=self.set_theme,
+            load_example=self.load_example,
+            docks=tuple(self.docks.values()),
+        )
 
     def _bind_window(self) -> None:
         """The window's own parts: the status bar, the title, where an error is shown, the
@@ -338,6 +399,18 @@ class MainWindow(QtWidgets.QMainWindow):
         if path:
             self.settings.set_last_directory(Path(path).parent)
             self.open_path(path)
+
+    def save_trace_dialog(self) -> None:
+        if self.document.trace is None:
+            self.statusBar().showMessage("There is no trace to save")
+            return
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(
+            self, "Save the trace", "trace.json", "Trace (*.json)"
+        )
+        if path:
+            if not path.lower().endswith(".json"):
+                path += ".json"
+            self.export_path(path)  # a script's graph saves the whole recording
 
     def export_dialog(self) -> None:
         if self.document.scene is None:
