@@ -345,10 +345,6 @@ class MainWindow(QtWidgets.QMainWindow):
         """Run the editor's program (Ctrl+Enter). The text is kept whatever happens."""
         return self.editor_binding.run(text)
 
-    def edit_expression(self) -> bool:
-        """Back from a script's or a trace's read-only view (the editor's Edit button)."""
-        return self.editor_binding.edit()
-
     def set_leaf_value(self, name: str, text: str) -> bool:
         return self.variables_binding.set_leaf_value(name, text)
 
