@@ -99,6 +99,7 @@ class Recorder:
     its decoding into the tables below, and the recording state. A :class:`Trace` owns one
     and reads the tables; the recorder knows nothing of what reads them."""
 
+    max_array_size: int  # arrays of up to this many elements are kept whole (capture)
     # The decoded tables, indexed by node id where they are lists; their rows are _rows'.
     _raw = _Decoded()  # steps: ForwardRow or BackwardRow, in order
     _info = _Decoded()  # nodes: VariableRow or FunctionRow
@@ -536,7 +537,7 @@ class Recorder:
             del maybe_constant[o]
         if type(x) is core.Constant:
             constant = _OPERAND
-        max_size = self.max_array_size  # type: ignore[attr-defined]
+        max_size = self.max_array_size
         raw = capture(x.data, max_size)
         grad = _MISSING if constant or x.grad is None else self._grad_of_leaf(x)
         append = self._tape_append
@@ -557,7 +558,7 @@ class Recorder:
         g = x.grad
         if isinstance(g, core.Variable):
             g = g.data
-        return capture(np.asarray(g), self.max_array_size)  # type: ignore[attr-defined]
+        return capture(np.asarray(g), self.max_array_size)
 
     def _scan_leaves(self, values: bool = True) -> None:
         """Record what the program changed on its live leaves since they were last seen: a
@@ -569,7 +570,7 @@ class Recorder:
         fresh = self._fresh
         fresh.clear()
         leaf_grad = self._leaf_grad
-        max_size = self.max_array_size  # type: ignore[attr-defined]
+        max_size = self.max_array_size
         dead = []
         for o, ref in self._leaf_refs.items():
             x = ref()
@@ -633,7 +634,7 @@ class Recorder:
                     stack.append(c)
         seen.clear()
         found.sort(key=lambda f: (f.generation, f._order))
-        max_size = self.max_array_size  # type: ignore[attr-defined]
+        max_size = self.max_array_size
         append = self._tape_append
         registered = self._registered
         for f in found:
