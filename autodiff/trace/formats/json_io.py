@@ -31,15 +31,8 @@ from autodiff.trace._checks import (
     cut_text,
 )
 from autodiff.trace._reader import detached_nodes
-from autodiff.trace._recorder import (
-    _CLEARED,
-    _EMPTIED,
-    _FREED,
-    _FUNCTION,
-    _GRAD,
-    _VALUE,
-    _VARIABLE,
-)
+from autodiff.trace._recorder import _CLEARED, _EMPTIED, _FREED, _GRAD, _VALUE
+from autodiff.trace._rows import FUNCTION, VARIABLE
 from autodiff.trace._rules import check_graph, check_tables
 from autodiff.trace._snapshot import Snapshot, raw_nonfinite, snapshot_from_dict, to_snapshot
 
@@ -440,7 +433,7 @@ def _node_ref(t: Trace, v: Any, path: str, kind: int | None = None) -> int:
     if nid >= len(t._info):
         raise _fail(path, f"node {nid} does not exist (the graph has {len(t._info)} nodes)")
     if kind is not None and t._info[nid].kind != kind:
-        raise _fail(path, f"node {nid} is not a {'variable' if kind == _VARIABLE else 'function'}")
+        raise _fail(path, f"node {nid} is not a {'variable' if kind == VARIABLE else 'function'}")
     return nid
 
 
@@ -493,9 +486,9 @@ def _load_graph(t: Trace, g: Any) -> None:
         u = _node_ref(t, e["source"], f"{p}.source")
         v = _node_ref(t, e["target"], f"{p}.target")
         slot = _int(e["slot"], f"{p}.slot", lo=0)
-        if t._info[u].kind == _VARIABLE and t._info[v].kind == _FUNCTION:
+        if t._info[u].kind == VARIABLE and t._info[v].kind == FUNCTION:
             table, f, x = ins, v, u
-        elif t._info[u].kind == _FUNCTION and t._info[v].kind == _VARIABLE:
+        elif t._info[u].kind == FUNCTION and t._info[v].kind == VARIABLE:
             table, f, x = outs, u, v
         else:
             raise _fail(p, "a link must join a variable and a function")
@@ -548,7 +541,7 @@ def _load_steps(t: Trace, steps: list) -> None:
         phase = _str(s["phase"], f"{p}.phase")
         if phase not in ("forward", "backward"):
             raise _fail(f"{p}.phase", f"expected 'forward' or 'backward', got {phase[:20]!r}")
-        fid = _node_ref(t, s["function"], f"{p}.function", _FUNCTION)
+        fid = _node_ref(t, s["function"], f"{p}.function", FUNCTION)
         _, gen, op, in_ids, out_ids = t._info[fid]
         if _str(s["op"], f"{p}.op") != op:
             raise _fail(f"{p}.op", f"{s['op'][:40]!r} differs from node {fid}'s op {op!r}")

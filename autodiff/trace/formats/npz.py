@@ -44,7 +44,8 @@ from autodiff.trace._checks import (
     _list,
     cut_text,
 )
-from autodiff.trace._recorder import _FUNCTION, _FWD
+from autodiff.trace._recorder import _FWD
+from autodiff.trace._rows import FUNCTION
 from autodiff.trace._rules import check_graph, check_tables
 from autodiff.trace._snapshot import Snapshot, summarize
 from autodiff.trace.formats.json_io import _EVENT_NAMES, _check_structure
@@ -186,7 +187,7 @@ def _write(trace: Trace, file: str | os.PathLike[str] | io.BytesIO) -> None:
     values = _Values()
     info = []
     for entry in trace._info:
-        if entry.kind == _FUNCTION:
+        if entry.kind == FUNCTION:
             _, gen, op, ins, outs = entry
             info.append([1, int(gen), cut_text(op, MAX_OP), list(ins), list(outs)])
         else:
@@ -414,7 +415,7 @@ def _read(file: str | os.PathLike[str] | io.BytesIO, make: Callable[[int], Trace
 
     def function(v: Any, path: str) -> int:
         fid = _int(v, path, 0, n - 1)
-        if t._info[fid].kind != _FUNCTION:
+        if t._info[fid].kind != FUNCTION:
             raise _fail(path, f"node {fid} is not a function")
         return fid
 
