@@ -132,7 +132,7 @@ def program_cancel(runs: int) -> None:
                 lambda _shown, ended=ended: ended.append(time.perf_counter())
             )
             on_worker.clear()
-            window.run_program(PROGRAM)
+            window.editor_binding.run(PROGRAM)
             if not on_worker.wait(30):
                 raise SystemExit("the program never reached its worker")
             time.sleep(0.2)  # well into the run

@@ -2,8 +2,9 @@
 window's own: menus and shortcuts, the title, the status bar, the docks, dialogs, settings and
 the one run at a time.
 
-Each panel is bound to the Document by its ``*Binding`` (``viewer/qt/*_binding.py``); this
-module connects only the window's own parts. Long work (laying out a big graph, running a
+Each panel is bound to the Document by its ``*Binding`` (``viewer/qt/<folder>/*_binding.py``);
+this module connects only the window's own parts, and hands the menus what each entry runs
+(:class:`~viewer.qt.menus.MenuSlots`). Long work (laying out a big graph, running a
 typed program or a user's script) runs off the GUI thread; its results come back as queued Qt
 signals.
 """
@@ -264,7 +265,7 @@ class MainWindow(QtWidgets.QMainWindow):
             "save_trace": self.save_trace_dialog,
             "export": self.export_dialog,
             "quit": self.close,
-            "run": self.run_program,
+            "run": self.editor_binding.run,
             "cancel_run": doc.cancel_run,
             "reset_leaves": doc.reset_leaf_values,
             "find": self.find_binding.open,
@@ -341,13 +342,6 @@ class MainWindow(QtWidgets.QMainWindow):
             QtCore.QTimer.singleShot(0, self._size_docks)
 
     # ================================================================== user actions
-    def run_program(self, text: str | None = None) -> bool:
-        """Run the editor's program (Ctrl+Enter). The text is kept whatever happens."""
-        return self.editor_binding.run(text)
-
-    def set_leaf_value(self, name: str, text: str) -> bool:
-        return self.variables_binding.set_leaf_value(name, text)
-
     def load_example(self, key: str) -> bool:
         result = self.document.load_example(key)
         if isinstance(result, ScriptProcess):

@@ -55,7 +55,7 @@ def test_a_script_with_an_exception_leaves_the_app_usable(qtbot, window, wait_fo
     assert "RuntimeError: this script is broken on purpose" in output
     assert "Traceback" in output
     assert window.document.scene is scene  # the previous graph stays
-    assert window.run_program("y = exp(x)")
+    assert window.editor_binding.run("y = exp(x)")
     assert window.document.trace.steps[0].op == "Exp"
 
 

@@ -58,7 +58,7 @@ def test_a_typed_expression_checks_its_leaves_and_second_derivatives(window):
     assert any("order" in row.label for row in leaves)
     assert len(_overlay_badges(window)) >= 1
     # a new value is a new graph: the old figures are not shown as if they applied
-    assert window.set_leaf_value("x", "1.5")
+    assert window.variables_binding.set_leaf_value("x", "1.5")
     assert window.gradcheck_panel.row_count() == 0
     assert "changed" in window.gradcheck_panel.summary.text()
 
@@ -114,7 +114,7 @@ def test_the_nan_message_goes_when_playback_leaves_its_step(window):
 
 
 def test_no_nan_says_so(window):
-    assert window.run_program("y = exp(x)")
+    assert window.editor_binding.run("y = exp(x)")
     index = window.document.playback.index
     window.actions["first_nonfinite"].trigger()
     assert window.document.playback.index == index

@@ -112,7 +112,7 @@ def test_what_a_layout_and_a_program_worker_hold_and_return_reaches_no_qt_object
     seen = _Workers(monkeypatch, collect=False)
     window = _window(qtbot)
     window.document.sync_layout_limit = 0  # the program's graph is laid out on a worker too
-    assert window.run_program(_grads(2.0))
+    assert window.editor_binding.run(_grads(2.0))
     qtbot.waitUntil(lambda: window.document.scene is not None and _idle(window), timeout=30_000)
     qtbot.waitUntil(lambda: window.document.program.output_name == "g5", timeout=30_000)
     assert float(window.document.evaluation.output.data) == 1440.0
@@ -196,7 +196,7 @@ def test_layouts_and_programs_back_to_back_survive_the_collector_on_their_worker
                 QtCore.QCoreApplication.sendPostedEvents(None, QtCore.QEvent.Type.DeferredDelete)
                 del orphan
             x = float(i + 1)
-            assert window.run_program(_grads(x) if i % 2 else f"x = {x}\ny = x * x")
+            assert window.editor_binding.run(_grads(x) if i % 2 else f"x = {x}\ny = x * x")
             qtbot.waitUntil(lambda: _idle(window) and not doc.layout_pending, timeout=30_000)
             expected = 720.0 * x if i % 2 else x * x
             assert float(doc.evaluation.output.data) == expected, i

@@ -154,12 +154,12 @@ def test_big_graph_layout_runs_in_the_worker_and_can_be_cancelled(qtbot, window)
     doc.sync_layout_limit = 0  # every graph goes to the worker
     old_scene = doc.scene
     with qtbot.waitSignal(runner.finished, timeout=30_000) as blocker:
-        assert window.run_program("y = sum(tanh(randn(4, 4) * x))")
+        assert window.editor_binding.run("y = sum(tanh(randn(4, 4) * x))")
     assert blocker.args == ["succeeded"]
     assert doc.scene is not old_scene and window.scene_binding.shown_scene is doc.scene
     # a cancelled layout keeps the graph on screen
     scene = doc.scene
-    window.run_program("y = exp(x) * x")
+    window.editor_binding.run("y = exp(x) * x")
     runner.cancel()
     qtbot.waitUntil(lambda: not runner.running, timeout=30_000)
     assert doc.scene in (scene,) or doc.scene.trace.steps[0].op == "Exp"
