@@ -264,7 +264,7 @@ def qpalette(theme: Theme) -> QtGui.QPalette:
     for r in (role.WindowText, role.Text, role.ButtonText, role.PlaceholderText):
         pal.setColor(group.Disabled, r, disabled)
     # a placeholder ("choose a graph to show it") is a hint, not a value: the same halfway
-    # colour, which 'mid' was too faint for on the dark theme
+    # colour ('mid' is too faint to read on the dark theme)
     for g in (group.Active, group.Inactive):
         pal.setColor(g, role.PlaceholderText, disabled)
     return pal
