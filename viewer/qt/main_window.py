@@ -14,9 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -66,7 +64,7 @@ from viewer.qt.runners.expression import ExpressionRunner
 from viewer.qt.runners.layout import LayoutRunner
 from viewer.qt.settings import AppSettings
 
-__all__ = ["DEFAULT_PROGRAM", "DebugCommands", "MainWindow", "start_folder"]
+__all__ = ["DEFAULT_PROGRAM", "MainWindow", "start_folder"]
 
 DEFAULT_PROGRAM = "# The seeds' example\nx = 0.5\ny = square(exp(square(x)))\n"
 OPEN_FILTER = (
@@ -84,18 +82,6 @@ def start_folder(*candidates: str | os.PathLike[str] | None) -> str:
         if candidate and Path(candidate).is_dir():
             return str(Path(candidate))
     return str(Path.home())
-
-
-@dataclass(frozen=True)
-class DebugCommands:
-    """What the Debug menu runs (``window.debug``), each command carried out by its binder."""
-
-    release_graph: Callable[[], Any]  # LeakBinding
-    check_gradients: Callable[[], Any]  # GradCheckBinding
-    first_nonfinite: Callable[[], int | None]  # NonfiniteBinding
-    next_nonfinite: Callable[[], int | None]
-    export_data: Callable[[str | os.PathLike[str]], bool]  # Document.export_data
-    show_node: Callable[[int], bool]  # SceneBinding
 
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -205,14 +191,6 @@ class MainWindow(QtWidgets.QMainWindow):
         self.script_binding = ScriptBinding(
             doc, self.script_panel, docks["scriptDock"], status_bar, self
         )
-        self.debug = DebugCommands(
-            release_graph=self.leak_binding.release_graph,
-            check_gradients=self.gradcheck_binding.check_gradients,
-            first_nonfinite=self.nonfinite_binding.first_nonfinite,
-            next_nonfinite=self.nonfinite_binding.next_nonfinite,
-            export_data=doc.export_data,
-            show_node=scene.show_node,
-        )
 
         self.actions = build_menus(self, self._menu_slots())
         self.leak_panel.set_release_action(self.actions["release_graph"])
@@ -242,12 +220,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _menu_slots(self) -> MenuSlots:
         """What each menu entry runs; the follow and overview switches applied as saved."""
-        doc, view, playback, debug = (
-            self.document,
-            self.graph_view,
-            self.document.playback,
-            self.debug,
-        )
+        doc, view, playback = self.document, self.graph_view, self.document.playback
         settings = self.settings
         view.set_follow(settings.follow_active_step())
         self.overview.set_shown(settings.overview_shown())
@@ -278,12 +251,12 @@ class MainWindow(QtWidgets.QMainWindow):
             "to_start": playback.to_start,
             "to_end": playback.to_end,
             "next_phase": self.playback_bar.jump_next_phase,
-            "first_nonfinite": debug.first_nonfinite,
-            "next_nonfinite": debug.next_nonfinite,
+            "first_nonfinite": self.nonfinite_binding.first_nonfinite,
+            "next_nonfinite": self.nonfinite_binding.next_nonfinite,
             "slower": lambda: self.change_speed(-1),
             "faster": lambda: self.change_speed(+1),
-            "check_gradients": debug.check_gradients,
-            "release_graph": debug.release_graph,
+            "check_gradients": self.gradcheck_binding.check_gradients,
+            "release_graph": self.leak_binding.release_graph,
         }
         return MenuSlots(
             commands=commands,

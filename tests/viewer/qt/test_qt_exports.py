@@ -92,7 +92,7 @@ def test_a_trace_without_backward_steps_loads_and_says_what_is_missing(qtbot, wi
     assert "no backward steps" in message and "trace.record()" in message
     assert window.document.kind == "trace" and window.document.playback.n_steps == 1
     # the gradient check cannot run on a saved trace, and says why
-    window.debug.check_gradients()
+    window.gradcheck_binding.check_gradients()
     assert "objects are gone" in window.gradcheck_panel.summary.text()
     window.raise_dock("plotPanel")
     window.plot_panel.set_current_tab("training")

@@ -41,7 +41,7 @@ def test_the_wrong_backward_is_flagged_and_only_it(qtbot, window, wait_for_scrip
 
 def test_the_right_backward_passes(qtbot, window, wait_for_script):
     _run_script_example(wait_for_script, window, "right_backward")
-    report = window.debug.check_gradients()
+    report = window.gradcheck_binding.check_gradients()
     assert report is not None and report.ok
     assert {row.status for row in window.gradcheck_panel.rows} == {"ok"}
     assert "wrong backward" not in _overlay_badges(window).values()
@@ -51,7 +51,7 @@ def test_the_right_backward_passes(qtbot, window, wait_for_script):
 def test_a_typed_expression_checks_its_leaves_and_second_derivatives(window):
     assert window.load_example("higher_order")
     assert window.actions["check_gradients"].shortcut().toString() == "Ctrl+G"
-    report = window.debug.check_gradients()
+    report = window.gradcheck_binding.check_gradients()
     assert report is not None and report.ok
     leaves = [row for row in window.gradcheck_panel.rows if row.kind == "leaf"]
     assert leaves and all(row.status == "ok" for row in leaves)
