@@ -133,6 +133,64 @@ class MainWindow(QtWidgets.QMainWindow):
         self.legend = LegendWidget(self._theme, self)
 
         self.docks: dict[str, QtWidgets.QDockWidget] = {}
+        self._place_docks()
+        self._docks_sized = False  # default sizes once shown, unless a saved state is restored
+
+        self.status_label = QtWidgets.QLabel(self)
+        self.status_label.setObjectName("graphSizeLabel")
+        self.status_label.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+        status_bar = self.statusBar()
+        status_bar.addPermanentWidget(self.status_label)
+        status_bar.setObjectName("statusBar")
+
+        self._make_binders(status_bar)
+
+        self.actions = build_menus(self, self._menu_slots())
+        self.leak_panel.set_release_action(self.actions["release_graph"])
+        self.gradcheck_panel.set_check_action(self.actions["check_gradients"])
+        self._bind_window()
+        self.example_binding = ExampleBinding(self.examples, self.load_example, self)
+        self.set_theme(self._theme.name)
+        if restore:
+            self._restore_window()
+        self.editor_binding.load_initial(DEFAULT_PROGRAM)
+        # After the first programs' own status lines (their runs are queued before this).
+        QtCore.QTimer.singleShot(0, self._report_settings_problems)
+
+    def _report_settings_problems(self) -> None:
+        message = self.settings.problem_message()
+        if message:
+            self.statusBar().showMessage(message)
+
+    # ================================================================== construction
+    def _make_binders(self, status_bar: QtWidgets.QStatusBar) -> None:
+        """One binder per panel: each makes every connection between its panel and the
+        Document."""
+        doc, docks = self.document, self.docks
+        self.scene_binding = SceneBinding(doc, self.graph_view, self.inspector, status_bar, self)
+        scene = self.scene_binding
+        self.scope_binding = ScopeBinding(doc, self.graph_view, self)
+        self.plot_binding = PlotBinding(doc, self.plot_panel, docks["plotPanel"], self)
+        self.leak_binding = LeakBinding(
+            doc, self.leak_panel, docks["leakPanel"], scene, status_bar, self
+        )
+        self.gradcheck_binding = GradCheckBinding(
+            doc, self.gradcheck_panel, docks["gradCheckPanel"], scene, self
+        )
+        self.nonfinite_binding = NonfiniteBinding(doc, scene, status_bar, self)
+        self.find_binding = FindBinding(doc, self.find_bar, scene, self)
+        self.overview_binding = OverviewBinding(doc, self.overview, self.graph_view, scene, self)
+        self.editor_binding = EditorBinding(
+            doc, self.editor, docks["editorDock"], self.settings, self
+        )
+        self.variables_binding = VariablesBinding(doc, self.variables, self)
+        self.playback_binding = PlaybackBinding(doc.playback, self.playback_bar)
+        self.script_binding = ScriptBinding(
+            doc, self.script_panel, docks["scriptDock"], status_bar, self
+        )
+
+    def _place_docks(self) -> None:
+        """Each panel in its dock: the left and right tab groups, playback at the bottom."""
         area = QtCore.Qt.DockWidgetArea
         for name, title, widget, where in (
             ("editorDock", "Program", self.editor, area.LeftDockWidgetArea),
@@ -159,57 +217,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.docks["playbackDock"].setFeatures(
             QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable
         )
-        self._docks_sized = False  # default sizes once shown, unless a saved state is restored
 
-        self.status_label = QtWidgets.QLabel(self)
-        self.status_label.setObjectName("graphSizeLabel")
-        self.status_label.setTextFormat(QtCore.Qt.TextFormat.PlainText)
-        status_bar = self.statusBar()
-        status_bar.addPermanentWidget(self.status_label)
-        status_bar.setObjectName("statusBar")
-
-        # ---- one binder per panel: each makes its panel's connections
-        doc, docks = self.document, self.docks
-        self.scene_binding = SceneBinding(doc, self.graph_view, self.inspector, status_bar, self)
-        scene = self.scene_binding
-        self.scope_binding = ScopeBinding(doc, self.graph_view, self)
-        self.plot_binding = PlotBinding(doc, self.plot_panel, docks["plotPanel"], self)
-        self.leak_binding = LeakBinding(
-            doc, self.leak_panel, docks["leakPanel"], scene, status_bar, self
-        )
-        self.gradcheck_binding = GradCheckBinding(
-            doc, self.gradcheck_panel, docks["gradCheckPanel"], scene, self
-        )
-        self.nonfinite_binding = NonfiniteBinding(doc, scene, status_bar, self)
-        self.find_binding = FindBinding(doc, self.find_bar, scene, self)
-        self.overview_binding = OverviewBinding(doc, self.overview, self.graph_view, scene, self)
-        self.editor_binding = EditorBinding(
-            doc, self.editor, docks["editorDock"], self.settings, self
-        )
-        self.variables_binding = VariablesBinding(doc, self.variables, self)
-        self.playback_binding = PlaybackBinding(doc.playback, self.playback_bar)
-        self.script_binding = ScriptBinding(
-            doc, self.script_panel, docks["scriptDock"], status_bar, self
-        )
-
-        self.actions = build_menus(self, self._menu_slots())
-        self.leak_panel.set_release_action(self.actions["release_graph"])
-        self.gradcheck_panel.set_check_action(self.actions["check_gradients"])
-        self._bind_window()
-        self.example_binding = ExampleBinding(self.examples, self.load_example, self)
-        self.set_theme(self._theme.name)
-        if restore:
-            self._restore_window()
-        self.editor_binding.load_initial(DEFAULT_PROGRAM)
-        # After the first programs' own status lines (their runs are queued before this).
-        QtCore.QTimer.singleShot(0, self._report_settings_problems)
-
-    def _report_settings_problems(self) -> None:
-        message = self.settings.problem_message()
-        if message:
-            self.statusBar().showMessage(message)
-
-    # ================================================================== construction
     def _add_dock(self, name: str, title: str, widget, area) -> QtWidgets.QDockWidget:
         dock = QtWidgets.QDockWidget(title, self)
         dock.setObjectName(name)
