@@ -559,7 +559,10 @@ class Constant(Variable):
 
 
 def as_array(x: Any, array_module: Any = np) -> NDArray:
-    """Return ``x`` as an ndarray (numpy scalars and Python numbers become 0-d arrays)."""
+    """Return ``x`` as an ndarray (numpy scalars and Python numbers become 0-d arrays).
+
+    ``array_module`` is accepted so that code written for DeZero's ``as_array(x, xp)`` runs
+    unchanged; numpy is the only array module here, so it is not read."""
     if type(x) is np.ndarray:
         return x
     return np.asarray(x)

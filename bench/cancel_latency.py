@@ -125,19 +125,19 @@ def program_cancel(runs: int) -> None:
     try:
         for _ in range(runs):
             window = MainWindow(restore=False)
-            window.program_runner.show_dialog = False
+            window.expression_runner.show_dialog = False
             before = window.document.trace
             ended = []
-            window.program_runner.finished.connect(
+            window.expression_runner.finished.connect(
                 lambda _shown, ended=ended: ended.append(time.perf_counter())
             )
             on_worker.clear()
-            window.run_program(PROGRAM)
+            window.editor_binding.run(PROGRAM)
             if not on_worker.wait(30):
                 raise SystemExit("the program never reached its worker")
             time.sleep(0.2)  # well into the run
             began = time.perf_counter()
-            window.program_runner.cancel()
+            window.expression_runner.cancel()
             deadline = time.monotonic() + 30
             while not ended and time.monotonic() < deadline:
                 app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 5)

@@ -21,7 +21,8 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from autodiff.trace._recorder import _CLEARED, _EMPTIED, _FUNCTION, _FWD, _GRAD, _VALUE
+from autodiff.trace._recorder import _CLEARED, _EMPTIED, _FWD, _GRAD, _VALUE
+from autodiff.trace._rows import FUNCTION
 
 # Building this many objects or more at once pauses the cycle collector (see _bulk).
 BULK = 10_000
@@ -380,7 +381,7 @@ class TraceIndex:
         creator = self._creator
         for nid in range(n0, len(info)):
             entry = info[nid]
-            if entry.kind == _FUNCTION:
+            if entry.kind == FUNCTION:
                 for y in entry.outputs:
                     creator[y] = nid
         self._structured = (len(raw), len(info))
@@ -425,7 +426,7 @@ class TraceIndex:
         while queue and len(found) < full:
             nid = queue.popleft()
             entry = info[nid]
-            if entry.kind == _FUNCTION:
+            if entry.kind == FUNCTION:
                 parents = entry.inputs
             elif cut and cut.get(nid, made_at + 1) <= made_at:
                 parents = ()  # cut before node_id was made: a leaf of its graph
@@ -447,7 +448,7 @@ class TraceIndex:
         used = set()
         made = []
         for entry in info:
-            if entry.kind == _FUNCTION:
+            if entry.kind == FUNCTION:
                 used.update(entry.inputs)
                 made.extend(entry.outputs)
         found = sorted(set(made) - used)

@@ -60,9 +60,8 @@ _ref = weakref.ref
 # Event kinds in a node's history. _CLEARED: dropped by backward (retain_grad=False);
 # _EMPTIED: set to None by the program (cleargrad(), zero_grad(), ``x.grad = None``).
 _VALUE, _GRAD, _CLEARED, _FREED, _EMPTIED = range(5)
-# node kinds and step kinds, the first field of a node row and of a step row (and of the tape's
-# two hot entries): see _rows, where the rows are named
-_VARIABLE, _FUNCTION = VARIABLE, FUNCTION
+# step kinds, the first field of a step row (and of the tape's two hot entries): see _rows, where
+# the rows are named
 _FWD, _BWD = FWD, BWD
 # The tape's other entries (see _decode).
 (
@@ -99,6 +98,7 @@ class Recorder:
     its decoding into the tables below, and the recording state. A :class:`Trace` owns one
     and reads the tables; the recorder knows nothing of what reads them."""
 
+    max_array_size: int  # arrays of up to this many elements are kept whole (capture)
     # The decoded tables, indexed by node id where they are lists; their rows are _rows'.
     _raw = _Decoded()  # steps: ForwardRow or BackwardRow, in order
     _info = _Decoded()  # nodes: VariableRow or FunctionRow
@@ -177,7 +177,7 @@ class Recorder:
     ) -> int:
         """A variable node with no engine object behind it; returns its id."""
         nid = len(self._t_info)
-        self._t_info.append(_new(VariableRow, (_VARIABLE, generation, shape, dtype)))
+        self._t_info.append(_new(VariableRow, (VARIABLE, generation, shape, dtype)))
         self._t_refs.append(None)
         if name is not None:
             self.set_name(nid, name)
@@ -190,13 +190,13 @@ class Recorder:
     ) -> int:
         """A function node (its links may come later, :meth:`link_function`); returns its id."""
         nid = len(self._t_info)
-        self._t_info.append(_new(FunctionRow, (_FUNCTION, generation, op, inputs, outputs)))
+        self._t_info.append(_new(FunctionRow, (FUNCTION, generation, op, inputs, outputs)))
         self._t_refs.append(None)
         return nid
 
     def link_function(self, fid: int, inputs: tuple[int, ...], outputs: tuple[int, ...]) -> None:
         _, generation, op, _, _ = self._t_info[fid]
-        self._t_info[fid] = _new(FunctionRow, (_FUNCTION, generation, op, inputs, outputs))
+        self._t_info[fid] = _new(FunctionRow, (FUNCTION, generation, op, inputs, outputs))
 
     def set_name(self, node: int, name: str) -> None:
         self._t_names[node] = name
@@ -291,7 +291,7 @@ class Recorder:
         nid = len(refs)
         refs.append(ref)
         if type(info) is tuple:  # made on the recording side: becomes its row here
-            info = _new(VariableRow if info[0] == _VARIABLE else FunctionRow, info)
+            info = _new(VariableRow if info[0] == VARIABLE else FunctionRow, info)
         self._t_info.append(info)
         if key is not None:
             self._nid_of[key] = nid
@@ -307,7 +307,7 @@ class Recorder:
         a node of its own."""
         nid = self._nid_of.get(key)
         if nid is None:
-            nid = self._node(key, None, (_VARIABLE, 0, None, None))
+            nid = self._node(key, None, (VARIABLE, 0, None, None))
         return nid
 
     def _decode(self, chunk: list) -> None:
@@ -346,8 +346,8 @@ class Recorder:
                 out_ids = (y_id,)
                 refs.append(f_ref)
                 refs.append(y_ref)
-                info.append(_new(FunctionRow, (_FUNCTION, gen, cls.__name__, in_ids, out_ids)))
-                info.append(_new(VariableRow, (_VARIABLE, gen + 1, shape, dtype)))
+                info.append(_new(FunctionRow, (FUNCTION, gen, cls.__name__, in_ids, out_ids)))
+                info.append(_new(VariableRow, (VARIABLE, gen + 1, shape, dtype)))
                 nid_of[f_key] = fid
                 nid_of[y_key] = y_id
                 if f_ref is not None:
@@ -371,9 +371,9 @@ class Recorder:
                         shape, dtype = (), _F64
                     else:
                         shape, dtype = values[slot].shape, values[slot].dtype
-                    new(y_key, y_refs[slot], _new(VariableRow, (_VARIABLE, gen + 1, shape, dtype)))
+                    new(y_key, y_refs[slot], _new(VariableRow, (VARIABLE, gen + 1, shape, dtype)))
                 out_ids = tuple(range(fid + 1, fid + 1 + len(y_keys)))
-                info[fid] = _new(FunctionRow, (_FUNCTION, gen, cls.__name__, in_ids, out_ids))
+                info[fid] = _new(FunctionRow, (FUNCTION, gen, cls.__name__, in_ids, out_ids))
                 raw.append(_new(ForwardRow, (_FWD, fid, in_ids, out_ids, values, during)))
                 if scope:
                     for nid in (fid, *out_ids):
@@ -437,7 +437,7 @@ class Recorder:
                 _, key, (_, gen, op, in_keys, out_keys) = e
                 in_ids = tuple([self._nid(x) for x in in_keys])
                 out_ids = tuple([self._nid(y) for y in out_keys])
-                info[nid_of[key]] = _new(FunctionRow, (_FUNCTION, gen, op, in_ids, out_ids))
+                info[nid_of[key]] = _new(FunctionRow, (FUNCTION, gen, op, in_ids, out_ids))
             elif kind == _T_STEP:
                 _, f_key, in_keys, out_keys, values, during = e[1]
                 fid = nid_of[f_key]
@@ -537,7 +537,7 @@ class Recorder:
             del maybe_constant[o]
         if type(x) is core.Constant:
             constant = _OPERAND
-        max_size = self.max_array_size  # type: ignore[attr-defined]
+        max_size = self.max_array_size
         raw = capture(x.data, max_size)
         grad = _MISSING if constant or x.grad is None else self._grad_of_leaf(x)
         append = self._tape_append
@@ -558,7 +558,7 @@ class Recorder:
         g = x.grad
         if isinstance(g, core.Variable):
             g = g.data
-        return capture(np.asarray(g), self.max_array_size)  # type: ignore[attr-defined]
+        return capture(np.asarray(g), self.max_array_size)
 
     def _scan_leaves(self, values: bool = True) -> None:
         """Record what the program changed on its live leaves since they were last seen: a
@@ -570,7 +570,7 @@ class Recorder:
         fresh = self._fresh
         fresh.clear()
         leaf_grad = self._leaf_grad
-        max_size = self.max_array_size  # type: ignore[attr-defined]
+        max_size = self.max_array_size
         dead = []
         for o, ref in self._leaf_refs.items():
             x = ref()
@@ -634,7 +634,7 @@ class Recorder:
                     stack.append(c)
         seen.clear()
         found.sort(key=lambda f: (f.generation, f._order))
-        max_size = self.max_array_size  # type: ignore[attr-defined]
+        max_size = self.max_array_size
         append = self._tape_append
         registered = self._registered
         for f in found:
@@ -651,7 +651,7 @@ class Recorder:
                 if y is None:
                     self._pseudo -= 1
                     key = self._pseudo
-                    append((_T_NODE, key, None, (_VARIABLE, f.generation + 1, None, None), None))
+                    append((_T_NODE, key, None, (VARIABLE, f.generation + 1, None, None), None))
                     values.append(None)
                 else:
                     key = y._order
@@ -661,7 +661,7 @@ class Recorder:
                     values.append(capture(y.data, max_size))
                 out_keys.append(key)
             out_keys = tuple(out_keys)
-            f_info = (_FUNCTION, f.generation, type(f).__name__, in_keys, out_keys)
+            f_info = (FUNCTION, f.generation, type(f).__name__, in_keys, out_keys)
             append((_T_INFO, f._order, f_info))
             if as_steps:
                 append((_T_STEP, (_FWD, f._order, in_keys, out_keys, tuple(values), -1)))
@@ -983,8 +983,8 @@ def _scope_path(up: str | None, name: str) -> str:
 def _variable_info(v: Any) -> tuple:
     data = v.data
     if data is None:
-        return (_VARIABLE, v.generation, None, None)
-    return (_VARIABLE, v.generation, data.shape, data.dtype)
+        return (VARIABLE, v.generation, None, None)
+    return (VARIABLE, v.generation, data.shape, data.dtype)
 
 
 def _grad_mark(g: Any) -> tuple:

@@ -16,17 +16,8 @@ import numpy as np
 from autodiff import core
 from autodiff.trace import _audit
 from autodiff.trace._index import TraceIndex, _bulk
-from autodiff.trace._recorder import (
-    _BWD,
-    _FUNCTION,
-    _FWD,
-    _GRAD,
-    _VALUE,
-    _VARIABLE,
-    Recorder,
-    _same_raw,
-)
-from autodiff.trace._rows import BackwardRow, ForwardRow, ScopeRow
+from autodiff.trace._recorder import _BWD, _FWD, _GRAD, _VALUE, Recorder, _same_raw
+from autodiff.trace._rows import FUNCTION, VARIABLE, BackwardRow, ForwardRow, ScopeRow
 from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
 from autodiff.trace.formats import json_io, npz
 
@@ -270,7 +261,7 @@ class Trace:
         """``node(id)['shape']`` of each of ``node_ids``, read straight from the tables (no
         attributes built); None for a function or an unknown shape."""
         return [
-            None if row.kind != _VARIABLE or row.shape is None else tuple(row.shape)
+            None if row.kind != VARIABLE or row.shape is None else tuple(row.shape)
             for _, row in self._rows(node_ids)
         ]
 
@@ -296,7 +287,7 @@ class Trace:
         refs, names = rec._t_refs, rec._t_names
         out: list[str | None] = []
         for nid, row in rows:
-            if row.kind != _VARIABLE:
+            if row.kind != VARIABLE:
                 out.append(None)
                 continue
             ref = refs[nid]
@@ -309,7 +300,7 @@ class Trace:
     def ops(self, node_ids: Any) -> list[str | None]:
         """``node(id)['op']`` of each of ``node_ids`` (a Function's class name, None for a
         variable), read straight from the tables."""
-        return [None if row.kind == _VARIABLE else row.op for _, row in self._rows(node_ids)]
+        return [None if row.kind == VARIABLE else row.op for _, row in self._rows(node_ids)]
 
     def _sort_kinds(self) -> None:
         info = self._info
@@ -318,7 +309,7 @@ class Trace:
             return
         variables, functions = self._variables, self._functions
         for nid in range(self._kinds_seen, n):
-            (variables if info[nid].kind == _VARIABLE else functions).append(nid)
+            (variables if info[nid].kind == VARIABLE else functions).append(nid)
         self._kinds_seen = n
 
     def __repr__(self) -> str:
@@ -425,7 +416,7 @@ class Trace:
         rec = self._recorder
         ref = rec._t_refs[node_id]
         obj = ref() if ref is not None else None
-        if obj is not None and rec._t_info[node_id].kind == _VARIABLE and obj.name is not None:
+        if obj is not None and rec._t_info[node_id].kind == VARIABLE and obj.name is not None:
             rec._t_names[node_id] = obj.name
         return self._attrs(node_id)
 
@@ -435,7 +426,7 @@ class Trace:
         info = rec._t_info[nid]
         scope = rec._t_scope_of.get(nid)
         path = "" if scope is None else rec._t_scopes[scope].path
-        if info.kind == _FUNCTION:
+        if info.kind == FUNCTION:
             return {
                 "kind": "function",
                 "name": None,
@@ -495,7 +486,7 @@ class Trace:
         self._graph_nodes = self._indexer.shown_nodes = end
         nodes = g.nodes
         for nid in self._indexer._dirty:
-            if nid < start and info[nid][0] == _VARIABLE:
+            if nid < start and info[nid][0] == VARIABLE:
                 a = nodes[nid]
                 a["value"] = self._indexer._last(nid, _VALUE)
                 a["grad"] = self._indexer._last(nid, _GRAD)
@@ -512,7 +503,7 @@ class Trace:
         edges = []
         for nid in functions:
             entry = info[nid]
-            if entry[0] != _FUNCTION:
+            if entry[0] != FUNCTION:
                 continue
             for slot, x in enumerate(entry[3]):
                 if keep is None or x in keep:
@@ -561,7 +552,7 @@ class Trace:
         # outputs by slot), then by key.
         edges = self._edges(order, keep)
         info = self._info
-        edges.sort(key=lambda e: (e[0], e[2] if info[e[0]][0] == _FUNCTION else e[1], e[2]))
+        edges.sort(key=lambda e: (e[0], e[2] if info[e[0]][0] == FUNCTION else e[1], e[2]))
         g.add_edges_from(edges)
         return g
 

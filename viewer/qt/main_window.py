@@ -2,8 +2,9 @@
 window's own: menus and shortcuts, the title, the status bar, the docks, dialogs, settings and
 the one run at a time.
 
-Each panel is bound to the Document by its ``*Binding`` (``viewer/qt/*_binding.py``); this
-module connects only the window's own parts. Long work (laying out a big graph, running a
+Each panel is bound to the Document by its ``*Binding`` (``viewer/qt/<folder>/*_binding.py``);
+this module connects only the window's own parts, and hands the menus what each entry runs
+(:class:`~viewer.qt.menus.MenuSlots`). Long work (laying out a big graph, running a
 typed program or a user's script) runs off the GUI thread; its results come back as queued Qt
 signals.
 """
@@ -13,9 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -42,7 +41,7 @@ from viewer.qt.graph.overview_binding import OverviewBinding
 from viewer.qt.graph.scene_binding import SceneBinding, scene_overlays
 from viewer.qt.graph.scope_binding import ScopeBinding
 from viewer.qt.graph.view import GraphView
-from viewer.qt.menus import SHORTCUTS, build_menus
+from viewer.qt.menus import MenuSlots, Toggle, build_menus
 from viewer.qt.panels.gradcheck import GradCheckPanel
 from viewer.qt.panels.gradcheck_binding import GradCheckBinding
 from viewer.qt.panels.inspector import InspectorPanel
@@ -50,6 +49,7 @@ from viewer.qt.panels.leaks import LeakPanel
 from viewer.qt.panels.leaks_binding import LeakBinding
 from viewer.qt.panels.legend import LegendWidget
 from viewer.qt.panels.playback import SPEEDS, PlaybackBar
+from viewer.qt.panels.playback_binding import PlaybackBinding
 from viewer.qt.panels.plots import PlotPanel
 from viewer.qt.panels.plots_binding import PlotBinding
 from viewer.qt.panels.script import ScriptPanel
@@ -64,7 +64,7 @@ from viewer.qt.runners.expression import ExpressionRunner
 from viewer.qt.runners.layout import LayoutRunner
 from viewer.qt.settings import AppSettings
 
-__all__ = ["DEFAULT_PROGRAM", "SHORTCUTS", "DebugCommands", "MainWindow", "start_folder"]
+__all__ = ["DEFAULT_PROGRAM", "MainWindow", "start_folder"]
 
 DEFAULT_PROGRAM = "# The seeds' example\nx = 0.5\ny = square(exp(square(x)))\n"
 OPEN_FILTER = (
@@ -82,18 +82,6 @@ def start_folder(*candidates: str | os.PathLike[str] | None) -> str:
         if candidate and Path(candidate).is_dir():
             return str(Path(candidate))
     return str(Path.home())
-
-
-@dataclass(frozen=True)
-class DebugCommands:
-    """What the Debug menu runs (``window.debug``), each command carried out by its binder."""
-
-    release_graph: Callable[[], Any]  # LeakBinding
-    check_gradients: Callable[[], Any]  # GradCheckBinding
-    first_nonfinite: Callable[[], int | None]  # NonfiniteBinding
-    next_nonfinite: Callable[[], int | None]
-    export_data: Callable[[str | os.PathLike[str]], bool]  # Document.export_data
-    show_node: Callable[[int], bool]  # SceneBinding
 
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -132,7 +120,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.variables = VariablesTable(self)
         self.examples = ExampleLibrary(self)
         self.inspector = InspectorPanel(self)
-        self.playback_bar = PlaybackBar(self.document.playback, self)  # bound by its own binder
+        self.playback_bar = PlaybackBar(self)
         self.script_panel = ScriptPanel(self)
         self.leak_panel = LeakPanel(self)
         self.gradcheck_panel = GradCheckPanel(self)
@@ -145,6 +133,64 @@ class MainWindow(QtWidgets.QMainWindow):
         self.legend = LegendWidget(self._theme, self)
 
         self.docks: dict[str, QtWidgets.QDockWidget] = {}
+        self._place_docks()
+        self._docks_sized = False  # default sizes once shown, unless a saved state is restored
+
+        self.status_label = QtWidgets.QLabel(self)
+        self.status_label.setObjectName("graphSizeLabel")
+        self.status_label.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+        status_bar = self.statusBar()
+        status_bar.addPermanentWidget(self.status_label)
+        status_bar.setObjectName("statusBar")
+
+        self._make_binders(status_bar)
+
+        self.actions = build_menus(self, self._menu_slots())
+        self.leak_panel.set_release_action(self.actions["release_graph"])
+        self.gradcheck_panel.set_check_action(self.actions["check_gradients"])
+        self._bind_window()
+        self.example_binding = ExampleBinding(self.examples, self.load_example, self)
+        self.set_theme(self._theme.name)
+        if restore:
+            self._restore_window()
+        self.editor_binding.load_initial(DEFAULT_PROGRAM)
+        # After the first programs' own status lines (their runs are queued before this).
+        QtCore.QTimer.singleShot(0, self._report_settings_problems)
+
+    def _report_settings_problems(self) -> None:
+        message = self.settings.problem_message()
+        if message:
+            self.statusBar().showMessage(message)
+
+    # ================================================================== construction
+    def _make_binders(self, status_bar: QtWidgets.QStatusBar) -> None:
+        """One binder per panel: each makes every connection between its panel and the
+        Document."""
+        doc, docks = self.document, self.docks
+        self.scene_binding = SceneBinding(doc, self.graph_view, self.inspector, status_bar, self)
+        scene = self.scene_binding
+        self.scope_binding = ScopeBinding(doc, self.graph_view, self)
+        self.plot_binding = PlotBinding(doc, self.plot_panel, docks["plotPanel"], self)
+        self.leak_binding = LeakBinding(
+            doc, self.leak_panel, docks["leakPanel"], scene, status_bar, self
+        )
+        self.gradcheck_binding = GradCheckBinding(
+            doc, self.gradcheck_panel, docks["gradCheckPanel"], scene, self
+        )
+        self.nonfinite_binding = NonfiniteBinding(doc, scene, status_bar, self)
+        self.find_binding = FindBinding(doc, self.find_bar, scene, self)
+        self.overview_binding = OverviewBinding(doc, self.overview, self.graph_view, scene, self)
+        self.editor_binding = EditorBinding(
+            doc, self.editor, docks["editorDock"], self.settings, self
+        )
+        self.variables_binding = VariablesBinding(doc, self.variables, self)
+        self.playback_binding = PlaybackBinding(doc.playback, self.playback_bar)
+        self.script_binding = ScriptBinding(
+            doc, self.script_panel, docks["scriptDock"], status_bar, self
+        )
+
+    def _place_docks(self) -> None:
+        """Each panel in its dock: the left and right tab groups, playback at the bottom."""
         area = QtCore.Qt.DockWidgetArea
         for name, title, widget, where in (
             ("editorDock", "Program", self.editor, area.LeftDockWidgetArea),
@@ -171,64 +217,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.docks["playbackDock"].setFeatures(
             QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable
         )
-        self._docks_sized = False  # default sizes once shown, unless a saved state is restored
 
-        self.status_label = QtWidgets.QLabel(self)
-        self.status_label.setObjectName("graphSizeLabel")
-        self.status_label.setTextFormat(QtCore.Qt.TextFormat.PlainText)
-        status_bar = self.statusBar()
-        status_bar.addPermanentWidget(self.status_label)
-        status_bar.setObjectName("statusBar")
-
-        # ---- one binder per panel: each makes its panel's connections
-        doc, docks = self.document, self.docks
-        self.scene_binding = SceneBinding(doc, self.graph_view, self.inspector, status_bar, self)
-        scene = self.scene_binding
-        self.scope_binding = ScopeBinding(doc, self.graph_view, self)
-        self.plot_binding = PlotBinding(doc, self.plot_panel, docks["plotPanel"], self)
-        self.leak_binding = LeakBinding(
-            doc, self.leak_panel, docks["leakPanel"], scene, status_bar, self
-        )
-        self.gradcheck_binding = GradCheckBinding(
-            doc, self.gradcheck_panel, docks["gradCheckPanel"], scene, self
-        )
-        self.nonfinite_binding = NonfiniteBinding(doc, scene, status_bar, self)
-        self.find_binding = FindBinding(doc, self.find_bar, scene, self)
-        self.overview_binding = OverviewBinding(doc, self.overview, self.graph_view, scene, self)
-        self.editor_binding = EditorBinding(
-            doc, self.editor, docks["editorDock"], self.settings, self
-        )
-        self.variables_binding = VariablesBinding(doc, self.variables, self)
-        self.script_binding = ScriptBinding(
-            doc, self.script_panel, docks["scriptDock"], status_bar, self
-        )
-        self.debug = DebugCommands(
-            release_graph=self.leak_binding.release_graph,
-            check_gradients=self.gradcheck_binding.check_gradients,
-            first_nonfinite=self.nonfinite_binding.first_nonfinite,
-            next_nonfinite=self.nonfinite_binding.next_nonfinite,
-            export_data=doc.export_data,
-            show_node=scene.show_node,
-        )
-
-        self.actions = build_menus(self)
-        self.leak_panel.set_release_action(self.actions["release_graph"])
-        self.gradcheck_panel.set_check_action(self.actions["check_gradients"])
-        self._bind_window()
-        self.example_binding = ExampleBinding(self.examples, self.load_example, self)
-        self.set_theme(self._theme.name)
-        if restore:
-            self._restore_window()
-        self.editor_binding.load_initial(DEFAULT_PROGRAM)
-        # After the first programs' own status lines (their runs are queued before this).
-        QtCore.QTimer.singleShot(0, self._report_settings_problems)
-
-    def _report_settings_problems(self) -> None:
-        message = self.settings.problem_message()
-        if message:
-            self.statusBar().showMessage(message)
-
-    # ================================================================== construction
     def _add_dock(self, name: str, title: str, widget, area) -> QtWidgets.QDockWidget:
         dock = QtWidgets.QDockWidget(title, self)
         dock.setObjectName(name)
@@ -236,6 +225,62 @@ class MainWindow(QtWidgets.QMainWindow):
         self.addDockWidget(area, dock)
         self.docks[name] = dock
         return dock
+
+    def _menu_slots(self) -> MenuSlots:
+        """What each menu entry runs; the follow and overview switches applied as saved."""
+        doc, view, playback = self.document, self.graph_view, self.document.playback
+        settings = self.settings
+        view.set_follow(settings.follow_active_step())
+        self.overview.set_shown(settings.overview_shown())
+
+        def follow(on: bool) -> None:
+            view.set_follow(on)
+            settings.set_follow_active_step(on)
+
+        def show_overview(on: bool) -> None:
+            self.overview.set_shown(on)
+            settings.set_overview_shown(on)
+
+        commands: dict[str, Callable[[], object]] = {
+            "open": self.open_dialog,
+            "save_trace": self.save_trace_dialog,
+            "export": self.export_dialog,
+            "quit": self.close,
+            "run": self.editor_binding.run,
+            "cancel_run": doc.cancel_run,
+            "reset_leaves": doc.reset_leaf_values,
+            "find": self.find_binding.open,
+            "fit": view.fit,
+            "zoom_in": lambda: view.zoom_by(1.25),
+            "zoom_out": lambda: view.zoom_by(0.8),
+            "play": playback.toggle_playing,
+            "step_forward": playback.step_forward,
+            "step_back": playback.step_back,
+            "to_start": playback.to_start,
+            "to_end": playback.to_end,
+            "next_phase": self.playback_bar.jump_next_phase,
+            "first_nonfinite": self.nonfinite_binding.first_nonfinite,
+            "next_nonfinite": self.nonfinite_binding.next_nonfinite,
+            "slower": lambda: self.change_speed(-1),
+            "faster": lambda: self.change_speed(+1),
+            "check_gradients": self.gradcheck_binding.check_gradients,
+            "release_graph": self.leak_binding.release_graph,
+        }
+        return MenuSlots(
+            commands=commands,
+            toggles={
+                "follow_step": Toggle(settings.follow_active_step(), follow),
+                "overview": Toggle(settings.overview_shown(), show_overview),
+            },
+            editor=self.editor.editor,
+            recent_files=settings.recent_files,
+            clear_recent_files=settings.clear_recent_files,
+            open_path=self.open_path,
+            theme=self._theme.name,
+            set_theme=self.set_theme,
+            load_example=self.load_example,
+            docks=tuple(self.docks.values()),
+        )
 
     def _bind_window(self) -> None:
         """The window's own parts: the status bar, the title, where an error is shown, the
@@ -250,22 +295,6 @@ class MainWindow(QtWidgets.QMainWindow):
         self.graph_view.node_clicked.connect(self._on_node_clicked)
         self.expression_runner.finished.connect(lambda _ok: self._set_script_running(False))
         self.script_binding.shown.connect(self._on_script_shown)
-
-    # ================================================================== former names
-    @property
-    def binding(self) -> SceneBinding:
-        """:attr:`scene_binding`, under the name it had."""
-        return self.scene_binding
-
-    @property
-    def program_runner(self) -> ExpressionRunner:
-        """:attr:`expression_runner`, under the name it had."""
-        return self.expression_runner
-
-    @property
-    def _script_bridge(self) -> ScriptBinding:
-        """:attr:`script_binding`, under the name it had."""
-        return self.script_binding
 
     def _restore_window(self) -> None:
         geometry = self.settings.geometry()
@@ -294,17 +323,6 @@ class MainWindow(QtWidgets.QMainWindow):
             QtCore.QTimer.singleShot(0, self._size_docks)
 
     # ================================================================== user actions
-    def run_program(self, text: str | None = None) -> bool:
-        """Run the editor's program (Ctrl+Enter). The text is kept whatever happens."""
-        return self.editor_binding.run(text)
-
-    def edit_expression(self) -> bool:
-        """Back from a script's or a trace's read-only view (the editor's Edit button)."""
-        return self.editor_binding.edit()
-
-    def set_leaf_value(self, name: str, text: str) -> bool:
-        return self.variables_binding.set_leaf_value(name, text)
-
     def load_example(self, key: str) -> bool:
         result = self.document.load_example(key)
         if isinstance(result, ScriptProcess):
@@ -352,6 +370,18 @@ class MainWindow(QtWidgets.QMainWindow):
         if path:
             self.settings.set_last_directory(Path(path).parent)
             self.open_path(path)
+
+    def save_trace_dialog(self) -> None:
+        if self.document.trace is None:
+            self.statusBar().showMessage("There is no trace to save")
+            return
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(
+            self, "Save the trace", "trace.json", "Trace (*.json)"
+        )
+        if path:
+            if not path.lower().endswith(".json"):
+                path += ".json"
+            self.export_path(path)  # a script's graph saves the whole recording
 
     def export_dialog(self) -> None:
         if self.document.scene is None:

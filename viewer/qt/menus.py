@@ -11,18 +11,16 @@ shortcut fires.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from PySide6 import QtGui, QtWidgets
 
 from viewer.model.document.examples import list_examples
 from viewer.qt.drawing.plain_text import tooltip
 
-if TYPE_CHECKING:
-    from viewer.qt.main_window import MainWindow
-
-__all__ = ["SHORTCUTS", "build_menus", "shortcuts_html"]
+__all__ = ["SHORTCUTS", "MenuSlots", "Toggle", "build_menus", "shortcuts_html", "show_shortcuts"]
 
 # name -> (keys, description). The first key is the one shown in menus.
 SHORTCUTS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -85,195 +83,281 @@ def shortcuts_html() -> str:
     return f"<table cellspacing='6'>{rows}</table>{extra}"
 
 
-def build_menus(window: MainWindow) -> dict[str, QtGui.QAction]:
-    """Create the menu bar and return the actions by name."""
-    actions: dict[str, QtGui.QAction] = {}
-    doc = window.document
-    playback = doc.playback
+@dataclass(frozen=True)
+class Toggle:
+    """A checkable action: whether it starts checked, and what a change of it does."""
+
+    checked: bool
+    changed: Callable[[bool], object]
+
+
+@dataclass(frozen=True)
+class MenuSlots:
+    """What the menus call, handed in by the window that builds them."""
+
+    commands: Mapping[str, Callable[[], object]]  # an action's name -> what it runs
+    toggles: Mapping[str, Toggle]  # a checkable action's name -> its state and its effect
+    editor: QtWidgets.QPlainTextEdit  # Edit's undo, redo, cut, copy, paste, select all
+    recent_files: Callable[[], Sequence[str]]
+    clear_recent_files: Callable[[], object]
+    open_path: Callable[[str], object]
+    theme: str  # the theme checked in View > Theme
+    set_theme: Callable[[str], object]
+    load_example: Callable[[str], object]  # by the example's stem
+    docks: Sequence[QtWidgets.QDockWidget]  # shown or hidden from the View menu
+
+
+# name -> the text shown (the action's objectName is ``action_<name>``). Its key and its tips
+# come from SHORTCUTS, or its tips from TIPS.
+ACTION_TEXTS: dict[str, str] = {
+    "open": "&Open…",
+    "save_trace": "Save the Trace as JSON…",
+    "export": "&Export…",
+    "quit": "&Quit",
+    "run": "&Run the Program",
+    "cancel_run": "&Cancel the Running Script",
+    "reset_leaves": "Reset the Leaf Values",
+    "find": "&Find a Node…",
+    "fit": "&Fit the Graph",
+    "zoom_in": "Zoom &In",
+    "zoom_out": "Zoom &Out",
+    "follow_step": "Follow the &Active Step",
+    "overview": "&Overview",
+    "play": "&Play / Pause",
+    "step_forward": "Step &Forward",
+    "step_back": "Step &Back",
+    "to_start": "Jump to the &Start",
+    "to_end": "Jump to the &End",
+    "next_phase": "Jump to the &Next Phase",
+    "first_nonfinite": "Jump to First &NaN/Inf",
+    "next_nonfinite": "Jump to Next NaN/Inf",
+    "slower": "&Slower",
+    "faster": "F&aster",
+    "check_gradients": "Check &Gradients",
+    "release_graph": "&Release Graph",
+    "shortcuts": "&Keyboard Shortcuts",
+    "about": "&About",
+}
+TIPS = {"follow_step": "Pan the graph to keep the current step's Function and nodes in view"}
+ROLES = {"quit": QtGui.QAction.MenuRole.QuitRole, "about": QtGui.QAction.MenuRole.AboutRole}
+
+# Shown for discoverability; the editor handles these keys itself when it has the focus.
+EDIT_ACTIONS = (
+    ("undo", "&Undo", QtGui.QKeySequence.StandardKey.Undo, "undo"),
+    ("redo", "&Redo", QtGui.QKeySequence.StandardKey.Redo, "redo"),
+    ("cut", "Cu&t", QtGui.QKeySequence.StandardKey.Cut, "cut"),
+    ("copy", "&Copy", QtGui.QKeySequence.StandardKey.Copy, "copy"),
+    ("paste", "&Paste", QtGui.QKeySequence.StandardKey.Paste, "paste"),
+    ("select_all", "Select &All", QtGui.QKeySequence.StandardKey.SelectAll, "selectAll"),
+)
+THEMES = (("light", "&Light"), ("dark", "&Dark"))
+TOOLBAR = ("check_gradients", "release_graph", "first_nonfinite", "export")
+
+# Each menu: its title, its objectName ("" for none) and its entries in order: an action's name,
+# SEPARATOR, or one of the PARTS below ("@recent", "@edit", ...).
+SEPARATOR = "-"
+MENUS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("&File", "", ("open", "@recent", SEPARATOR, "save_trace", "export", SEPARATOR, "quit")),
+    ("&Edit", "", ("@edit", SEPARATOR, "run", "cancel_run", "reset_leaves", SEPARATOR, "find")),
+    (
+        "&View",
+        "",
+        (
+            *("fit", "zoom_in", "zoom_out", "follow_step", "overview", SEPARATOR),
+            *("@themes", SEPARATOR, "@docks", "@toolbar"),
+        ),
+    ),
+    (
+        "&Playback",
+        "",
+        (
+            *("play", "step_forward", "step_back", "to_start", "to_end", "next_phase"),
+            *("first_nonfinite", "next_nonfinite", SEPARATOR, "slower", "faster"),
+        ),
+    ),
+    (
+        "&Debug",
+        "debugMenu",
+        ("check_gradients", "release_graph", "first_nonfinite", "next_nonfinite"),
+    ),
+    ("E&xamples", "examplesMenu", ("@examples",)),
+    ("&Help", "", ("shortcuts", "about")),
+)
+
+
+def build_menus(window: QtWidgets.QMainWindow, slots: MenuSlots) -> dict[str, QtGui.QAction]:
+    """Create the menu bar of ``window`` from :data:`MENUS` and return the actions by name."""
+    commands = {
+        "shortcuts": lambda: show_shortcuts(window),
+        "about": lambda: _about(window),
+        **slots.commands,
+    }
+    actions = {name: _make_action(window, name, commands, slots.toggles) for name in ACTION_TEXTS}
+    actions["cancel_run"].setEnabled(False)  # enabled while a script or a program runs
     bar = window.menuBar()
+    for title, object_name, entries in MENUS:
+        menu = bar.addMenu(title)
+        if object_name:
+            menu.setObjectName(object_name)
+        for entry in entries:
+            if entry == SEPARATOR:
+                menu.addSeparator()
+            elif entry.startswith("@"):
+                PARTS[entry](menu, window, slots, actions)
+            else:
+                menu.addAction(actions[entry])
+    return actions
 
-    def action(name: str, text: str, slot, menu: QtWidgets.QMenu) -> QtGui.QAction:
-        act = QtGui.QAction(text, window)
-        act.setObjectName(f"action_{name}")
-        if name in SHORTCUTS:
-            keys, tip = SHORTCUTS[name]
-            act.setShortcuts([QtGui.QKeySequence(k) for k in keys])
-            act.setStatusTip(tip)
-            act.setToolTip(f"{tip} ({keys[0]})")
-        act.triggered.connect(lambda _checked=False: slot())
-        window.addAction(act)  # active whichever dock has the focus
-        menu.addAction(act)
-        actions[name] = act
-        return act
 
-    # ---------------------------------------------------------------- File
-    file_menu = bar.addMenu("&File")
-    action("open", "&Open…", window.open_dialog, file_menu)
-    recent = file_menu.addMenu("Open &Recent")
+def _make_action(
+    window: QtWidgets.QMainWindow,
+    name: str,
+    commands: Mapping[str, Callable[[], object]],
+    toggles: Mapping[str, Toggle],
+) -> QtGui.QAction:
+    act = QtGui.QAction(ACTION_TEXTS[name], window)
+    act.setObjectName(f"action_{name}")
+    if name in SHORTCUTS:
+        keys, tip = SHORTCUTS[name]
+        act.setShortcuts([QtGui.QKeySequence(k) for k in keys])
+        act.setStatusTip(tip)
+        act.setToolTip(f"{tip} ({keys[0]})")
+    elif name in TIPS:
+        act.setStatusTip(TIPS[name])
+        act.setToolTip(TIPS[name])
+    if name in ROLES:
+        act.setMenuRole(ROLES[name])
+    if name in toggles:
+        act.setCheckable(True)
+        act.setChecked(toggles[name].checked)
+        act.toggled.connect(toggles[name].changed)
+    else:
+        act.triggered.connect(lambda _checked=False, run=commands[name]: run())
+    window.addAction(act)  # active whichever dock has the focus
+    return act
+
+
+def _recent_menu(
+    menu: QtWidgets.QMenu,
+    window: QtWidgets.QMainWindow,
+    slots: MenuSlots,
+    actions: dict[str, QtGui.QAction],
+) -> None:
+    """File > Open Recent, filled each time it opens."""
+    recent = menu.addMenu("Open &Recent")
     recent.setObjectName("recentMenu")
 
     def fill_recent() -> None:
         recent.clear()
-        files = window.settings.recent_files()
+        files = slots.recent_files()
         for path in files:
             act = recent.addAction(Path(path).name)
             act.setToolTip(tooltip(path))
             act.setStatusTip(path)
-            act.triggered.connect(lambda _=False, p=path: window.open_path(p))
+            act.triggered.connect(lambda _=False, p=path: slots.open_path(p))
         if not files:
             recent.addAction("(none)").setEnabled(False)
         recent.addSeparator()
-        recent.addAction("Clear the list", window.settings.clear_recent_files)
+        recent.addAction("Clear the list", slots.clear_recent_files)
 
     recent.aboutToShow.connect(fill_recent)
     fill_recent()
-    file_menu.addSeparator()
-    action("save_trace", "Save the Trace as JSON…", lambda: _save_trace(window), file_menu)
-    action("export", "&Export…", window.export_dialog, file_menu)
-    file_menu.addSeparator()
-    quit_action = action("quit", "&Quit", window.close, file_menu)
-    quit_action.setMenuRole(QtGui.QAction.MenuRole.QuitRole)
 
-    # ---------------------------------------------------------------- Edit
-    edit_menu = bar.addMenu("&Edit")
-    editor = window.editor.editor
-    for name, text, key, slot in (
-        ("undo", "&Undo", QtGui.QKeySequence.StandardKey.Undo, editor.undo),
-        ("redo", "&Redo", QtGui.QKeySequence.StandardKey.Redo, editor.redo),
-        ("cut", "Cu&t", QtGui.QKeySequence.StandardKey.Cut, editor.cut),
-        ("copy", "&Copy", QtGui.QKeySequence.StandardKey.Copy, editor.copy),
-        ("paste", "&Paste", QtGui.QKeySequence.StandardKey.Paste, editor.paste),
-        ("select_all", "Select &All", QtGui.QKeySequence.StandardKey.SelectAll, editor.selectAll),
-    ):
-        # Shown for discoverability; the editor handles these keys itself when focused.
-        act = edit_menu.addAction(text)
+
+def _edit_actions(
+    menu: QtWidgets.QMenu,
+    window: QtWidgets.QMainWindow,
+    slots: MenuSlots,
+    actions: dict[str, QtGui.QAction],
+) -> None:
+    """Edit > Undo ... Select All: the editor's own keys, for discoverability (WidgetShortcut:
+    the editor handles them when it has the focus, and they do nothing elsewhere)."""
+    for name, text, key, method in EDIT_ACTIONS:
+        act = menu.addAction(text)
         act.setShortcut(QtGui.QKeySequence(key))
         act.setShortcutContext(QtGui.Qt.ShortcutContext.WidgetShortcut)
-        act.triggered.connect(lambda _=False, s=slot: s())
+        run = getattr(slots.editor, method)
+        act.triggered.connect(lambda _=False, run=run: run())
         actions[name] = act
-    edit_menu.addSeparator()
-    action("run", "&Run the Program", window.run_program, edit_menu)
-    action("cancel_run", "&Cancel the Running Script", doc.cancel_run, edit_menu).setEnabled(False)
-    action("reset_leaves", "Reset the Leaf Values", doc.reset_leaf_values, edit_menu)
-    edit_menu.addSeparator()
-    action("find", "&Find a Node…", window.find_binding.open, edit_menu)
 
-    # ---------------------------------------------------------------- View
-    view_menu = bar.addMenu("&View")
-    action("fit", "&Fit the Graph", window.graph_view.fit, view_menu)
-    action("zoom_in", "Zoom &In", lambda: window.graph_view.zoom_by(1.25), view_menu)
-    action("zoom_out", "Zoom &Out", lambda: window.graph_view.zoom_by(0.8), view_menu)
-    actions["follow_step"] = _follow_action(window, view_menu)
-    actions["overview"] = _overview_action(window, view_menu)
-    view_menu.addSeparator()
-    theme_menu = view_menu.addMenu("&Theme")
+
+def _theme_menu(
+    menu: QtWidgets.QMenu,
+    window: QtWidgets.QMainWindow,
+    slots: MenuSlots,
+    actions: dict[str, QtGui.QAction],
+) -> None:
+    """View > Theme: one checked at a time."""
+    theme_menu = menu.addMenu("&Theme")
     group = QtGui.QActionGroup(window)
-    for name, text in (("light", "&Light"), ("dark", "&Dark")):
+    for name, text in THEMES:
         act = theme_menu.addAction(text)
         act.setObjectName(f"action_theme_{name}")
         act.setCheckable(True)
-        act.setChecked(window.theme.name == name)
-        act.triggered.connect(lambda _=False, n=name: window.set_theme(n))
+        act.setChecked(slots.theme == name)
+        act.triggered.connect(lambda _=False, n=name: slots.set_theme(n))
         group.addAction(act)
         actions[f"theme_{name}"] = act
-    view_menu.addSeparator()
-    for dock in window.docks.values():
-        view_menu.addAction(dock.toggleViewAction())
 
-    # ---------------------------------------------------------------- Playback
-    play_menu = bar.addMenu("&Playback")
-    action("play", "&Play / Pause", playback.toggle_playing, play_menu)
-    action("step_forward", "Step &Forward", playback.step_forward, play_menu)
-    action("step_back", "Step &Back", playback.step_back, play_menu)
-    action("to_start", "Jump to the &Start", playback.to_start, play_menu)
-    action("to_end", "Jump to the &End", playback.to_end, play_menu)
-    action("next_phase", "Jump to the &Next Phase", window.playback_bar.jump_next_phase, play_menu)
-    debug = window.debug
-    action("first_nonfinite", "Jump to First &NaN/Inf", debug.first_nonfinite, play_menu)
-    action("next_nonfinite", "Jump to Next NaN/Inf", debug.next_nonfinite, play_menu)
-    play_menu.addSeparator()
-    action("slower", "&Slower", lambda: window.change_speed(-1), play_menu)
-    action("faster", "F&aster", lambda: window.change_speed(+1), play_menu)
 
-    # ---------------------------------------------------------------- Debug
-    debug_menu = bar.addMenu("&Debug")
-    debug_menu.setObjectName("debugMenu")
-    action("check_gradients", "Check &Gradients", debug.check_gradients, debug_menu)
-    action("release_graph", "&Release Graph", debug.release_graph, debug_menu)
-    debug_menu.addAction(actions["first_nonfinite"])
-    debug_menu.addAction(actions["next_nonfinite"])
+def _dock_toggles(
+    menu: QtWidgets.QMenu,
+    window: QtWidgets.QMainWindow,
+    slots: MenuSlots,
+    actions: dict[str, QtGui.QAction],
+) -> None:
+    for dock in slots.docks:
+        menu.addAction(dock.toggleViewAction())
+
+
+def _debug_toolbar(
+    menu: QtWidgets.QMenu,
+    window: QtWidgets.QMainWindow,
+    slots: MenuSlots,
+    actions: dict[str, QtGui.QAction],
+) -> None:
+    """The Debug toolbar (:data:`TOOLBAR`), shown or hidden from ``menu``."""
     toolbar = QtWidgets.QToolBar("Debug", window)
     toolbar.setObjectName("debugToolbar")
     toolbar.setToolButtonStyle(QtGui.Qt.ToolButtonStyle.ToolButtonTextOnly)
-    for name in ("check_gradients", "release_graph", "first_nonfinite", "export"):
+    for name in TOOLBAR:
         toolbar.addAction(actions[name])
     window.addToolBar(toolbar)
-    view_menu.addAction(toolbar.toggleViewAction())
+    menu.addAction(toolbar.toggleViewAction())
 
-    # ---------------------------------------------------------------- Examples
-    examples_menu = bar.addMenu("E&xamples")
-    examples_menu.setObjectName("examplesMenu")
+
+def _examples_menu(
+    menu: QtWidgets.QMenu,
+    window: QtWidgets.QMainWindow,
+    slots: MenuSlots,
+    actions: dict[str, QtGui.QAction],
+) -> None:
+    """Examples: one submenu per category, one action per bundled example."""
     submenus: dict[str, QtWidgets.QMenu] = {}
     for example in list_examples():
-        menu = submenus.get(example.category)
-        if menu is None:
-            menu = examples_menu.addMenu(example.category.replace("-", " ").capitalize())
-            submenus[example.category] = menu
-        act = menu.addAction(example.title)
+        submenu = submenus.get(example.category)
+        if submenu is None:
+            submenu = menu.addMenu(example.category.replace("-", " ").capitalize())
+            submenus[example.category] = submenu
+        act = submenu.addAction(example.title)
         act.setStatusTip(example.description or example.title)
         act.setObjectName(f"action_example_{example.stem}")
-        act.triggered.connect(lambda _=False, k=example.stem: window.load_example(k))
+        act.triggered.connect(lambda _=False, k=example.stem: slots.load_example(k))
         actions[f"example_{example.stem}"] = act
 
-    # ---------------------------------------------------------------- Help
-    help_menu = bar.addMenu("&Help")
-    action("shortcuts", "&Keyboard Shortcuts", lambda: show_shortcuts(window), help_menu)
-    about = action("about", "&About", lambda: _about(window), help_menu)
-    about.setMenuRole(QtGui.QAction.MenuRole.AboutRole)
-    return actions
 
-
-def _follow_action(window: MainWindow, menu: QtWidgets.QMenu) -> QtGui.QAction:
-    """View > Follow the Active Step: checkable, kept in the settings, applied to the view."""
-    act = QtGui.QAction("Follow the &Active Step", window)
-    act.setObjectName("action_follow_step")
-    act.setCheckable(True)
-    tip = "Pan the graph to keep the current step's Function and nodes in view"
-    act.setStatusTip(tip)
-    act.setToolTip(tip)
-    act.setChecked(window.settings.follow_active_step())
-    window.graph_view.set_follow(act.isChecked())
-
-    def toggled(on: bool) -> None:
-        window.graph_view.set_follow(on)
-        window.settings.set_follow_active_step(on)
-
-    act.toggled.connect(toggled)
-    window.addAction(act)
-    menu.addAction(act)
-    return act
-
-
-def _overview_action(window: MainWindow, menu: QtWidgets.QMenu) -> QtGui.QAction:
-    """View > Overview: checkable, kept in the settings, shows or hides the minimap."""
-    act = QtGui.QAction("&Overview", window)
-    act.setObjectName("action_overview")
-    act.setCheckable(True)
-    keys, tip = SHORTCUTS["overview"]
-    act.setShortcuts([QtGui.QKeySequence(k) for k in keys])
-    act.setStatusTip(tip)
-    act.setToolTip(f"{tip} ({keys[0]})")
-    act.setChecked(window.settings.overview_shown())
-    window.overview.set_shown(act.isChecked())
-
-    def toggled(on: bool) -> None:
-        window.overview.set_shown(on)
-        window.settings.set_overview_shown(on)
-
-    act.toggled.connect(toggled)
-    window.addAction(act)
-    menu.addAction(act)
-    return act
+# The entries of a menu that are not one action each: each adds what it makes to ``actions``.
+PARTS: dict[
+    str,
+    Callable[[QtWidgets.QMenu, QtWidgets.QMainWindow, MenuSlots, dict[str, QtGui.QAction]], None],
+] = {
+    "@recent": _recent_menu,
+    "@edit": _edit_actions,
+    "@themes": _theme_menu,
+    "@docks": _dock_toggles,
+    "@toolbar": _debug_toolbar,
+    "@examples": _examples_menu,
+}
 
 
 def show_shortcuts(window: QtWidgets.QWidget) -> QtWidgets.QDialog:
@@ -302,16 +386,3 @@ def _about(window: QtWidgets.QWidget) -> None:
         "gradients being summed.</p><p>The engine is a DeZero-compatible autodiff on numpy; "
         "the graph is laid out in-house, no Graphviz needed.</p>",
     )
-
-
-def _save_trace(window: MainWindow) -> None:
-    if window.document.trace is None:
-        window.statusBar().showMessage("There is no trace to save")
-        return
-    path, _ = QtWidgets.QFileDialog.getSaveFileName(
-        window, "Save the trace", "trace.json", "Trace (*.json)"
-    )
-    if path:
-        if not path.lower().endswith(".json"):
-            path += ".json"
-        window.export_path(path)  # a script's graph saves the whole recording

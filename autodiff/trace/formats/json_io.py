@@ -31,7 +31,8 @@ from autodiff.trace._checks import (
     cut_text,
 )
 from autodiff.trace._reader import TraceReader
-from autodiff.trace._recorder import _FUNCTION, _VARIABLE, Recorder
+from autodiff.trace._recorder import Recorder
+from autodiff.trace._rows import FUNCTION, VARIABLE
 from autodiff.trace._rules import check_graph, check_tables
 from autodiff.trace._snapshot import Snapshot, raw_nonfinite, snapshot_from_dict, to_snapshot
 from autodiff.trace.formats.common import EVENT_KINDS, EVENT_NAMES, RecordedTrace, check_structure
@@ -382,7 +383,7 @@ def _node_ref(rows: Recorder, v: Any, path: str, kind: int | None = None) -> int
     if nid >= len(info):
         raise _fail(path, f"node {nid} does not exist (the graph has {len(info)} nodes)")
     if kind is not None and info[nid].kind != kind:
-        raise _fail(path, f"node {nid} is not a {'variable' if kind == _VARIABLE else 'function'}")
+        raise _fail(path, f"node {nid} is not a {'variable' if kind == VARIABLE else 'function'}")
     return nid
 
 
@@ -435,9 +436,9 @@ def _load_graph(rows: Recorder, g: Any) -> None:
         u = _node_ref(rows, e["source"], f"{p}.source")
         v = _node_ref(rows, e["target"], f"{p}.target")
         slot = _int(e["slot"], f"{p}.slot", lo=0)
-        if info[u].kind == _VARIABLE and info[v].kind == _FUNCTION:
+        if info[u].kind == VARIABLE and info[v].kind == FUNCTION:
             table, f, x = ins, v, u
-        elif info[u].kind == _FUNCTION and info[v].kind == _VARIABLE:
+        elif info[u].kind == FUNCTION and info[v].kind == VARIABLE:
             table, f, x = outs, u, v
         else:
             raise _fail(p, "a link must join a variable and a function")
@@ -445,7 +446,7 @@ def _load_graph(rows: Recorder, g: Any) -> None:
         if slot in slots:
             raise _fail(f"{p}.slot", f"function node {f} has two links at slot {slot}")
         slots[slot] = x
-    for f in [nid for nid, row in enumerate(info) if row.kind == _FUNCTION]:
+    for f in [nid for nid, row in enumerate(info) if row.kind == FUNCTION]:
         for table, what in ((ins, "input"), (outs, "output")):
             slots = table.get(f, {})
             if sorted(slots) != list(range(len(slots))):
@@ -490,7 +491,7 @@ def _load_steps(rows: Recorder, steps: list) -> None:
         phase = _str(s["phase"], f"{p}.phase")
         if phase not in ("forward", "backward"):
             raise _fail(f"{p}.phase", f"expected 'forward' or 'backward', got {phase[:20]!r}")
-        fid = _node_ref(rows, s["function"], f"{p}.function", _FUNCTION)
+        fid = _node_ref(rows, s["function"], f"{p}.function", FUNCTION)
         _, gen, op, in_ids, out_ids = rows._info[fid]
         if _str(s["op"], f"{p}.op") != op:
             raise _fail(f"{p}.op", f"{s['op'][:40]!r} differs from node {fid}'s op {op!r}")

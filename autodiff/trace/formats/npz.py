@@ -44,7 +44,8 @@ from autodiff.trace._checks import (
     _list,
     cut_text,
 )
-from autodiff.trace._recorder import _FUNCTION, _FWD, Recorder
+from autodiff.trace._recorder import _FWD, Recorder
+from autodiff.trace._rows import FUNCTION
 from autodiff.trace._rules import check_graph, check_tables
 from autodiff.trace._snapshot import Snapshot, summarize
 from autodiff.trace.formats.common import EVENT_KINDS, EVENT_NAMES, RecordedTrace, check_structure
@@ -181,7 +182,7 @@ def _write(rec: Recorder, file: str | os.PathLike[str] | io.BytesIO) -> None:
     values = _Values()
     info = []
     for entry in rec._info:
-        if entry.kind == _FUNCTION:
+        if entry.kind == FUNCTION:
             _, gen, op, ins, outs = entry
             info.append([1, int(gen), cut_text(op, MAX_OP), list(ins), list(outs)])
         else:
@@ -407,7 +408,7 @@ def _read(file: str | os.PathLike[str] | io.BytesIO) -> Recorder:
 
     def function(v: Any, path: str) -> int:
         fid = _int(v, path, 0, n - 1)
-        if rows._info[fid].kind != _FUNCTION:
+        if rows._info[fid].kind != FUNCTION:
             raise _fail(path, f"node {fid} is not a function")
         return fid
 

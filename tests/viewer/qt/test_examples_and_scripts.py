@@ -22,7 +22,7 @@ def test_every_bundled_example_loads_and_plays_to_the_end(qtbot, window, wait_fo
         result = doc.script_result
         assert result is not None and result.ok, result.error if result else "no result"
     assert doc.scene is not None, f"{example.stem}: {doc.last_error}"
-    assert window.binding.shown_scene is doc.scene
+    assert window.scene_binding.shown_scene is doc.scene
     playback = doc.playback
     playback.to_start()
     steps = playback.n_steps
@@ -55,7 +55,7 @@ def test_a_script_with_an_exception_leaves_the_app_usable(qtbot, window, wait_fo
     assert "RuntimeError: this script is broken on purpose" in output
     assert "Traceback" in output
     assert window.document.scene is scene  # the previous graph stays
-    assert window.run_program("y = exp(x)")
+    assert window.editor_binding.run("y = exp(x)")
     assert window.document.trace.steps[0].op == "Exp"
 
 
@@ -130,7 +130,7 @@ def test_the_panel_says_what_the_run_does_after_the_script_and_that_it_ran_apart
         "import numpy as np\nfrom autodiff import Variable\nimport autodiff.functions as F\n"
         "y = F.sum(Variable(np.ones(3)) * 2.0)\ny.backward()\n"
     )
-    window._script_bridge.stage.connect(stages.append)
+    window.script_binding.stage.connect(stages.append)
     panel = window.script_panel
     window.open_path(script, confirm_scripts=False)
     assert "in a process of its own" in panel.status.text()

@@ -82,12 +82,12 @@ def test_bad_input_shows_the_error_in_the_editor_and_keeps_the_graph(qtbot, wind
     assert window.editor.editor.extraSelections()  # the error is marked in place
     # rejected before anything runs: attributes
     window.editor.set_text("import os\ny = x")
-    window.run_program()
+    window.editor_binding.run()
     assert doc.scene is scene_before
     assert window.editor.error_text()
     # fixing it clears the error and shows the new graph
     window.editor.set_text("y = sin(x)")
-    assert window.run_program()
+    assert window.editor_binding.run()
     assert doc.scene is not scene_before
     assert window.editor.error_text() == ""
 
@@ -208,9 +208,9 @@ def test_export_from_the_window(tmp_path, window):
 
 
 def test_hover_texts_come_from_the_scene(window):
-    window.run_program("y = x * x")
+    window.editor_binding.run("y = x * x")
     scene = window.document.scene
-    tooltip = window.binding._tooltip_at
+    tooltip = window.scene_binding._tooltip_at
     x = scene.names.index("x")
     assert tooltip(*scene.geometry.positions[x]).startswith("x (variable")
     # an edge, hit halfway along its polyline: x * x has two, one per argument slot

@@ -25,7 +25,7 @@ def test_the_export_dialog_offers_every_format():
 
 
 def test_json_export_opens_again_as_the_same_graph(qtbot, window, tmp_path):
-    assert window.run_program("x = 0.5\ny = tanh(x) * x ** 2")
+    assert window.editor_binding.run("x = 0.5\ny = tanh(x) * x ** 2")
     before = _graph_signature(window.document)
     positions = window.document.scene.geometry.positions.copy()
     grads = [window.document.trace.grad_at(0, i) for i in range(6)]
@@ -45,7 +45,7 @@ def test_json_export_opens_again_as_the_same_graph(qtbot, window, tmp_path):
 
 
 def test_dot_and_graphml_exports_are_valid(window, tmp_path):
-    assert window.run_program("x = 0.5\ny = x * x + exp(x)")
+    assert window.editor_binding.run("x = 0.5\ny = x * x + exp(x)")
     graph = window.document.trace.graph
     dot = tmp_path / "graph.dot"
     assert window.export_path(dot)
@@ -92,7 +92,7 @@ def test_a_trace_without_backward_steps_loads_and_says_what_is_missing(qtbot, wi
     assert "no backward steps" in message and "trace.record()" in message
     assert window.document.kind == "trace" and window.document.playback.n_steps == 1
     # the gradient check cannot run on a saved trace, and says why
-    window.debug.check_gradients()
+    window.gradcheck_binding.check_gradients()
     assert "objects are gone" in window.gradcheck_panel.summary.text()
     window.raise_dock("plotPanel")
     window.plot_panel.set_current_tab("training")
@@ -103,7 +103,7 @@ def test_a_dot_export_holds_the_values_of_the_step_on_screen(window, tmp_path):
     """DOT used to write every node's last value whatever the step shown."""
     import re
 
-    assert window.run_program("x = 0.5\ny = x * x + exp(x)")
+    assert window.editor_binding.run("x = 0.5\ny = x * x + exp(x)")
     doc = window.document
     trace = doc.trace
     x = next(n for n in trace.variables if trace.node(n)["name"] == "x")

@@ -44,7 +44,7 @@ def _open_find(qtbot, window):
 
 
 def test_ctrl_f_opens_the_bar_typing_selects_and_centres_enter_cycles(qtbot, window):
-    assert window.run_program(PROGRAM)
+    assert window.editor_binding.run(PROGRAM)
     window.graph_view.zoom_by(4.0)
     squares = _squares(window)
     assert len(squares) == 3
@@ -74,7 +74,7 @@ def test_ctrl_f_opens_the_bar_typing_selects_and_centres_enter_cycles(qtbot, win
 
 
 def test_the_buttons_no_match_and_a_new_graph(qtbot, window):
-    assert window.run_program(PROGRAM)
+    assert window.editor_binding.run(PROGRAM)
     field = _open_find(qtbot, window)
     bar = window.find_bar
     qtbot.keyClicks(field, "w")
@@ -95,14 +95,14 @@ def test_the_buttons_no_match_and_a_new_graph(qtbot, window):
     qtbot.mouseClick(bar.next_button, QtCore.Qt.MouseButton.LeftButton)
     assert bar.count_label.text() == "1 of 1"
     # another graph: the query runs again there
-    assert window.run_program("x = 0.5\ny = exp(x) + exp(x * x)")
+    assert window.editor_binding.run("x = 0.5\ny = exp(x) + exp(x * x)")
     assert bar.count_label.text() == "1 of 2"
     qtbot.mouseClick(bar.close_button, QtCore.Qt.MouseButton.LeftButton)
     assert not bar.isVisible()
 
 
 def test_a_match_is_revealed_first_when_the_document_can(qtbot, window):
-    assert window.run_program(PROGRAM)
+    assert window.editor_binding.run(PROGRAM)
     revealed = []
     window.document.reveal = lambda nid: revealed.append(nid) or True
     field = _open_find(qtbot, window)
@@ -318,7 +318,7 @@ def test_the_overview_follows_a_new_graph_and_the_theme(qtbot, window):
     window.set_theme("dark")
     overview.repaint()
     assert overview.grab().toImage() != light
-    assert window.run_program("x = 0.5\ny = sin(x) * cos(x) + exp(x) * x")
+    assert window.editor_binding.run("x = 0.5\ny = sin(x) * cos(x) + exp(x) * x")
     window.graph_view.zoom_by(4.0)
     qtbot.waitUntil(overview.isVisible)
     overview.repaint()
@@ -326,7 +326,7 @@ def test_the_overview_follows_a_new_graph_and_the_theme(qtbot, window):
 
 
 def test_an_id_query_of_thousands_of_digits_says_so_in_the_bar(qtbot, window):
-    assert window.run_program(PROGRAM)
+    assert window.editor_binding.run(PROGRAM)
     field = _open_find(qtbot, window)
     bar = window.find_bar
     QtWidgets.QApplication.clipboard().setText("#" + "9" * 5000)

@@ -41,7 +41,7 @@ def test_the_wrong_backward_is_flagged_and_only_it(qtbot, window, wait_for_scrip
 
 def test_the_right_backward_passes(qtbot, window, wait_for_script):
     _run_script_example(wait_for_script, window, "right_backward")
-    report = window.debug.check_gradients()
+    report = window.gradcheck_binding.check_gradients()
     assert report is not None and report.ok
     assert {row.status for row in window.gradcheck_panel.rows} == {"ok"}
     assert "wrong backward" not in _overlay_badges(window).values()
@@ -51,14 +51,14 @@ def test_the_right_backward_passes(qtbot, window, wait_for_script):
 def test_a_typed_expression_checks_its_leaves_and_second_derivatives(window):
     assert window.load_example("higher_order")
     assert window.actions["check_gradients"].shortcut().toString() == "Ctrl+G"
-    report = window.debug.check_gradients()
+    report = window.gradcheck_binding.check_gradients()
     assert report is not None and report.ok
     leaves = [row for row in window.gradcheck_panel.rows if row.kind == "leaf"]
     assert leaves and all(row.status == "ok" for row in leaves)
     assert any("order" in row.label for row in leaves)
     assert len(_overlay_badges(window)) >= 1
     # a new value is a new graph: the old figures are not shown as if they applied
-    assert window.set_leaf_value("x", "1.5")
+    assert window.variables_binding.set_leaf_value("x", "1.5")
     assert window.gradcheck_panel.row_count() == 0
     assert "changed" in window.gradcheck_panel.summary.text()
 
@@ -114,7 +114,7 @@ def test_the_nan_message_goes_when_playback_leaves_its_step(window):
 
 
 def test_no_nan_says_so(window):
-    assert window.run_program("y = exp(x)")
+    assert window.editor_binding.run("y = exp(x)")
     index = window.document.playback.index
     window.actions["first_nonfinite"].trigger()
     assert window.document.playback.index == index

@@ -112,7 +112,7 @@ def test_a_survivor_of_another_graph_switches_to_that_graph(qtbot, window, wait_
 
 
 def test_release_graph_audits_a_typed_expression(qtbot, window):
-    assert window.run_program("x = 0.5\ny = tanh(x) * x ** 2")
+    assert window.editor_binding.run("x = 0.5\ny = tanh(x) * x ** 2")
     assert "Not audited yet" in window.leak_panel.summary.text()
     window.actions["release_graph"].trigger()
     assert window.document.leak_report is not None
@@ -124,7 +124,7 @@ def test_release_graph_audits_a_typed_expression(qtbot, window):
     window.document.playback.to_end()
     assert window.graph_view.frame.step == window.document.playback.n_steps - 1
     # a new run is not audited until released again
-    assert window.run_program("x = 0.5\ny = exp(x)")
+    assert window.editor_binding.run("x = 0.5\ny = exp(x)")
     assert "Not audited yet" in window.leak_panel.summary.text()
 
 

@@ -81,7 +81,7 @@ def _in_front(dock):
 def test_a_script_is_shown_read_only_and_edit_brings_the_expression_back(
     qtbot, window, wait_for_script, tmp_path
 ):
-    assert window.run_program(EXPRESSION)
+    assert window.editor_binding.run(EXPRESSION)
     window.editor.set_text(EXPRESSION)
     script = _write(tmp_path, "good.py", GOOD)
     _run(window, wait_for_script, script)
@@ -110,7 +110,7 @@ def test_an_example_after_a_script_is_editable_with_its_text(
 
 
 def test_a_trace_clears_the_editor_with_a_one_line_note(qtbot, window, tmp_path):
-    assert window.run_program(EXPRESSION)
+    assert window.editor_binding.run(EXPRESSION)
     window.editor.set_text(EXPRESSION)
     assert window.open_path(_trace_file(window, tmp_path))
     editor = window.editor
@@ -127,7 +127,7 @@ def test_a_trace_clears_the_editor_with_a_one_line_note(qtbot, window, tmp_path)
 def test_the_saved_editor_text_is_never_a_script_or_the_note(
     qtbot, window, wait_for_script, tmp_path
 ):
-    assert window.run_program(EXPRESSION)
+    assert window.editor_binding.run(EXPRESSION)
     window.editor.set_text(EXPRESSION)
     trace = _trace_file(window, tmp_path)
     script = _write(tmp_path, "good.py", GOOD)
@@ -144,7 +144,7 @@ def test_the_saved_editor_text_is_never_a_script_or_the_note(
 def test_run_while_a_script_is_shown_runs_the_expression_not_the_script(
     qtbot, window, wait_for_script, tmp_path
 ):
-    assert window.run_program(EXPRESSION)
+    assert window.editor_binding.run(EXPRESSION)
     window.editor.set_text(EXPRESSION)
     _run(window, wait_for_script, _write(tmp_path, "good.py", GOOD))
     window.actions["run"].trigger()  # Edit > Run, as its shortcut does
@@ -163,7 +163,7 @@ def test_the_script_panel_is_emptied_for_an_expression_and_for_a_trace(
     _run(window, wait_for_script, script)
     assert "hello from the script" in panel.error_text()
     assert "good.py" in panel.status.text() and panel.graphs.count() == 1
-    assert window.run_program(EXPRESSION)
+    assert window.editor_binding.run(EXPRESSION)
     assert panel.error_text() == ""
     assert panel.status.text() == NO_SCRIPT and panel.graphs.count() == 0
 

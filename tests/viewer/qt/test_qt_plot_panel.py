@@ -51,7 +51,7 @@ def test_function_plot_of_one_scalar_leaf_follows_its_value(qtbot, window):
     assert "dy/dx = 1.94316" in window.plot_panel.function_values.text()
 
     # a new value of the leaf: the plot is recomputed around it
-    assert window.set_leaf_value("x", "0.5")
+    assert window.variables_binding.set_leaf_value("x", "0.5")
     data = _plotted(qtbot, window)
     assert data.x0 == pytest.approx(0.5)
     assert (data.f0, data.df0, data.d2f0) == pytest.approx(_tanh_x2(0.5), rel=1e-9)
@@ -60,20 +60,20 @@ def test_function_plot_of_one_scalar_leaf_follows_its_value(qtbot, window):
 
 def test_the_function_plot_is_computed_without_blocking_the_window(qtbot, window):
     window.raise_dock("plotPanel")
-    assert window.run_program("y = sin(x) * exp(x)")
+    assert window.editor_binding.run("y = sin(x) * exp(x)")
     binding = window.plot_binding
     assert binding.busy  # computed in slices between events, not at once
     qtbot.wait(20)
     assert binding.busy or window.plot_panel.function_data is not None
     # a newer request replaces the one under way
-    assert window.run_program("y = cos(x)")
+    assert window.editor_binding.run("y = cos(x)")
     data = _plotted(qtbot, window)
     assert data.f0 == pytest.approx(math.cos(1.0))
 
 
 def test_several_leaves_plot_against_the_chosen_one(qtbot, window):
     window.raise_dock("plotPanel")
-    assert window.run_program("x = 0.5\nz = 2.0\ny = x * z ** 2")
+    assert window.editor_binding.run("x = 0.5\nz = 2.0\ny = x * z ** 2")
     data = _plotted(qtbot, window)
     assert data.leaf == "x" and data.df0 == pytest.approx(4.0)
     combo = window.plot_panel.leaf_combo
@@ -88,7 +88,7 @@ def test_plot_requests_that_do_not_apply_say_why_and_keep_the_state(qtbot, windo
     window.raise_dock("plotPanel")
     panel = window.plot_panel
     # a matrix leaf
-    assert window.run_program("W = [[1.0, 2.0], [3.0, 4.0]]\ny = sum(W * W)")
+    assert window.editor_binding.run("W = [[1.0, 2.0], [3.0, 4.0]]\ny = sum(W * W)")
     _plotted(qtbot, window)
     scene = window.document.scene
     assert panel.function_data is None
@@ -96,7 +96,7 @@ def test_plot_requests_that_do_not_apply_say_why_and_keep_the_state(qtbot, windo
     assert "scalar leaf" in panel.function_message.text()
     assert window.document.scene is scene and "W" in scene.names
     # no leaf at all
-    assert window.run_program("y = sin(3.0) * 2")
+    assert window.editor_binding.run("y = sin(3.0) * 2")
     _plotted(qtbot, window)
     assert "no leaf" in panel.function_message.text()
     assert window.document.scene is not None
@@ -147,7 +147,7 @@ def test_a_script_that_never_calls_backward_has_no_loss_curve(
 
 def test_histograms_of_the_selected_node(qtbot, window):
     window.raise_dock("plotPanel")
-    assert window.run_program("x = linspace(-1, 1, 50)\ny = sum(tanh(x) * x)")
+    assert window.editor_binding.run("x = linspace(-1, 1, 50)\ny = sum(tanh(x) * x)")
     panel = window.plot_panel
     panel.set_current_tab("histogram")
     assert "Select a variable" in panel.histogram_message.text()
@@ -317,7 +317,7 @@ def test_a_script_started_during_a_plot_says_the_plot_waits_for_it(
     """QA: the f(x) plot said 'Computing f, f' and f''…' until a script started meanwhile
     had ended."""
     window.raise_dock("plotPanel")
-    assert window.run_program("y = sin(x) * exp(x)")
+    assert window.editor_binding.run("y = sin(x) * exp(x)")
     binding = window.plot_binding
     assert binding.busy
     script = tmp_path / "slow.py"

@@ -52,21 +52,21 @@ def gate(monkeypatch):
 def _window(qtbot) -> MainWindow:
     window = MainWindow()
     qtbot.addWidget(window)
-    window.program_runner.show_dialog = False
+    window.expression_runner.show_dialog = False
     return window
 
 
 def test_a_quick_program_runs_at_once(qtbot):
     window = _window(qtbot)
-    assert window.run_program("y = sin(x) * x")
-    assert window.program_runner.job is None
+    assert window.editor_binding.run("y = sin(x) * x")
+    assert window.expression_runner.job is None
     assert window.document.trace.steps[0].op == "Sin"
 
 
 def test_a_program_that_is_not_quick_runs_on_a_worker_and_shows_its_graph(qtbot, gate):
     window = _window(qtbot)
     before = window.document.trace
-    assert window.run_program(NOT_QUICK)
+    assert window.editor_binding.run(NOT_QUICK)
     assert window.document.trace is before  # not yet: the worker runs it
     assert not window.actions["run"].isEnabled() and not window.actions["open"].isEnabled()
     assert gate.started.wait(30)
@@ -93,30 +93,30 @@ def test_a_program_that_is_not_quick_runs_on_a_worker_and_shows_its_graph(qtbot,
 def test_cancel_stops_a_program_and_keeps_the_previous_graph(qtbot, gate):
     window = _window(qtbot)
     before = window.document.trace
-    assert window.run_program(NOT_QUICK)
+    assert window.editor_binding.run(NOT_QUICK)
     assert gate.started.wait(30)  # the program is on the worker, before its first operation
-    with qtbot.waitSignal(window.program_runner.finished, timeout=30_000) as shown:
-        window.program_runner.cancel()
+    with qtbot.waitSignal(window.expression_runner.finished, timeout=30_000) as shown:
+        window.expression_runner.cancel()
         gate.open()
     assert shown.args == [False]  # the program's graph is not shown
     assert gate.job.cancelled and gate.job.evaluation is None
     assert "cancelled" in str(gate.job.error)
-    assert window.program_runner.job is None
+    assert window.expression_runner.job is None
     assert window.document.trace is before
     assert window.document.expression_job is None
     assert window.actions["run"].isEnabled()
     assert "Program cancelled" in window.statusBar().currentMessage()
-    assert window.run_program("y = x * 2")  # and the next program runs
+    assert window.editor_binding.run("y = x * 2")  # and the next program runs
     assert window.document.trace.steps[0].op == "Mul"
 
 
 def test_editing_a_leaf_of_a_slow_program_runs_on_the_worker(qtbot):
     window = _window(qtbot)
-    assert window.run_program("W = ones(1000, 1000)\ny = sum(W * x)")
-    qtbot.waitUntil(lambda: window.program_runner.job is None, timeout=60_000)
+    assert window.editor_binding.run("W = ones(1000, 1000)\ny = sum(W * x)")
+    qtbot.waitUntil(lambda: window.expression_runner.job is None, timeout=60_000)
     before = window.document.trace
-    assert window.set_leaf_value("x", "3")
-    assert window.document.trace is before and window.program_runner.job is not None
+    assert window.variables_binding.set_leaf_value("x", "3")
+    assert window.document.trace is before and window.expression_runner.job is not None
     qtbot.waitUntil(lambda: window.document.trace is not before, timeout=60_000)
     assert float(window.document.evaluation.output.data) == 3_000_000.0
     assert window.actions["run"].isEnabled()

@@ -63,7 +63,7 @@ def test_the_window_starts_whatever_a_key_holds(qtbot, isolated_settings, key, k
     message = window.statusBar().currentMessage()
     assert len(message) < 400  # one line, not the megabyte
     # the window works: a program runs
-    assert window.run_program("y = x * 3")
+    assert window.editor_binding.run("y = x * 3")
     assert window.document.trace is not None
 
 

@@ -33,7 +33,7 @@ def test_a_rejected_value_reverts_and_the_reason_is_shown_under_the_table(qtbot,
 
 
 def test_a_value_that_parses_but_fails_to_run_reverts_too(qtbot, window):
-    assert window.run_program("W = randn(2, 3)\nx = randn(3)\ny = sum(matmul(W, x))")
+    assert window.editor_binding.run("W = randn(2, 3)\nx = randn(3)\ny = sum(matmul(W, x))")
     table = window.variables
     before = table.value_text("x")
     table.set_value_text("x", "[1, 2]")  # a (2,) vector cannot multiply a 2x3 matrix

@@ -97,13 +97,13 @@ class _Workers:
 def _window(qtbot) -> MainWindow:
     window = MainWindow(restore=False)
     qtbot.addWidget(window)
-    window.program_runner.show_dialog = False
+    window.expression_runner.show_dialog = False
     window.layout_runner.show_dialog = False
     return window
 
 
 def _idle(window: MainWindow) -> bool:
-    return not window.program_runner.running and not window.layout_runner.running
+    return not window.expression_runner.running and not window.layout_runner.running
 
 
 def test_what_a_layout_and_a_program_worker_hold_and_return_reaches_no_qt_object(
@@ -112,7 +112,7 @@ def test_what_a_layout_and_a_program_worker_hold_and_return_reaches_no_qt_object
     seen = _Workers(monkeypatch, collect=False)
     window = _window(qtbot)
     window.document.sync_layout_limit = 0  # the program's graph is laid out on a worker too
-    assert window.run_program(_grads(2.0))
+    assert window.editor_binding.run(_grads(2.0))
     qtbot.waitUntil(lambda: window.document.scene is not None and _idle(window), timeout=30_000)
     qtbot.waitUntil(lambda: window.document.program.output_name == "g5", timeout=30_000)
     assert float(window.document.evaluation.output.data) == 1440.0
@@ -196,17 +196,17 @@ def test_layouts_and_programs_back_to_back_survive_the_collector_on_their_worker
                 QtCore.QCoreApplication.sendPostedEvents(None, QtCore.QEvent.Type.DeferredDelete)
                 del orphan
             x = float(i + 1)
-            assert window.run_program(_grads(x) if i % 2 else f"x = {x}\ny = x * x")
+            assert window.editor_binding.run(_grads(x) if i % 2 else f"x = {x}\ny = x * x")
             qtbot.waitUntil(lambda: _idle(window) and not doc.layout_pending, timeout=30_000)
             expected = 720.0 * x if i % 2 else x * x
             assert float(doc.evaluation.output.data) == expected, i
             assert doc.scene is not None and doc.scene.trace is doc.trace, i
-            assert window.binding.shown_scene is doc.scene, i
+            assert window.scene_binding.shown_scene is doc.scene, i
     finally:
         gc.set_threshold(*thresholds)
     assert seen.threads.count("program") == 15 and seen.threads.count("layout") >= 30
     # finished jobs are deleted, by the GUI thread's event loop
-    runners = (window.layout_runner, window.program_runner)
+    runners = (window.layout_runner, window.expression_runner)
     qtbot.waitUntil(lambda: not any(r.findChildren(Job) for r in runners), timeout=30_000)
     alive = [t for t in threading.enumerate() if t.name in ("layout", "program")]
     for thread in alive:

@@ -26,7 +26,7 @@ def test_window_state_recent_files_and_editor_text_survive_a_restart(qtbot, tmp_
     first.show()
     first.resize(720, 520)  # within the offscreen screen (800 x 600)
     first.editor.set_text("y = sin(x) * x")
-    first.run_program()
+    first.editor_binding.run()
     expr = tmp_path / "saved.expr"
     expr.write_text("y = cos(x)\n")
     assert first.open_path(expr)
@@ -175,7 +175,7 @@ def test_the_run_budgets_come_from_the_settings(qtbot):
     program = "y = tanh(x)\n" + "\n".join(
         f"g{i} = grad({'y' if i == 1 else f'g{i - 1}'}, x)" for i in range(1, 5)
     )
-    assert window.run_program(program) is False
+    assert window.editor_binding.run(program) is False
     assert "limits/stepBudget" in str(window.document.last_error)
 
 

@@ -10,6 +10,7 @@ from viewer.model.document.playback import PlaybackState
 from viewer.qt.compat import bindings_leak_singletons
 from viewer.qt.panels.inspector import InspectorPanel
 from viewer.qt.panels.playback import PlaybackBar
+from viewer.qt.panels.playback_binding import PlaybackBinding
 from viewer.qt.program.editor import EditorPanel
 from viewer.qt.runners.jobs import Job, JobCancelled
 
@@ -55,7 +56,8 @@ class _Step:
 
 def test_playback_bar_mirrors_and_drives_the_state(qtbot):
     state = PlaybackState()
-    bar = PlaybackBar(state)
+    bar = PlaybackBar()
+    PlaybackBinding(state, bar)
     qtbot.addWidget(bar)
     state.set_steps([_Step(i, "forward" if i < 3 else "backward") for i in range(6)])
     assert bar.slider.minimum() == -1 and bar.slider.maximum() == 5
@@ -152,16 +154,16 @@ def test_big_graph_layout_runs_in_the_worker_and_can_be_cancelled(qtbot, window)
     doc.sync_layout_limit = 0  # every graph goes to the worker
     old_scene = doc.scene
     with qtbot.waitSignal(runner.finished, timeout=30_000) as blocker:
-        assert window.run_program("y = sum(tanh(randn(4, 4) * x))")
+        assert window.editor_binding.run("y = sum(tanh(randn(4, 4) * x))")
     assert blocker.args == ["succeeded"]
-    assert doc.scene is not old_scene and window.binding.shown_scene is doc.scene
+    assert doc.scene is not old_scene and window.scene_binding.shown_scene is doc.scene
     # a cancelled layout keeps the graph on screen
     scene = doc.scene
-    window.run_program("y = exp(x) * x")
+    window.editor_binding.run("y = exp(x) * x")
     runner.cancel()
     qtbot.waitUntil(lambda: not runner.running, timeout=30_000)
     assert doc.scene in (scene,) or doc.scene.trace.steps[0].op == "Exp"
-    assert window.binding.shown_scene is doc.scene
+    assert window.scene_binding.shown_scene is doc.scene
 
 
 def test_calls_into_the_bindings_cannot_drain_none_true_or_false():

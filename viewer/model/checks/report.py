@@ -93,12 +93,6 @@ class GradCheckReport:
             c.status in done for c in self.functions
         )
 
-    def function_for(self, node_id: int) -> FunctionCheck | None:
-        for check in self.functions:
-            if node_id in check.node_ids:
-                return check
-        return None
-
     def node_errors(self) -> dict[int, float]:
         """The worst error per node (leaves and Functions) that was compared."""
         errors: dict[int, float] = {}

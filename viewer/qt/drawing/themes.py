@@ -26,12 +26,6 @@ __all__ = [
     "theme_named",
 ]
 
-_PEN_STYLES = {
-    "solid": QtCore.Qt.PenStyle.SolidLine,
-    "dashed": QtCore.Qt.PenStyle.DashLine,
-    "dotted": QtCore.Qt.PenStyle.DotLine,
-    "dashdot": QtCore.Qt.PenStyle.DashDotLine,
-}
 # dash, gap, ... in pen widths
 _DASH_PATTERNS = {"dashed": [4.0, 2.5], "dotted": [1.0, 1.8], "dashdot": [5.0, 2.0, 1.0, 2.0]}
 
@@ -50,10 +44,6 @@ class NodeStyle:
     @property
     def dashed(self) -> bool:
         return self.line != "solid"
-
-    @property
-    def pen_style(self) -> QtCore.Qt.PenStyle:
-        return _PEN_STYLES[self.line]
 
     def pen(self, cosmetic: bool = False) -> QtGui.QPen:
         """The border's pen (``cosmetic``: its width in device pixels whatever the scale)."""
@@ -274,7 +264,7 @@ def qpalette(theme: Theme) -> QtGui.QPalette:
     for r in (role.WindowText, role.Text, role.ButtonText, role.PlaceholderText):
         pal.setColor(group.Disabled, r, disabled)
     # a placeholder ("choose a graph to show it") is a hint, not a value: the same halfway
-    # colour, which 'mid' was too faint for on the dark theme
+    # colour ('mid' is too faint to read on the dark theme)
     for g in (group.Active, group.Inactive):
         pal.setColor(g, role.PlaceholderText, disabled)
     return pal

@@ -101,7 +101,7 @@ def style_of_key(theme: Theme, key: int, state_names: Sequence[str]) -> NodeStyl
     if not detached:
         return style
     # the text: black or white, whichever reads on the greyed fill, toned toward it (the
-    # state's own text colour, faded, was dark on dark in the dark theme)
+    # state's own text colour, faded, would be dark on dark in the dark theme)
     fills = {
         "variable": theme.graph.variable_fill,
         "function": theme.graph.function_fill,

@@ -84,7 +84,8 @@ class GradCheckPanel(QtWidgets.QWidget):
         layout.addLayout(top)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.notes)
-        # with no rows the message stays at the top (it floated mid-panel)
+        # the stretch takes the height the rows leave: with none, the message keeps to the
+        # top instead of sitting in the middle of the panel
         layout.addStretch(0)
         self.table.cellClicked.connect(self._on_clicked)
         self._rows: list[Any] = []

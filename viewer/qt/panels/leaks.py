@@ -69,7 +69,8 @@ class LeakPanel(QtWidgets.QWidget):
         layout.addLayout(top)
         layout.addWidget(self.list, 1)
         layout.addWidget(self.detail)
-        # with no rows the message stays at the top (it floated mid-panel)
+        # the stretch takes the height the rows leave: with none, the message keeps to the
+        # top instead of sitting in the middle of the panel
         layout.addStretch(0)
         self.list.currentItemChanged.connect(self._on_current)
         self.list.itemClicked.connect(self._on_clicked)

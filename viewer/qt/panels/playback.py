@@ -1,11 +1,10 @@
 """The playback controls: buttons, the phase strip over the timeline, the speed and the step.
 
 The bar draws what it is told (:meth:`PlaybackBar.show_timeline`, :meth:`PlaybackBar.show_step`,
-...) and owns the play timer (timers belong to the Qt side). Its
-:class:`~viewer.qt.panels.playback_binding.PlaybackBinding` drives a
-:class:`viewer.model.document.playback.PlaybackState` from it and mirrors the state's signals on
-it; the
-bar is built over its state with that binding, so that it works on its own.
+...), reports what the user asks with its buttons and signals, and owns the play timer (timers
+belong to the Qt side). It knows no state:
+:class:`~viewer.qt.panels.playback_binding.PlaybackBinding` connects it to a
+:class:`viewer.model.document.playback.PlaybackState`.
 """
 
 from __future__ import annotations
@@ -15,9 +14,8 @@ from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.model.document.playback import PhaseSpan, PlaybackState
+from viewer.model.document.playback import PhaseSpan
 from viewer.qt.drawing.icons import media_icon
-from viewer.qt.panels.playback_binding import PlaybackBinding
 
 __all__ = ["SPEEDS", "PhaseStrip", "PlaybackBar"]
 
@@ -94,7 +92,7 @@ class PlaybackBar(QtWidgets.QWidget):
     next_phase_requested = QtCore.Signal()  # the phase button, or B
     speed_requested = QtCore.Signal(float)  # steps per second, chosen in the box
 
-    def __init__(self, state: PlaybackState, parent: QtWidgets.QWidget | None = None) -> None:
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("playbackBar")
         self._playing = False
@@ -168,7 +166,6 @@ class PlaybackBar(QtWidgets.QWidget):
         self.phase_button.clicked.connect(self.jump_next_phase)
         self.slider.valueChanged.connect(self.seek_requested)
         self.speed_box.currentIndexChanged.connect(self._on_speed_box)
-        self.binding = PlaybackBinding(state, self)
 
     def set_icon_colour(self, colour: QtGui.QColor | str) -> None:
         """Redraw the buttons' icons in ``colour`` (the theme's text colour)."""

@@ -1,18 +1,13 @@
 """Binds a :class:`~viewer.model.document.playback.PlaybackState` to the playback bar: the bar's
-buttons,
-slider, phase menu, speed box and timer drive the state; the state's signals are mirrored on
-the bar."""
+buttons, slider, phase menu, speed box and timer drive the state; the state's signals are
+mirrored on the bar."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from PySide6 import QtCore
 
 from viewer.model.document.playback import PlaybackState
-
-if TYPE_CHECKING:
-    from viewer.qt.panels.playback import PlaybackBar
+from viewer.qt.panels.playback import PlaybackBar
 
 __all__ = ["PlaybackBinding"]
 

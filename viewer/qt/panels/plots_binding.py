@@ -159,7 +159,7 @@ class PlotBinding(PanelBinding):
             self._timer.stop()
             return
         if self._script_running():  # a script started meanwhile: its recorder would see us
-            self._wait_for_script()  # (it said "Computing…" until the script ended)
+            self._wait_for_script()  # says why nothing is computed rather than "Computing…"
             return
         try:
             item = next(job)
