@@ -6,9 +6,9 @@ tests state without timing them (a busy machine would fail them), as medians of 
 1. A script in its worker process (``ScriptProcess``), started and waiting in ``time.sleep``,
    and one in an engine loop: from ``cancel()`` to its result read back (``wait()``), the
    cancelled run keeping its graphs; target: under 1 s.
-2. A typed program on the window's worker (``ExpressionRunner``, five nested ``grad()`` calls
-   and a budget it spends op by op): from Cancel to the runner's ``finished`` signal on the GUI
-   thread, the previous graph still shown; target: under 1 s.
+2. A typed program on the window's worker (``ThreadRunner``, five nested ``grad()`` calls
+   and a budget it spends op by op): from Cancel to the Document's ``program_finished`` on the
+   GUI thread, the previous graph still shown; target: under 1 s.
 3. A quiet script's last line, printed without a newline flush and followed by a long sleep:
    from the script's ``print`` (its ``time.monotonic()``, the same clock in every process
    here) to ``output_written`` in the app, for ``ScriptProcess`` and for the in-process
@@ -108,27 +108,27 @@ def script_cancel(runs: int, folder: Path) -> None:
 def program_cancel(runs: int) -> None:
     from PySide6 import QtCore, QtWidgets
 
+    from viewer.model.document import work
     from viewer.qt.main_window import MainWindow
-    from viewer.qt.runners import expression as expression_runner
 
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
-    print("2. a typed program on the window's worker: Cancel to the runner's finished signal")
+    print("2. a typed program on the window's worker: Cancel to the Document's program_finished")
     on_worker = threading.Event()
-    run_program = expression_runner.run_program
+    run_program = work.run_program
 
     def marked(expression_job, progress, should_cancel):
         on_worker.set()
         run_program(expression_job, progress, should_cancel)
 
-    expression_runner.run_program = marked
+    work.run_program = marked
     times = []
     try:
         for _ in range(runs):
             window = MainWindow(restore=False)
-            window.expression_runner.show_dialog = False
+            window.runner.show_dialog = False
             before = window.document.trace
             ended = []
-            window.expression_runner.finished.connect(
+            window.document.program_finished.connect(
                 lambda _shown, ended=ended: ended.append(time.perf_counter())
             )
             on_worker.clear()
@@ -137,7 +137,7 @@ def program_cancel(runs: int) -> None:
                 raise SystemExit("the program never reached its worker")
             time.sleep(0.2)  # well into the run
             began = time.perf_counter()
-            window.expression_runner.cancel()
+            window.document.cancel_expression()
             deadline = time.monotonic() + 30
             while not ended and time.monotonic() < deadline:
                 app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 5)
@@ -148,7 +148,7 @@ def program_cancel(runs: int) -> None:
             window.deleteLater()
             app.processEvents()
     finally:
-        expression_runner.run_program = run_program
+        work.run_program = run_program
     print(f"   {'nested grad()':18s} {_summary(times)}")
 
 

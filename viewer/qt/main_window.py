@@ -4,9 +4,9 @@ the one run at a time.
 
 Each panel is bound to the Document by its ``*Binding`` (``viewer/qt/<folder>/*_binding.py``);
 this module connects only the window's own parts, and hands the menus what each entry runs
-(:class:`~viewer.qt.menus.MenuSlots`). Long work (laying out a big graph, running a
-typed program or a user's script) runs off the GUI thread; its results come back as queued Qt
-signals.
+(:class:`~viewer.qt.menus.MenuSlots`). Long work runs off the GUI thread: the Document's
+(laying out a big graph, running a slow typed program) on the :class:`ThreadRunner` the window
+gives it, a user's script in its own process.
 """
 
 from __future__ import annotations
@@ -60,8 +60,7 @@ from viewer.qt.program.examples import ExampleLibrary
 from viewer.qt.program.examples_binding import ExampleBinding
 from viewer.qt.program.variables import VariablesTable
 from viewer.qt.program.variables_binding import VariablesBinding
-from viewer.qt.runners.expression import ExpressionRunner
-from viewer.qt.runners.layout import LayoutRunner
+from viewer.qt.runners.runner import ThreadRunner
 from viewer.qt.settings import AppSettings
 
 __all__ = ["DEFAULT_PROGRAM", "MainWindow", "start_folder"]
@@ -125,10 +124,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.leak_panel = LeakPanel(self)
         self.gradcheck_panel = GradCheckPanel(self)
         self.plot_panel = PlotPanel(self)
-        self.layout_runner = LayoutRunner(self.document, self)
-        self.document.layout_runner = self.layout_runner.start
-        self.expression_runner = ExpressionRunner(self.document, self)
-        self.document.expression_runner = self._start_program
+        self.runner = ThreadRunner(self)
+        self.document.runner = self.runner
         self._theme: Theme = theme_named(theme or self.settings.theme())
         self.legend = LegendWidget(self._theme, self)
 
@@ -293,7 +290,8 @@ class MainWindow(QtWidgets.QMainWindow):
         doc.script_finished.connect(self._on_script_finished)
         doc.playback.speed_changed.connect(self.settings.set_speed)
         self.graph_view.node_clicked.connect(self._on_node_clicked)
-        self.expression_runner.finished.connect(lambda _ok: self._set_script_running(False))
+        doc.program_started.connect(self._on_program_started)
+        doc.program_finished.connect(self._on_program_finished)
         self.script_binding.shown.connect(self._on_script_shown)
 
     def _restore_window(self) -> None:
@@ -483,10 +481,12 @@ class MainWindow(QtWidgets.QMainWindow):
         run.start()
         return True
 
-    def _start_program(self, job) -> None:
-        """A typed program that may take a while: on a worker, Open and Run waiting."""
+    def _on_program_started(self) -> None:
+        """A typed program that may take a while runs on a worker: Open and Run wait."""
         self._set_script_running(True)
-        self.expression_runner.start(job)
+
+    def _on_program_finished(self, _shown: bool) -> None:
+        self._set_script_running(False)
 
     def _set_script_running(self, running: bool) -> None:
         """One run at a time: Open and Run wait for the script (Cancel stops it)."""
@@ -596,7 +596,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if self.document.script_run is not None:
             self.document.cancel_script()
         self.document.cancel_expression()
-        self.layout_runner.cancel()
+        self.document.cancel_layout()
         super().closeEvent(event)
 
     def save_settings(self) -> None:

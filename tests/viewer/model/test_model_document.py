@@ -1,6 +1,7 @@
 """The Document: what the main window wires. Errors keep the previous graph."""
 
 import json
+import types
 
 import numpy as np
 import pytest
@@ -8,6 +9,17 @@ import pytest
 from viewer.model.document.document import Document, ScriptError
 from viewer.model.expression.program import ExpressionError
 from viewer.model.scripts.process import ScriptProcess
+
+
+class HeldRunner(list):
+    """A runner that keeps what each work was given (a trace to lay out, a program's job) for
+    the test to run by hand."""
+
+    def submit(self, work) -> None:
+        self.append(work.args[0])
+
+    def cancel(self, kind: str) -> None:
+        pass
 
 
 @pytest.fixture
@@ -194,9 +206,9 @@ def test_expressions_wait_for_a_running_script(doc, tmp_path):
     assert doc.run_expression("y = exp(x)")
 
 
-def test_layout_runner_is_used_for_big_graphs(doc):
-    requests = []
-    doc.layout_runner = requests.append
+def test_big_graphs_are_laid_out_on_the_runner(doc):
+    requests = HeldRunner()
+    doc.runner = requests
     doc.sync_layout_limit = 2
     doc.run_expression("y = exp(x)")  # 3 nodes > 2: goes to the runner
     assert len(requests) == 1 and doc.layout_pending and not doc.has_graph
@@ -207,6 +219,23 @@ def test_layout_runner_is_used_for_big_graphs(doc):
     assert not doc.apply_layout(stale, compute_layout(stale))  # superseded
     assert doc.apply_layout(requests[1], compute_layout(requests[1]))
     assert doc.has_graph and doc.scene.names.count("Sin") == 1
+
+
+def test_a_replaced_layouts_outcome_leaves_the_new_one_pending(doc):
+    from viewer.model.document.work import Outcome, lay_out
+
+    works = []
+    doc.runner = types.SimpleNamespace(submit=works.append, cancel=lambda kind: None)
+    doc.sync_layout_limit = 2
+    doc.run_expression("y = exp(x)")
+    doc.run_expression("y = sin(x)")  # replaces the first layout before it ended
+    assert [w.kind for w in works] == ["layout", "layout"]
+    works[0].finish(Outcome("cancelled"))
+    assert doc.layout_pending and not doc.has_graph
+    trace, palette, by_generation = works[1].args
+    scene = lay_out(trace, palette, by_generation, lambda *report: None, lambda: False)
+    works[1].finish(Outcome("succeeded", scene))
+    assert doc.scene is scene and doc.scene.names.count("Sin") == 1
 
 
 def test_release_graph_audits(doc):

@@ -11,8 +11,8 @@ import threading
 import pytest
 from PySide6 import QtCore
 
+from viewer.model.document import work
 from viewer.qt.main_window import MainWindow
-from viewer.qt.runners import expression as expression_runner
 
 # five grad() calls: not quick, so it goes to the worker (its output g5 is 720 x = 1440)
 NOT_QUICK = "x = 2.0\ny = x ** 6\n" + "\n".join(
@@ -28,7 +28,7 @@ class Gate:
         self.started = threading.Event()
         self._open = threading.Event()
         self.job = None
-        run_program = expression_runner.run_program
+        run_program = work.run_program
 
         def held(expression_job, progress, should_cancel):
             self.job = expression_job
@@ -36,7 +36,7 @@ class Gate:
             assert self._open.wait(60), "the test never opened the gate"
             run_program(expression_job, progress, should_cancel)
 
-        monkeypatch.setattr(expression_runner, "run_program", held)
+        monkeypatch.setattr(work, "run_program", held)
 
     def open(self) -> None:
         self._open.set()
@@ -52,14 +52,14 @@ def gate(monkeypatch):
 def _window(qtbot) -> MainWindow:
     window = MainWindow()
     qtbot.addWidget(window)
-    window.expression_runner.show_dialog = False
+    window.runner.show_dialog = False
     return window
 
 
 def test_a_quick_program_runs_at_once(qtbot):
     window = _window(qtbot)
     assert window.editor_binding.run("y = sin(x) * x")
-    assert window.expression_runner.job is None
+    assert window.runner.jobs.get("program") is None
     assert window.document.trace.steps[0].op == "Sin"
 
 
@@ -95,13 +95,13 @@ def test_cancel_stops_a_program_and_keeps_the_previous_graph(qtbot, gate):
     before = window.document.trace
     assert window.editor_binding.run(NOT_QUICK)
     assert gate.started.wait(30)  # the program is on the worker, before its first operation
-    with qtbot.waitSignal(window.expression_runner.finished, timeout=30_000) as shown:
-        window.expression_runner.cancel()
+    with qtbot.waitSignal(window.document.program_finished, timeout=30_000) as shown:
+        window.document.cancel_expression()
         gate.open()
     assert shown.args == [False]  # the program's graph is not shown
     assert gate.job.cancelled and gate.job.evaluation is None
     assert "cancelled" in str(gate.job.error)
-    assert window.expression_runner.job is None
+    assert window.runner.jobs.get("program") is None
     assert window.document.trace is before
     assert window.document.expression_job is None
     assert window.actions["run"].isEnabled()
@@ -113,10 +113,10 @@ def test_cancel_stops_a_program_and_keeps_the_previous_graph(qtbot, gate):
 def test_editing_a_leaf_of_a_slow_program_runs_on_the_worker(qtbot):
     window = _window(qtbot)
     assert window.editor_binding.run("W = ones(1000, 1000)\ny = sum(W * x)")
-    qtbot.waitUntil(lambda: window.expression_runner.job is None, timeout=60_000)
+    qtbot.waitUntil(lambda: window.runner.jobs.get("program") is None, timeout=60_000)
     before = window.document.trace
     assert window.variables_binding.set_leaf_value("x", "3")
-    assert window.document.trace is before and window.expression_runner.job is not None
+    assert window.document.trace is before and window.runner.jobs.get("program") is not None
     qtbot.waitUntil(lambda: window.document.trace is not before, timeout=60_000)
     assert float(window.document.evaluation.output.data) == 3_000_000.0
     assert window.actions["run"].isEnabled()

@@ -20,7 +20,7 @@ from viewer.model.document.document import Document
 from viewer.qt.main_window import MainWindow
 from viewer.qt.runners import jobs as workers
 from viewer.qt.runners.jobs import Job
-from viewer.qt.runners.layout import LayoutRunner
+from viewer.qt.runners.runner import ThreadRunner
 
 
 def _grads(x: float, levels: int = 5) -> str:
@@ -97,13 +97,12 @@ class _Workers:
 def _window(qtbot) -> MainWindow:
     window = MainWindow(restore=False)
     qtbot.addWidget(window)
-    window.expression_runner.show_dialog = False
-    window.layout_runner.show_dialog = False
+    window.runner.show_dialog = False
     return window
 
 
 def _idle(window: MainWindow) -> bool:
-    return not window.expression_runner.running and not window.layout_runner.running
+    return not window.runner.running
 
 
 def test_what_a_layout_and_a_program_worker_hold_and_return_reaches_no_qt_object(
@@ -188,13 +187,15 @@ def test_layouts_and_programs_back_to_back_survive_the_collector_on_their_worker
             if i % 3 == 0:
                 # a runner deleted while its layout runs: its job is garbage, collected on
                 # the next worker thread while this job's thread may still run
-                orphan = LayoutRunner(Document())
-                orphan.show_dialog = False
-                orphan.start(big)
-                orphan.cancel()
+                orphan = ThreadRunner()
+                orphan_doc = Document()
+                orphan_doc.runner = orphan
+                orphan_doc.sync_layout_limit = 0
+                orphan_doc.load_trace(big)
+                orphan.cancel("layout")
                 orphan.deleteLater()
                 QtCore.QCoreApplication.sendPostedEvents(None, QtCore.QEvent.Type.DeferredDelete)
-                del orphan
+                del orphan, orphan_doc
             x = float(i + 1)
             assert window.editor_binding.run(_grads(x) if i % 2 else f"x = {x}\ny = x * x")
             qtbot.waitUntil(lambda: _idle(window) and not doc.layout_pending, timeout=30_000)
@@ -206,7 +207,7 @@ def test_layouts_and_programs_back_to_back_survive_the_collector_on_their_worker
         gc.set_threshold(*thresholds)
     assert seen.threads.count("program") == 15 and seen.threads.count("layout") >= 30
     # finished jobs are deleted, by the GUI thread's event loop
-    runners = (window.layout_runner, window.expression_runner)
+    runners = (window.runner,)
     qtbot.waitUntil(lambda: not any(r.findChildren(Job) for r in runners), timeout=30_000)
     alive = [t for t in threading.enumerate() if t.name in ("layout", "program")]
     for thread in alive:

@@ -7,12 +7,13 @@ from PySide6 import QtCore
 
 from viewer.model.document.document import Document
 from viewer.model.document.playback import PlaybackState
+from viewer.model.document.work import JobCancelled
 from viewer.qt.compat import bindings_leak_singletons
 from viewer.qt.panels.inspector import InspectorPanel
 from viewer.qt.panels.playback import PlaybackBar
 from viewer.qt.panels.playback_binding import PlaybackBinding
 from viewer.qt.program.editor import EditorPanel
-from viewer.qt.runners.jobs import Job, JobCancelled
+from viewer.qt.runners.jobs import Job
 
 
 def test_editor_marks_the_error_and_keeps_the_text(qtbot):
@@ -149,18 +150,18 @@ def test_job_reports_result_failure_and_cancellation_on_the_gui_thread(qtbot):
 
 def test_big_graph_layout_runs_in_the_worker_and_can_be_cancelled(qtbot, window):
     doc = window.document
-    runner = window.layout_runner
+    runner = window.runner
     runner.show_dialog = False
     doc.sync_layout_limit = 0  # every graph goes to the worker
     old_scene = doc.scene
-    with qtbot.waitSignal(runner.finished, timeout=30_000) as blocker:
+    with qtbot.waitSignal(doc.layout_finished, timeout=30_000) as blocker:
         assert window.editor_binding.run("y = sum(tanh(randn(4, 4) * x))")
     assert blocker.args == ["succeeded"]
     assert doc.scene is not old_scene and window.scene_binding.shown_scene is doc.scene
     # a cancelled layout keeps the graph on screen
     scene = doc.scene
     window.editor_binding.run("y = exp(x) * x")
-    runner.cancel()
+    doc.cancel_layout()
     qtbot.waitUntil(lambda: not runner.running, timeout=30_000)
     assert doc.scene in (scene,) or doc.scene.trace.steps[0].op == "Exp"
     assert window.scene_binding.shown_scene is doc.scene

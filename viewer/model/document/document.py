@@ -22,7 +22,10 @@ Signals (synchronous, on the caller's thread):
 * ``status_changed(text)``: one line for the status bar.
 * ``selection_changed(node_id | None)``: the playback state's signal, re-exported.
 * ``leaves_changed(rows)``: the variables table changed (list of :class:`LeafRow`).
-* ``layout_started(n_nodes)``: a big graph went to :attr:`Document.layout_runner`.
+* ``layout_started(n_nodes)`` / ``layout_finished(outcome)``: a big graph went to
+  :attr:`Document.runner` / its layout ended ('succeeded', 'failed' or 'cancelled').
+* ``program_started()`` / ``program_finished(shown)``: a slow program went to
+  :attr:`Document.runner` / it ended (``shown``: its graph is on screen).
 * ``script_started(run)`` / ``script_finished(result)``: a script run began / ended.
 * ``overlays_changed()``: leak flags or gradient-check colours changed on the scene.
 * ``leaks_found(report)``: the leak audit after a release ran (report may list nothing).
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import gc
 import os
 import sys
@@ -65,6 +69,7 @@ from viewer.model.document.file_loader import (
 from viewer.model.document.pending import PendingGraph
 from viewer.model.document.playback import PlaybackState
 from viewer.model.document.script_loader import ScriptError
+from viewer.model.document.work import Outcome, Runner, layout_work, program_work
 from viewer.model.expression.program import (
     MAX_STEPS,
     MAX_TOTAL_ELEMENTS,
@@ -93,7 +98,7 @@ __all__ = [
     "ScriptError",
 ]
 
-SYNC_LAYOUT_LIMIT = 1000  # nodes; bigger graphs go to layout_runner when one is set
+SYNC_LAYOUT_LIMIT = 1000  # nodes; bigger graphs go to the runner when one is set
 
 
 @dataclass(frozen=True)
@@ -117,6 +122,9 @@ class Document:
         self.status_changed = Signal("status_changed")
         self.leaves_changed = Signal("leaves_changed")
         self.layout_started = Signal("layout_started")
+        self.layout_finished = Signal("layout_finished")
+        self.program_started = Signal("program_started")
+        self.program_finished = Signal("program_finished")
         self.script_started = Signal("script_started")
         self.script_finished = Signal("script_finished")
         self.overlays_changed = Signal("overlays_changed")
@@ -148,16 +156,13 @@ class Document:
         self.element_budget = MAX_TOTAL_ELEMENTS
         self.step_budget = MAX_STEPS
         self.script_result: ScriptResult | None = None
-        # Set by the Qt side to lay out big graphs off the GUI thread: called with the trace,
-        # it must later call apply_layout(trace, layout) or layout_failed(trace, error) on the
-        # GUI thread. None: lay out synchronously.
-        self.layout_runner: Callable[[Any], None] | None = None
-        # Typed programs that are not Program.quick() go to this runner when one is set: it
-        # calls job.run() on a worker thread, then apply_expression(job) on the GUI thread.
-        self.expression_runner: Callable[[ExpressionJob], None] | None = None
+        # Where the slow work goes (a graph over sync_layout_limit nodes, a program that is not
+        # Program.quick()), set once by the window: the Document names the work and handles
+        # its outcome; the runner only supplies the threads. None: all of it runs here.
+        self.runner: Runner | None = None
         self.expression_job: ExpressionJob | None = None  # the program running there
         self.sync_layout_limit = SYNC_LAYOUT_LIMIT
-        self.layout_by_generation = False  # see compute_layout; a layout_runner should follow it
+        self.layout_by_generation = False  # see compute_layout
         self._pending: PendingGraph | None = None
         # what to put back when the running job fails or is cancelled (a leaf edit's old
         # value); kept here, not on the job, which the worker holds
@@ -222,7 +227,7 @@ class Document:
         return rows
 
     # ------------------------------------------------------------------ typed programs
-    # A program runs as an ExpressionJob: here, or on expression_runner when it is not quick.
+    # A program runs as an ExpressionJob: here, or on the runner when it is not quick.
     # An error leaves the previous graph and the typed text alone; a leaf edit or a program
     # file's forgotten leaf values are put back.
     def run_expression(self, text: str | None = None) -> bool:
@@ -262,8 +267,8 @@ class Document:
         return self._rerun_with(dict.clear)
 
     def apply_expression(self, job: ExpressionJob) -> bool:
-        """On the GUI thread, after a job of :attr:`expression_runner` ran: show its graph, or
-        its error (the previous graph stays). A job that is no longer the current one is
+        """On the GUI thread, after ``job`` ran on :attr:`runner`: show its graph, or its
+        error (the previous graph stays). A job that is no longer the current one is
         ignored."""
         if job is not self.expression_job:
             return False
@@ -311,7 +316,7 @@ class Document:
     def _rerun_with(self, change: Callable[[dict], None]) -> bool:
         """Re-run the program with ``change`` made to the leaf values; the change is undone
         when the run fails or is cancelled. A program that is not quick runs on
-        :attr:`expression_runner` (True means it started; its graph comes later)."""
+        :attr:`runner` (True means it started; its graph comes later)."""
         program = self.program
         if program is None:
             return False
@@ -332,18 +337,24 @@ class Document:
 
     def _run_job(self, job: ExpressionJob, undo: Callable[[], None] | None) -> bool:
         """Run ``job`` here and show it, or hand a program that is not quick to
-        :attr:`expression_runner` (True: it started; its graph comes later). ``undo`` puts
-        the leaf values back if the run fails or is cancelled."""
-        if self.expression_runner is not None and not job.program.quick():
+        :attr:`runner` (True: it started; its graph comes later). ``undo`` puts the leaf
+        values back if the run fails or is cancelled."""
+        if self.runner is not None and not job.program.quick():
             self.expression_job = job
             self._expression_undo = undo
             self.status_changed.emit("Running the program… (Cancel stops it)")
-            self.expression_runner(job)
+            self.program_started.emit()
+            finish = functools.partial(self._program_ran, job)
+            self.runner.submit(program_work(job, finish, self.cancel_expression))
             return True
         job.run()
         if job.error is not None and undo is not None:
             undo()
         return self._show_job(job)
+
+    def _program_ran(self, job: ExpressionJob, _outcome: Outcome) -> None:
+        # The job keeps its own outcome (its error, its budget's cancel), whatever the thread's.
+        self.program_finished.emit(self.apply_expression(job))
 
     def _show_job(self, job: ExpressionJob) -> bool:
         if job.error is not None:
@@ -508,7 +519,7 @@ class Document:
         keep_step: bool = False,
     ) -> None:
         """Show ``trace`` as a graph of ``kind`` ('expression', 'trace' or 'script'), laid out
-        with ``layout`` (computed when None: here, or through :attr:`layout_runner` for a big
+        with ``layout`` (computed when None: here, or on :attr:`runner` for a big
         graph). A typed program's graph brings its ``evaluation`` and ``program``;
         ``keep_step`` (a re-run of the same program) keeps the playback position and the
         selection. The graph shown until then stays until this one is installed."""
@@ -530,11 +541,11 @@ class Document:
     def _lay_out(self, pending: PendingGraph) -> None:
         trace = pending.trace
         try:
-            # with a worker for big layouts, one too big to lay out here goes there, whole
+            # with a runner, a graph too big to lay out here goes there, whole
             scene = first_scene(
                 trace,
                 self.palette,
-                at_most=self.sync_layout_limit if self.layout_runner is not None else None,
+                at_most=self.sync_layout_limit if self.runner is not None else None,
                 by_generation=self.layout_by_generation,
             )
         except Exception as e:  # a layout bug must not take the document down
@@ -546,7 +557,23 @@ class Document:
         n = len(trace.variables) + len(trace.functions)
         self.status_changed.emit(f"Laying out {n} nodes…")
         self.layout_started.emit(n)
-        self.layout_runner(trace)
+        finish = functools.partial(self._layout_ran, trace)
+        work = layout_work(
+            trace, self.palette, self.layout_by_generation, finish, self.cancel_layout
+        )
+        self.runner.submit(work)
+
+    def _layout_ran(self, trace: TraceReader, outcome: Outcome) -> None:
+        """On the GUI thread, once the runner laid ``trace`` out: install its scene, or keep
+        the previous graph (a layout that failed is reported)."""
+        if outcome.kind == "succeeded":
+            scene = outcome.result
+            self.apply_layout(trace, scene.layout, scene)
+        elif outcome.kind == "failed":
+            self.layout_failed(trace, outcome.error)
+        elif self._pending is not None and self._pending.trace is trace:
+            self.cancel_layout()
+        self.layout_finished.emit(outcome.kind)
 
     def load_trace(
         self,
@@ -556,7 +583,7 @@ class Document:
         path: Path | None = None,
     ) -> None:
         """Show ``trace`` (an autodiff Trace or a TraceView) with ``layout`` (computed when
-        None: synchronously, or through :attr:`layout_runner` for a big graph)."""
+        None: synchronously, or on :attr:`runner` for a big graph)."""
         self.load_graph(trace, title, "trace", path, layout=layout)
 
     def save_trace(self, path: str | os.PathLike[str]) -> bool:
@@ -661,7 +688,10 @@ class Document:
         self.fail(error)
 
     def cancel_layout(self) -> None:
-        """Forget the pending graph (its layout result will be ignored)."""
+        """Stop the layout on the runner and forget the pending graph (a result that comes
+        anyway is ignored)."""
+        if self.runner is not None:
+            self.runner.cancel("layout")
         if self._pending is not None:
             self._pending = None
             self.status_changed.emit("Layout cancelled; the previous graph stays")

@@ -2,7 +2,7 @@
 :class:`ExpressionJob` (the program, the leaf values, the budgets, and the title and file the
 graph will carry). A job runs on any thread and gives back its graph as a
 :class:`~viewer.model.document.pending.PendingGraph`, or its error; the Document runs it (here,
-or on its ``expression_runner`` when the program is not quick) and installs what it gives.
+or on its ``runner`` when the program is not quick) and installs what it gives.
 Nothing here reads or writes the Document.
 """
 
@@ -28,9 +28,10 @@ __all__ = ["ExpressionJob", "job_of_source", "leaf_value"]
 
 
 class ExpressionJob:
-    """A typed program to run off the GUI thread (:attr:`Document.expression_runner`):
-    :meth:`run` on any thread, :meth:`cancel` from any thread (the run stops at its next
-    operation), then :meth:`Document.apply_expression` on the GUI thread.
+    """A typed program to run off the GUI thread (on :attr:`Document.runner`, as the argument
+    of :func:`~viewer.model.document.work.run_program`): :meth:`run` on any thread,
+    :meth:`cancel` from any thread (the run stops at its next operation), then
+    :meth:`Document.apply_expression` on the GUI thread.
 
     It holds plain data only (the program, its values, its budget, what the run made), never
     the Document: the worker that runs it must reach nothing of the views.

@@ -1,2 +1,2 @@
-"""Work off the GUI thread: jobs on plain threads reporting to the GUI thread
-(jobs), and the layout's and a typed program's runners."""
+"""Threads for the Document's work: jobs on plain threads reporting to the GUI thread
+(jobs), and the runner that runs the Document's work on them (runner)."""

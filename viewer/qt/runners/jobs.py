@@ -5,8 +5,8 @@ A :class:`Job` is one piece of work handed to a worker thread: it wraps a plain 
 ``work(progress, should_cancel)``; ``progress(done, total, text)`` may be called from the worker
 at any rate (the GUI sees the latest report, a few dozen times a second), ``should_cancel()``
 turns True once the user cancels. The result, the exception or the cancellation is reported on
-the GUI thread, so slots may touch widgets. A :class:`JobRunner` runs the document's jobs of one
-kind (the layout, a typed program), one at a time, each on a Job with its progress dialog.
+the GUI thread, so slots may touch widgets. The Document's work goes to Jobs through
+:class:`~viewer.qt.runners.runner.ThreadRunner`.
 
 Nothing of Qt reaches the worker. Its thread is a ``threading.Thread`` running :func:`_run`
 with the work, a ``threading.Event`` and an :class:`Outbox`; a timer of the Job, on the GUI
@@ -26,24 +26,19 @@ from typing import Any
 
 from PySide6 import QtCore, QtWidgets
 
+from viewer.model.document.work import JobCancelled, Progress, ShouldCancel
+
 __all__ = [
     "POLL_MS",
     "Job",
-    "JobCancelled",
-    "JobRunner",
     "Outbox",
     "close_dialog",
     "job_dialog",
 ]
 
-Progress = Callable[[int, int, str], None]
-Work = Callable[[Progress, Callable[[], bool]], Any]
+JobFunction = Callable[[Progress, ShouldCancel], Any]
 
 POLL_MS = 20  # how often the GUI thread takes a worker's reports while it runs
-
-
-class JobCancelled(Exception):
-    """Raised by work that noticed ``should_cancel()``; reported as :attr:`Job.cancelled`."""
 
 
 class Outbox:
@@ -77,7 +72,7 @@ class Outbox:
         return items
 
 
-def _run(work: Work, cancel: threading.Event, outbox: Outbox) -> None:
+def _run(work: JobFunction, cancel: threading.Event, outbox: Outbox) -> None:
     """The worker thread's whole life: ``work`` and plain objects, no Qt."""
 
     def progress(done: int, total: int, text: str = "") -> None:
@@ -109,10 +104,10 @@ class Job(QtCore.QObject):
     cancelled = QtCore.Signal()
     finished = QtCore.Signal()  # after any of the three outcomes
 
-    def __init__(self, work: Work, name: str = "job", parent: QtCore.QObject | None = None):
+    def __init__(self, work: JobFunction, name: str = "job", parent: QtCore.QObject | None = None):
         super().__init__(parent)
         self.name = name
-        self._work: Work | None = work
+        self._work: JobFunction | None = work
         self._cancel = threading.Event()
         self._outbox = Outbox()
         self._thread: threading.Thread | None = None
@@ -197,32 +192,3 @@ def close_dialog(dialog: QtWidgets.QProgressDialog | None) -> None:
         dialog.reset()
         dialog.hide()
         dialog.deleteLater()
-
-
-class JobRunner(QtCore.QObject):
-    """Runs a document's jobs of one kind, each on a :class:`Job` with its progress dialog: what
-    the layout and expression runners share (each starts its own jobs and reports their
-    outcome)."""
-
-    def __init__(self, document: Any, parent: QtWidgets.QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.document = document
-        self._window = parent
-        self.job: Job | None = None
-        self.dialog: QtWidgets.QProgressDialog | None = None
-        self.show_dialog = True
-
-    @property
-    def running(self) -> bool:
-        return self.job is not None and not self.job.done
-
-    def _new_job(self, work: Work, name: str) -> Job:
-        """A Job of this runner (its child: it dies on the GUI thread, once it finished)."""
-        job = Job(work, name=name, parent=self)
-        job.finished.connect(job.deleteLater)
-        self.job = job
-        return job
-
-    def _close_dialog(self) -> None:
-        close_dialog(self.dialog)
-        self.dialog = None
