@@ -21,8 +21,8 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from autodiff.trace._recorder import _CLEARED, _EMPTIED, _FWD, _GRAD, _VALUE
-from autodiff.trace._rows import FUNCTION
+from autodiff.trace._recorder import _CLEARED, _EMPTIED, _GRAD, _VALUE
+from autodiff.trace._rows import FUNCTION, FWD
 
 # Building this many objects or more at once pauses the cycle collector (see _bulk).
 BULK = 10_000
@@ -147,7 +147,7 @@ class TraceIndex:
             r = raw[k]
             fid = r.function
             pos = 2 * k + 1
-            if r.kind == _FWD:
+            if r.kind == FWD:
                 push(fid, (pos, _VALUE, None, None))
                 for nid, value in zip(r.outputs, r.values, strict=True):
                     push(nid, (pos, _VALUE, value, None))
@@ -367,7 +367,7 @@ class TraceIndex:
         pass_steps = self._pass_steps
         for k in range(k0, len(raw)):
             r = raw[k]
-            if r.kind == _FWD:
+            if r.kind == FWD:
                 forward_step[r.function] = k
                 bpass = r.during  # the backward pass that ran it (create_graph), or -1
             else:

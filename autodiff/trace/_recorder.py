@@ -60,9 +60,6 @@ _ref = weakref.ref
 # Event kinds in a node's history. _CLEARED: dropped by backward (retain_grad=False);
 # _EMPTIED: set to None by the program (cleargrad(), zero_grad(), ``x.grad = None``).
 _VALUE, _GRAD, _CLEARED, _FREED, _EMPTIED = range(5)
-# step kinds, the first field of a step row (and of the tape's two hot entries): see _rows, where
-# the rows are named
-_FWD, _BWD = FWD, BWD
 # The tape's other entries (see _decode).
 (
     _FWD_MANY, _T_STEP, _T_NODE, _T_INFO, _T_INPUT, _T_EVENT, _T_GRAD_OF, _T_ROOT, _T_NAME,
@@ -238,7 +235,7 @@ class Recorder:
     def add_forward_step(self, fid: int, values: tuple, during: int = -1) -> None:
         """Function ``fid`` ran forward (its inputs and outputs as its node has them)."""
         _, _, _, in_ids, out_ids = self._t_info[fid]
-        self._t_raw.append(_new(ForwardRow, (_FWD, fid, in_ids, out_ids, values, during)))
+        self._t_raw.append(_new(ForwardRow, (FWD, fid, in_ids, out_ids, values, during)))
 
     def add_backward_step(
         self,
@@ -254,7 +251,7 @@ class Recorder:
         self._t_raw.append(
             _new(
                 BackwardRow,
-                (_BWD, fid, output_grads, input_grads, accumulations, cleared, backward_pass),
+                (BWD, fid, output_grads, input_grads, accumulations, cleared, backward_pass),
             )
         )
 
@@ -332,7 +329,7 @@ class Recorder:
                     extra.append(_new(EventRow, (k, k, nid, _FREED, None, None)))
                 continue
             kind = e[0]
-            if kind == _FWD:  # one output, nearly every op: _node's work, inline
+            if kind == FWD:  # one output, nearly every op: _node's work, inline
                 _, f_key, in_keys, values, during, cls, gen, meta, f_ref, y_ref, y_key = e
                 in_ids = tuple([nid_of[x] if x in nid_of else self._nid(x) for x in in_keys])
                 fid = len(refs)
@@ -356,7 +353,7 @@ class Recorder:
                     nid_of_ref[id(y_ref)] = y_id
                     if late_names and (name := late_names.pop(y_key, None)) is not None:
                         self._t_names[y_id] = name
-                raw.append(_new(ForwardRow, (_FWD, fid, in_ids, out_ids, values, during)))
+                raw.append(_new(ForwardRow, (FWD, fid, in_ids, out_ids, values, during)))
                 if scope:
                     scope_of[fid] = scope_of[y_id] = scope
                 k += 1
@@ -374,12 +371,12 @@ class Recorder:
                     new(y_key, y_refs[slot], _new(VariableRow, (VARIABLE, gen + 1, shape, dtype)))
                 out_ids = tuple(range(fid + 1, fid + 1 + len(y_keys)))
                 info[fid] = _new(FunctionRow, (FUNCTION, gen, cls.__name__, in_ids, out_ids))
-                raw.append(_new(ForwardRow, (_FWD, fid, in_ids, out_ids, values, during)))
+                raw.append(_new(ForwardRow, (FWD, fid, in_ids, out_ids, values, during)))
                 if scope:
                     for nid in (fid, *out_ids):
                         scope_of[nid] = scope
                 k += 1
-            elif kind == _BWD:
+            elif kind == BWD:
                 _, f_key, gys, gxs, accs, cleared, bpass, passed_on = e
                 fid = nid_of[f_key]
                 _, _, _, in_ids, out_ids = info[fid]
@@ -404,7 +401,7 @@ class Recorder:
                         cleared = out_ids
                     else:
                         cleared = tuple([nid_of[y] for y in cleared if y in nid_of])
-                raw.append(_new(BackwardRow, (_BWD, fid, gys, gxs, accs, cleared, bpass)))
+                raw.append(_new(BackwardRow, (BWD, fid, gys, gxs, accs, cleared, bpass)))
                 k += 1
             elif kind == _T_INPUT:
                 _, key, ref, node_info, name, value, constant, grad, in_backward = e
@@ -442,7 +439,7 @@ class Recorder:
                 _, f_key, in_keys, out_keys, values, during = e[1]
                 fid = nid_of[f_key]
                 row = info[fid]
-                raw.append(_new(ForwardRow, (_FWD, fid, row.inputs, row.outputs, values, during)))
+                raw.append(_new(ForwardRow, (FWD, fid, row.inputs, row.outputs, values, during)))
                 k += 1
             elif kind == _T_EVENT:
                 _, visible_now, key, event, value = e
@@ -664,7 +661,7 @@ class Recorder:
             f_info = (FUNCTION, f.generation, type(f).__name__, in_keys, out_keys)
             append((_T_INFO, f._order, f_info))
             if as_steps:
-                append((_T_STEP, (_FWD, f._order, in_keys, out_keys, tuple(values), -1)))
+                append((_T_STEP, (FWD, f._order, in_keys, out_keys, tuple(values), -1)))
             else:
                 append((_T_EVENT, False, f._order, _VALUE, None))
                 for key, value in zip(out_keys, values, strict=True):
@@ -755,7 +752,7 @@ class Recorder:
             else:  # summarised
                 values, meta = (capture(data, -1),), ((data.shape, data.dtype),)
             append(
-                (_FWD, f._order, in_keys, values, self._during, type(f), f.generation, meta,
+                (FWD, f._order, in_keys, values, self._during, type(f), f.generation, meta,
                  _ref(f, append), _ref(y, append), y._order)
             )  # fmt: skip
             return
@@ -867,7 +864,7 @@ class Recorder:
                 accs = tuple([(slot, raw_of(old), raw_of(new)) for slot, old, new in accs])
         if cleared:  # one output: it is that one (True)
             cleared = True if received is not None else tuple([y._order for y in cleared])
-        self._tape_append((_BWD, key, gys, gxs, accs, cleared, self._pass, passed_on))
+        self._tape_append((BWD, key, gys, gxs, accs, cleared, self._pass, passed_on))
 
     def _link_grads(self, f: Any, gxs: tuple, accs: tuple) -> None:
         """Under create_graph, remember which variable each gradient node is the gradient of."""

@@ -16,8 +16,8 @@ import numpy as np
 from autodiff import core
 from autodiff.trace import _audit
 from autodiff.trace._index import TraceIndex, _bulk
-from autodiff.trace._recorder import _BWD, _FWD, _GRAD, _VALUE, Recorder, _same_raw
-from autodiff.trace._rows import FUNCTION, VARIABLE, BackwardRow, ForwardRow, ScopeRow
+from autodiff.trace._recorder import _GRAD, _VALUE, Recorder, _same_raw
+from autodiff.trace._rows import BWD, FUNCTION, FWD, VARIABLE, BackwardRow, ForwardRow, ScopeRow
 from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
 from autodiff.trace.formats import json_io, npz
 
@@ -350,7 +350,7 @@ class Trace:
             end = len(tape) if rec._recording else rec._tape_end
             for i in range(end):
                 e = tape[i]
-                if type(e) is tuple and e[0] <= _BWD:
+                if type(e) is tuple and e[0] <= BWD:
                     n += 1
                     if at_most is not None and n > at_most:
                         return at_most + 1
@@ -374,7 +374,7 @@ class Trace:
         snap = self._snap
         fid = r.function
         _, gen, op, in_ids, out_ids = self._info[fid]
-        if r.kind == _FWD:
+        if r.kind == FWD:
             values = tuple([snap(v) for v in r.values])
             nonfinite = any(v is not None and not v.finite for v in values)
             return Step(
@@ -397,7 +397,7 @@ class Trace:
     def first_nonfinite(self) -> Step | None:
         """The first step (forward or backward) that produced NaN or Inf, or None."""
         for k, r in enumerate(self._raw):
-            if r.kind == _FWD:
+            if r.kind == FWD:
                 bad = any(raw_nonfinite(v) for v in r.values)
             else:
                 bad = any(raw_nonfinite(g) for g in r.input_grads) or any(

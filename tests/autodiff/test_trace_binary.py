@@ -128,11 +128,11 @@ def test_pickled_objects_are_never_loaded():
 
 
 def _arrays_of(t):
-    from autodiff.trace._recorder import _FWD
+    from autodiff.trace._rows import FWD
 
     found = []
     for r in t._raw:
-        groups = (r[4],) if r[0] == _FWD else (r[2], r[3], *(a[2:] for a in r[4]))
+        groups = (r[4],) if r[0] == FWD else (r[2], r[3], *(a[2:] for a in r[4]))
         found += [v for g in groups for v in g if isinstance(v, np.ndarray)]
     return found
 

@@ -44,8 +44,8 @@ from autodiff.trace._checks import (
     _list,
     cut_text,
 )
-from autodiff.trace._recorder import _FWD, Recorder
-from autodiff.trace._rows import FUNCTION
+from autodiff.trace._recorder import Recorder
+from autodiff.trace._rows import FUNCTION, FWD
 from autodiff.trace._rules import check_graph, check_tables
 from autodiff.trace._snapshot import Snapshot, summarize
 from autodiff.trace.formats.common import EVENT_KINDS, EVENT_NAMES, RecordedTrace, check_structure
@@ -191,7 +191,7 @@ def _write(rec: Recorder, file: str | os.PathLike[str] | io.BytesIO) -> None:
             info.append([0, int(gen), shape, None if dtype is None else np.dtype(dtype).name])
     raw = []
     for r in rec._raw:
-        if r.kind == _FWD:
+        if r.kind == FWD:
             _, fid, _ins, _outs, vals, during = r
             raw.append([0, fid, values.refs(vals), int(during)])
         else:
