@@ -174,11 +174,16 @@ def _delete(path):
 
 
 CASES = [
-    ("not a dict", lambda d: d.clear(), r"\$: missing field 'format'"),
+    (
+        "no format field",
+        lambda d: d.clear(),
+        r"not a saved trace: expected a file written by File > Save Trace or autodiff.trace; "
+        r"this one has no 'format' field",
+    ),
     (
         "wrong format",
         _set(lambda d: ["format"], "something-else"),
-        r"format: expected 'autodiff-trace'",
+        r"not a saved trace: .*; this one has the format 'something-else', not 'autodiff-trace'",
     ),
     ("newer schema", _set(lambda d: ["schema_version"], 99), r"schema_version: .*version 99"),
     (

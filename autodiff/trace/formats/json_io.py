@@ -334,12 +334,21 @@ def load(
     return tables_from_dict(data)
 
 
+NOT_A_TRACE = "not a saved trace: expected a file written by File > Save Trace or autodiff.trace"
+
+
 def tables_from_dict(data: Any) -> Recorder:
     """The tables of the trace in the dict of :func:`trace_to_dict` (validated field by field,
     then by the rules every trace keeps: :func:`~autodiff.trace._rules.check_tables`)."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        if not isinstance(data, dict):
+            found = f"holds a JSON {type(data).__name__}, not an object"
+        elif "format" not in data:
+            found = "has no 'format' field"
+        else:
+            found = f"has the format {str(data['format'])[:40]!r}, not {FORMAT!r}"
+        raise TraceFormatError(f"{NOT_A_TRACE}; this one {found}")
     _dict(data, "$", ("format", "schema_version"))
-    if data["format"] != FORMAT:
-        raise _fail("format", f"expected {FORMAT!r}, got {str(data['format'])[:40]!r}")
     version = _int(data["schema_version"], "schema_version", lo=1)
     if version > SCHEMA_VERSION:
         raise _fail(

@@ -29,3 +29,19 @@ def test_a_malformed_file_is_refused(path):
     assert doc.load_path(path) is False
     assert doc.trace is before  # the previous graph stays
     assert isinstance(doc.last_error, trace.TraceFormatError)
+
+
+def test_a_json_that_is_not_a_trace_says_what_was_expected(tmp_path):
+    from viewer.model import Document
+
+    for text, found in (
+        ('{"name": "settings", "size": 3}', "this one has no 'format' field"),
+        ("[1, 2, 3]", "this one holds a JSON list, not an object"),
+    ):
+        path = tmp_path / "data.json"
+        path.write_text(text)
+        doc = Document()
+        assert doc.load_path(path) is False
+        message = str(doc.last_error)
+        assert "not a saved trace: expected a file written by File > Save Trace" in message
+        assert found in message
