@@ -590,6 +590,13 @@ class MainWindow(QtWidgets.QMainWindow):
         box.open()
 
     # ================================================================== window events
+    def event(self, event: QtCore.QEvent) -> bool:
+        # Hovering a menu entry without a status tip sends an empty one, which would wipe the
+        # status line (what an export, a theme switch or an error just said) for nothing.
+        if isinstance(event, QtGui.QStatusTipEvent) and not event.tip():
+            return True
+        return super().event(event)
+
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:
         self.save_settings()
         self.document.playback.pause()

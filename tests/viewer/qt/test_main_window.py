@@ -242,3 +242,21 @@ def test_the_window_fits_800_by_560_with_a_script_shown(qtbot, window, wait_for_
     qtbot.wait(50)
     assert window.height() <= 560 and window.width() <= 800
     assert window.graph_view.height() > 100  # the graph keeps room
+
+
+def test_hovering_menu_entries_keeps_the_status_line(qtbot):
+    """A menu entry without a status tip (the theme switch, most entries) sends an empty one
+    when hovered; the status line keeps what it said."""
+    from PySide6 import QtGui, QtWidgets
+
+    from viewer.app import build_window
+
+    window = build_window([])
+    qtbot.addWidget(window)
+    window.statusBar().showMessage("Exported the graph to /tmp/graph.png")
+    QtWidgets.QApplication.sendEvent(window, QtGui.QStatusTipEvent(""))
+    assert window.statusBar().currentMessage() == "Exported the graph to /tmp/graph.png"
+    window.set_theme("dark")
+    assert window.statusBar().currentMessage() == "Exported the graph to /tmp/graph.png"
+    QtWidgets.QApplication.sendEvent(window, QtGui.QStatusTipEvent("Open a file"))
+    assert window.statusBar().currentMessage() == "Open a file"  # a real tip still shows
