@@ -44,10 +44,6 @@ class GuiThreadCollector(QtCore.QObject):
         if self._was_enabled:
             gc.enable()
 
-    @property
-    def active(self) -> bool:
-        return self._timer.isActive()
-
     def check(self) -> None:
         """Collect the oldest generation whose count passed its threshold (a younger one's
         collection is part of an older one's), else the youngest if anything was allocated."""

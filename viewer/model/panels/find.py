@@ -45,7 +45,7 @@ class FindQueryError(ValueError):
         self.short = short
 
 
-def check_query(query: str) -> None:
+def _check_query(query: str) -> None:
     """Raise :class:`FindQueryError` for a query too long to be a name or an id."""
     by_id = _ID_QUERY.fullmatch(query.strip())
     if by_id is not None and len(by_id.group(1)) > MAX_ID_DIGITS:
@@ -147,7 +147,7 @@ class FindIndex:
         """The node ids whose name, shown name, op or scope path contains ``query`` (case
         ignored; surrounding spaces too), in id order. ``#12`` finds node 12. An empty query
         finds nothing; one too long to search raises :class:`FindQueryError`."""
-        check_query(query)
+        _check_query(query)
         query = query.strip().lower()
         if not query or len(self.node_ids) == 0:
             return np.zeros(0, dtype=np.int64)

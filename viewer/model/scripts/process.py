@@ -101,7 +101,7 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OSError, OverflowError):
+    except (OSError, OverflowError):
         return True  # someone else's process, or cannot tell: not ours to judge
     return True
 
