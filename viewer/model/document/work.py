@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from autodiff.trace import TraceReader
 from viewer.model.document.expression_loader import ExpressionJob
+from viewer.model.layout.progress import ShouldCancel
 from viewer.model.scene.build import first_scene
 from viewer.model.scene.scene import Scene
 
@@ -35,7 +36,6 @@ __all__ = [
 ]
 
 Progress = Callable[[int, int, str], None]  # done, total, text
-ShouldCancel = Callable[[], bool]
 
 LAYOUT_STEPS = 1000  # the layout's progress bar, in thousandths
 
