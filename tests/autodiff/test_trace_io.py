@@ -535,3 +535,14 @@ def test_the_tables_rows_are_named_alike_recorded_or_loaded(tmp_path):
         assert tr._extra and {type(e) for e in tr._extra} == {EventRow}
         fwd = next(r for r in tr._raw if r.kind == 0)
         assert tr._info[fwd.function].outputs == fwd.outputs
+
+
+def test_random_bytes_are_called_not_text_and_content_errors_name_the_file(tmp_path):
+    noise = tmp_path / "noise.json"
+    noise.write_bytes(bytes(range(256)) * 400)  # brackets and invalid UTF-8 among them
+    with pytest.raises(TraceFormatError, match=r"noise\.json: not UTF-8 text"):
+        trace.load(noise)
+    other = tmp_path / "settings.json"
+    other.write_text('{"a": 1}')
+    with pytest.raises(TraceFormatError, match=r"settings\.json: not a saved trace"):
+        trace.load(other)

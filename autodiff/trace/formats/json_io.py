@@ -318,7 +318,14 @@ def load(
         raise TraceFormatError(f"{os.fspath(path)}: cannot read the file: {e}") from e
     if len(raw) > limit:
         raise TraceFormatError(f"{os.fspath(path)}: the file grew above {limit} bytes")
-    check_structure(raw, max_depth)
+    try:
+        check_structure(raw, max_depth)
+    except TraceFormatError as e:
+        try:  # random bytes trip the bracket count first: say what they are instead
+            raw.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            raise TraceFormatError(f"{os.fspath(path)}: not UTF-8 text: {bad}") from None
+        raise TraceFormatError(f"{os.fspath(path)}: {e}") from None
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
@@ -331,7 +338,10 @@ def load(
         raise TraceFormatError(f"{os.fspath(path)}: nested too deeply") from None
     except ValueError as e:  # e.g. an integer of thousands of digits
         raise TraceFormatError(f"{os.fspath(path)}: not a trace: {str(e)[:200]}") from None
-    return tables_from_dict(data)
+    try:
+        return tables_from_dict(data)
+    except TraceFormatError as e:
+        raise TraceFormatError(f"{os.fspath(path)}: {e}") from None
 
 
 NOT_A_TRACE = "not a saved trace: expected a file written by File > Save Trace or autodiff.trace"
