@@ -79,13 +79,15 @@ def seed_scene(seed_trace):
 @pytest.fixture
 def wait_for_script(qtbot):
     """``wait_for_script(window, timeout=120_000)``: wait until the window's script run has
-    ended and its Cancel button is disabled again."""
+    ended, its Cancel button is disabled again, and the graph it brought is laid out and on
+    screen (the document takes a run as its ``script_result`` only then)."""
 
     def wait(window, timeout=120_000):
         qtbot.waitUntil(
             lambda: (
                 window.document.script_run is None
                 and not window.script_panel.cancel_button.isEnabled()
+                and not window.document.layout_pending
             ),
             timeout=timeout,
         )

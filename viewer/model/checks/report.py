@@ -14,6 +14,9 @@ from viewer.model.checks.function_check import _SEVERITY, ATOL, RTOL, Comparison
 
 __all__ = ["GradCheckReport", "LeafCheck", "ReportRow"]
 
+# the statuses whose error was measured: a NaN/Inf or skipped check has none to show
+_JUDGED = ("ok", "kink", "wrong")
+
 
 @dataclass(frozen=True)
 class LeafCheck:
@@ -113,8 +116,10 @@ class GradCheckReport:
                 "leaf",
                 c.label,
                 c.status,
-                c.error,
-                c.comparison.max_abs_error if c.comparison is not None else math.nan,
+                c.error if c.status in _JUDGED else math.nan,
+                c.comparison.max_abs_error
+                if c.comparison is not None and c.status in _JUDGED
+                else math.nan,
                 c.message,
             )
             for c in self.leaves
@@ -131,8 +136,8 @@ class GradCheckReport:
                     "function",
                     f"{c.op}{where}",
                     c.status,
-                    c.error,
-                    c.max_abs_error,
+                    c.error if c.status in _JUDGED else math.nan,
+                    c.max_abs_error if c.status in _JUDGED else math.nan,
                     c.message,
                 )
             )
@@ -163,12 +168,19 @@ class GradCheckReport:
         if n_functions:
             parts.append(f"{n_functions} Function{'s' if n_functions != 1 else ''}")
         agree = "agree" if n_leaves + n_functions > 1 else "agrees"
-        text = f"Gradient check passed: {' and '.join(parts)} {agree} with central differences"
         everything = (*self.leaves, *self.functions)
         nonfinite = sum(c.status == "nonfinite" for c in everything)
         skipped = sum(c.status == "skipped" for c in everything)
         if nonfinite:
-            text += f"; {nonfinite} not checked: NaN/Inf there (see the NaN flag)"
+            # NaN/Inf there: central differences cannot judge those gradients, so the graph
+            # as a whole has not passed (what was judged is said after)
+            text = (
+                f"Gradient check cannot judge {nonfinite} of {len(everything)} checks: NaN/Inf in "
+                "their values, and central differences need finite numbers (see the NaN "
+                f"flag); {' and '.join(parts)} {agree} with central differences"
+            )
+        else:
+            text = f"Gradient check passed: {' and '.join(parts)} {agree} with central differences"
         if skipped:
             text += f"; {skipped} not checked (see the list)"
         return text + worst

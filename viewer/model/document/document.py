@@ -450,24 +450,26 @@ class Document:
         it built before the error can still be shown with :meth:`show_script_graph`."""
         if self.script_run is not None and self.script_run.result is result:
             self.script_run = None
-        self.script_result = result
         self.script_finished.emit(result)
         outcome = script_loader.outcome(result)
-        if outcome.flag_leaks:
-            self.flag_leaks(result.leak_report)
         if outcome.error is not None:
+            # The graph on screen stays, and so does the run it belongs to (script_result):
+            # the Leaks, Gradients and Script panels keep describing it. The failed run's
+            # graphs can still be opened with show_script_graph(i, result).
             return self.fail(outcome.error)
-        # (a graph's leaks are flagged by apply_layout, on the new scene, once installed)
-        shown = outcome.graph is not None and self.show_script_graph(outcome.graph)
+        # (the run becomes script_result, and a graph's leaks are flagged, when its graph is
+        # installed on screen)
+        shown = outcome.graph is not None and self.show_script_graph(outcome.graph, result)
         note = outcome.shown if shown else outcome.not_shown
         if note is not None:
             self.status_changed.emit(note)
         return shown or not result.cancelled
 
-    def show_script_graph(self, index: int) -> bool:
-        """Show graph ``index`` of the last script result."""
+    def show_script_graph(self, index: int, run: ScriptResult | None = None) -> bool:
+        """Show graph ``index`` of ``run`` (None: of the run whose graph is on screen); once
+        it is installed, ``run`` is :attr:`script_result`."""
         try:
-            pending = script_loader.script_graph(self.script_result, index)
+            pending = script_loader.script_graph(run or self.script_result, index)
         except Exception as e:  # a broken trace must not take the document down
             return self.fail(e)
         self._show_pending(pending)
@@ -653,10 +655,13 @@ class Document:
         self.leak_report = None
         if pending.kind != "expression":
             self.leaf_values = {}
-        if pending.kind != "script" and self.script_result is not None:
-            # Another document: the run (its whole recording) goes with the script's graphs.
-            self.script_result = None
-            _return_memory()
+        run = pending.run if pending.kind == "script" else None
+        if run is not self.script_result:
+            # Another run or another document: the old run (its whole recording) goes.
+            dropped = self.script_result is not None
+            self.script_result = run
+            if dropped:
+                _return_memory()
         if old_evaluation is not None and old_evaluation is not pending.evaluation:
             old_evaluation.release()
         n_steps = len(trace.steps)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from autodiff.trace import TraceReader
 from viewer.model.expression.program import Evaluation, Program
+from viewer.model.scripts.run import ScriptResult
 
 __all__ = ["PendingGraph"]
 
@@ -21,7 +22,9 @@ class PendingGraph:
     """A graph of ``kind`` ('expression', 'trace' or 'script') waiting to be shown. A typed
     program's graph brings its ``evaluation`` and ``program``; ``keep_step`` (a re-run of the
     same program) keeps the playback position and the selection; ``note`` is a status line
-    to show once it is loaded (None: the usual summary)."""
+    to show once it is loaded (None: the usual summary). A script's graph brings ``run``,
+    its ScriptResult: the document takes the run as its own only when the graph is on
+    screen, so the panels never describe a run whose graph is not drawn."""
 
     trace: TraceReader
     title: str
@@ -31,3 +34,4 @@ class PendingGraph:
     program: Program | None = None
     keep_step: bool = False
     note: str | None = None
+    run: ScriptResult | None = None

@@ -28,14 +28,13 @@ class ScriptError(Exception):
 class ScriptOutcome:
     """What to show of a finished run: graph ``graph`` (None: none), then the status line
     ``shown`` or ``not_shown`` (by whether the graph could be shown; None: the graph's own);
-    ``error`` to report instead of a graph; ``flag_leaks``: badge the run's leak audit on the
-    graph on screen (a run with no graph of its own)."""
+    ``error`` to report instead of a graph (the graph on screen and every panel about it
+    stay as they were: a failed run's audit is of its own objects, not of the graph drawn)."""
 
     graph: int | None = None
     shown: str | None = None
     not_shown: str | None = None
     error: BaseException | None = None
-    flag_leaks: bool = False
 
 
 def outcome(result: ScriptResult) -> ScriptOutcome:
@@ -56,7 +55,7 @@ def outcome(result: ScriptResult) -> ScriptOutcome:
             f"{result.path.name} ran but recorded no graph: it must call autodiff "
             "functions on Variables outside no_grad (and ideally backward)"
         )
-        return ScriptOutcome(error=error, flag_leaks=result.leak_report is not None)
+        return ScriptOutcome(error=error)
     if result.graphs[0].backward_pass < 0:
         note = (
             f"{result.path.name} never called backward: showing the forward graph of its "
@@ -73,4 +72,6 @@ def script_graph(result: ScriptResult | None, index: int) -> PendingGraph:
         raise ValueError(f"no script graph number {index}")
     graph = result.graphs[index]
     view = result.view(index)
-    return PendingGraph(view, f"{result.path.name}: {graph.title}", "script", result.path)
+    return PendingGraph(
+        view, f"{result.path.name}: {graph.title}", "script", result.path, run=result
+    )

@@ -96,10 +96,18 @@ class LeakBinding(PanelBinding):
         doc = self.document
         scene = doc.scene
         in_graph = None if scene is None else {int(n) for n in scene.node_ids}
-        if not self._audited_shown():
-            in_graph = set()  # the same numbers name other nodes here
         script = doc.kind == "script" and doc.path is not None
         title = doc.path.name if script else doc.title  # type: ignore[union-attr]
+        if not self._audited_shown():
+            in_graph = set()  # the same numbers name other nodes here
+            if not getattr(report, "survivors", None):
+                # the audit found nothing in the recording it covered, which is not this
+                # pass: no all-clear for a graph that was not audited
+                self.panel.show_message(
+                    f"The leak audit of {title} found no leaks in the graphs of its recording. "
+                    "The graph on screen is a pass recorded on its own: it was not audited."
+                )
+                return
         when = "the end of the script" if script else "the release"
         self.panel.show_report(report, title, in_graph, when)
 

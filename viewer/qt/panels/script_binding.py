@@ -49,7 +49,10 @@ class ScriptBinding(PanelBinding):
         self._timer.setInterval(POLL_MS)
         self._timer.timeout.connect(self._take_reports)
         panel.cancel_requested.connect(document.cancel_script)
-        panel.graph_chosen.connect(document.show_script_graph)
+        # the run whose graphs the list holds: the one on screen, or a failed run's graphs
+        # built before its error (offered while the previous graph stays on screen)
+        self._listed: ScriptResult | None = None
+        panel.graph_chosen.connect(self._show_graph)
         panel.filter_changed.connect(self._on_filter_changed)
         self.output.connect(panel.append_output)
         self.stage.connect(panel.show_stage)
@@ -88,13 +91,31 @@ class ScriptBinding(PanelBinding):
         self.dock.raise_()
 
     # ---------------------------------------------------------------- the run ended
+    def _show_graph(self, index: int) -> None:
+        self.document.show_script_graph(index, self._listed)
+
     def _on_finished(self, result: ScriptResult) -> None:
         # A failure's traceback reaches the panel once, through error_raised (the window's).
-        ok = self.document.apply_script_result(result)
+        doc = self.document
+        before = doc.title if doc.scene is not None else ""
+        ok = doc.apply_script_result(result)
         titles = [g.title for g in result.graphs]
-        # ok: its last graph is on screen (or being laid out); else the previous graph stays
-        # and the list offers the graphs a failed run built before its error
-        self.panel.finished(result.summary, titles, len(titles) - 1 if ok else -1, result.sampling)
+        summary = result.summary
+        if not ok and before:
+            summary += f". The graph on screen is still {before}"
+        on_screen = doc.script_result
+        if ok or titles or on_screen is None:
+            # ok: its last graph is on screen (or being laid out); else the previous graph
+            # stays and the list offers the graphs a failed run built before its error
+            self._listed = result
+            shown = len(titles) - 1 if ok else -1
+            self.panel.finished(summary, titles, shown, result.sampling)
+        else:
+            # a failed run that built nothing: the list stays the on-screen run's
+            self._listed = on_screen
+            on_screen_titles = [g.title for g in on_screen.graphs]
+            index = on_screen.graph_index(doc.trace)
+            self.panel.finished(summary, on_screen_titles, index, on_screen.sampling)
         if not result.ok and not result.cancelled:
             self._raise_dock()
         if ok and len(titles) > 1:
@@ -117,7 +138,11 @@ class ScriptBinding(PanelBinding):
         if document.kind == "script" and result is not None:
             # the graph may have been chosen elsewhere (a leak in another graph)
             index = result.graph_index(document.trace)
-            if index >= 0:
+            if self._listed is not result:  # the list held another run's graphs
+                self._listed = result
+                titles = [g.title for g in result.graphs]
+                self.panel.finished(result.summary, titles, index, result.sampling)
+            elif index >= 0:
                 self.panel.select_graph(index)
 
     def _on_filter_changed(self, text: str) -> None:
