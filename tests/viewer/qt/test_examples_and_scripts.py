@@ -74,6 +74,8 @@ def test_a_script_runs_in_the_background_and_can_be_cancelled(
 ):
     script = tmp_path / "slow.py"
     script.write_text(_FOREVER)
+    finished = []
+    window.document.script_finished.connect(finished.append)
     assert window.open_path(script, confirm_scripts=False)
     run = window.document.script_run
     assert run is not None
@@ -84,9 +86,12 @@ def test_a_script_runs_in_the_background_and_can_be_cancelled(
     qtbot.wait(100)
     qtbot.mouseClick(window.script_panel.cancel_button, QtCore.Qt.MouseButton.LeftButton)
     wait_for_script(window, timeout=30_000)
-    result = window.document.script_result
-    assert result is not None and result.path == script.resolve()
+    (result,) = finished
+    assert result.path == script.resolve()
     assert result.cancelled, (result.summary, result.error)
+    # the document takes the run only with a graph of it on screen
+    doc = window.document
+    assert (doc.script_result is result) == (doc.kind == "script")
 
 
 def test_esc_cancels_a_running_script_and_otherwise_leaves_the_key_alone(
@@ -97,6 +102,8 @@ def test_esc_cancels_a_running_script_and_otherwise_leaves_the_key_alone(
     assert "Esc" in cancel.toolTip()
     script = tmp_path / "slow.py"
     script.write_text(_FOREVER)
+    finished = []
+    window.document.script_finished.connect(finished.append)
     assert window.open_path(script, confirm_scripts=False)
     run = window.document.script_run
     qtbot.waitUntil(lambda: run.running, timeout=10_000)
@@ -104,8 +111,8 @@ def test_esc_cancels_a_running_script_and_otherwise_leaves_the_key_alone(
     window.graph_view.setFocus()
     qtbot.keyClick(window.graph_view, QtCore.Qt.Key.Key_Escape)
     wait_for_script(window, timeout=30_000)
-    result = window.document.script_result
-    assert result is not None and result.cancelled, (result.summary, result.error)
+    (result,) = finished
+    assert result.cancelled, (result.summary, result.error)
     assert not cancel.isEnabled()
     assert window.document.cancel_run() is False  # nothing left to stop
 
