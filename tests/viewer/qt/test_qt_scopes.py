@@ -168,7 +168,7 @@ def test_the_status_bar_counts_what_is_shown_after_a_box_opens(scoped):
     window = scoped
     before = window.status_label.text()
     assert before.startswith(f"{window.document.scene.n_nodes} nodes")
-    assert window.document.expand("Net/b0")  # Block x 3 opens into three boxes
+    assert window.document.expand("Net/b0")  # the run unfolds and b0 opens
     after = window.status_label.text()
     assert after != before and after.startswith(f"{window.document.scene.n_nodes} nodes")
 

@@ -332,6 +332,29 @@ class ScopeModel:
         self.folded[head] = False
         self.collapsed[self.fold_head == head] = True
 
+    def expand_instances(self, scope_ids: list[int]) -> tuple[bool, list[int]]:
+        """Show the contents of each instance of ``scope_ids``: every box above it opens, the
+        outermost first (a folded run holding it or an ancestor unfolds, its other repeats
+        staying boxes), and it expands. Returns whether anything changed and the heads of the
+        runs unfolded."""
+        changed, unfolded = False, []
+        for s in scope_ids:
+            for a in reversed(self.ancestors(s)):
+                head = int(self.fold_head[a])
+                if self.folded[head] and self.fold_count[head] > 1:
+                    self.unfold_run(head)
+                    unfolded.append(head)
+                    changed = True
+                if self.collapsed[a]:
+                    self.collapsed[a] = False
+                    changed = True
+        return changed, unfolded
+
+    def run_name(self, head: int) -> str:
+        """The name of the run headed by ``head`` as its folded box shows it: 'Block \u00d7 6'."""
+        row = self.rows[int(head)]
+        return f"{row.cls or row.name} \N{MULTIPLICATION SIGN} {int(self.fold_count[int(head)])}"
+
     def expand_all(self) -> None:
         self.collapsed[:] = False
         self.folded[:] = False

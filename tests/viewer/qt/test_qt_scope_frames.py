@@ -1,0 +1,94 @@
+"""Open modules in the window: a double-click on a folded run unfolds it and says so, one on
+a module expands it and says so; a change of the depth fits the view to the new graph."""
+
+import numpy as np
+import pytest
+from PySide6 import QtCore
+from scoped_nets import Net
+
+import autodiff.functions as F
+from autodiff.trace import record
+from viewer.model.document.document import Document
+
+TIMES = "\N{MULTIPLICATION SIGN}"
+
+
+@pytest.fixture
+def scoped(window):
+    np.random.seed(0)
+    rng = np.random.default_rng(0)
+    x, t = rng.standard_normal((4, 2)), rng.standard_normal((4, 1))
+    with record() as trace:
+        F.mean_squared_error(Net(blocks=3)(x), t).backward()
+    window.document.load_graph(trace, "net", "trace")
+    return window
+
+
+def _boxes(scene):
+    return {scene.names[i]: i for i, k in enumerate(scene.kinds) if k == "module"}
+
+
+def _viewport_point(view, xy):
+    return view.mapFromScene(view.view_box.mapViewToScene(QtCore.QPointF(*xy)))
+
+
+def _double_click_box(qtbot, win, name):
+    view, doc = win.graph_view, win.document
+    box = _boxes(doc.scene)[name]
+    view.center_on(box)
+    qtbot.wait(10)
+    changed = []
+    doc.scene_changed.connect(changed.append)
+    point = _viewport_point(view, doc.scene.geometry.positions[box])
+    qtbot.mouseDClick(view.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=point)
+    qtbot.waitUntil(lambda: changed == [doc])
+    doc.scene_changed.disconnect(changed.append)
+
+
+def test_double_clicks_unfold_the_run_then_expand_a_module_and_say_which(qtbot, scoped):
+    win = scoped
+    doc = win.document
+    assert f"Block {TIMES} 3" in _boxes(doc.scene)
+    _double_click_box(qtbot, win, f"Block {TIMES} 3")
+    assert {"b0", "b1", "b2"} <= set(_boxes(doc.scene))  # only unfolded: three boxes
+    assert win.statusBar().currentMessage().startswith(f"Unfolded the run Block {TIMES} 3: ")
+    _double_click_box(qtbot, win, "b0")
+    assert "b0" not in _boxes(doc.scene) and {"b1", "b2"} <= set(_boxes(doc.scene))
+    assert win.statusBar().currentMessage().startswith("Expanded Net/b0: ")
+
+
+def test_the_menu_of_a_folded_run_unfolds_it(scoped):
+    win = scoped
+    doc = win.document
+    run = _boxes(doc.scene)[f"Block {TIMES} 3"]
+    menu = win.scope_binding.context_menu(run)
+    (act,) = [a for a in menu.actions() if a.objectName() == "expand"]
+    assert act.text() == f"Unfold Block {TIMES} 3"
+    act.trigger()
+    assert {"b0", "b1", "b2"} <= set(_boxes(doc.scene))
+
+
+def test_a_depth_change_fits_the_view_to_the_new_graph(qtbot, window):
+    doc = Document()
+    result = doc.load_example("cnn_step").run()
+    assert result.ok, result.error
+    win = window
+    assert win.document.apply_script_result(result)
+    view = win.graph_view
+    view.zoom_by(4.0)
+    view.center_at(-50.0, -50.0)  # the user looked elsewhere
+    menu = win.scope_binding.context_menu(-1)
+    (depth_1,) = [a for a in menu.actions() if a.objectName() == "depth_1"]
+    depth_1.trigger()
+    qtbot.wait(20)
+    assert win.statusBar().currentMessage().startswith("Depth 1: ")
+    geometry = win.document.scene.geometry
+    assert view.geometry_data is geometry
+    shown = view.visible_rect()
+    x0, y0, x1, y1 = geometry.bounds()
+    for x, y in geometry.positions:
+        assert shown.contains(QtCore.QPointF(x, y))
+    centre = shown.center()
+    tolerance = 0.05 * max(shown.width(), shown.height())
+    assert abs(centre.x() - (x0 + x1) / 2) < tolerance
+    assert abs(centre.y() - (y0 + y1) / 2) < tolerance
