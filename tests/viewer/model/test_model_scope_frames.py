@@ -9,6 +9,7 @@ from scoped_nets import Net
 import autodiff.functions as F
 from autodiff.trace import record
 from viewer.model.document.document import Document
+from viewer.model.scene.frames import FRAME_TITLE_HEIGHT, frame_title
 
 TIMES = "\N{MULTIPLICATION SIGN}"
 
@@ -54,6 +55,37 @@ def shown_functions_in(doc, path):
     return [s for s in scopes if s == path or s.startswith(path + "/")]
 
 
+def frames_by_path(scene):
+    return {f.path: f for f in scene.geometry.frames}
+
+
+def members(doc, path):
+    """The node indexes of the scene that belong to scope ``path``: the Functions that ran
+    in it, the variables they made (Parameters are drawn where the layout needs them), the
+    boxes of the scopes in it."""
+    scene = doc.scene
+    out = []
+    for i in range(scene.n_nodes):
+        box = scene.module(i)
+        if box is not None:
+            scope = box.path.rpartition("/")[0]
+        else:
+            node = doc.trace.node(int(scene.node_ids[i]))
+            if node.get("parameter"):
+                continue
+            scope = node["scope"] or ""
+        if scope == path or scope.startswith(path + "/"):
+            out.append(i)
+    return out
+
+
+def inside(inner, outer):
+    """Whether rectangle ``inner`` lies strictly inside ``outer`` (x0, y0, x1, y1)."""
+    return (
+        inner[0] > outer[0] and inner[1] > outer[1] and inner[2] < outer[2] and inner[3] < outer[3]
+    )
+
+
 def test_expand_opens_a_scope_inside_a_folded_run_in_one_call(residual):
     doc = residual
     said = []
@@ -95,3 +127,69 @@ def test_unfolding_a_run_says_so_by_the_runs_name(residual):
     assert {"b0", "b5"} <= set(modules(doc.scene))
     assert doc.fold("ResidualMLP/b3")
     assert said[-1].startswith(f"Folded the run Block {TIMES} 6: ")
+
+
+def test_an_expanded_scope_is_framed_with_its_name_and_class_around_its_nodes(residual):
+    doc = residual
+    assert "ResidualMLP/b0" not in frames_by_path(doc.scene)  # folded: no frame
+    doc.unfold("ResidualMLP/b0")
+    assert "ResidualMLP/b0" not in frames_by_path(doc.scene)  # a box: no frame
+    doc.expand("ResidualMLP/b0")
+    scene = doc.scene
+    frames = frames_by_path(scene)
+    b0 = frames["ResidualMLP/b0"]
+    assert b0.title == "b0 \N{MIDDLE DOT} Block"
+    assert "b0" in b0.title and "Block" in b0.title
+    assert frames["ResidualMLP/b0/fc1"].title == "fc1 \N{MIDDLE DOT} Linear"
+    assert frames["ResidualMLP"].title == "ResidualMLP"  # the class is the name
+    # the closed repeats have no frame
+    assert not any(p.startswith(("ResidualMLP/b1", "ResidualMLP/b5")) for p in frames)
+    pos, half = scene.geometry.positions, scene.geometry.half_sizes
+    for path, frame in frames.items():
+        mine = members(doc, path)
+        assert mine, path
+        x0, y0, x1, y1 = frame.rect
+        lo, hi = (pos[mine] - half[mine]).min(axis=0), (pos[mine] + half[mine]).max(axis=0)
+        assert x0 < lo[0] and y0 < lo[1] and hi[0] < x1 and hi[1] < y1, path
+        assert lo[1] - y0 >= FRAME_TITLE_HEIGHT  # the title's strip is above the nodes
+    # nested frames nest, the outermost listed first
+    assert inside(frames["ResidualMLP/b0/fc1"].rect, b0.rect)
+    assert inside(frames["ResidualMLP/b0/fc2"].rect, b0.rect)
+    assert inside(b0.rect, frames["ResidualMLP"].rect)
+    depths = [f.depth for f in scene.geometry.frames]
+    assert depths == sorted(depths) and depths[0] == 1
+    # the view fits the frames too
+    bx0, by0, bx1, by1 = scene.geometry.bounds()
+    assert inside(frames["ResidualMLP"].rect, (bx0 - 1e-9, by0 - 1e-9, bx1 + 1e-9, by1 + 1e-9))
+    doc.collapse("ResidualMLP/b0")
+    assert "ResidualMLP/b0" not in frames_by_path(doc.scene)
+    assert "ResidualMLP/b0/fc1" not in frames_by_path(doc.scene)
+
+
+def test_a_collapsed_child_is_a_box_inside_its_parents_frame(net_doc):
+    doc = net_doc
+    doc.expand_all()
+    doc.collapse("Net/b2/fc1")
+    scene = doc.scene
+    frames = frames_by_path(scene)
+    assert "Net/b2/fc1" not in frames and "Net/b2/fc2" in frames
+    box = modules(scene)["fc1"]
+    x, y = scene.geometry.positions[box]
+    hw, hh = scene.geometry.half_sizes[box]
+    assert inside((x - hw, y - hh, x + hw, y + hh), frames["Net/b2"].rect)
+    doc.set_depth(0)  # one box: nothing open
+    assert doc.scene.geometry.frames == ()
+
+
+def test_a_graph_without_scopes_has_no_frames():
+    from viewer.model.expression.program import evaluate
+
+    doc = Document()
+    doc.load_trace(evaluate("x = 0.5\ny = square(exp(square(x)))").trace)
+    assert doc.scene.geometry.frames == ()
+
+
+def test_the_title_names_the_class_only_when_it_says_more():
+    assert frame_title("b0", "Block") == "b0 \N{MIDDLE DOT} Block"
+    assert frame_title("MLP", "MLP") == "MLP"
+    assert frame_title("attention", "") == "attention"

@@ -423,6 +423,27 @@ class ScopeModel:
             box[at] = np.where(above >= 0, above, own[at])
         return box
 
+    def drawn_open(self) -> NDArray[np.bool_]:
+        """Per scope: drawn open, its contents shown (each such scope gets a frame in the
+        scene): a scope of this graph other than the root, neither collapsed nor in a box."""
+        shown = self.present & (self._boxes() < 0)
+        shown[0] = False
+        return shown
+
+    def frame_owners(self, vis: VisibleGraph) -> NDArray[np.int64]:
+        """Per node of ``vis``: the innermost open scope it is drawn inside (0: none). A
+        Function belongs to the scope it ran in, a variable to the scope that made it, a box
+        to the scope around it; a Parameter to none (the layout puts a leaf where its first
+        consumer needs it, often beside another scope's nodes)."""
+        box = self._boxes()
+        local = self.local_of_id[np.asarray(vis.node_ids, dtype=np.int64)]
+        scope = self.node_scope[local]
+        scope = np.where(self.is_param[local], 0, scope)
+        scope = np.where(vis.is_module, self.parent[np.maximum(vis.box_scope, 0)], scope)
+        # a variable a collapsed scope made and something outside uses: the box's scope's
+        inside = box[scope]
+        return np.where(inside >= 0, self.parent[np.maximum(inside, 0)], scope)
+
     def _containers(self) -> NDArray[np.int64]:
         """Per local node: the scope id of the box hiding it, -1 when visible. A box's own
         Functions carry its id too (they are hidden in it)."""
