@@ -1,14 +1,18 @@
-"""Open modules in the window: a double-click on a folded run unfolds it and says so, one on
-a module expands it and says so; a change of the depth fits the view to the new graph."""
+"""Open modules in the window: framed and titled in both themes and in the exported picture;
+a double-click on a folded run unfolds it and says so, one on a module expands it and says
+so; a change of the depth fits the view to the new graph."""
 
 import numpy as np
 import pytest
-from PySide6 import QtCore
+from PySide6 import QtCore, QtGui
 from scoped_nets import Net
 
 import autodiff.functions as F
 from autodiff.trace import record
 from viewer.model.document.document import Document
+from viewer.qt.drawing.themes import DARK, LIGHT
+from viewer.qt.graph.image_export import render_image
+from viewer.qt.graph.scope_frames import frame_colours
 
 TIMES = "\N{MULTIPLICATION SIGN}"
 
@@ -55,6 +59,7 @@ def test_double_clicks_unfold_the_run_then_expand_a_module_and_say_which(qtbot, 
     _double_click_box(qtbot, win, "b0")
     assert "b0" not in _boxes(doc.scene) and {"b1", "b2"} <= set(_boxes(doc.scene))
     assert win.statusBar().currentMessage().startswith("Expanded Net/b0: ")
+    assert "Net/b0" in [f.path for f in win.graph_view.frame_layer.frames]
 
 
 def test_the_menu_of_a_folded_run_unfolds_it(scoped):
@@ -66,6 +71,52 @@ def test_the_menu_of_a_folded_run_unfolds_it(scoped):
     assert act.text() == f"Unfold Block {TIMES} 3"
     act.trigger()
     assert {"b0", "b1", "b2"} <= set(_boxes(doc.scene))
+
+
+def _pixel(image, view, xy):
+    p = _viewport_point(view, xy)
+    ratio = image.devicePixelRatio()
+    return QtGui.QColor(image.pixel(int(p.x() * ratio), int(p.y() * ratio)))
+
+
+@pytest.mark.parametrize("theme", [LIGHT, DARK], ids=["light", "dark"])
+def test_an_open_module_is_drawn_as_a_light_titled_frame(qtbot, scoped, theme):
+    win = scoped
+    view, doc = win.graph_view, win.document
+    win.set_theme(theme.name)
+    doc.expand("Net/b0")
+    frames = {f.path: f for f in doc.scene.geometry.frames}
+    assert view.frame_layer.frames == doc.scene.geometry.frames
+    b0 = frames["Net/b0"]
+    x0, y0, x1, y1 = b0.rect
+    view.view_box.setRange(rect=QtCore.QRectF(x0, y0, x1 - x0, y1 - y0), padding=0.05)
+    qtbot.wait(20)
+    image = view.grab().toImage()
+    assert view.frame_layer.painted_titles >= 1
+    # inside the frame, left of every node (the pad), and outside it: a faint tint
+    back = QtGui.QColor(theme.graph_background)
+    tint = _pixel(image, view, (x0 + 0.03, (y0 + y1) / 2))
+    outside = _pixel(image, view, (x0 - 0.2, (y0 + y1) / 2))
+    assert outside == back
+    assert tint != back
+    assert max(abs(a - b) for a, b in zip(tint.getRgb()[:3], back.getRgb()[:3], strict=True)) < 40
+    colours = frame_colours(theme)
+    assert colours.fill.rgb() != QtGui.QColor(theme.error).rgb()
+    assert colours.title.rgb() != colours.fill.rgb()
+
+
+def test_the_exported_picture_draws_the_frames(qtbot, scoped):
+    doc = scoped.document
+    doc.expand("Net/b0")
+    geometry = doc.scene.geometry
+    assert geometry.frames
+    framed = render_image(geometry, doc.frame(), LIGHT, legend=False)
+    frames, geometry.frames = geometry.frames, ()
+    try:
+        bare = render_image(geometry, doc.frame(), LIGHT, legend=False)
+    finally:
+        geometry.frames = frames
+    assert framed.size() == bare.size() and framed != bare
 
 
 def test_a_depth_change_fits_the_view_to_the_new_graph(qtbot, window):
