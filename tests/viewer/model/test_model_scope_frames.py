@@ -122,7 +122,13 @@ def test_unfolding_a_run_says_so_by_the_runs_name(residual):
     doc = residual
     said = []
     doc.status_changed.connect(said.append)
+    run = modules(doc.scene)[f"Block {TIMES} 6"]
+    assert "double-click or Enter: unfold into one box per repeat" in (
+        doc.scene.node_tooltip(run, -1)
+    )
     assert doc.unfold("ResidualMLP/b0")
+    b0 = modules(doc.scene)["b0"]
+    assert "double-click or Enter: expand" in doc.scene.node_tooltip(b0, -1).split("\n")
     assert said[-1].startswith(f"Unfolded the run Block {TIMES} 6: ")
     assert {"b0", "b5"} <= set(modules(doc.scene))
     assert doc.fold("ResidualMLP/b3")

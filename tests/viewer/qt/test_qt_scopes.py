@@ -61,13 +61,15 @@ def test_enter_on_the_selected_box_expands_it(qtbot, scoped):
     doc.select_index(folded)
     assert view.selection == folded
     assert win.inspector.title.text() == "Net/b0 (Block module)"
-    assert "double-click or Enter expands it" in win.inspector._notes
+    assert "double-click or Enter unfolds it into one box per repeat" in win.inspector._notes
     view.setFocus()
     changed = []
     doc.scene_changed.connect(changed.append)
     qtbot.keyClick(view, QtCore.Qt.Key.Key_Return)
     assert changed == [doc]
     assert {"b0", "b1", "b2"} <= set(_boxes(doc.scene))  # the run unfolded
+    doc.select_index(_boxes(doc.scene)["b1"])
+    assert "double-click or Enter expands it" in win.inspector._notes
     # Enter on a plain node does nothing
     plain = doc.scene.kinds.index("variable")
     doc.select_index(plain)

@@ -591,7 +591,11 @@ class Scene:
             for overlay in self.overlays_at(index):
                 if overlay.tooltip:
                     lines.append(f"[{overlay.kind}] {overlay.tooltip}")
-            lines.append("double-click or Enter: expand")
+            lines.append(
+                "double-click or Enter: unfold into one box per repeat"
+                if box.count > 1
+                else "double-click or Enter: expand"
+            )
             return "\n".join(lines)
         return self.text.node_tooltip(
             index,
