@@ -205,8 +205,9 @@ def test_repeats_fold_into_one_box_and_unfold(net_doc):
     assert scene.frame(-1).labels[box].startswith(f"Block {TIMES} 4")
     inside = [f for f in doc.trace.functions if doc.trace.node(f)["scope"].startswith("Net/b")]
     assert all(scene.index_of(f) == box for f in inside)
-    assert doc.expand("Net/b0")  # expanding a folded box unfolds it
+    assert doc.expand("Net/b0")  # expanding a repeat unfolds its run and opens it
     assert f"Block {TIMES} 4" not in modules(doc.scene)
+    assert "b0" not in modules(doc.scene) and "b1" in modules(doc.scene)
     assert doc.fold("Net/b3")
     assert f"Block {TIMES} 4" in modules(doc.scene)
     assert doc.unfold("Net/b2")
@@ -215,7 +216,7 @@ def test_repeats_fold_into_one_box_and_unfold(net_doc):
 
 def test_an_unfolded_run_shows_one_box_per_repeat_and_one_opens_alone(net_doc):
     doc = net_doc  # opened at the deepest depth: the blocks' contents would all show
-    assert doc.expand("Net/b0")  # unfold "Block x 4"
+    assert doc.unfold("Net/b0")  # "Block x 4" opens into four boxes
     assert [n for n in modules(doc.scene) if n.startswith("b")] == ["b0", "b1", "b2", "b3"]
     assert doc.expand("Net/b2")
     boxes = modules(doc.scene)

@@ -61,13 +61,15 @@ def test_enter_on_the_selected_box_expands_it(qtbot, scoped):
     doc.select_index(folded)
     assert view.selection == folded
     assert win.inspector.title.text() == "Net/b0 (Block module)"
-    assert "double-click or Enter expands it" in win.inspector._notes
+    assert "double-click or Enter unfolds it into one box per repeat" in win.inspector._notes
     view.setFocus()
     changed = []
     doc.scene_changed.connect(changed.append)
     qtbot.keyClick(view, QtCore.Qt.Key.Key_Return)
     assert changed == [doc]
     assert {"b0", "b1", "b2"} <= set(_boxes(doc.scene))  # the run unfolded
+    doc.select_index(_boxes(doc.scene)["b1"])
+    assert "double-click or Enter expands it" in win.inspector._notes
     # Enter on a plain node does nothing
     plain = doc.scene.kinds.index("variable")
     doc.select_index(plain)
@@ -168,7 +170,7 @@ def test_the_status_bar_counts_what_is_shown_after_a_box_opens(scoped):
     window = scoped
     before = window.status_label.text()
     assert before.startswith(f"{window.document.scene.n_nodes} nodes")
-    assert window.document.expand("Net/b0")  # Block x 3 opens into three boxes
+    assert window.document.expand("Net/b0")  # the run unfolds and b0 opens
     after = window.status_label.text()
     assert after != before and after.startswith(f"{window.document.scene.n_nodes} nodes")
 

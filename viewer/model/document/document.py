@@ -735,11 +735,13 @@ class Document:
         return self._change_scopes(scope_control.set_depth, depth)
 
     def expand(self, path: str) -> bool:
-        """Expand the scope at ``path``; a folded run it belongs to is unfolded instead."""
+        """Show the contents of the scope at ``path`` in one call: a folded run holding it
+        unfolds, the boxes above it open, and it expands. False when it is open already."""
         return self._change_scopes(scope_control.expand, path)
 
     def collapse(self, path: str) -> bool:
-        """Show the scope at ``path`` as one box of kind ``'module'``."""
+        """Show the scope at ``path`` as one box of kind ``'module'`` (closes what
+        :meth:`expand` opened). False when it is one already."""
         return self._change_scopes(scope_control.collapse, path)
 
     def collapse_siblings(self, path: str) -> bool:

@@ -28,18 +28,26 @@ def set_depth(model: ScopeModel, depth: int) -> str:
     return f"Depth {int(depth)}"
 
 
-def expand(model: ScopeModel, path: str) -> str:
-    """Expand the instances at ``path``; a folded run is unfolded first."""
-    heads = [model.fold_head[s] for s in model.instances(path)]
-    if model.folded[heads].any():
-        model.set_folded(path, False)
-    else:
-        model.set_collapsed(path, False)
+def expand(model: ScopeModel, path: str) -> str | None:
+    """Show the contents of the instances at ``path`` in one call: a folded run holding them
+    (or one of their ancestors) unfolds, every box above them opens, and they expand. None
+    when they are open already."""
+    changed, unfolded = model.expand_instances(model.instances(path))
+    if not changed:
+        return None
+    if unfolded:
+        runs = " and ".join(dict.fromkeys(model.run_name(h) for h in unfolded))
+        return f"Unfolded the run {runs} and expanded {path}"
     return f"Expanded {path}"
 
 
-def collapse(model: ScopeModel, path: str) -> str:
-    model.instances(path)
+def collapse(model: ScopeModel, path: str) -> str | None:
+    """Show the instances at ``path`` as one box each (what :func:`expand` opened closes
+    again; a run it unfolded stays unfolded, :func:`fold` folds it). None when they are
+    collapsed already."""
+    ids = model.instances(path)
+    if model.collapsed[ids].all():
+        return None
     model.set_collapsed(path, True)
     return f"Collapsed {path}"
 
@@ -56,10 +64,13 @@ def collapse_siblings(model: ScopeModel, path: str) -> str:
 
 
 def fold(model: ScopeModel, path: str, folded: bool) -> str | None:
+    """Fold (or unfold) the run ``path`` belongs to; None when it repeats nothing."""
     model.instances(path)
-    if not model.set_folded(path, folded):
+    heads = model.set_folded(path, folded)
+    if not heads:
         return None
-    return f"{'Folded' if folded else 'Unfolded'} {path}"
+    runs = " and ".join(model.run_name(h) for h in heads)
+    return f"{'Folded' if folded else 'Unfolded'} the run {runs}"
 
 
 def expand_all(model: ScopeModel) -> str:

@@ -13,6 +13,7 @@ __all__ = [
     "MODULE_SIZE",
     "VARIABLE_SIZE",
     "SceneGeometry",
+    "ScopeFrame",
     "arrow_heads",
     "separate_parallel_edges",
 ]
@@ -20,6 +21,22 @@ __all__ = [
 VARIABLE_SIZE = (1.0, 0.45)  # width, height in layout units (one layout column is 1.0 wide)
 FUNCTION_SIZE = (0.9, 0.4)
 MODULE_SIZE = (1.8, 0.6)  # a collapsed scope's box (viewer.model.scopes.relayout lays them out)
+
+
+@dataclass(frozen=True)
+class ScopeFrame:
+    """A module drawn open: a rounded rectangle behind its nodes, titled ``b0 · Block``.
+
+    ``rect`` is (x_min, y_min, x_max, y_max) in layout units; its top ``title_height`` is the
+    title's strip. ``depth`` is the scope's (1: a top scope): an open scope's ancestors are
+    all open, so a frame of depth d lies inside d - 1 others."""
+
+    scope_id: int
+    path: str
+    title: str
+    depth: int
+    rect: tuple[float, float, float, float]
+    title_height: float
 
 
 @dataclass
@@ -40,6 +57,8 @@ class SceneGeometry:
     # and per edge (an edge with a detached end); None: the graph has none
     detached: NDArray[np.bool_] | None = None
     detached_edges: NDArray[np.bool_] | None = None
+    # the frames of the scopes drawn open, outermost first (a frame after its parent)
+    frames: tuple[ScopeFrame, ...] = ()
 
     @property
     def modules(self) -> NDArray[np.bool_]:
@@ -73,6 +92,9 @@ class SceneGeometry:
         half = self.half_sizes
         lo = (self.positions - half).min(axis=0)
         hi = (self.positions + half).max(axis=0)
+        for frame in self.frames:
+            lo = np.minimum(lo, frame.rect[:2])
+            hi = np.maximum(hi, frame.rect[2:])
         return (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]))
 
 

@@ -24,6 +24,7 @@ from viewer.model.layout.compute import GraphLayout
 from viewer.model.node_display import NodeDisplay, node_display
 from viewer.model.node_states import STATE_CODES, STATE_NAMES, node_timeline
 from viewer.model.scene.colours import PALETTES, Palette, faded
+from viewer.model.scene.frames import scope_frames
 from viewer.model.scene.geometry import (
     FUNCTION_SIZE,
     MODULE_SIZE,
@@ -131,6 +132,10 @@ class Scene:
             module_size=(max(MODULE_SIZE[0], layout.module_width), MODULE_SIZE[1]),
         )
         self.geometry.arrow_points = arrow_heads(self.geometry, self.edges)
+        if scopes is not None:
+            self.geometry.frames = scope_frames(
+                self.geometry.positions, self.geometry.half_sizes, scopes
+            )
         self._mark_detached(trace)
         self.overlays = NodeOverlays()
         self._edges_of: list[list[int]] = [[] for _ in range(n)]
@@ -586,7 +591,11 @@ class Scene:
             for overlay in self.overlays_at(index):
                 if overlay.tooltip:
                     lines.append(f"[{overlay.kind}] {overlay.tooltip}")
-            lines.append("double-click or Enter: expand")
+            lines.append(
+                "double-click or Enter: unfold into one box per repeat"
+                if box.count > 1
+                else "double-click or Enter: expand"
+            )
             return "\n".join(lines)
         return self.text.node_tooltip(
             index,

@@ -332,6 +332,29 @@ class ScopeModel:
         self.folded[head] = False
         self.collapsed[self.fold_head == head] = True
 
+    def expand_instances(self, scope_ids: list[int]) -> tuple[bool, list[int]]:
+        """Show the contents of each instance of ``scope_ids``: every box above it opens, the
+        outermost first (a folded run holding it or an ancestor unfolds, its other repeats
+        staying boxes), and it expands. Returns whether anything changed and the heads of the
+        runs unfolded."""
+        changed, unfolded = False, []
+        for s in scope_ids:
+            for a in reversed(self.ancestors(s)):
+                head = int(self.fold_head[a])
+                if self.folded[head] and self.fold_count[head] > 1:
+                    self.unfold_run(head)
+                    unfolded.append(head)
+                    changed = True
+                if self.collapsed[a]:
+                    self.collapsed[a] = False
+                    changed = True
+        return changed, unfolded
+
+    def run_name(self, head: int) -> str:
+        """The name of the run headed by ``head`` as its folded box shows it: 'Block \u00d7 6'."""
+        row = self.rows[int(head)]
+        return f"{row.cls or row.name} \N{MULTIPLICATION SIGN} {int(self.fold_count[int(head)])}"
+
     def expand_all(self) -> None:
         self.collapsed[:] = False
         self.folded[:] = False
@@ -399,6 +422,27 @@ class ScopeModel:
             above = box[self.parent[at]]
             box[at] = np.where(above >= 0, above, own[at])
         return box
+
+    def drawn_open(self) -> NDArray[np.bool_]:
+        """Per scope: drawn open, its contents shown (each such scope gets a frame in the
+        scene): a scope of this graph other than the root, neither collapsed nor in a box."""
+        shown = self.present & (self._boxes() < 0)
+        shown[0] = False
+        return shown
+
+    def frame_owners(self, vis: VisibleGraph) -> NDArray[np.int64]:
+        """Per node of ``vis``: the innermost open scope it is drawn inside (0: none). A
+        Function belongs to the scope it ran in, a variable to the scope that made it, a box
+        to the scope around it; a Parameter to none (the layout puts a leaf where its first
+        consumer needs it, often beside another scope's nodes)."""
+        box = self._boxes()
+        local = self.local_of_id[np.asarray(vis.node_ids, dtype=np.int64)]
+        scope = self.node_scope[local]
+        scope = np.where(self.is_param[local], 0, scope)
+        scope = np.where(vis.is_module, self.parent[np.maximum(vis.box_scope, 0)], scope)
+        # a variable a collapsed scope made and something outside uses: the box's scope's
+        inside = box[scope]
+        return np.where(inside >= 0, self.parent[np.maximum(inside, 0)], scope)
 
     def _containers(self) -> NDArray[np.int64]:
         """Per local node: the scope id of the box hiding it, -1 when visible. A box's own

@@ -20,6 +20,7 @@ from viewer.qt.graph.items import (
     DETACHED_KEY,
     style_of_key,
 )
+from viewer.qt.graph.scope_frames import frame_colours, paint_frames
 from viewer.qt.graph.view import bounds_rect
 from viewer.qt.panels.legend import LegendEntry, legend_entries, paint_badge, paint_mark, paint_node
 
@@ -69,6 +70,15 @@ def paint_graph(
     painter.save()
     painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, True)
     painter.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing, True)
+
+    # The open modules' frames behind everything, outermost first.
+    paint_frames(
+        painter,
+        geometry.frames,
+        lambda r: QtCore.QRectF(to_px(r[0], r[1]), to_px(r[2], r[3])),
+        frame_colours(theme),
+        scale,
+    )
 
     # Edges and arrow heads, then the current step's edges over them.
     arrows = geometry.arrow_points.reshape(-1, 2)

@@ -144,7 +144,11 @@ class SceneBinding(QtCore.QObject):
         notes = []
         box = doc.scene.module(self.selected_index()) if shown else None
         if box is not None:
-            notes.append("double-click or Enter expands it")
+            notes.append(
+                "double-click or Enter unfolds it into one box per repeat"
+                if box.count > 1
+                else "double-click or Enter expands it"
+            )
         if info is not None and doc.scene is not None:
             accumulation = doc.scene.accumulation_text(info.node_id, doc.playback.index)
             if accumulation:

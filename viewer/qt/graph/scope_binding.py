@@ -1,10 +1,11 @@
 """Binds the graph view's module interactions to the Document's scope operations.
 
-A double-click on a module box, or Enter with one selected, expands it in place (a folded
-run unfolds). A right-click on the graph opens :meth:`ScopeBinding.context_menu`: Collapse
-(the scope of the node clicked; for a box, the scope around it), Collapse siblings, Expand
-all, and Depth 0 / 1 / 2 / 3. Everything is a call of a Document method; the scene binder
-redraws on ``scene_changed``.
+A double-click on a module box, or Enter with one selected, expands it in place; on a folded
+run ("Block \u00d7 6") it unfolds the run into one box per repeat. A right-click on the graph
+opens :meth:`ScopeBinding.context_menu`: Collapse (the scope of the node clicked; for a box,
+the scope around it), Collapse siblings, Expand all, and Depth 0 / 1 / 2 / 3. Everything is
+a call of a Document method; the scene binder redraws on ``scene_changed``, in place. A
+change of the whole graph (a depth, Expand all) then fits the view to it.
 """
 
 from __future__ import annotations
@@ -38,7 +39,22 @@ class ScopeBinding(QtCore.QObject):
         box = scene.module(index) if scene is not None else None
         if box is None:
             return False
+        if box.count > 1:
+            return self.document.unfold(box.path)
         return self.document.expand(box.path)
+
+    def set_depth(self, depth: int) -> bool:
+        """Show every scope down to ``depth`` and fit the view to the graph it gives."""
+        return self._refit(self.document.set_depth(depth))
+
+    def expand_all(self) -> bool:
+        """Show the whole graph and fit the view to it."""
+        return self._refit(self.document.expand_all())
+
+    def _refit(self, changed: bool) -> bool:
+        if changed:
+            self.view.fit()
+        return changed
 
     def _scope_around(self, index: int) -> str:
         """The path the menu's Collapse acts on for node ``index``: a box's parent scope, or
@@ -73,7 +89,9 @@ class ScopeBinding(QtCore.QObject):
             act.triggered.connect(slot)
             return act
 
-        if box is not None:
+        if box is not None and box.count > 1:
+            add("expand", f"Unfold {scene.names[index]}", lambda: doc.unfold(box.path))
+        elif box is not None:
             add("expand", f"Expand {box.path}", lambda: doc.expand(box.path))
         add(
             "collapse",
@@ -88,13 +106,13 @@ class ScopeBinding(QtCore.QObject):
             lambda: doc.collapse_siblings(sibling),
             bool(sibling),
         )
-        add("expand_all", "Expand all", doc.expand_all, has_scopes)
+        add("expand_all", "Expand all", self.expand_all, has_scopes)
         menu.addSeparator()
         for depth in DEPTHS:
             add(
                 f"depth_{depth}",
                 f"Depth {depth}",
-                lambda _=False, d=depth: doc.set_depth(d),
+                lambda _=False, d=depth: self.set_depth(d),
                 has_scopes,
             )
         self.last_menu = menu

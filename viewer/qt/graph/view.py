@@ -29,6 +29,7 @@ from viewer.qt.graph.items import (
     polyline_path,
     style_of_key,
 )
+from viewer.qt.graph.scope_frames import FrameLayer
 
 __all__ = ["FOLLOW_DURATION_MS", "GraphView", "bounds_rect", "empty_geometry", "follow_shift"]
 
@@ -78,6 +79,8 @@ class GraphView(pg.GraphicsView):
         self.setObjectName("graphView")
         self._box = _GraphViewBox(lockAspect=True, invertY=True, enableMenu=False)
         self.setCentralItem(self._box)
+        self._frames = FrameLayer()  # behind everything: the open modules
+        self._box.addItem(self._frames)
         self._edges = EdgeLayer()
         self._edges.setZValue(0)
         self._box.addItem(self._edges)
@@ -120,6 +123,11 @@ class GraphView(pg.GraphicsView):
         return self._box
 
     @property
+    def frame_layer(self) -> FrameLayer:
+        """The frames of the open modules, as drawn."""
+        return self._frames
+
+    @property
     def geometry_data(self) -> SceneGeometry:
         return self._geometry
 
@@ -138,6 +146,7 @@ class GraphView(pg.GraphicsView):
         self._active_edges.set_theme(theme)
         self._detached_edges.set_theme(theme)
         self._nodes.set_theme(theme)
+        self._frames.set_theme(theme)
         self._labels.set_name_colours(theme.text, theme.graph_background)
         if self._frame is not None:
             self._send_labels(self._frame)
@@ -164,6 +173,7 @@ class GraphView(pg.GraphicsView):
         self._frame = None
         self._selected = -1
         self._active_edges.set_edges(QtGui.QPainterPath(), QtGui.QPainterPath(), 0)
+        self._frames.set_frames(geometry.frames)
         detached = geometry.detached_edges
         if detached is None or len(detached) != geometry.n_edges or not detached.any():
             self._edges.set_edges(

@@ -1,0 +1,145 @@
+"""Open modules in the window: framed and titled in both themes and in the exported picture;
+a double-click on a folded run unfolds it and says so, one on a module expands it and says
+so; a change of the depth fits the view to the new graph."""
+
+import numpy as np
+import pytest
+from PySide6 import QtCore, QtGui
+from scoped_nets import Net
+
+import autodiff.functions as F
+from autodiff.trace import record
+from viewer.model.document.document import Document
+from viewer.qt.drawing.themes import DARK, LIGHT
+from viewer.qt.graph.image_export import render_image
+from viewer.qt.graph.scope_frames import frame_colours
+
+TIMES = "\N{MULTIPLICATION SIGN}"
+
+
+@pytest.fixture
+def scoped(window):
+    np.random.seed(0)
+    rng = np.random.default_rng(0)
+    x, t = rng.standard_normal((4, 2)), rng.standard_normal((4, 1))
+    with record() as trace:
+        F.mean_squared_error(Net(blocks=3)(x), t).backward()
+    window.document.load_graph(trace, "net", "trace")
+    return window
+
+
+def _boxes(scene):
+    return {scene.names[i]: i for i, k in enumerate(scene.kinds) if k == "module"}
+
+
+def _viewport_point(view, xy):
+    return view.mapFromScene(view.view_box.mapViewToScene(QtCore.QPointF(*xy)))
+
+
+def _double_click_box(qtbot, win, name):
+    view, doc = win.graph_view, win.document
+    box = _boxes(doc.scene)[name]
+    view.center_on(box)
+    qtbot.wait(10)
+    changed = []
+    doc.scene_changed.connect(changed.append)
+    point = _viewport_point(view, doc.scene.geometry.positions[box])
+    qtbot.mouseDClick(view.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=point)
+    qtbot.waitUntil(lambda: changed == [doc])
+    doc.scene_changed.disconnect(changed.append)
+
+
+def test_double_clicks_unfold_the_run_then_expand_a_module_and_say_which(qtbot, scoped):
+    win = scoped
+    doc = win.document
+    assert f"Block {TIMES} 3" in _boxes(doc.scene)
+    _double_click_box(qtbot, win, f"Block {TIMES} 3")
+    assert {"b0", "b1", "b2"} <= set(_boxes(doc.scene))  # only unfolded: three boxes
+    assert win.statusBar().currentMessage().startswith(f"Unfolded the run Block {TIMES} 3: ")
+    _double_click_box(qtbot, win, "b0")
+    assert "b0" not in _boxes(doc.scene) and {"b1", "b2"} <= set(_boxes(doc.scene))
+    assert win.statusBar().currentMessage().startswith("Expanded Net/b0: ")
+    assert "Net/b0" in [f.path for f in win.graph_view.frame_layer.frames]
+
+
+def test_the_menu_of_a_folded_run_unfolds_it(scoped):
+    win = scoped
+    doc = win.document
+    run = _boxes(doc.scene)[f"Block {TIMES} 3"]
+    menu = win.scope_binding.context_menu(run)
+    (act,) = [a for a in menu.actions() if a.objectName() == "expand"]
+    assert act.text() == f"Unfold Block {TIMES} 3"
+    act.trigger()
+    assert {"b0", "b1", "b2"} <= set(_boxes(doc.scene))
+
+
+def _pixel(image, view, xy):
+    p = _viewport_point(view, xy)
+    ratio = image.devicePixelRatio()
+    return QtGui.QColor(image.pixel(int(p.x() * ratio), int(p.y() * ratio)))
+
+
+@pytest.mark.parametrize("theme", [LIGHT, DARK], ids=["light", "dark"])
+def test_an_open_module_is_drawn_as_a_light_titled_frame(qtbot, scoped, theme):
+    win = scoped
+    view, doc = win.graph_view, win.document
+    win.set_theme(theme.name)
+    doc.expand("Net/b0")
+    frames = {f.path: f for f in doc.scene.geometry.frames}
+    assert view.frame_layer.frames == doc.scene.geometry.frames
+    b0 = frames["Net/b0"]
+    x0, y0, x1, y1 = b0.rect
+    view.view_box.setRange(rect=QtCore.QRectF(x0, y0, x1 - x0, y1 - y0), padding=0.05)
+    qtbot.wait(20)
+    image = view.grab().toImage()
+    assert view.frame_layer.painted_titles >= 1
+    # inside the frame, left of every node (the pad), and outside it: a faint tint
+    back = QtGui.QColor(theme.graph_background)
+    tint = _pixel(image, view, (x0 + 0.03, (y0 + y1) / 2))
+    outside = _pixel(image, view, (x0 - 0.2, (y0 + y1) / 2))
+    assert outside == back
+    assert tint != back
+    assert max(abs(a - b) for a, b in zip(tint.getRgb()[:3], back.getRgb()[:3], strict=True)) < 40
+    colours = frame_colours(theme)
+    assert colours.fill.rgb() != QtGui.QColor(theme.error).rgb()
+    assert colours.title.rgb() != colours.fill.rgb()
+
+
+def test_the_exported_picture_draws_the_frames(qtbot, scoped):
+    doc = scoped.document
+    doc.expand("Net/b0")
+    geometry = doc.scene.geometry
+    assert geometry.frames
+    framed = render_image(geometry, doc.frame(), LIGHT, legend=False)
+    frames, geometry.frames = geometry.frames, ()
+    try:
+        bare = render_image(geometry, doc.frame(), LIGHT, legend=False)
+    finally:
+        geometry.frames = frames
+    assert framed.size() == bare.size() and framed != bare
+
+
+def test_a_depth_change_fits_the_view_to_the_new_graph(qtbot, window):
+    doc = Document()
+    result = doc.load_example("cnn_step").run()
+    assert result.ok, result.error
+    win = window
+    assert win.document.apply_script_result(result)
+    view = win.graph_view
+    view.zoom_by(4.0)
+    view.center_at(-50.0, -50.0)  # the user looked elsewhere
+    menu = win.scope_binding.context_menu(-1)
+    (depth_1,) = [a for a in menu.actions() if a.objectName() == "depth_1"]
+    depth_1.trigger()
+    qtbot.wait(20)
+    assert win.statusBar().currentMessage().startswith("Depth 1: ")
+    geometry = win.document.scene.geometry
+    assert view.geometry_data is geometry
+    shown = view.visible_rect()
+    x0, y0, x1, y1 = geometry.bounds()
+    for x, y in geometry.positions:
+        assert shown.contains(QtCore.QPointF(x, y))
+    centre = shown.center()
+    tolerance = 0.05 * max(shown.width(), shown.height())
+    assert abs(centre.x() - (x0 + x1) / 2) < tolerance
+    assert abs(centre.y() - (y0 + y1) / 2) < tolerance
