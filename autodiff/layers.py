@@ -206,7 +206,8 @@ class Layer:
 
     # --- weights on disk -----------------------------------------------------
     def save_weights(self, path: str | os.PathLike) -> None:
-        """Save every parameter's array to a compressed ``.npz`` file, keyed like ``'l0/W'``."""
+        """Save every parameter's array to a compressed ``.npz`` file, keyed like ``'l0/W'``
+        (a parameter on the GPU stays there; :meth:`load_weights` puts it back there)."""
         arrays = {}
         for key, param in self.named_params().items():
             if param.data is None:
@@ -215,7 +216,7 @@ class Layer:
                     "initialised yet (its layer has not seen an input); run one forward pass "
                     "or give the layer its in_size before saving"
                 )
-            arrays[key] = param.data
+            arrays[key] = cuda.as_numpy(param.data)  # a copy from the GPU's
         try:
             np.savez_compressed(path, **arrays)
         except BaseException:
@@ -260,7 +261,8 @@ class Layer:
                     f"{path!r} holds shape {saved[key].shape}"
                 )
         for key, param in params.items():
-            param.data = saved[key]
+            on_gpu = cuda.is_cupy_array(param.data)
+            param.data = cuda.as_cupy(saved[key]) if on_gpu else saved[key]
 
     def _label(self) -> str:
         kind = type(self).__name__

@@ -276,3 +276,18 @@ def test_step_52_trains_on_the_gpu_as_on_the_cpu(fake_cupy, make):
     for p, q in zip(model.params(), cpu_model.params(), strict=True):
         assert type(p.data) is np.ndarray
         np.testing.assert_allclose(p.data, q.data, rtol=1e-4, atol=1e-6)
+
+
+def test_weights_saved_from_the_gpu_load_back_onto_it(fake_cupy, tmp_path):
+    model = MLP((4, 2))
+    model(np.ones((1, 3), dtype=np.float32))
+    model.to_gpu()
+    before = [cuda.as_numpy(p.data) for p in model.params()]
+    model.save_weights(tmp_path / "w.npz")
+    assert all(type(p.data) is DeviceArray for p in model.params())
+    for p in model.params():
+        p.data = p.data * 0
+    model.load_weights(tmp_path / "w.npz")
+    for p, saved in zip(model.params(), before, strict=True):
+        assert type(p.data) is DeviceArray
+        np.testing.assert_array_equal(cuda.as_numpy(p.data), saved)
