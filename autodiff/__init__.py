@@ -4,6 +4,7 @@
 """
 
 from autodiff import (
+    cuda,
     dataloaders,
     datasets,
     functions,
@@ -42,6 +43,7 @@ __all__ = [
     "Variable",
     "as_array",
     "as_variable",
+    "cuda",
     "dataloaders",
     "datasets",
     "functions",

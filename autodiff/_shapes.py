@@ -1,4 +1,4 @@
-"""Shape helpers of backward, on ndarrays: the engine's leaf (numpy only).
+"""Shape helpers of backward, on ndarrays (and CuPy arrays): the engine's leaf (numpy only).
 
 ``autodiff.utils`` re-exports them under DeZero's names (``dezero.utils.sum_to``...).
 """
@@ -27,22 +27,28 @@ _add_reduce = np.add.reduce  # ndarray.sum without numpy's Python-level wrapper
 _LEAD_AXES = [tuple(range(n)) for n in range(8)]
 
 
+def _sum_method(x: Any, axis: Any, keepdims: bool = False) -> Any:
+    # another array type (CuPy's): its own reduction, which numpy's add.reduce may not reach
+    return x.sum(axis=axis, keepdims=keepdims)
+
+
 def sum_to(x: NDArray, shape: tuple[int, ...]) -> NDArray:
     """Sum ``x`` over the axes that broadcasting added or stretched, down to ``shape``."""
     ndim = len(shape)
     lead = x.ndim - ndim
     if lead < 0:
         raise ValueError(f"sum_to: cannot sum an array of shape {x.shape} to shape {shape}")
+    add_reduce = _add_reduce if type(x) is np.ndarray else _sum_method
     if lead > 0 and x.shape[lead:] == shape:
         # only leading axes were added (a bias over a batch): one reduction, nothing to squeeze
         added = _LEAD_AXES[lead] if lead < len(_LEAD_AXES) else tuple(range(lead))
-        return _add_reduce(x, axis=added)
+        return add_reduce(x, axis=added)
     lead_axis = tuple(range(lead))
     axis = tuple(i + lead for i, sx in enumerate(shape) if sx == 1 and x.shape[i + lead] != 1)
     if not axis:
-        y = _add_reduce(x, axis=lead_axis) if lead else x
+        y = add_reduce(x, axis=lead_axis) if lead else x
     else:
-        y = _add_reduce(x, axis=lead_axis + axis, keepdims=True)
+        y = add_reduce(x, axis=lead_axis + axis, keepdims=True)
         if lead > 0:
             y = y.squeeze(lead_axis)
     if y.shape != tuple(shape):

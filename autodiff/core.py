@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from autodiff import _shapes
+from autodiff import _shapes, cuda
 
 __all__ = [
     "ARRAYS",
@@ -284,14 +284,16 @@ class Variable:
 
     def __init__(self, data: Any, name: str | None = None) -> None:
         if data is not None and type(data) is not np.ndarray:
-            if isinstance(data, np.ndarray):
+            if cuda.is_cupy_array(data):
+                pass  # on the GPU: kept as it is
+            elif isinstance(data, np.ndarray):
                 data = np.asarray(data)
             elif isinstance(data, _ACCEPTED_SCALARS) and not isinstance(data, bool):
                 data = np.asarray(data, dtype=np.float64 if isinstance(data, int) else None)
             else:
                 raise TypeError(
                     f"Variable: {type(data).__name__} is not supported; "
-                    "pass a numpy ndarray, a numpy scalar or a Python number"
+                    "pass a numpy ndarray (or a CuPy array), a numpy scalar or a Python number"
                 )
         if data is not None and data.dtype.kind in "OSUVM":
             raise TypeError(
@@ -368,6 +370,24 @@ class Variable:
 
     def cleargrad(self) -> None:
         self.grad = None
+
+    # --- device (DeZero's; autodiff.cuda) ----------------------------------
+    def to_cpu(self) -> None:
+        """Move ``data`` (and a gradient held) to numpy arrays."""
+        self._move(cuda.as_numpy)
+
+    def to_gpu(self) -> None:
+        """Move ``data`` (and a gradient held) to CuPy arrays on the GPU; RuntimeError
+        without CuPy."""
+        if not cuda.gpu_enable:
+            raise RuntimeError(cuda.CUPY_MISSING)
+        self._move(cuda.as_cupy)
+
+    def _move(self, convert: Any) -> None:
+        if self.data is not None:
+            self.data = convert(self.data)
+        if self.grad is not None and self.grad.data is not None:
+            self.grad.data = convert(self.grad.data)
 
     __setstate__ = _restore_state
 
@@ -559,13 +579,11 @@ class Constant(Variable):
 
 
 def as_array(x: Any, array_module: Any = np) -> NDArray:
-    """Return ``x`` as an ndarray (numpy scalars and Python numbers become 0-d arrays).
-
-    ``array_module`` is accepted so that code written for DeZero's ``as_array(x, xp)`` runs
-    unchanged; numpy is the only array module here, so it is not read."""
-    if type(x) is np.ndarray:
+    """Return ``x`` as an array: an ndarray or a CuPy array as it is, numpy scalars and Python
+    numbers as 0-d arrays of ``array_module`` (numpy, or DeZero's ``xp``)."""
+    if type(x) is np.ndarray or cuda.is_cupy_array(x):
         return x
-    return np.asarray(x)
+    return array_module.asarray(x)
 
 
 def as_variable(obj: Any) -> Variable:
@@ -683,8 +701,11 @@ class Function:
             ys = self.forward(*[x.data for x in inputs])
 
         if type(ys) is not tuple:
-            # numpy ufuncs turn 0-d arrays into numpy scalars; results stay ndarrays
-            y = Variable(ys if type(ys) is np.ndarray else np.asarray(ys))
+            # numpy ufuncs turn 0-d arrays into numpy scalars; results stay ndarrays (or
+            # CuPy's arrays)
+            if type(ys) is not np.ndarray:
+                ys = np.asarray(ys) if isinstance(ys, np.generic) else as_array(ys)
+            y = Variable(ys)
             self._order = next(_creation_counter)
             if Config.enable_backprop:
                 self.generation = generation
@@ -700,7 +721,7 @@ class Function:
                     handler(self, inputs, [y], False)
             return y
 
-        outputs = [Variable(y if type(y) is np.ndarray else np.asarray(y)) for y in ys]
+        outputs = [Variable(y if type(y) is np.ndarray else as_array(y)) for y in ys]
         self._order = next(_creation_counter)
         if Config.enable_backprop:
             self.generation = generation
@@ -851,7 +872,7 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
             "assign it an array before calling backward()"
         )
     if output.grad is None:
-        output.grad = Variable(np.ones_like(output.data))
+        output.grad = Variable(cuda.get_array_module(output.data).ones_like(output.data))
     seed = output.grad
     observers = _observers
     step_events = _on_backward_event
@@ -891,7 +912,7 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
                 # an output that is alive but received nothing contributes zeros
                 for k, y in enumerate(ys):
                     if gys[k] is None and y is not None:
-                        zeros = np.zeros_like(y.data)
+                        zeros = cuda.get_array_module(y.data).zeros_like(y.data)
                         gys[k] = Variable(zeros) if create_graph else zeros
                 gys = tuple(gys)
 
@@ -955,8 +976,8 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
                     old = x.grad
                     if old is None and not create_graph:
                         if type(gx) is not np.ndarray:
-                            gx = np.asarray(gx)
-                        elif gx is gys[0] or (
+                            gx = as_array(gx)
+                        if gx is gys[0] or (
                             (gx.base is not None or len(gys) > 1) and _shares_a_received(gx, gys)
                         ):
                             gx = gx.copy()
@@ -1003,8 +1024,9 @@ def _seed(output: Variable, gradient: Any, create_graph: bool) -> Variable:
             return gradient
         gradient = gradient.data
     dtype = data.dtype if data.dtype.kind in "fc" else None
+    xp = cuda.get_array_module(data)
     try:
-        seed = np.asarray(gradient, dtype=dtype)
+        seed = xp.asarray(gradient, dtype=dtype)
     except (TypeError, ValueError):
         raise TypeError(
             f"backward: the gradient must be a number, an array or a Variable, not "
@@ -1013,7 +1035,7 @@ def _seed(output: Variable, gradient: Any, create_graph: bool) -> Variable:
     if seed.shape != data.shape:
         if seed.ndim != 0:
             _check_seed_shape(seed.shape, data.shape)
-        seed = np.full(data.shape, seed, dtype=seed.dtype)
+        seed = xp.full(data.shape, seed, dtype=seed.dtype)
     elif seed is gradient:
         seed = seed.copy()  # the caller's array is not the engine's to keep
     return Variable(seed)
@@ -1043,7 +1065,7 @@ def _as_grad(g: Any) -> Variable:
     """A gradient value (an array, a numpy scalar, or a Variable) as a Variable."""
     if isinstance(g, Variable):
         return g
-    return Variable(g if type(g) is np.ndarray else np.asarray(g))
+    return Variable(g if type(g) is np.ndarray else as_array(g))
 
 
 def _accumulate(old: Variable | None, g: Any, create_graph: bool) -> Variable:
@@ -1117,9 +1139,13 @@ def _operand(x: Any, like: Any) -> Any:
     """
     if isinstance(x, Variable):
         return x
-    if isinstance(x, int | float) and isinstance(like, Variable) and like.data.dtype.kind == "f":
-        return _constant(np.asarray(x, dtype=like.data.dtype))
-    return _constant(as_array(x))
+    if not isinstance(like, Variable):
+        return _constant(as_array(x))
+    data = like.data
+    xp = np if type(data) is np.ndarray else cuda.get_array_module(data)
+    if isinstance(x, int | float) and data.dtype.kind == "f":
+        return _constant(xp.asarray(x, dtype=data.dtype))
+    return _constant(as_array(x, xp))
 
 
 def _constant(data: NDArray) -> Constant:

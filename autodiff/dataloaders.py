@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from autodiff import cuda
 from autodiff.datasets import Dataset
 
 __all__ = ["DataLoader", "SeqDataLoader"]
@@ -19,9 +20,12 @@ class DataLoader:
     One pass (``for x, t in loader``) visits every example exactly once; the last batch is
     smaller when ``batch_size`` does not divide the dataset. With ``shuffle`` the order is a
     fresh ``np.random.permutation`` per pass, so ``np.random.seed`` makes it repeatable.
+    With ``gpu`` (or after :meth:`to_gpu`) the batches are CuPy arrays on the GPU.
     """
 
-    def __init__(self, dataset: Any, batch_size: int, shuffle: bool = True) -> None:
+    def __init__(
+        self, dataset: Any, batch_size: int, shuffle: bool = True, gpu: bool = False
+    ) -> None:
         loader = type(self).__name__
         if len(dataset) == 0:
             raise ValueError(f"{loader}: {type(dataset).__name__} is empty")
@@ -40,6 +44,9 @@ class DataLoader:
         self.shuffle = shuffle
         self.data_size = len(dataset)
         self.max_iter = math.ceil(self.data_size / self.batch_size)
+        self.gpu = False
+        if gpu:
+            self.to_gpu()
         self.reset()
 
     def reset(self) -> None:
@@ -53,6 +60,16 @@ class DataLoader:
     def __len__(self) -> int:
         return self.max_iter
 
+    def to_cpu(self) -> None:
+        """Give the next batches as numpy arrays (the default)."""
+        self.gpu = False
+
+    def to_gpu(self) -> None:
+        """Give the next batches as CuPy arrays on the GPU; RuntimeError without CuPy."""
+        if not cuda.gpu_enable:
+            raise RuntimeError(cuda.CUPY_MISSING)
+        self.gpu = True
+
     def __iter__(self) -> DataLoader:
         return self
 
@@ -63,7 +80,10 @@ class DataLoader:
         i, size = self.iteration, self.batch_size
         batch_index = self.index[i * size : (i + 1) * size]
         self.iteration += 1
-        return self._gather(batch_index)
+        x, t = self._gather(batch_index)
+        if self.gpu:
+            return cuda.as_cupy(x), cuda.as_cupy(t)
+        return x, t
 
     def next(self) -> tuple[NDArray, NDArray]:
         return self.__next__()
@@ -90,14 +110,12 @@ class SeqDataLoader(DataLoader):
 
     The sequence is cut into ``batch_size`` equal stretches; the i-th batch holds element i
     of each stretch, so row k of consecutive batches walks along stretch k in order (an RNN
-    keeps its state per row). Never shuffles. ``gpu`` exists for DeZero's programs: only
-    False is supported.
+    keeps its state per row). Never shuffles. With ``gpu`` (or after :meth:`to_gpu`) the
+    batches are CuPy arrays on the GPU.
     """
 
     def __init__(self, dataset: Any, batch_size: int, gpu: bool = False) -> None:
-        if gpu:
-            raise NotImplementedError("SeqDataLoader: autodiff runs on numpy only; pass gpu=False")
-        super().__init__(dataset, batch_size, shuffle=False)
+        super().__init__(dataset, batch_size, shuffle=False, gpu=gpu)
         if self.batch_size > self.data_size:
             raise ValueError(
                 f"SeqDataLoader: batch_size {self.batch_size} is larger than the sequence "
@@ -105,7 +123,6 @@ class SeqDataLoader(DataLoader):
                 f"batch walks its own stretch, at least one element long; use a batch_size of "
                 f"at most {self.data_size}"
             )
-        self.gpu = False
 
     def __next__(self) -> tuple[NDArray, NDArray]:
         if self.iteration >= self.max_iter:
@@ -114,4 +131,7 @@ class SeqDataLoader(DataLoader):
         jump = self.data_size // self.batch_size
         batch_index = (np.arange(self.batch_size) * jump + self.iteration) % self.data_size
         self.iteration += 1
-        return self._gather(batch_index)
+        x, t = self._gather(batch_index)
+        if self.gpu:
+            return cuda.as_cupy(x), cuda.as_cupy(t)
+        return x, t

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from autodiff import _shapes
+from autodiff import _shapes, cuda
 from autodiff.core import (
     Config,
     Constant,
@@ -375,8 +375,9 @@ class GetItem(Function):
 
 def _scatter_add(gy: np.ndarray, slices: Any, shape: tuple[int, ...]) -> np.ndarray:
     # add.at, not gx[slices] = gy: an index repeated in ``slices`` must add up
-    gx = np.zeros(shape, dtype=gy.dtype)
-    np.add.at(gx, slices, gy)
+    xp = cuda.get_array_module(gy)
+    gx = xp.zeros(shape, dtype=gy.dtype)
+    xp.add.at(gx, slices, gy)
     return gx
 
 
@@ -441,6 +442,8 @@ class Sum(Function):
     def forward(self, x):
         _check_axis("sum", self.axis, x.shape)
         self.x_shape = x.shape
+        if type(x) is not np.ndarray:  # CuPy's: its own reduction
+            return x.sum(axis=self.axis, keepdims=self.keepdims)
         return _add_reduce(x, axis=self.axis, keepdims=self.keepdims)
 
     def derivative(self, ops, gy):
@@ -723,6 +726,8 @@ class MeanSquaredError(Function):
                     + "; pass a prediction and a target of the same shape"
                 )
         diff = x0 - x1
+        if type(diff) is not np.ndarray:  # CuPy's: its own reduction
+            return (diff**2).sum() / len(diff)
         return _add_reduce(diff**2, axis=None) / len(diff)
 
     def derivative(self, ops, gy):
@@ -751,7 +756,7 @@ def softmax_cross_entropy_simple(x: Any, t: Any) -> Variable:
     p = softmax(x)
     p = clip(p, 1e-15, 1.0)  # log(0) guard
     log_p = log(p)
-    tlog_p = log_p[np.arange(n), t.data]
+    tlog_p = log_p[cuda.get_array_module(t.data).arange(n), t.data]
     return -1 * sum(tlog_p) / n
 
 
@@ -761,12 +766,12 @@ class SoftmaxCrossEntropy(Function):
         n = x.shape[0]
         log_z = _shapes.logsumexp(x, axis=1)
         log_p = x - log_z
-        log_p = log_p[np.arange(n), t.ravel()]
+        log_p = log_p[cuda.get_array_module(t).arange(n), t.ravel()]
         return -log_p.sum() / np.float32(n)
 
     def _onehot(self) -> np.ndarray:
         x, t = self.inputs
-        return np.eye(x.shape[1], dtype=x.dtype)[t.data]
+        return cuda.get_array_module(t.data).eye(x.shape[1], dtype=x.dtype)[t.data]
 
     def derivative(self, ops, gy):
         # (softmax(x) - onehot(t)) / N; the labels get no gradient
@@ -812,8 +817,9 @@ def dropout(x: Any, dropout_ratio: float = 0.5) -> Variable:
     """Inverted dropout while ``Config.train`` is True; the identity in ``test_mode()``."""
     x = as_variable(x)
     if Config.train:
-        mask = np.random.rand(*x.shape) > dropout_ratio
-        scale = np.array(1.0 - dropout_ratio).astype(x.dtype)
+        xp = cuda.get_array_module(x.data)
+        mask = xp.random.rand(*x.shape) > dropout_ratio
+        scale = xp.array(1.0 - dropout_ratio).astype(x.dtype)
         return x * mask / scale
     return x
 
@@ -923,7 +929,7 @@ def embed_id(x: Any, W: Any) -> Variable:
     """Rows of ``W`` picked by the integer ids ``x``: ``W[x]``, of shape ``x.shape + (D,)``."""
     if isinstance(x, Variable):
         x = x.data
-    return get_item(W, np.asarray(x))
+    return get_item(W, as_array(x))
 
 
 # =============================================================================

@@ -23,6 +23,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
+from autodiff import cuda
 from autodiff._shapes import conv_pair, get_conv_outsize, get_deconv_outsize, is_count, pair
 from autodiff.core import Constant, Function, Variable, as_variable
 from autodiff.functions import linear
@@ -80,7 +81,7 @@ def _windows(img: NDArray, kernel: Any, stride: Any, pad: Any, op: str = "im2col
     (KH, KW), (SH, SW), (PH, PW), (OH, OW) = _out_size(op, img.shape, kernel, stride, pad)
     if PH or PW:
         N, C, H, W = img.shape
-        padded = np.zeros((N, C, H + 2 * PH, W + 2 * PW), dtype=img.dtype)
+        padded = cuda.get_array_module(img).zeros((N, C, H + 2 * PH, W + 2 * PW), dtype=img.dtype)
         padded[:, :, PH : PH + H, PW : PW + W] = img
         img = padded
     view = sliding_window_view(img, (KH, KW), axis=(2, 3))
@@ -95,7 +96,7 @@ def im2col_array(
     N, C, OH, OW, KH, KW = w.shape
     if to_matrix:
         return w.transpose(0, 2, 3, 1, 4, 5).reshape(N * OH * OW, C * KH * KW)
-    return np.ascontiguousarray(w.transpose(0, 1, 4, 5, 2, 3))
+    return cuda.get_array_module(w).ascontiguousarray(w.transpose(0, 1, 4, 5, 2, 3))
 
 
 def col2im_array(
@@ -131,12 +132,13 @@ def _patches(x: NDArray, kernel: tuple[int, int], stride: Any, pad: Any, op: str
     """The windows of ``x`` ``(N, C, H, W)`` as rows ``(N*OH*OW, KH*KW*C)``."""
     (KH, KW), (SH, SW), (PH, PW), (OH, OW) = _out_size(op, x.shape, kernel, stride, pad)
     N, C, H, W = x.shape
+    xp = cuda.get_array_module(x)
     if PH or PW:
-        img = np.zeros((N, H + 2 * PH, W + 2 * PW, C), dtype=x.dtype)
+        img = xp.zeros((N, H + 2 * PH, W + 2 * PW, C), dtype=x.dtype)
         img[:, PH : PH + H, PW : PW + W, :] = x.transpose(0, 2, 3, 1)
     else:
         img = x.transpose(0, 2, 3, 1)
-    col = np.empty((N, OH, OW, KH, KW, C), dtype=x.dtype)
+    col = xp.empty((N, OH, OW, KH, KW, C), dtype=x.dtype)
     for j in range(KH):
         for i in range(KW):
             col[:, :, :, j, i, :] = img[:, j : j + SH * OH : SH, i : i + SW * OW : SW, :]
@@ -150,11 +152,12 @@ def _add_windows(col: NDArray, img_shape: tuple[int, ...], stride: Any, pad: Any
     KH, KW, N, OH, OW, C = col.shape
     H, W = img_shape[2:]
     (SH, SW), (PH, PW) = pair(stride), pair(pad)
-    img = np.zeros((N, H + 2 * PH, W + 2 * PW, C), dtype=col.dtype)
+    xp = cuda.get_array_module(col)
+    img = xp.zeros((N, H + 2 * PH, W + 2 * PW, C), dtype=col.dtype)
     for j in range(KH):
         for i in range(KW):
             img[:, j : j + SH * OH : SH, i : i + SW * OW : SW, :] += col[j, i]
-    return np.ascontiguousarray(img[:, PH : PH + H, PW : PW + W, :].transpose(0, 3, 1, 2))
+    return xp.ascontiguousarray(img[:, PH : PH + H, PW : PW + W, :].transpose(0, 3, 1, 2))
 
 
 def _channels_last(W: NDArray) -> NDArray:
@@ -365,7 +368,7 @@ class Conv2DGradW(Function):
         col = _patches(x, self.kernel_size, self.stride, self.pad, "conv2d")
         OC, KH, KW = gy.shape[1], *self.kernel_size
         gW = (_rows(gy).T @ col).reshape(OC, KH, KW, x.shape[1])
-        return np.ascontiguousarray(gW.transpose(0, 3, 1, 2))
+        return cuda.get_array_module(gW).ascontiguousarray(gW.transpose(0, 3, 1, 2))
 
     def derivative(self, ops, ggW):
         x, gy = ops.value(self.inputs[0]), ops.value(self.inputs[1])
@@ -428,7 +431,7 @@ class Pooling2DGrad(_PoolingIndexes):
 
     def forward(self, gy):
         KH, KW = pair(self.kernel_size)
-        gcol = np.zeros((*gy.shape, KH * KW), dtype=self.dtype)
+        gcol = cuda.get_array_module(gy).zeros((*gy.shape, KH * KW), dtype=self.dtype)
         np.put_along_axis(gcol, self.indexes[..., None], gy[..., None], axis=4)
         # (N, C, OH, OW, KH, KW) -> (KH, KW, N, OH, OW, C), a view
         gcol = gcol.reshape(*gy.shape, KH, KW).transpose(4, 5, 0, 2, 3, 1)

@@ -17,6 +17,7 @@ from numpy.typing import DTypeLike
 
 import autodiff.core as _core
 import autodiff.functions as F
+from autodiff import cuda
 from autodiff._shapes import conv_pair, is_count, pair
 from autodiff.core import Parameter, Variable
 
@@ -151,12 +152,17 @@ class Layer:
         self.cleargrads()
 
     def to_cpu(self) -> None:
-        """Nothing to do: autodiff keeps every array in numpy (kept for DeZero's programs)."""
+        """Move every parameter's array (and gradient) to numpy."""
+        for param in self.params():
+            param.to_cpu()
 
     def to_gpu(self) -> None:
-        raise NotImplementedError(
-            f"{type(self).__name__}.to_gpu: autodiff runs on numpy only; drop the to_gpu() call"
-        )
+        """Move every parameter's array (and gradient) to CuPy on the GPU; a weight made on
+        the first call is made where the input is. RuntimeError without CuPy."""
+        if not cuda.gpu_enable:
+            raise RuntimeError(cuda.CUPY_MISSING)
+        for param in self.params():
+            param.to_gpu()
 
     def named_params(self) -> dict[str, Parameter]:
         """Parameters keyed by their path of attribute names (``'l0/W'``), as saved to ``.npz``.
@@ -200,7 +206,8 @@ class Layer:
 
     # --- weights on disk -----------------------------------------------------
     def save_weights(self, path: str | os.PathLike) -> None:
-        """Save every parameter's array to a compressed ``.npz`` file, keyed like ``'l0/W'``."""
+        """Save every parameter's array to a compressed ``.npz`` file, keyed like ``'l0/W'``
+        (a parameter on the GPU stays there; :meth:`load_weights` puts it back there)."""
         arrays = {}
         for key, param in self.named_params().items():
             if param.data is None:
@@ -209,7 +216,7 @@ class Layer:
                     "initialised yet (its layer has not seen an input); run one forward pass "
                     "or give the layer its in_size before saving"
                 )
-            arrays[key] = param.data
+            arrays[key] = cuda.as_numpy(param.data)  # a copy from the GPU's
         try:
             np.savez_compressed(path, **arrays)
         except BaseException:
@@ -254,7 +261,8 @@ class Layer:
                     f"{path!r} holds shape {saved[key].shape}"
                 )
         for key, param in params.items():
-            param.data = saved[key]
+            on_gpu = cuda.is_cupy_array(param.data)
+            param.data = cuda.as_cupy(saved[key]) if on_gpu else saved[key]
 
     def _label(self) -> str:
         kind = type(self).__name__
@@ -309,8 +317,9 @@ class Linear(Layer):
             self._init_W()
         self.b = None if nobias else Parameter(np.zeros(out_size, dtype=dtype), name="b")
 
-    def _init_W(self) -> None:
-        self.W.data = _scaled_randn((self.in_size, self.out_size), self.in_size, self.dtype)
+    def _init_W(self, xp: Any = np) -> None:
+        W = _scaled_randn((self.in_size, self.out_size), self.in_size, self.dtype)
+        self.W.data = W if xp is np else cuda.as_cupy(W)
 
     def forward(self, x: Any) -> Variable:
         shape = getattr(x, "shape", None)
@@ -324,7 +333,7 @@ class Linear(Layer):
         W = self.W.data
         if W is None:
             self.in_size = shape[1]
-            self._init_W()
+            self._init_W(cuda.get_array_module(x))
         elif shape[1] != W.shape[0]:
             raise ValueError(
                 f"{self._label()}: expected an input of shape (N, {W.shape[0]}), got {shape}; "
@@ -355,11 +364,12 @@ class BatchNorm(Layer):
 
     def _init_params(self, x: Any) -> None:
         width, dtype = x.shape[1], x.dtype
+        xp = cuda.get_array_module(x)
         for param, fill in (
-            (self.avg_mean, np.zeros),
-            (self.avg_var, np.ones),
-            (self.gamma, np.ones),
-            (self.beta, np.zeros),
+            (self.avg_mean, xp.zeros),
+            (self.avg_var, xp.ones),
+            (self.gamma, xp.ones),
+            (self.beta, xp.zeros),
         ):
             if param.data is None:
                 param.data = fill(width, dtype=dtype)
@@ -512,10 +522,11 @@ class _Convolution(Layer):
     def _weight_shape(self) -> tuple[int, ...]:
         raise NotImplementedError
 
-    def _init_W(self) -> None:
+    def _init_W(self, xp: Any = np) -> None:
         KH, KW = pair(self.kernel_size)
         fan_in = self.in_channels * KH * KW
-        self.W.data = _scaled_randn(self._weight_shape(), fan_in, self.dtype)
+        W = _scaled_randn(self._weight_shape(), fan_in, self.dtype)
+        self.W.data = W if xp is np else cuda.as_cupy(W)
 
     def _check_input(self, x: Any) -> None:
         shape = getattr(x, "shape", None)
@@ -531,7 +542,7 @@ class _Convolution(Layer):
             )
         if self.W.data is None:
             self.in_channels = shape[1]
-            self._init_W()
+            self._init_W(cuda.get_array_module(x))
         elif shape[1] != self.in_channels:
             raise ValueError(
                 f"{self._label()}: expected {self.in_channels} input channels, got an input of "

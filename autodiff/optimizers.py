@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from autodiff import cuda
 from autodiff.core import Parameter, Variable
 from autodiff.layers import Layer
 
@@ -35,6 +36,15 @@ __all__ = [
 
 
 _all_true = np.logical_and.reduce
+
+
+def _all_finite(g: Any) -> Any:
+    finite = np.isfinite(g)
+    if type(finite) is np.ndarray:
+        return _all_true(finite, None)
+    return finite.all()  # CuPy's: its own reduction
+
+
 # Up to this many gradient elements in all, they are checked with one concatenated isfinite().
 _FINITE_CHECK_CONCAT_LIMIT = 1 << 16
 
@@ -139,9 +149,9 @@ class Optimizer:
         # overhead dominates. No sum-based shortcut: inf - inf would raise a RuntimeWarning.
         flat = [p.grad.data.ravel() for p in params]
         if sum(map(len, flat)) <= _FINITE_CHECK_CONCAT_LIMIT:
-            if _all_true(np.isfinite(np.concatenate(flat)), None):
+            if _all_finite(np.concatenate(flat)):
                 return True
-        elif all(_all_true(np.isfinite(g), None) for g in flat):
+        elif all(_all_finite(g) for g in flat):
             return True
         bad = next(p for p, g in zip(params, flat, strict=True) if not np.isfinite(g).all())
         self._report_nonfinite(bad)
@@ -250,7 +260,7 @@ class MomentumSGD(Optimizer):
     def update_one(self, param: Parameter) -> None:
         v = self.vs.get(param)
         if v is None:
-            v = self.vs[param] = np.zeros_like(param.data)
+            v = self.vs[param] = cuda.get_array_module(param.data).zeros_like(param.data)
         v *= self.momentum
         v -= self.lr * param.grad.data
         param.data += v
@@ -269,7 +279,7 @@ class AdaGrad(Optimizer):
     def update_one(self, param: Parameter) -> None:
         h = self.hs.get(param)
         if h is None:
-            h = self.hs[param] = np.zeros_like(param.data)
+            h = self.hs[param] = cuda.get_array_module(param.data).zeros_like(param.data)
         grad = param.grad.data
         h += grad * grad
         param.data -= self.lr * grad / (np.sqrt(h) + self.eps)
@@ -289,8 +299,9 @@ class AdaDelta(Optimizer):
     def update_one(self, param: Parameter) -> None:
         msg = self.msg.get(param)
         if msg is None:
-            msg = self.msg[param] = np.zeros_like(param.data)
-            self.msdx[param] = np.zeros_like(param.data)
+            xp = cuda.get_array_module(param.data)
+            msg = self.msg[param] = xp.zeros_like(param.data)
+            self.msdx[param] = xp.zeros_like(param.data)
         msdx = self.msdx[param]
         rho, eps = self.rho, self.eps
         grad = param.grad.data
@@ -341,8 +352,9 @@ class Adam(Optimizer):
     def update_one(self, param: Parameter) -> None:
         m = self.ms.get(param)
         if m is None:
-            m = self.ms[param] = np.zeros_like(param.data)
-            self.vs[param] = np.zeros_like(param.data)
+            xp = cuda.get_array_module(param.data)
+            m = self.ms[param] = xp.zeros_like(param.data)
+            self.vs[param] = xp.zeros_like(param.data)
         v = self.vs[param]
         grad = param.grad.data
         m += (1 - self.beta1) * (grad - m)

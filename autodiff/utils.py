@@ -1,12 +1,14 @@
 """Helpers named as in DeZero's ``dezero/utils.py``: numerical gradients and gradient checks,
-DOT export of a graph, and (from :mod:`autodiff._shapes`, where the engine reads them) the
-shape helpers of backward."""
+DOT export of a graph and its picture (with or without Graphviz), and (from
+:mod:`autodiff._shapes`, where the engine reads them) the shape helpers of backward."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -206,19 +208,43 @@ def get_dot_graph(output: Any, verbose: bool = True) -> str:
     return "digraph g {\n" + txt + "}"
 
 
-def plot_dot_graph(output: Any, verbose: bool = True, to_file: str = "graph.png") -> None:
-    """Render the graph with Graphviz ``dot`` into ``to_file`` (format from its extension).
+#: the file types plot_dot_graph draws without Graphviz (autodiff-viewer --export's)
+DRAWN_SUFFIXES = (".png", ".svg", ".pdf")
 
-    Raises RuntimeError when Graphviz is not installed; :mod:`viewer` draws graphs without it.
+
+def plot_dot_graph(output: Any, verbose: bool = True, to_file: str = "graph.png") -> None:
+    """Draw the graph that produced ``output`` into ``to_file``, of the type its suffix names.
+
+    With Graphviz's ``dot`` on PATH this is DeZero's: the DOT text of :func:`get_dot_graph`
+    rendered by ``dot``. Without it, the picture is autodiff-viewer's own export of the same
+    graph (``.png``, ``.svg`` or ``.pdf``), run as ``python -m viewer --export`` in a child
+    process, as DeZero runs ``dot``: the engine never imports Qt. ``verbose`` adds DeZero's
+    ``name: (shape) dtype`` to each variable's label. Raises ValueError for another suffix and
+    RuntimeError when neither Graphviz nor PySide6 is installed, or the drawing fails.
     """
-    dot_graph = get_dot_graph(output, verbose)
     dot = shutil.which("dot")
-    if dot is None:
-        raise RuntimeError(
-            "plot_dot_graph needs Graphviz's 'dot' program, which is not on PATH; install "
-            "Graphviz (e.g. 'apt-get install graphviz'), or use get_dot_graph() for the DOT "
-            "text, or open the graph in autodiff-viewer, which needs no Graphviz"
+    if dot is not None:
+        _plot_with_graphviz(dot, get_dot_graph(output, verbose), to_file)
+        return
+    suffix = os.path.splitext(to_file)[1].lower()
+    if suffix not in DRAWN_SUFFIXES:
+        raise ValueError(
+            f"plot_dot_graph: cannot draw {to_file!r}: without Graphviz the file name must end "
+            f"in {', '.join(DRAWN_SUFFIXES[:-1])} or {DRAWN_SUFFIXES[-1]} (install Graphviz for "
+            "its other formats)"
         )
+    missing = [name for name in ("PySide6", "viewer") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise RuntimeError(
+            f"plot_dot_graph: Graphviz's 'dot' is not on PATH and {missing[0]} is not installed, "
+            "so the graph cannot be drawn: pip install 'autodiff-viewer' with its dependencies "
+            "(PySide6-Essentials), or install Graphviz (e.g. 'apt-get install graphviz'); "
+            "get_dot_graph() gives the DOT text without either"
+        )
+    _plot_with_viewer(output, verbose, to_file)
+
+
+def _plot_with_graphviz(dot: str, dot_graph: str, to_file: str) -> None:
     extension = os.path.splitext(to_file)[1][1:] or "png"
     with tempfile.NamedTemporaryFile("w", suffix=".dot", delete=False) as fh:
         fh.write(dot_graph)
@@ -227,6 +253,39 @@ def plot_dot_graph(output: Any, verbose: bool = True, to_file: str = "graph.png"
         subprocess.run([dot, graph_path, "-T", extension, "-o", to_file], check=True)
     finally:
         os.unlink(graph_path)
+
+
+def _plot_with_viewer(output: Any, verbose: bool, to_file: str) -> None:
+    # the recorder is only needed here, and imports networkx
+    from autodiff.trace import from_output
+
+    trace = from_output(output)
+    if verbose:  # DeZero's label, as _dot_var writes it
+        for node in trace.variables:
+            attrs = trace.node(node)
+            if attrs["shape"] is not None:
+                label = f"{attrs['name']}: " if attrs["name"] else ""
+                trace.tables.set_name(node, f"{label}{attrs['shape']} {attrs['dtype']}")
+    spec = importlib.util.find_spec("viewer")
+    assert spec is not None and spec.submodule_search_locations is not None
+    # the child imports the viewer the caller would, wherever sys.path found it
+    root = os.path.dirname(os.fspath(next(iter(spec.submodule_search_locations))))
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    with tempfile.TemporaryDirectory(prefix="autodiff-plot-") as folder:
+        # the export's caption names its input: call it after the picture
+        stem = os.path.splitext(os.path.basename(to_file))[0] or "graph"
+        trace_path = os.path.join(folder, f"{stem}.json")
+        trace.to_json(trace_path)
+        done = subprocess.run(
+            [sys.executable, "-m", "viewer", "--export", os.path.abspath(to_file), trace_path],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+    if done.returncode != 0:
+        why = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+        raise RuntimeError(f"plot_dot_graph: drawing {to_file!r} failed: {why[0]}")
 
 
 # =============================================================================

@@ -3,7 +3,7 @@
 autodiff-viewer                          the window, with the seeds' example loaded
 autodiff-viewer FILE                     open an expression (.expr/.txt), a trace (.json)
                                          or a script (.py, asks before running it)
-autodiff-viewer --export OUT.png|OUT.svg [--phase forward|backward] [--step N] [--yes]
+autodiff-viewer --export OUT.png|OUT.svg|OUT.pdf [--phase forward|backward] [--step N] [--yes]
                 [--verbose] INPUT        render INPUT without a window and exit (a .py INPUT
                                          runs only with --yes)
 """
@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--export",
         metavar="OUT",
-        help="render FILE to OUT (.png or .svg) without showing a window, then exit",
+        help="render FILE to OUT (.png, .svg or .pdf) without showing a window, then exit",
     )
     p.add_argument(
         "--phase",

@@ -301,10 +301,16 @@ def test_a_layer_may_take_plain_numbers():
     assert scale.outputs[0]() is y
 
 
-def test_to_cpu_is_a_no_op_and_to_gpu_says_why_not():
+def test_to_cpu_keeps_numpy_and_to_gpu_without_cupy_names_it(monkeypatch):
+    from autodiff import cuda
+
+    monkeypatch.setattr(cuda, "cupy", None)
+    monkeypatch.setattr(cuda, "gpu_enable", False)
     model = MLP((2,))
+    model(np.ones((1, 3)))
     model.to_cpu()
-    with pytest.raises(NotImplementedError, match="numpy only"):
+    assert all(type(p.data) is np.ndarray for p in model.params())
+    with pytest.raises(RuntimeError, match=r"CuPy is not installed: to_gpu\(\) needs it"):
         model.to_gpu()
 
 

@@ -15,7 +15,7 @@ import pytest
 import autodiff
 import autodiff.functions as F
 import autodiff.layers as L
-from autodiff import Variable, optimizers
+from autodiff import Variable, cuda, optimizers
 from autodiff.dataloaders import SeqDataLoader
 from autodiff.datasets import SinCurve
 from autodiff.utils import gradient_check, numerical_grad
@@ -362,7 +362,7 @@ def test_rnn_and_lstm_match_dezero_with_the_same_seed(tmp_path):
 # =============================================================================
 # SeqDataLoader
 # =============================================================================
-def test_seq_data_loader_walks_each_row_along_its_own_stretch():
+def test_seq_data_loader_walks_each_row_along_its_own_stretch(monkeypatch):
     ds = autodiff.Dataset.__new__(autodiff.Dataset)
     ds.data, ds.label = np.arange(12.0)[:, None], np.arange(1.0, 13.0)[:, None]
     ds.transform = ds.target_transform = None
@@ -372,5 +372,7 @@ def test_seq_data_loader_walks_each_row_along_its_own_stretch():
     assert batches == [[0, 4, 8], [1, 5, 9], [2, 6, 10], [3, 7, 11]]
     again = [x.ravel().tolist() for x, _ in loader]
     assert again == batches  # never shuffled
-    with pytest.raises(NotImplementedError, match="numpy only"):
+    monkeypatch.setattr(cuda, "cupy", None)
+    monkeypatch.setattr(cuda, "gpu_enable", False)
+    with pytest.raises(RuntimeError, match="CuPy is not installed"):
         SeqDataLoader(ds, 3, gpu=True)

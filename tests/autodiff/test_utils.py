@@ -139,12 +139,82 @@ def test_get_dot_graph_content():
     assert 'label="y"' in utils.get_dot_graph(y, verbose=False)
 
 
-def test_plot_dot_graph_without_graphviz_says_so(monkeypatch, tmp_path):
-    monkeypatch.setattr(shutil, "which", lambda name: None)
-    x = Variable(np.array(1.0))
-    with pytest.raises(RuntimeError, match=r"needs Graphviz's 'dot' program.*get_dot_graph"):
-        utils.plot_dot_graph(F.exp(x), to_file=str(tmp_path / "g.png"))
+# plot_dot_graph without Graphviz: autodiff-viewer's export, in a child process
+def _no_graphviz(monkeypatch, tmp_path) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    assert shutil.which("dot") is None
+
+
+def _book_graph() -> Variable:
+    x = Variable(np.ones((2, 3)), name="x")
+    w = Variable(np.ones((3, 1), dtype=np.float32), name="w")
+    y = F.matmul(x, w)
+    y.name = "y"
+    return F.sum(y)
+
+
+def test_plot_dot_graph_without_graphviz_draws_png_svg_and_pdf(monkeypatch, tmp_path):
+    _no_graphviz(monkeypatch, tmp_path)
+    z = _book_graph()
+    z.name = "z"
+    x = z.creator.inputs[0].creator.inputs[0]
+    x.grad = Variable(np.full((2, 3), 7.0))  # what the program holds is left as it is
+    for name in ("g.png", "g.svg", "g.pdf"):
+        utils.plot_dot_graph(z, verbose=False, to_file=str(tmp_path / name))
+    assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "g.pdf").read_bytes()[:5] == b"%PDF-"
+    texts = _svg_texts(tmp_path / "g.svg")
+    for label in ("x", "w", "y", "z", "MatMul", "Sum"):
+        assert label in texts
+    assert not any("float64" in t for t in texts)
+    np.testing.assert_array_equal(x.grad.data, np.full((2, 3), 7.0))
+    assert z.grad is None
+
+
+def _svg_texts(path) -> list[str]:
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(path).getroot()
+    return [t.strip() for e in root.iter() if e.tag.endswith("text") for t in e.itertext()]
+
+
+def test_plot_dot_graph_verbose_labels_give_shapes_and_dtypes(monkeypatch, tmp_path):
+    _no_graphviz(monkeypatch, tmp_path)
+    utils.plot_dot_graph(_book_graph(), to_file=str(tmp_path / "g.svg"))
+    texts = _svg_texts(tmp_path / "g.svg")
+    assert "x: (2, 3) float64" in texts
+    assert "w: (3, 1) float32" in texts
+    assert "() float64" in texts  # the unnamed sum, as DeZero labels it
+
+
+def test_plot_dot_graph_without_graphviz_refuses_another_suffix(monkeypatch, tmp_path):
+    _no_graphviz(monkeypatch, tmp_path)
+    wanted = r"g\.jpg'.*end in \.png, \.svg or \.pdf.*install Graphviz"
+    with pytest.raises(ValueError, match=wanted):
+        utils.plot_dot_graph(_book_graph(), to_file=str(tmp_path / "g.jpg"))
+    assert not (tmp_path / "g.jpg").exists()
+
+
+def test_plot_dot_graph_without_graphviz_or_qt_says_what_is_missing(monkeypatch, tmp_path):
+    import importlib.util
+
+    _no_graphviz(monkeypatch, tmp_path)
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "PySide6" else find_spec(name)
+    )
+    with pytest.raises(RuntimeError, match=r"'dot' is not on PATH and PySide6 is not installed"):
+        utils.plot_dot_graph(_book_graph(), to_file=str(tmp_path / "g.png"))
     assert not (tmp_path / "g.png").exists()
+
+
+def test_plot_dot_graph_reports_a_failed_drawing(monkeypatch, tmp_path):
+    _no_graphviz(monkeypatch, tmp_path)
+    missing = tmp_path / "no such folder" / "g.png"
+    with pytest.raises(RuntimeError, match=r"drawing .*g\.png' failed: .*does not exist"):
+        utils.plot_dot_graph(_book_graph(), to_file=str(missing))
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")

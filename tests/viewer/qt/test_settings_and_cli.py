@@ -86,6 +86,20 @@ def test_export_png_and_svg_exit_zero(qapp, tmp_path, capsys):
     assert main(["--export", str(tmp_path / "f.png"), "--phase", "forward", TANH]) == 0
 
 
+def test_export_pdf_is_one_page_the_size_of_the_picture(qapp, tmp_path, capsys):
+    import re
+
+    pdf, png = tmp_path / "g.pdf", tmp_path / "g.png"
+    assert main(["--export", str(pdf), TANH]) == 0
+    assert main(["--export", str(png), TANH]) == 0
+    data = pdf.read_bytes()
+    assert data[:5] == b"%PDF-"
+    boxes = re.findall(rb"/MediaBox \[0 0 ([0-9.]+) ([0-9.]+)\]", data)
+    assert len(boxes) == 1
+    width = int.from_bytes(png.read_bytes()[16:20], "big")  # the PNG's IHDR
+    assert abs(float(boxes[0][0]) - width) <= 1
+
+
 def test_export_of_a_fifo_or_a_folder_says_it_is_not_a_file(qapp, tmp_path, capsys):
     import os
 

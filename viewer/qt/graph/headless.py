@@ -58,7 +58,7 @@ def export_file(
     theme: str | None = None,
     run_scripts: bool = False,
 ) -> Path:
-    """Render ``source`` (.expr/.txt, .json or .py) to ``out`` (.png or .svg).
+    """Render ``source`` (.expr/.txt, .json or .py) to ``out`` (.png, .svg or .pdf).
 
     ``phase='forward'`` shows the end of the forward pass, ``'backward'`` the end of the
     backward pass; ``step`` (1-based, 0 = before any step) wins over ``phase``; default: the

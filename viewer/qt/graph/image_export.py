@@ -1,7 +1,9 @@
-"""PNG and SVG export of the graph: the same arrays the view draws, painted at print quality.
+"""PNG, SVG and PDF export of the graph: the same arrays the view draws, painted at print
+quality.
 
 The on-screen view stamps pre-rendered pixmaps for speed; an export paints every node as a
-vector shape instead (QSvgGenerator keeps them as vectors), with every label shown.
+vector shape instead (QSvgGenerator and QPdfWriter keep them as vectors), with every label
+shown.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from viewer.qt.panels.legend import LegendEntry, legend_entries, paint_badge, pa
 
 __all__ = ["EXPORT_FORMATS", "export_graph", "paint_graph", "render_image"]
 
-EXPORT_FORMATS = (".png", ".svg")
+EXPORT_FORMATS = (".png", ".svg", ".pdf")
 NODE_PIXELS = 150.0  # a node's width in the exported picture, when the picture is not too big
 MAX_SIDE = 6000  # longest side of an exported PNG, pixels
 MARGIN = 24.0
@@ -412,7 +414,7 @@ def export_graph(
     legend: bool = True,
     overlays: tuple | None = None,
 ) -> Path:
-    """Write the graph to ``path`` (.png or .svg); raises ValueError/OSError for people."""
+    """Write the graph to ``path`` (.png, .svg or .pdf); raises ValueError/OSError for people."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in EXPORT_FORMATS:
@@ -428,14 +430,12 @@ def export_graph(
             raise OSError(f"could not write {path} (is the folder writable?)")
         return path
     scale, size = _picture_size(geometry, caption, legend, overlays, theme)
-    generator = QtSvg.QSvgGenerator()
-    generator.setFileName(str(path))
-    generator.setSize(QtCore.QSize(int(np.ceil(size.width())), int(np.ceil(size.height()))))
-    generator.setViewBox(QtCore.QRectF(QtCore.QPointF(0, 0), size))
-    generator.setTitle(caption or "autodiff graph")
-    generator.setDescription("exported by autodiff-viewer")
+    if suffix == ".pdf":
+        device = _pdf_writer(path, size, caption)
+    else:
+        device = _svg_generator(path, size, caption)
     painter = QtGui.QPainter()
-    if not painter.begin(generator):
+    if not painter.begin(device):
         raise OSError(f"could not write {path} (is the folder writable?)")
     try:
         _paint_picture(
@@ -446,3 +446,26 @@ def export_graph(
     if not path.exists() or path.stat().st_size == 0:
         raise OSError(f"could not write {path}")
     return path
+
+
+def _svg_generator(path: Path, size: QtCore.QSizeF, caption: str | None) -> QtSvg.QSvgGenerator:
+    generator = QtSvg.QSvgGenerator()
+    generator.setFileName(str(path))
+    generator.setSize(QtCore.QSize(int(np.ceil(size.width())), int(np.ceil(size.height()))))
+    generator.setViewBox(QtCore.QRectF(QtCore.QPointF(0, 0), size))
+    generator.setTitle(caption or "autodiff graph")
+    generator.setDescription("exported by autodiff-viewer")
+    return generator
+
+
+def _pdf_writer(path: Path, size: QtCore.QSizeF, caption: str | None) -> QtGui.QPdfWriter:
+    writer = QtGui.QPdfWriter(str(path))
+    # one page the picture's size, at 72 dpi: a picture pixel is a PDF point
+    writer.setResolution(72)
+    page = QtGui.QPageSize(size, QtGui.QPageSize.Unit.Point, "graph")
+    writer.setPageLayout(
+        QtGui.QPageLayout(page, QtGui.QPageLayout.Orientation.Portrait, QtCore.QMarginsF())
+    )
+    writer.setTitle(caption or "autodiff graph")
+    writer.setCreator("autodiff-viewer")
+    return writer
