@@ -90,7 +90,7 @@ LIGHT = Palette(
             "freed": "#cdcfd3",
             "constant": "#b8b592",
             "grad_carried": "#c77dff",
-            "grad_previous": "#b26f50",
+            "grad_previous": "#cc8266",
         }
     ),
     function_fill=_table(

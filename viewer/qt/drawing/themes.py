@@ -164,7 +164,7 @@ LIGHT = Theme(
             "variable:freed": ("#7d8087", "#4a4d52"),
             "variable:constant": ("#5f5c3c", "#1f1e12"),
             "variable:grad_carried": ("#5a189a", "#1c0630"),
-            "variable:grad_previous": ("#7a4a30", "#1f0d00"),
+            "variable:grad_previous": ("#8a5a44", "#1f0d00"),
             "function:default": ("#4a86a0", "#0d2a36"),
             "function:not_computed": ("#a9c9d6", "#526d79"),
             "function:value": ("#4a86a0", "#0d2a36"),
