@@ -107,8 +107,10 @@ def _sync(v: RecordedValue, x: core.Variable) -> None:
     if held is None:
         if g != 0:
             x.grad = _Variable(_array(float(g)))
+    elif g == 0:  # zero_grad(), or a backward that added nothing: a held 0 is none too
+        x.grad = None
     elif held.data.item() != g:
-        x.grad = None if g == 0 else _Variable(_array(float(g)))
+        x.grad = _Variable(_array(float(g)))
 
 
 def _sync_leaves() -> None:

@@ -8,7 +8,7 @@ only weak references to engine objects: recording never keeps a graph alive.
 """
 
 from autodiff.trace._checks import TraceFormatError
-from autodiff.trace._index import NodeState
+from autodiff.trace._index import GradFate, NodeState
 from autodiff.trace._reader import TraceReader
 from autodiff.trace._snapshot import Snapshot
 from autodiff.trace._trace import (
@@ -25,6 +25,7 @@ from autodiff.trace.formats.npz import trace_to_npz
 
 __all__ = [
     "Accumulation",
+    "GradFate",
     "NodeState",
     "Snapshot",
     "Step",

@@ -19,7 +19,7 @@ import enum
 import gc
 import operator
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from autodiff.trace._recorder import _CLEARED, _EMPTIED, _GRAD, _VALUE
 from autodiff.trace._rows import FUNCTION, FWD
@@ -58,9 +58,57 @@ class NodeState(enum.Enum):
     GRAD_CLEARED = "grad_cleared"  # grad dropped by retain_grad=False
     FREED = "freed"  # the live object was garbage collected
     CONSTANT = "constant"  # made under no_grad, or a plain array operand
-    # A gradient left over from a backward pass that has ended (a forgotten cleargrad() /
-    # zero_grad()): the program still holds it, and the next backward adds to it.
+    # A gradient left over from a backward pass that has ended which a later backward adds
+    # to: nothing empties it first (a forgotten cleargrad() / zero_grad()).
     GRAD_CARRIED = "grad_carried"
+    # A gradient left over from a backward pass that has ended which no later backward adds
+    # to: the program empties or replaces it first (cleargrad() between the forward and the
+    # backward), or no later backward of the recording reaches it.
+    GRAD_PREVIOUS = "grad_previous"
+
+
+class GradFate(NamedTuple):
+    """What becomes of a gradient left over from a backward pass that has ended, from the
+    node's later history: ``adder``, the later backward pass that adds to it (the node is
+    GRAD_CARRIED); else ``emptied``: True when the program empties it (cleargrad /
+    zero_grad), sets another, or backward drops it before anything adds to it; False when
+    nothing touches it again in the recording (or it is freed). Both None / False for a
+    node holding no left-over gradient."""
+
+    adder: int | None
+    emptied: bool
+
+
+_NO_FATE = GradFate(None, False)
+
+
+def _next_grad_events(history: list[tuple]) -> list[tuple | None]:
+    """For each index ``i`` of ``history`` (and ``len(history)``): the first event at or after
+    ``i`` that touches the node's gradient (a backward's or the program's gradient, backward
+    dropping it, the program emptying it, the object freed), or None."""
+    nexts: list[tuple | None] = [None] * (len(history) + 1)
+    found = None
+    for i in range(len(history) - 1, -1, -1):
+        if history[i][1] != _VALUE:
+            found = history[i]
+        nexts[i] = found
+    return nexts
+
+
+def _fate_of(event: tuple | None, origin: int) -> GradFate:
+    """What comes of a gradient left over from pass ``origin`` when ``event`` is the next
+    thing to touch it: a later backward adds to it (the engine sums into a gradient it
+    finds), anything else ends it before that."""
+    if event is None:
+        return _NO_FATE  # nothing in the recording touches it again
+    _, kind, _, o = event
+    if kind == _GRAD:
+        if o is None or o < 0:
+            return GradFate(None, True)  # the program set another gradient
+        return GradFate(o, False) if o != origin else _NO_FATE
+    if kind in (_CLEARED, _EMPTIED):
+        return GradFate(None, True)
+    return _NO_FATE  # freed
 
 
 class TraceIndex:
@@ -197,27 +245,47 @@ class TraceIndex:
 
         A Function node is NOT_COMPUTED before its forward step, VALUE after it, GRAD after
         its backward step (FREED once collected). A variable holding a gradient from a
-        backward pass that has ended is GRAD_CARRIED: the next backward adds to it.
+        backward pass that has ended is GRAD_CARRIED when a later backward adds to it, and
+        GRAD_PREVIOUS when none does (see :meth:`grad_fate`).
         """
         return self.state_at_position(node_id, _position(step_index, before))
 
     def state_at_position(self, node_id: int, position: int) -> NodeState:
         """:meth:`state_at` at a position (``2 * i + 1``: after step i; ``2 * i``: before)."""
-        upto = [e for e in self._history(node_id) if e[0] <= position]
-        return self._sweep(node_id, upto, [position])[0][1]
+        return self._sweep(node_id, self._split(node_id, position), [position])[0][1]
 
-    def _state(
-        self, node_id: int, has_value: bool, grad_state: Any, origin: Any, position: int
-    ) -> NodeState:
+    def _split(self, node_id: int, position: int) -> list[tuple]:
+        # The node's history with the events up to ``position`` first (as recorded) and the
+        # later ones after them in position order: what a sweep to ``position`` applies, then
+        # what it reads of the future (a hand-made file may hold events out of order).
+        history = self._history(node_id)
+        upto = [e for e in history if e[0] <= position]
+        if len(upto) == len(history):
+            return upto
+        later = sorted((e for e in history if e[0] > position), key=operator.itemgetter(0))
+        return upto + later
+
+    def grad_fate(self, node_id: int, step_index: int, before: bool = False) -> GradFate:
+        """What becomes of the gradient the node holds after step ``step_index`` when it is
+        left over from a backward pass that has ended (GRAD_CARRIED or GRAD_PREVIOUS): the
+        later pass that adds to it, or whether the program empties it first. The same answer
+        the state is made from."""
+        return self.grad_fate_at_position(node_id, _position(step_index, before))
+
+    def grad_fate_at_position(self, node_id: int, position: int) -> GradFate:
+        """:meth:`grad_fate` at a position (see :meth:`state_at_position`)."""
+        history = self._split(node_id, position)
+        points = self._sweep(node_id, history, [position], fates=True)
+        return points[0][2]
+
+    def _state(self, node_id: int, has_value: bool, grad_state: Any) -> NodeState:
         if not has_value:
             return NodeState.NOT_COMPUTED
         if node_id in self._constants:
             return NodeState.CONSTANT
-        if grad_state is NodeState.GRAD and self._carried(origin, position):
-            return NodeState.GRAD_CARRIED
         return grad_state or NodeState.VALUE
 
-    def _carried(self, origin: Any, position: int) -> bool:
+    def _left_over(self, origin: Any, position: int) -> bool:
         """Whether a gradient made by backward pass ``origin`` is left over at ``position``:
         that pass has ended (-1: it was there before recording)."""
         if origin is None:
@@ -256,36 +324,38 @@ class TraceIndex:
         positions = [e[0] for e in history]
         points = set(positions)
         points.add(-1)
-        carried_points = set()
+        left_points = set()
         pass_end = self._pass_end
         last = 2 * len(self._raw) - 1  # after the last step
         for e in history:
             if e[1] == _GRAD and e[3] is not None and e[3] >= 0:
                 end = pass_end.get(e[3])
                 if end is not None and end < last and end + 1 not in points:
-                    carried_points.add(end + 1)  # where it may become a carried-over gradient
-        ordered = sorted(points | carried_points)
+                    left_points.add(end + 1)  # where it becomes a left-over gradient
+        ordered = sorted(points | left_points)
         if all(positions[i] <= positions[i + 1] for i in range(len(positions) - 1)):
             timeline = self._sweep(node_id, history, ordered)
         else:  # not in step order (never recorded so; a hand-made file could be)
             timeline = [(p, self.state_at_position(node_id, p)) for p in ordered]
-        if carried_points:  # a pass end where nothing changed for this node is no change point
+        if left_points:  # a pass end where nothing changed for this node is no change point
             timeline = [
                 point
                 for i, point in enumerate(timeline)
-                if point[0] not in carried_points or point[1] is not timeline[i - 1][1]
+                if point[0] not in left_points or point[1] is not timeline[i - 1][1]
             ]
         self._timelines[node_id] = (key, timeline)
         return timeline
 
     def _sweep(
-        self, node_id: int, history: list[tuple], points: list[int]
-    ) -> list[tuple[int, NodeState]]:
+        self, node_id: int, history: list[tuple], points: list[int], fates: bool = False
+    ) -> list[tuple]:
         # The node's state at each of ``points`` (ascending), the events of ``history`` (in
-        # position order) applied in turn: the one place the events make a state.
+        # position order) applied in turn: the one place the events make a state. With
+        # ``fates``, each point also carries the GradFate of a left-over gradient.
         has_value = freed = False
         grad_state = origin = None
-        timeline = []
+        timeline: list[tuple] = []
+        nexts: list[tuple | None] | None = None
         k = 0
         n = len(history)
         for point in points:
@@ -302,11 +372,20 @@ class TraceIndex:
                 else:
                     freed = True
                 k += 1
+            fate = _NO_FATE
             if freed:
                 state = NodeState.FREED
             else:
-                state = self._state(node_id, has_value, grad_state, origin, point)
-            timeline.append((point, state))
+                state = self._state(node_id, has_value, grad_state)
+                if state is NodeState.GRAD and self._left_over(origin, point):
+                    if nexts is None:
+                        nexts = _next_grad_events(history)
+                    fate = _fate_of(nexts[k], origin)
+                    if fate.adder is None:
+                        state = NodeState.GRAD_PREVIOUS
+                    else:
+                        state = NodeState.GRAD_CARRIED
+            timeline.append((point, state, fate) if fates else (point, state))
         return timeline
 
     def value_at(self, node_id: int, step_index: int, before: bool = False) -> Any:

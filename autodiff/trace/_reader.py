@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     import networkx as nx
 
-    from autodiff.trace._index import NodeState
+    from autodiff.trace._index import GradFate, NodeState
 
 __all__ = ["TraceReader"]
 
@@ -76,6 +76,9 @@ class TraceReader(Protocol):
     def grad_at(self, node_id: int, step_index: int) -> Any: ...  # a Snapshot or None
 
     def grad_origin(self, node_id: int, step_index: int) -> int | None: ...
+
+    # what becomes of a gradient left over from an ended pass (GRAD_CARRIED / GRAD_PREVIOUS)
+    def grad_fate(self, node_id: int, step_index: int) -> GradFate: ...
 
     def change_points(self, node_id: int) -> list[int]: ...
 

@@ -192,6 +192,8 @@ class Trace:
     grad_at_position = _delegate("_indexer", "grad_at_position")
     grad_origin = _delegate("_indexer", "grad_origin")
     grad_origin_at_position = _delegate("_indexer", "grad_origin_at_position")
+    grad_fate = _delegate("_indexer", "grad_fate")
+    grad_fate_at_position = _delegate("_indexer", "grad_fate_at_position")
     forward_step_of = _delegate("_indexer", "forward_step_of")
     steps_of_pass = _delegate("_indexer", "steps_of_pass")
     creator_of = _delegate("_indexer", "creator_of")

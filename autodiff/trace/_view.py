@@ -21,7 +21,7 @@ from typing import Any
 
 import networkx as nx
 
-from autodiff.trace._index import NodeState
+from autodiff.trace._index import GradFate, NodeState
 
 __all__ = ["TraceView", "view_for_root"]
 
@@ -191,6 +191,9 @@ class TraceView:
 
     def grad_origin(self, node_id: int, step_index: int) -> int | None:
         return self.base.grad_origin_at_position(node_id, self.position(step_index))
+
+    def grad_fate(self, node_id: int, step_index: int) -> GradFate:
+        return self.base.grad_fate_at_position(node_id, self.position(step_index))
 
     def change_points(self, node_id: int) -> list[int]:
         return [point for point, _ in self.timeline(node_id)]

@@ -293,3 +293,41 @@ def test_changes_between_iterations_show_from_the_next_segment():
     assert t.grad_origin(xid, start2, before=True) is None  # set by the program
     last = len(t.steps) - 1
     assert list(t.grad_at(xid, last).array) == [11.0, 13.0]  # 5 + 2x, added to the hand-set
+
+
+def test_a_left_over_gradient_is_carried_only_where_a_later_backward_adds_to_it():
+    # x is emptied before the second backward and not before the third: its gradient is a
+    # previous one in the second window and carried over in the third, exactly there
+    x = Variable(np.array(0.5), name="x")
+    windows = []
+    with trace.record() as t:
+        for clear in (True, True, False):
+            start = len(t.steps)
+            y = F.sin(x) * x
+            if clear:
+                x.cleargrad()
+            y.backward()
+            windows.append((start, len(t.steps) - 1))
+        z = F.exp(x)  # forward steps after the last backward
+    xid = next(n for n in t.variables if t.node(n)["name"] == "x")
+    P, C, G, V = NodeState.GRAD_PREVIOUS, NodeState.GRAD_CARRIED, NodeState.GRAD, NodeState.VALUE
+    first_backward = [t.steps_of_pass(p)[0] for p in range(3)]
+    # window 1: pass 0's gradient until the program empties it, right before its backward
+    for step in range(windows[1][0], first_backward[1]):
+        assert t.state_at(xid, step) is P
+        assert t.grad_fate(xid, step) == (None, True)
+    assert t.state_at(xid, first_backward[1], before=True) is V  # emptied: no gradient
+    # window 2: nothing empties pass 1's gradient; pass 2 adds to it
+    for step in range(windows[2][0], first_backward[2]):
+        assert t.state_at(xid, step) is C
+        assert t.grad_fate(xid, step) == (2, False)
+        assert t.state_at(xid, step, before=True) is C
+    assert t.state_at(xid, windows[2][1]) is G
+    # after the last backward nothing adds to it: a previous gradient, never an alarm
+    for step in range(windows[2][1] + 1, len(t.steps)):
+        assert t.state_at(xid, step) is P and t.grad_fate(xid, step) == (None, False)
+    # the timeline and state_at agree, and a node holding no left-over gradient has no fate
+    for step, state in t.timeline(xid):
+        assert t.state_at(xid, step) is state
+    assert t.grad_fate(xid, windows[0][1]) == (None, False)
+    del z

@@ -93,6 +93,7 @@ def test_json_round_trip_keeps_what_each_iteration_held(tmp_path):
         for pos in range(-1, 2 * n):
             assert back.state_at_position(node, pos) is t.state_at_position(node, pos)
             assert back.grad_origin_at_position(node, pos) == t.grad_origin_at_position(node, pos)
+            assert back.grad_fate_at_position(node, pos) == t.grad_fate_at_position(node, pos)
     states = {t.state_at(0, i) for i in range(n)}
     assert NodeState.GRAD_CARRIED in states
 

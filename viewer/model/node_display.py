@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from autodiff.trace import NodeState, TraceReader
+from autodiff.trace import GradFate, NodeState, TraceReader
 
-__all__ = ["NodeDisplay", "carried_note", "node_display"]
+__all__ = ["NodeDisplay", "left_over_note", "node_display"]
 
 
 @dataclass(frozen=True)
@@ -35,48 +35,33 @@ class NodeDisplay:
     origin: int | None = None  # the backward pass (0-based) whose gradient is held
 
 
-def carried_note(
-    origin: int | None, adder: int | None = None, emptied: bool = False, offset: int = 0
-) -> str:
-    """Why a gradient made by pass ``origin`` is drawn as carried over, and what comes of it
-    (the recording knows): ``adder``, the later pass that adds to it; ``emptied``, the program
-    empties it first (``cleargrads()`` between the forward and the backward of the book's loop);
-    neither: nothing touches it again. ``offset``: the run's number of the trace's pass 0 (a
-    pass of a long run recorded on its own), so the note numbers passes as the graph list."""
+def left_over_note(state: NodeState, origin: int | None, fate: GradFate, offset: int = 0) -> str:
+    """Why a gradient made by pass ``origin`` and left over after it is drawn as ``state``
+    (GRAD_CARRIED or GRAD_PREVIOUS), and what comes of it: ``fate``, the reader's
+    :meth:`~autodiff.trace.TraceReader.grad_fate`, the answer the state was made from.
+    ``offset``: the run's number of the trace's pass 0 (a pass of a long run recorded on its
+    own), so the note numbers passes as the graph list."""
     if origin is not None and origin >= 0:
-        where = f"carried over from backward #{origin + offset + 1}"
+        source = f"from backward #{origin + offset + 1}"
     elif offset > 0:
-        where = "carried over from an earlier backward (this pass was recorded on its own)"
+        source = "from an earlier backward (this pass was recorded on its own)"
     else:
-        where = "held before recording began"
-    if adder is not None:
+        source = "held before recording began"
+    if state is NodeState.GRAD_CARRIED:
+        where = source if source.startswith("held") else f"carried over {source}"
+    else:
+        where = f"previous gradient, {source}"
+    if fate.adder is not None:
         return (
             f"{where}: nothing empties it (cleargrad / zero_grad) before backward "
-            f"#{adder + offset + 1}, which adds to it"
+            f"#{fate.adder + offset + 1}, which adds to it"
         )
-    if emptied:
+    if fate.emptied:
         return (
             f"{where}; the program empties it (cleargrad / zero_grad) before the next "
             "backward, which starts afresh"
         )
     return f"{where}; no later backward touches it"
-
-
-def _fate(trace: TraceReader, node_id: int, step_index: int, origin: int | None) -> tuple:
-    """What happens next to a carried-over gradient: ``(adder, emptied)`` for
-    :func:`carried_note`, from the node's later change points."""
-    for step, state in trace.timeline(node_id):
-        if step <= step_index:
-            continue
-        if state in (NodeState.GRAD, NodeState.GRAD_CARRIED):
-            later = trace.grad_origin(node_id, step)
-            if later is not None and later >= 0 and later != origin:
-                return later, False
-            continue
-        if state is NodeState.FREED:
-            return None, False
-        return None, True  # no gradient any more: emptied (or cleared) before it was added to
-    return None, False
 
 
 def node_display(
@@ -89,9 +74,9 @@ def node_display(
     grad = trace.grad_at(node_id, step_index)
     origin = trace.grad_origin(node_id, step_index) if grad is not None else None
     note = ""
-    if state is NodeState.GRAD_CARRIED:
-        fate = _fate(trace, node_id, step_index, origin)
-        note = carried_note(origin, *fate, offset=trace.pass_offset)
+    if state in (NodeState.GRAD_CARRIED, NodeState.GRAD_PREVIOUS):
+        fate = trace.grad_fate(node_id, step_index)
+        note = left_over_note(state, origin, fate, offset=trace.pass_offset)
     passing: tuple[tuple[str, int, Any], ...] = ()
     if step_index >= 0:
         if step is None:

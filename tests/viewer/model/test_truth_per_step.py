@@ -18,6 +18,7 @@ import pytest
 from autodiff.trace import NodeState
 from viewer.model import Document
 from viewer.model.panels.inspector import inspect
+from viewer.model.panels.legend import VARIABLE_STATES
 
 _SCALAR = """
 import json
@@ -179,9 +180,10 @@ def test_parameters_updated_by_hand(tmp_path):
             if frame.phase != "backward":
                 if rec["before"] is None:
                     assert info.grad is None
-                else:  # cleargrad() comes after the forward: the old gradient is still held
+                else:  # cleargrad() comes after the forward: the old gradient is still held,
+                    # and no backward adds to it: a previous gradient, not a carried one
                     np.testing.assert_array_equal(info.grad.array.ravel(), rec["before"])
-                    assert info.state is NodeState.GRAD_CARRIED
+                    assert info.state is NodeState.GRAD_PREVIOUS
             if step == scene.n_steps - 1:
                 np.testing.assert_allclose(info.grad.array.ravel(), rec["after"], rtol=1e-14)
                 loss = scene.names.index("loss")
@@ -202,7 +204,7 @@ def test_parameters_updated_by_an_optimizer(tmp_path):
                         assert info.grad is None, (k, step, name)
                     else:
                         np.testing.assert_array_equal(info.grad.array.ravel(), held)
-                        assert info.state is NodeState.GRAD_CARRIED
+                        assert info.state is NodeState.GRAD_PREVIOUS
                 if step == scene.n_steps - 1:
                     np.testing.assert_allclose(
                         info.grad.array.ravel(), rec["grads"][name], rtol=1e-12, atol=1e-15
@@ -276,25 +278,31 @@ def test_the_seed_of_a_create_graph_backward_appears_with_the_backward():
     assert seed is not None
 
 
-def test_a_carried_gradient_the_program_empties_before_backward_does_not_claim_an_addition(
-    tmp_path,
-):
+def test_a_gradient_the_program_empties_before_backward_is_previous_not_carried(tmp_path):
     # The book's loop empties the gradients between the forward and the backward: during the
-    # forward the old gradient is held (carried over), but no backward adds to it, and the
-    # note must not say so (it did: "nothing emptied it, so the next backward adds to it").
+    # forward the old gradient is held, but no backward adds to it, so it is drawn as a
+    # previous gradient (no alarm), and the tooltip, the inspector and the legend say so.
     doc, records = _run(tmp_path, _BY_HAND)
+    meaning = {e.state: e.meaning for e in VARIABLE_STATES}["grad_previous"]
+    assert "empties it" in meaning and "nothing adds to it" in meaning
     notes = []
     for k, rec in enumerate(records):
         if rec["before"] is None:
             continue
-        for _step, frame, scene in _walk(doc, k):
+        for step, frame, scene in _walk(doc, k):
             if frame.phase == "backward":
                 break
-            info = doc.inspect(int(scene.node_ids[scene.names.index("w")]))
-            assert info.state is NodeState.GRAD_CARRIED
+            w = scene.names.index("w")
+            info = doc.inspect(int(scene.node_ids[w]))
+            assert info.state is NodeState.GRAD_PREVIOUS
+            assert frame.state_names[frame.state_codes[w]] == "grad_previous"
+            assert info.note.startswith(f"previous gradient, from backward #{k}")
             assert "empties it" in info.note and "adds to it" not in info.note, info.note
+            tooltip = scene.node_tooltip(w, step)
+            assert "grad previous" in tooltip and info.note in tooltip
+            assert "carried" not in tooltip
             notes.append(info.note)
-    assert notes, "no forward step held a carried gradient"
+    assert notes, "no forward step held a previous gradient"
 
 
 _TRUNCATED = """

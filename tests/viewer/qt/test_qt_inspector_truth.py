@@ -1,5 +1,6 @@
 """The inspector panel shows the model's NodeDisplay: a carried-over gradient says so, a
-constant's passing gradient is marked as not stored, and names from files are plain text."""
+previous one the program empties says that, a constant's passing gradient is marked as not
+stored, and names from files are plain text."""
 
 import numpy as np
 from PySide6 import QtCore
@@ -45,3 +46,18 @@ def test_carried_gradient_and_rich_text_name(qtbot):
     panel.show_node(inspect(t, constant, step))
     assert "(not stored)" in _text(panel)
     assert step <= last
+
+
+def test_a_previous_gradient_the_program_empties_says_so(qtbot):
+    x = Variable(np.array(2.0), name="x")
+    with trace.record() as t:
+        for _ in range(2):
+            y = F.square(x) * 3.0
+            x.cleargrad()  # the book's place: after the forward, before backward
+            y.backward()
+    panel = InspectorPanel()
+    qtbot.addWidget(panel)
+    panel.show_node(inspect(t, 0, len(t.steps) // 2))  # the second forward
+    text = _text(panel)
+    assert "grad previous" in text and "carried" not in text
+    assert "note: previous gradient, from backward #1; the program empties it" in text

@@ -36,6 +36,10 @@ def test_the_window_has_a_legend_dock_with_every_state_and_mark(qtbot, window):
     assert "function ran" in legend.label_text("function:value")
     assert "backward ran" in legend.label_text("function:grad")
     assert "grad carried over" in legend.label_text("variable:grad_carried")
+    assert "the next backward adds to it" in legend.label_text("variable:grad_carried")
+    previous = legend.label_text("variable:grad_previous")
+    assert "grad previous" in previous and "empties it" in previous
+    assert "nothing adds to it" in previous
     for mark in MARKS:
         assert f"mark:{mark.kind}" in keys
     assert legend.badge_texts("mark:leak_cycle") == ("cycle",)

@@ -24,11 +24,12 @@ __all__ = [
 ]
 
 LINE_PATTERNS = ("solid", "dashed", "dotted", "dashdot")
-THIN, THICK = 1.3, 2.8
+THIN, MEDIUM, THICK = 1.3, 2.0, 2.8
 
 # state -> (pattern, width in pixels) of its border, the same for variables and functions and
-# in both themes: thin for what merely exists, thick for a gradient; dashed for a gradient that
-# went away or should have; dotted for what is not there (yet); dash-dot for an object freed.
+# in both themes: thin for what merely exists, thick for a gradient, medium for one an earlier
+# backward left that nothing adds to; dashed for a gradient that went away or should have;
+# dotted for what is not there (yet); dash-dot for an object freed.
 STATE_LINES: dict[str, tuple[str, float]] = {
     "not_computed": ("dotted", THIN),
     "value": ("solid", THIN),
@@ -37,6 +38,7 @@ STATE_LINES: dict[str, tuple[str, float]] = {
     "freed": ("dashdot", THIN),
     "constant": ("dotted", THICK),
     "grad_carried": ("dashed", THICK),
+    "grad_previous": ("solid", MEDIUM),
 }
 
 
@@ -78,8 +80,16 @@ VARIABLE_STATES: tuple[LegendState, ...] = (
         "variable",
         "grad_carried",
         "grad carried over",
-        "a gradient left from an earlier backward (a forgotten cleargrad()): "
-        "the next backward adds to it",
+        "a gradient left from an earlier backward that nothing empties (a forgotten "
+        "cleargrad() / zero_grad()): the next backward adds to it",
+    ),
+    LegendState(
+        "variable",
+        "grad_previous",
+        "grad previous",
+        "previous gradient, left by an earlier backward: the program empties it "
+        "(cleargrad() / zero_grad()) before the next backward, or no later backward "
+        "reaches it; nothing adds to it",
     ),
 )
 

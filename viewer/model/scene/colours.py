@@ -55,6 +55,7 @@ _MODULE_LIGHT = _table(
         "freed": "#c9c6d1",
         "constant": "#b3aac6",
         "grad_carried": "#c77dff",
+        "grad_previous": "#a99bcc",
     }
 )
 _MODULE_DARK = _table(
@@ -66,6 +67,7 @@ _MODULE_DARK = _table(
         "freed": "#4a4852",
         "constant": "#7d7690",
         "grad_carried": "#9d5cc9",
+        "grad_previous": "#8a7fb0",
     }
 )
 
@@ -88,6 +90,7 @@ LIGHT = Palette(
             "freed": "#cdcfd3",
             "constant": "#b8b592",
             "grad_carried": "#c77dff",
+            "grad_previous": "#cc8266",
         }
     ),
     function_fill=_table(
@@ -99,6 +102,7 @@ LIGHT = Palette(
             "freed": "#b5b7bb",
             "constant": "#86998e",
             "grad_carried": "#c9a0ea",
+            "grad_previous": "#6c8ea6",
         }
     ),
 )
@@ -121,6 +125,7 @@ DARK = Palette(
             "freed": "#44474d",
             "constant": "#8f8c7a",
             "grad_carried": "#9d5cc9",
+            "grad_previous": "#bf9469",
         }
     ),
     function_fill=_table(
@@ -132,6 +137,7 @@ DARK = Palette(
             "freed": "#52555b",
             "constant": "#8e9aa0",
             "grad_carried": "#8a3f86",
+            "grad_previous": "#697a8c",
         }
     ),
     module_fill=_MODULE_DARK,

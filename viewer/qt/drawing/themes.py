@@ -164,6 +164,7 @@ LIGHT = Theme(
             "variable:freed": ("#7d8087", "#4a4d52"),
             "variable:constant": ("#5f5c3c", "#1f1e12"),
             "variable:grad_carried": ("#5a189a", "#1c0630"),
+            "variable:grad_previous": ("#8a5a44", "#1f0d00"),
             "function:default": ("#4a86a0", "#0d2a36"),
             "function:not_computed": ("#a9c9d6", "#526d79"),
             "function:value": ("#4a86a0", "#0d2a36"),
@@ -172,6 +173,7 @@ LIGHT = Theme(
             "function:freed": ("#6e7177", "#26282c"),
             "function:constant": ("#3f5448", "#0b1510"),
             "function:grad_carried": ("#5a2d91", "#1c0630"),
+            "function:grad_previous": ("#2f5670", "#02101c"),
         }
         | _module_styles(graph_colours.LIGHT, "#5f3dc4"),
     ),
@@ -205,6 +207,7 @@ DARK = Theme(
             "variable:freed": ("#8a8d94", "#c8cad0"),
             "variable:constant": ("#dcd8bd", "#15140c"),
             "variable:grad_carried": ("#e0b3ff", "#12041f"),
+            "variable:grad_previous": ("#ecd2b0", "#1e1200"),
             "function:default": ("#bfe6f5", "#061820"),
             "function:not_computed": ("#58767f", "#8fa9b3"),
             "function:value": ("#bfe6f5", "#061820"),
@@ -213,6 +216,7 @@ DARK = Theme(
             "function:freed": ("#9a9da4", "#e1e3e8"),
             "function:constant": ("#d3dde1", "#0b1114"),
             "function:grad_carried": ("#eab0e4", "#fbeefa"),
+            "function:grad_previous": ("#c9d9ec", "#05090d"),
         }
         | _module_styles(graph_colours.DARK, "#d0bfff"),
     ),
