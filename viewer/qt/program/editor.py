@@ -23,6 +23,11 @@ __all__ = ["MAX_SHOWN_SOURCE", "EditorPanel", "ExpressionHighlighter", "read_sou
 MAX_SHOWN_SOURCE = 1_000_000  # characters of a script shown read-only
 
 
+def _qt_position(text: str, index: int) -> int:
+    """A Python string offset as a QTextDocument position, which counts UTF-16 units."""
+    return index + sum(1 for c in text[:index] if ord(c) > 0xFFFF)
+
+
 def read_source(path: Path) -> str | None:
     """A script's text to show read-only (cut after MAX_SHOWN_SOURCE characters); None when
     it cannot be read."""
@@ -166,6 +171,18 @@ class EditorPanel(QtWidgets.QWidget):
         cursor.insertText(text)
         self.editor.moveCursor(QtGui.QTextCursor.MoveOperation.Start)
         self.clear_error()
+
+    def replace_range(self, start: int, end: int, text: str) -> None:
+        """Replace the characters ``start:end`` of :meth:`text` (Python string offsets) by
+        ``text``, as one undoable edit: the rest of the text, the caret and the undo history
+        stay."""
+        current = self.text()
+        cursor = QtGui.QTextCursor(self.editor.document())
+        cursor.beginEditBlock()
+        cursor.setPosition(_qt_position(current, start))
+        cursor.setPosition(_qt_position(current, end), QtGui.QTextCursor.MoveMode.KeepAnchor)
+        cursor.insertText(text)
+        cursor.endEditBlock()
 
     @property
     def read_only(self) -> bool:

@@ -4,7 +4,8 @@ what is on screen (the expression, editable; a script's source or a note for a s
 read-only) and the program's errors in place.
 
 The text the user typed is kept in the settings whatever happens, so that it comes back at the
-next start.
+next start. The editor's text is the Document's :attr:`~Document.source` as it is typed; a leaf
+value set in the variables table comes back as an edit of that text (undoable with Ctrl+Z).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 from viewer.model.document.document import Document
+from viewer.model.document.expression_loader import SourceEdit, leaf_edit
 from viewer.model.expression.program import ExpressionError
 from viewer.model.expression.rules import KNOWN_CALLABLES
 from viewer.qt.program.editor import EditorPanel, read_source
@@ -37,15 +39,20 @@ class EditorBinding(QtCore.QObject):
         editor.highlighter.set_functions(KNOWN_CALLABLES)  # the language's own list
         editor.run_requested.connect(self.run)
         editor.edit_requested.connect(self.edit)
+        editor.editor.textChanged.connect(self._on_text_changed)
         document.graph_loaded.connect(self._on_graph_loaded)
+        document.source_edited.connect(self._on_source_edited)
 
     # ---------------------------------------------------------------- editor -> document
     def run(self, text: str | None = None) -> bool:
-        """Run the editor's program (Ctrl+Enter). The text is kept whatever happens."""
+        """Run the editor's program (Ctrl+Enter), or ``text``, which the editor then shows.
+        The text is kept whatever happens."""
         if text is None:
             if self.editor.read_only:  # a script or a trace is shown: its text is no program
                 return self.edit()
             text = self.editor.text()
+        elif text != self.editor.text() or self.editor.read_only:
+            self.editor.set_text(text)  # what runs is what the editor shows
         self.settings.set_editor_text(text)
         self.editor.clear_error()
         return self.document.run_expression(text)
@@ -99,6 +106,26 @@ class EditorBinding(QtCore.QObject):
         error = self.document.last_error
         if not ok and isinstance(error, ExpressionError):
             self.show_error(error)
+
+    def _on_text_changed(self) -> None:
+        self.document.source = self.editor.program_text
+
+    def _on_source_edited(self, edit: SourceEdit) -> None:
+        """A leaf's value was written into the program and that text ran: the editor makes
+        the same edit (one Ctrl+Z takes it back). Typed since the run started, the editor's
+        text gets the leaf set in it if it still parses."""
+        editor = self.editor
+        if editor.read_only:
+            return
+        text = editor.text()
+        if text != edit.before:
+            try:
+                edit = leaf_edit(text, edit.name, edit.value)
+            except ExpressionError:
+                return
+        editor.replace_range(edit.start, edit.end, edit.replacement)
+        editor.clear_error()
+        self.settings.set_editor_text(editor.text())
 
     def _on_graph_loaded(self, document: Document) -> None:
         if document.scene is not None:
