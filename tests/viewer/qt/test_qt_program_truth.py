@@ -1,9 +1,10 @@
-"""One truth across the program's panels: a value set in the variables table is an edit of the
-editor's text (undoable there), and that text is what ran."""
+"""One truth across the program's panels, and nothing replaced without asking: a value set in
+the variables table is an edit of the editor's text (undoable there), opening a program over an
+edited one asks, and a page of prose is refused before it touches the editor."""
 
 import numpy as np
 import pytest
-from PySide6 import QtCore, QtGui
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from viewer.qt.main_window import DEFAULT_PROGRAM
 
@@ -44,6 +45,7 @@ def test_a_table_edit_rewrites_the_assignment_and_one_ctrl_z_takes_it_back(qtbot
     assert float(doc.evaluation.output.data) == pytest.approx(np.exp(8.0))
     assert window.variables.value_text("x") == "2.0"
     assert doc.playback.at_end  # the same program with another value: the step stays
+    assert not editor.edited  # what the editor shows is what ran
     editor.editor.setFocus()
     qtbot.keyClick(editor.editor, QtCore.Qt.Key.Key_Z, QtCore.Qt.KeyboardModifier.ControlModifier)
     assert editor.text() == DEFAULT_PROGRAM  # x = 0.5 again, in one Ctrl+Z
@@ -82,6 +84,128 @@ def test_unrun_edits_in_the_editor_run_with_the_table_edit(qtbot, window):
     cursor.movePosition(QtGui.QTextCursor.MoveOperation.End)
     editor.editor.setTextCursor(cursor)
     _type_in_editor(qtbot, window, "z = y * 3\n")  # typed, not run
+    assert editor.edited
     window.variables.set_value_text("x", "1")
     assert editor.text() == DEFAULT_PROGRAM.replace("x = 0.5", "x = 1") + "z = y * 3\n"
     assert window.document.program.output_name == "z"  # the graph is the editor's text
+    assert not editor.edited
+
+
+# ---------------------------------------------------------------------------- item 6
+def _asked(window, answer):
+    asked = []
+
+    def confirm(name):
+        asked.append(name)
+        return answer
+
+    window.editor_binding.confirm_replace = confirm
+    return asked
+
+
+def test_opening_a_file_over_an_edited_program_asks_and_cancel_keeps_it(qtbot, window, tmp_path):
+    path = tmp_path / "other.expr"
+    path.write_text("y = cos(x)\n")
+    _type_in_editor(qtbot, window, "# mine\n")
+    typed = window.editor.text()
+    trace = window.document.trace
+    asked = _asked(window, False)
+    assert not window.open_path(path)
+    assert asked == ["other.expr"]
+    assert window.editor.text() == typed and window.document.trace is trace
+    assert "was not opened" in window.statusBar().currentMessage()
+    asked = _asked(window, True)
+    assert window.open_path(path)
+    assert asked == ["other.expr"]
+    assert window.editor.text() == "y = cos(x)\n"
+    assert window.document.trace.steps[0].op == "Cos"
+    assert not window.editor.edited
+
+
+def test_an_example_or_a_dropped_file_asks_too(qtbot, window, tmp_path):
+    _type_in_editor(qtbot, window, "# mine\n")
+    typed = window.editor.text()
+    asked = _asked(window, False)
+    assert not window.load_example("diamond")
+    path = tmp_path / "dropped.expr"
+    path.write_text("y = cos(x)\n")
+    mime = QtCore.QMimeData()
+    mime.setUrls([QtCore.QUrl.fromLocalFile(str(path))])
+    drop = QtGui.QDropEvent(
+        QtCore.QPointF(10, 10),
+        QtCore.Qt.DropAction.CopyAction,
+        mime,
+        QtCore.Qt.MouseButton.LeftButton,
+        QtCore.Qt.KeyboardModifier.NoModifier,
+    )
+    window.dropEvent(drop)
+    assert asked == ["diamond.expr", "dropped.expr"]
+    assert window.editor.text() == typed
+
+
+def test_an_unedited_program_is_replaced_without_asking(qtbot, window, tmp_path):
+    path = tmp_path / "other.expr"
+    path.write_text("y = cos(x)\n")
+    asked = _asked(window, False)
+    assert window.open_path(path)
+    assert window.load_example("diamond")
+    window.variables.set_value_text(window.variables.leaf_names()[0], "3")  # a table edit
+    assert window.open_path(path)  # ran, so not edited
+    _type_in_editor(qtbot, window, "# typed")
+    qtbot.keyClick(
+        window.editor.editor, QtCore.Qt.Key.Key_Z, QtCore.Qt.KeyboardModifier.ControlModifier
+    )
+    assert window.editor.text() == "y = cos(x)\n"  # typed and undone: as it was opened
+    assert window.open_path(path)
+    assert asked == []
+
+
+def test_the_question_is_a_dialog_whose_default_is_cancel(qtbot, window, tmp_path):
+    path = tmp_path / "other.expr"
+    path.write_text("y = cos(x)\n")
+    _type_in_editor(qtbot, window, "# mine\n")
+    seen = []
+
+    def answer(button_text):
+        box = QtWidgets.QApplication.activeModalWidget()
+        assert isinstance(box, QtWidgets.QMessageBox)
+        seen.append((box.text(), [b.text() for b in box.buttons()], box.defaultButton().text()))
+        next(b for b in box.buttons() if b.text() == button_text).click()
+
+    QtCore.QTimer.singleShot(0, lambda: answer("Cancel"))
+    assert not window.open_path(path)
+    QtCore.QTimer.singleShot(0, lambda: answer("Replace"))
+    assert window.open_path(path)
+    assert window.editor.text() == "y = cos(x)\n"
+    text, buttons, default = seen[0]
+    assert "other.expr" in text and sorted(buttons) == ["Cancel", "Replace"]
+    assert default == "Cancel"
+
+
+def test_a_page_of_prose_is_refused_and_nothing_changes(qtbot, window, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text(PROSE)
+    assert 3000 <= notes.stat().st_size < 4000
+    _type_in_editor(qtbot, window, "# mine\n")  # even edited: refused before any question
+    typed = window.editor.text()
+    trace, scene = window.document.trace, window.document.scene
+    asked = _asked(window, True)
+    assert not window.open_path(notes)
+    assert asked == []
+    box = window.findChild(QtWidgets.QMessageBox, "errorBox")
+    assert box is not None and box.textFormat() == QtCore.Qt.TextFormat.PlainText
+    message = box.text()
+    assert message.startswith("not a program: line 1"), message
+    assert "Once upon a time" in message and "notes.txt" in message
+    assert message in window.statusBar().currentMessage()
+    assert window.editor.text() == typed and window.document.source == typed
+    assert window.document.trace is trace and window.document.scene is scene
+
+
+def test_a_program_with_an_error_on_line_3_still_opens(qtbot, window, tmp_path):
+    path = tmp_path / "broken.expr"
+    text = "# almost right\nx = 0.5\ny = exp(x +\n"
+    path.write_text(text)
+    assert not window.open_path(path)  # it does not run...
+    assert window.editor.text() == text  # ...but it is in the editor to be fixed
+    assert window.editor.error_text().startswith("line 3")

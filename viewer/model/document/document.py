@@ -406,29 +406,48 @@ class Document:
         }
 
     # ------------------------------------------------------------------ files
-    def load_path(self, path: str | os.PathLike[str]) -> bool | ScriptProcess:
+    def load_path(
+        self,
+        path: str | os.PathLike[str],
+        may_replace: Callable[[ProgramText], bool] | None = None,
+    ) -> bool | ScriptProcess:
         """Open a file by its suffix: an expression (``.expr``, ``.txt``) runs at once, a saved
         trace (``.json``) loads; a script (``.py``) is *not* run: a prepared
         :class:`ScriptProcess` is returned for the UI to confirm and start (see
-        :meth:`prepare_script`). Returns False on error (``error_raised`` was emitted)."""
+        :meth:`prepare_script`). Returns False on error (``error_raised`` was emitted).
+        ``may_replace``: asked, once the file is read and is a program, whether it may replace
+        :attr:`source` (False: nothing changes)."""
         try:
             opened = file_loader.open_path(Path(path))
         except Exception as e:  # TraceFormatError, OSError, or a bug: the old graph stays
             return self.fail(e)
-        return self._open(opened)
+        return self._open(opened, may_replace)
 
-    def load_example(self, key: str) -> bool | ScriptProcess:
-        """Open a bundled example by name or stem (see :mod:`viewer.model.document.examples`)."""
+    def load_example(
+        self, key: str, may_replace: Callable[[ProgramText], bool] | None = None
+    ) -> bool | ScriptProcess:
+        """Open a bundled example by name or stem (see :mod:`viewer.model.document.examples`);
+        ``may_replace`` as for :meth:`load_path`."""
         try:
             opened = file_loader.open_example(key)
         except ValueError as e:
             return self.fail(e)
-        return self._open(opened)
+        return self._open(opened, may_replace)
 
-    def _open(self, opened: ProgramText | PendingGraph | ScriptFile) -> bool | ScriptProcess:
+    def _open(
+        self,
+        opened: ProgramText | PendingGraph | ScriptFile,
+        may_replace: Callable[[ProgramText], bool] | None,
+    ) -> bool | ScriptProcess:
         if isinstance(opened, ScriptFile):
             return self._open_script(opened.path)
         if isinstance(opened, ProgramText):
+            if may_replace is not None and not may_replace(opened):
+                self.last_error = None  # declined: there is no error to show
+                self.status_changed.emit(
+                    f"Kept the edited program; {opened.path.name} was not opened"
+                )
+                return False
             return self.load_expression(opened.text, opened.path, opened.title)
         self._show_pending(opened)
         return True

@@ -154,6 +154,7 @@ class EditorPanel(QtWidgets.QWidget):
         self.editor.cursorPositionChanged.connect(self._show_position)
         self._error_colour = QtGui.QColor("#c92a2a")
         self._draft = ""  # the expression while the editor shows something else read-only
+        self._baseline = ""  # the program as last opened or run (see :attr:`edited`)
         self._read_only_key: object = None
         self._show_position()
 
@@ -183,6 +184,16 @@ class EditorPanel(QtWidgets.QWidget):
         cursor.setPosition(_qt_position(current, end), QtGui.QTextCursor.MoveMode.KeepAnchor)
         cursor.insertText(text)
         cursor.endEditBlock()
+
+    @property
+    def edited(self) -> bool:
+        """Whether the program differs from what was last opened or run (replacing it would
+        lose work)."""
+        return self.program_text != self._baseline
+
+    def mark_unedited(self) -> None:
+        """The program as it is now was opened or run."""
+        self._baseline = self.program_text
 
     @property
     def read_only(self) -> bool:

@@ -5,7 +5,9 @@ read-only) and the program's errors in place.
 
 The text the user typed is kept in the settings whatever happens, so that it comes back at the
 next start. The editor's text is the Document's :attr:`~Document.source` as it is typed; a leaf
-value set in the variables table comes back as an edit of that text (undoable with Ctrl+Z).
+value set in the variables table comes back as an edit of that text (undoable with Ctrl+Z), and
+a program file or example replaces a program edited since it was last opened or run only when
+the user says so (:meth:`EditorBinding.may_replace`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from PySide6 import QtCore, QtWidgets
 
 from viewer.model.document.document import Document
 from viewer.model.document.expression_loader import SourceEdit, leaf_edit
+from viewer.model.document.file_loader import ProgramText
 from viewer.model.expression.program import ExpressionError
 from viewer.model.expression.rules import KNOWN_CALLABLES
 from viewer.qt.program.editor import EditorPanel, read_source
@@ -55,6 +58,7 @@ class EditorBinding(QtCore.QObject):
             self.editor.set_text(text)  # what runs is what the editor shows
         self.settings.set_editor_text(text)
         self.editor.clear_error()
+        self.editor.mark_unedited()
         return self.document.run_expression(text)
 
     def edit(self) -> bool:
@@ -71,6 +75,7 @@ class EditorBinding(QtCore.QObject):
             # program the user runs: whatever it does, the window is already there.
             self.document.run_expression(default)
             self.editor.set_text(saved)
+            self.editor.mark_unedited()
             self.document.source = saved
             QtCore.QTimer.singleShot(0, lambda: self._run_saved(saved))
             return
@@ -104,8 +109,33 @@ class EditorBinding(QtCore.QObject):
             self.editor.set_text(self.document.source)
             self.settings.set_editor_text(self.document.source)
         error = self.document.last_error
+        if ok or isinstance(error, ExpressionError):  # the file's text is in (it may not run)
+            self.editor.mark_unedited()
         if not ok and isinstance(error, ExpressionError):
             self.show_error(error)
+
+    def may_replace(self, opened: ProgramText) -> bool:
+        """Whether ``opened`` (a program file or example) may replace the editor's program:
+        yes when it is as it was last opened or run, else the user says."""
+        return not self.editor.edited or self.confirm_replace(opened.path.name)
+
+    def confirm_replace(self, name: str) -> bool:
+        """Ask before an edited program is replaced (tests replace this)."""
+        box = QtWidgets.QMessageBox(self.editor.window())
+        box.setObjectName("replaceConfirmation")
+        box.setIcon(QtWidgets.QMessageBox.Icon.Question)
+        box.setWindowTitle("Replace the edited program?")
+        box.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+        box.setText(
+            f"The program in the editor was changed since it was last opened or run. "
+            f"Opening {name} replaces it."
+        )
+        replace = box.addButton("Replace", QtWidgets.QMessageBox.ButtonRole.DestructiveRole)
+        keep = box.addButton("Cancel", QtWidgets.QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(keep)
+        box.setEscapeButton(keep)
+        box.exec()
+        return box.clickedButton() is replace
 
     def _on_text_changed(self) -> None:
         self.document.source = self.editor.program_text
@@ -117,6 +147,7 @@ class EditorBinding(QtCore.QObject):
         editor = self.editor
         if editor.read_only:
             return
+        ran = edit.after
         text = editor.text()
         if text != edit.before:
             try:
@@ -125,6 +156,8 @@ class EditorBinding(QtCore.QObject):
                 return
         editor.replace_range(edit.start, edit.end, edit.replacement)
         editor.clear_error()
+        if editor.text() == ran:
+            editor.mark_unedited()
         self.settings.set_editor_text(editor.text())
 
     def _on_graph_loaded(self, document: Document) -> None:
@@ -138,6 +171,7 @@ class EditorBinding(QtCore.QObject):
         if document.kind == "expression":
             if editor.read_only:  # an expression file or example after a script or a trace
                 editor.show_editable(document.source)
+                editor.mark_unedited()
                 self.settings.set_editor_text(document.source)
             return
         path = document.path
