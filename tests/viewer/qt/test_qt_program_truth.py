@@ -209,3 +209,15 @@ def test_a_program_with_an_error_on_line_3_still_opens(qtbot, window, tmp_path):
     assert not window.open_path(path)  # it does not run...
     assert window.editor.text() == text  # ...but it is in the editor to be fixed
     assert window.editor.error_text().startswith("line 3")
+
+
+def test_a_table_edit_while_the_editor_does_not_parse_is_refused_in_the_table(qtbot, window):
+    editor = window.editor
+    _type_in_editor(qtbot, window, "y = (")  # at the start: the text no longer parses
+    typed = editor.text()
+    trace = window.document.trace
+    window.variables.set_value_text("x", "2")
+    assert editor.text() == typed and window.document.trace is trace
+    message = window.variables.message_text()
+    assert "does not parse" in message and "x keeps 0.5" in message
+    assert editor.error_text() == ""  # the table's error, not the editor's
