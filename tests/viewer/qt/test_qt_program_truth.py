@@ -221,3 +221,22 @@ def test_a_table_edit_while_the_editor_does_not_parse_is_refused_in_the_table(qt
     message = window.variables.message_text()
     assert "does not parse" in message and "x keeps 0.5" in message
     assert editor.error_text() == ""  # the table's error, not the editor's
+
+
+def test_text_typed_while_a_slow_leaf_edit_runs_keeps_and_gets_the_value(qtbot, window):
+    window.runner.show_dialog = False
+    slow = "W = ones(1000, 1000)\ny = sum(W * x)"
+    assert window.editor_binding.run(slow)
+    qtbot.waitUntil(lambda: window.runner.jobs.get("program") is None, timeout=60_000)
+    before = window.document.trace
+    assert window.variables_binding.set_leaf_value("x", "3")
+    assert window.runner.jobs.get("program") is not None  # on the worker
+    cursor = window.editor.editor.textCursor()
+    cursor.movePosition(QtGui.QTextCursor.MoveOperation.End)
+    window.editor.editor.setTextCursor(cursor)
+    _type_in_editor(qtbot, window, "  # typed meanwhile")
+    qtbot.waitUntil(lambda: window.document.trace is not before, timeout=60_000)
+    assert float(window.document.evaluation.output.data) == 3_000_000.0
+    expected = "W = ones(1000, 1000)\nx = 3\ny = sum(W * x)  # typed meanwhile"
+    assert window.editor.text() == expected
+    assert window.editor.edited  # the comment typed meanwhile has not run
