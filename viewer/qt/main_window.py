@@ -322,7 +322,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     # ================================================================== user actions
     def load_example(self, key: str) -> bool:
-        result = self.document.load_example(key)
+        result = self.document.load_example(key, self.editor_binding.may_replace)
         if isinstance(result, ScriptProcess):
             return self.start_script(result, confirm=False)
         self.editor_binding.sync(result)
@@ -335,7 +335,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self._report(f"Cannot open {path}: no such file")
             self.settings.remove_recent_file(str(path.resolve()))
             return False
-        result = self.document.load_path(path)
+        result = self.document.load_path(path, self.editor_binding.may_replace)
         if isinstance(result, ScriptProcess):
             self.settings.add_recent_file(path)
             self.settings.set_last_directory(path.parent)

@@ -77,19 +77,23 @@ def test_set_leaf_value_reruns_and_keeps_the_step(doc):
     assert doc.playback.at_end
     assert doc.selection == selected
     assert float(doc.evaluation.leaves["x"].grad.data) == pytest.approx(4 * np.exp(2))
-    assert doc.leaf_rows()[0].default is False
+    # typed text is written into the program, which is what ran: it is the program's value
+    assert doc.source == "x = 1.0\ny = square(exp(square(x)))"
+    assert doc.program.source == doc.source and doc.leaf_rows()[0].default is True
     assert not doc.set_leaf_value("x", "x + 1")
     assert not doc.set_leaf_value("nope", 1.0)
     assert float(doc.evaluation.leaves["x"].data) == 1.0
-    assert doc.set_leaf_value("x", 2)
+    assert doc.set_leaf_value("x", 2)  # a number sets this run's value, not the text
+    assert doc.leaf_rows()[0].default is False and doc.source.startswith("x = 1.0\n")
     assert doc.reset_leaf_values()
-    assert float(doc.evaluation.leaves["x"].data) == 0.5
+    assert float(doc.evaluation.leaves["x"].data) == 1.0
 
 
 def test_a_failing_leaf_value_is_rolled_back(doc):
     doc.run_expression("x = [1, 2]\ny = sum(x * [3, 4])")
     assert not doc.set_leaf_value("x", "[1, 2, 3]")
     assert "x" not in doc.leaf_values
+    assert doc.source == "x = [1, 2]\ny = sum(x * [3, 4])"  # the text is put back too
     np.testing.assert_array_equal(doc.evaluation.leaves["x"].data, [1.0, 2.0])
 
 

@@ -22,6 +22,9 @@ Signals (synchronous, on the caller's thread):
 * ``status_changed(text)``: one line for the status bar.
 * ``selection_changed(node_id | None)``: the playback state's signal, re-exported.
 * ``leaves_changed(rows)``: the variables table changed (list of :class:`LeafRow`).
+* ``source_edited(edit)``: a leaf's value typed in the variables table was written into the
+  program's text and that text ran (a :class:`~viewer.model.document.expression_loader.SourceEdit`
+  for the editor to make).
 * ``layout_started(n_nodes)`` / ``layout_finished(outcome)``: a big graph went to
   :attr:`Document.runner` / its layout ended ('succeeded', 'failed' or 'cancelled').
 * ``program_started()`` / ``program_finished(shown)``: a slow program went to
@@ -58,7 +61,7 @@ from viewer.model.document import (
     scope_control,
     script_loader,
 )
-from viewer.model.document.expression_loader import ExpressionJob
+from viewer.model.document.expression_loader import ExpressionJob, SourceEdit
 from viewer.model.document.file_loader import (
     EXPRESSION_SUFFIXES,
     SCRIPT_SUFFIXES,
@@ -121,6 +124,7 @@ class Document:
         self.error_raised = Signal("error_raised")
         self.status_changed = Signal("status_changed")
         self.leaves_changed = Signal("leaves_changed")
+        self.source_edited = Signal("source_edited")
         self.layout_started = Signal("layout_started")
         self.layout_finished = Signal("layout_finished")
         self.program_started = Signal("program_started")
@@ -135,7 +139,7 @@ class Document:
         self.palette = palette
         self.max_array_size = max_array_size
         self.retain_grad = False
-        self.source = ""  # the editor's text, kept even when it does not parse
+        self.source = ""  # the editor's text (as typed, run or not), kept when it does not parse
         self.leaf_values: dict[str, NDArray[np.float64]] = {}  # values the user edited
         self.title = ""
         self.kind = ""  # 'expression' | 'trace' | 'script' | ''
@@ -253,14 +257,34 @@ class Document:
         return self._start_expression(text, path, title or default, undo)
 
     def set_leaf_value(self, name: str, value: Any) -> bool:
-        """Set a leaf's value (a number, an array, or text like ``"[1, 2]"``) and re-run the
-        current program, keeping the playback position. False (and ``error_raised``) when the
-        value does not parse or the run fails; nothing changes then."""
+        """Set a leaf's value and re-run, keeping the playback position. Text (``"2"``,
+        ``"[1, 2]"``, as the variables table gives it) is written into the program: the right
+        side of ``name = ...`` in :attr:`source`, or a new ``name = ...`` line, and that text
+        runs (``source_edited`` then carries the edit for the editor); a number or an array
+        is used for this run's value without touching the text. False (and
+        ``error_raised``) when the value does not parse or the run fails; nothing changes
+        then."""
         try:
             array = expression_loader.leaf_value(self.program, name, value)
+            edit = (
+                expression_loader.leaf_edit(self.source, name, value)
+                if isinstance(value, str)
+                else None
+            )
         except ExpressionError as e:
             return self.fail(e)
-        return self._rerun_with(lambda values: values.__setitem__(name, array))
+        if edit is None:
+            return self._rerun_with(lambda values: values.__setitem__(name, array))
+        kept = dict(self.leaf_values)
+        self.leaf_values.pop(name, None)  # the text holds the value now
+
+        def undo() -> None:
+            if self.source == edit.after:  # (the user may have typed since)
+                self.source = edit.before
+            self.leaf_values.clear()
+            self.leaf_values.update(kept)
+
+        return self._start_expression(edit.after, self.path, self.title, undo, edit)
 
     def reset_leaf_values(self) -> bool:
         """Back to the program's defaults and re-run."""
@@ -296,8 +320,11 @@ class Document:
         path: Path | None,
         title: str,
         undo: Callable[[], None] | None = None,
+        edit: SourceEdit | None = None,
     ) -> bool:
-        """Parse ``text`` (kept as the source whatever happens) and run it."""
+        """Parse ``text`` (kept as the source whatever happens) and run it; ``edit``: the
+        leaf edit that made ``text`` (the same program with another value: the playback
+        position and the selection stay)."""
         if text is not None:
             self.source = text
         try:
@@ -305,12 +332,18 @@ class Document:
             if busy is not None:
                 raise busy
             job = expression_loader.job_of_source(
-                self.source, self.leaf_values, self._expression_options(), title, path
+                self.source,
+                self.leaf_values,
+                self._expression_options(),
+                title,
+                path,
+                keep_step=edit is not None,
             )
         except ExpressionError as e:
             if undo is not None:
                 undo()
             return self.fail(e)
+        job.source_edit = edit
         return self._run_job(job, undo)
 
     def _rerun_with(self, change: Callable[[dict], None]) -> bool:
@@ -359,6 +392,8 @@ class Document:
     def _show_job(self, job: ExpressionJob) -> bool:
         if job.error is not None:
             return self.fail(job.error)
+        if job.source_edit is not None:
+            self.source_edited.emit(job.source_edit)
         self._show_pending(job.graph())
         return True
 
@@ -371,29 +406,48 @@ class Document:
         }
 
     # ------------------------------------------------------------------ files
-    def load_path(self, path: str | os.PathLike[str]) -> bool | ScriptProcess:
+    def load_path(
+        self,
+        path: str | os.PathLike[str],
+        may_replace: Callable[[ProgramText], bool] | None = None,
+    ) -> bool | ScriptProcess:
         """Open a file by its suffix: an expression (``.expr``, ``.txt``) runs at once, a saved
         trace (``.json``) loads; a script (``.py``) is *not* run: a prepared
         :class:`ScriptProcess` is returned for the UI to confirm and start (see
-        :meth:`prepare_script`). Returns False on error (``error_raised`` was emitted)."""
+        :meth:`prepare_script`). Returns False on error (``error_raised`` was emitted).
+        ``may_replace``: asked, once the file is read and is a program, whether it may replace
+        :attr:`source` (False: nothing changes)."""
         try:
             opened = file_loader.open_path(Path(path))
         except Exception as e:  # TraceFormatError, OSError, or a bug: the old graph stays
             return self.fail(e)
-        return self._open(opened)
+        return self._open(opened, may_replace)
 
-    def load_example(self, key: str) -> bool | ScriptProcess:
-        """Open a bundled example by name or stem (see :mod:`viewer.model.document.examples`)."""
+    def load_example(
+        self, key: str, may_replace: Callable[[ProgramText], bool] | None = None
+    ) -> bool | ScriptProcess:
+        """Open a bundled example by name or stem (see :mod:`viewer.model.document.examples`);
+        ``may_replace`` as for :meth:`load_path`."""
         try:
             opened = file_loader.open_example(key)
         except ValueError as e:
             return self.fail(e)
-        return self._open(opened)
+        return self._open(opened, may_replace)
 
-    def _open(self, opened: ProgramText | PendingGraph | ScriptFile) -> bool | ScriptProcess:
+    def _open(
+        self,
+        opened: ProgramText | PendingGraph | ScriptFile,
+        may_replace: Callable[[ProgramText], bool] | None,
+    ) -> bool | ScriptProcess:
         if isinstance(opened, ScriptFile):
             return self._open_script(opened.path)
         if isinstance(opened, ProgramText):
+            if may_replace is not None and not may_replace(opened):
+                self.last_error = None  # declined: there is no error to show
+                self.status_changed.emit(
+                    f"Kept the edited program; {opened.path.name} was not opened"
+                )
+                return False
             return self.load_expression(opened.text, opened.path, opened.title)
         self._show_pending(opened)
         return True

@@ -2,10 +2,15 @@
 runs it at once), a saved trace (a :class:`~viewer.model.document.pending.PendingGraph`), or a
 script (:class:`ScriptFile`: only named; the UI asks the user before it runs). Every read is
 bounded; an error is raised for the Document to report, and nothing here reads or writes it.
+
+A program or a script whose first line of code is not Python at all (a page of notes saved as
+``.txt``) is refused: :func:`not_a_program`. One whose error comes later opens, with its error
+shown in place, for the user to fix.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import stat
 from dataclasses import dataclass
@@ -23,6 +28,7 @@ __all__ = [
     "TRACE_SUFFIXES",
     "ProgramText",
     "ScriptFile",
+    "not_a_program",
     "open_example",
     "open_path",
     "read_text_bounded",
@@ -32,6 +38,7 @@ EXPRESSION_SUFFIXES = (".expr", ".txt")
 TRACE_SUFFIXES = (".json",)
 SCRIPT_SUFFIXES = (".py",)
 MAX_TRACE_BYTES = 200_000_000
+SCRIPT_HEAD_BYTES = 256_000  # of a script, read to find its first line of code
 
 
 @dataclass(frozen=True)
@@ -60,11 +67,16 @@ def open_path(path: Path) -> ProgramText | PendingGraph | ScriptFile:
             raise FileNotFoundError(f"no such script: {path}")
         if not path.is_file():  # a FIFO would block the worker's read, a device never end
             raise ValueError(f"cannot run {path.name}: not a regular file")
+        with path.open("rb") as f:
+            head = f.read(SCRIPT_HEAD_BYTES).decode("utf-8", errors="replace")
+        not_a_program(head, path.name)
         return ScriptFile(path)
     if suffix in TRACE_SUFFIXES:
         return trace_file(path)
     if suffix in EXPRESSION_SUFFIXES:
-        return ProgramText(read_text_bounded(path, MAX_SOURCE_CHARS), path)
+        text = read_text_bounded(path, MAX_SOURCE_CHARS)
+        not_a_program(text, path.name)
+        return ProgramText(text, path)
     known = ", ".join(EXPRESSION_SUFFIXES + TRACE_SUFFIXES + SCRIPT_SUFFIXES)
     raise ValueError(f"cannot open {path.name}: unknown file type (use {known})")
 
@@ -118,3 +130,58 @@ def read_text_bounded(path: Path, max_chars: int) -> str:
             f"cannot open {path.name}: {len(text)} characters; a program has at most {max_chars}"
         )
     return text
+
+
+_INCOMPLETE = (  # a line that is Python, but only the start of a statement
+    "never closed",
+    "unterminated triple-quoted",
+    "unexpected EOF",
+    "expected an indented block",
+)
+_OPERATOR_ENDS = "+-*/%@&|^<>=.,([{~"
+
+
+def not_a_program(text: str, name: str) -> None:
+    """ValueError ("not a program: line N of NAME reads '…'") when the first line of code of
+    ``text`` (the first not blank and not a comment) is not Python, not even the start of a
+    statement: prose, not a program with a mistake. A syntax error on a later line means the
+    parser got through real code first: such a file opens, and its error is shown in place."""
+    lines = text.split("\n")
+    first = next(
+        (
+            i
+            for i, line in enumerate(lines)
+            if line.strip().lstrip("\ufeff") and not line.strip().startswith("#")
+        ),
+        None,
+    )
+    if first is None:
+        return  # blank or comments only: the program's parser says what is missing
+    try:
+        ast.parse(text)
+        return
+    except SyntaxError as e:
+        if (e.lineno or 1) > first + 1:
+            return
+    except (ValueError, RecursionError, MemoryError):
+        return  # a NUL byte, deep nesting: the program's own checks name it
+    line = lines[first].strip().lstrip("\ufeff")
+    if line.startswith("@"):  # a decorator is Python only with what it decorates
+        line += "\ndef f(): pass"
+    try:
+        ast.parse(line)
+        return
+    except SyntaxError as e:
+        if any(words in (e.msg or "") for words in _INCOMPLETE):
+            return
+        if (e.offset or 0) > len(line) and line[-1] in _OPERATOR_ENDS:
+            return  # ``y = tanh(x) **``: code that stops short, not prose
+    except (ValueError, RecursionError, MemoryError):
+        return
+    shown = "".join(c if c.isprintable() else " " for c in lines[first].strip()[:40])
+    if len(lines[first].strip()) > 40:
+        shown += "…"
+    raise ValueError(
+        f"not a program: line {first + 1} of {name} reads '{shown}', which is not Python. "
+        "A program is assignments and expressions, e.g. y = tanh(x) * x**2; nothing was opened"
+    )

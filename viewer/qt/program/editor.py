@@ -23,6 +23,11 @@ __all__ = ["MAX_SHOWN_SOURCE", "EditorPanel", "ExpressionHighlighter", "read_sou
 MAX_SHOWN_SOURCE = 1_000_000  # characters of a script shown read-only
 
 
+def _qt_position(text: str, index: int) -> int:
+    """A Python string offset as a QTextDocument position, which counts UTF-16 units."""
+    return index + sum(1 for c in text[:index] if ord(c) > 0xFFFF)
+
+
 def read_source(path: Path) -> str | None:
     """A script's text to show read-only (cut after MAX_SHOWN_SOURCE characters); None when
     it cannot be read."""
@@ -149,6 +154,7 @@ class EditorPanel(QtWidgets.QWidget):
         self.editor.cursorPositionChanged.connect(self._show_position)
         self._error_colour = QtGui.QColor("#c92a2a")
         self._draft = ""  # the expression while the editor shows something else read-only
+        self._baseline = ""  # the program as last opened or run (see :attr:`edited`)
         self._read_only_key: object = None
         self._show_position()
 
@@ -166,6 +172,28 @@ class EditorPanel(QtWidgets.QWidget):
         cursor.insertText(text)
         self.editor.moveCursor(QtGui.QTextCursor.MoveOperation.Start)
         self.clear_error()
+
+    def replace_range(self, start: int, end: int, text: str) -> None:
+        """Replace the characters ``start:end`` of :meth:`text` (Python string offsets) by
+        ``text``, as one undoable edit: the rest of the text, the caret and the undo history
+        stay."""
+        current = self.text()
+        cursor = QtGui.QTextCursor(self.editor.document())
+        cursor.beginEditBlock()
+        cursor.setPosition(_qt_position(current, start))
+        cursor.setPosition(_qt_position(current, end), QtGui.QTextCursor.MoveMode.KeepAnchor)
+        cursor.insertText(text)
+        cursor.endEditBlock()
+
+    @property
+    def edited(self) -> bool:
+        """Whether the program differs from what was last opened or run (replacing it would
+        lose work)."""
+        return self.program_text != self._baseline
+
+    def mark_unedited(self) -> None:
+        """The program as it is now was opened or run."""
+        self._baseline = self.program_text
 
     @property
     def read_only(self) -> bool:

@@ -4,7 +4,10 @@ what is on screen (the expression, editable; a script's source or a note for a s
 read-only) and the program's errors in place.
 
 The text the user typed is kept in the settings whatever happens, so that it comes back at the
-next start.
+next start. The editor's text is the Document's :attr:`~Document.source` as it is typed; a leaf
+value set in the variables table comes back as an edit of that text (undoable with Ctrl+Z), and
+a program file or example replaces a program edited since it was last opened or run only when
+the user says so (:meth:`EditorBinding.may_replace`).
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 from viewer.model.document.document import Document
+from viewer.model.document.expression_loader import SourceEdit, leaf_edit
+from viewer.model.document.file_loader import ProgramText
 from viewer.model.expression.program import ExpressionError
 from viewer.model.expression.rules import KNOWN_CALLABLES
 from viewer.qt.program.editor import EditorPanel, read_source
@@ -37,17 +42,23 @@ class EditorBinding(QtCore.QObject):
         editor.highlighter.set_functions(KNOWN_CALLABLES)  # the language's own list
         editor.run_requested.connect(self.run)
         editor.edit_requested.connect(self.edit)
+        editor.editor.textChanged.connect(self._on_text_changed)
         document.graph_loaded.connect(self._on_graph_loaded)
+        document.source_edited.connect(self._on_source_edited)
 
     # ---------------------------------------------------------------- editor -> document
     def run(self, text: str | None = None) -> bool:
-        """Run the editor's program (Ctrl+Enter). The text is kept whatever happens."""
+        """Run the editor's program (Ctrl+Enter), or ``text``, which the editor then shows.
+        The text is kept whatever happens."""
         if text is None:
             if self.editor.read_only:  # a script or a trace is shown: its text is no program
                 return self.edit()
             text = self.editor.text()
+        elif text != self.editor.text() or self.editor.read_only:
+            self.editor.set_text(text)  # what runs is what the editor shows
         self.settings.set_editor_text(text)
         self.editor.clear_error()
+        self.editor.mark_unedited()
         return self.document.run_expression(text)
 
     def edit(self) -> bool:
@@ -64,6 +75,7 @@ class EditorBinding(QtCore.QObject):
             # program the user runs: whatever it does, the window is already there.
             self.document.run_expression(default)
             self.editor.set_text(saved)
+            self.editor.mark_unedited()
             self.document.source = saved
             QtCore.QTimer.singleShot(0, lambda: self._run_saved(saved))
             return
@@ -97,8 +109,56 @@ class EditorBinding(QtCore.QObject):
             self.editor.set_text(self.document.source)
             self.settings.set_editor_text(self.document.source)
         error = self.document.last_error
+        if ok or isinstance(error, ExpressionError):  # the file's text is in (it may not run)
+            self.editor.mark_unedited()
         if not ok and isinstance(error, ExpressionError):
             self.show_error(error)
+
+    def may_replace(self, opened: ProgramText) -> bool:
+        """Whether ``opened`` (a program file or example) may replace the editor's program:
+        yes when it is as it was last opened or run, else the user says."""
+        return not self.editor.edited or self.confirm_replace(opened.path.name)
+
+    def confirm_replace(self, name: str) -> bool:
+        """Ask before an edited program is replaced (tests replace this)."""
+        box = QtWidgets.QMessageBox(self.editor.window())
+        box.setObjectName("replaceConfirmation")
+        box.setIcon(QtWidgets.QMessageBox.Icon.Question)
+        box.setWindowTitle("Replace the edited program?")
+        box.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+        box.setText(
+            f"The program in the editor was changed since it was last opened or run. "
+            f"Opening {name} replaces it."
+        )
+        replace = box.addButton("Replace", QtWidgets.QMessageBox.ButtonRole.DestructiveRole)
+        keep = box.addButton("Cancel", QtWidgets.QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(keep)
+        box.setEscapeButton(keep)
+        box.exec()
+        return box.clickedButton() is replace
+
+    def _on_text_changed(self) -> None:
+        self.document.source = self.editor.program_text
+
+    def _on_source_edited(self, edit: SourceEdit) -> None:
+        """A leaf's value was written into the program and that text ran: the editor makes
+        the same edit (one Ctrl+Z takes it back). Typed since the run started, the editor's
+        text gets the leaf set in it if it still parses."""
+        editor = self.editor
+        if editor.read_only:
+            return
+        ran = edit.after
+        text = editor.text()
+        if text != edit.before:
+            try:
+                edit = leaf_edit(text, edit.name, edit.value)
+            except ExpressionError:
+                return
+        editor.replace_range(edit.start, edit.end, edit.replacement)
+        editor.clear_error()
+        if editor.text() == ran:
+            editor.mark_unedited()
+        self.settings.set_editor_text(editor.text())
 
     def _on_graph_loaded(self, document: Document) -> None:
         if document.scene is not None:
@@ -111,6 +171,7 @@ class EditorBinding(QtCore.QObject):
         if document.kind == "expression":
             if editor.read_only:  # an expression file or example after a script or a trace
                 editor.show_editable(document.source)
+                editor.mark_unedited()
                 self.settings.set_editor_text(document.source)
             return
         path = document.path
