@@ -44,6 +44,7 @@ from viewer.model.scene.text import (
     node_name,
     nonfinite_badge,
 )
+from viewer.model.scene.wrap import wrap_rows
 from viewer.model.scopes.tree import ModuleBox, VisibleGraph
 
 __all__ = ["DETACHED_NOTE", "Frame", "Scene"]
@@ -131,6 +132,7 @@ class Scene:
             module_size=(max(MODULE_SIZE[0], layout.module_width), MODULE_SIZE[1]),
         )
         self.geometry.arrow_points = arrow_heads(self.geometry, self.edges)
+        self._plain_geometry: SceneGeometry | None = None  # before wrap_to set it in bands
         self._mark_detached(trace)
         self.overlays = NodeOverlays()
         self._edges_of: list[list[int]] = [[] for _ in range(n)]
@@ -594,6 +596,21 @@ class Scene:
             self.accumulation_text(nid, step),
             self.overlays.get(nid, ()),
         )
+
+    # --- wrapping (wrap) ---------------------------------------------------------------
+    def wrap_to(self, aspect: float) -> bool:
+        """Set this scene's rows in side-by-side bands, as many as draw it biggest in a view
+        ``aspect`` (width / height) wide, or back in one column where bands would not help
+        (:func:`~viewer.model.scene.wrap.wrap_rows`). True when :attr:`geometry` changed."""
+        plain = self._plain_geometry if self._plain_geometry is not None else self.geometry
+        self._plain_geometry = plain
+        new = wrap_rows(plain, self.edges, aspect) or plain
+        if new.positions.shape == self.geometry.positions.shape and np.array_equal(
+            new.positions, self.geometry.positions
+        ):
+            return False
+        self.geometry = new
+        return True
 
     # --- edges ---------------------------------------------------------------------
     def edge_polyline(self, edge: int) -> NDArray[np.float64]:
