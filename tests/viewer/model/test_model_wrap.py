@@ -58,13 +58,26 @@ def test_a_view_as_tall_as_the_chain_leaves_it_in_one_column():
 def test_scene_wrap_to_goes_back_to_one_column():
     _, scene = make_scene(SEED)
     plain = scene.geometry.positions.copy()
-    assert scene.wrap_to(0.85) is True
+    assert scene.wrap_to(465, 544) is True  # the graph view of a 1024x700 window
     assert not np.array_equal(scene.geometry.positions, plain)
-    assert scene.wrap_to(0.85) is False  # the same shape: nothing changes
-    assert scene.wrap_to(0.1) is True
+    assert scene.wrap_to(465, 544) is False  # the same shape: nothing changes
+    assert scene.wrap_to(100, 1000) is True
     np.testing.assert_array_equal(scene.geometry.positions, plain)
     y = scene.names.index("y")
-    assert scene.wrap_to(0.85) and scene.node_at(*scene.geometry.positions[y]) == y
+    assert scene.wrap_to(465, 544) and scene.node_at(*scene.geometry.positions[y]) == y
+
+
+def test_no_more_bands_than_make_the_labels_readable():
+    _, scene = make_scene(SEED)
+    # 1361 x 924 (a 1920x1080 window): one column already draws 11 px labels
+    assert scene.wrap_to(1361, 924) is False
+    x0, _, x1, _ = scene.geometry.bounds()
+    assert x1 - x0 < 1.5
+    # the same shape, smaller: bands, but not more than needed
+    assert scene.wrap_to(1361 / 3, 924 / 3) is True
+    banded = scene.geometry
+    widest = wrap_rows(scene._plain_geometry, scene.edges, 1361 / 924)
+    assert banded.bounds()[2] <= widest.bounds()[2]
 
 
 def test_big_graphs_are_not_wrapped():

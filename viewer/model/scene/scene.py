@@ -36,8 +36,10 @@ from viewer.model.scene.hit_tests import edge_at, node_at
 from viewer.model.scene.overlays import NodeOverlays, Overlay
 from viewer.model.scene.text import (
     MODULE_LABEL_LINES,
+    READABLE_TEXT_PX,
     SceneText,
     accumulation_text,
+    box_px_for_text,
     label_detail,
     module_label,
     module_name,
@@ -48,6 +50,9 @@ from viewer.model.scene.wrap import wrap_rows
 from viewer.model.scopes.tree import ModuleBox, VisibleGraph
 
 __all__ = ["DETACHED_NOTE", "Frame", "Scene"]
+
+# a fitted view shows its graph with a margin (GraphView.fit pads 4% on each side)
+FIT_MARGIN = 1.1
 
 DETACHED_NOTE = (
     "[detached] history the program cut (unchain_backward) before this graph was built: "
@@ -598,13 +603,19 @@ class Scene:
         )
 
     # --- wrapping (wrap) ---------------------------------------------------------------
-    def wrap_to(self, aspect: float) -> bool:
-        """Set this scene's rows in side-by-side bands, as many as draw it biggest in a view
-        ``aspect`` (width / height) wide, or back in one column where bands would not help
+    def wrap_to(self, width_px: float, height_px: float) -> bool:
+        """Set this scene's rows in side-by-side bands for a view ``width_px`` x ``height_px``:
+        as many as draw it biggest, or the fewest that draw its labels READABLE_TEXT_PX tall;
+        back in one column where bands would not help
         (:func:`~viewer.model.scene.wrap.wrap_rows`). True when :attr:`geometry` changed."""
         plain = self._plain_geometry if self._plain_geometry is not None else self.geometry
         self._plain_geometry = plain
-        new = wrap_rows(plain, self.edges, aspect) or plain
+        if width_px <= 0 or height_px <= 0 or plain.n_nodes == 0:
+            return False
+        box = float(plain.half_sizes[:, 1].min() * 2)
+        # pixels per unit that make the labels readable, with the fitted view's margin
+        readable = box_px_for_text(READABLE_TEXT_PX, self.max_label_lines()) / box * FIT_MARGIN
+        new = wrap_rows(plain, self.edges, width_px / height_px, readable / height_px) or plain
         if new.positions.shape == self.geometry.positions.shape and np.array_equal(
             new.positions, self.geometry.positions
         ):

@@ -79,13 +79,18 @@ def _row_of(y: NDArray[np.float64], levels: NDArray[np.float64]) -> NDArray[np.i
 
 
 def wrap_rows(
-    geometry: SceneGeometry, edges: NDArray[np.intp], aspect: float
+    geometry: SceneGeometry,
+    edges: NDArray[np.intp],
+    aspect: float,
+    enough: float = math.inf,
 ) -> SceneGeometry | None:
     """``geometry`` with its rows wrapped into the number of side-by-side bands that draws it
-    biggest in a view ``aspect`` (width / height) wide; None when one band is as good (within
-    :data:`MIN_GAIN`), or the graph has module boxes (their boxes are laid out in place) or
-    more than :data:`MAX_WRAPPED_NODES` nodes. ``edges``: (n, 2) node indexes, for the arrow
-    heads."""
+    biggest in a view ``aspect`` (width / height) wide, or the fewest that draw it at the
+    scale ``enough`` (the fitted height of one layout unit over the view's height: where its
+    labels read, bigger is no better); None when one band is as good (within
+    :data:`MIN_GAIN`) or already draws it at ``enough``, or the graph has module boxes (their
+    boxes are laid out in place) or more than :data:`MAX_WRAPPED_NODES` nodes. ``edges``:
+    (n, 2) node indexes, for the arrow heads."""
     n = geometry.n_nodes
     if n < 2 or n > MAX_WRAPPED_NODES or geometry.modules.any() or not aspect > 0:
         return None
@@ -100,6 +105,8 @@ def wrap_rows(
     best, best_scale = 1, scale(x1 - x0, y1 - y0)
     plain = best_scale
     for n_bands in range(2, min(MAX_BANDS, len(levels) // 2) + 1):
+        if best_scale >= enough:
+            break
         if len(_bands_of(levels, n_bands)) != n_bands:
             continue
         *_, width, height = _plan(geometry, levels, n_bands)

@@ -83,7 +83,7 @@ class SceneBinding(QtCore.QObject):
                 and np.allclose(old.positions, scene.geometry.positions)
             )
             if not same_place:
-                scene.wrap_to(self.view.aspect())
+                scene.wrap_to(*self.view.viewport_size())
             # A re-run with new leaf values keeps the same layout: keep the user's zoom too.
             self.view.set_graph(
                 scene.geometry, fit=not same_place, label_lines=scene.max_label_lines()
@@ -97,7 +97,11 @@ class SceneBinding(QtCore.QObject):
         """Fit the graph in the view (F), its rows first set in as many side-by-side bands as
         draw it biggest in the view's shape (``Scene.wrap_to``)."""
         scene = self._shown
-        if scene is not None and scene is self.document.scene and scene.wrap_to(self.view.aspect()):
+        if (
+            scene is not None
+            and scene is self.document.scene
+            and scene.wrap_to(*self.view.viewport_size())
+        ):
             self._redraw_geometry(scene)
         self.view.fit()
 

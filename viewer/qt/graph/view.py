@@ -289,10 +289,10 @@ class GraphView(pg.GraphicsView):
         follow or centring since)."""
         return self._fitted
 
-    def aspect(self) -> float:
-        """The view's width over its height, in pixels (1.0 before it has a size)."""
+    def viewport_size(self) -> tuple[int, int]:
+        """The view's width and height in pixels."""
         size = self.viewport().size()
-        return size.width() / size.height() if size.height() > 0 and size.width() > 0 else 1.0
+        return size.width(), size.height()
 
     def zoom_by(self, factor: float) -> None:
         """factor > 1 zooms in."""
