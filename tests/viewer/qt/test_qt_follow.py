@@ -219,11 +219,13 @@ def test_a_step_whose_labels_are_not_drawn_is_zoomed_in_to(qtbot, wide_scene):
         qtbot.wait(1)
         assert view.label_detail() == 2, f"step {step}: its labels are not drawn"
         lo, hi = _boxes(scene, frame.current_nodes)
-        if ((hi.max(axis=0) - lo.min(axis=0)) * smallest <= room).all():
+        # (a few percent over the smallest zoom that draws labels, which the view keeps clear of)
+        if ((hi.max(axis=0) - lo.min(axis=0)) * smallest * 1.03 <= room).all():
             assert _inside(view, scene, frame.current_nodes), f"step {step}: out of view"
             fitting += 1
         else:  # too far apart to fit with labels drawn: the step's Function is in view
-            assert _inside(view, scene, [frame.current_function]), f"step {step}"
+            x, y = scene.geometry.positions[frame.current_function]
+            assert view.visible_rect().contains(QtCore.QPointF(x, y)), f"step {step}"
     assert fitting > scene.n_steps // 2
 
 

@@ -314,7 +314,7 @@ class GraphView(pg.GraphicsView):
     def readable_pixels_per_unit(self) -> float:
         """The zoom at which this graph's full labels are READABLE_TEXT_PX tall (a hair over,
         so the font's rounding down never lands under it)."""
-        return self._labels.pixels_per_unit_for_text(READABLE_TEXT_PX) * 1.01
+        return self._labels.pixels_per_unit_for_text(READABLE_TEXT_PX) * 1.02
 
     def center_on(self, node: int) -> None:
         """Centre ``node``, zoomed in (to READABLE_TEXT_PX labels) if its label is not drawn
@@ -433,8 +433,9 @@ class GraphView(pg.GraphicsView):
         room = np.array([width_px, height_px]) - 2 * FOLLOW_MARGIN_PX
         fits = float(np.min(room / np.maximum(np.asarray(size, dtype=np.float64), 1e-9)))
         if fits < target:
-            # a hair over the threshold, so rounding never lands a step under it
-            smallest = self._labels.pixels_per_unit_for_text(SMALLEST_TEXT_PX) * 1.001
+            # a little over the threshold: the painted zoom can differ from the range's by a
+            # pixel of the view's frame, and the labels must not fall under it
+            smallest = self._labels.pixels_per_unit_for_text(SMALLEST_TEXT_PX) * 1.02
             target = max(fits, smallest) if smallest < target else target
         return target
 
