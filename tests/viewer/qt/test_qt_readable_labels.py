@@ -4,7 +4,7 @@ follow show a node at a zoom that draws its label."""
 
 import numpy as np
 import pytest
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtWidgets
 
 from viewer.app import build_window
 from viewer.model.scene.geometry import SceneGeometry
@@ -139,9 +139,29 @@ def test_a_resized_window_refits_a_graph_the_user_left_fitted(qtbot):
     win = _window(qtbot, (1024, 700))
     view = win.graph_view
     assert view.is_fitted
+    # a click on a node selects it and leaves the view as fitted
+    scene = win.document.scene
+    xy = scene.geometry.positions[scene.names.index("x")]
+    point = view.mapFromScene(view.view_box.mapViewToScene(QtCore.QPointF(*xy)))
+    qtbot.mouseClick(view.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=point)
+    assert win.document.selection is not None
+    assert view.is_fitted
     win.resize(1920, 1080)
     qtbot.wait(50)
     QtWidgets.QApplication.processEvents()
     scene = win.document.scene
     assert _inside(view, scene, np.arange(scene.n_nodes))
     assert _painted_label_px(view) >= 11
+
+
+def test_a_drag_keeps_the_users_view_through_a_resize(qtbot):
+    win = _window(qtbot, (1024, 700))
+    view = win.graph_view
+    view.view_box.translateBy(x=0.5, y=0.5)
+    view.view_box.sigRangeChangedManually.emit([True, True])  # what a drag reports
+    assert not view.is_fitted
+    before = view.visible_rect().center()
+    win.resize(1100, 760)
+    qtbot.wait(50)
+    after = view.visible_rect().center()
+    assert abs(after.x() - before.x()) < 1e-6 and abs(after.y() - before.y()) < 1e-6

@@ -110,6 +110,8 @@ class GraphView(pg.GraphicsView):
         self._follow = True
         self._follow_animated = True
         self._fitted = False  # the view shows the graph as fit() left it
+        # a drag or the wheel (a click that selects a node leaves the view as it was)
+        self._box.sigRangeChangedManually.connect(self._on_moved_by_hand)
         self._pan = QtCore.QVariantAnimation(self)  # from one view rect to another
         self._pan.setDuration(FOLLOW_DURATION_MS)
         self._pan.setEasingCurve(QtCore.QEasingCurve.Type.OutCubic)
@@ -447,12 +449,10 @@ class GraphView(pg.GraphicsView):
 
     def mousePressEvent(self, event: QtGui.QMouseEvent) -> None:
         self._pan.stop()  # the user's drag wins over the follow
-        self._fitted = False
         super().mousePressEvent(event)
 
     def wheelEvent(self, event: QtGui.QWheelEvent) -> None:
         self._pan.stop()
-        self._fitted = False
         super().wheelEvent(event)
 
     def pixels_per_unit(self) -> float:
@@ -463,6 +463,9 @@ class GraphView(pg.GraphicsView):
         if px > 0 and np.isfinite(px):
             self._nodes.set_pixels_per_unit(1.0 / px)
         self.view_changed.emit()
+
+    def _on_moved_by_hand(self, *args: object) -> None:
+        self._fitted = False
 
     def _on_range(self, *args: object) -> None:
         self.view_changed.emit()
