@@ -165,3 +165,18 @@ def test_a_drag_keeps_the_users_view_through_a_resize(qtbot):
     qtbot.wait(50)
     after = view.visible_rect().center()
     assert abs(after.x() - before.x()) < 1e-6 and abs(after.y() - before.y()) < 1e-6
+
+
+def test_a_rerun_with_new_leaf_values_keeps_the_zoom_of_a_wrapped_graph(qtbot):
+    win = _window(qtbot, (1024, 700))
+    view = win.graph_view
+    x0, _, x1, _ = win.document.scene.geometry.bounds()
+    assert x1 - x0 > 2.0, "the seed chain must be in bands for this test"
+    view.zoom_by(2.0)
+    qtbot.wait(10)
+    before = view.visible_rect()
+    assert win.editor_binding.run("# The seeds' example\nx = 0.7\ny = square(exp(square(x)))\n")
+    qtbot.wait(10)
+    after = view.visible_rect()
+    assert after.width() == pytest.approx(before.width(), rel=1e-6)
+    assert after.center().x() == pytest.approx(before.center().x(), abs=1e-6)

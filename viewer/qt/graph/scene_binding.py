@@ -76,14 +76,13 @@ class SceneBinding(QtCore.QObject):
                 self.view.set_graph(empty_geometry())
             return False
         if scene is not self._shown:
+            scene.wrap_to(*self.view.viewport_size())
             old = self._shown.geometry if self._shown is not None else None
             same_place = (
                 old is not None
                 and old.positions.shape == scene.geometry.positions.shape
                 and np.allclose(old.positions, scene.geometry.positions)
             )
-            if not same_place:
-                scene.wrap_to(*self.view.viewport_size())
             # A re-run with new leaf values keeps the same layout: keep the user's zoom too.
             self.view.set_graph(
                 scene.geometry, fit=not same_place, label_lines=scene.max_label_lines()
