@@ -247,7 +247,7 @@ class MainWindow(QtWidgets.QMainWindow):
             "cancel_run": doc.cancel_run,
             "reset_leaves": doc.reset_leaf_values,
             "find": self.find_binding.open,
-            "fit": view.fit,
+            "fit": self.scene_binding.fit,
             "zoom_in": lambda: view.zoom_by(1.25),
             "zoom_out": lambda: view.zoom_by(0.8),
             "play": playback.toggle_playing,

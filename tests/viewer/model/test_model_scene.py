@@ -140,9 +140,12 @@ def test_edge_hit_and_tooltips():
 
 
 def test_label_detail_levels():
-    assert Scene.label_detail(5) == 0
-    assert Scene.label_detail(40) == 1
-    assert Scene.label_detail(200) == 2
+    # (box height on screen in pixels, the most lines a label has): 3 lines need a box 4.3
+    # times the text's size, a name alone 1.7 times; text under 8 px is not drawn
+    assert Scene.label_detail(5, 3) == 0
+    assert Scene.label_detail(20, 3) == 1
+    assert Scene.label_detail(40, 3) == 2
+    assert Scene.label_detail(40, 4) == 1  # four lines in 40 px would be 7 px text
     _, scene = make_scene("x = [1, 2, 3]\ny = sum(x * x)")
     x = scene.names.index("x")
     assert scene.label(x, -1, detail=1) == "x"

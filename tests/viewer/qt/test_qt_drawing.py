@@ -79,9 +79,10 @@ def _lines(label):
 def test_a_node_gaining_a_line_leaves_the_other_labels_as_they_were(qtbot):
     scene = _scene("diamond")
     view = _view(qtbot, scene)
+    view.set_graph(scene.geometry, label_lines=scene.max_label_lines())
     view.set_frame(scene.frame(-1))
     qtbot.wait(10)
-    assert view.pixels_per_unit() > 70, "the labels must be drawn in full for this test"
+    assert view.label_detail() == 2, "the labels must be drawn in full for this test"
     pairs = 0
     for step in range(-1, scene.n_steps - 1):
         before, after = scene.frame(step), scene.frame(step + 1)
@@ -127,7 +128,9 @@ def test_the_label_font_depends_on_the_zoom_and_the_graph_alone(qtbot):
     qtbot.addWidget(fewer)
     fewer.resize(600, 700)
     fewer.set_graph(scene.geometry, label_lines=2)
-    ppu = view.pixels_per_unit()
+    # a zoom at which both graphs draw full labels (the four-line one's text 9 px tall)
+    ppu = view._labels.pixels_per_unit_for_text(9.0)
+    assert view._labels.detail_at(ppu) == fewer._labels.detail_at(ppu) == 2
     # A graph whose labels never pass two lines can afford a bigger font at the same zoom.
     assert fewer._labels.font_pixel_size(ppu) > view._labels.font_pixel_size(ppu)
     view.zoom_by(2.0)

@@ -1,13 +1,14 @@
 """The graph view follows the step: when a step's nodes are out of view it pans to them, in a
-short animation, without zooming; View > Follow the Active Step turns that off, and the
-choice is kept in the settings."""
+short animation, zooming only to draw their labels or to fit them; View > Follow the Active
+Step turns that off, and the choice is kept in the settings."""
 
 import numpy as np
 import pytest
 from PySide6 import QtCore
 
 from viewer.model.document.document import Document
-from viewer.qt.graph.view import FOLLOW_DURATION_MS, GraphView, follow_shift
+from viewer.model.scene.text import SMALLEST_TEXT_PX
+from viewer.qt.graph.view import FOLLOW_DURATION_MS, FOLLOW_MARGIN_PX, GraphView, follow_shift
 from viewer.qt.settings import AppSettings
 
 
@@ -185,14 +186,47 @@ def test_follow_shift_pans_only_the_axes_that_need_it():
     )
 
 
-def test_a_graph_seen_whole_never_moves(qtbot, wide_scene):
-    scene = wide_scene
+def test_a_graph_seen_whole_with_its_labels_never_moves(qtbot):
+    doc = Document()
+    assert doc.load_example("sphere") is True
+    scene = doc.scene
     view = _view(qtbot, scene)
+    view.set_graph(scene.geometry, label_lines=scene.max_label_lines())
+    qtbot.wait(10)
+    assert view.label_detail() == 2, "the fitted graph must draw its labels for this test"
     view.set_follow(True, animated=False)
     fitted = _rect(view)
     for step in range(scene.n_steps):
         view.set_frame(scene.frame(step))
     np.testing.assert_allclose(_rect(view), fitted)
+
+
+def test_a_step_whose_labels_are_not_drawn_is_zoomed_in_to(qtbot, wide_scene):
+    """Fitted, goldstein is too small to draw labels: the follow zooms in to the step, to a
+    zoom that draws them, with all its nodes in view."""
+    scene = wide_scene
+    view = _view(qtbot, scene)
+    view.set_graph(scene.geometry, label_lines=scene.max_label_lines())
+    qtbot.wait(10)
+    assert view.label_detail() < 2
+    view.set_follow(True, animated=False)
+    smallest = view._labels.pixels_per_unit_for_text(SMALLEST_TEXT_PX)
+    room = np.array([view.viewport().width(), view.viewport().height()]) - 2 * FOLLOW_MARGIN_PX
+    fitting = 0
+    for step in range(scene.n_steps):
+        frame = scene.frame(step)
+        view.set_frame(frame)
+        qtbot.wait(1)
+        assert view.label_detail() == 2, f"step {step}: its labels are not drawn"
+        lo, hi = _boxes(scene, frame.current_nodes)
+        # (a few percent over the smallest zoom that draws labels, which the view keeps clear of)
+        if ((hi.max(axis=0) - lo.min(axis=0)) * smallest * 1.03 <= room).all():
+            assert _inside(view, scene, frame.current_nodes), f"step {step}: out of view"
+            fitting += 1
+        else:  # too far apart to fit with labels drawn: the step's Function is in view
+            x, y = scene.geometry.positions[frame.current_function]
+            assert view.visible_rect().contains(QtCore.QPointF(x, y)), f"step {step}"
+    assert fitting > scene.n_steps // 2
 
 
 def test_the_view_menu_toggle_drives_the_view_and_persists(qtbot, window):

@@ -37,17 +37,23 @@ from viewer.model.scene.hit_tests import edge_at, node_at
 from viewer.model.scene.overlays import NodeOverlays, Overlay
 from viewer.model.scene.text import (
     MODULE_LABEL_LINES,
+    READABLE_TEXT_PX,
     SceneText,
     accumulation_text,
+    box_px_for_text,
     label_detail,
     module_label,
     module_name,
     node_name,
     nonfinite_badge,
 )
+from viewer.model.scene.wrap import wrap_rows
 from viewer.model.scopes.tree import ModuleBox, VisibleGraph
 
 __all__ = ["DETACHED_NOTE", "Frame", "Scene"]
+
+# a fitted view shows its graph with a margin (GraphView.fit pads 4% on each side)
+FIT_MARGIN = 1.1
 
 DETACHED_NOTE = (
     "[detached] history the program cut (unchain_backward) before this graph was built: "
@@ -136,6 +142,7 @@ class Scene:
             self.geometry.frames = scope_frames(
                 self.geometry.positions, self.geometry.half_sizes, scopes
             )
+        self._plain_geometry: SceneGeometry | None = None  # before wrap_to set it in bands
         self._mark_detached(trace)
         self.overlays = NodeOverlays()
         self._edges_of: list[list[int]] = [[] for _ in range(n)]
@@ -603,6 +610,27 @@ class Scene:
             self.accumulation_text(nid, step),
             self.overlays.get(nid, ()),
         )
+
+    # --- wrapping (wrap) ---------------------------------------------------------------
+    def wrap_to(self, width_px: float, height_px: float) -> bool:
+        """Set this scene's rows in side-by-side bands for a view ``width_px`` x ``height_px``:
+        as many as draw it biggest, or the fewest that draw its labels READABLE_TEXT_PX tall;
+        back in one column where bands would not help
+        (:func:`~viewer.model.scene.wrap.wrap_rows`). True when :attr:`geometry` changed."""
+        plain = self._plain_geometry if self._plain_geometry is not None else self.geometry
+        self._plain_geometry = plain
+        if width_px <= 0 or height_px <= 0 or plain.n_nodes == 0:
+            return False
+        box = float(plain.half_sizes[:, 1].min() * 2)
+        # pixels per unit that make the labels readable, with the fitted view's margin
+        readable = box_px_for_text(READABLE_TEXT_PX, self.max_label_lines()) / box * FIT_MARGIN
+        new = wrap_rows(plain, self.edges, width_px / height_px, readable / height_px) or plain
+        if new.positions.shape == self.geometry.positions.shape and np.array_equal(
+            new.positions, self.geometry.positions
+        ):
+            return False
+        self.geometry = new
+        return True
 
     # --- edges ---------------------------------------------------------------------
     def edge_polyline(self, edge: int) -> NDArray[np.float64]:

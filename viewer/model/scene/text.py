@@ -20,10 +20,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MODULE_LABEL_LINES",
+    "READABLE_TEXT_PX",
+    "SMALLEST_TEXT_PX",
     "SceneText",
     "accumulation_text",
+    "box_px_for_text",
     "format_snapshot",
     "label_detail",
+    "label_text_px",
     "module_label",
     "node_name",
     "nonfinite_badge",
@@ -75,13 +79,34 @@ def nonfinite_badge(step: Any) -> str:
     return "NaN"
 
 
-def label_detail(pixels_per_unit: float, n_nodes: int = 0) -> int:
-    """Level of detail for labels at a zoom: 0 none (too small to read), 1 names only,
-    2 full labels. Big graphs switch to full labels later, to keep redraws cheap."""
-    if pixels_per_unit < 25:
-        return 0
-    full_at = 70 if n_nodes <= 2000 else 110
-    return 1 if pixels_per_unit < full_at else 2
+# Labels are drawn by how big their text is on screen, whatever the graph's size: below
+# SMALLEST_TEXT_PX text is not legible, so a label that would be smaller is not drawn (only
+# its name, if a name alone is that big; else nothing). READABLE_TEXT_PX is the size the view
+# brings a label to when it shows a node (find, the step follow) and fits a graph for.
+SMALLEST_TEXT_PX = 8.0
+READABLE_TEXT_PX = 11.0
+
+
+def label_text_px(box_px: float, lines: int) -> float:
+    """The text size (pixels) a label of ``lines`` lines gets in a box ``box_px`` tall on
+    screen: each line 1.3 of the text size, and 0.4 of it for the margins."""
+    return float(box_px) / (max(1, int(lines)) * 1.3 + 0.4)
+
+
+def box_px_for_text(text_px: float, lines: int) -> float:
+    """How tall (pixels) a box must be on screen for its ``lines`` to get ``text_px`` text:
+    the inverse of :func:`label_text_px`."""
+    return float(text_px) * (max(1, int(lines)) * 1.3 + 0.4)
+
+
+def label_detail(box_px: float, lines: int) -> int:
+    """Level of detail for labels of at most ``lines`` lines in boxes ``box_px`` tall on
+    screen: 2 full labels when their text is at least SMALLEST_TEXT_PX, 1 names only when a
+    one-line name's is, 0 none. A function of the on-screen size alone: the same for every
+    graph and every pass."""
+    if label_text_px(box_px, lines) >= SMALLEST_TEXT_PX:
+        return 2
+    return 1 if label_text_px(box_px, 1) >= SMALLEST_TEXT_PX else 0
 
 
 def node_name(attrs: Mapping[str, Any]) -> str:

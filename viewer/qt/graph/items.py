@@ -20,7 +20,7 @@ from pyqtgraph.Qt.internals import PrimitiveArray
 from PySide6 import QtCore, QtGui
 
 from viewer.model.scene.colours import faded
-from viewer.model.scene.text import label_detail
+from viewer.model.scene.text import box_px_for_text, label_detail, label_text_px
 from viewer.qt.drawing.themes import NodeStyle, Theme, readable_on
 
 __all__ = [
@@ -630,7 +630,21 @@ class LabelLayer(pg.GraphicsObject):
             self.update(rect)
 
     def _detail(self, pixels_per_unit: float) -> int:
-        return label_detail(pixels_per_unit, len(self._positions))
+        return self.detail_at(pixels_per_unit)
+
+    def _box_height(self) -> float:
+        """The smallest box's height in layout units: the label font is sized for it."""
+        return float(self._half[:, 1].min() * 2) if len(self._half) else 0.0
+
+    def detail_at(self, pixels_per_unit: float) -> int:
+        """The level of detail at a zoom (0 none, 1 names, 2 full labels): decided by the size
+        the labels' text would have on screen (``label_detail``), never by the graph's size."""
+        return label_detail(self._box_height() * pixels_per_unit, self._max_lines)
+
+    def pixels_per_unit_for_text(self, text_px: float) -> float:
+        """The zoom at which this graph's full labels get ``text_px`` text (0 without nodes)."""
+        height = self._box_height()
+        return box_px_for_text(text_px, self._max_lines) / height if height > 0 else 0.0
 
     def boundingRect(self) -> QtCore.QRectF:
         if self._name_pad_px <= 0:
@@ -657,8 +671,7 @@ class LabelLayer(pg.GraphicsObject):
             return 0
         detail = self._detail(pixels_per_unit)
         wanted = self._max_lines if detail >= 2 else 1
-        node_h = float(self._half[:, 1].min() * 2 * pixels_per_unit)
-        return int(np.clip(node_h / (wanted * 1.3 + 0.4), 8, 14))
+        return int(np.clip(label_text_px(self._box_height() * pixels_per_unit, wanted), 8, 14))
 
     @property
     def painted_pixel_size(self) -> int:

@@ -59,6 +59,7 @@ class SceneBinding(QtCore.QObject):
         view.node_clicked.connect(document.select_index)
         inspector.node_requested.connect(self.select_node_id)
         view.set_hit_test(self._node_at, self._tooltip_at)
+        view.view_box.sigResized.connect(self._on_resized)
 
     @property
     def shown_scene(self) -> Scene | None:
@@ -75,6 +76,7 @@ class SceneBinding(QtCore.QObject):
                 self.view.set_graph(empty_geometry())
             return False
         if scene is not self._shown:
+            scene.wrap_to(*self.view.viewport_size())
             old = self._shown.geometry if self._shown is not None else None
             same_place = (
                 old is not None
@@ -89,6 +91,31 @@ class SceneBinding(QtCore.QObject):
             self._send_overlays()
             self.scene_shown.emit()
         return True
+
+    def fit(self) -> None:
+        """Fit the graph in the view (F), its rows first set in as many side-by-side bands as
+        draw it biggest in the view's shape (``Scene.wrap_to``)."""
+        scene = self._shown
+        if (
+            scene is not None
+            and scene is self.document.scene
+            and scene.wrap_to(*self.view.viewport_size())
+        ):
+            self._redraw_geometry(scene)
+        self.view.fit()
+
+    def _on_resized(self, *args: object) -> None:
+        # A view still showing the whole graph as fitted follows a new shape of the window;
+        # one the user zoomed or panned keeps what they chose.
+        if self.view.is_fitted:
+            self.fit()
+
+    def _redraw_geometry(self, scene: Scene) -> None:
+        self.view.set_graph(scene.geometry, fit=True, label_lines=scene.max_label_lines())
+        self._send_overlays()
+        self.view.set_frame(self.document.frame())
+        self.view.set_selection(self.selected_index())
+        self.scene_shown.emit()
 
     def _on_graph_loaded(self, document: Document) -> None:
         self.refresh()

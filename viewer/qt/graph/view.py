@@ -3,8 +3,9 @@
 The view knows nothing of traces. It takes the model's :class:`SceneGeometry` once per graph
 (where things are) and a :class:`Frame` once per step (what state each node is in, which
 Function is current, the labels), and hit tests through callbacks its SceneBinding wires to
-the model's scene. When the step moves, the view follows it: it pans (never zooms) to keep the
-current Function and its nodes on screen.
+the model's scene. When the step moves, the view follows it: it pans to keep the current
+Function and its nodes on screen, zooming only where their labels would not be drawn or they
+would not fit while labels are drawn.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from viewer.model.scene.geometry import SceneGeometry
 from viewer.model.scene.scene import Frame
+from viewer.model.scene.text import READABLE_TEXT_PX, SMALLEST_TEXT_PX
 from viewer.qt.drawing.plain_text import tooltip
 from viewer.qt.drawing.themes import LIGHT, Theme
 from viewer.qt.graph.items import (
@@ -110,7 +112,10 @@ class GraphView(pg.GraphicsView):
         self._box.sigRangeChanged.connect(self._on_range)
         self._follow = True
         self._follow_animated = True
-        self._pan = QtCore.QVariantAnimation(self)
+        self._fitted = False  # the view shows the graph as fit() left it
+        # a drag or the wheel (a click that selects a node leaves the view as it was)
+        self._box.sigRangeChangedManually.connect(self._on_moved_by_hand)
+        self._pan = QtCore.QVariantAnimation(self)  # from one view rect to another
         self._pan.setDuration(FOLLOW_DURATION_MS)
         self._pan.setEasingCurve(QtCore.QEasingCurve.Type.OutCubic)
         self._pan.valueChanged.connect(self._pan_to)
@@ -288,23 +293,78 @@ class GraphView(pg.GraphicsView):
     def fit(self) -> None:
         self._pan.stop()
         self._box.setRange(rect=bounds_rect(self._geometry), padding=0.04)
+        self._fitted = True
+
+    @property
+    def is_fitted(self) -> bool:
+        """Whether the view still shows the graph as :meth:`fit` left it (no zoom, pan,
+        follow or centring since)."""
+        return self._fitted
+
+    def viewport_size(self) -> tuple[int, int]:
+        """The view's width and height in pixels."""
+        size = self.viewport().size()
+        return size.width(), size.height()
 
     def zoom_by(self, factor: float) -> None:
         """factor > 1 zooms in."""
         self._pan.stop()
+        self._fitted = False
         self._box.scaleBy((1 / factor, 1 / factor))
 
+    def label_detail(self) -> int:
+        """The labels' level of detail at the current zoom: 0 none, 1 names, 2 full."""
+        return self._labels.detail_at(self._range_pixels_per_unit())
+
+    def _range_pixels_per_unit(self) -> float:
+        """Pixels per layout unit of the range set now: :meth:`pixels_per_unit` follows the
+        transform, which is updated only at the next paint."""
+        view = self._box.viewRect()
+        width = self._box.boundingRect().width()
+        return width / view.width() if view.width() > 0 and width > 0 else 0.0
+
+    def readable_pixels_per_unit(self) -> float:
+        """The zoom at which this graph's full labels are READABLE_TEXT_PX tall (a hair over,
+        so the font's rounding down never lands under it)."""
+        return self._labels.pixels_per_unit_for_text(READABLE_TEXT_PX) * 1.02
+
     def center_on(self, node: int) -> None:
+        """Centre ``node``, zoomed in (to READABLE_TEXT_PX labels) if its label is not drawn
+        at the current zoom; else at the current zoom."""
         if 0 <= node < self._geometry.n_nodes:
             x, y = self._geometry.positions[node]
-            self.center_at(float(x), float(y))
+            self._pan.stop()
+            self._fitted = False
+            rect = self._box.viewRect()
+            ppu = self._range_pixels_per_unit()
+            readable = self.readable_pixels_per_unit()
+            if self.label_detail() < 2 and readable > ppu > 0:
+                rect = QtCore.QRectF(
+                    0, 0, rect.width() * ppu / readable, rect.height() * ppu / readable
+                )
+            rect.moveCenter(QtCore.QPointF(float(x), float(y)))
+            self._set_view_rect(rect)
 
     def center_at(self, x: float, y: float) -> None:
         """Pan (never zoom) so the point (x, y) in layout units is in the middle."""
         self._pan.stop()
+        self._fitted = False
         rect = self._box.viewRect()
         rect.moveCenter(QtCore.QPointF(float(x), float(y)))
         self._box.setRange(rect=rect, padding=0)
+
+    def _set_view_rect(self, rect: QtCore.QRectF) -> None:
+        """Show ``rect`` (layout units): a pan when it has the size in view now, else a zoom."""
+        now = self._box.viewRect()
+        same = abs(rect.width() - now.width()) <= 1e-9 * max(now.width(), 1e-12) and abs(
+            rect.height() - now.height()
+        ) <= 1e-9 * max(now.height(), 1e-12)
+        if same:
+            self._box.translateBy(
+                x=rect.center().x() - now.center().x(), y=rect.center().y() - now.center().y()
+            )
+        else:
+            self._box.setRange(rect=rect, padding=0)
 
     def visible_rect(self) -> QtCore.QRectF:
         """The part of the graph in view, in layout units."""
@@ -330,20 +390,28 @@ class GraphView(pg.GraphicsView):
         return self._pan.state() == QtCore.QAbstractAnimation.State.Running
 
     def follow(self, nodes: NDArray[np.integer], focus: int = -1) -> bool:
-        """Bring ``nodes`` into view if they are out of it or near its edge, panning (never
-        zooming); ``focus`` (a node) is kept in view when they do not all fit. True if the
-        view pans."""
+        """Bring ``nodes`` into view if they are out of it or near its edge. The view pans;
+        it zooms in first where their labels would not be drawn (to READABLE_TEXT_PX), and
+        out where they do not fit but would at a zoom that still draws full labels (never
+        further). ``focus`` (a node) is kept in view when they do not fit even so. True if the
+        view moves."""
         geo = self._geometry
         nodes = np.asarray(nodes, dtype=np.intp).reshape(-1)
         nodes = nodes[(nodes >= 0) & (nodes < geo.n_nodes)]
         view = self._box.viewRect()
-        if len(nodes) == 0 or view.width() <= 0 or view.height() <= 0:
+        ppu = self._range_pixels_per_unit()
+        if len(nodes) == 0 or view.width() <= 0 or view.height() <= 0 or ppu <= 0:
             return False
         half = geo.half_sizes[nodes]
         lo = (geo.positions[nodes] - half).min(axis=0)
         hi = (geo.positions[nodes] + half).max(axis=0)
+        target = self._follow_zoom(ppu, hi - lo, view.width() * ppu, view.height() * ppu)
+        if target != ppu:
+            scaled = QtCore.QRectF(0, 0, view.width() * ppu / target, view.height() * ppu / target)
+            scaled.moveCenter(view.center())
+            view = scaled
         focus_at = geo.positions[focus] if 0 <= focus < geo.n_nodes else (lo + hi) / 2
-        pixel = 1.0 / max(self.pixels_per_unit(), 1e-9)
+        pixel = 1.0 / target
         shift = follow_shift(
             (lo[0], lo[1], hi[0], hi[1]),
             (view.left(), view.top(), view.right(), view.bottom()),
@@ -351,23 +419,41 @@ class GraphView(pg.GraphicsView):
             (float(focus_at[0]), float(focus_at[1])),
             geo.bounds(),
         )
-        if max(abs(shift[0]), abs(shift[1])) < pixel:
+        if target == ppu and max(abs(shift[0]), abs(shift[1])) < pixel:
             return False
-        start = view.center()
-        end = start + QtCore.QPointF(*shift)
+        end = view.translated(*shift)
         self._pan.stop()
+        self._fitted = False
         if self._follow_animated and self.isVisible() and FOLLOW_DURATION_MS > 0:
-            self._pan.setStartValue(start)
+            self._pan.setStartValue(self._box.viewRect())
             self._pan.setEndValue(end)
             self._pan.start()
         else:
             self._pan_to(end)
         return True
 
-    def _pan_to(self, center: QtCore.QPointF) -> None:
+    def _follow_zoom(
+        self, ppu: float, size: NDArray[np.floating], width_px: float, height_px: float
+    ) -> float:
+        """The zoom the follow shows a box of ``size`` (layout units) at, from ``ppu`` in a
+        view ``width_px`` x ``height_px``: ``ppu`` itself unless labels are not drawn at it
+        (then READABLE_TEXT_PX's) or the box does not fit (then the zoom that fits it, but
+        not below the smallest that draws full labels)."""
+        target = ppu
+        if self._labels.detail_at(ppu) < 2:
+            target = max(ppu, self.readable_pixels_per_unit())
+        room = np.array([width_px, height_px]) - 2 * FOLLOW_MARGIN_PX
+        fits = float(np.min(room / np.maximum(np.asarray(size, dtype=np.float64), 1e-9)))
+        if fits < target:
+            # a little over the threshold: the painted zoom can differ from the range's by a
+            # pixel of the view's frame, and the labels must not fall under it
+            smallest = self._labels.pixels_per_unit_for_text(SMALLEST_TEXT_PX) * 1.02
+            target = max(fits, smallest) if smallest < target else target
+        return target
+
+    def _pan_to(self, rect: QtCore.QRectF) -> None:
         try:
-            now = self._box.viewRect().center()
-            self._box.translateBy(x=center.x() - now.x(), y=center.y() - now.y())
+            self._set_view_rect(rect)
         except RuntimeError:  # the view box was deleted under a running pan (window closed)
             self._pan.stop()
 
@@ -387,6 +473,9 @@ class GraphView(pg.GraphicsView):
         if px > 0 and np.isfinite(px):
             self._nodes.set_pixels_per_unit(1.0 / px)
         self.view_changed.emit()
+
+    def _on_moved_by_hand(self, *args: object) -> None:
+        self._fitted = False
 
     def _on_range(self, *args: object) -> None:
         self.view_changed.emit()
