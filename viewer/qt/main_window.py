@@ -30,6 +30,7 @@ from viewer.model.document.document import (
 from viewer.model.expression.program import ExpressionError
 from viewer.model.scripts.process import ScriptProcess
 from viewer.model.scripts.run import ScriptResult
+from viewer.qt.dock_fit import DockFit
 from viewer.qt.drawing.icons import media_icon
 from viewer.qt.drawing.themes import Theme, apply_theme, theme_named
 from viewer.qt.graph.find_bar import FindBar
@@ -131,7 +132,10 @@ class MainWindow(QtWidgets.QMainWindow):
 
         self.docks: dict[str, QtWidgets.QDockWidget] = {}
         self._place_docks()
+        side_docks = [d for name, d in self.docks.items() if name != "playbackDock"]
+        self.dock_fit = DockFit(self, side_docks)
         self._docks_sized = False  # default sizes once shown, unless a saved state is restored
+        self._first_shown = False
 
         self.status_label = QtWidgets.QLabel(self)
         self.status_label.setObjectName("graphSizeLabel")
@@ -295,30 +299,39 @@ class MainWindow(QtWidgets.QMainWindow):
         self.script_binding.shown.connect(self._on_script_shown)
 
     def _restore_window(self) -> None:
+        """The saved size and docks; one Qt cannot read is named in the status bar and the
+        default takes its place."""
         geometry = self.settings.geometry()
-        if geometry is not None:
-            self.restoreGeometry(geometry)
-        else:
+        if geometry is None or not self.restoreGeometry(geometry):
+            if geometry is not None:
+                self.settings.refuse("window/geometry", "not a window geometry Qt can read")
             self.resize(1280, 800)
         state = self.settings.window_state()
         if state is not None:
             self._docks_sized = self.restoreState(state)
+            if not self._docks_sized:
+                self.settings.refuse("window/state", "not a dock layout Qt can read")
 
     def _size_docks(self) -> None:
-        """Default dock sizes (before the first show Qt ignores them)."""
-        horizontal, vertical = QtCore.Qt.Orientation.Horizontal, QtCore.Qt.Orientation.Vertical
-        left, right = self.docks["editorDock"], self.docks["inspectorDock"]
-        width = self.width()
-        # the graph keeps at least half of a small window (1024 px: 220 + 300 for the docks)
-        self.resizeDocks([left, right], [max(220, width // 5), max(300, width // 4)], horizontal)
-        self.resizeDocks([left, self.docks["variablesDock"]], [260, 300], vertical)
-        self.resizeDocks([right, self.docks["plotPanel"]], [45, 55], vertical)
+        """Dock sizes once shown (before the first show Qt ignores them): the defaults'
+        heights unless a saved state was restored, and the widths :class:`DockFit` keeps."""
+        if not self._docks_sized:
+            vertical = QtCore.Qt.Orientation.Vertical
+            left, right = self.docks["editorDock"], self.docks["inspectorDock"]
+            self.resizeDocks([left, self.docks["variablesDock"]], [260, 300], vertical)
+            self.resizeDocks([right, self.docks["plotPanel"]], [45, 55], vertical)
+        self.dock_fit.start(keep_current=self._docks_sized)
+        self._docks_sized = True
 
     def showEvent(self, event: QtGui.QShowEvent) -> None:
         super().showEvent(event)
-        if not self._docks_sized:
-            self._docks_sized = True
+        if not self._first_shown:
+            self._first_shown = True
             QtCore.QTimer.singleShot(0, self._size_docks)
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.dock_fit.fit()  # the graph keeps its half of the width
 
     # ================================================================== user actions
     def load_example(self, key: str) -> bool:
@@ -608,7 +621,8 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def save_settings(self) -> None:
         self.settings.set_geometry(self.saveGeometry())
-        self.settings.set_window_state(self.saveState())
+        with self.dock_fit.unfolded():  # the arrangement the user made, not a narrow one's
+            self.settings.set_window_state(self.saveState())
         self.settings.set_editor_text(self.editor.program_text)
         self.settings.set_theme(self._theme.name)
         self.settings.sync()

@@ -201,6 +201,11 @@ class AppSettings:
         keys = ", ".join(p.key for p in problems)
         return f"Settings ignored, defaults used: {keys}"
 
+    def refuse(self, key: str, reason: str) -> None:
+        """A value that passed its check but could not be used (Qt refused a saved window
+        layout): named in :attr:`problems` like one that failed its check."""
+        self._problems[key] = SettingsProblem(key, reason)
+
     def read(self, key: str) -> Any:
         """The value stored under ``key`` if it passes its check, else the key's default."""
         spec = KEYS[key]
