@@ -64,7 +64,13 @@ from viewer.qt.program.variables_binding import VariablesBinding
 from viewer.qt.runners.runner import ThreadRunner
 from viewer.qt.settings import AppSettings
 
-__all__ = ["DEFAULT_PROGRAM", "MainWindow", "start_folder"]
+__all__ = [
+    "DEFAULT_PROGRAM",
+    "MainWindow",
+    "documents_folder",
+    "export_start_folder",
+    "start_folder",
+]
 
 DEFAULT_PROGRAM = "# The seeds' example\nx = 0.5\ny = square(exp(square(x)))\n"
 OPEN_FILTER = (
@@ -82,6 +88,31 @@ def start_folder(*candidates: str | os.PathLike[str] | None) -> str:
         if candidate and Path(candidate).is_dir():
             return str(Path(candidate))
     return str(Path.home())
+
+
+def documents_folder() -> str:
+    """The user's documents folder as the platform names it ('' when it has none)."""
+    location = QtCore.QStandardPaths.StandardLocation.DocumentsLocation
+    return QtCore.QStandardPaths.writableLocation(location)
+
+
+def export_start_folder(
+    last_export: str | os.PathLike[str] | None,
+    documents: str | os.PathLike[str] | None,
+    bundled: str | os.PathLike[str],
+) -> str:
+    """Where File > Export opens: the last folder exported to, else the documents folder, else
+    home; never inside ``bundled`` (the app's own files: an example's folder is no place for
+    the user's pictures, and may be read-only)."""
+    inside = Path(bundled).resolve()
+
+    def usable(folder: str | os.PathLike[str] | None) -> bool:
+        if not folder:
+            return False
+        path = Path(folder).resolve()
+        return path != inside and inside not in path.parents
+
+    return start_folder(*(f for f in (last_export, documents) if usable(f)))
 
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -369,10 +400,10 @@ class MainWindow(QtWidgets.QMainWindow):
         return start_folder(self.settings.last_directory(), self._document_folder())
 
     def export_folder(self) -> str:
-        """Where File > Export starts: the last folder exported to, else the document's, else
-        the last folder opened from."""
+        """Where File > Export starts: the last folder exported to, else the documents folder
+        (:func:`export_start_folder`)."""
         last_export = self.settings.last_export_directory()
-        return start_folder(last_export, self._document_folder(), self.settings.last_directory())
+        return export_start_folder(last_export, documents_folder(), assets.root())
 
     def open_dialog(self) -> None:
         path, _ = QtWidgets.QFileDialog.getOpenFileName(
