@@ -27,6 +27,7 @@ from viewer.model.document.document import (
     Document,
     ScriptError,
 )
+from viewer.model.document.examples import list_examples
 from viewer.model.expression.program import ExpressionError
 from viewer.model.scripts.process import ScriptProcess
 from viewer.model.scripts.run import ScriptResult
@@ -59,6 +60,7 @@ from viewer.qt.program.editor import EditorPanel
 from viewer.qt.program.editor_binding import EditorBinding
 from viewer.qt.program.examples import ExampleLibrary
 from viewer.qt.program.examples_binding import ExampleBinding
+from viewer.qt.program.examples_dialog import ExamplesByTopic
 from viewer.qt.program.variables import VariablesTable
 from viewer.qt.program.variables_binding import VariablesBinding
 from viewer.qt.runners.runner import ThreadRunner
@@ -167,6 +169,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.dock_fit = DockFit(self, side_docks)
         self._docks_sized = False  # default sizes once shown, unless a saved state is restored
         self._first_shown = False
+        self.examples_by_topic: ExamplesByTopic | None = None
 
         self.status_label = QtWidgets.QLabel(self)
         self.status_label.setObjectName("graphSizeLabel")
@@ -297,6 +300,7 @@ class MainWindow(QtWidgets.QMainWindow):
             "faster": lambda: self.change_speed(+1),
             "check_gradients": self.gradcheck_binding.check_gradients,
             "release_graph": self.leak_binding.release_graph,
+            "examples_by_topic": self.show_examples_by_topic,
         }
         return MenuSlots(
             commands=commands,
@@ -363,6 +367,16 @@ class MainWindow(QtWidgets.QMainWindow):
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
         super().resizeEvent(event)
         self.dock_fit.fit()  # the graph keeps its half of the width
+
+    # ================================================================== help
+    def show_examples_by_topic(self) -> ExamplesByTopic:
+        """Help > Examples by Topic: non-modal; a title clicked there opens that example."""
+        if self.examples_by_topic is None:
+            self.examples_by_topic = ExamplesByTopic(list_examples(), self)
+            self.examples_by_topic.example_chosen.connect(self.load_example)
+        self.examples_by_topic.show()
+        self.examples_by_topic.raise_()
+        return self.examples_by_topic
 
     # ================================================================== user actions
     def load_example(self, key: str) -> bool:
