@@ -65,6 +65,7 @@ from viewer.qt.program.variables import VariablesTable
 from viewer.qt.program.variables_binding import VariablesBinding
 from viewer.qt.runners.runner import ThreadRunner
 from viewer.qt.settings import AppSettings
+from viewer.qt.tour import Tour, TourStop
 
 __all__ = [
     "DEFAULT_PROGRAM",
@@ -169,6 +170,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.dock_fit = DockFit(self, side_docks)
         self._docks_sized = False  # default sizes once shown, unless a saved state is restored
         self._first_shown = False
+        self.tour: Tour | None = None
         self.examples_by_topic: ExamplesByTopic | None = None
 
         self.status_label = QtWidgets.QLabel(self)
@@ -300,6 +302,7 @@ class MainWindow(QtWidgets.QMainWindow):
             "faster": lambda: self.change_speed(+1),
             "check_gradients": self.gradcheck_binding.check_gradients,
             "release_graph": self.leak_binding.release_graph,
+            "tour": self.show_tour,
             "examples_by_topic": self.show_examples_by_topic,
         }
         return MenuSlots(
@@ -357,6 +360,8 @@ class MainWindow(QtWidgets.QMainWindow):
             self.resizeDocks([right, self.docks["plotPanel"]], [45, 55], vertical)
         self.dock_fit.start(keep_current=self._docks_sized)
         self._docks_sized = True
+        if not self.settings.tour_seen():
+            self.show_tour()
 
     def showEvent(self, event: QtGui.QShowEvent) -> None:
         super().showEvent(event)
@@ -369,6 +374,56 @@ class MainWindow(QtWidgets.QMainWindow):
         self.dock_fit.fit()  # the graph keeps its half of the width
 
     # ================================================================== help
+    def show_tour(self) -> Tour:
+        """Help > Take the Tour, and the first start: callouts over the window, never modal;
+        finished or dismissed, it is not shown at the start again."""
+        if self.tour is None:
+            self.tour = Tour(self, self._tour_stops())
+            self.tour.finished.connect(lambda: self.settings.set_tour_seen(True))
+        self.tour.start()
+        return self.tour
+
+    def _tour_stops(self) -> list[TourStop]:
+        def dock(name: str) -> Callable[[], QtWidgets.QWidget]:
+            def raised() -> QtWidgets.QWidget:
+                self.raise_dock(name)
+                return self.docks[name]
+
+            return raised
+
+        return [
+            TourStop(
+                "Your program",
+                "Type a program here, or open one from Help > Examples by Topic, and press Run "
+                "(Ctrl+Enter). Every operation is recorded as the engine computes it.",
+                dock("editorDock"),
+            ),
+            TourStop(
+                "The graph",
+                "What the program built: variables are rounded, Functions square, and arrows "
+                "run from inputs to outputs. Drag to pan, wheel to zoom, F fits it.",
+                lambda: self.graph_view,
+            ),
+            TourStop(
+                "Playback",
+                "Step through the forward pass, then backward: Space plays, the arrow keys "
+                "step, B jumps to the next phase. The bar shows where you are.",
+                dock("playbackDock"),
+            ),
+            TourStop(
+                "The inspector",
+                "Click a node to see its value and its gradient at the current step, and "
+                "where they came from.",
+                dock("inspectorDock"),
+            ),
+            TourStop(
+                "The legend",
+                "What each colour and mark in the graph means. Help > Take the Tour shows "
+                "it again.",
+                dock("legendDock"),
+            ),
+        ]
+
     def show_examples_by_topic(self) -> ExamplesByTopic:
         """Help > Examples by Topic: non-modal; a title clicked there opens that example."""
         if self.examples_by_topic is None:

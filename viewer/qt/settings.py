@@ -1,6 +1,7 @@
 """What survives a restart: window geometry and dock state, recent files, the editor's text,
-the theme, whether the graph follows the active step and shows its overview, the playback
-speed and the run limits, stored with QSettings (an INI file in the user's config folder).
+the theme, whether the first-run tour was seen, whether the graph follows the active step and
+shows its overview, the playback speed and the run limits, stored with QSettings (an INI file
+in the user's config folder).
 
 The file is the user's to edit, and anything can be in it. Every value is checked against its
 type and range when it is read; one that fails falls back to its default and is remembered in
@@ -158,6 +159,7 @@ KEYS: dict[str, _Key] = {
     "view/theme": _Key("light", _theme),
     "view/followActiveStep": _Key(True, _flag),
     "view/overview": _Key(True, _flag),
+    "help/tourSeen": _Key(False, _flag),
     "playback/speed": _Key(None, _speed),
     "limits/elementBudget": _Key(MAX_TOTAL_ELEMENTS, lambda v: _integer(v, 1, 10**10)),
     "limits/stepBudget": _Key(MAX_STEPS, lambda v: _integer(v, 1, 10**8)),
@@ -293,6 +295,13 @@ class AppSettings:
 
     def set_overview_shown(self, on: bool) -> None:
         self.store.setValue("view/overview", bool(on))
+
+    def tour_seen(self) -> bool:
+        """Whether the first-run tour was finished or dismissed (Help > Tour replays it)."""
+        return self.read("help/tourSeen")
+
+    def set_tour_seen(self, seen: bool) -> None:
+        self.store.setValue("help/tourSeen", bool(seen))
 
     def speed(self) -> float | None:
         """The playback speed in steps per second, or None when none is saved."""
