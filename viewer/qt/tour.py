@@ -46,17 +46,7 @@ class Tour(QtWidgets.QFrame):
         self._target: QtWidgets.QWidget | None = None
         self._follow_queued = False
         self._raise_again = False
-        self.setStyleSheet(
-            "#tourCallout { background: palette(base); border: 2px solid palette(highlight);"
-            " border-radius: 6px; }"
-        )
-        self.outline = QtWidgets.QFrame(window)
-        self.outline.setObjectName("tourOutline")
-        self.outline.setStyleSheet(
-            "#tourOutline { border: 3px solid palette(highlight); border-radius: 4px; }"
-        )
-        self.outline.setAttribute(QtCore.Qt.WidgetAttribute.WA_TransparentForMouseEvents)
-        self.outline.hide()
+        self.outline = _Outline(window)
 
         self.counter = QtWidgets.QLabel(self)
         self.counter.setObjectName("tourCounter")
@@ -95,9 +85,6 @@ class Tour(QtWidgets.QFrame):
         self.back_button.clicked.connect(self.back)
         self.next_button.clicked.connect(self.next)
         self.skip_button.clicked.connect(self.dismiss)
-        escape = QtGui.QShortcut(QtGui.QKeySequence("Esc"), self)
-        escape.setContext(QtCore.Qt.ShortcutContext.WidgetWithChildrenShortcut)
-        escape.activated.connect(self.dismiss)
         window.installEventFilter(self)
         self.hide()
 
@@ -143,6 +130,28 @@ class Tour(QtWidgets.QFrame):
         self.place()
         self.raise_()
         self.next_button.setFocus()
+
+    def paintEvent(self, event: QtGui.QPaintEvent) -> None:
+        # painted from the palette, not a style sheet: a theme switch repaints it in the new one
+        _paint_frame(self, self.palette().color(QtGui.QPalette.ColorRole.Base), 2, 6)
+
+    def event(self, event: QtCore.QEvent) -> bool:
+        # Esc is the window's Cancel shortcut while something runs: the tour, when it has the
+        # focus, claims it first, as a text field claims its keys
+        if (
+            event.type() == QtCore.QEvent.Type.ShortcutOverride
+            and isinstance(event, QtGui.QKeyEvent)
+            and event.key() == QtCore.Qt.Key.Key_Escape
+        ):
+            event.accept()
+            return True
+        return super().event(event)
+
+    def keyPressEvent(self, event: QtGui.QKeyEvent) -> None:
+        if event.key() == QtCore.Qt.Key.Key_Escape:
+            self.dismiss()
+            return
+        super().keyPressEvent(event)
 
     # ------------------------------------------------------------------ where it stands
     def place(self) -> None:
@@ -204,3 +213,32 @@ class Tour(QtWidgets.QFrame):
             if raise_again:
                 self._watch(self.stops[self.index].target())
             self.place()
+
+
+class _Outline(QtWidgets.QWidget):
+    """The frame around the part a callout explains; clicks go through it."""
+
+    def __init__(self, parent: QtWidgets.QWidget) -> None:
+        super().__init__(parent)
+        self.setObjectName("tourOutline")
+        self.setAttribute(QtCore.Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.hide()
+
+    def paintEvent(self, event: QtGui.QPaintEvent) -> None:
+        _paint_frame(self, None, 3, 4)
+
+
+def _paint_frame(
+    widget: QtWidgets.QWidget, fill: QtGui.QColor | None, width: int, radius: int
+) -> None:
+    """A rounded border of the palette's highlight colour around ``widget``, filled or not."""
+    painter = QtGui.QPainter(widget)
+    painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
+    pen = QtGui.QPen(widget.palette().color(QtGui.QPalette.ColorRole.Highlight), width)
+    painter.setPen(pen)
+    painter.setBrush(fill if fill is not None else QtCore.Qt.BrushStyle.NoBrush)
+    half = width / 2
+    painter.drawRoundedRect(
+        QtCore.QRectF(widget.rect()).adjusted(half, half, -half, -half), radius, radius
+    )
+    painter.end()

@@ -113,3 +113,31 @@ def test_the_tour_follows_its_target_when_the_window_narrows(qtbot):
 def test_the_tour_stays_away_from_a_returning_user(qtbot):
     window = _shown(qtbot)  # the test settings: tour seen
     assert window.tour is None
+
+
+def test_esc_dismisses_the_tour_even_while_esc_cancels_a_run(qtbot):
+    _first_start()
+    window = _shown(qtbot)
+    window._set_script_running(True)  # the window's Cancel action now answers Esc
+    cancelled = []
+    window.actions["cancel_run"].triggered.connect(lambda: cancelled.append(True))
+    qtbot.keyClick(window.tour.next_button, QtCore.Qt.Key.Key_Escape)
+    assert not window.tour.running
+    assert cancelled == []  # the tour had the focus: Esc was its
+    window._set_script_running(False)
+
+
+def test_the_callout_follows_a_theme_switch(qtbot):
+    from PySide6 import QtGui
+
+    from viewer.qt.drawing.themes import qpalette, theme_named
+
+    _first_start()
+    window = _shown(qtbot)
+    tour = window.tour
+    for name in ("dark", "light"):
+        window.set_theme(name)
+        QtWidgets.QApplication.processEvents()
+        base = qpalette(theme_named(name)).color(QtGui.QPalette.ColorRole.Base)
+        inside = tour.grab().toImage().pixelColor(8, tour.height() // 2)
+        assert inside.name() == base.name(), name
