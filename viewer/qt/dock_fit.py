@@ -21,7 +21,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 __all__ = ["GRAPH_SHARE", "DockFit", "default_widths"]
 
@@ -66,7 +66,7 @@ class DockFit(QtCore.QObject):
         self.preferred: tuple[int, int] | None = None  # None until the window is first shown
         self._folded: list[_FoldedGroup] = []
         self._right_min = 0  # the right column's minimum width when it folded
-        self._set_widths: tuple[int, int] = (0, 0)
+        self._drag_from: tuple[int, int] | None = None  # the widths when a drag began
         self._fitting = False
         window.installEventFilter(self)
 
@@ -146,10 +146,6 @@ class DockFit(QtCore.QObject):
     ) -> None:
         pairs = [(d, w) for d, w in ((left, left_width), (right, right_width)) if d is not None]
         self.window.resizeDocks([d for d, _ in pairs], [w for _, w in pairs], _HORIZONTAL)
-        self._set_widths = (
-            left.width() if left is not None else 0,
-            right.width() if right is not None else 0,
-        )
 
     # ------------------------------------------------------------------ folding
     def _fold(self, right: list[QtWidgets.QDockWidget]) -> None:
@@ -244,25 +240,30 @@ class DockFit(QtCore.QObject):
 
     # ------------------------------------------------------------------ the user's widths
     def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
-        # QMainWindow moves its separators itself, in its own mouse events: a release there
-        # that left a column at another width than the one set here was the user's drag.
-        if (
-            watched is self.window
-            and event.type() == QtCore.QEvent.Type.MouseButtonRelease
-            and self.preferred is not None
-        ):
-            self._learn_widths()
+        # QMainWindow moves its separators itself, in its own mouse events: a press there
+        # lands on no child widget (a click a child ignored reaches the window over it). The
+        # widths the drag left are read once the layout has settled.
+        if watched is self.window and self.preferred is not None:
+            kind = event.type()
+            if kind == QtCore.QEvent.Type.MouseButtonPress and isinstance(event, QtGui.QMouseEvent):
+                on_separator = self.window.childAt(event.position().toPoint()) is None
+                self._drag_from = self._widths() if on_separator else None
+            elif kind == QtCore.QEvent.Type.MouseButtonRelease and self._drag_from is not None:
+                QtCore.QTimer.singleShot(0, self, self._learn_widths)
         return False
 
-    def _learn_widths(self) -> None:
+    def _widths(self) -> tuple[int, int]:
         left, right = self._column(_LEFT), self._column(_RIGHT)
-        preferred = list(self.preferred or (0, 0))
-        if left and abs(left[0].width() - self._set_widths[0]) > 2:
-            preferred[0] = left[0].width()
-        if right and not self.folded and abs(right[0].width() - self._set_widths[1]) > 2:
-            preferred[1] = right[0].width()
+        return (left[0].width() if left else 0, right[0].width() if right else 0)
+
+    def _learn_widths(self) -> None:
+        before, self._drag_from = self._drag_from, None
+        if before is None or self.preferred is None:
+            return
+        now = self._widths()
+        preferred = list(self.preferred)
+        for side in (0, 1):
+            folded_right = side == 1 and self.folded
+            if now[side] and abs(now[side] - before[side]) > 2 and not folded_right:
+                preferred[side] = now[side]
         self.preferred = (preferred[0], preferred[1])
-        self._set_widths = (
-            left[0].width() if left else 0,
-            right[0].width() if right else 0,
-        )

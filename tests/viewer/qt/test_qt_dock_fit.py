@@ -110,7 +110,7 @@ def test_a_dragged_width_is_kept_across_a_shrink(qtbot):
         qtbot.waitUntil(lambda dx=dx: left.width() >= start + dx - 4)  # moved on a timer
     qtbot.mouseRelease(window, button, pos=grab + QtCore.QPoint(40, 0))
     assert left.width() == pytest.approx(start + 40, abs=4)
-    assert window.dock_fit.preferred[0] == left.width()
+    qtbot.waitUntil(lambda: window.dock_fit.preferred[0] == left.width())
     _resize(qtbot, window, 800, 560)
     _resize(qtbot, window, 1280, 800)
     assert left.width() == pytest.approx(start + 40, abs=4)
@@ -156,3 +156,18 @@ def test_a_layout_qt_cannot_read_falls_back_to_the_default_and_says_so(qtbot, ke
     assert window.dockWidgetArea(window.docks["inspectorDock"]) == RIGHT
     assert window.dockWidgetArea(window.docks["editorDock"]) == LEFT
     assert _graph_share(window) >= GRAPH_SHARE
+
+
+def test_a_click_that_is_no_drag_teaches_no_width(qtbot):
+    window = _shown(qtbot)
+    preferred = window.dock_fit.preferred
+    _resize(qtbot, window, 1024, 700)  # the columns squeezed below what the user wants
+    assert window.docks["editorDock"].width() < preferred[0]
+    # a click over a child that ignores it reaches the window too, as a separator's does
+    inside = window.graph_view.mapTo(window, window.graph_view.rect().center())
+    qtbot.mouseClick(window, QtCore.Qt.MouseButton.LeftButton, pos=inside)
+    qtbot.mouseClick(window.status_label, QtCore.Qt.MouseButton.LeftButton)
+    qtbot.wait(20)
+    assert window.dock_fit.preferred == preferred
+    _resize(qtbot, window, 1280, 800)
+    assert window.docks["editorDock"].width() == pytest.approx(preferred[0], abs=4)
