@@ -3,7 +3,7 @@ that part outlined. Back, Next and Skip move through them; Esc dismisses it.
 
 It is a child of the window, never a modal dialog: nothing waits for it, the window stays
 usable around it, and a test that never looks at it is not blocked by it. The window starts
-it once (while ``help/tourSeen`` is unset) and Help > Tour replays it.
+it once (while ``help/tourSeen`` is unset) and Help > Take the Tour replays it.
 """
 
 from __future__ import annotations
