@@ -153,14 +153,17 @@ class DockFit(QtCore.QObject):
         groups: list[_FoldedGroup] = []
         seen: set[QtWidgets.QDockWidget] = set()
         placed = [d for d in self.docks if self._in(d, _RIGHT)]
-        for dock in sorted(placed, key=lambda d: (d.isHidden(), d.y())):
+        for dock in placed:
             if dock in seen:
                 continue
             members = [dock, *self.window.tabifiedDockWidgets(dock)]
             members.sort(key=self.docks.index)
             seen.update(members)
             front = next((m for m in members if self._in_front(m)), None)
-            groups.append(_FoldedGroup(members, front, max(m.height() for m in members)))
+            height = front.height() if front is not None else max(m.height() for m in members)
+            groups.append(_FoldedGroup(members, front, height))
+        # top to bottom as on screen (a tab behind another sits off screen: its front's place)
+        groups.sort(key=lambda g: (g.current is None, g.current.y() if g.current else 0))
         anchor = self._tab_anchor()
         left_front = [d for d in self._column(_LEFT) if self._in_front(d)]
         hidden = {d: d.isHidden() for d in placed}

@@ -171,3 +171,19 @@ def test_a_click_that_is_no_drag_teaches_no_width(qtbot):
     assert window.dock_fit.preferred == preferred
     _resize(qtbot, window, 1280, 800)
     assert window.docks["editorDock"].width() == pytest.approx(preferred[0], abs=4)
+
+
+def test_unfolding_keeps_the_order_and_the_tabs_in_front(qtbot):
+    window = _shown(qtbot)
+    window.raise_dock("scriptDock")
+    window.raise_dock("leakPanel")
+    QtWidgets.QApplication.processEvents()
+    _resize(qtbot, window, 800, 560)
+    assert window.dock_fit.folded
+    _resize(qtbot, window, 1280, 800)
+    assert not window.dock_fit.folded
+    QtWidgets.QApplication.processEvents()
+    script, leaks = window.docks["scriptDock"], window.docks["leakPanel"]
+    for dock in (script, leaks):
+        assert not dock.visibleRegion().isEmpty()  # still the tab in front
+    assert 0 <= script.y() < leaks.y()  # the inspector's group above the plots'
