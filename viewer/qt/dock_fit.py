@@ -133,6 +133,8 @@ class DockFit(QtCore.QObject):
                 want_right = max(low_right, budget - want_left)
             self._resize(left[0], want_left, right[0], want_right)
         elif left:
+            if self.folded:  # the column holds the right panels' tabs too: as wide as theirs
+                want_left = max(want_left, want_right)
             self._resize(left[0], max(min(want_left, budget), self._min_width(left)), None, 0)
         elif right:
             self._resize(None, 0, right[0], max(min(want_right, budget), self._min_width(right)))
@@ -179,6 +181,11 @@ class DockFit(QtCore.QObject):
         for dock in left_front:
             dock.raise_()
         self._folded = groups
+        # eight tabs in one column: whole names that scroll, not "Va…", "Ex…", "I…"
+        direct = QtCore.Qt.FindChildOption.FindDirectChildrenOnly
+        for bar in self.window.findChildren(QtWidgets.QTabBar, options=direct):
+            bar.setElideMode(QtCore.Qt.TextElideMode.ElideNone)
+            bar.setUsesScrollButtons(True)
 
     def _unfold(self) -> None:
         groups, self._folded = self._folded, []

@@ -59,6 +59,14 @@ def test_a_narrow_window_folds_the_right_docks_into_the_left_tabs_and_unfolds(qt
     assert window.docks["inspectorDock"] in window.tabifiedDockWidgets(
         window.docks["variablesDock"]
     )
+    # the column's tabs (eight but the hidden Leaks) keep their whole names, none cut to "Va…"
+    direct = QtCore.Qt.FindChildOption.FindDirectChildrenOnly
+    bars = [b for b in window.findChildren(QtWidgets.QTabBar, options=direct) if b.isVisible()]
+    assert max(bar.count() for bar in bars) == 7
+    for bar in bars:
+        for i in range(bar.count()):
+            text = bar.tabText(i)
+            assert bar.tabRect(i).width() > bar.fontMetrics().horizontalAdvance(text), text
     _resize(qtbot, window, 1280, 800)
     assert not window.dock_fit.folded
     for name in RIGHT_DOCKS:
