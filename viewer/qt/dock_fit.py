@@ -88,6 +88,7 @@ class DockFit(QtCore.QObject):
             )
         else:
             self.preferred = default_widths(width)
+        self._whole_tab_names()
         self.fit()
 
     @contextlib.contextmanager
@@ -181,11 +182,7 @@ class DockFit(QtCore.QObject):
         for dock in left_front:
             dock.raise_()
         self._folded = groups
-        # eight tabs in one column: whole names that scroll, not "Va…", "Ex…", "I…"
-        direct = QtCore.Qt.FindChildOption.FindDirectChildrenOnly
-        for bar in self.window.findChildren(QtWidgets.QTabBar, options=direct):
-            bar.setElideMode(QtCore.Qt.TextElideMode.ElideNone)
-            bar.setUsesScrollButtons(True)
+        self._whole_tab_names()
 
     def _unfold(self) -> None:
         groups, self._folded = self._folded, []
@@ -204,9 +201,18 @@ class DockFit(QtCore.QObject):
             if group.current in mine:
                 group.current.raise_()
             placed.append((mine[0], group.height))
+        self._whole_tab_names()
         shown = [(d, h) for d, h in placed if not d.isHidden()]
         if len(shown) > 1:
             self.window.resizeDocks([d for d, _ in shown], [h for _, h in shown], _VERTICAL)
+
+    def _whole_tab_names(self) -> None:
+        """Tabs of docks keep their whole names and scroll: eight in a folded column would
+        each be cut to "Va…", "Ex…", "I…" (QMainWindow makes its tab bars as groups form)."""
+        direct = QtCore.Qt.FindChildOption.FindDirectChildrenOnly
+        for bar in self.window.findChildren(QtWidgets.QTabBar, options=direct):
+            bar.setElideMode(QtCore.Qt.TextElideMode.ElideNone)
+            bar.setUsesScrollButtons(True)
 
     def _folded_docks(self) -> set[QtWidgets.QDockWidget]:
         return {d for group in self._folded for d in group.docks}
