@@ -75,11 +75,14 @@ class DockFit(QtCore.QObject):
     def folded(self) -> bool:
         return bool(self._folded)
 
-    def start(self, keep_current: bool) -> None:
-        """The window is shown: take the columns' widths as they are (a restored state), or
-        the defaults, and fit them."""
+    def start(self, keep_current: bool, preferred: tuple[int, int] | None = None) -> None:
+        """The window is shown: take ``preferred`` (the widths saved with a restored state),
+        else the columns' widths as they are (a restored state), else the defaults, and fit
+        them."""
         width = self.window.width()
-        if keep_current:
+        if preferred is not None:
+            self.preferred = preferred
+        elif keep_current:
             left, right = self._column(_LEFT), self._column(_RIGHT)
             defaults = default_widths(width)
             self.preferred = (

@@ -358,7 +358,8 @@ class MainWindow(QtWidgets.QMainWindow):
             left, right = self.docks["editorDock"], self.docks["inspectorDock"]
             self.resizeDocks([left, self.docks["variablesDock"]], [260, 300], vertical)
             self.resizeDocks([right, self.docks["plotPanel"]], [45, 55], vertical)
-        self.dock_fit.start(keep_current=self._docks_sized)
+        saved = self.settings.dock_widths() if self._docks_sized else None
+        self.dock_fit.start(keep_current=self._docks_sized, preferred=saved)
         self._docks_sized = True
         if not self.settings.tour_seen():
             self.show_tour()
@@ -723,6 +724,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.settings.set_geometry(self.saveGeometry())
         with self.dock_fit.unfolded():  # the arrangement the user made, not a narrow one's
             self.settings.set_window_state(self.saveState())
+        if self.dock_fit.preferred is not None:  # their widths, which a narrow window squeezed
+            self.settings.set_dock_widths(self.dock_fit.preferred)
         self.settings.set_editor_text(self.editor.program_text)
         self.settings.set_theme(self._theme.name)
         self.settings.sync()

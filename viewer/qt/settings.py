@@ -35,6 +35,7 @@ THEME_NAMES = ("light", "dark")
 MAX_PATH_CHARS = 4096
 MAX_EDITOR_CHARS = 1 << 20  # far above what the expression language runs (20 000)
 MAX_SAVED_LAYOUT_BYTES = 1 << 20  # window/geometry, window/state
+MAX_DOCK_WIDTH = 20_000  # px: wider than any screen's
 # The largest memory limit a script may be given, in MiB (1 PiB): anything above cannot be a
 # real machine's, and setrlimit would refuse it.
 MAX_SCRIPT_MEMORY_MB = 1 << 30
@@ -133,6 +134,15 @@ def _saved_layout(value: Any) -> QtCore.QByteArray | None:
     return None if value.isEmpty() else value
 
 
+def _dock_widths(value: Any) -> tuple[int, int]:
+    """Two widths in pixels, as QSettings gives back a list (or the INI line as text)."""
+    parts = value.split(",") if isinstance(value, str) and len(value) <= 64 else value
+    if not isinstance(parts, list | tuple) or len(parts) != 2:
+        raise _Invalid(f"not two widths: {_shown(value)}")
+    left, right = (_integer(part, 0, MAX_DOCK_WIDTH) for part in parts)
+    return left, right
+
+
 def _recent(value: Any) -> list[str]:
     entries = [value] if isinstance(value, str) else value
     if not isinstance(entries, list):
@@ -152,6 +162,7 @@ class _Key:
 KEYS: dict[str, _Key] = {
     "window/geometry": _Key(None, _saved_layout),
     "window/state": _Key(None, _saved_layout),
+    "window/dockWidths": _Key(None, _dock_widths),
     "files/recent": _Key([], _recent),
     "files/lastDirectory": _Key("", _path),
     "files/lastExportDirectory": _Key("", _path),
@@ -238,6 +249,14 @@ class AppSettings:
 
     def set_window_state(self, value: QtCore.QByteArray) -> None:
         self.store.setValue("window/state", value)
+
+    def dock_widths(self) -> tuple[int, int] | None:
+        """The widths the user wants for the left and right dock columns (the window's docks
+        give them back as the window grows), or None when none are saved."""
+        return self.read("window/dockWidths")
+
+    def set_dock_widths(self, widths: tuple[int, int]) -> None:
+        self.store.setValue("window/dockWidths", [int(w) for w in widths])
 
     # ---------------------------------------------------------------- recent files
     def recent_files(self) -> list[str]:

@@ -195,3 +195,36 @@ def test_unfolding_keeps_the_order_and_the_tabs_in_front(qtbot):
     for dock in (script, leaks):
         assert not dock.visibleRegion().isEmpty()  # still the tab in front
     assert 0 <= script.y() < leaks.y()  # the inspector's group above the plots'
+
+
+@pytest.mark.parametrize("narrow", [(800, 560), (600, 572)])
+def test_closed_narrow_reopened_and_grown_the_docks_have_their_widths_back(qtbot, narrow):
+    first = _shown(qtbot)
+    wanted = (first.docks["editorDock"].width(), first.docks["inspectorDock"].width())
+    _resize(qtbot, first, *narrow)
+    first.close()
+
+    second = _shown(qtbot, *narrow)
+    _resize(qtbot, second, 1280, 800)
+    got = (second.docks["editorDock"].width(), second.docks["inspectorDock"].width())
+    assert got == pytest.approx(wanted, abs=4)
+
+
+@pytest.mark.parametrize(
+    ("stored", "expected"),
+    [
+        ([256, 320], (256, 320)),
+        (["256", "320"], (256, 320)),
+        ("300,400", (300, 400)),
+        ("300", None),
+        ([1, 2, 3], None),
+        (["-1", "5"], None),
+        (["abc", "5"], None),
+        ([5, 10**9], None),
+    ],
+)
+def test_saved_dock_widths_are_checked(stored, expected):
+    settings = AppSettings()
+    settings.store.setValue("window/dockWidths", stored)
+    assert settings.dock_widths() == expected
+    assert ([p.key for p in settings.problems] == ["window/dockWidths"]) == (expected is None)
