@@ -65,7 +65,7 @@ from viewer.qt.program.variables import VariablesTable
 from viewer.qt.program.variables_binding import VariablesBinding
 from viewer.qt.runners.runner import ThreadRunner
 from viewer.qt.settings import AppSettings
-from viewer.qt.tour import Tour, TourStop
+from viewer.qt.tour import STOPS, Tour, TourStop
 
 __all__ = [
     "DEFAULT_PROGRAM",
@@ -385,45 +385,20 @@ class MainWindow(QtWidgets.QMainWindow):
         return self.tour
 
     def _tour_stops(self) -> list[TourStop]:
-        def dock(name: str) -> Callable[[], QtWidgets.QWidget]:
+        """:data:`~viewer.qt.tour.STOPS`, each pointing at its dock (raised, should it be
+        behind a tab) or at the graph."""
+
+        def target(where: str) -> Callable[[], QtWidgets.QWidget]:
+            if where == "graph":
+                return lambda: self.graph_view
+
             def raised() -> QtWidgets.QWidget:
-                self.raise_dock(name)
-                return self.docks[name]
+                self.raise_dock(where)
+                return self.docks[where]
 
             return raised
 
-        return [
-            TourStop(
-                "Your program",
-                "Type a program here, or open one from Help > Examples by Topic, and press Run "
-                "(Ctrl+Enter). Every operation is recorded as the engine computes it.",
-                dock("editorDock"),
-            ),
-            TourStop(
-                "The graph",
-                "What the program built: variables are rounded, Functions square, and arrows "
-                "run from inputs to outputs. Drag to pan, wheel to zoom, F fits it.",
-                lambda: self.graph_view,
-            ),
-            TourStop(
-                "Playback",
-                "Step through the forward pass, then backward: Space plays, the arrow keys "
-                "step, B jumps to the next phase. The bar shows where you are.",
-                dock("playbackDock"),
-            ),
-            TourStop(
-                "The inspector",
-                "Click a node to see its value and its gradient at the current step, and "
-                "where they came from.",
-                dock("inspectorDock"),
-            ),
-            TourStop(
-                "The legend",
-                "What each colour and mark in the graph means. Help > Take the Tour shows "
-                "it again.",
-                dock("legendDock"),
-            ),
-        ]
+        return [TourStop(title, text, target(where)) for title, text, where in STOPS]
 
     def show_examples_by_topic(self) -> ExamplesByTopic:
         """Help > Examples by Topic: non-modal; a title clicked there opens that example."""

@@ -13,11 +13,46 @@ from dataclasses import dataclass
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-__all__ = ["Tour", "TourStop"]
+__all__ = ["STOPS", "Tour", "TourStop"]
 
 # How far the callout stays from the part it points at, and from the window's edges.
 GAP = 12
 CALLOUT_WIDTH = 300
+
+
+# The first-run tour: each stop's title, text, and what it points at (a dock's name, or
+# "graph" for the central view), in the order a new user meets them.
+STOPS: tuple[tuple[str, str, str], ...] = (
+    (
+        "Your program",
+        "Type a program here, or open one from Help > Examples by Topic, and press Run "
+        "(Ctrl+Enter). Every operation is recorded as the engine computes it.",
+        "editorDock",
+    ),
+    (
+        "The graph",
+        "What the program built: variables are rounded, Functions square, and arrows run "
+        "from inputs to outputs. Drag to pan, wheel to zoom, F fits it.",
+        "graph",
+    ),
+    (
+        "Playback",
+        "Step through the forward pass, then backward: Space plays, the arrow keys step, "
+        "B jumps to the next phase. The bar shows where you are.",
+        "playbackDock",
+    ),
+    (
+        "The inspector",
+        "Click a node to see its value and its gradient at the current step, the Function "
+        "that made it and those that use it.",
+        "inspectorDock",
+    ),
+    (
+        "The legend",
+        "What each colour and mark in the graph means. Help > Take the Tour shows it again.",
+        "legendDock",
+    ),
+)
 
 
 @dataclass(frozen=True)
