@@ -27,9 +27,11 @@ from viewer.model.document.document import (
     Document,
     ScriptError,
 )
+from viewer.model.document.examples import list_examples
 from viewer.model.expression.program import ExpressionError
 from viewer.model.scripts.process import ScriptProcess
 from viewer.model.scripts.run import ScriptResult
+from viewer.qt.dock_fit import DockFit
 from viewer.qt.drawing.icons import media_icon
 from viewer.qt.drawing.themes import Theme, apply_theme, theme_named
 from viewer.qt.graph.find_bar import FindBar
@@ -58,12 +60,20 @@ from viewer.qt.program.editor import EditorPanel
 from viewer.qt.program.editor_binding import EditorBinding
 from viewer.qt.program.examples import ExampleLibrary
 from viewer.qt.program.examples_binding import ExampleBinding
+from viewer.qt.program.examples_dialog import ExamplesByTopic
 from viewer.qt.program.variables import VariablesTable
 from viewer.qt.program.variables_binding import VariablesBinding
 from viewer.qt.runners.runner import ThreadRunner
 from viewer.qt.settings import AppSettings
+from viewer.qt.tour import STOPS, Tour, TourStop
 
-__all__ = ["DEFAULT_PROGRAM", "MainWindow", "start_folder"]
+__all__ = [
+    "DEFAULT_PROGRAM",
+    "MainWindow",
+    "documents_folder",
+    "export_start_folder",
+    "start_folder",
+]
 
 DEFAULT_PROGRAM = "# The seeds' example\nx = 0.5\ny = square(exp(square(x)))\n"
 OPEN_FILTER = (
@@ -81,6 +91,31 @@ def start_folder(*candidates: str | os.PathLike[str] | None) -> str:
         if candidate and Path(candidate).is_dir():
             return str(Path(candidate))
     return str(Path.home())
+
+
+def documents_folder() -> str:
+    """The user's documents folder as the platform names it ('' when it has none)."""
+    location = QtCore.QStandardPaths.StandardLocation.DocumentsLocation
+    return QtCore.QStandardPaths.writableLocation(location)
+
+
+def export_start_folder(
+    last_export: str | os.PathLike[str] | None,
+    documents: str | os.PathLike[str] | None,
+    bundled: str | os.PathLike[str],
+) -> str:
+    """Where File > Export opens: the last folder exported to, else the documents folder, else
+    home; never inside ``bundled`` (the app's own files: an example's folder is no place for
+    the user's pictures, and may be read-only)."""
+    inside = Path(bundled).resolve()
+
+    def usable(folder: str | os.PathLike[str] | None) -> bool:
+        if not folder:
+            return False
+        path = Path(folder).resolve()
+        return path != inside and inside not in path.parents
+
+    return start_folder(*(f for f in (last_export, documents) if usable(f)))
 
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -131,7 +166,12 @@ class MainWindow(QtWidgets.QMainWindow):
 
         self.docks: dict[str, QtWidgets.QDockWidget] = {}
         self._place_docks()
+        side_docks = [d for name, d in self.docks.items() if name != "playbackDock"]
+        self.dock_fit = DockFit(self, side_docks)
         self._docks_sized = False  # default sizes once shown, unless a saved state is restored
+        self._first_shown = False
+        self.tour: Tour | None = None
+        self.examples_by_topic: ExamplesByTopic | None = None
 
         self.status_label = QtWidgets.QLabel(self)
         self.status_label.setObjectName("graphSizeLabel")
@@ -262,6 +302,8 @@ class MainWindow(QtWidgets.QMainWindow):
             "faster": lambda: self.change_speed(+1),
             "check_gradients": self.gradcheck_binding.check_gradients,
             "release_graph": self.leak_binding.release_graph,
+            "tour": self.show_tour,
+            "examples_by_topic": self.show_examples_by_topic,
         }
         return MenuSlots(
             commands=commands,
@@ -295,30 +337,77 @@ class MainWindow(QtWidgets.QMainWindow):
         self.script_binding.shown.connect(self._on_script_shown)
 
     def _restore_window(self) -> None:
+        """The saved size and docks; one Qt cannot read is named in the status bar and the
+        default takes its place."""
         geometry = self.settings.geometry()
-        if geometry is not None:
-            self.restoreGeometry(geometry)
-        else:
+        if geometry is None or not self.restoreGeometry(geometry):
+            if geometry is not None:
+                self.settings.refuse("window/geometry", "not a window geometry Qt can read")
             self.resize(1280, 800)
         state = self.settings.window_state()
         if state is not None:
             self._docks_sized = self.restoreState(state)
+            if not self._docks_sized:
+                self.settings.refuse("window/state", "not a dock layout Qt can read")
 
     def _size_docks(self) -> None:
-        """Default dock sizes (before the first show Qt ignores them)."""
-        horizontal, vertical = QtCore.Qt.Orientation.Horizontal, QtCore.Qt.Orientation.Vertical
-        left, right = self.docks["editorDock"], self.docks["inspectorDock"]
-        width = self.width()
-        # the graph keeps at least half of a small window (1024 px: 220 + 300 for the docks)
-        self.resizeDocks([left, right], [max(220, width // 5), max(300, width // 4)], horizontal)
-        self.resizeDocks([left, self.docks["variablesDock"]], [260, 300], vertical)
-        self.resizeDocks([right, self.docks["plotPanel"]], [45, 55], vertical)
+        """Dock sizes once shown (before the first show Qt ignores them): the defaults'
+        heights unless a saved state was restored, and the widths :class:`DockFit` keeps."""
+        if not self._docks_sized:
+            vertical = QtCore.Qt.Orientation.Vertical
+            left, right = self.docks["editorDock"], self.docks["inspectorDock"]
+            self.resizeDocks([left, self.docks["variablesDock"]], [260, 300], vertical)
+            self.resizeDocks([right, self.docks["plotPanel"]], [45, 55], vertical)
+        saved = self.settings.dock_widths() if self._docks_sized else None
+        self.dock_fit.start(keep_current=self._docks_sized, preferred=saved)
+        self._docks_sized = True
+        if not self.settings.tour_seen():
+            self.show_tour()
 
     def showEvent(self, event: QtGui.QShowEvent) -> None:
         super().showEvent(event)
-        if not self._docks_sized:
-            self._docks_sized = True
+        if not self._first_shown:
+            self._first_shown = True
             QtCore.QTimer.singleShot(0, self._size_docks)
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.dock_fit.fit()  # the graph keeps its half of the width
+
+    # ================================================================== help
+    def show_tour(self) -> Tour:
+        """Help > Take the Tour, and the first start: callouts over the window, never modal;
+        finished or dismissed, it is not shown at the start again."""
+        if self.tour is None:
+            self.tour = Tour(self, self._tour_stops())
+            self.tour.finished.connect(lambda: self.settings.set_tour_seen(True))
+        self.tour.start()
+        return self.tour
+
+    def _tour_stops(self) -> list[TourStop]:
+        """:data:`~viewer.qt.tour.STOPS`, each pointing at its dock (raised, should it be
+        behind a tab) or at the graph."""
+
+        def target(where: str) -> Callable[[], QtWidgets.QWidget]:
+            if where == "graph":
+                return lambda: self.graph_view
+
+            def raised() -> QtWidgets.QWidget:
+                self.raise_dock(where)
+                return self.docks[where]
+
+            return raised
+
+        return [TourStop(title, text, target(where)) for title, text, where in STOPS]
+
+    def show_examples_by_topic(self) -> ExamplesByTopic:
+        """Help > Examples by Topic: non-modal; a title clicked there opens that example."""
+        if self.examples_by_topic is None:
+            self.examples_by_topic = ExamplesByTopic(list_examples(), self)
+            self.examples_by_topic.example_chosen.connect(self.load_example)
+        self.examples_by_topic.show()
+        self.examples_by_topic.raise_()
+        return self.examples_by_topic
 
     # ================================================================== user actions
     def load_example(self, key: str) -> bool:
@@ -356,10 +445,10 @@ class MainWindow(QtWidgets.QMainWindow):
         return start_folder(self.settings.last_directory(), self._document_folder())
 
     def export_folder(self) -> str:
-        """Where File > Export starts: the last folder exported to, else the document's, else
-        the last folder opened from."""
+        """Where File > Export starts: the last folder exported to, else the documents folder
+        (:func:`export_start_folder`)."""
         last_export = self.settings.last_export_directory()
-        return start_folder(last_export, self._document_folder(), self.settings.last_directory())
+        return export_start_folder(last_export, documents_folder(), assets.root())
 
     def open_dialog(self) -> None:
         path, _ = QtWidgets.QFileDialog.getOpenFileName(
@@ -608,7 +697,10 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def save_settings(self) -> None:
         self.settings.set_geometry(self.saveGeometry())
-        self.settings.set_window_state(self.saveState())
+        with self.dock_fit.unfolded():  # the arrangement the user made, not a narrow one's
+            self.settings.set_window_state(self.saveState())
+        if self.dock_fit.preferred is not None:  # their widths, which a narrow window squeezed
+            self.settings.set_dock_widths(self.dock_fit.preferred)
         self.settings.set_editor_text(self.editor.program_text)
         self.settings.set_theme(self._theme.name)
         self.settings.sync()

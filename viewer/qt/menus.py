@@ -135,10 +135,16 @@ ACTION_TEXTS: dict[str, str] = {
     "faster": "F&aster",
     "check_gradients": "Check &Gradients",
     "release_graph": "&Release Graph",
+    "examples_by_topic": "&Examples by Topic…",
+    "tour": "Take the &Tour",
     "shortcuts": "&Keyboard Shortcuts",
     "about": "&About",
 }
-TIPS = {"follow_step": "Pan the graph to keep the current step's Function and nodes in view"}
+TIPS = {
+    "follow_step": "Pan the graph to keep the current step's Function and nodes in view",
+    "examples_by_topic": "Every bundled example under its topic, with what it teaches",
+    "tour": "Show the first-run tour again: the editor, the graph, playback, inspector, legend",
+}
 ROLES = {"quit": QtGui.QAction.MenuRole.QuitRole, "about": QtGui.QAction.MenuRole.AboutRole}
 
 # Shown for discoverability; the editor handles these keys itself when it has the focus.
@@ -181,7 +187,7 @@ MENUS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ("check_gradients", "release_graph", "first_nonfinite", "next_nonfinite"),
     ),
     ("E&xamples", "examplesMenu", ("@examples",)),
-    ("&Help", "", ("shortcuts", "about")),
+    ("&Help", "", ("tour", "examples_by_topic", SEPARATOR, "shortcuts", "about")),
 )
 
 

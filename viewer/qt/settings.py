@@ -1,6 +1,7 @@
 """What survives a restart: window geometry and dock state, recent files, the editor's text,
-the theme, whether the graph follows the active step and shows its overview, the playback
-speed and the run limits, stored with QSettings (an INI file in the user's config folder).
+the theme, whether the first-run tour was seen, whether the graph follows the active step and
+shows its overview, the playback speed and the run limits, stored with QSettings (an INI file
+in the user's config folder).
 
 The file is the user's to edit, and anything can be in it. Every value is checked against its
 type and range when it is read; one that fails falls back to its default and is remembered in
@@ -34,6 +35,7 @@ THEME_NAMES = ("light", "dark")
 MAX_PATH_CHARS = 4096
 MAX_EDITOR_CHARS = 1 << 20  # far above what the expression language runs (20 000)
 MAX_SAVED_LAYOUT_BYTES = 1 << 20  # window/geometry, window/state
+MAX_DOCK_WIDTH = 20_000  # px: wider than any screen's
 # The largest memory limit a script may be given, in MiB (1 PiB): anything above cannot be a
 # real machine's, and setrlimit would refuse it.
 MAX_SCRIPT_MEMORY_MB = 1 << 30
@@ -132,6 +134,15 @@ def _saved_layout(value: Any) -> QtCore.QByteArray | None:
     return None if value.isEmpty() else value
 
 
+def _dock_widths(value: Any) -> tuple[int, int]:
+    """Two widths in pixels, as QSettings gives back a list (or the INI line as text)."""
+    parts = value.split(",") if isinstance(value, str) and len(value) <= 64 else value
+    if not isinstance(parts, list | tuple) or len(parts) != 2:
+        raise _Invalid(f"not two widths: {_shown(value)}")
+    left, right = (_integer(part, 0, MAX_DOCK_WIDTH) for part in parts)
+    return left, right
+
+
 def _recent(value: Any) -> list[str]:
     entries = [value] if isinstance(value, str) else value
     if not isinstance(entries, list):
@@ -151,6 +162,7 @@ class _Key:
 KEYS: dict[str, _Key] = {
     "window/geometry": _Key(None, _saved_layout),
     "window/state": _Key(None, _saved_layout),
+    "window/dockWidths": _Key(None, _dock_widths),
     "files/recent": _Key([], _recent),
     "files/lastDirectory": _Key("", _path),
     "files/lastExportDirectory": _Key("", _path),
@@ -158,6 +170,7 @@ KEYS: dict[str, _Key] = {
     "view/theme": _Key("light", _theme),
     "view/followActiveStep": _Key(True, _flag),
     "view/overview": _Key(True, _flag),
+    "help/tourSeen": _Key(False, _flag),
     "playback/speed": _Key(None, _speed),
     "limits/elementBudget": _Key(MAX_TOTAL_ELEMENTS, lambda v: _integer(v, 1, 10**10)),
     "limits/stepBudget": _Key(MAX_STEPS, lambda v: _integer(v, 1, 10**8)),
@@ -201,6 +214,11 @@ class AppSettings:
         keys = ", ".join(p.key for p in problems)
         return f"Settings ignored, defaults used: {keys}"
 
+    def refuse(self, key: str, reason: str) -> None:
+        """A value that passed its check but could not be used (Qt refused a saved window
+        layout): named in :attr:`problems` like one that failed its check."""
+        self._problems[key] = SettingsProblem(key, reason)
+
     def read(self, key: str) -> Any:
         """The value stored under ``key`` if it passes its check, else the key's default."""
         spec = KEYS[key]
@@ -231,6 +249,14 @@ class AppSettings:
 
     def set_window_state(self, value: QtCore.QByteArray) -> None:
         self.store.setValue("window/state", value)
+
+    def dock_widths(self) -> tuple[int, int] | None:
+        """The widths the user wants for the left and right dock columns (the window's docks
+        give them back as the window grows), or None when none are saved."""
+        return self.read("window/dockWidths")
+
+    def set_dock_widths(self, widths: tuple[int, int]) -> None:
+        self.store.setValue("window/dockWidths", [int(w) for w in widths])
 
     # ---------------------------------------------------------------- recent files
     def recent_files(self) -> list[str]:
@@ -288,6 +314,13 @@ class AppSettings:
 
     def set_overview_shown(self, on: bool) -> None:
         self.store.setValue("view/overview", bool(on))
+
+    def tour_seen(self) -> bool:
+        """Whether the first-run tour was finished or dismissed (Help > Tour replays it)."""
+        return self.read("help/tourSeen")
+
+    def set_tour_seen(self, seen: bool) -> None:
+        self.store.setValue("help/tourSeen", bool(seen))
 
     def speed(self) -> float | None:
         """The playback speed in steps per second, or None when none is saved."""

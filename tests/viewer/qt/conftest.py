@@ -29,6 +29,13 @@ def isolated_settings(tmp_path_factory, monkeypatch):
         QtCore.QSettings.setPath(QtCore.QSettings.Format.IniFormat, scope, str(folder))
         QtCore.QSettings.setPath(QtCore.QSettings.Format.NativeFormat, scope, str(folder))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(folder))
+    # A returning user's settings: the first-run tour (non-modal, so it would block nothing)
+    # stays away from tests that do not ask for it; its own tests remove this key.
+    from viewer.qt.settings import AppSettings
+
+    seen = AppSettings()
+    seen.set_tour_seen(True)
+    seen.sync()
     return folder
 
 

@@ -1,12 +1,15 @@
-"""File > Open and File > Export open in the last folder used, else the document's folder,
-never the process's working directory."""
+"""File > Open opens in the last folder used, else the document's folder; File > Export in
+the last folder exported to, else the documents folder; never the process's working
+directory."""
 
 from pathlib import Path
 
-from PySide6 import QtWidgets
+import pytest
+from PySide6 import QtCore, QtWidgets
 
+from viewer.model import assets
 from viewer.model.document.examples import find_example
-from viewer.qt.main_window import start_folder
+from viewer.qt.main_window import export_start_folder, start_folder
 
 
 def test_start_folder_takes_the_first_existing_folder_else_home(tmp_path, monkeypatch):
@@ -58,9 +61,12 @@ def test_open_starts_in_the_last_folder_used_else_the_documents(window, tmp_path
 
 def test_export_starts_in_the_last_export_folder(window, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    documents = tmp_path / "Documents"
+    documents.mkdir()
+    monkeypatch.setattr("viewer.qt.main_window.documents_folder", lambda: str(documents))
     dialogs = _Dialogs(monkeypatch)
-    window.export_dialog()
-    assert Path(dialogs.opened[-1]).parent == Path.home()
+    window.export_dialog()  # nothing exported yet: the user's documents folder
+    assert Path(dialogs.opened[-1]).parent == documents
     pictures = tmp_path / "pictures"
     pictures.mkdir()
     dialogs.answer = str(pictures / "mine.png")
@@ -69,3 +75,44 @@ def test_export_starts_in_the_last_export_folder(window, tmp_path, monkeypatch):
     dialogs.answer = ""
     window.export_dialog()
     assert Path(dialogs.opened[-1]).parent == pictures
+
+
+def test_the_export_folder_is_the_last_used_else_documents_never_the_bundled_one(tmp_path):
+    last, documents = tmp_path / "last", tmp_path / "Documents"
+    last.mkdir()
+    documents.mkdir()
+    bundled = assets.root()
+    examples = find_example("diamond").path.parent
+    assert export_start_folder(last, documents, bundled) == str(last)
+    assert export_start_folder("", documents, bundled) == str(documents)
+    assert export_start_folder(tmp_path / "gone", documents, bundled) == str(documents)
+    assert export_start_folder(examples, documents, bundled) == str(documents)
+    assert export_start_folder(bundled, "", bundled) == str(Path.home())
+    assert export_start_folder("", tmp_path / "no Documents", bundled) == str(Path.home())
+
+
+@pytest.fixture
+def documents(tmp_path, monkeypatch):
+    folder = tmp_path / "Documents"
+    folder.mkdir()
+    real = QtCore.QStandardPaths.writableLocation
+
+    def writable(location):
+        if location == QtCore.QStandardPaths.StandardLocation.DocumentsLocation:
+            return str(folder)
+        return real(location)
+
+    monkeypatch.setattr(QtCore.QStandardPaths, "writableLocation", writable)
+    return folder
+
+
+def test_export_opens_in_documents_not_beside_a_bundled_example(window, documents, monkeypatch):
+    opened: list[str] = []
+    monkeypatch.setattr(
+        QtWidgets.QFileDialog,
+        "getSaveFileName",
+        lambda parent, caption, start, filters: (opened.append(start), ("", ""))[1],
+    )
+    assert window.load_example("diamond")
+    window.export_dialog()
+    assert Path(opened[-1]) == documents / "diamond.png"

@@ -40,6 +40,9 @@ class ScriptPanel(QtWidgets.QWidget):
         # a popup of 20 rows, not a screen-high list hiding its last row under a scroll arrow
         # (Fusion's menu-like popup ignores maxVisibleItems; the list kind keeps the palette)
         self.graphs.setMaxVisibleItems(20)
+        # as narrow as a few characters: its placeholder's width would make the Script tab
+        # the widest panel and keep the graph from its half of a small window
+        self.graphs.setMinimumWidth(self.graphs.fontMetrics().horizontalAdvance("0" * 12))
         self._list_popup = _ListPopupStyle(self.graphs.style())
         self.graphs.setStyle(self._list_popup)
         # a long label is cut in the closed box: its tooltip holds it whole

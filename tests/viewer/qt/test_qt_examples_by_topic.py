@@ -1,0 +1,40 @@
+"""Help > Examples by Topic: every bundled example under its topic, with what it teaches."""
+
+from __future__ import annotations
+
+from PySide6 import QtCore, QtWidgets
+
+from viewer.app import build_window
+from viewer.model.document.examples import find_example, list_examples
+
+
+def _shown(qtbot, width=1280, height=800):
+    window = build_window([])
+    qtbot.addWidget(window)
+    window.resize(width, height)
+    window.show()
+    qtbot.waitExposed(window)
+    qtbot.waitUntil(lambda: window.dock_fit.preferred is not None)
+    QtWidgets.QApplication.processEvents()
+    return window
+
+
+def test_examples_by_topic_says_what_each_example_teaches_and_opens_one(qtbot):
+    window = _shown(qtbot)
+    window.actions["examples_by_topic"].trigger()
+    dialog = window.examples_by_topic
+    assert dialog.isVisible() and not dialog.isModal()
+    text = " ".join(dialog.browser.toPlainText().split())
+    for example in list_examples():
+        assert example.description, example.stem  # each example says what it teaches
+        assert " ".join(example.title.split()) in text
+        assert " ".join(example.description.split()) in text
+    for topic in ("Basics", "Higher order", "Training", "Debugging", "Leaks"):
+        assert topic in text
+    # a title is a link: following it opens that example and closes the list
+    dialog.browser.anchorClicked.emit(QtCore.QUrl("example:diamond"))
+    assert window.document.path == find_example("diamond").path
+    assert not dialog.isVisible()
+    window.show_examples_by_topic()
+    dialog.browser.anchorClicked.emit(QtCore.QUrl("example:no_such_example"))
+    assert dialog.isVisible() and window.document.path == find_example("diamond").path
