@@ -85,6 +85,7 @@ def test_an_open_module_is_drawn_as_a_light_titled_frame(qtbot, scoped, theme):
     view, doc = win.graph_view, win.document
     win.set_theme(theme.name)
     doc.expand("Net/b0")
+    qtbot.wait(50)  # the window settles (its docks are sized once shown: the view refits)
     frames = {f.path: f for f in doc.scene.geometry.frames}
     assert view.frame_layer.frames == doc.scene.geometry.frames
     b0 = frames["Net/b0"]
