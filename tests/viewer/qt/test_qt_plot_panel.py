@@ -7,6 +7,7 @@ import itertools
 import math
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -333,3 +334,49 @@ def test_a_script_started_during_a_plot_says_the_plot_waits_for_it(
     assert not binding.busy and "Computing" not in message.text()
     window.document.cancel_script()
     wait_for_script(window, timeout=30_000)
+
+
+def _label_spans(axis):
+    """The drawn tick labels of ``axis`` as ``(left, right, text)`` along it, each as wide as
+    its text in the axis' font, sorted."""
+    metrics = QtGui.QFontMetricsF(axis.tick_font)
+    spans = []
+    for rect, text in _drawn_labels(axis):
+        width = metrics.horizontalAdvance(text)
+        spans.append((rect.center().x() - width / 2, rect.center().x() + width / 2, text))
+    return sorted(spans)
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "integer"),
+    [
+        (0.5, 10.5, True),  # passes: 10, 3000, 150 000 of them
+        (0.5, 3000.5, True),
+        (0.5, 150_000.5, True),
+        (390.0, 520.0, True),  # zoomed in on a long run
+        (-2.0, 3.0, False),  # an f(x) row, a histogram
+        (-123_456.0, 987_654.0, False),
+        (0.0012, 0.0047, False),
+    ],
+)
+def test_tick_labels_never_overlap_at_any_width(qtbot, low, high, integer):
+    """QA: the x axis read '400500' (two labels run together); now one level is labelled, its
+    step chosen from the labels' width in the axis' font."""
+    from viewer.qt.drawing.plot_items import ReadableAxis
+
+    plot = pg.PlotWidget(axisItems={"bottom": ReadableAxis("bottom", integer=integer)})
+    qtbot.addWidget(plot)
+    plot.show()
+    qtbot.waitExposed(plot)
+    axis = plot.getAxis("bottom")
+    for width in range(150, 1601, 50):
+        plot.resize(width, 160)
+        plot.setXRange(low, high, padding=0)
+        QtWidgets.QApplication.processEvents()
+        spans = _label_spans(axis)
+        assert len(spans) >= 2 or axis.width() < 120, (width, spans)
+        for (_a0, a1, ta), (b0, _b1, tb) in itertools.pairwise(spans):
+            assert a1 < b0, f"{ta!r} overlaps {tb!r} at {width} px"
+        drawn = _drawn_labels(axis)
+        for (a, ta), (b, tb) in itertools.combinations(drawn, 2):
+            assert not a.intersects(b), f"{ta!r} overlaps {tb!r} at {width} px"
