@@ -380,3 +380,101 @@ def test_tick_labels_never_overlap_at_any_width(qtbot, low, high, integer):
         drawn = _drawn_labels(axis)
         for (a, ta), (b, tb) in itertools.combinations(drawn, 2):
             assert not a.intersects(b), f"{ta!r} overlaps {tb!r} at {width} px"
+
+
+# ----------------------------------------------------------------------------- the pass on screen
+def _click_point(qtbot, plot, x, y):
+    """A real left click on ``plot``'s viewport at the pixel of the point ``(x, y)`` (view
+    coordinates)."""
+    scene_point = plot.getViewBox().mapViewToScene(QtCore.QPointF(x, y))
+    qtbot.mouseClick(
+        plot.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=plot.mapFromScene(scene_point)
+    )
+
+
+def _pass_marks(panel):
+    """Where the mark of the pass on screen stands on each training plot, and the dot."""
+    xs = [line.value() if line.isVisible() else None for line in panel.pass_lines]
+    dot = panel.pass_dot.getData()
+    return xs, (list(dot[0]), list(dot[1])) if dot[0] is not None else ([], [])
+
+
+@pytest.fixture
+def sampled_run(qtbot, window, wait_for_script):
+    """linear_regression.py (500 passes) with the graphs of about 20 kept, the Training tab up."""
+    from viewer.model.document.examples import find_example
+
+    window.raise_dock("plotPanel")
+    window.document.script_max_passes = 20
+    _run_script(wait_for_script, window, find_example("linear_regression").path)
+    result = window.document.script_result
+    assert result.sampling and len(result.passes) == 500
+    qtbot.waitUntil(lambda: window.plot_panel.training_data is not None, timeout=10_000)
+    return window
+
+
+def test_every_training_plot_marks_the_pass_on_screen(qtbot, sampled_run):
+    from viewer.model.panels.plots import graph_pass
+
+    window = sampled_run
+    doc, panel = window.document, window.plot_panel
+    result = doc.script_result
+    assert len(panel.pass_lines) == 2  # the loss plot and the gradient norms' plot
+    assert [line.getViewBox() for line in panel.pass_lines] == [
+        panel.loss_plot.getViewBox(),
+        panel.norm_plot.getViewBox(),
+    ]
+    last = graph_pass(result.graphs[-1])
+    assert last == 499
+    xs, (dot_x, dot_y) = _pass_marks(panel)
+    assert xs == [500.0, 500.0] and dot_x == [500.0]  # counted from 1, as the graph list
+    assert "the dashed line marks #500, the graph shown" in panel.training_message.text()
+    loss_x, loss_y = panel.loss_curve.getData()
+    assert dot_y == [pytest.approx(loss_y[loss_x == 500.0][0])]  # on the loss curve
+    for index in (3, len(result.graphs) // 2):  # chosen in the Script panel's graph list
+        window.script_panel.graphs.activated.emit(index)
+        qtbot.waitUntil(lambda index=index: result.graph_index(doc.trace) == index)
+        number = graph_pass(result.graphs[index]) + 1
+        xs, (dot_x, _dot_y) = _pass_marks(panel)
+        assert xs == [number, number] and dot_x == [number]
+        assert f"marks #{number:,}," in panel.training_message.text()
+    panel.set_current_tab("function")  # the mark stays put while another tab is up
+    window.script_panel.graphs.activated.emit(5)
+    qtbot.waitUntil(lambda: result.graph_index(doc.trace) == 5)
+    panel.set_current_tab("training")
+    number = graph_pass(result.graphs[5]) + 1
+    assert _pass_marks(panel)[0] == [number, number]
+
+
+def test_a_click_on_a_point_opens_the_nearest_kept_pass_and_says_which(qtbot, sampled_run):
+    from viewer.model.panels.plots import graph_pass
+
+    window = sampled_run
+    doc, panel = window.document, window.plot_panel
+    result = doc.script_result
+    kept = [graph_pass(g) for g in result.graphs]
+    # a pass past the first, fully kept ones, whose graph the run dropped
+    wanted = next(p for p in range(300, 0, -1) if p not in kept)
+    nearest = min(kept, key=lambda p: (abs(p - wanted), p))
+    assert nearest != wanted
+    loss_x, loss_y = panel.loss_curve.getData()
+    panel.loss_plot.setXRange(wanted - 3, wanted + 5, padding=0)  # a few pixels a pass
+    QtWidgets.QApplication.processEvents()
+    _click_point(qtbot, panel.loss_plot, wanted + 1, loss_y[loss_x == wanted + 1][0])
+    qtbot.waitUntil(lambda: graph_pass(result.graphs[result.graph_index(doc.trace)]) == nearest)
+    status = window.statusBar().currentMessage()
+    assert status.startswith(f"Opened pass #{nearest + 1} (nearest kept to #{wanted + 1}: ")
+    assert f"kept the graphs of {len(kept)} of its 500 passes" in status
+    assert window.script_panel.selected_graph() == kept.index(nearest)  # the list follows
+    assert doc.title.endswith(result.graphs[kept.index(nearest)].title)
+    assert _pass_marks(panel)[0] == [nearest + 1, nearest + 1]
+
+    # a kept pass, clicked on the gradient norms' plot: that very pass
+    exact = kept[2]
+    panel.norm_plot.setXRange(exact - 3, exact + 5, padding=0)
+    QtWidgets.QApplication.processEvents()
+    norm_x, norm_y = panel.norm_curves[0].getData()
+    _click_point(qtbot, panel.norm_plot, exact + 1, norm_y[norm_x == exact + 1][0])
+    qtbot.waitUntil(lambda: result.graph_index(doc.trace) == 2)
+    assert window.statusBar().currentMessage() == f"Opened pass #{exact + 1}"
+    assert _pass_marks(panel)[0] == [exact + 1, exact + 1]

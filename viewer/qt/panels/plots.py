@@ -8,6 +8,7 @@ to compute and when is decided by :class:`viewer.qt.panels.plots_binding.PlotBin
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -92,6 +93,7 @@ def _column(page: QtWidgets.QWidget, message: QtWidgets.QLabel, *plots: QtWidget
 class PlotPanel(QtWidgets.QWidget):
     leaf_chosen = QtCore.Signal(str)
     tab_changed = QtCore.Signal(str)  # one of TABS
+    pass_clicked = QtCore.Signal(int)  # the pass (from 0) of the training point nearest a click
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
@@ -206,6 +208,27 @@ class PlotPanel(QtWidgets.QWidget):
         grid.setRowStretch(2, 1)
         self.tabs.addTab(page, "Training")
         self.training_data: Any = None
+        self._training_notes: list[str] = []
+        # The pass whose graph is on screen: a line across each training plot (so every curve
+        # is marked at it) and a dot on the loss curve; the message above names it.
+        self.shown_pass: int | None = None
+        self.pass_lines: list[pg.InfiniteLine] = []
+        for plot in (self.loss_plot, self.norm_plot):
+            line = pg.InfiniteLine(angle=90, movable=False)
+            line.setZValue(-5)  # behind the curves
+            line.hide()
+            plot.addItem(line, ignoreBounds=True)
+            self.pass_lines.append(line)
+            plot.setToolTip(
+                "Click a point to open that pass's graph (in a long run, the nearest pass "
+                "whose graph was kept)"
+            )
+            plot.scene().sigMouseClicked.connect(
+                lambda event, plot=plot: self._on_training_click(plot, event)
+            )
+        self.pass_dot = pg.PlotDataItem([], [], pen=None, symbol="o", symbolSize=10)
+        self.loss_plot.addItem(self.pass_dot)
+        self._style_pass_marks(self._theme)
 
         # ------------------------------------------------------------ histograms
         page = QtWidgets.QWidget(self.tabs)
@@ -240,8 +263,15 @@ class PlotPanel(QtWidgets.QWidget):
                 axis.setTextPen(pg.mkPen(theme.text))
         for line in self.marker_lines:
             line.setPen(pg.mkPen(theme.mid, style=QtCore.Qt.PenStyle.DashLine))
+        self._style_pass_marks(theme)
         if self.function_data is not None:
             self._label_function_rows(self.function_data.labels)
+
+    def _style_pass_marks(self, theme: Theme) -> None:
+        for line in self.pass_lines:
+            line.setPen(pg.mkPen(theme.text, width=1.5, style=QtCore.Qt.PenStyle.DashLine))
+        self.pass_dot.setSymbolPen(pg.mkPen(theme.text, width=1.5))
+        self.pass_dot.setSymbolBrush(pg.mkBrush(theme.base))
 
     def _plots(self) -> tuple[pg.PlotWidget, ...]:
         return (self.loss_plot, self.norm_plot, self.value_histogram, self.grad_histogram)
@@ -385,6 +415,7 @@ class PlotPanel(QtWidgets.QWidget):
         self.training_data = None
         self.loss_curve.setData([], [])
         self._clear_norms()
+        self._draw_shown_pass()
         self.loss_plot.setVisible(False)
         self.norm_plot.setVisible(False)
         self.norm_legend.setVisible(False)
@@ -430,8 +461,7 @@ class PlotPanel(QtWidgets.QWidget):
         notes = list(data.notes)
         if data.n_steps == 1:
             notes.append("one backward() call: a training loop calls it once per step")
-        self.training_message.setText("; ".join(notes))
-        self.training_message.setVisible(bool(notes))
+        self._training_notes = notes
         # Losses and norms span decades: a log axis when every value allows one.
         self.loss_plot.setLogMode(y=_positive(data.loss) and len(steps) > 1)
         self.norm_plot.setLogMode(y=_positive(data.grad_norms) and len(steps) > 1)
@@ -440,6 +470,61 @@ class PlotPanel(QtWidgets.QWidget):
         self.norm_legend.setVisible(bool(data.labels))
         self.loss_plot.enableAutoRange()
         self.norm_plot.enableAutoRange()
+        self._draw_shown_pass()
+
+    def show_pass(self, number: int | None) -> None:
+        """Mark pass ``number`` (from 0; None: no pass) as the one whose graph is on screen."""
+        self.shown_pass = number
+        self._draw_shown_pass()
+
+    def _draw_shown_pass(self) -> None:
+        data, number = self.training_data, self.shown_pass
+        if data is not None:
+            notes = list(self._training_notes)
+            if number is not None:
+                notes.append(
+                    f"the dashed line marks #{number + 1:,}, the graph shown: click the curves "
+                    "to open another pass"
+                )
+            self.training_message.setText("; ".join(notes))
+            self.training_message.setVisible(bool(notes))
+        if data is None or number is None:
+            for line in self.pass_lines:
+                line.hide()
+            self.pass_dot.setData([], [])
+            return
+        x = float(number + 1)  # backward #1.., as the graph list
+        for line in self.pass_lines:
+            line.setPos(x)
+            line.show()
+        steps = np.asarray(data.steps)
+        j = int(np.searchsorted(steps, number))
+        loss = float(data.loss[j]) if j < len(steps) and steps[j] == number else math.nan
+        if math.isfinite(loss):
+            self.pass_dot.setData([x], [loss])
+        else:
+            self.pass_dot.setData([], [])
+
+    def _on_training_click(self, plot: pg.PlotWidget, event: Any) -> None:
+        """A left click in a training plot's data area: the pass of the nearest point."""
+        data = self.training_data
+        if (
+            data is None
+            or not len(data.steps)
+            or event.button() != QtCore.Qt.MouseButton.LeftButton
+        ):
+            return
+        view = plot.getViewBox()
+        where = event.scenePos()
+        if not view.sceneBoundingRect().contains(where):
+            return
+        x = view.mapSceneToView(where).x() - 1  # the plot counts passes from 1
+        steps = np.asarray(data.steps)
+        j = int(np.clip(np.searchsorted(steps, x), 1, len(steps) - 1)) if len(steps) > 1 else 0
+        if j and abs(steps[j - 1] - x) <= abs(steps[j] - x):
+            j -= 1
+        event.accept()
+        self.pass_clicked.emit(int(steps[j]))
 
     # ---------------------------------------------------------------- histograms
     def show_histogram_message(self, text: str) -> None:
