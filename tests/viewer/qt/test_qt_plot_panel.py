@@ -353,10 +353,14 @@ def _label_spans(axis):
         (0.5, 10.5, True),  # passes: 10, 3000, 150 000 of them
         (0.5, 3000.5, True),
         (0.5, 150_000.5, True),
+        (0.5, 764.5, True),
         (390.0, 520.0, True),  # zoomed in on a long run
-        (-2.0, 3.0, False),  # an f(x) row, a histogram
+        (-564_325.0, 421_537.0, True),
+        (0.5, 764.5, False),  # an f(x) row, a histogram
+        (0.5, 5993.1, False),
+        (-2.0, 3.0, False),
+        (-0.0865, -0.0208, False),
         (-123_456.0, 987_654.0, False),
-        (0.0012, 0.0047, False),
     ],
 )
 def test_tick_labels_never_overlap_at_any_width(qtbot, low, high, integer):
@@ -364,22 +368,46 @@ def test_tick_labels_never_overlap_at_any_width(qtbot, low, high, integer):
     step chosen from the labels' width in the axis' font."""
     from viewer.qt.drawing.plot_items import ReadableAxis
 
-    plot = pg.PlotWidget(axisItems={"bottom": ReadableAxis("bottom", integer=integer)})
+    axis = ReadableAxis("bottom", integer=integer)
+    plot = pg.PlotWidget(axisItems={"bottom": axis})
+    plot.showGrid(x=True, y=True, alpha=0.2)
     qtbot.addWidget(plot)
     plot.show()
     qtbot.waitExposed(plot)
-    axis = plot.getAxis("bottom")
-    for width in range(150, 1601, 50):
-        plot.resize(width, 160)
-        plot.setXRange(low, high, padding=0)
+    for points in (9, 11, 13):  # the user's font may be larger than the tests' default
+        font = QtGui.QFont(axis.font())
+        font.setPointSize(points)
+        axis.setStyle(tickFont=font)
+        for width in range(150, 1601, 23):
+            plot.resize(width, 160)
+            plot.setXRange(low, high, padding=0)
+            QtWidgets.QApplication.processEvents()
+            spans = _label_spans(axis)
+            # with room for a few labels, some label (a short axis in a large font may have none)
+            assert spans or axis.width() < 10 * points, (points, width)
+            for (_a0, a1, ta), (b0, _b1, tb) in itertools.pairwise(spans):
+                assert a1 < b0, f"{ta!r} overlaps {tb!r} at {width} px, {points} pt"
+            drawn = _drawn_labels(axis)
+            for (a, ta), (b, tb) in itertools.combinations(drawn, 2):
+                assert not a.intersects(b), f"{ta!r} overlaps {tb!r} at {width} px, {points} pt"
+
+
+@pytest.mark.parametrize("n", [10, 3000, 150_000])
+def test_the_training_plots_pass_numbers_never_overlap(qtbot, shown_panel, n):
+    panel = shown_panel
+    panel.set_current_tab("training")
+    rng = np.random.default_rng(0)
+    loss = np.exp(np.linspace(0.1, -2.6, n) + 0.25 * rng.standard_normal(n))
+    norms = np.exp(rng.normal(-3.0, 0.7, size=(2, n)))
+    panel.show_training(TrainingCurves(np.arange(n), loss, "loss", (1, 2), ("W", "b"), norms))
+    for width in (200, 300, 420, 800, 1600):  # the panel keeps its own minimum width
+        panel.resize(width, 330)
         QtWidgets.QApplication.processEvents()
-        spans = _label_spans(axis)
-        assert len(spans) >= 2 or axis.width() < 120, (width, spans)
-        for (_a0, a1, ta), (b0, _b1, tb) in itertools.pairwise(spans):
-            assert a1 < b0, f"{ta!r} overlaps {tb!r} at {width} px"
-        drawn = _drawn_labels(axis)
-        for (a, ta), (b, tb) in itertools.combinations(drawn, 2):
-            assert not a.intersects(b), f"{ta!r} overlaps {tb!r} at {width} px"
+        for plot in (panel.loss_plot, panel.norm_plot):
+            spans = _label_spans(plot.getAxis("bottom"))
+            assert len(spans) >= 2, (width, spans)
+            for (_a0, a1, ta), (b0, _b1, tb) in itertools.pairwise(spans):
+                assert a1 < b0, f"{ta!r} overlaps {tb!r} at {width} px"
 
 
 # ----------------------------------------------------------------------------- the pass on screen
@@ -428,7 +456,7 @@ def test_every_training_plot_marks_the_pass_on_screen(qtbot, sampled_run):
     assert last == 499
     xs, (dot_x, dot_y) = _pass_marks(panel)
     assert xs == [500.0, 500.0] and dot_x == [500.0]  # counted from 1, as the graph list
-    assert "the dashed line marks #500, the graph shown" in panel.training_message.text()
+    assert panel.pass_label.toPlainText() == "#500"
     loss_x, loss_y = panel.loss_curve.getData()
     assert dot_y == [pytest.approx(loss_y[loss_x == 500.0][0])]  # on the loss curve
     for index in (3, len(result.graphs) // 2):  # chosen in the Script panel's graph list
@@ -437,7 +465,7 @@ def test_every_training_plot_marks_the_pass_on_screen(qtbot, sampled_run):
         number = graph_pass(result.graphs[index]) + 1
         xs, (dot_x, _dot_y) = _pass_marks(panel)
         assert xs == [number, number] and dot_x == [number]
-        assert f"marks #{number:,}," in panel.training_message.text()
+        assert panel.pass_label.toPlainText() == f"#{number:,}"
     panel.set_current_tab("function")  # the mark stays put while another tab is up
     window.script_panel.graphs.activated.emit(5)
     qtbot.waitUntil(lambda: result.graph_index(doc.trace) == 5)

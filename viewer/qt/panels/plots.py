@@ -208,13 +208,16 @@ class PlotPanel(QtWidgets.QWidget):
         grid.setRowStretch(2, 1)
         self.tabs.addTab(page, "Training")
         self.training_data: Any = None
-        self._training_notes: list[str] = []
         # The pass whose graph is on screen: a line across each training plot (so every curve
-        # is marked at it) and a dot on the loss curve; the message above names it.
+        # is marked at it), numbered on the loss plot, and a dot on the loss curve.
         self.shown_pass: int | None = None
         self.pass_lines: list[pg.InfiniteLine] = []
         for plot in (self.loss_plot, self.norm_plot):
-            line = pg.InfiniteLine(angle=90, movable=False)
+            # pyqtgraph's own label anchors: the number goes to the side with room
+            label = "#{value:,.0f}" if plot is self.loss_plot else None
+            line = pg.InfiniteLine(
+                angle=90, movable=False, label=label, labelOpts={"position": 0.8}
+            )
             line.setZValue(-5)  # behind the curves
             line.hide()
             plot.addItem(line, ignoreBounds=True)
@@ -226,6 +229,7 @@ class PlotPanel(QtWidgets.QWidget):
             plot.scene().sigMouseClicked.connect(
                 lambda event, plot=plot: self._on_training_click(plot, event)
             )
+        self.pass_label: pg.InfLineLabel = self.pass_lines[0].label
         self.pass_dot = pg.PlotDataItem([], [], pen=None, symbol="o", symbolSize=10)
         self.loss_plot.addItem(self.pass_dot)
         self._style_pass_marks(self._theme)
@@ -270,6 +274,7 @@ class PlotPanel(QtWidgets.QWidget):
     def _style_pass_marks(self, theme: Theme) -> None:
         for line in self.pass_lines:
             line.setPen(pg.mkPen(theme.text, width=1.5, style=QtCore.Qt.PenStyle.DashLine))
+        self.pass_label.setColor(theme.text)
         self.pass_dot.setSymbolPen(pg.mkPen(theme.text, width=1.5))
         self.pass_dot.setSymbolBrush(pg.mkBrush(theme.base))
 
@@ -461,7 +466,8 @@ class PlotPanel(QtWidgets.QWidget):
         notes = list(data.notes)
         if data.n_steps == 1:
             notes.append("one backward() call: a training loop calls it once per step")
-        self._training_notes = notes
+        self.training_message.setText("; ".join(notes))
+        self.training_message.setVisible(bool(notes))
         # Losses and norms span decades: a log axis when every value allows one.
         self.loss_plot.setLogMode(y=_positive(data.loss) and len(steps) > 1)
         self.norm_plot.setLogMode(y=_positive(data.grad_norms) and len(steps) > 1)
@@ -479,15 +485,6 @@ class PlotPanel(QtWidgets.QWidget):
 
     def _draw_shown_pass(self) -> None:
         data, number = self.training_data, self.shown_pass
-        if data is not None:
-            notes = list(self._training_notes)
-            if number is not None:
-                notes.append(
-                    f"the dashed line marks #{number + 1:,}, the graph shown: click the curves "
-                    "to open another pass"
-                )
-            self.training_message.setText("; ".join(notes))
-            self.training_message.setVisible(bool(notes))
         if data is None or number is None:
             for line in self.pass_lines:
                 line.hide()
@@ -495,8 +492,8 @@ class PlotPanel(QtWidgets.QWidget):
             return
         x = float(number + 1)  # backward #1.., as the graph list
         for line in self.pass_lines:
+            line.show()  # first: the label follows the line's position only while shown
             line.setPos(x)
-            line.show()
         steps = np.asarray(data.steps)
         j = int(np.searchsorted(steps, number))
         loss = float(data.loss[j]) if j < len(steps) and steps[j] == number else math.nan
