@@ -414,6 +414,7 @@ def test_the_training_plots_pass_numbers_never_overlap(qtbot, shown_panel, n):
 def _click_point(qtbot, plot, x, y):
     """A real left click on ``plot``'s viewport at the pixel of the point ``(x, y)`` (view
     coordinates)."""
+    QtWidgets.QApplication.processEvents()  # the view's range is updated lazily
     scene_point = plot.getViewBox().mapViewToScene(QtCore.QPointF(x, y))
     qtbot.mouseClick(
         plot.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=plot.mapFromScene(scene_point)
@@ -506,3 +507,28 @@ def test_a_click_on_a_point_opens_the_nearest_kept_pass_and_says_which(qtbot, sa
     qtbot.waitUntil(lambda: result.graph_index(doc.trace) == 2)
     assert window.statusBar().currentMessage() == f"Opened pass #{exact + 1}"
     assert _pass_marks(panel)[0] == [exact + 1, exact + 1]
+
+
+def test_a_click_on_the_curves_of_a_saved_trace_says_every_pass_is_shown(qtbot, window):
+    import autodiff.functions as F
+    from autodiff import Parameter, trace
+
+    with trace.record() as t:
+        w = Parameter(np.array([1.0, 2.0]), name="w")
+        for _ in range(4):
+            w.cleargrad()
+            loss = F.sum(w * w)
+            loss.backward()
+            w.data = w.data - 0.1 * w.grad.data
+    window.raise_dock("plotPanel")
+    window.document.load_trace(t, "four passes")
+    panel = window.plot_panel
+    panel.set_current_tab("training")
+    qtbot.waitUntil(lambda: panel.training_data is not None)
+    assert panel.training_data.n_steps == 4
+    assert _pass_marks(panel)[0] == [None, None]  # one graph holds every pass: none is marked
+    _click_point(qtbot, panel.loss_plot, 3, np.log10(panel.training_data.loss[2]))
+    assert window.statusBar().currentMessage() == (
+        "Backward #3 has no graph of its own to open: the graph shown holds every pass"
+    )
+    assert window.document.title.endswith("four passes")
