@@ -31,11 +31,10 @@ class ReadableAxis(pg.AxisItem):
     label two or three levels when it guesses there is room, and on a short axis, or with long
     labels, they run together: ``400500``). On a linear axis the labelled step is the finest
     round one (1, 2 or 5 times a power of ten) whose labels, written as they will be drawn and
-    measured in the axis' font, keep at least half a label apart sideways (a line and a half
-    upright), and no finer than pyqtgraph's second level, so that a long axis keeps its usual
-    density. A log axis takes its ticks from :func:`viewer.model.panels.plot_scales.log_ticks`.
-    ``integer``: an axis of counts (backward passes), ticked at whole numbers and labelled
-    without a decimal point."""
+    measured in the axis' font, keep apart (:meth:`label_room`), and no finer than pyqtgraph's
+    second level, so that a long axis keeps its usual density. A log axis takes its ticks from
+    :func:`viewer.model.panels.plot_scales.log_ticks`. ``integer``: an axis of counts (backward
+    passes), ticked at whole numbers and labelled without a decimal point."""
 
     def __init__(self, orientation: str, *args: Any, integer: bool = False, **kwargs: Any):
         super().__init__(orientation, *args, **kwargs)
