@@ -207,7 +207,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.scene_binding = SceneBinding(doc, self.graph_view, self.inspector, status_bar, self)
         scene = self.scene_binding
         self.scope_binding = ScopeBinding(doc, self.graph_view, self)
-        self.plot_binding = PlotBinding(doc, self.plot_panel, docks["plotPanel"], self)
+        self.plot_binding = PlotBinding(doc, self.plot_panel, docks["plotPanel"], status_bar, self)
         self.leak_binding = LeakBinding(
             doc, self.leak_panel, docks["leakPanel"], scene, status_bar, self
         )

@@ -155,6 +155,57 @@ def test_training_curves_skip_passes_from_a_gradient():
     assert curves.labels == ("x",)  # a scalar: no shape in the label
 
 
+def test_the_curves_count_passes_as_the_graphs_do_and_the_pass_on_screen_is_known(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(TRAINING)
+    doc = Document()
+    assert doc.run_script(script)
+    result = doc.script_result
+    graphs = [plots.graph_pass(g) for g in result.graphs]
+    assert graphs == list(plots.document_training_curves(doc).steps) == [0, 1, 2, 3, 4]
+    assert plots.document_shown_pass(doc) == 4  # the last graph is shown
+    assert doc.show_script_graph(1)
+    assert plots.document_shown_pass(doc) == 1
+    doc.load_example("newton")  # two backward() per iteration, one of them from a gradient
+    assert doc.apply_script_result(doc.script_run.run())
+    newton = doc.script_result
+    passes = [plots.graph_pass(g) for g in newton.graphs]
+    assert passes == list(range(len(passes)))
+    assert set(plots.document_training_curves(doc).steps) < set(passes)
+    assert plots.document_shown_pass(doc) == passes[-1]
+    doc.run_expression("x = 2.0\ny = x * x")
+    assert plots.document_shown_pass(doc) is None  # no script's pass on screen
+
+
+def test_a_click_opens_the_nearest_kept_pass_and_says_which():
+    from types import SimpleNamespace
+
+    from viewer.model.scripts.run import ScriptGraph
+
+    kept = (0, 1, 2, 10, 20, 40, 499)
+    graphs = [ScriptGraph(f"#{p + 1}", 7, p if p < 3 else 0, p) for p in kept]
+    graphs.append(ScriptGraph("output y", 9, -1))  # a graph of no pass is never chosen
+    result = SimpleNamespace(graphs=graphs, passes=[None] * 500)
+    for wanted, expected in ((0, 0), (7, 10), (15, 10), (30, 20), (31, 40), (600, 499)):
+        choice = plots.nearest_kept_pass(result, wanted)  # ties: the earlier pass
+        assert (choice.number, graphs[choice.index].number) == (expected, expected), wanted
+    choice = plots.nearest_kept_pass(result, 399)
+    assert choice.note() == (
+        "Opened pass #500 (nearest kept to #400: the run kept the graphs of 7 of its 500 passes)"
+    )
+    assert plots.nearest_kept_pass(result, 20).note() == "Opened pass #21"
+    assert plots.nearest_kept_pass(result, 20).note(on_screen=True) == "Pass #21 is on screen"
+    # graphs of one trace (no pass log): their pass is their backward pass in it
+    plain = SimpleNamespace(graphs=[ScriptGraph(f"backward #{k + 1}", 3, k) for k in range(4)])
+    plain.passes = None
+    assert plots.nearest_kept_pass(plain, 2).index == 2
+    assert plots.nearest_kept_pass(plain, 9).note() == (
+        "Opened pass #4 (nearest kept to #10: the run kept the graphs of 4 of its 4 passes)"
+    )
+    only_outputs = SimpleNamespace(graphs=[ScriptGraph("output y", 9, -1)], passes=None)
+    assert plots.nearest_kept_pass(only_outputs, 0) is None
+
+
 def test_training_curves_need_a_backward(tmp_path):
     script = tmp_path / "nobackward.py"
     script.write_text(

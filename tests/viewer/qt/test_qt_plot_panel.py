@@ -7,6 +7,7 @@ import itertools
 import math
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -333,3 +334,201 @@ def test_a_script_started_during_a_plot_says_the_plot_waits_for_it(
     assert not binding.busy and "Computing" not in message.text()
     window.document.cancel_script()
     wait_for_script(window, timeout=30_000)
+
+
+def _label_spans(axis):
+    """The drawn tick labels of ``axis`` as ``(left, right, text)`` along it, each as wide as
+    its text in the axis' font, sorted."""
+    metrics = QtGui.QFontMetricsF(axis.tick_font)
+    spans = []
+    for rect, text in _drawn_labels(axis):
+        width = metrics.horizontalAdvance(text)
+        spans.append((rect.center().x() - width / 2, rect.center().x() + width / 2, text))
+    return sorted(spans)
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "integer"),
+    [
+        (0.5, 10.5, True),  # passes: 10, 3000, 150 000 of them
+        (0.5, 3000.5, True),
+        (0.5, 150_000.5, True),
+        (0.5, 764.5, True),
+        (390.0, 520.0, True),  # zoomed in on a long run
+        (-564_325.0, 421_537.0, True),
+        (0.5, 764.5, False),  # an f(x) row, a histogram
+        (0.5, 5993.1, False),
+        (-2.0, 3.0, False),
+        (-0.0865, -0.0208, False),
+        (-123_456.0, 987_654.0, False),
+    ],
+)
+def test_tick_labels_never_overlap_at_any_width(qtbot, low, high, integer):
+    """QA: the x axis read '400500' (two labels run together); now one level is labelled, its
+    step chosen from the labels' width in the axis' font."""
+    from viewer.qt.drawing.plot_items import ReadableAxis
+
+    axis = ReadableAxis("bottom", integer=integer)
+    plot = pg.PlotWidget(axisItems={"bottom": axis})
+    plot.showGrid(x=True, y=True, alpha=0.2)
+    qtbot.addWidget(plot)
+    plot.show()
+    qtbot.waitExposed(plot)
+    for points in (9, 11, 13):  # the user's font may be larger than the tests' default
+        font = QtGui.QFont(axis.font())
+        font.setPointSize(points)
+        axis.setStyle(tickFont=font)
+        for width in range(150, 1601, 23):
+            plot.resize(width, 160)
+            plot.setXRange(low, high, padding=0)
+            QtWidgets.QApplication.processEvents()
+            spans = _label_spans(axis)
+            # with room for a few labels, some label (a short axis in a large font may have none)
+            assert spans or axis.width() < 10 * points, (points, width)
+            for (_a0, a1, ta), (b0, _b1, tb) in itertools.pairwise(spans):
+                assert a1 < b0, f"{ta!r} overlaps {tb!r} at {width} px, {points} pt"
+            drawn = _drawn_labels(axis)
+            for (a, ta), (b, tb) in itertools.combinations(drawn, 2):
+                assert not a.intersects(b), f"{ta!r} overlaps {tb!r} at {width} px, {points} pt"
+
+
+@pytest.mark.parametrize("n", [10, 3000, 150_000])
+def test_the_training_plots_pass_numbers_never_overlap(qtbot, shown_panel, n):
+    panel = shown_panel
+    panel.set_current_tab("training")
+    rng = np.random.default_rng(0)
+    loss = np.exp(np.linspace(0.1, -2.6, n) + 0.25 * rng.standard_normal(n))
+    norms = np.exp(rng.normal(-3.0, 0.7, size=(2, n)))
+    panel.show_training(TrainingCurves(np.arange(n), loss, "loss", (1, 2), ("W", "b"), norms))
+    for width in (200, 300, 420, 800, 1600):  # the panel keeps its own minimum width
+        panel.resize(width, 330)
+        QtWidgets.QApplication.processEvents()
+        for plot in (panel.loss_plot, panel.norm_plot):
+            spans = _label_spans(plot.getAxis("bottom"))
+            assert len(spans) >= 2, (width, spans)
+            for (_a0, a1, ta), (b0, _b1, tb) in itertools.pairwise(spans):
+                assert a1 < b0, f"{ta!r} overlaps {tb!r} at {width} px"
+
+
+# ----------------------------------------------------------------------------- the pass on screen
+def _click_point(qtbot, plot, x, y):
+    """A real left click on ``plot``'s viewport at the pixel of the point ``(x, y)`` (view
+    coordinates)."""
+    QtWidgets.QApplication.processEvents()  # the view's range is updated lazily
+    scene_point = plot.getViewBox().mapViewToScene(QtCore.QPointF(x, y))
+    qtbot.mouseClick(
+        plot.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=plot.mapFromScene(scene_point)
+    )
+
+
+def _pass_marks(panel):
+    """Where the mark of the pass on screen stands on each training plot, and the dot."""
+    xs = [line.value() if line.isVisible() else None for line in panel.pass_lines]
+    dot = panel.pass_dot.getData()
+    return xs, (list(dot[0]), list(dot[1])) if dot[0] is not None else ([], [])
+
+
+@pytest.fixture
+def sampled_run(qtbot, window, wait_for_script):
+    """linear_regression.py (500 passes) with the graphs of about 20 kept, the Training tab up."""
+    from viewer.model.document.examples import find_example
+
+    window.raise_dock("plotPanel")
+    window.document.script_max_passes = 20
+    _run_script(wait_for_script, window, find_example("linear_regression").path)
+    result = window.document.script_result
+    assert result.sampling and len(result.passes) == 500
+    qtbot.waitUntil(lambda: window.plot_panel.training_data is not None, timeout=10_000)
+    return window
+
+
+def test_every_training_plot_marks_the_pass_on_screen(qtbot, sampled_run):
+    from viewer.model.panels.plots import graph_pass
+
+    window = sampled_run
+    doc, panel = window.document, window.plot_panel
+    result = doc.script_result
+    assert len(panel.pass_lines) == 2  # the loss plot and the gradient norms' plot
+    assert [line.getViewBox() for line in panel.pass_lines] == [
+        panel.loss_plot.getViewBox(),
+        panel.norm_plot.getViewBox(),
+    ]
+    last = graph_pass(result.graphs[-1])
+    assert last == 499
+    xs, (dot_x, dot_y) = _pass_marks(panel)
+    assert xs == [500.0, 500.0] and dot_x == [500.0]  # counted from 1, as the graph list
+    assert panel.pass_label.toPlainText() == "#500"
+    loss_x, loss_y = panel.loss_curve.getData()
+    assert dot_y == [pytest.approx(loss_y[loss_x == 500.0][0])]  # on the loss curve
+    for index in (3, len(result.graphs) // 2):  # chosen in the Script panel's graph list
+        window.script_panel.graphs.activated.emit(index)
+        qtbot.waitUntil(lambda index=index: result.graph_index(doc.trace) == index)
+        number = graph_pass(result.graphs[index]) + 1
+        xs, (dot_x, _dot_y) = _pass_marks(panel)
+        assert xs == [number, number] and dot_x == [number]
+        assert panel.pass_label.toPlainText() == f"#{number:,}"
+    panel.set_current_tab("function")  # the mark stays put while another tab is up
+    window.script_panel.graphs.activated.emit(5)
+    qtbot.waitUntil(lambda: result.graph_index(doc.trace) == 5)
+    panel.set_current_tab("training")
+    number = graph_pass(result.graphs[5]) + 1
+    assert _pass_marks(panel)[0] == [number, number]
+
+
+def test_a_click_on_a_point_opens_the_nearest_kept_pass_and_says_which(qtbot, sampled_run):
+    from viewer.model.panels.plots import graph_pass
+
+    window = sampled_run
+    doc, panel = window.document, window.plot_panel
+    result = doc.script_result
+    kept = [graph_pass(g) for g in result.graphs]
+    # a pass past the first, fully kept ones, whose graph the run dropped
+    wanted = next(p for p in range(300, 0, -1) if p not in kept)
+    nearest = min(kept, key=lambda p: (abs(p - wanted), p))
+    assert nearest != wanted
+    loss_x, loss_y = panel.loss_curve.getData()
+    panel.loss_plot.setXRange(wanted - 3, wanted + 5, padding=0)  # a few pixels a pass
+    QtWidgets.QApplication.processEvents()
+    _click_point(qtbot, panel.loss_plot, wanted + 1, loss_y[loss_x == wanted + 1][0])
+    qtbot.waitUntil(lambda: graph_pass(result.graphs[result.graph_index(doc.trace)]) == nearest)
+    status = window.statusBar().currentMessage()
+    assert status.startswith(f"Opened pass #{nearest + 1} (nearest kept to #{wanted + 1}: ")
+    assert f"kept the graphs of {len(kept)} of its 500 passes" in status
+    assert window.script_panel.selected_graph() == kept.index(nearest)  # the list follows
+    assert doc.title.endswith(result.graphs[kept.index(nearest)].title)
+    assert _pass_marks(panel)[0] == [nearest + 1, nearest + 1]
+
+    # a kept pass, clicked on the gradient norms' plot: that very pass
+    exact = kept[2]
+    panel.norm_plot.setXRange(exact - 3, exact + 5, padding=0)
+    QtWidgets.QApplication.processEvents()
+    norm_x, norm_y = panel.norm_curves[0].getData()
+    _click_point(qtbot, panel.norm_plot, exact + 1, norm_y[norm_x == exact + 1][0])
+    qtbot.waitUntil(lambda: result.graph_index(doc.trace) == 2)
+    assert window.statusBar().currentMessage() == f"Opened pass #{exact + 1}"
+    assert _pass_marks(panel)[0] == [exact + 1, exact + 1]
+
+
+def test_a_click_on_the_curves_of_a_saved_trace_says_every_pass_is_shown(qtbot, window):
+    import autodiff.functions as F
+    from autodiff import Parameter, trace
+
+    with trace.record() as t:
+        w = Parameter(np.array([1.0, 2.0]), name="w")
+        for _ in range(4):
+            w.cleargrad()
+            loss = F.sum(w * w)
+            loss.backward()
+            w.data = w.data - 0.1 * w.grad.data
+    window.raise_dock("plotPanel")
+    window.document.load_trace(t, "four passes")
+    panel = window.plot_panel
+    panel.set_current_tab("training")
+    qtbot.waitUntil(lambda: panel.training_data is not None)
+    assert panel.training_data.n_steps == 4
+    assert _pass_marks(panel)[0] == [None, None]  # one graph holds every pass: none is marked
+    _click_point(qtbot, panel.loss_plot, 3, np.log10(panel.training_data.loss[2]))
+    assert window.statusBar().currentMessage() == (
+        "Backward #3 has no graph of its own to open: the graph shown holds every pass"
+    )
+    assert window.document.title.endswith("four passes")

@@ -6,6 +6,9 @@
   point.
 * :func:`training_curves`: for a script's trace, the loss (the root of each ``backward()``
   call) and the gradient norm of every parameter, per backward pass.
+* :func:`nearest_kept_pass`: the graph a click on pass N of the training curves opens (a long
+  run keeps the graphs of a sample of its passes), and :func:`document_shown_pass`, the pass
+  on screen, which the curves mark.
 * :func:`node_histograms`: the distribution of a node's value and gradient at a step.
 * :meth:`FunctionPlot.view_ranges`: a readable y range per curve (:mod:`plot_scales`).
 
@@ -35,15 +38,19 @@ __all__ = [
     "FunctionPlot",
     "Histogram",
     "NodeHistograms",
+    "PassChoice",
     "TrainingCurves",
     "ViewRange",
     "document_function_plot",
     "document_histograms",
+    "document_shown_pass",
     "document_training_curves",
     "function_plot",
+    "graph_pass",
     "histogram",
     "iter_document_function_plot",
     "iter_function_plot",
+    "nearest_kept_pass",
     "node_histograms",
     "pass_log_curves",
     "robust_range",
@@ -438,6 +445,68 @@ def document_training_curves(document: Any, **options: Any) -> TrainingCurves:
         if document.kind == "script" and result is not None:
             raise ValueError(f"{result.path.name}: {e}") from None
         raise
+
+
+# =============================================================================
+# The pass on screen, and the pass a click on the curves opens
+# =============================================================================
+def graph_pass(graph: Any) -> int:
+    """The pass (from 0, among all the run's, as the Training plot counts them) that a
+    script's ``graph`` (a :class:`~viewer.model.scripts.run.ScriptGraph`) shows; -1 for a
+    graph of no backward pass."""
+    if graph.backward_pass < 0:
+        return -1
+    return graph.number if graph.number >= 0 else graph.backward_pass
+
+
+def document_shown_pass(document: Any) -> int | None:
+    """The pass whose graph the document shows (from 0); None when it shows no script's pass."""
+    result = document.script_result
+    if document.kind != "script" or result is None:
+        return None
+    index = result.graph_index(document.trace)
+    number = graph_pass(result.graphs[index]) if index >= 0 else -1
+    return number if number >= 0 else None
+
+
+@dataclass(frozen=True)
+class PassChoice:
+    """The graph that a click on pass ``wanted`` opens: ``graphs[index]``, pass ``number``,
+    the kept pass nearest the one wanted (a long run keeps ``kept`` of its ``total`` passes'
+    graphs)."""
+
+    index: int
+    number: int
+    wanted: int
+    kept: int
+    total: int
+
+    def note(self, on_screen: bool = False) -> str:
+        """For the status line: ``Opened pass #412 (nearest kept to #400: ...)``, numbered
+        from 1 as the graph list (``on_screen``: it was shown already)."""
+        number = f"#{self.number + 1:,}"
+        text = f"Pass {number} is on screen" if on_screen else f"Opened pass {number}"
+        if self.number != self.wanted:
+            text += (
+                f" (nearest kept to #{self.wanted + 1:,}: the run kept the graphs of "
+                f"{self.kept:,} of its {self.total:,} passes)"
+            )
+        return text
+
+
+def nearest_kept_pass(result: Any, wanted: int) -> PassChoice | None:
+    """The graph of ``result`` (a :class:`~viewer.model.scripts.run.ScriptResult`) that shows
+    pass ``wanted``, else the kept pass nearest it (the earlier of two as near); None when
+    no graph shows a pass."""
+    numbers = np.array([graph_pass(g) for g in result.graphs], dtype=np.int64)
+    kept = np.flatnonzero(numbers >= 0)
+    if not kept.size:
+        return None
+    distance = np.abs(numbers[kept] - int(wanted))
+    best = distance == distance.min()
+    index = int(kept[best][np.argmin(numbers[kept][best])])
+    total = len(result.passes) if result.passes is not None else int(numbers.max()) + 1
+    return PassChoice(index, int(numbers[index]), int(wanted), int(kept.size), total)
 
 
 # =============================================================================

@@ -1,15 +1,18 @@
 """Plot pieces that keep the plot panel readable (pyqtgraph).
 
-* :class:`ReadableAxis`: an axis whose labels stay a label apart: log-mode ticks from
-  :func:`viewer.model.panels.plot_scales.log_ticks` (pyqtgraph labels every 2..9 of a decade on a
-  short axis, and they overlap), and on a short linear axis a coarser labelled step.
+* :class:`ReadableAxis`: an axis whose labels never overlap, at any length: one labelled level,
+  its step chosen from the labels' measured size; log-mode ticks from
+  :func:`viewer.model.panels.plot_scales.log_ticks` (pyqtgraph labels every 2..9 of a decade
+  on a short axis, and they overlap).
 * :class:`SeriesLegend`: a legend beside a plot instead of over its data; unticking a row
   hides its curve.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -22,43 +25,110 @@ __all__ = ["ReadableAxis", "SeriesLegend"]
 
 
 class ReadableAxis(pg.AxisItem):
-    """An axis whose log-mode ticks never overlap: :func:`viewer.model.panels.plot_scales.log_ticks`
-    picks labelled ticks at least a label apart (pyqtgraph labels every 2..9 of a decade on a
-    short axis) and unlabelled minor ticks between them. ``integer``: an axis of counts
-    (backward passes), ticked at whole numbers and labelled without a decimal point."""
+    """An axis whose tick labels never overlap, whatever its length.
+
+    One level of ticks is labelled and the finer ones are drawn without labels (pyqtgraph would
+    label two or three levels when it guesses there is room, and on a short axis, or with long
+    labels, they run together: ``400500``). On a linear axis the labelled step is the finest
+    round one (1, 2 or 5 times a power of ten) whose labels, written as they will be drawn and
+    measured in the axis' font, keep apart (:meth:`label_room`), and no finer than pyqtgraph's
+    second level, so that a long axis keeps its usual density. A log axis takes its ticks from
+    :func:`viewer.model.panels.plot_scales.log_ticks`. ``integer``: an axis of counts (backward
+    passes), ticked at whole numbers and labelled without a decimal point."""
 
     def __init__(self, orientation: str, *args: Any, integer: bool = False, **kwargs: Any):
         super().__init__(orientation, *args, **kwargs)
         self.integer = integer
+        if self.style["tickFont"] is None:  # the labels are measured in the font they are drawn in
+            self.setStyle(tickFont=QtGui.QFont(self.font()))
+
+    @property
+    def tick_font(self) -> QtGui.QFont:
+        """The font the tick labels are drawn and measured in."""
+        return self.style["tickFont"] or self.font()
 
     def tickStrings(self, values, scale, spacing):
+        if spacing is None:  # a level drawn without labels (see tickValues)
+            return [""] * len(values)
         if self.integer and not self.logMode:
             return [f"{round(v * scale):,d}" for v in values]
         return super().tickStrings(values, scale, spacing)
 
     def label_spacing(self) -> float:
-        """The pixels one label needs along the axis (its height, or its width sideways)."""
-        metrics = QtGui.QFontMetricsF(self.style["tickFont"] or self.font())
+        """The pixels one label needs along a log axis (its height, or a short label's width
+        sideways)."""
+        metrics = QtGui.QFontMetricsF(self.tick_font)
         if self.orientation in ("left", "right"):
             return 1.5 * metrics.height()
         return metrics.horizontalAdvance("0.0005") + 12.0
 
+    def label_room(self, strings: Sequence[str]) -> float:
+        """The pixels from one tick to the next that the labels ``strings`` (of neighbouring
+        ticks, in order) need to keep apart. Labels are centred on their ticks: sideways two
+        neighbours need half of each width and a gap of a quarter of their mean width (at least
+        a digit and a half); upright, a line and a half."""
+        metrics = QtGui.QFontMetricsF(self.tick_font)
+        if self.orientation in ("left", "right"):
+            return 1.5 * metrics.height()
+        widths = [metrics.horizontalAdvance(s) for s in strings]
+        gap = 1.5 * metrics.horizontalAdvance("0")
+        return max(
+            (m + max(m / 4, gap) for m in ((a + b) / 2 for a, b in pairwise(widths))),
+            default=0.0,
+        )
+
+    def labelled_step(self, low: float, high: float, size: float, start: float = 0.0) -> float:
+        """The step of the labelled ticks from ``low`` to ``high`` (the axis' scaled units)
+        drawn ``size`` pixels long: the finest round step, at least ``start``, whose labels
+        keep apart (:meth:`label_room`). A label that would stick out past an end of the axis
+        is not drawn (pyqtgraph drops it), so it does not count."""
+        low, high = sorted((low, high))
+        per_pixel = (high - low) / size
+        metrics = QtGui.QFontMetricsF(self.tick_font)
+        step = nice_step(
+            max(start, per_pixel * 2.5 * metrics.horizontalAdvance("0"), self.integer * 1.0)
+        )
+        hide = self.style["hideOverlappingLabels"]
+        overhang = 2.0 + (0 if hide is True else 15 if hide is False else int(hide))
+        for _ in range(100):
+            first, last = math.ceil(low / step - 1e-9), math.floor(high / step + 1e-9)
+            ks = range(first, min(last, first + 500) + 1)
+            strings = self.tickStrings(
+                [k * step / self.scale for k in ks],
+                self.autoSIPrefixScale * self.scale,
+                step / self.scale,
+            )
+            if self.orientation in ("top", "bottom"):
+                drawn = []
+                for k, text in zip(ks, strings, strict=True):
+                    x, half = (k * step - low) / per_pixel, metrics.horizontalAdvance(text) / 2
+                    if x - half >= -overhang and x + half <= size + overhang:
+                        drawn.append(text)
+                strings = drawn
+            if step / per_pixel >= self.label_room(strings):
+                break
+            step = nice_step(step * 1.5)
+        return step
+
     def tickSpacing(self, minVal, maxVal, size):
-        """pyqtgraph's levels, with the labelled one at least a label apart (a short axis,
-        such as one of the f(x) rows, would get labels that touch)."""
+        """One labelled level (:meth:`labelled_step`) and pyqtgraph's finer levels that divide
+        it, for ticks without labels."""
         levels = super().tickSpacing(minVal, maxVal, size)
-        span = abs(maxVal - minVal)
-        if self.logMode or not levels or not span > 0 or not size > 0:
+        if self.logMode or not levels or not abs(maxVal - minVal) > 0 or not size > 0:
             return levels
-        per_pixel = span / size
-        need = self.label_spacing() * per_pixel
         if self.integer:  # no tick between two passes
-            need = max(need, 1.0)
             levels = [(s, o) for s, o in levels if s >= 1.0] or [(1.0, 0)]
-        if levels[0][0] >= need:
+        second = levels[min(1, len(levels) - 1)][0]
+        step = self.labelled_step(minVal, maxVal, size, start=second)
+        finer = [(s, 0) for s, _offset in levels if s < step and _divides(s, step)]
+        return [(step, 0), *finer]
+
+    def tickValues(self, minVal, maxVal, size):
+        """pyqtgraph's, with every level but the first marked as drawn without labels."""
+        levels = super().tickValues(minVal, maxVal, size)
+        if self.logMode or not levels:
             return levels
-        spacing = nice_step(need)
-        return [(spacing, 0), *((s, o) for s, o in levels if s < spacing)]
+        return [levels[0], *((None, values) for _spacing, values in levels[1:])]
 
     def logTickValues(self, minVal, maxVal, size, stdTicks):
         labelled, minor = log_ticks(minVal, maxVal, size, self.label_spacing())
@@ -72,6 +142,11 @@ class ReadableAxis(pg.AxisItem):
             return [""] * len(values)
         shift = np.log10(scale) if scale and scale > 0 else 0.0
         return log_tick_labels([v + shift for v in values])
+
+
+def _divides(fine: float, coarse: float) -> bool:
+    ratio = coarse / fine
+    return abs(ratio - round(ratio)) < 1e-6
 
 
 class SeriesLegend(QtWidgets.QListWidget):

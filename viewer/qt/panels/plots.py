@@ -8,6 +8,7 @@ to compute and when is decided by :class:`viewer.qt.panels.plots_binding.PlotBin
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -92,6 +93,7 @@ def _column(page: QtWidgets.QWidget, message: QtWidgets.QLabel, *plots: QtWidget
 class PlotPanel(QtWidgets.QWidget):
     leaf_chosen = QtCore.Signal(str)
     tab_changed = QtCore.Signal(str)  # one of TABS
+    pass_clicked = QtCore.Signal(int)  # the pass (from 0) of the training point nearest a click
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
@@ -206,6 +208,31 @@ class PlotPanel(QtWidgets.QWidget):
         grid.setRowStretch(2, 1)
         self.tabs.addTab(page, "Training")
         self.training_data: Any = None
+        # The pass whose graph is on screen: a line across each training plot (so every curve
+        # is marked at it), numbered on the loss plot, and a dot on the loss curve.
+        self.shown_pass: int | None = None
+        self.pass_lines: list[pg.InfiniteLine] = []
+        for plot in (self.loss_plot, self.norm_plot):
+            # pyqtgraph's own label anchors: the number goes to the side with room
+            label = "#{value:,.0f}" if plot is self.loss_plot else None
+            line = pg.InfiniteLine(
+                angle=90, movable=False, label=label, labelOpts={"position": 0.8}
+            )
+            line.setZValue(-5)  # behind the curves
+            line.hide()
+            plot.addItem(line, ignoreBounds=True)
+            self.pass_lines.append(line)
+            plot.setToolTip(
+                "Click a point to open that pass's graph (in a long run, the nearest pass "
+                "whose graph was kept)"
+            )
+            plot.scene().sigMouseClicked.connect(
+                lambda event, plot=plot: self._on_training_click(plot, event)
+            )
+        self.pass_label: pg.InfLineLabel = self.pass_lines[0].label
+        self.pass_dot = pg.PlotDataItem([], [], pen=None, symbol="o", symbolSize=10)
+        self.loss_plot.addItem(self.pass_dot)
+        self._style_pass_marks(self._theme)
 
         # ------------------------------------------------------------ histograms
         page = QtWidgets.QWidget(self.tabs)
@@ -240,8 +267,16 @@ class PlotPanel(QtWidgets.QWidget):
                 axis.setTextPen(pg.mkPen(theme.text))
         for line in self.marker_lines:
             line.setPen(pg.mkPen(theme.mid, style=QtCore.Qt.PenStyle.DashLine))
+        self._style_pass_marks(theme)
         if self.function_data is not None:
             self._label_function_rows(self.function_data.labels)
+
+    def _style_pass_marks(self, theme: Theme) -> None:
+        for line in self.pass_lines:
+            line.setPen(pg.mkPen(theme.text, width=1.5, style=QtCore.Qt.PenStyle.DashLine))
+        self.pass_label.setColor(theme.text)
+        self.pass_dot.setSymbolPen(pg.mkPen(theme.text, width=1.5))
+        self.pass_dot.setSymbolBrush(pg.mkBrush(theme.base))
 
     def _plots(self) -> tuple[pg.PlotWidget, ...]:
         return (self.loss_plot, self.norm_plot, self.value_histogram, self.grad_histogram)
@@ -385,6 +420,7 @@ class PlotPanel(QtWidgets.QWidget):
         self.training_data = None
         self.loss_curve.setData([], [])
         self._clear_norms()
+        self._draw_shown_pass()
         self.loss_plot.setVisible(False)
         self.norm_plot.setVisible(False)
         self.norm_legend.setVisible(False)
@@ -440,6 +476,52 @@ class PlotPanel(QtWidgets.QWidget):
         self.norm_legend.setVisible(bool(data.labels))
         self.loss_plot.enableAutoRange()
         self.norm_plot.enableAutoRange()
+        self._draw_shown_pass()
+
+    def show_pass(self, number: int | None) -> None:
+        """Mark pass ``number`` (from 0; None: no pass) as the one whose graph is on screen."""
+        self.shown_pass = number
+        self._draw_shown_pass()
+
+    def _draw_shown_pass(self) -> None:
+        data, number = self.training_data, self.shown_pass
+        if data is None or number is None:
+            for line in self.pass_lines:
+                line.hide()
+            self.pass_dot.setData([], [])
+            return
+        x = float(number + 1)  # backward #1.., as the graph list
+        for line in self.pass_lines:
+            line.show()  # first: the label follows the line's position only while shown
+            line.setPos(x)
+        steps = np.asarray(data.steps)
+        j = int(np.searchsorted(steps, number))
+        loss = float(data.loss[j]) if j < len(steps) and steps[j] == number else math.nan
+        if math.isfinite(loss):
+            self.pass_dot.setData([x], [loss])
+        else:
+            self.pass_dot.setData([], [])
+
+    def _on_training_click(self, plot: pg.PlotWidget, event: Any) -> None:
+        """A left click in a training plot's data area: the pass of the nearest point."""
+        data = self.training_data
+        if (
+            data is None
+            or not len(data.steps)
+            or event.button() != QtCore.Qt.MouseButton.LeftButton
+        ):
+            return
+        view = plot.getViewBox()
+        where = event.scenePos()
+        if not view.sceneBoundingRect().contains(where):
+            return
+        x = view.mapSceneToView(where).x() - 1  # the plot counts passes from 1
+        steps = np.asarray(data.steps)
+        j = int(np.clip(np.searchsorted(steps, x), 1, len(steps) - 1)) if len(steps) > 1 else 0
+        if j and abs(steps[j - 1] - x) <= abs(steps[j] - x):
+            j -= 1
+        event.accept()
+        self.pass_clicked.emit(int(steps[j]))
 
     # ---------------------------------------------------------------- histograms
     def show_histogram_message(self, text: str) -> None:

@@ -4,6 +4,10 @@ Only the visible tab of a visible panel is computed, and only when its input cha
 function plot when the program, a leaf value or the chosen leaf changes; the training curves
 once per script run or trace; the histograms when the selection or the step changes.
 
+The training curves mark the pass whose graph is on screen, whichever way it was opened; a
+click on them opens the pass clicked, or the nearest one whose graph the run kept, as the
+Script panel's graph list would, and the status line says which.
+
 The function plot re-runs the expression about 100 times (~0.2 s). It is computed in slices
 between events on the GUI thread (a zero-interval timer), not on a worker thread: the
 engine's observer hook and ``Config`` are process-wide, so engine work on another thread
@@ -37,9 +41,11 @@ class PlotBinding(PanelBinding):
         document: Document,
         panel: PlotPanel,
         dock: QtWidgets.QDockWidget | None = None,
+        status_bar: QtWidgets.QStatusBar | None = None,
         parent: QtCore.QObject | None = None,
     ) -> None:
         super().__init__(document, panel, dock, parent)
+        self.status_bar = status_bar
         self.leaf: str | None = None  # chosen by the user; None: the first scalar leaf
         self._function_key: Any = None
         self._training_key: Any = None
@@ -56,6 +62,7 @@ class PlotBinding(PanelBinding):
         document.playback.step_changed.connect(self._on_step_changed)
         document.selection_changed.connect(self._on_selection_changed)
         panel.leaf_chosen.connect(self.choose_leaf)
+        panel.pass_clicked.connect(self.open_pass)
         panel.tab_changed.connect(lambda _name: self.refresh())
         if dock is not None:
             dock.visibilityChanged.connect(lambda visible: visible and self.refresh())
@@ -95,10 +102,12 @@ class PlotBinding(PanelBinding):
                 self.panel.set_current_tab("function")
             elif document.kind == "script":
                 self.panel.set_current_tab("training")
+        self.panel.show_pass(plots.document_shown_pass(document))
         self.refresh()
 
     def _on_script_finished(self, _result: Any) -> None:
         self._training_key = None
+        self.panel.show_pass(plots.document_shown_pass(self.document))
         self.refresh()
 
     def _on_step_changed(self, _index: int) -> None:
@@ -236,6 +245,30 @@ class PlotBinding(PanelBinding):
         finally:
             QtWidgets.QApplication.restoreOverrideCursor()
         self.panel.show_training(curves)
+
+    def open_pass(self, number: int) -> bool:
+        """Show the graph of pass ``number`` (from 0), or of the kept pass nearest it; the
+        status line says which. False when the document has no pass's graph to show."""
+        doc = self.document
+        result = doc.script_result if doc.kind == "script" else None
+        choice = None if result is None else plots.nearest_kept_pass(result, number)
+        if choice is None:
+            self._say(
+                f"Backward #{number + 1:,} has no graph of its own to open: the graph shown "
+                "holds every pass"
+                if doc.trace is not None
+                else "There is no graph to open"
+            )
+            return False
+        on_screen = choice.index == result.graph_index(doc.trace)
+        if not on_screen and not doc.show_script_graph(choice.index):
+            return False  # the Document reported why
+        self._say(choice.note(on_screen))
+        return True
+
+    def _say(self, text: str) -> None:
+        if self.status_bar is not None:
+            self.status_bar.showMessage(text)
 
     # ---------------------------------------------------------------- histograms
     def _refresh_histograms(self) -> None:
