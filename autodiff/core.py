@@ -1117,6 +1117,8 @@ def _backward_without_graph(f: Function, gys: tuple) -> tuple:
 # Arithmetic primitives (each: a Function subclass and a lowercase function)
 # =============================================================================
 class Add(Function):
+    formula = ("gx0 = gy", "gx1 = gy")
+
     def forward(self, x0, x1):
         try:
             return x0 + x1
@@ -1158,6 +1160,8 @@ def _broadcast_error(op: str, x0: NDArray, x1: NDArray) -> ValueError:
 
 
 class Mul(Function):
+    formula = ("gx0 = gy · x1", "gx1 = gy · x0")
+
     def forward(self, x0, x1):
         try:
             return x0 * x1
@@ -1174,6 +1178,8 @@ def mul(x0: Any, x1: Any) -> Variable:
 
 
 class Neg(Function):
+    formula = ("gx = −gy",)
+
     def forward(self, x):
         return -x
 
@@ -1186,6 +1192,8 @@ def neg(x: Any) -> Variable:
 
 
 class Sub(Function):
+    formula = ("gx0 = gy", "gx1 = −gy")
+
     def forward(self, x0, x1):
         try:
             return x0 - x1
@@ -1206,6 +1214,8 @@ def rsub(x0: Any, x1: Any) -> Variable:
 
 
 class Div(Function):
+    formula = ("gx0 = gy / x1", "gx1 = gy · (−x0 / x1²)")
+
     def forward(self, x0, x1):
         try:
             return x0 / x1

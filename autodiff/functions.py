@@ -102,6 +102,8 @@ _add_reduce = np.add.reduce
 # Elementwise
 # =============================================================================
 class Square(Function):
+    formula = ("gx = gy · 2 · x",)
+
     def forward(self, x):
         return x**2
 
@@ -114,6 +116,8 @@ def square(x: Any) -> Variable:
 
 
 class Exp(Function):
+    formula = ("gx = gy · exp(x)",)
+
     def forward(self, x):
         return np.exp(x)
 
