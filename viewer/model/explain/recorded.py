@@ -12,6 +12,7 @@ element, in the arithmetic a learner reads (``5.437 · exp(1)``).
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import math
 import re
@@ -31,8 +32,10 @@ __all__ = [
     "contributing",
     "environment",
     "format_number",
+    "formulas_of",
     "is_elementwise",
     "live_function",
+    "names_in",
     "parse",
     "substitute",
     "substitute_checked",
@@ -101,6 +104,41 @@ def live_function(trace: Any, node: int) -> Any:
         return None
 
 
+def formulas_of(trace: Any, step: Any) -> tuple[str, ...] | None:
+    """The formula texts of ``step``'s Function: its class's while it lives, else its op's
+    (a saved trace); None for a Function without (the user's own)."""
+    live = live_function(trace, step.function)
+    return formulas.formula_of(live) if live is not None else _formulas_of_op(step.op)
+
+
+@functools.lru_cache(maxsize=256)
+def _formulas_of_op(op: str) -> tuple[str, ...] | None:
+    return formulas.formula_of(op)
+
+
+@functools.lru_cache(maxsize=1024)
+def names_in(text: str) -> frozenset[str]:
+    """The names formula ``text`` reads (its functions excluded)."""
+    return frozenset(formulas.names_in(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _shape_of(text: str) -> tuple[bool, bool, frozenset[str]]:
+    """(whether it has a matrix product or an attribute, whether it calls only elementwise
+    functions, the names it reads) of formula ``text``."""
+    tree = parse(text)
+    structural = any(
+        (isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)) or isinstance(n, ast.Attribute)
+        for n in ast.walk(tree)
+    )
+    calls_ok = all(
+        isinstance(n.func, ast.Name) and n.func.id in _ELEMENTWISE_CALLS
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+    )
+    return structural, calls_ok, names_in(text)
+
+
 def _array(snapshot: Any) -> Any:
     if snapshot is None:
         return None
@@ -116,26 +154,23 @@ def parse(text: str) -> ast.Expression:
         raise formulas.FormulaError(f"formula {text!r} does not parse: {e.msg}") from None
 
 
-def is_elementwise(tree: ast.Expression, env: Environment) -> bool:
-    """Whether the formula works element by element: only elementwise calls and operators,
-    no transpose or matrix product, every array broadcastable to the output's shape."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+def is_elementwise(text: str, env: Environment) -> bool:
+    """Whether formula ``text`` works element by element: only elementwise calls and
+    operators, no transpose or matrix product, every array broadcastable to the output's
+    shape."""
+    structural, calls_ok, names = _shape_of(text)
+    if structural or not calls_ok:
+        return False
+    for name in names:
+        if name not in env.values:
+            continue
+        value = env.values[name]
+        if isinstance(value, tuple | list | str):
             return False
-        if isinstance(node, ast.Attribute):
+        try:
+            np.broadcast_shapes(np.shape(value), env.out_shape)
+        except ValueError:
             return False
-        if isinstance(node, ast.Call) and not (
-            isinstance(node.func, ast.Name) and node.func.id in _ELEMENTWISE_CALLS
-        ):
-            return False
-        if isinstance(node, ast.Name) and node.id in env.values:
-            value = env.values[node.id]
-            if isinstance(value, tuple | list | str):
-                return False
-            try:
-                np.broadcast_shapes(np.shape(value), env.out_shape)
-            except ValueError:
-                return False
     return True
 
 

@@ -130,10 +130,7 @@ def node_label(trace: Any, node_id: int) -> str:
 
 # -----------------------------------------------------------------------------------------
 def _formulas(trace: Any, step: Any) -> tuple[str, ...] | None:
-    live = recorded.live_function(trace, step.function)
-    if live is not None:
-        return formulas.formula_of(live)
-    return formulas.formula_of(step.op)
+    return recorded.formulas_of(trace, step)
 
 
 def _term(
@@ -169,7 +166,7 @@ def _term(
         numbers = ""
     else:
         formula = text
-        names = sorted(formulas.names_in(text))
+        names = sorted(recorded.names_in(text))
         numbers = _numbers(text, names, env, element, in_shape, want, notes, step.op)
     shapes = "" if scalar else _shapes(names, env, gx, in_shape)
     broadcast = _broadcast(trace, node, slot, in_shape, env.out_shape)
@@ -231,7 +228,7 @@ def _numbers(
         return ""  # a large array the recording kept only a summary of
     try:
         tree = recorded.parse(text)
-        if recorded.is_elementwise(tree, env):
+        if recorded.is_elementwise(text, env):
             indexes = list(recorded.contributing(element, in_shape, env.out_shape))
             if len(indexes) > MAX_SUM_TERMS:
                 return ""
