@@ -357,7 +357,7 @@ def test_a_formula_is_found_by_name_in_a_fresh_interpreter():
     assert out.stdout.split("\n")[0] == "gx2 = channel_sum(gy) gx0 = gy"
 
 
-def test_every_recorded_op_name_finds_its_primitives_text():
+def test_every_recorded_op_name_finds_its_primitives_text(tmp_path):
     x = Variable(_any((4, 3)))
     W = Variable(_any((3, 2)))
     b = Variable(_any((2,)))
@@ -371,6 +371,9 @@ def test_every_recorded_op_name_finds_its_primitives_text():
         z.backward()
     recorded = {op for op in t.ops(list(t.graph.nodes)) if op is not None}
     assert {"Linear", "Sigmoid", "Conv2d", "Pooling", "Pow", "MeanSquaredError"} <= recorded
+    t.to_json(tmp_path / "saved.json")  # a saved trace names its ops the same way
+    saved = trace.load(tmp_path / "saved.json")
+    assert {op for op in saved.ops(list(saved.graph.nodes)) if op is not None} == recorded
     for op in recorded:
         cls = {c.__name__: c for c in _primitives()}[op]
         assert formulas.formula_of(op) == vars(cls)["formula"], op
