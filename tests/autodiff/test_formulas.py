@@ -412,22 +412,28 @@ MICROGRAD_OPS = {
 def test_micrograds_op_names_find_texts_that_give_micrograds_own_shares(op):
     make = MICROGRAD_OPS[op]
     n = make.__code__.co_argcount
-    children = [Value(float(v)) for v in RNG.uniform(0.5, 2.0, n)]
-    out = make(*children)
-    assert out._op == op
     texts = formulas.formula_of(op)
     assert texts == vars(function_class_of_op(op))["formula"]
-    out.grad = float(RNG.standard_normal())
-    shares = out._rule(out)  # micrograd's own local chain rule, written apart from core's
-    env = {"gy": out.grad, "y": out.data}
-    for i, child in enumerate(children):
-        env[f"x{i}"] = child.data
-    if n == 1:
-        env["x"] = children[0].data
-    if op.startswith("**"):
-        env["c"] = float(op[2:])
-    for text, share in zip(texts, shares, strict=True):
-        assert math.isclose(float(formulas.evaluate(text, env)), share, rel_tol=1e-12)
+    # positive inputs, and negative ones where the op is defined there (ReLU's both sides)
+    draws = [RNG.uniform(0.5, 2.0, n)]
+    if op not in ("log", "**0.5", "**-1"):
+        draws.append(-RNG.uniform(0.5, 2.0, n))
+    for values in draws:
+        children = [Value(float(v)) for v in values]
+        out = make(*children)
+        assert out._op == op
+        out.grad = float(RNG.standard_normal())
+        shares = out._rule(out)  # micrograd's own local chain rule, written apart from core's
+        env = {"gy": out.grad, "y": out.data}
+        for i, child in enumerate(children):
+            env[f"x{i}"] = child.data
+        if n == 1:
+            env["x"] = children[0].data
+        if op.startswith("**"):
+            env["c"] = float(op[2:])
+        for text, share in zip(texts, shares, strict=True):
+            got = float(formulas.evaluate(text, env))
+            assert math.isclose(got, share, rel_tol=1e-12, abs_tol=1e-15), (op, text, values)
 
 
 def test_every_op_micrograd_makes_has_a_name_here():
