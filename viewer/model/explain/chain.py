@@ -82,6 +82,11 @@ def chain(
 ) -> Chain:
     """The chain-rule paths from the output of a backward pass's graph down to ``node_id``
     (the pass of reader step ``step``, default the last pass)."""
+    with np.errstate(all="ignore"):  # a NaN or Inf in the recording is shown, not warned of
+        return _chain(trace, node_id, focus, max_paths, step)
+
+
+def _chain(trace: Any, node_id: int, focus: Any, max_paths: int, step: int | None) -> Chain:
     if trace.node(node_id).get("kind") != "variable":
         return _empty(node_id, "The chain rule runs through variables: select one.")
     steps = _pass_steps(trace, step)
@@ -283,9 +288,10 @@ def _from_formula(
         return None
     ones = {n: 1.0 for n in names if n.startswith("gy")}
     if out_shape:  # elementwise, one shape: the element's own numbers
-        if not recorded.is_elementwise(text, env):
+        frame = recorded.elementwise_frame(text, env)
+        if frame != out_shape:
             return None
-        scalars = recorded.values_at(env, names - set(ones), index)
+        scalars = recorded.values_at(env, names - set(ones), index, frame)
         return float(formulas.evaluate(text, {**scalars, **ones}))
     values = {n: env.values[n] for n in names if n not in ones}
     full = np.broadcast_to(np.asarray(formulas.evaluate(text, {**values, **ones})), in_shape)
