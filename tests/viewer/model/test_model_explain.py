@@ -180,6 +180,55 @@ def assert_contract_of_terms(t):
                     assert value_of(term.numbers) == pytest.approx(float(want), rel=1e-3)
 
 
+def test_a_matrix_product_writes_the_elements_sum_of_products_and_a_loss_its_numbers():
+    rng = np.random.default_rng(1)
+    x = Variable(rng.standard_normal((2, 3)), name="x")
+    W = Variable(rng.standard_normal((3, 2)), name="W")
+    target = Variable(rng.standard_normal((2, 2)), name="t")
+    with tr.record() as t:
+        loss = F.mean_squared_error(F.matmul(x, W), target)
+        loss.backward()
+    matmul = next(s for s in t.steps if s.phase == "backward" and s.op == "MatMul")
+    gx, gW = explain_step(t, matmul.index, focus=(1, 0)).terms
+    assert gx.formula == "gx0 = gy @ x1ᵀ" and gx.element == (1, 0)
+    assert gx.shapes == "gy (2, 2), x1 (3, 2) → gx0 (2, 3)"
+    assert gx.numbers.count(" + ") == 1  # two products: gy's row 1 times W's row 0
+    assert value_of(gx.numbers) == pytest.approx(x.grad.data[1, 0], rel=1e-3)
+    assert gW.element == (1, 0) and gW.numbers.count(" + ") == 1
+    assert value_of(gW.numbers) == pytest.approx(W.grad.data[1, 0], rel=1e-3)
+    mse = next(s for s in t.steps if s.phase == "backward" and s.op == "MeanSquaredError")
+    for term in explain_step(t, mse.index).terms:
+        assert "len(" in term.formula and "len" not in term.numbers  # a count, written
+        want = np.asarray(term.result)[term.element]
+        assert value_of(term.numbers) == pytest.approx(float(want), rel=1e-3)
+    assert_contract(t)
+
+
+def test_an_attribute_a_saved_trace_does_not_keep_is_named(tmp_path):
+    doc = Document()
+    assert doc.load_expression("x = 2.0\ny = x ** 3")
+    pow_step = next(s for s in doc.trace.steps if s.phase == "backward")
+    (live,) = doc.explain_step(pow_step.index).terms
+    assert live.formula == "gx = gy · c · x^(c − 1)" and value_of(live.numbers) == 12.0
+    path = tmp_path / "t.json"
+    assert doc.save_trace(path) and doc.load_path(path)
+    saved = doc.explain_step(pow_step.index)
+    assert saved.terms[0].formula == live.formula and saved.terms[0].numbers == ""
+    assert saved.terms[0].result == 12.0
+    assert "Pow's c is not in this recording" in saved.note
+    assert doc.chain(0).total == 12.0  # the factor then comes from the recorded gx / gy
+
+
+def test_a_nan_gradient_is_explained_without_numbers():
+    doc = Document()
+    assert doc.load_example("nan_log")
+    for step in doc.trace.steps:
+        explanation = doc.explain_step(step.index)
+        for term in explanation.terms:
+            if not np.isfinite(term.result):
+                assert term.numbers == "" and "not a finite number" in explanation.note
+
+
 def test_the_chain_of_an_array_follows_one_element_through_elementwise_functions():
     x = Variable(np.array([0.5, -1.0, 2.0]), name="x")
     with tr.record() as t:
