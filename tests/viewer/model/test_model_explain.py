@@ -364,3 +364,19 @@ def test_the_document_keeps_the_focused_element_until_another_graph():
     assert doc.focus_element == (1, 2)
     assert doc.load_expression("x = 1.0\ny = exp(x)")
     assert doc.focus_element is None
+
+
+def test_a_deep_chain_is_walked_in_its_length_and_its_text_stays_short():
+    x = Variable(np.array(0.5), name="x")
+    with tr.record() as t:
+        y = x
+        for _ in range(3000):
+            y = F.sin(y)
+        y.backward()
+    result = chain(t, 0)
+    (path,) = result.paths
+    assert len(path.factors) == 3001 and result.total == pytest.approx(x.grad.data)
+    assert path.product == pytest.approx(x.grad.data)
+    assert "… (2989 more)" in result.text and len(result.text) < 600
+    last = explain_step(t, len(t.steps) - 1)
+    assert last.terms[0].numbers.endswith("· cos(0.5)")
