@@ -7,14 +7,17 @@ is given and belongs to one, else the last pass that began before it, else the l
 output is the variable backward started from; the first factor of every path is the gradient
 it was seeded with (∂y/∂y = 1 unless the program passed another).
 
-Each edge's factor is the local derivative ∂out/∂in of the Function between: its formula
-(:mod:`autodiff.formulas`) evaluated with the recorded values and ``gy = 1``, or, for a
-Function without one (the user's own), the ratio of the gradient it sent to the gradient it
-got. For arrays the factors are those of the element in focus (default: the node's gradient's
-largest), which only means something when every Function on the way works element by element
-on arrays of one shape; otherwise (a matrix product, a sum, broadcasting) ``paths`` is empty
-and ``text`` says why. ``total`` is the sum over all paths, including the ``more`` paths not
-listed (only the ``max_paths`` largest are).
+Each edge's factor is the local derivative ∂out/∂in of the Function between, read from the
+recording: the gradient the step sent over the gradient it got (gx / gy: a backward is linear
+in gy), or, where gy was 0, the Function's formula (:mod:`autodiff.formulas`) with the
+recorded values and ``gy = 1``. For arrays the factors are those of the element in focus
+(default: the node's gradient's largest), which only means something when every Function on
+the way works element by element on arrays of the node's shape (its formula says so) or
+reduces such an array to a scalar (a sum, a loss); otherwise (a matrix product, broadcasting,
+another shape) ``paths`` is empty, ``total`` is NaN and ``text`` says which Function stops
+it. ``total`` is the sum over all paths, including the ``more`` paths not listed (only the
+``max_paths`` largest are); the node's gradient after the pass is that plus any gradient it
+held before the pass began.
 
 For the UI: ``Chain.text`` is the plain text the inspector shows, as the seed writes it
 (``∂y/∂x = ∂y/∂y · ∂y/∂b · ∂b/∂a · ∂a/∂x = 1 × 2.718 × … = …``, one line per path listed,

@@ -15,10 +15,11 @@ What the numbers are for:
 * any other formula over arrays (Sum, Reshape, convolutions...): ``shapes`` only, numbers ''.
 
 ``numbers`` is written with 4 significant digits, more where 4 do not give back ``result``
-within 1e-4; it is '' when the recording kept only a summary of an array, when a saved trace
+within 3e-4; it is '' when the recording kept only a summary of an array, when a saved trace
 does not know an attribute the formula reads (``c`` of Pow: the note names it), or when the
 formula does not give the recorded gradient (a Function of the user's that took a primitive's
-name). A user's Function has no formula: its term says the derivative is the user's own code,
+name), or when the gradient is NaN or Inf (the note says what went in). A user's Function
+has no formula: its term says the derivative is the user's own code,
 and the note gives the numbers in and out (and the gradient check's verdict when
 ``checks`` has one). A forward step, also one run inside ``backward(create_graph=True)``, has
 no terms: its note says what it is (its own derivative is explained at its backward step).
