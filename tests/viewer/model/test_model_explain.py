@@ -380,3 +380,23 @@ def test_a_deep_chain_is_walked_in_its_length_and_its_text_stays_short():
     assert "… (2989 more)" in result.text and len(result.text) < 600
     last = explain_step(t, len(t.steps) - 1)
     assert last.terms[0].numbers.endswith("· cos(0.5)")
+
+
+def test_a_sum_a_transpose_and_a_softmax_write_the_chain_rules_sum_over_gy():
+    x = Variable(np.arange(6.0).reshape(2, 3) / 10, name="x")
+    weights = Variable(np.array([[1.0, -2.0], [0.5, 3.0], [2.0, 1.0]]), name="w")
+    with tr.record() as t:
+        s = F.softmax(F.transpose(x), axis=1)
+        y = F.sum(s * weights)
+        y.backward()
+    backward = {s.op: s for s in t.steps if s.phase == "backward"}
+    (total,) = explain_step(t, backward["Sum"].index, focus=(2, 1)).terms
+    assert total.numbers == "1" and total.element == (2, 1)
+    (moved,) = explain_step(t, backward["Transpose"].index, focus=(1, 2)).terms
+    gy = np.asarray(backward["Transpose"].output_grads[0].array)
+    assert value_of(moved.numbers) == pytest.approx(gy[2, 1], rel=1e-3)  # x[1, 2] is y[2, 1]
+    assert " + " not in moved.numbers and "·" not in moved.numbers
+    (soft,) = explain_step(t, backward["Softmax"].index).terms
+    assert soft.numbers.count(" · ") == 2  # each row of 2: gy_j times ∂y_j/∂x
+    assert value_of(soft.numbers) == pytest.approx(np.asarray(soft.result)[soft.element], rel=1e-3)
+    assert_contract(t)

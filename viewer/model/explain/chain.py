@@ -296,7 +296,7 @@ def _from_formula(
 ) -> float | None:
     """The formula evaluated with gy = 1 at ``index``; None when the recording cannot."""
     names = recorded.names_in(text)
-    if any(env.values.get(n) is None for n in names if not n.startswith("gy")):
+    if any(env.values.get(n) is None for n in names if n in env.nodes and n[:2] != "gy"):
         return None
     ones = {n: 1.0 for n in names if n.startswith("gy")}
     if out_shape:  # elementwise, one shape: the element's own numbers

@@ -12,7 +12,11 @@ What the numbers are for:
   :data:`MAX_SUM_TERMS`, else no numbers) and ``broadcast`` says which axes;
 * arrays, a matrix product at the top of the formula (MatMul): the element's sum of products
   (at most :data:`MAX_SUM_TERMS` products, else no numbers);
-* any other formula over arrays (Sum, Reshape, convolutions...): ``shapes`` only, numbers ''.
+* any other formula over arrays (Sum, Reshape, Softmax, convolutions...): the chain rule's sum
+  ``gy_j · ∂y_j/∂x`` over the elements j of gy the element depends on, each coefficient the
+  formula at gy = the j-th unit array (a gradient is linear in gy), when gy has at most
+  :data:`MAX_LINEAR_GY` elements and at most :data:`MAX_SUM_TERMS` of them reach the
+  element; else ``shapes`` only and numbers ''.
 
 ``numbers`` is written with 4 significant digits, more where 4 do not give back ``result``
 within 3e-4; it is '' when the recording kept only a summary of an array, when a saved trace
@@ -42,9 +46,17 @@ from autodiff import formulas
 from viewer.model.explain import recorded
 from viewer.model.explain.recorded import Environment, format_number
 
-__all__ = ["MAX_SUM_TERMS", "StepExplanation", "Term", "explain_step", "node_label"]
+__all__ = [
+    "MAX_LINEAR_GY",
+    "MAX_SUM_TERMS",
+    "StepExplanation",
+    "Term",
+    "explain_step",
+    "node_label",
+]
 
 MAX_SUM_TERMS = 8  # the most terms a broadcast sum or a matrix product is written out with
+MAX_LINEAR_GY = 256  # the largest gy whose elements a non-elementwise formula is read through
 
 
 @dataclass(frozen=True)
@@ -233,7 +245,7 @@ def _numbers(
             "Function attributes), so its numbers cannot be written"
         )
         return ""
-    if want is None or any(env.values[n] is None for n in names):
+    if want is None or any(env.values[n] is None for n in names if n in env.nodes):
         return ""  # a large array the recording kept only a summary of
     try:
         tree = recorded.parse(text)
@@ -245,7 +257,9 @@ def _numbers(
             parts = [(text, recorded.values_at(env, names, i, frame)) for i in indexes]
             written = recorded.substitute_checked(parts, want, env.values)
         else:
-            written = _matmul_numbers(tree, names, env, element, want)
+            written = _matmul_numbers(tree, names, env, element, want) or _linear_numbers(
+                text, env, element, in_shape, want
+            )
     except (formulas.FormulaError, ArithmeticError, ValueError, TypeError, IndexError):
         written = ""
     if not written and want is not None and _formula_disagrees(text, env, in_shape, want, element):
@@ -297,6 +311,45 @@ def _matmul_numbers(
     for digits in (4, 6, 9, 17):
         written = " + ".join(
             recorded.substitute("a · b", scalars, digits) for _, scalars in products
+        )
+        if recorded.close(float(formulas.evaluate(written, {})), want, 3e-4):
+            return written
+    return ""
+
+
+def _linear_numbers(
+    text: str, env: Environment, element: tuple[int, ...], in_shape: tuple[int, ...], want: float
+) -> str:
+    """The element as the chain rule sums it, ``gy_j · ∂y_j/∂x`` over the few elements j of gy
+    it depends on (written ``gy_j`` alone where the coefficient is 1): every gradient is linear
+    in gy, so each coefficient is the formula at gy = the j-th unit array. For a sum, a
+    reshape, a softmax... where at most MAX_SUM_TERMS elements of gy reach the element."""
+    gy = env.values.get("gy")
+    if (
+        not isinstance(gy, np.ndarray)
+        or gy.size > MAX_LINEAR_GY
+        or ("gy0" in env.values and ("gy1" in env.values))
+    ):
+        return ""
+    flat = gy.reshape(-1)
+    terms = []
+    for j in np.flatnonzero(flat):
+        unit = np.zeros_like(gy)
+        unit.flat[j] = 1.0
+        value = formulas.evaluate(text, {**env.values, "gy": unit, "gy0": unit})
+        coefficient = float(np.asarray(formulas.to_input(value, in_shape))[element])
+        if coefficient != 0:
+            terms.append((float(flat[j]), coefficient))
+            if len(terms) > MAX_SUM_TERMS:
+                return ""
+    if not terms:
+        return ""
+    for digits in (4, 6, 9, 17):
+        written = " + ".join(
+            recorded.substitute("g", {"g": g}, digits)
+            if c == 1
+            else recorded.substitute("g · c", {"g": g, "c": c}, digits)
+            for g, c in terms
         )
         if recorded.close(float(formulas.evaluate(written, {})), want, 3e-4):
             return written
