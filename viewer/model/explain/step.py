@@ -36,7 +36,9 @@ is the plain text the inspector shows. Step numbers in the text are the playback
 from __future__ import annotations
 
 import ast
+import contextlib
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -514,7 +516,22 @@ def _forward_note(step: Any) -> str:
 
 def _in_higher_order(trace: Any, step: Any) -> bool:
     """Whether a Function made while computing a gradient (create_graph) runs this step."""
-    for s in trace.steps:
-        if s.phase == "forward" and s.function == step.function:
-            return s.during_backward >= 0
-    return False
+    steps = trace.steps
+    try:
+        n, made = _MADE_IN_BACKWARD.get(trace, (-1, frozenset()))
+    except TypeError:  # a reader that takes no weak reference: no cache
+        n, made = -1, frozenset()
+    if n != len(steps):
+        made = frozenset(
+            s.function for s in steps if s.phase == "forward" and s.during_backward >= 0
+        )
+        with contextlib.suppress(TypeError):
+            _MADE_IN_BACKWARD[trace] = (len(steps), made)
+    return step.function in made
+
+
+# per reader (and its number of steps): the Functions its forward steps made inside a backward
+# pass; asked at every step of playback
+_MADE_IN_BACKWARD: weakref.WeakKeyDictionary[Any, tuple[int, frozenset[int]]] = (
+    weakref.WeakKeyDictionary()
+)
