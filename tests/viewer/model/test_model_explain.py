@@ -360,10 +360,13 @@ def test_higher_order_graphs_are_explained_on_their_own_steps():
 
 def test_the_document_keeps_the_focused_element_until_another_graph():
     doc = Document()
+    assert doc.explain_step(0).terms == () and doc.chain(0).paths == ()  # no graph yet
     doc.set_focus_element((1, 2))
     assert doc.focus_element == (1, 2)
     assert doc.load_expression("x = 1.0\ny = exp(x)")
     assert doc.focus_element is None
+    assert doc.playback.index == -1 and doc.explain_step(-1).note.startswith("Before the first")
+    assert doc.chain(0).total == pytest.approx(math.e)  # before any step: the last pass
 
 
 def test_a_deep_chain_is_walked_in_its_length_and_its_text_stays_short():

@@ -94,6 +94,8 @@ def chain(
 
 
 def _chain(trace: Any, node_id: int, focus: Any, max_paths: int, step: int | None) -> Chain:
+    if trace is None:
+        return _empty(node_id, "There is no graph.")
     if trace.node(node_id).get("kind") != "variable":
         return _empty(node_id, "The chain rule runs through variables: select one.")
     steps = _pass_steps(trace, step)

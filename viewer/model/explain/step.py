@@ -57,6 +57,7 @@ __all__ = [
     "node_label",
 ]
 
+NO_STEP = "Before the first step: nothing has been computed yet."
 MAX_SUM_TERMS = 8  # the most terms a broadcast sum or a matrix product is written out with
 MAX_LINEAR_GY = 256  # the largest gy whose elements a non-elementwise formula is read through
 
@@ -117,6 +118,8 @@ def explain_step(
 
 
 def _explain(trace: Any, step_index: int, focus: Any, checks: Any) -> StepExplanation:
+    if trace is None or not 0 <= step_index < len(trace.steps):
+        return StepExplanation(step_index, -1, "", (), NO_STEP)
     step = trace.steps[step_index]
     if step.phase != "backward":
         return StepExplanation(step_index, step.function, step.op, (), _forward_note(step))
