@@ -73,6 +73,7 @@ from viewer.model.document.pending import PendingGraph
 from viewer.model.document.playback import PlaybackState
 from viewer.model.document.script_loader import ScriptError
 from viewer.model.document.work import Outcome, Runner, layout_work, program_work
+from viewer.model.explain import Chain, StepExplanation, chain, explain_step
 from viewer.model.expression.program import (
     MAX_STEPS,
     MAX_TOTAL_ELEMENTS,
@@ -167,6 +168,9 @@ class Document:
         self.expression_job: ExpressionJob | None = None  # the program running there
         self.sync_layout_limit = SYNC_LAYOUT_LIMIT
         self.layout_by_generation = False  # see compute_layout
+        # the array element explanations give numbers for (None: the largest in magnitude)
+        self.focus_element: tuple[int, ...] | None = None
+        self.gradient_check: GradCheckReport | None = None  # the last one of the graph shown
         self._pending: PendingGraph | None = None
         # what to put back when the running job fails or is cancelled (a leaf edit's old
         # value); kept here, not on the job, which the worker holds
@@ -201,6 +205,20 @@ class Document:
         if box >= 0 and scene.module(box) is not None:  # shown as a module box: the box's
             return inspect_module(scene, box, self.playback.index)
         return inspect(self.trace, node_id, self.playback.index)
+
+    def explain_step(self, step_index: int) -> StepExplanation:
+        """How backward step ``step_index`` computed each gradient it sent (see
+        :mod:`viewer.model.explain`), for the element in focus."""
+        return explain_step(self.trace, step_index, self.focus_element, self.gradient_check)
+
+    def chain(self, node_id: int) -> Chain:
+        """The chain-rule paths from the graph's output down to ``node_id``, for the element
+        in focus, in the backward pass of the current step (the last one before it starts)."""
+        return chain(self.trace, node_id, self.focus_element, step=self.playback.index)
+
+    def set_focus_element(self, element: tuple[int, ...] | None) -> None:
+        """The array element explanations give numbers for (None: the largest in magnitude)."""
+        self.focus_element = None if element is None else tuple(int(i) for i in element)
 
     def select(self, node_id: int | None) -> None:
         """Select a node by trace node id (None clears)."""
@@ -707,6 +725,9 @@ class Document:
         self.evaluation = pending.evaluation
         self.program = pending.program if pending.kind == "expression" else None
         self.leak_report = None
+        self.gradient_check = None
+        if not pending.keep_step:
+            self.focus_element = None
         if pending.kind != "expression":
             self.leaf_values = {}
         run = pending.run if pending.kind == "script" else None
@@ -888,6 +909,7 @@ class Document:
         ``'gradcheck'``, see :func:`viewer.model.checks.gradcheck.apply_overlays`) and put its
         summary
         on the status line."""
+        self.gradient_check = report
         if self.scene is not None:
             apply_overlays(self.scene, report)
             self.overlays_changed.emit()
