@@ -1,6 +1,7 @@
 """The main window: builds the panels, their docks and their binders, and owns what is the
-window's own: menus and shortcuts, the title, the status bar, the docks, dialogs, settings and
-the one run at a time.
+window's own: the menus, the title, the status bar, where an error is shown, opening files and
+starting scripts, settings. Its dialogs are :mod:`viewer.qt.dialogs`'s, where its docks go
+:mod:`viewer.qt.window_docks`'s, one run at a time :class:`~viewer.qt.run_gate.RunGate`'s.
 
 Each panel is bound to the Document by its ``*Binding`` (``viewer/qt/<folder>/*_binding.py``);
 this module connects only the window's own parts, and hands the menus what each entry runs
@@ -29,16 +30,10 @@ from viewer.model.document.examples import list_examples
 from viewer.model.expression.program import ExpressionError
 from viewer.model.scripts.process import ScriptProcess
 from viewer.model.scripts.run import ScriptResult
+from viewer.qt import dialogs
 from viewer.qt.dock_fit import DockFit
 from viewer.qt.drawing.icons import media_icon
 from viewer.qt.drawing.themes import Theme, apply_theme, theme_named
-from viewer.qt.file_dialogs import (
-    ask_export_path,
-    ask_open_path,
-    ask_trace_path,
-    chose_to_run,
-    script_confirmation,
-)
 from viewer.qt.graph import view_export
 from viewer.qt.graph.find_bar import FindBar
 from viewer.qt.graph.find_binding import FindBinding
@@ -56,7 +51,7 @@ from viewer.qt.panels.inspector import InspectorPanel
 from viewer.qt.panels.leaks import LeakPanel
 from viewer.qt.panels.leaks_binding import LeakBinding
 from viewer.qt.panels.legend import LegendWidget
-from viewer.qt.panels.playback import SPEEDS, PlaybackBar
+from viewer.qt.panels.playback import PlaybackBar, next_speed
 from viewer.qt.panels.playback_binding import PlaybackBinding
 from viewer.qt.panels.plots import PlotPanel
 from viewer.qt.panels.plots_binding import PlotBinding
@@ -73,7 +68,7 @@ from viewer.qt.run_gate import RunGate
 from viewer.qt.runners.runner import ThreadRunner
 from viewer.qt.settings import AppSettings
 from viewer.qt.tour import Tour, tour_stops
-from viewer.qt.window_docks import default_dock_heights, place_docks, restore_window, save_window
+from viewer.qt.window_docks import place_docks, restore_window, save_window, size_docks
 
 __all__ = [
     "DEFAULT_PROGRAM",
@@ -209,17 +204,6 @@ class MainWindow(QtWidgets.QMainWindow):
         """What each menu entry runs; the follow and overview switches applied as saved."""
         doc, view, playback = self.document, self.graph_view, self.document.playback
         settings = self.settings
-        view.set_follow(settings.follow_active_step())
-        self.overview.set_shown(settings.overview_shown())
-
-        def follow(on: bool) -> None:
-            view.set_follow(on)
-            settings.set_follow_active_step(on)
-
-        def show_overview(on: bool) -> None:
-            self.overview.set_shown(on)
-            settings.set_overview_shown(on)
-
         commands: dict[str, Callable[[], object]] = {
             "open": self.open_dialog,
             "save_trace": self.save_trace_dialog,
@@ -250,8 +234,12 @@ class MainWindow(QtWidgets.QMainWindow):
         return MenuSlots(
             commands=commands,
             toggles={
-                "follow_step": Toggle(settings.follow_active_step(), follow),
-                "overview": Toggle(settings.overview_shown(), show_overview),
+                "follow_step": Toggle.saved(
+                    settings.follow_active_step(), view.set_follow, settings.set_follow_active_step
+                ),
+                "overview": Toggle.saved(
+                    settings.overview_shown(), self.overview.set_shown, settings.set_overview_shown
+                ),
             },
             editor=self.editor.editor,
             recent_files=settings.recent_files,
@@ -276,12 +264,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.script_binding.shown.connect(self._on_script_shown)
 
     def _size_docks(self) -> None:
-        """Dock sizes once shown (before the first show Qt ignores them): the defaults'
-        heights unless a saved state was restored, and the widths :class:`DockFit` keeps."""
-        if not self._docks_sized:
-            default_dock_heights(self, self.docks)
-        saved = self.settings.dock_widths() if self._docks_sized else None
-        self.dock_fit.start(keep_current=self._docks_sized, preferred=saved)
+        """Once shown: the docks' sizes (:func:`size_docks`), then the tour on a first start."""
+        size_docks(self, self.docks, self.dock_fit, self.settings, restored=self._docks_sized)
         self._docks_sized = True
         if not self.settings.tour_seen():
             self.show_tour()
@@ -331,19 +315,17 @@ class MainWindow(QtWidgets.QMainWindow):
             self.settings.remove_recent_file(str(path.resolve()))
             return False
         result = self.document.load_path(path, self.editor_binding.may_replace)
+        if isinstance(result, ScriptProcess) or result:
+            self.settings.add_recent_file(path)
+            self.settings.set_last_directory(path.parent)
         if isinstance(result, ScriptProcess):
-            self.settings.add_recent_file(path)
-            self.settings.set_last_directory(path.parent)
             return self.start_script(result, confirm=confirm_scripts)
-        if result:
-            self.settings.add_recent_file(path)
-            self.settings.set_last_directory(path.parent)
         if path.suffix.lower() in EXPRESSION_SUFFIXES:
             self.editor_binding.sync(result)
         return bool(result)
 
     def open_dialog(self) -> None:
-        path = ask_open_path(self, self.settings, self.document.path)
+        path = dialogs.ask_open_path(self, self.settings, self.document.path)
         if path:
             self.open_path(path)
 
@@ -351,7 +333,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if self.document.trace is None:
             self.statusBar().showMessage("There is no trace to save")
             return
-        path = ask_trace_path(self)
+        path = dialogs.ask_trace_path(self)
         if path:
             self.export_path(path)  # a script's graph saves the whole recording
 
@@ -360,7 +342,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self._report("There is no graph to export")
             return
         stem = self.document.path.stem if self.document.path is not None else "graph"
-        path = ask_export_path(self, self.settings, stem)
+        path = dialogs.ask_export_path(self, self.settings, stem)
         if path:
             self.export_path(path)
 
@@ -394,11 +376,11 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def confirm_script(self, path: Path) -> bool:
         """Ask before running a user's script (tests replace this)."""
-        return chose_to_run(self.script_confirmation(path))
+        return dialogs.chose_to_run(self.script_confirmation(path))
 
     def script_confirmation(self, path: Path) -> QtWidgets.QMessageBox:
         """The question asked before ``path`` runs, parented to the window."""
-        return script_confirmation(self, path)
+        return dialogs.script_confirmation(self, path)
 
     def start_script(self, run: ScriptProcess, confirm: bool = True) -> bool:
         """Run ``run`` on its own thread; the window stays usable, Cancel stops it."""
@@ -449,12 +431,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def change_speed(self, direction: int) -> None:
         playback = self.document.playback
-        faster = [s for s in SPEEDS if s > playback.speed]
-        slower = [s for s in SPEEDS if s < playback.speed]
-        if direction > 0 and faster:
-            playback.set_speed(faster[0])
-        elif direction < 0 and slower:
-            playback.set_speed(slower[-1])
+        playback.set_speed(next_speed(playback.speed, direction))
         self.statusBar().showMessage(f"Speed: {playback.speed:g} steps/s")
 
     # ================================================================== model -> views
@@ -491,13 +468,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def _report(self, message: str) -> None:
         """A problem that is not in the editor's text: status bar and a non-blocking box."""
         self.statusBar().showMessage(message)
-        box = QtWidgets.QMessageBox(
-            QtWidgets.QMessageBox.Icon.Warning, "autodiff viewer", message, parent=self
-        )
-        box.setObjectName("errorBox")
-        box.setTextFormat(QtCore.Qt.TextFormat.PlainText)  # messages quote files and names
-        box.setAttribute(QtCore.Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.open()
+        dialogs.problem_box(self, message).open()
 
     # ================================================================== window events
     def event(self, event: QtCore.QEvent) -> bool:

@@ -13,7 +13,7 @@ from PySide6 import QtCore, QtWidgets
 from viewer.qt.dock_fit import DockFit
 from viewer.qt.settings import AppSettings
 
-__all__ = ["DOCKS", "default_dock_heights", "place_docks", "restore_window", "save_window"]
+__all__ = ["DOCKS", "place_docks", "restore_window", "save_window", "size_docks"]
 
 _AREA = QtCore.Qt.DockWidgetArea
 # Each dock's object name (what a saved arrangement and the tour know it by), its title and
@@ -57,14 +57,21 @@ def place_docks(
     return docks
 
 
-def default_dock_heights(
-    window: QtWidgets.QMainWindow, docks: Mapping[str, QtWidgets.QDockWidget]
+def size_docks(
+    window: QtWidgets.QMainWindow,
+    docks: Mapping[str, QtWidgets.QDockWidget],
+    fit: DockFit,
+    settings: AppSettings,
+    restored: bool,
 ) -> None:
-    """The side columns' heights when no saved arrangement was restored (Qt ignores them
-    before the window is first shown)."""
-    vertical = QtCore.Qt.Orientation.Vertical
-    window.resizeDocks([docks["editorDock"], docks["variablesDock"]], [260, 300], vertical)
-    window.resizeDocks([docks["inspectorDock"], docks["plotPanel"]], [45, 55], vertical)
+    """The docks' sizes once the window is shown (Qt ignores them before): the side columns'
+    default heights unless a saved arrangement was ``restored``, and the widths ``fit`` keeps
+    (the saved ones with a restored arrangement)."""
+    if not restored:
+        vertical = QtCore.Qt.Orientation.Vertical
+        window.resizeDocks([docks["editorDock"], docks["variablesDock"]], [260, 300], vertical)
+        window.resizeDocks([docks["inspectorDock"], docks["plotPanel"]], [45, 55], vertical)
+    fit.start(keep_current=restored, preferred=settings.dock_widths() if restored else None)
 
 
 def restore_window(window: QtWidgets.QMainWindow, settings: AppSettings) -> bool:

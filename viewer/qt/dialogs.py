@@ -1,8 +1,8 @@
-"""The window's file dialogs: where File > Open, Save Trace and Export open and what they
-remember, and the question asked before a user's script runs.
+"""The window's dialogs: where File > Open, Save Trace and Export open and what they
+remember, the question asked before a user's script runs, and the box that reports a problem.
 
-Each dialog returns the path the user chose ('' when cancelled); the window decides what to do
-with it (open it, export to it), so nothing here knows the Document.
+Each file dialog returns the path the user chose ('' when cancelled); the window decides what
+to do with it (open it, export to it), so nothing here knows the Document.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ __all__ = [
     "chose_to_run",
     "documents_folder",
     "export_start_folder",
+    "problem_box",
     "script_confirmation",
     "start_folder",
 ]
@@ -141,3 +142,14 @@ def chose_to_run(box: QtWidgets.QMessageBox) -> bool:
     clicked = box.clickedButton()
     role = box.buttonRole(clicked) if clicked is not None else None
     return role == QtWidgets.QMessageBox.ButtonRole.AcceptRole
+
+
+def problem_box(parent: QtWidgets.QWidget, message: str) -> QtWidgets.QMessageBox:
+    """A warning that does not block (``open()`` it) and deletes itself once closed."""
+    box = QtWidgets.QMessageBox(
+        QtWidgets.QMessageBox.Icon.Warning, "autodiff viewer", message, parent=parent
+    )
+    box.setObjectName("errorBox")
+    box.setTextFormat(QtCore.Qt.TextFormat.PlainText)  # messages quote files and names
+    box.setAttribute(QtCore.Qt.WidgetAttribute.WA_DeleteOnClose)
+    return box
