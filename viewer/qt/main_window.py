@@ -29,7 +29,6 @@ from viewer.model.document.document import (
 from viewer.model.document.examples import list_examples
 from viewer.model.expression.program import ExpressionError
 from viewer.model.scripts.process import ScriptProcess
-from viewer.model.scripts.run import ScriptResult
 from viewer.qt import dialogs
 from viewer.qt.dock_fit import DockFit
 from viewer.qt.drawing.icons import media_icon
@@ -261,7 +260,7 @@ class MainWindow(QtWidgets.QMainWindow):
         doc.scene_changed.connect(self._on_graph_loaded)  # a box opened: new counts
         doc.playback.speed_changed.connect(self.settings.set_speed)
         self.graph_view.node_clicked.connect(self._on_node_clicked)
-        self.script_binding.shown.connect(self._on_script_shown)
+        self.script_binding.shown.connect(self.leak_binding.script_shown)
 
     def _size_docks(self) -> None:
         """Once shown: the docks' sizes (:func:`size_docks`), then the tour on a first start."""
@@ -393,15 +392,6 @@ class MainWindow(QtWidgets.QMainWindow):
         self.run_gate.set_running(True)
         run.start()
         return True
-
-    def _on_script_shown(self, result: ScriptResult, ok: bool) -> None:
-        survivors = getattr(result.leak_report, "survivors", None)
-        if ok and survivors:
-            self.statusBar().showMessage(
-                f"{result.path.name}: {len(survivors)} object(s) survived the end of the script "
-                "(red leak badges; see the Leaks panel)"
-            )
-            self.raise_dock("leakPanel")
 
     def set_theme(self, name: str) -> None:
         self._theme = theme_named(name)
