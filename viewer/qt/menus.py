@@ -90,6 +90,19 @@ class Toggle:
     checked: bool
     changed: Callable[[bool], object]
 
+    @classmethod
+    def saved(
+        cls, saved: bool, apply: Callable[[bool], object], save: Callable[[bool], object]
+    ) -> Toggle:
+        """A switch kept in the settings: ``saved`` applied now, each change applied and saved."""
+        apply(saved)
+
+        def changed(on: bool) -> None:
+            apply(on)
+            save(on)
+
+        return cls(saved, changed)
+
 
 @dataclass(frozen=True)
 class MenuSlots:

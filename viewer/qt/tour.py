@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-__all__ = ["STOPS", "Tour", "TourStop"]
+__all__ = ["STOPS", "Tour", "TourStop", "tour_stops"]
 
 # How far the callout stays from the part it points at, and from the window's edges.
 GAP = 12
@@ -63,6 +63,20 @@ class TourStop:
     title: str
     text: str
     target: Callable[[], QtWidgets.QWidget]
+
+
+def tour_stops(
+    graph: QtWidgets.QWidget, raise_dock: Callable[[str], QtWidgets.QWidget]
+) -> list[TourStop]:
+    """:data:`STOPS`, each pointing at ``graph`` or at its dock, which ``raise_dock`` shows in
+    front of its tabs (should it be behind one) and returns."""
+
+    def target(where: str) -> Callable[[], QtWidgets.QWidget]:
+        if where == "graph":
+            return lambda: graph
+        return lambda: raise_dock(where)
+
+    return [TourStop(title, text, target(where)) for title, text, where in STOPS]
 
 
 class Tour(QtWidgets.QFrame):

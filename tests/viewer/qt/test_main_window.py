@@ -5,6 +5,7 @@ import pytest
 from PySide6 import QtCore, QtWidgets
 
 from viewer.qt.main_window import DEFAULT_PROGRAM
+from viewer.qt.panels.playback import SPEEDS
 
 REQUIRED_NAMES = (
     "expressionEditor",
@@ -163,6 +164,24 @@ def test_play_runs_to_the_end_on_the_timer(qtbot, window):
     assert playback.index == 1
     qtbot.mouseClick(_find(window, "stepBackButton"), QtCore.Qt.MouseButton.LeftButton)
     assert playback.index == 0
+
+
+def test_faster_and_slower_step_through_the_speeds_and_stop_at_either_end(window):
+    playback = window.document.playback
+    playback.set_speed(SPEEDS[0])
+    window.actions["slower"].trigger()
+    assert playback.speed == SPEEDS[0]
+    window.actions["faster"].trigger()
+    assert playback.speed == SPEEDS[1]
+    assert window.statusBar().currentMessage() == f"Speed: {SPEEDS[1]:g} steps/s"
+    playback.set_speed(3.0)  # between two of the steps
+    window.actions["slower"].trigger()
+    assert playback.speed == 2.0
+    window.actions["faster"].trigger()
+    assert playback.speed == 4.0
+    playback.set_speed(SPEEDS[-1])
+    window.actions["faster"].trigger()
+    assert playback.speed == SPEEDS[-1]
 
 
 def test_dark_theme_switch_keeps_the_graph(window):

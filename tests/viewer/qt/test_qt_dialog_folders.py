@@ -9,7 +9,7 @@ from PySide6 import QtCore, QtWidgets
 
 from viewer.model import assets
 from viewer.model.document.examples import find_example
-from viewer.qt.main_window import export_start_folder, start_folder
+from viewer.qt.dialogs import export_start_folder, start_folder
 
 
 def test_start_folder_takes_the_first_existing_folder_else_home(tmp_path, monkeypatch):
@@ -63,7 +63,7 @@ def test_export_starts_in_the_last_export_folder(window, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     documents = tmp_path / "Documents"
     documents.mkdir()
-    monkeypatch.setattr("viewer.qt.main_window.documents_folder", lambda: str(documents))
+    monkeypatch.setattr("viewer.qt.dialogs.documents_folder", lambda: str(documents))
     dialogs = _Dialogs(monkeypatch)
     window.export_dialog()  # nothing exported yet: the user's documents folder
     assert Path(dialogs.opened[-1]).parent == documents

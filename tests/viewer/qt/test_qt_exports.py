@@ -6,7 +6,7 @@ import json
 import networkx as nx
 import numpy as np
 
-from viewer.qt.main_window import EXPORT_FILTER
+from viewer.qt.dialogs import EXPORT_FILTER
 
 
 def _graph_signature(doc):

@@ -106,13 +106,13 @@ def test_the_tour_stays_away_from_a_returning_user(qtbot, shown):
 def test_esc_dismisses_the_tour_even_while_esc_cancels_a_run(qtbot, shown):
     _first_start()
     window = shown()
-    window._set_script_running(True)  # the window's Cancel action now answers Esc
+    window.run_gate.set_running(True)  # the window's Cancel action now answers Esc
     cancelled = []
     window.actions["cancel_run"].triggered.connect(lambda: cancelled.append(True))
     qtbot.keyClick(window.tour.next_button, QtCore.Qt.Key.Key_Escape)
     assert not window.tour.running
     assert cancelled == []  # the tour had the focus: Esc was its
-    window._set_script_running(False)
+    window.run_gate.set_running(False)
 
 
 def test_the_callout_follows_a_theme_switch(qtbot, shown):

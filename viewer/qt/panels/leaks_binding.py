@@ -13,6 +13,7 @@ from typing import Any
 from PySide6 import QtCore, QtWidgets
 
 from viewer.model.document.document import TRACE_SUFFIXES, Document
+from viewer.model.scripts.run import ScriptResult
 from viewer.qt.graph.scene_binding import SceneBinding
 from viewer.qt.panels.leaks import LeakPanel
 from viewer.qt.panels.panel_binding import PanelBinding
@@ -74,6 +75,18 @@ class LeakBinding(PanelBinding):
             return None
         self.status_bar.showMessage(f"Released the graph: {_count(report)}")
         return report
+
+    def script_shown(self, result: ScriptResult, ok: bool) -> None:
+        """A script's graph is shown (``ScriptBinding.shown``): what outlived the script is
+        said on the status line, and this panel is raised to list it."""
+        survivors = getattr(result.leak_report, "survivors", None)
+        if ok and survivors:
+            self.status_bar.showMessage(
+                f"{result.path.name}: {len(survivors)} object(s) survived the end of the script "
+                "(red leak badges; see the Leaks panel)"
+            )
+            self.dock.show()
+            self.dock.raise_()
 
     def _show_survivor(self, node_id: int) -> bool:
         """A survivor's node: of the run's audited trace for a script (its first passes),

@@ -17,9 +17,19 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from viewer.model.document.playback import PhaseSpan
 from viewer.qt.drawing.icons import media_icon
 
-__all__ = ["SPEEDS", "PhaseStrip", "PlaybackBar"]
+__all__ = ["SPEEDS", "PhaseStrip", "PlaybackBar", "next_speed"]
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 60.0)
+
+
+def next_speed(speed: float, direction: int) -> float:
+    """The next of :data:`SPEEDS` above ``speed`` (``direction`` > 0) or below it (< 0);
+    ``speed`` itself past either end."""
+    if direction > 0:
+        return next((s for s in SPEEDS if s > speed), speed)
+    if direction < 0:
+        return next((s for s in reversed(SPEEDS) if s < speed), speed)
+    return speed
 
 
 class PhaseStrip(QtWidgets.QWidget):
