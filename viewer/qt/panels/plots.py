@@ -251,9 +251,9 @@ class PlotPanel(QtWidgets.QWidget):
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
         super().resizeEvent(event)
-        # The norm legend beside the plots takes at most a third of a narrow panel: at its
-        # full 190 px in a 290 px dock the two plots kept under 30 px for their data.
-        self.norm_legend.setMaximumWidth(max(LEGEND_MIN_WIDTH, self.width() // 3))
+        # The norm legend beside the plots takes at most 40% of a narrow panel: at its full
+        # 190 px in a 290 px dock the two plots kept under 30 px for their data.
+        self.norm_legend.setMaximumWidth(max(LEGEND_MIN_WIDTH, self.width() * 2 // 5))
 
     # ---------------------------------------------------------------- tabs, theme
     @property
