@@ -136,7 +136,7 @@ def window_picture() -> Path:
 
 def modules() -> Path:
     """residual_mlp.py in its last backward pass: the six Blocks unfolded, b3 expanded, the
-    step shown one of b2's Functions running backward."""
+    step shown one of b2's Functions running backward, the inspector on b2's box."""
     window = _window()
     doc = window.document
     _open(window, EXAMPLES / "residual_mlp.py")
@@ -166,7 +166,8 @@ def modules() -> Path:
     left = min(positions[i][0] for i in in_b3)
     right = max(positions[i][0] for i in in_b3)
     view.center_at(float(left + right) / 2, float(top + bottom) / 2)
-    window.raise_dock("scriptDock")
+    doc.select_index(b2)  # the inspector on the lit box (the Script tab would add a timing)
+    window.raise_dock("inspectorDock")
     window.raise_dock("plotPanel")
     window.plot_panel.set_current_tab("training")
     return _save(window, window, "modules.png")
