@@ -142,6 +142,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.dock_fit = DockFit(self, side_docks)
         self._docks_sized = False  # default sizes once shown, unless a saved state is restored
         self._first_shown = False
+        self._asked_size: QtCore.QSize | None = None
         self.tour: Tour | None = None
         self.examples_by_topic: ExamplesByTopic | None = None
 
@@ -265,6 +266,11 @@ class MainWindow(QtWidgets.QMainWindow):
     def _size_docks(self) -> None:
         """Once shown: the docks' sizes (:func:`size_docks`), then the tour on a first start."""
         size_docks(self, self.docks, self.dock_fit, self.settings, restored=self._docks_sized)
+        # Shown unfolded, the right column's panels made the window taller than asked (800 x
+        # 560 became 616 high); folded, they fit in the size asked for.
+        asked = self._asked_size
+        if asked is not None and self.height() > asked.height():
+            self.resize(asked.expandedTo(self.minimumSizeHint()))
         self._docks_sized = True
         if not self.settings.tour_seen():
             self.show_tour()
@@ -273,6 +279,7 @@ class MainWindow(QtWidgets.QMainWindow):
         super().showEvent(event)
         if not self._first_shown:
             self._first_shown = True
+            self._asked_size = self.size()  # before the layout's minimum grows it
             QtCore.QTimer.singleShot(0, self._size_docks)
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:

@@ -38,6 +38,17 @@ def test_the_graph_keeps_half_the_width_of_a_small_window(qtbot, shown):
         assert all(not d.isHidden() for d in window.docks.values())
 
 
+def test_a_window_opened_small_folds_at_once_and_keeps_the_size_asked(qtbot, shown):
+    """Unfolded, the right column's panels need more height than 560 px; the window opened
+    at 800 x 560 folds them into the left tabs and stays 560 high, playback and status bar
+    on screen, instead of growing past the screen's bottom."""
+    window = shown(800, 560)
+    assert window.dock_fit.folded
+    assert window.size() == QtCore.QSize(800, 560)
+    playback = window.docks["playbackDock"]
+    assert playback.geometry().bottom() < window.statusBar().geometry().top() <= 560
+
+
 def test_a_narrow_window_folds_the_right_docks_into_the_left_tabs_and_unfolds(qtbot, shown):
     window = shown()
     window.docks["leakPanel"].hide()  # the user's choice survives folding

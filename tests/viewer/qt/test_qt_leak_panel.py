@@ -203,3 +203,34 @@ def test_a_survivor_is_shown_in_the_audited_graphs_never_in_a_pass_recorded_alon
     panel.click_row(row)
     assert getattr(doc.trace, "base", doc.trace) is result.trace
     assert doc.selection == node and doc.trace.node(node)["name"] == "h0"
+
+
+def test_a_short_panel_keeps_every_line_of_its_summary(qtbot):
+    """Beside the Release button the summary wraps to six or more lines; in a short dock it
+    keeps them all and the list below gives up its height (it scrolls)."""
+    from types import SimpleNamespace
+
+    from viewer.qt.panels.leaks import LeakPanel
+
+    holder = QtWidgets.QWidget()
+    qtbot.addWidget(holder)
+    panel = LeakPanel(holder)
+    survivors = [
+        SimpleNamespace(
+            label=f"v{i}", kind="variable", node_id=i, reason="referenced", held_by="global"
+        )
+        for i in range(10)
+    ]
+    panel.show_report(SimpleNamespace(survivors=survivors), title="global_list.py")
+    panel.resize(240, 240)
+    holder.show()
+    qtbot.waitExposed(holder)
+    summary = panel.summary
+    probe = QtWidgets.QLabel(summary.text())  # the same text, with no minimum of its own
+    probe.setWordWrap(True)
+    probe.setFont(summary.font())
+    probe.setContentsMargins(summary.contentsMargins())
+    needed = probe.heightForWidth(summary.width())
+    assert needed > 4 * summary.fontMetrics().height()  # several lines: the case at hand
+    qtbot.waitUntil(lambda: summary.height() >= needed)
+    assert panel.list.isVisible() and panel.list.height() >= 60

@@ -120,3 +120,31 @@ def test_the_export_legend_uses_the_same_entries(qapp):
     assert title == "marks"
     assert [e.key for e in marks] == ["mark:leak_cycle", "mark:leak_held", "mark:gradcheck"]
     assert marks[0] in sections["Marks"]
+
+
+def test_a_narrow_legend_wraps_its_badges_and_clips_no_description(qtbot):
+    """The gradient check's three badges side by side are wider than a narrow dock: they
+    wrap into rows, so the legend is no wider than its view and every description fits."""
+    legend = LegendWidget(LIGHT)
+    qtbot.addWidget(legend)
+    legend.resize(200, 400)
+    legend.show()
+    qtbot.waitExposed(legend)
+    view_width = legend.viewport().width()
+    assert legend.widget().width() <= view_width
+    badges = legend.findChild(QtWidgets.QLabel, "legendBadges:mark:gradcheck")
+    assert (
+        badges.height()
+        >= 2 * legend.findChild(QtWidgets.QLabel, "legendBadges:mark:leak_held").height()
+    )
+    for key in legend.keys:
+        text = legend.findChild(QtWidgets.QLabel, f"legendText:{key}")
+        right = text.mapTo(legend.viewport(), QtCore.QPoint(text.width(), 0)).x()
+        assert right <= view_width, key
+    legend.resize(500, 400)
+    qtbot.waitUntil(
+        lambda: (
+            badges.height()
+            == legend.findChild(QtWidgets.QLabel, "legendBadges:mark:leak_held").height()
+        )
+    )  # one row again

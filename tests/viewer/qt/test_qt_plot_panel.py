@@ -532,3 +532,27 @@ def test_a_click_on_the_curves_of_a_saved_trace_says_every_pass_is_shown(qtbot, 
         "Backward #3 has no graph of its own to open: the graph shown holds every pass"
     )
     assert window.document.title.endswith("four passes")
+
+
+def test_a_narrow_panel_keeps_most_of_its_width_for_the_training_plots(qtbot):
+    """In a 290 px dock (a 1024 px window) the norm legend beside the plots takes at most
+    40% of the width, so the curves keep room for their data, and its names keep their start;
+    a wide panel gives the legend its full width."""
+    panel = PlotPanel()
+    qtbot.addWidget(panel)
+    panel.set_current_tab("training")
+    labels = tuple(f"b{i}.fc{j}.W (8, 8)" for i in range(3) for j in (1, 2))
+    n = 20
+    norms = np.linspace(1.0, 0.1, n)[None, :] * np.ones((len(labels), 1))
+    loss = np.linspace(1.0, 0.05, n)
+    ids = tuple(range(len(labels)))
+    panel.show_training(TrainingCurves(np.arange(n), loss, "loss", ids, labels, norms))
+    panel.resize(290, 300)
+    panel.show()
+    qtbot.waitExposed(panel)
+    qtbot.waitUntil(lambda: panel.norm_legend.width() <= panel.width() * 2 // 5)
+    assert panel.norm_plot.width() >= panel.width() // 2
+    assert panel.norm_legend.textElideMode() == QtCore.Qt.TextElideMode.ElideRight
+    full = panel.norm_legend.sizeHint().width()
+    panel.resize(900, 300)
+    qtbot.waitUntil(lambda: panel.norm_legend.width() == full)

@@ -158,7 +158,9 @@ class SeriesLegend(QtWidgets.QListWidget):
         self.setObjectName("seriesLegend")
         self.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.NoSelection)
         self.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
-        self.setTextElideMode(QtCore.Qt.TextElideMode.ElideMiddle)
+        # a narrow legend keeps the start of a name ("b0.fc1.W (8, 8)" -> "b0.fc1.W…"): the
+        # layer path tells the curves apart, the shape after it rarely does
+        self.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
         self.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setSizePolicy(
             QtWidgets.QSizePolicy.Policy.Maximum, QtWidgets.QSizePolicy.Policy.Expanding

@@ -42,7 +42,8 @@ class LeakPanel(QtWidgets.QWidget):
         self.list.setUniformRowHeights(True)
         self.list.setAlternatingRowColors(True)
         self.list.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.list.setMinimumHeight(120)
+        # three rows: in a short dock the summary above keeps its lines
+        self.list.setMinimumHeight(72)
         header = self.list.header()
         header.setSectionResizeMode(0, QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(1, QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
@@ -56,6 +57,7 @@ class LeakPanel(QtWidgets.QWidget):
             QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont)
         )
         self.detail.setMaximumHeight(110)
+        self.detail.setMinimumHeight(40)
         self.detail.setPlaceholderText("Click a row to see the whole chain of holders.")
 
         self.summary.setAlignment(
@@ -75,7 +77,22 @@ class LeakPanel(QtWidgets.QWidget):
         self.list.currentItemChanged.connect(self._on_current)
         self.list.itemClicked.connect(self._on_clicked)
         self._survivors: list[Any] = []
+        self.summary.installEventFilter(self)
         self.show_message("")
+
+    def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
+        if watched is self.summary and event.type() == QtCore.QEvent.Type.Resize:
+            self._fit_summary()
+        return super().eventFilter(watched, event)
+
+    def _fit_summary(self) -> None:
+        """The summary keeps every line it needs at its width: the layout sizes a wrapped
+        label beside a button without asking how tall its text is, and a short dock cut its
+        last lines off."""
+        width = self.summary.width()
+        if width > 0:
+            self.summary.setMinimumHeight(0)  # else the label answers at least its minimum
+            self.summary.setMinimumHeight(self.summary.heightForWidth(width))
 
     # ---------------------------------------------------------------- content
     def set_release_action(self, action: QtGui.QAction) -> None:
@@ -91,6 +108,7 @@ class LeakPanel(QtWidgets.QWidget):
             or "Not audited yet. Release graph drops the viewer's references to a typed "
             "expression and lists what is still alive; a script is audited when it ends."
         )
+        self._fit_summary()
         self.list.setVisible(False)
         self.detail.setVisible(False)
 
@@ -117,6 +135,7 @@ class LeakPanel(QtWidgets.QWidget):
             if held:
                 text += f" Leaves your code still holds (not leaks): {', '.join(held)}."
             self.summary.setText(text)
+            self._fit_summary()
             self.list.setVisible(False)
             self.detail.setVisible(False)
             return
@@ -134,6 +153,7 @@ class LeakPanel(QtWidgets.QWidget):
         if held:
             text += f" Leaves still held (not leaks): {', '.join(held)}."
         self.summary.setText(text)
+        self._fit_summary()
         shown = set(in_graph) if in_graph is not None else None
         items = []
         for survivor in survivors:

@@ -188,25 +188,71 @@ def _swatch(entry: LegendEntry, theme: Theme, ratio: float) -> QtGui.QPixmap:
     return pixmap
 
 
-def _badges(entry: LegendEntry, theme: Theme, ratio: float) -> QtGui.QPixmap:
-    """The entry's badges side by side, as the graph draws them."""
+def _badges(
+    entry: LegendEntry, theme: Theme, ratio: float, width: float | None = None
+) -> QtGui.QPixmap:
+    """The entry's badges as the graph draws them, side by side; with ``width`` (pixels), in
+    as many rows as it takes to keep each row within it (a badge wider than it has a row of
+    its own)."""
     font = QtGui.QFont()
     font.setPixelSize(11)
     font.setBold(True)
     metrics = QtGui.QFontMetricsF(font)
-    width = sum(metrics.horizontalAdvance(text) + 14 for text, _ in entry.badges)
-    pixmap = _pixmap(QtCore.QSize(int(width) + 2, int(metrics.height()) + 6), theme, ratio)
+    widths = [metrics.horizontalAdvance(text) + 14 for text, _ in entry.badges]
+    rows: list[list[int]] = [[]]
+    used = 1.0
+    for i, w in enumerate(widths):
+        if rows[-1] and width is not None and used + w > width:
+            rows.append([])
+            used = 1.0
+        rows[-1].append(i)
+        used += w + 4
+    row_height = metrics.height() + 6
+    widest = max(sum(widths[i] + 4 for i in row) for row in rows)
+    size = QtCore.QSize(int(widest) + 2, int(row_height * len(rows)))
+    pixmap = _pixmap(size, theme, ratio)
     pixmap.fill(QtCore.Qt.GlobalColor.transparent)
     painter = QtGui.QPainter(pixmap)
     try:
         painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, True)
         painter.setFont(font)
-        left = 1.0
-        for text, colour in entry.badges:
-            left += paint_badge(painter, left, 1.0, text, colour) + 4
+        for r, row in enumerate(rows):
+            left = 1.0
+            for i in row:
+                text, colour = entry.badges[i]
+                left += paint_badge(painter, left, 1.0 + r * row_height, text, colour) + 4
     finally:
         painter.end()
     return pixmap
+
+
+class _BadgeRow(QtWidgets.QLabel):
+    """A row's badges, wrapped to the width the legend gives it: as one fixed picture they
+    would set the legend's narrowest width, and a narrow dock would clip every description
+    beside them."""
+
+    def __init__(self, entry: LegendEntry, parent: QtWidgets.QWidget) -> None:
+        super().__init__(parent)
+        self._entry = entry
+        self._theme: Theme | None = None
+        self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Fixed)
+        self.setMinimumWidth(0)
+
+    def set_theme(self, entry: LegendEntry, theme: Theme) -> None:
+        self._entry, self._theme = entry, theme
+        self._draw()
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._draw()
+
+    def _draw(self) -> None:
+        if self._theme is None:
+            return
+        ratio = self.devicePixelRatioF() or 1.0
+        pixmap = _badges(self._entry, self._theme, ratio, max(self.width(), 1))
+        self.setPixmap(pixmap)
+        self.setFixedHeight(round(pixmap.height() / pixmap.devicePixelRatio()))
 
 
 class LegendWidget(QtWidgets.QScrollArea):
@@ -221,7 +267,7 @@ class LegendWidget(QtWidgets.QScrollArea):
         self.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._swatches: dict[str, QtWidgets.QLabel] = {}
-        self._badge_labels: dict[str, QtWidgets.QLabel] = {}
+        self._badge_labels: dict[str, _BadgeRow] = {}
         self._texts: dict[str, QtWidgets.QLabel] = {}
         self._headers: list[QtWidgets.QLabel] = []
         self._images: dict[str, QtGui.QImage] = {}
@@ -254,7 +300,7 @@ class LegendWidget(QtWidgets.QScrollArea):
                 column.setContentsMargins(0, 0, 0, 0)
                 column.setSpacing(1)
                 if entry.badges:
-                    badges = QtWidgets.QLabel(cell)
+                    badges = _BadgeRow(entry, cell)
                     badges.setObjectName(f"legendBadges:{entry.key}")
                     column.addWidget(badges)
                     self._badge_labels[entry.key] = badges
@@ -285,7 +331,7 @@ class LegendWidget(QtWidgets.QScrollArea):
                 self._images[entry.key] = pixmap.toImage()
                 self._swatches[entry.key].setPixmap(pixmap)
                 if entry.key in self._badge_labels:
-                    self._badge_labels[entry.key].setPixmap(_badges(entry, theme, ratio))
+                    self._badge_labels[entry.key].set_theme(entry, theme)
                 self._texts[entry.key].setText(
                     f'<span style="color:{theme.text}">{html.escape(entry.label)}</span><br>'
                     f'<span style="color:{muted}; font-size:small">'

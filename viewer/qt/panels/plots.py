@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from viewer.qt.drawing.plot_items import ReadableAxis, SeriesLegend
 from viewer.qt.drawing.themes import LIGHT, Theme
@@ -23,6 +23,7 @@ __all__ = ["HISTOGRAM_COLOURS", "TABS", "PlotPanel", "plot_histogram"]
 
 TABS = ("function", "training", "histogram")
 AXIS_WIDTH = 62  # px, the left axes of plots stacked over one x axis (labels and ticks)
+LEGEND_MIN_WIDTH = 90  # px, the norm legend's narrowest: tick box, swatch, a few letters
 CURVE_COLOURS = ("#1c7ed6", "#e8590c", "#2f9e44")  # f, df/dx, d2f/dx2
 HISTOGRAM_COLOURS = ("#f0a640", "#5aa5c8")  # value, gradient
 SERIES_COLOURS = (
@@ -247,6 +248,12 @@ class PlotPanel(QtWidgets.QWidget):
         self.show_function_message("")
         self.show_training_message("")
         self.show_histogram_message("")
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        # The norm legend beside the plots takes at most 40% of a narrow panel: at its full
+        # 190 px in a 290 px dock the two plots kept under 30 px for their data.
+        self.norm_legend.setMaximumWidth(max(LEGEND_MIN_WIDTH, self.width() * 2 // 5))
 
     # ---------------------------------------------------------------- tabs, theme
     @property
