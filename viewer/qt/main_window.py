@@ -34,6 +34,7 @@ from viewer.model.scripts.run import ScriptResult
 from viewer.qt.dock_fit import DockFit
 from viewer.qt.drawing.icons import media_icon
 from viewer.qt.drawing.themes import Theme, apply_theme, theme_named
+from viewer.qt.graph.explain_binding import ExplainBinding
 from viewer.qt.graph.find_bar import FindBar
 from viewer.qt.graph.find_binding import FindBinding
 from viewer.qt.graph.image_export import EXPORT_FORMATS, export_graph
@@ -206,6 +207,9 @@ class MainWindow(QtWidgets.QMainWindow):
         doc, docks = self.document, self.docks
         self.scene_binding = SceneBinding(doc, self.graph_view, self.inspector, status_bar, self)
         scene = self.scene_binding
+        self.explain_binding = ExplainBinding(
+            doc, self.inspector.explain, self.graph_view, scene, self
+        )
         self.scope_binding = ScopeBinding(doc, self.graph_view, self)
         self.plot_binding = PlotBinding(doc, self.plot_panel, docks["plotPanel"], status_bar, self)
         self.leak_binding = LeakBinding(
@@ -274,6 +278,12 @@ class MainWindow(QtWidgets.QMainWindow):
             view.set_follow(on)
             settings.set_follow_active_step(on)
 
+        self.explain_binding.set_edge_labels(settings.edge_gradients_shown())
+
+        def label_edges(on: bool) -> None:
+            self.explain_binding.set_edge_labels(on)
+            settings.set_edge_gradients_shown(on)
+
         def show_overview(on: bool) -> None:
             self.overview.set_shown(on)
             settings.set_overview_shown(on)
@@ -310,6 +320,7 @@ class MainWindow(QtWidgets.QMainWindow):
             toggles={
                 "follow_step": Toggle(settings.follow_active_step(), follow),
                 "overview": Toggle(settings.overview_shown(), show_overview),
+                "edge_gradients": Toggle(settings.edge_gradients_shown(), label_edges),
             },
             editor=self.editor.editor,
             recent_files=settings.recent_files,

@@ -288,7 +288,8 @@ class _Spots(pg.ScatterPlotItem):
 
 
 class NodeLayer:
-    """All nodes in one pixel-mode ScatterPlotItem, plus two small overlays (current, selected).
+    """All nodes in one pixel-mode ScatterPlotItem, plus small overlays (current, selected, and
+    the node a link elsewhere points at, e.g. a name in the Explain section under the mouse).
 
     A node's fill is the frame's (``Frame.fill``, the model's palette); its border (colour,
     width, pattern) is the theme's style for its kind and state. Each spot is stamped from a
@@ -303,6 +304,7 @@ class NodeLayer:
         self._item = self._make_item(z=1)
         self._current = self._make_item(z=2)
         self._ring = self._make_item(z=3)
+        self._hover = self._make_item(z=3.5)
         self._positions = np.zeros((0, 2))
         self._is_function = np.zeros(0, dtype=bool)
         self._kind = np.zeros(0, dtype=np.int32)  # VARIABLE, FUNCTION or MODULE per node
@@ -315,6 +317,7 @@ class NodeLayer:
         self._theme: Theme | None = None
         self._styles: dict[int, tuple[QtGui.QPainterPath, QtGui.QPen, QtGui.QBrush]] = {}
         self._selected = -1
+        self._hovered = -1
         self._current_nodes = np.zeros(0, dtype=np.intp)
         self._rings: dict[tuple, tuple[QtGui.QPainterPath, QtGui.QPen]] = {}
         self._no_brush = QtGui.QBrush(QtCore.Qt.BrushStyle.NoBrush)
@@ -356,10 +359,12 @@ class NodeLayer:
         self._fill = None
         self._styles.clear()
         self._selected = -1
+        self._hovered = -1
         self._current_nodes = np.zeros(0, dtype=np.intp)
         self._item.setData([])
         self._current.setData([])
         self._ring.setData([])
+        self._hover.setData([])
 
     def style_keys(self, codes: NDArray[np.integer]) -> NDArray[np.int32]:
         """The style key of each node: 1000 * kind (variable 0, function 1, module 2) + state
@@ -474,6 +479,15 @@ class NodeLayer:
         self._selected = int(selected)
         self._send_overlays()
 
+    def set_hovered(self, node: int) -> None:
+        """Ring ``node`` (an index; -1: none) as the one a pointer elsewhere stands for."""
+        self._hovered = int(node)
+        self._send_overlays()
+
+    @property
+    def hovered(self) -> int:
+        return self._hovered
+
     def _send_overlays(self) -> None:
         if self._theme is None:
             return
@@ -482,6 +496,8 @@ class NodeLayer:
         self._send_ring(self._current, current, self._theme.current, 3.0, 4.0)
         sel = np.array([self._selected] if 0 <= self._selected < n else [], dtype=np.intp)
         self._send_ring(self._ring, sel, self._theme.selection, 2.5, 8.0)
+        hov = np.array([self._hovered] if 0 <= self._hovered < n else [], dtype=np.intp)
+        self._send_ring(self._hover, hov, self._theme.highlight, 4.0, 12.0)
 
     def _send_ring(self, item, nodes, colour: str, width: float, margin: float) -> None:
         """Outline ``nodes`` ``margin`` pixels outside their border."""

@@ -1,0 +1,185 @@
+"""The Explain section of the inspector and the step's edge labels (issue 24, "On screen")."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6 import QtCore
+
+from viewer.model.explain import Chain, ChainPath, StepExplanation, Term
+from viewer.model.panels.explain_view import (
+    explain_lines,
+    link_segments,
+    step_edge_labels,
+)
+from viewer.qt.panels.explain import ExplainSection
+
+
+def _term(**kw) -> Term:
+    fields = dict(
+        input=3,
+        slot=0,
+        formula="gx = gy · exp(x)",
+        numbers="5.43656 × exp(0.25)",
+        result=np.float64(6.98),
+        element=None,
+        shapes="",
+        broadcast="",
+        accumulation="",
+        links=(("gy", 7), ("x", 3)),
+    )
+    fields.update(kw)
+    return Term(**fields)
+
+
+def _names(node_id: int) -> str:
+    return {3: "a", 5: "Exp", 7: "b"}.get(node_id, f"#{node_id}")
+
+
+def _backward_index(doc, op: str) -> int:
+    steps = doc.trace.steps
+    return next(i for i, s in enumerate(steps) if s.phase == "backward" and s.op == op)
+
+
+def test_names_are_linked_where_they_stand_alone():
+    segments = link_segments("gx = gy · 2x · exp(x) + gx0", (("x", 3), ("gy", 7)))
+    linked = [(t, n) for t, n in segments if n is not None]
+    assert linked == [("gy", 7), ("x", 3), ("x", 3)]
+    assert "".join(t for t, _ in segments) == "gx = gy · 2x · exp(x) + gx0"
+
+
+def test_section_shows_text_literally_and_its_links_select_and_hover(qtbot):
+    section = ExplainSection()
+    qtbot.addWidget(section)
+    term = _term(formula="gx = gy · <b>x</b>", links=(("gy", 7),))
+    lines = explain_lines(StepExplanation(4, 5, "Exp", (term,), ""), lambda n: "<b>x</b>")
+    section.set_lines(lines)
+    assert "gx = gy · <b>x</b>" in section.text().splitlines()
+    # the markup escapes the name: Qt shows the angle brackets, it draws nothing bold
+    assert "&lt;b&gt;x&lt;/b&gt;" in section.body.text()
+    assert "<b>x</b>" not in section.body.text()
+    with qtbot.waitSignal(section.node_requested) as clicked:
+        section.body.linkActivated.emit("node:7")
+    assert clicked.args == [7]
+    with qtbot.waitSignal(section.node_hovered) as hovered:
+        section.body.linkHovered.emit("node:5")
+    assert hovered.args == [5]
+    with qtbot.waitSignal(section.node_hovered) as left:
+        section.body.linkHovered.emit("")
+    assert left.args == [-1]
+
+
+def test_lines_carry_the_models_numbers_verbatim_and_the_array_details():
+    term = _term(
+        numbers="0.1234567 × 2",
+        element=(1, 2),
+        shapes="gy (4, 3) · x (4, 3)",
+        broadcast="summed over axis 0: b (3,) was broadcast to (4, 3)",
+        accumulation="x.grad = 2.568 (from Square, step 5) + 0.5 (from Mul, step 7) = 3.068",
+        result=np.ones((4, 3)),
+    )
+    text = [line.text for line in explain_lines(StepExplanation(6, 5, "Add", (term,), ""), _names)]
+    assert "at [1, 2]: = 0.1234567 × 2" in text
+    assert term.shapes in text and term.broadcast in text and term.accumulation in text
+
+
+def test_chain_lists_the_largest_paths_and_how_many_more(qtbot):
+    from viewer.model.panels.explain_view import chain_lines
+
+    paths = tuple(ChainPath((9, 8, 3), (2.0,), ("∂y/∂x",), 2.0 - k) for k in range(5))
+    chain = Chain(3, paths, 7.0, 4, "∂y/∂x = … = 7")
+    text = [line.text for line in chain_lines(chain, _names)]
+    assert text[0] == "∂y/∂x = … = 7"
+    assert text[-1] == "+ 6 more paths"  # 2 listed but not shown here, 4 the model summed
+    assert sum(t.startswith("path: ") for t in text) == 3
+
+
+@pytest.fixture
+def seed_window(window, qtbot):
+    assert window.load_example("square_exp_square")
+    qtbot.waitUntil(lambda: window.document.scene is not None)
+    return window
+
+
+def test_edge_labels_carry_the_steps_recorded_gradients_and_persist(seed_window, qtbot):
+    window, doc = seed_window, seed_window.document
+    action = window.actions["edge_gradients"]
+    assert action.isCheckable() and not action.isChecked()
+    index = _backward_index(doc, "Exp")
+    doc.playback.seek(index)
+    assert window.graph_view.edge_labels == []
+    action.setChecked(True)
+    assert window.settings.edge_gradients_shown()
+    texts = window.graph_view.edge_labels
+    step = doc.trace.steps[index]
+    recorded = [float(np.asarray(g.array)) for g in (*step.output_grads, *step.input_grads)]
+    shown = sorted(float(t.removeprefix("∇")) for t in texts)
+    assert len(texts) == 2 and shown == pytest.approx(sorted(recorded), rel=1e-3)
+    # the step moves: the labels follow it; a forward step has none
+    doc.playback.seek(0)
+    assert window.graph_view.edge_labels == []
+    action.setChecked(False)
+    assert not window.settings.edge_gradients_shown()
+    doc.playback.seek(index)
+    assert window.graph_view.edge_labels == []
+
+
+def test_edge_labels_at_a_fan_out_name_each_edge_once(window, qtbot):
+    doc = window.document
+    assert window.load_example("add_add")
+    qtbot.waitUntil(lambda: doc.scene is not None)
+    first = _backward_index(doc, "Add")
+    labels = step_edge_labels(doc.scene, first)
+    step = doc.trace.steps[first]
+    assert len(labels) == len(step.inputs) + len(step.outputs)
+    assert len({e for e, _ in labels}) == len(labels)
+
+
+def test_hovering_a_name_rings_its_node_and_clicking_selects_it(seed_window, qtbot):
+    window, doc = seed_window, seed_window.document
+    section = window.inspector.explain
+    doc.playback.seek(_backward_index(doc, "Exp"))
+    step = doc.trace.steps[doc.playback.index]
+    node = step.inputs[0]
+    section.body.linkHovered.emit(f"node:{node}")
+    assert window.graph_view.hovered == doc.scene.index_of(node)
+    section.body.linkHovered.emit("")
+    assert window.graph_view.hovered == -1
+    section.body.linkActivated.emit(f"node:{node}")
+    assert doc.selection == node
+
+
+def test_the_fan_out_sum_is_shown_once_in_the_explain_section(window, qtbot):
+    doc = window.document
+    assert window.load_example("add_add")
+    qtbot.waitUntil(lambda: doc.scene is not None)
+    x = next(n for n in doc.trace.graph.nodes if doc.trace.graph.nodes[n].get("name") == "x")
+    doc.select(x)
+    doc.playback.to_end()
+    explain = window.inspector.explain.text()
+    assert "g = 1 + 1 + 1 = 3" in explain
+    assert "g = 1 + 1 + 1 = 3" not in window.inspector.text()
+    assert explain.count("g = 1 + 1 + 1 = 3") == 1
+
+
+def test_element_chooser_sets_the_documents_focus(qtbot):
+    section = ExplainSection()
+    qtbot.addWidget(section)
+    section.set_focus((4, 3), None)
+    assert not section.chooser.isHidden() and not section.largest.isEnabled()
+    with qtbot.waitSignal(section.focus_requested) as asked:
+        section.spins[1].setValue(2)
+    assert asked.args == [(0, 2)]
+    section.set_focus((), None)
+    assert section.chooser.isHidden()
+
+
+def test_section_is_in_view_at_1024_by_700(seed_window, qtbot):
+    window, doc = seed_window, seed_window.document
+    window.resize(1024, 700)
+    doc.playback.seek(_backward_index(doc, "Exp"))
+    qtbot.waitUntil(lambda: window.inspector.explain.isVisible())
+    section = window.inspector.explain
+    qtbot.waitUntil(lambda: section.scroll.verticalScrollBar().maximum() == 0, timeout=3000)
+    top_left = section.mapTo(window.inspector, QtCore.QPoint(0, 0))
+    assert top_left.y() >= 0 and top_left.y() + section.height() <= window.inspector.height()
