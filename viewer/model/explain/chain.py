@@ -1,29 +1,55 @@
 """The chain rule along paths: every path from the graph's output down to a node, the local
 derivative of each edge on it (for the element in focus) and their product; the products sum
-to the node's gradient.
+to the gradient the node got in that backward pass.
 
-For the UI: ``Chain.text`` is the line the inspector shows, as the seed writes it
-(``∂y/∂x = ∂y/∂y · ∂y/∂b · ∂b/∂a · ∂a/∂x = 1 × 2.718 × … = …``); ``ChainPath.nodes`` runs
-from the output down to the node (variables and functions alternating), so each factor can be
-linked to its nodes. When no per-path product can be given (non-elementwise arrays), ``paths``
-is empty and ``text`` says why.
+The graph is that of one backward pass: the pass of ``step`` (a step of the reader) when it
+is given and belongs to one, else the last pass that began before it, else the last pass. Its
+output is the variable backward started from; the first factor of every path is the gradient
+it was seeded with (∂y/∂y = 1 unless the program passed another).
+
+Each edge's factor is the local derivative ∂out/∂in of the Function between: its formula
+(:mod:`autodiff.formulas`) evaluated with the recorded values and ``gy = 1``, or, for a
+Function without one (the user's own), the ratio of the gradient it sent to the gradient it
+got. For arrays the factors are those of the element in focus (default: the node's gradient's
+largest), which only means something when every Function on the way works element by element
+on arrays of one shape; otherwise (a matrix product, a sum, broadcasting) ``paths`` is empty
+and ``text`` says why. ``total`` is the sum over all paths, including the ``more`` paths not
+listed (only the ``max_paths`` largest are).
+
+For the UI: ``Chain.text`` is the plain text the inspector shows, as the seed writes it
+(``∂y/∂x = ∂y/∂y · ∂y/∂b · ∂b/∂a · ∂a/∂x = 1 × 2.718 × … = …``, one line per path listed,
+then ``+ N more paths``); ``ChainPath.nodes`` runs from the output down to the node, variables
+and Functions alternating, so factor k is the edge ``nodes[2k-1]`` (a Function) and its label
+is ``labels[k]``; factor 0 is the seed, at ``nodes[0]``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Chain", "ChainPath", "chain"]
+import numpy as np
+
+from autodiff import formulas
+from viewer.model.explain import recorded
+from viewer.model.explain.recorded import format_number
+from viewer.model.explain.step import node_label
+
+__all__ = ["MAX_ENUMERATED", "Chain", "ChainPath", "chain"]
+
+MAX_ENUMERATED = 5000  # paths walked one by one at most; the total is summed without walking
 
 
 @dataclass(frozen=True)
 class ChainPath:
     """One path from the output down to the node."""
 
-    nodes: tuple[int, ...]  # output variable ... node, functions between
-    factors: tuple[float, ...]  # one local derivative per function on the path
-    labels: tuple[str, ...]  # '∂b/∂a' per factor
+    nodes: tuple[int, ...]  # output variable, Function, variable, ..., the node
+    factors: tuple[float, ...]  # the seed, then one local derivative per Function on the path
+    labels: tuple[str, ...]  # '∂y/∂y', then '∂b/∂a' per Function
     product: float
 
 
@@ -38,8 +64,314 @@ class Chain:
     text: str
 
 
+@dataclass(frozen=True)
+class _Edge:
+    out: int
+    function: int
+    into: int
+    factor: float
+    why: str = ""  # why the edge has no factor (NaN)
+
+
 def chain(
-    trace: Any, node_id: int, focus: tuple[int, ...] | None = None, max_paths: int = 5
+    trace: Any,
+    node_id: int,
+    focus: tuple[int, ...] | None = None,
+    max_paths: int = 5,
+    step: int | None = None,
 ) -> Chain:
-    """The chain-rule paths from the output of the graph down to ``node_id``."""
-    return Chain(node_id, (), 0.0, 0, "")
+    """The chain-rule paths from the output of a backward pass's graph down to ``node_id``
+    (the pass of reader step ``step``, default the last pass)."""
+    if trace.node(node_id).get("kind") != "variable":
+        return _empty(node_id, "The chain rule runs through variables: select one.")
+    steps = _pass_steps(trace, step)
+    if not steps:
+        return _empty(node_id, "No backward pass is recorded: the chain rule starts at one.")
+    root, seed_snapshot = _root(trace, steps[0])
+    shape = tuple(trace.node(node_id).get("shape") or ())
+    element = _element(trace, node_id, steps[-1].index, shape, focus)
+    seed = _value(seed_snapshot, element, shape)
+    y, x = node_label(trace, root), node_label(trace, node_id)
+    head = f"∂{y}/∂{x}"
+    if node_id == root:
+        only = ChainPath((root,), (seed,), (f"∂{y}/∂{y}",), seed)
+        return Chain(node_id, (only,), seed, 0, f"{head} = {format_number(seed)}")
+    edges = _edges(trace, steps, shape, element)
+    down = _reaching(edges, node_id)
+    if root not in down:
+        return _empty(node_id, f"No path leads from {y} down to {x} in this backward pass.")
+    blocked = [e.why for e in edges if e.why and e.out in down and e.into in down]
+    if blocked:  # the one nearest the node says most
+        return Chain(node_id, (), math.nan, 0, f"{head}: {blocked[-1]}")
+    total, count = _sum_paths(edges, root, node_id, seed, down)
+    listed = _walk(trace, edges, root, node_id, seed, down, y)
+    listed.sort(key=lambda p: -abs(p.product) if math.isfinite(p.product) else 0.0)
+    shown = tuple(listed[:max_paths])
+    more = count - len(shown)
+    return Chain(node_id, shown, total, more, _text(head, shown, total, more, element, shape))
+
+
+def _empty(node_id: int, text: str) -> Chain:
+    return Chain(node_id, (), 0.0, 0, text)
+
+
+def _pass_steps(trace: Any, step: int | None) -> list[Any]:
+    """The backward steps of the chosen pass, in order."""
+    backward = [s for s in trace.steps if s.phase == "backward"]
+    if not backward:
+        return []
+    chosen = backward[-1].backward_pass
+    if step is not None and 0 <= step < len(trace.steps):
+        here = trace.steps[step]
+        if here.phase == "backward":
+            chosen = here.backward_pass
+        else:
+            before = [s.backward_pass for s in backward if s.index <= step]
+            chosen = before[-1] if before else chosen
+    return [s for s in backward if s.backward_pass == chosen]
+
+
+def _root(trace: Any, first: Any) -> tuple[int, Any]:
+    """The variable backward started from, and the gradient it was seeded with."""
+    roots = set(trace.backward_roots)
+    for k, out in enumerate(first.outputs):
+        if out in roots and k < len(first.output_grads):
+            return out, first.output_grads[k]
+    return first.outputs[0], first.output_grads[0] if first.output_grads else None
+
+
+def _element(trace: Any, node: int, at: int, shape: tuple[int, ...], focus: Any) -> tuple[int, ...]:
+    if not shape:
+        return ()
+    if (
+        focus is not None
+        and len(focus) == len(shape)
+        and all(0 <= int(i) < n for i, n in zip(focus, shape, strict=True))
+    ):
+        return tuple(int(i) for i in focus)
+    grad = trace.grad_at(node, at)
+    a = None if grad is None else grad.array
+    if a is None or a.size == 0:
+        return (0,) * len(shape)
+    magnitude = np.abs(np.nan_to_num(np.asarray(a, dtype=np.float64), nan=0.0))
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(magnitude)), a.shape))
+
+
+def _value(snapshot: Any, element: tuple[int, ...], shape: tuple[int, ...]) -> float:
+    if snapshot is None or snapshot.array is None:
+        return math.nan
+    a = np.asarray(snapshot.array)
+    if a.ndim == 0:
+        return float(a)
+    if element and a.shape == shape:
+        return float(a[element])
+    return float(a.reshape(-1)[0]) if a.size == 1 else math.nan
+
+
+def _edges(
+    trace: Any, steps: list[Any], shape: tuple[int, ...], element: tuple[int, ...]
+) -> list[_Edge]:
+    """Every edge of the pass with its local derivative at ``element``, or why it has none
+    (a non-elementwise Function or broadcasting, for arrays)."""
+    edges = []
+    for s in steps:
+        env = recorded.environment(trace, s)
+        texts = _formulas(trace, s)
+        for slot, grad in enumerate(s.input_grads):
+            if grad is None:
+                continue
+            into = s.inputs[slot]
+            if len(s.outputs) != 1:
+                why = f"{s.op} (step {s.index + 1}) has several outputs: no single ∂out/∂in"
+                edges.append(_Edge(s.outputs[0], s.function, into, math.nan, why))
+                continue
+            factor, why = _factor(s, env, texts, slot, grad, shape, element)
+            edges.append(_Edge(s.outputs[0], s.function, into, factor, why))
+    return edges
+
+
+def _formulas(trace: Any, step: Any) -> tuple[str, ...] | None:
+    live = recorded.live_function(trace, step.function)
+    return formulas.formula_of(live) if live is not None else formulas.formula_of(step.op)
+
+
+def _factor(
+    step: Any,
+    env: recorded.Environment,
+    texts: tuple[str, ...] | None,
+    slot: int,
+    grad: Any,
+    shape: tuple[int, ...],
+    element: tuple[int, ...],
+) -> tuple[float, str]:
+    """∂out/∂in of one edge at ``element`` (of the node's ``shape``), or NaN and why it has
+    none. Three kinds of edge have one: scalar to scalar; elementwise between arrays of the
+    node's shape; an array of the node's shape into a scalar (a sum, a loss), whose
+    ∂out/∂in[element] is the gradient sent for gy = 1."""
+    in_shape, out_shape = tuple(grad.shape), env.out_shape
+    where = f"{step.op} (step {step.index + 1})"
+    if in_shape and in_shape != shape:
+        return math.nan, (
+            f"{where} takes an array of shape {in_shape}, not the {shape} of the element in "
+            "focus: no product per path can be given"
+        )
+    if out_shape and in_shape != out_shape and not _broadcasts(in_shape, out_shape):
+        return math.nan, (
+            f"{where} does not work element by element ({in_shape} to {out_shape}): the "
+            "gradient of one element mixes many, so no product per path can be given"
+        )
+    if out_shape and in_shape != out_shape:
+        return math.nan, (
+            f"{where} broadcasts {in_shape} to {out_shape}: one element's gradient gathers "
+            "many, so no product per path can be given"
+        )
+    text = texts[slot] if texts is not None and slot < len(texts) else None
+    index = element if in_shape else ()
+    if text is not None:
+        with contextlib.suppress(
+            formulas.FormulaError, ArithmeticError, ValueError, TypeError, KeyError
+        ):
+            factor = _from_formula(text, env, in_shape, out_shape, index)
+            if factor is not None:
+                return factor, ""
+        if in_shape and out_shape:
+            return math.nan, (
+                f"{where} does not work element by element: the gradient of one element "
+                "mixes many, so no product per path can be given"
+            )
+    elif in_shape and out_shape:
+        return math.nan, (
+            f"{where} has no formula: whether it works element by element is not known, so "
+            "no product per path can be given"
+        )
+    # no formula (or one this recording cannot evaluate): what the step did, gx / gy
+    gy = _value(step.output_grads[0] if step.output_grads else None, (), ())
+    if out_shape:
+        gy = _value(step.output_grads[0], index, out_shape)
+    gx = _value(grad, index, in_shape)
+    if gy == 0 or not math.isfinite(gy):
+        return math.nan, f"{where} got no gradient to divide by"
+    return gx / gy, ""
+
+
+def _broadcasts(in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> bool:
+    try:
+        return np.broadcast_shapes(in_shape, out_shape) == out_shape
+    except ValueError:
+        return False
+
+
+def _from_formula(
+    text: str,
+    env: recorded.Environment,
+    in_shape: tuple[int, ...],
+    out_shape: tuple[int, ...],
+    index: tuple[int, ...],
+) -> float | None:
+    """The formula evaluated with gy = 1 at ``index``; None when the recording cannot."""
+    names = formulas.names_in(text)
+    if any(env.values.get(n) is None for n in names if not n.startswith("gy")):
+        return None
+    ones = {n: 1.0 for n in names if n.startswith("gy")}
+    if out_shape:  # elementwise, one shape: the element's own numbers
+        if not recorded.is_elementwise(recorded.parse(text), env):
+            return None
+        scalars = recorded.values_at(env, names - set(ones), index)
+        return float(formulas.evaluate(text, {**scalars, **ones}))
+    values = {n: env.values[n] for n in names if n not in ones}
+    full = np.broadcast_to(np.asarray(formulas.evaluate(text, {**values, **ones})), in_shape)
+    return float(full[index]) if index else float(full)
+
+
+def _reaching(edges: list[_Edge], target: int) -> set[int]:
+    """The variables from which some path of ``edges`` leads down to ``target``."""
+    up = defaultdict(list)
+    for e in edges:
+        up[e.into].append(e.out)
+    seen = {target}
+    stack = [target]
+    while stack:
+        for out in up[stack.pop()]:
+            if out not in seen:
+                seen.add(out)
+                stack.append(out)
+    return seen
+
+
+def _sum_paths(
+    edges: list[_Edge], root: int, target: int, seed: float, down: set[int]
+) -> tuple[float, int]:
+    """The sum of the path products and the number of paths, in the pass's order (each
+    variable's gradient is complete before its creator's step)."""
+    total: dict[int, float] = defaultdict(float)
+    count: dict[int, int] = defaultdict(int)
+    total[root], count[root] = seed, 1
+    for e in edges:
+        if e.out in down and e.into in down and count[e.out]:
+            total[e.into] += total[e.out] * e.factor
+            count[e.into] += count[e.out]
+    return total[target], count[target]
+
+
+def _walk(
+    trace: Any,
+    edges: list[_Edge],
+    root: int,
+    target: int,
+    seed: float,
+    down: set[int],
+    y: str,
+) -> list[ChainPath]:
+    """Up to MAX_ENUMERATED paths from ``root`` to ``target``, walked depth first."""
+    below = defaultdict(list)
+    for e in edges:
+        if e.out in down and e.into in down:
+            below[e.out].append(e)
+    names: dict[int, str] = {}
+
+    def name(n: int) -> str:
+        if n not in names:
+            names[n] = node_label(trace, n)
+        return names[n]
+
+    found: list[ChainPath] = []
+    stack: list[tuple[int, tuple[int, ...], tuple[float, ...], tuple[str, ...]]] = [
+        (root, (root,), (seed,), (f"∂{y}/∂{y}",))
+    ]
+    while stack and len(found) < MAX_ENUMERATED:
+        n, nodes, factors, labels = stack.pop()
+        if n == target:
+            found.append(ChainPath(nodes, factors, labels, math.prod(factors)))
+            continue
+        for e in reversed(below[n]):
+            stack.append(
+                (
+                    e.into,
+                    (*nodes, e.function, e.into),
+                    (*factors, e.factor),
+                    (*labels, f"∂{name(e.out)}/∂{name(e.into)}"),
+                )
+            )
+    return found
+
+
+def _text(
+    head: str,
+    paths: tuple[ChainPath, ...],
+    total: float,
+    more: int,
+    element: tuple[int, ...],
+    shape: tuple[int, ...],
+) -> str:
+    at = f" at element {list(element)}" if shape else ""
+    lines = []
+    for p in paths:
+        symbols = " · ".join(p.labels)
+        numbers = " × ".join(format_number(f) for f in p.factors)
+        lines.append(f"{head}{at} = {symbols} = {numbers} = {format_number(p.product)}")
+    if len(paths) > 1 or more:
+        rest = total - sum(p.product for p in paths)
+        tail = f" + {more} more paths ({format_number(rest)})" if more else ""
+        listed = " + ".join(format_number(p.product) for p in paths)
+        lines.append(f"sum over {len(paths) + more} paths: {listed}{tail} = {format_number(total)}")
+    return "\n".join(lines)

@@ -2,17 +2,47 @@
 gradient, the primitive's local derivative as text (:mod:`autodiff.formulas`), the same text
 with the step's recorded numbers, and the gradient the step sent.
 
-For the UI: ``Term.links`` pairs each name of the formula (``x``, ``x0``, ``y``, ``gy``...)
-with the node it stands for, for hover and click; :meth:`StepExplanation.lines` is the plain
-text the inspector shows. A step that is not a backward step explains to no terms.
+What the numbers are for:
+
+* scalars: the step's own numbers (``gx = gy · exp(x)``, ``5.437 · exp(1)`` → 14.78);
+* arrays, elementwise formulas (Add, Mul, Exp, Tanh...): the numbers of one element, the one
+  in focus (an index of the input's shape, or of the output's, mapped to the input's through
+  broadcasting) and by default the one of largest magnitude in the gradient sent; a gradient
+  summed back over broadcast axes is written as the sum of its few elements (at most
+  :data:`MAX_SUM_TERMS`, else no numbers) and ``broadcast`` says which axes;
+* arrays, a matrix product at the top of the formula (MatMul): the element's sum of products
+  (at most :data:`MAX_SUM_TERMS` products, else no numbers);
+* any other formula over arrays (Sum, Reshape, convolutions...): ``shapes`` only, numbers ''.
+
+``numbers`` is written with 4 significant digits, more where 4 do not give back ``result``
+within 1e-4; it is '' when the recording kept only a summary of an array, when a saved trace
+does not know an attribute the formula reads (``c`` of Pow: the note names it), or when the
+formula does not give the recorded gradient (a Function of the user's that took a primitive's
+name). A user's Function has no formula: its term says the derivative is the user's own code,
+and the note gives the numbers in and out (and the gradient check's verdict when
+``checks`` has one). A forward step, also one run inside ``backward(create_graph=True)``, has
+no terms: its note says what it is (its own derivative is explained at its backward step).
+
+For the UI: ``Term.links`` pairs each name of the formula (``x``, ``x0``, ``y``, ``gy``, the
+``gx`` it computes) with the node it stands for, for hover and click; :meth:`StepExplanation.lines`
+is the plain text the inspector shows. Step numbers in the text are the playback's (index + 1).
 """
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["StepExplanation", "Term", "explain_step"]
+import numpy as np
+
+from autodiff import formulas
+from viewer.model.explain import recorded
+from viewer.model.explain.recorded import Environment, format_number
+
+__all__ = ["MAX_SUM_TERMS", "StepExplanation", "Term", "explain_step", "node_label"]
+
+MAX_SUM_TERMS = 8  # the most terms a broadcast sum or a matrix product is written out with
 
 
 @dataclass(frozen=True)
@@ -25,7 +55,7 @@ class Term:
     numbers: str  # the right side with the step's numbers ('' when there is no formula)
     result: Any  # ndarray or float: the gradient this step sends to that input
     element: tuple[int, ...] | None  # the element the numbers are for (None: scalars)
-    shapes: str  # 'gy (4, 3) · x (4, 3)' for arrays, '' for scalars
+    shapes: str  # 'gy (4, 3), x (4, 3) → gx (4, 3)' for arrays, '' for scalars
     broadcast: str  # 'summed over axis 0: b (3,) was broadcast to (4, 3)' or ''
     accumulation: str  # 'x.grad = 2.568 (from Square, step 5) + 0.5 (from Mul, step 7) = ...'
     links: tuple[tuple[str, int], ...]  # (name in the formula, node id)
@@ -43,12 +73,369 @@ class StepExplanation:
 
     def lines(self) -> list[str]:
         """The plain-text rendering the inspector shows."""
-        return [self.note] if self.note else []
+        out = []
+        if self.terms:
+            out.append(f"{self.op} (step {self.step + 1}): gradient from above × local derivative")
+        for t in self.terms:
+            out.append(t.formula)
+            if t.element is not None and t.numbers:
+                out.append(f"  at element {list(t.element)}:")
+            if t.numbers:
+                out.append(f"  = {t.numbers}")
+            out.append(f"  = {_value_text(t.result, t.element)}")
+            out.extend(f"  {line}" for line in (t.shapes, t.broadcast, t.accumulation) if line)
+        if self.note:
+            out.append(self.note)
+        return out
 
 
 def explain_step(
-    trace: Any, step_index: int, focus: tuple[int, ...] | None = None
+    trace: Any, step_index: int, focus: tuple[int, ...] | None = None, checks: Any = None
 ) -> StepExplanation:
-    """The explanation of ``trace.steps[step_index]``; ``focus`` is the element of an array
-    the numbers are given for (None: the element of largest magnitude)."""
-    return StepExplanation(step_index, -1, "", (), "")
+    """The explanation of ``trace.steps[step_index]`` (a TraceReader's step); ``focus`` is the
+    array element the numbers are given for (None: the largest in magnitude); ``checks`` a
+    gradient check's report (:class:`~viewer.model.checks.report.GradCheckReport`), read for a
+    user's Function."""
+    step = trace.steps[step_index]
+    if step.phase != "backward":
+        return StepExplanation(step_index, step.function, step.op, (), _forward_note(step))
+    env = recorded.environment(trace, step)
+    texts = _formulas(trace, step)
+    terms = []
+    notes: list[str] = []
+    for slot, grad in enumerate(step.input_grads):
+        if grad is None:
+            continue
+        text = texts[slot] if texts is not None and slot < len(texts) else None
+        own = texts is None and _users_own(trace, step)
+        terms.append(_term(trace, step, env, slot, grad, text, own, focus, notes))
+    if texts is None and _users_own(trace, step):
+        notes.append(_own_code_note(step, env, terms, checks))
+    elif texts is None:
+        notes.append(_in_and_out_note(step, env, terms, f"No formula text is known for {step.op}."))
+    if step.during_backward >= 0 or _in_higher_order(trace, step):
+        notes.append(
+            "This backward pass differentiates a gradient (create_graph=True): its steps are "
+            "explained as any others, with the gradient graph's own numbers."
+        )
+    unique = list(dict.fromkeys(notes))
+    return StepExplanation(step_index, step.function, step.op, tuple(terms), "\n".join(unique))
+
+
+def node_label(trace: Any, node_id: int) -> str:
+    """A variable's name as the explanations write it: its own, else ``v<id>``."""
+    name = trace.node(node_id).get("name")
+    return str(name) if name else f"v{node_id}"
+
+
+# -----------------------------------------------------------------------------------------
+def _formulas(trace: Any, step: Any) -> tuple[str, ...] | None:
+    live = recorded.live_function(trace, step.function)
+    if live is not None:
+        return formulas.formula_of(live)
+    return formulas.formula_of(step.op)
+
+
+def _term(
+    trace: Any,
+    step: Any,
+    env: Environment,
+    slot: int,
+    grad: Any,
+    text: str | None,
+    own: bool,
+    focus: tuple[int, ...] | None,
+    notes: list[str],
+) -> Term:
+    node = step.inputs[slot]
+    result_array = grad.array
+    in_shape = tuple(grad.shape)
+    scalar = in_shape == () and env.out_shape == ()
+    element = _element(result_array, in_shape, env.out_shape, focus)
+    result: Any = result_array
+    if result_array is not None and result_array.ndim == 0:
+        result = float(result_array)
+    want = None
+    if result_array is not None:
+        want = float(result_array[element] if element else result_array)
+    gx = f"gx{slot}" if len(step.inputs) > 1 else "gx"
+    if text is None:
+        formula = (
+            f"{gx} comes from {step.op}.backward: its derivative is your own code"
+            if own
+            else f"{gx} comes from {step.op}'s derivative (no formula text for it)"
+        )
+        names: list[str] = []
+        numbers = ""
+    else:
+        formula = text
+        names = sorted(formulas.names_in(text))
+        numbers = _numbers(text, names, env, element, in_shape, want, notes, step.op)
+    shapes = "" if scalar else _shapes(names, env, gx, in_shape)
+    broadcast = _broadcast(trace, node, slot, in_shape, env.out_shape)
+    links = tuple((name, env.nodes[name]) for name in names if name in env.nodes)
+    return Term(
+        input=node,
+        slot=slot,
+        formula=formula,
+        numbers=numbers,
+        result=result,
+        element=None if scalar else element,
+        shapes=shapes,
+        broadcast=broadcast,
+        accumulation=_accumulation(trace, step, slot, element),
+        links=((gx, node), *links),
+    )
+
+
+def _element(
+    result: Any, in_shape: tuple[int, ...], out_shape: tuple[int, ...], focus: Any
+) -> tuple[int, ...]:
+    """The element the numbers are for: ``focus`` where it indexes the input (or the output,
+    mapped through broadcasting), else the largest gradient's."""
+    if focus is not None:
+        focus = tuple(int(i) for i in focus)
+        if _fits(focus, in_shape):
+            return focus
+        if _fits(focus, out_shape):
+            lead = len(out_shape) - len(in_shape)
+            return tuple(0 if n == 1 else focus[k + lead] for k, n in enumerate(in_shape))
+    if not in_shape or result is None or result.size == 0:
+        return ()
+    magnitude = np.abs(np.nan_to_num(np.asarray(result, dtype=np.float64), nan=0.0))
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(magnitude)), in_shape))
+
+
+def _fits(index: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    return len(index) == len(shape) and all(0 <= i < n for i, n in zip(index, shape, strict=True))
+
+
+def _numbers(
+    text: str,
+    names: list[str],
+    env: Environment,
+    element: tuple[int, ...],
+    in_shape: tuple[int, ...],
+    want: float | None,
+    notes: list[str],
+    op: str,
+) -> str:
+    unknown = [n for n in names if n not in env.values]
+    if unknown:
+        notes.append(
+            f"{op}'s {', '.join(unknown)} is not in this recording (a saved trace keeps no "
+            "Function attributes), so its numbers cannot be written"
+        )
+        return ""
+    if want is None or any(env.values[n] is None for n in names):
+        return ""  # a large array the recording kept only a summary of
+    try:
+        tree = recorded.parse(text)
+        if recorded.is_elementwise(tree, env):
+            indexes = list(recorded.contributing(element, in_shape, env.out_shape))
+            if len(indexes) > MAX_SUM_TERMS:
+                return ""
+            parts = [(text, recorded.values_at(env, names, i)) for i in indexes]
+            written = recorded.substitute_checked(parts, want)
+        else:
+            written = _matmul_numbers(tree, names, env, element, want)
+    except (formulas.FormulaError, ArithmeticError, ValueError, TypeError, IndexError):
+        written = ""
+    if not written and want is not None and _formula_disagrees(text, env, in_shape, want, element):
+        notes.append(
+            f"{op}'s formula does not give the recorded gradient: its backward is not the "
+            "primitive's (a Function of your own with this name?)"
+        )
+    return written
+
+
+def _matmul_numbers(
+    tree: Any, names: list[str], env: Environment, element: tuple[int, ...], want: float
+) -> str:
+    """The element's sum of products for a formula ``A @ B`` of 2-d arrays."""
+    body = tree.body
+    if not (isinstance(body, ast.BinOp) and isinstance(body.op, ast.MatMult)):
+        return ""
+    if len(element) != 2:
+        return ""
+    values = {n: env.values[n] for n in names}
+    a = np.asarray(formulas.evaluate(ast.unparse(body.left), values))
+    b = np.asarray(formulas.evaluate(ast.unparse(body.right), values))
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] > MAX_SUM_TERMS:
+        return ""
+    i, j = element
+    if i >= a.shape[0] or j >= b.shape[1]:
+        return ""
+    products = [(f"p{k}", {"a": float(a[i, k]), "b": float(b[k, j])}) for k in range(a.shape[1])]
+    for digits in (4, 6, 9, 17):
+        written = " + ".join(
+            recorded.substitute("a · b", scalars, digits) for _, scalars in products
+        )
+        if recorded.close(float(formulas.evaluate(written, {})), want, 3e-4):
+            return written
+    return ""
+
+
+def _formula_disagrees(
+    text: str, env: Environment, in_shape: tuple[int, ...], want: float, element: tuple
+) -> bool:
+    """Whether the formula over the whole arrays gives another gradient than the recorded."""
+    try:
+        full = np.asarray(formulas.evaluate(text, env.values), dtype=np.float64)
+        if full.shape != in_shape:
+            full = formulas.FUNCTIONS["sum_to"](np.broadcast_to(full, env.out_shape), in_shape)
+        got = float(full[element] if element else full)
+    except (formulas.FormulaError, ArithmeticError, ValueError, TypeError, IndexError):
+        return False
+    return not recorded.close(got, want, 1e-6)
+
+
+def _shapes(names: list[str], env: Environment, gx: str, in_shape: tuple[int, ...]) -> str:
+    parts = [
+        f"{n} {tuple(np.shape(env.values[n]))}"
+        for n in names
+        if n in env.values and isinstance(env.values[n], np.ndarray)
+    ]
+    return f"{', '.join(parts)} → {gx} {in_shape}" if parts else f"{gx} {in_shape}"
+
+
+def _broadcast(
+    trace: Any, node: int, slot: int, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
+) -> str:
+    if in_shape == out_shape or not out_shape:
+        return ""
+    axes = recorded.broadcast_axes(in_shape, out_shape)
+    if not axes:
+        return ""
+    which = "axis" if len(axes) == 1 else "axes"
+    listed = ", ".join(str(a) for a in axes)
+    name = node_label(trace, node)
+    return f"summed over {which} {listed}: {name} {in_shape} was broadcast to {out_shape}"
+
+
+def _accumulation(trace: Any, step: Any, slot: int, element: tuple[int, ...]) -> str:
+    """'x.grad = a (from Op, step n) + ... = total' when the input already held a gradient."""
+    node = step.inputs[slot]
+    held = [a for a in step.accumulations if a.node == node and a.slot == slot]
+    if not held:
+        return ""
+    acc = held[0]
+    sent = []  # (value, op, step number) of this pass's earlier contributions, in order
+    for earlier in _earlier_in_pass(trace, step):
+        for k, (n, g) in enumerate(zip(earlier.inputs, earlier.input_grads, strict=False)):
+            if n == node and g is not None and (earlier is not step or k < slot):
+                sent.append((_at(g, element), earlier.op, earlier.index + 1))
+    old, new, mine = _at(acc.old, element), _at(acc.new, element), _at(acc.contribution, element)
+    parts = [f"{format_number(v)} (from {op}, step {n})" for v, op, n in sent]
+    before = old - sum(v for v, _, _ in sent)
+    if not sent or abs(before) > 1e-9 * max(abs(old), 1.0):  # a gradient from an earlier pass
+        parts.insert(0, f"{format_number(before)} (held before this pass)")
+    parts.append(f"{format_number(mine)} (from {step.op}, step {step.index + 1})")
+    where = f"[{', '.join(str(i) for i in element)}]" if element else ""
+    name = node_label(trace, node)
+    return f"{name}.grad{where} = {' + '.join(parts)} = {format_number(new)}"
+
+
+def _earlier_in_pass(trace: Any, step: Any) -> list[Any]:
+    """This pass's backward steps up to ``step`` (itself included), in order."""
+    out = []
+    steps = trace.steps
+    for i in range(step.index, -1, -1):
+        s = steps[i]
+        if s.phase == "backward":
+            if s.backward_pass != step.backward_pass:
+                break
+            out.append(s)
+    out.reverse()
+    return out
+
+
+def _at(snapshot: Any, element: tuple[int, ...]) -> float:
+    a = snapshot.array
+    if a is None:
+        return float("nan")
+    a = np.asarray(a)
+    return float(a[element]) if element and a.ndim == len(element) else float(a.reshape(-1)[0])
+
+
+def _users_own(trace: Any, step: Any) -> bool:
+    """Whether the step's Function is the program's own (not one of autodiff's primitives)."""
+    live = recorded.live_function(trace, step.function)
+    if live is None:
+        return True  # a saved trace: an op name no primitive has
+    module = type(live).__module__
+    return not module.startswith("autodiff.") or module == "autodiff.micrograd._recorded"
+
+
+def _own_code_note(step: Any, env: Environment, terms: list[Term], checks: Any) -> str:
+    first = f"{step.op} is your own Function: its derivative is your own code (its backward)."
+    verdict = _check_verdict(step.function, checks)
+    last = verdict or "Run the gradient check to compare it with numerical differences."
+    return f"{_in_and_out_note(step, env, terms, first)}\n{last}"
+
+
+def _in_and_out_note(step: Any, env: Environment, terms: list[Term], first: str) -> str:
+    """``first``, then the numbers that went in and came out of each term."""
+    lines = [first]
+    ins = [f"x{k}" if len(step.inputs) > 1 else "x" for k in range(len(step.inputs))]
+    gys = ["gy" if len(step.outputs) == 1 else f"gy{k}" for k in range(len(step.outputs))]
+    for t in terms:
+        element = t.element or ()
+        shape = np.shape(t.result)
+        given = ", ".join(
+            f"{n} = {_value_text(v, element if np.shape(v) == shape else None)}"
+            for n in (*ins, *gys)
+            if (v := env.values.get(n)) is not None
+        )
+        gx = "gx" if len(step.inputs) == 1 else f"gx{t.slot}"
+        at = f"At element {list(element)}, " if element else ""
+        lines.append(f"{at}in: {given}; out: {gx} = {_value_text(t.result, element)}")
+    return "\n".join(lines)
+
+
+def _check_verdict(function: int, checks: Any) -> str:
+    if checks is None:
+        return ""
+    for check in checks.functions:
+        if function in check.node_ids:
+            error = check.error
+            measured = "" if error != error else f" (relative error {error:.2g})"
+            message = f": {check.message}" if check.message else ""
+            return f"Gradient check: {check.status}{measured}{message}"
+    return ""
+
+
+def _value_text(value: Any, element: tuple[int, ...] | None) -> str:
+    if value is None:
+        return "(not kept: a large array)"
+    a = np.asarray(value)
+    if a.ndim == 0:
+        return format_number(float(a))
+    if (
+        element
+        and len(element) == a.ndim
+        and all(i < n for i, n in zip(element, a.shape, strict=True))
+    ):
+        return format_number(float(a[element]))
+    if a.size == 1:
+        return format_number(float(a.reshape(-1)[0]))
+    return f"array {a.shape}"
+
+
+def _forward_note(step: Any) -> str:
+    if step.during_backward >= 0:
+        return (
+            f"{step.op} runs inside backward pass {step.during_backward + 1} with "
+            "create_graph=True: it computes part of a gradient as a graph that can be "
+            "differentiated again. Its own derivative is explained at its backward step, if a "
+            "later backward() runs through it."
+        )
+    return f"{step.op} (forward): the explanation of its gradients is at its backward step."
+
+
+def _in_higher_order(trace: Any, step: Any) -> bool:
+    """Whether a Function made while computing a gradient (create_graph) runs this step."""
+    for s in trace.steps:
+        if s.phase == "forward" and s.function == step.function:
+            return s.during_backward >= 0
+    return False
