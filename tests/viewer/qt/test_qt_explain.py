@@ -79,19 +79,33 @@ def test_lines_carry_the_models_numbers_verbatim_and_the_array_details():
         result=np.ones((4, 3)),
     )
     text = [line.text for line in explain_lines(StepExplanation(6, 5, "Add", (term,), ""), _names)]
-    assert "at [1, 2]: = 0.1234567 × 2" in text
-    assert term.shapes in text and term.broadcast in text and term.accumulation in text
+    assert "= 0.1234567 × 2 = 1" in text  # the model's numbers as written, then the result
+    assert f"numbers at element [1, 2] · {term.shapes}" in text
+    assert term.broadcast in text and term.accumulation in text
 
 
-def test_chain_lists_the_largest_paths_and_how_many_more(qtbot):
+def test_chain_lines_are_the_models_text_with_each_factor_linked():
     from viewer.model.panels.explain_view import chain_lines
 
-    paths = tuple(ChainPath((9, 8, 3), (2.0,), ("∂y/∂x",), 2.0 - k) for k in range(5))
-    chain = Chain(3, paths, 7.0, 4, "∂y/∂x = … = 7")
-    text = [line.text for line in chain_lines(chain, _names)]
-    assert text[0] == "∂y/∂x = … = 7"
-    assert text[-1] == "+ 6 more paths"  # 2 listed but not shown here, 4 the model summed
-    assert sum(t.startswith("path: ") for t in text) == 3
+    paths = (
+        ChainPath((9, 8, 4, 6, 3), (1.0, 2.0, 3.0), ("∂y/∂y", "∂y/∂a", "∂a/∂x"), 6.0),
+        ChainPath((9, 5, 3), (1.0, 1.0), ("∂y/∂y", "∂y/∂x"), 1.0),
+    )
+    text = (
+        "∂y/∂x = ∂y/∂y · ∂y/∂a · ∂a/∂x = 1 × 2 × 3 = 6\n"
+        "∂y/∂x = ∂y/∂y · ∂y/∂x = 1 × 1 = 1\n"
+        "sum over 3 paths: 6 + 1 + 1 more paths (1) = 8"
+    )
+    lines = chain_lines(Chain(3, paths, 8.0, 1, text))
+    assert [line.text for line in lines] == text.splitlines()
+    # the seed links to the output, each later factor to its Function; the head is not linked
+    assert [s for s in lines[0].segments if s[1] is not None] == [
+        ("∂y/∂y", 9),
+        ("∂y/∂a", 8),
+        ("∂a/∂x", 6),
+    ]
+    assert [s for s in lines[1].segments if s[1] is not None] == [("∂y/∂y", 9), ("∂y/∂x", 5)]
+    assert all(n is None for _, n in lines[2].segments)
 
 
 @pytest.fixture
@@ -155,11 +169,30 @@ def test_the_fan_out_sum_is_shown_once_in_the_explain_section(window, qtbot):
     qtbot.waitUntil(lambda: doc.scene is not None)
     x = next(n for n in doc.trace.graph.nodes if doc.trace.graph.nodes[n].get("name") == "x")
     doc.select(x)
+    inspector, section = window.inspector, window.inspector.explain
+    # the last step sums x's third contribution: the model's accumulation line says so, once
     doc.playback.to_end()
-    explain = window.inspector.explain.text()
-    assert "g = 1 + 1 + 1 = 3" in explain
-    assert "g = 1 + 1 + 1 = 3" not in window.inspector.text()
-    assert explain.count("g = 1 + 1 + 1 = 3") == 1
+    said = [t.accumulation for t in doc.explain_step(doc.playback.index).terms if t.input == x]
+    assert said and said[-1].endswith("= 3")
+    lines = section.text().splitlines()
+    assert lines.count(said[-1]) == 1
+    assert not any(line.startswith("gradients summed at this fan-out") for line in lines)
+    assert "g = " not in inspector.notes.text()  # the inspector's notes no longer repeat it
+
+
+def test_a_fan_out_sum_of_a_node_the_step_does_not_touch_is_in_the_section(window, qtbot):
+    doc = window.document
+    assert window.load_example("diamond")
+    qtbot.waitUntil(lambda: doc.scene is not None)
+    a = next(n for n in doc.trace.graph.nodes if doc.trace.graph.nodes[n].get("name") == "a")
+    doc.select(a)
+    doc.playback.to_end()  # square(x)'s backward: a's sum is done, no term of it is a's
+    assert all(t.input != a for t in doc.explain_step(doc.playback.index).terms)
+    summed = doc.scene.accumulation_text(a, doc.playback.index)
+    assert summed == "g = 8 + 8 = 16"
+    lines = window.inspector.explain.text().splitlines()
+    assert lines.count(f"gradients summed at this fan-out: {summed}") == 1
+    assert summed not in window.inspector.notes.text()
 
 
 def test_element_chooser_sets_the_documents_focus(qtbot):
@@ -174,12 +207,60 @@ def test_element_chooser_sets_the_documents_focus(qtbot):
     assert section.chooser.isHidden()
 
 
-def test_section_is_in_view_at_1024_by_700(seed_window, qtbot):
-    window, doc = seed_window, seed_window.document
+def test_section_is_in_view_at_1024_by_700(qtbot):
+    from viewer.app import build_window
+
+    window = build_window([])
+    qtbot.addWidget(window)
     window.resize(1024, 700)
+    window.show()
+    qtbot.waitExposed(window)
+    doc = window.document
+    assert window.load_example("square_exp_square")
+    qtbot.waitUntil(lambda: doc.scene is not None)
     doc.playback.seek(_backward_index(doc, "Exp"))
-    qtbot.waitUntil(lambda: window.inspector.explain.isVisible())
-    section = window.inspector.explain
+    section, inspector = window.inspector.explain, window.inspector
+    qtbot.waitUntil(section.isVisible)
+    # the terms need no scrolling, in the section or in the inspector
     qtbot.waitUntil(lambda: section.scroll.verticalScrollBar().maximum() == 0, timeout=3000)
-    top_left = section.mapTo(window.inspector, QtCore.QPoint(0, 0))
-    assert top_left.y() >= 0 and top_left.y() + section.height() <= window.inspector.height()
+    top_left = section.mapTo(inspector, QtCore.QPoint(0, 0))
+    assert top_left.y() >= 0 and top_left.y() + section.height() <= inspector.height()
+    term = doc.explain_step(doc.playback.index).terms[0]
+    assert term.formula in section.text().splitlines()
+
+
+def test_the_section_shows_the_models_terms_and_follows_playback(seed_window, qtbot):
+    window, doc = seed_window, seed_window.document
+    section = window.inspector.explain
+    index = _backward_index(doc, "Exp")
+    doc.playback.seek(index)
+    explanation = doc.explain_step(index)
+    assert explanation.terms
+    lines = section.text().splitlines()
+    for term in explanation.terms:
+        assert term.formula in lines
+        # the numbers exactly as the model wrote them, then the gradient sent
+        assert f"= {term.numbers} = {float(term.result):.4g}" in lines
+    assert doc.playback.step_forward()
+    following = doc.explain_step(doc.playback.index)
+    assert following.op == "Square" and following.terms
+    lines = section.text().splitlines()
+    assert lines[0] == f"step {doc.playback.index + 1}: backward of Square"
+    assert all(f"= {t.numbers} = {float(t.result):.4g}" in lines for t in following.terms)
+    assert not any(t.formula in lines for t in explanation.terms)  # Exp's formula is gone
+    doc.playback.seek(0)  # a forward step explains nothing; with nothing selected, no section
+    doc.select(None)
+    assert section.isHidden()
+
+
+def test_edge_labels_setting_is_read_at_start(qtbot):
+    from viewer.app import build_window
+    from viewer.qt.settings import AppSettings
+
+    saved = AppSettings()
+    saved.set_edge_gradients_shown(True)
+    saved.sync()
+    window = build_window([])
+    qtbot.addWidget(window)
+    assert window.actions["edge_gradients"].isChecked()
+    assert window.explain_binding.edge_labels_shown

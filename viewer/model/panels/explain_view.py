@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from viewer.model.explain import Chain, StepExplanation
+from viewer.model.explain import Chain, ChainPath, StepExplanation
 from viewer.model.scene.text import format_snapshot
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "Segment",
     "chain_lines",
     "edge_midpoints",
+    "edge_text",
     "explain_lines",
     "focus_shape",
     "link_segments",
@@ -33,9 +34,6 @@ __all__ = [
 
 # a piece of a line and the node id it names (None: plain text)
 Segment = tuple[str, int | None]
-
-# how many paths the chain lists before "+ N more paths" (the model sums the rest)
-MAX_PATHS_SHOWN = 3
 
 
 @dataclass(frozen=True)
@@ -74,77 +72,85 @@ def link_segments(text: str, links: Sequence[tuple[str, int]]) -> tuple[Segment,
     return tuple(segments)
 
 
-def result_text(result: Any) -> str:
-    """The gradient a term sends: the number (4 significant digits, as the graph's labels) or,
-    for an array, its shape and its summary."""
+def result_text(result: Any, element: Sequence[int] | None = None) -> str:
+    """The gradient a term sends: the number (4 significant digits, as the graph's labels);
+    for an array, the element the numbers are for, or its shape when there is none."""
     array = np.asarray(result)
     if array.ndim == 0 or array.size == 1:
         return f"{float(array.reshape(-1)[0]):.4g}"
+    if element is not None and len(element) == array.ndim:
+        return f"{float(array[tuple(element)]):.4g}"
     return f"array {tuple(array.shape)}"
 
 
-def explain_lines(
-    explanation: StepExplanation, name_of: Any, step_title: str = ""
-) -> list[ExplainLine]:
+def explain_lines(explanation: StepExplanation, name_of: Any) -> list[ExplainLine]:
     """The lines of one backward step: what ran, then per term the input it feeds, the
-    formula with its names linked, the numbers (the model's text), the result, and shapes,
+    formula with its names linked, the numbers (the model's text) and the result, then shapes,
     broadcasting and accumulation when there are any. ``name_of(node_id)`` names a node."""
-    lines: list[ExplainLine] = []
     fn = explanation.function
-    head: list[Segment] = [(step_title or f"step {explanation.step + 1}: backward of ", None)]
-    head.append((explanation.op or name_of(fn), fn if fn >= 0 else None))
-    lines.append(ExplainLine("title", tuple(head)))
+    lines = [
+        ExplainLine(
+            "title",
+            (
+                (f"step {explanation.step + 1}: backward of ", None),
+                (explanation.op or name_of(fn), fn if fn >= 0 else None),
+            ),
+        )
+    ]
     if explanation.note:
         lines.append(ExplainLine("detail", ((explanation.note, None),)))
     for term in explanation.terms:
-        lines.append(
-            ExplainLine(
-                "title",
-                (
-                    ("→ ", None),
-                    (name_of(term.input), term.input),
-                    (f"  (argument {term.slot})", None),
-                ),
-            )
+        arrow = (
+            ("→ ", None),
+            (name_of(term.input), term.input),
+            (f"  (argument {term.slot})", None),
         )
+        lines.append(ExplainLine("title", arrow))
         if term.formula:
             lines.append(ExplainLine("formula", link_segments(term.formula, term.links)))
-        if term.shapes:
-            lines.append(ExplainLine("detail", link_segments(term.shapes, term.links)))
-        if term.numbers:
-            where = f"at {list(term.element)}: " if term.element else ""
-            lines.append(ExplainLine("numbers", ((f"{where}= {term.numbers}", None),)))
-        lines.append(ExplainLine("result", ((f"= {result_text(term.result)}", None),)))
-        for detail in (term.broadcast, term.accumulation):
+        result = result_text(term.result, term.element)
+        shown = term.numbers and term.numbers != result
+        numbers = f"= {term.numbers} = {result}" if shown else f"= {result}"
+        lines.append(ExplainLine("numbers", ((numbers, None),)))
+        shapes = term.shapes
+        if term.element is not None and np.ndim(term.result) > 0:
+            at = f"numbers at element {list(term.element)}"
+            shapes = f"{at} · {shapes}" if shapes else at
+        for detail in (shapes, term.broadcast, term.accumulation):
             if detail:
                 lines.append(ExplainLine("detail", link_segments(detail, term.links)))
     return lines
 
 
-def chain_lines(chain: Chain, name_of: Any) -> list[ExplainLine]:
-    """The chain rule down to the selected node: the model's line as the seed writes it, then
-    the largest paths, each factor linked to the Function it is the derivative of, and
-    ``+ N more paths``."""
+def chain_lines(chain: Chain) -> list[ExplainLine]:
+    """The chain rule down to the selected node, as the model writes it (one line per path it
+    lists, then their sum and ``+ N more paths``), each factor of a path linked to the
+    Function it is the local derivative of (the seed ``∂y/∂y`` to the output)."""
     lines: list[ExplainLine] = []
-    if chain.text:
-        lines.append(ExplainLine("chain", ((chain.text, None),)))
-    paths = chain.paths[:MAX_PATHS_SHOWN]
-    if len(chain.paths) > 1 or chain.more:
-        for path in paths:
-            functions = [n for k, n in enumerate(path.nodes) if k % 2 == 1]
-            segments: list[Segment] = [("path: ", None)]
-            for k, label in enumerate(path.labels):
-                if k:
-                    segments.append((" · ", None))
-                segments.append((label, functions[k] if k < len(functions) else None))
-            factors = " × ".join(f"{f:.4g}" for f in path.factors)
-            segments.append((f" = {factors} = {path.product:.4g}", None))
-            lines.append(ExplainLine("detail", tuple(segments)))
-    more = chain.more + max(0, len(chain.paths) - len(paths))
-    if more:
-        plural = "s" if more != 1 else ""
-        lines.append(ExplainLine("detail", ((f"+ {more} more path{plural}", None),)))
+    for k, text in enumerate(chain.text.splitlines()):
+        path = chain.paths[k] if k < len(chain.paths) else None
+        lines.append(ExplainLine("chain", _linked_factors(text, path)))
     return lines
+
+
+def _linked_factors(text: str, path: ChainPath | None) -> tuple[Segment, ...]:
+    """``text`` with ``path``'s labels linked, found in order after the line's first ``=``;
+    the line unlinked when they are not all there."""
+    if path is None or not path.labels:
+        return ((text, None),)
+    # factor 0 is the seed, at the output (nodes[0]); factor k the Function nodes[2k - 1]
+    targets = [path.nodes[0], *path.nodes[1::2]]
+    segments: list[Segment] = []
+    at = text.find("=") + 1
+    start = 0
+    for k, label in enumerate(path.labels):
+        found = text.find(label, at)
+        if found < 0 or k >= len(targets):
+            return ((text, None),)
+        segments += [(text[start:found], None), (label, int(targets[k]))]
+        start = at = found + len(label)
+    segments.append((text[start:], None))
+    return tuple((t, n) for t, n in segments if t)
 
 
 def focus_shape(explanation: StepExplanation | None, selected_shape: Any) -> tuple[int, ...]:
@@ -158,6 +164,14 @@ def focus_shape(explanation: StepExplanation | None, selected_shape: Any) -> tup
             if len(shape) > 0 and int(np.prod(shape)) > 1:
                 return tuple(int(d) for d in shape)
     return ()
+
+
+def edge_text(snapshot: Any) -> str:
+    """An edge's label: ``∇14.78``, ``∇[1 2 3]`` for a few numbers, ``∇|·|=0.752`` (the
+    norm) for a bigger array, short enough that the labels of one step rarely overlap."""
+    if snapshot.array is not None and snapshot.size <= 4:
+        return "∇" + format_snapshot(snapshot)
+    return f"∇|·|={snapshot.norm:.3g}"
 
 
 def step_edge_labels(scene: Any, step_index: int) -> list[tuple[int, str]]:
@@ -188,7 +202,7 @@ def step_edge_labels(scene: Any, step_index: int) -> list[tuple[int, str]]:
             continue
         if scene.index_of(nodes[slot]) != other:
             continue
-        labels.append((e, "∇" + format_snapshot(grads[slot])))
+        labels.append((e, edge_text(grads[slot])))
     return labels
 
 

@@ -94,11 +94,19 @@ class EdgeLabelLayer(pg.GraphicsObject):
         background.setAlpha(235)
         border = QtGui.QPen(QtGui.QColor(self._theme.edge_active), 1.2)
         text_colour = QtGui.QColor(self._theme.text)
+        placed: list[QtCore.QRectF] = []
         for (x, y), text in zip(self._points, self._texts, strict=False):
             at = transform.map(QtCore.QPointF(float(x), float(y)))
             width = metrics.horizontalAdvance(text) + 2 * PAD_PX
             height = metrics.height() + PAD_PX
             pill = QtCore.QRectF(at.x() - width / 2, at.y() - height / 2, width, height)
+            # edges into one Function meet: their midpoints can be side by side; a label
+            # that would cover another moves down a row
+            for _ in range(len(placed)):
+                if not any(pill.intersects(other) for other in placed):
+                    break
+                pill.translate(0, height + 2)
+            placed.append(pill)
             painter.setPen(border)
             painter.setBrush(background)
             painter.drawRoundedRect(pill, height / 2, height / 2)

@@ -109,7 +109,7 @@ class ExplainBinding(QtCore.QObject):
         if summed and not said:
             text = "gradients summed at this fan-out: " + summed
             lines.append(ExplainLine("detail", ((text, None),)))
-        lines += chain_lines(doc.chain(node_id), self._name_of)
+        lines += chain_lines(doc.chain(node_id))
         return lines if len(lines) > 1 else []
 
     def _name_of(self, node_id: int) -> str:

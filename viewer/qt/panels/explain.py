@@ -21,7 +21,7 @@ from viewer.model.panels.explain_view import ExplainLine
 __all__ = ["ExplainSection"]
 
 # the share of the inspector's height the section may take before it scrolls on its own
-MAX_HEIGHT_SHARE = 0.55
+MAX_HEIGHT_SHARE = 0.75
 MAX_AXES_CHOSEN = 4  # spin boxes shown for an array's element; more axes: the largest only
 
 
@@ -135,6 +135,7 @@ class ExplainSection(QtWidgets.QFrame):
             self._filling = False
         self.largest.setEnabled(element is not None)
         self.chooser_label.setText("element" if element is not None else "element (largest)")
+        self._fit_height()
 
     def set_max_height(self, pixels: int) -> None:
         """The most the section may take of its panel; beyond it, it scrolls on its own."""
@@ -146,8 +147,13 @@ class ExplainSection(QtWidgets.QFrame):
         wanted = self.body.heightForWidth(width)
         if wanted < 0:
             wanted = self.body.sizeHint().height()
-        chrome = self.sizeHint().height() - self.scroll.sizeHint().height()
-        room = max(40, self._max_height - max(0, chrome))
+        # the heading row, the margins, the spacing and the rule under the text
+        top = self.heading.sizeHint().height()
+        if not self.chooser.isHidden():
+            top = max(top, self.chooser.sizeHint().height())
+        margins = self.layout().contentsMargins()
+        chrome = top + margins.top() + margins.bottom() + 2 * self.layout().spacing() + 3
+        room = max(40, self._max_height - chrome)
         self.scroll.setFixedHeight(min(room, wanted + 4))
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
