@@ -198,11 +198,17 @@ def test_a_fan_out_sum_of_a_node_the_step_does_not_touch_is_in_the_section(windo
 def test_element_chooser_sets_the_documents_focus(qtbot):
     section = ExplainSection()
     qtbot.addWidget(section)
-    section.set_focus((4, 3), None)
+    section.set_focus((4, 3), (3, 1), chosen=False)  # the largest, as the model chose it
     assert not section.chooser.isHidden() and not section.largest.isEnabled()
+    assert [spin.value() for spin in section.spins[:2]] == [3, 1]
+    assert section.chooser_label.text() == "element (largest)"
     with qtbot.waitSignal(section.focus_requested) as asked:
         section.spins[1].setValue(2)
-    assert asked.args == [(0, 2)]
+    assert asked.args == [(3, 2)]
+    with qtbot.waitSignal(section.focus_requested) as reset:
+        section.set_focus((4, 3), (3, 2))
+        section.largest.click()
+    assert reset.args == [None]
     section.set_focus((), None)
     assert section.chooser.isHidden()
 
@@ -264,3 +270,31 @@ def test_edge_labels_setting_is_read_at_start(qtbot):
     qtbot.addWidget(window)
     assert window.actions["edge_gradients"].isChecked()
     assert window.explain_binding.edge_labels_shown
+
+
+def test_the_element_chooser_picks_the_element_the_numbers_are_for(window, qtbot):
+    import autodiff.functions as F
+    from autodiff import Variable, trace
+
+    with trace.record() as t:
+        x = Variable(np.arange(12.0).reshape(4, 3) / 10, name="x")
+        b = Variable(np.array([1.0, -2.0, 0.5]), name="b")
+        y = F.sum(F.square(x + b))
+        y.backward()
+    t._keep = (x, b, y)
+    doc = window.document
+    doc.load_graph(t, "broadcast", "trace")
+    qtbot.waitUntil(lambda: doc.scene is not None)
+    index = _backward_index(doc, "Square")
+    doc.playback.seek(index)
+    section = window.inspector.explain
+    assert not section.chooser.isHidden()
+    assert [s.value() for s in section.spins[:2]] == list(doc.explain_step(index).terms[0].element)
+    section.spins[0].setValue(1)
+    section.spins[1].setValue(2)
+    assert doc.focus_element == (1, 2)
+    term = doc.explain_step(index).terms[0]
+    assert term.element == (1, 2)
+    assert f"= {term.numbers} = {float(np.asarray(term.result)[1, 2]):.4g}" in section.text()
+    section.largest.click()
+    assert doc.focus_element is None

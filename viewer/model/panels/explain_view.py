@@ -26,7 +26,7 @@ __all__ = [
     "edge_midpoints",
     "edge_text",
     "explain_lines",
-    "focus_shape",
+    "focus_choice",
     "link_segments",
     "result_text",
     "step_edge_labels",
@@ -153,17 +153,33 @@ def _linked_factors(text: str, path: ChainPath | None) -> tuple[Segment, ...]:
     return tuple((t, n) for t, n in segments if t)
 
 
-def focus_shape(explanation: StepExplanation | None, selected_shape: Any) -> tuple[int, ...]:
-    """The shape the element chooser picks an element of: the selected node's, when it is an
-    array; else that of the step's first array term; () when there is no array to choose in."""
-    if selected_shape is not None and len(tuple(selected_shape)) > 0:
-        return tuple(int(d) for d in selected_shape)
+def focus_choice(
+    explanation: StepExplanation | None,
+    output_shape: Any,
+    selected_shape: Any,
+    focus: tuple[int, ...] | None,
+) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """What the element chooser offers: the shape it picks in and the element it shows.
+
+    At a backward step, the shape of the gradient the Function received (the model maps an
+    element of it to each input through broadcasting); else the selected node's. The element
+    is ``focus``, or, when none is set, the one the model chose (the largest) where a term's
+    element indexes that shape. ((), None): no array to choose in."""
+    shape: tuple[int, ...] = ()
+    for candidate in (output_shape if explanation is not None else None, selected_shape):
+        if candidate is not None and int(np.prod(tuple(candidate))) > 1:
+            shape = tuple(int(d) for d in candidate)
+            break
+    if not shape:
+        return (), None
+    if focus is not None and len(focus) == len(shape):
+        return shape, tuple(focus)
     if explanation is not None:
         for term in explanation.terms:
-            shape = np.shape(term.result)
-            if len(shape) > 0 and int(np.prod(shape)) > 1:
-                return tuple(int(d) for d in shape)
-    return ()
+            element = term.element
+            if element is not None and np.shape(term.result) == shape:
+                return shape, tuple(int(i) for i in element)
+    return shape, None
 
 
 def edge_text(snapshot: Any) -> str:

@@ -19,7 +19,7 @@ from viewer.model.panels.explain_view import (
     chain_lines,
     edge_midpoints,
     explain_lines,
-    focus_shape,
+    focus_choice,
     step_edge_labels,
 )
 from viewer.qt.graph.scene_binding import SceneBinding
@@ -94,7 +94,13 @@ class ExplainBinding(QtCore.QObject):
             shape = scene.shapes[index]
             lines += self._selection_lines(int(selected))
         self.section.set_lines(lines)
-        self.section.set_focus(focus_shape(self.explanation, shape), doc.focus_element)
+        out_shape = None
+        if self.explanation is not None and steps[step].outputs:
+            out = scene.index_of(steps[step].outputs[0])
+            out_shape = scene.shapes[out] if out >= 0 else None
+        focus = doc.focus_element
+        shape, element = focus_choice(self.explanation, out_shape, shape, focus)
+        self.section.set_focus(shape, element, chosen=focus is not None)
         self._send_edge_labels()
 
     def _selection_lines(self, node_id: int) -> list[ExplainLine]:

@@ -116,16 +116,18 @@ class ExplainSection(QtWidgets.QFrame):
         self.setVisible(bool(self._lines))
         self._fit_height()
 
-    def set_focus(self, shape: Sequence[int], element: Sequence[int] | None) -> None:
-        """The element chooser for an array of ``shape`` at ``element`` (None: the largest,
-        which the chooser then shows as unset); no chooser for a scalar."""
+    def set_focus(
+        self, shape: Sequence[int], element: Sequence[int] | None, chosen: bool = True
+    ) -> None:
+        """The element chooser for an array of ``shape`` at ``element``; ``chosen``: the user
+        picked it (else it is the largest, which the model chose); no chooser for a scalar."""
         self._shape = tuple(int(d) for d in shape)
-        chosen = len(self._shape) > 0 and len(self._shape) <= MAX_AXES_CHOSEN
+        spun = len(self._shape) > 0 and len(self._shape) <= MAX_AXES_CHOSEN
         self.chooser.setVisible(len(self._shape) > 0)
         self._filling = True
         try:
             for axis, spin in enumerate(self.spins):
-                shown = chosen and axis < len(self._shape)
+                shown = spun and axis < len(self._shape)
                 spin.setVisible(shown)
                 if shown:
                     spin.setRange(0, max(0, self._shape[axis] - 1))
@@ -133,8 +135,8 @@ class ExplainSection(QtWidgets.QFrame):
                     spin.setValue(int(at))
         finally:
             self._filling = False
-        self.largest.setEnabled(element is not None)
-        self.chooser_label.setText("element" if element is not None else "element (largest)")
+        self.largest.setEnabled(chosen)
+        self.chooser_label.setText("element" if chosen else "element (largest)")
         self._fit_height()
 
     def set_max_height(self, pixels: int) -> None:
