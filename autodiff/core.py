@@ -1240,6 +1240,8 @@ def rdiv(x0: Any, x1: Any) -> Variable:
 class Pow(Function):
     """``x ** c`` for a constant exponent ``c``."""
 
+    formula = ("gx = gy · c · x^(c − 1)",)
+
     def __init__(self, c: Any) -> None:
         self.c = c
 

@@ -131,6 +131,8 @@ def exp(x: Any) -> Variable:
 
 
 class Log(Function):
+    formula = ("gx = gy / x",)
+
     def forward(self, x):
         return np.log(x)
 
@@ -143,6 +145,8 @@ def log(x: Any) -> Variable:
 
 
 class Sin(Function):
+    formula = ("gx = gy · cos(x)",)
+
     def forward(self, x):
         return np.sin(x)
 
@@ -155,6 +159,8 @@ def sin(x: Any) -> Variable:
 
 
 class Cos(Function):
+    formula = ("gx = gy · (−sin(x))",)
+
     def forward(self, x):
         return np.cos(x)
 
@@ -167,6 +173,8 @@ def cos(x: Any) -> Variable:
 
 
 class Tanh(Function):
+    formula = ("gx = gy · (1 − y²)",)
+
     def forward(self, x):
         return np.tanh(x)
 
@@ -181,6 +189,8 @@ def tanh(x: Any) -> Variable:
 
 
 class Sigmoid(Function):
+    formula = ("gx = gy · y · (1 − y)",)
+
     def forward(self, x):
         # tanh form: no overflow warning for large |x|
         return np.tanh(x * 0.5) * 0.5 + 0.5
@@ -202,6 +212,8 @@ def sigmoid_simple(x: Any) -> Variable:
 
 
 class ReLU(Function):
+    formula = ("gx = gy · (x > 0)",)
+
     def forward(self, x):
         return np.maximum(x, 0.0).astype(x.dtype, copy=False)
 
@@ -214,6 +226,8 @@ def relu(x: Any) -> Variable:
 
 
 class LeakyReLU(Function):
+    formula = ("gx = gy · where(x > 0, 1, slope)",)
+
     def __init__(self, slope: float) -> None:
         self.slope = slope
 
@@ -233,6 +247,8 @@ def leaky_relu(x: Any, slope: float = 0.2) -> Variable:
 
 
 class Clip(Function):
+    formula = ("gx = gy · (x ≥ x_min) · (x ≤ x_max)",)
+
     def __init__(self, x_min: float, x_max: float) -> None:
         self.x_min = x_min
         self.x_max = x_max
@@ -257,6 +273,8 @@ def clip(x: Any, x_min: float, x_max: float) -> Variable:
 # Shapes
 # =============================================================================
 class Reshape(Function):
+    formula = ("gx = reshape(gy, x.shape)",)
+
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.shape = shape
 
@@ -284,6 +302,8 @@ def reshape(x: Any, shape: Any) -> Variable:
 
 
 class Transpose(Function):
+    formula = ("gx = transpose(gy, inverse_axes(axes))",)
+
     def __init__(self, axes: Any = None) -> None:
         self.axes = None if axes is None else tuple(axes)
 
@@ -311,6 +331,8 @@ def transpose(x: Any, axes: Any = None) -> Variable:
 
 class Concat(Function):
     """Several arrays joined along ``axis`` (Chainer's ``concat``)."""
+
+    formula = ("gxk = part(gy, axis, k, xs)",)
 
     def __init__(self, axis: int) -> None:
         self.axis = axis
@@ -362,6 +384,8 @@ def flatten(x: Any) -> Variable:
 
 
 class GetItem(Function):
+    formula = ("gx = scatter_add(gy, slices, x.shape)",)
+
     def __init__(self, slices: Any) -> None:
         self.slices = slices
 
@@ -387,6 +411,8 @@ def _scatter_add(gy: np.ndarray, slices: Any, shape: tuple[int, ...]) -> np.ndar
 
 class GetItemGrad(Function):
     """The gradient of ``x[slices]``: scatter-add ``gy`` into zeros of ``x``'s shape."""
+
+    formula = ("gx = get_item(gy, slices)",)
 
     def __init__(self, slices: Any, in_shape: tuple[int, ...]) -> None:
         self.slices = slices
@@ -439,6 +465,8 @@ def _check_axis(op: str, axis: Any, shape: tuple[int, ...]) -> None:
 
 
 class Sum(Function):
+    formula = ("gx = broadcast_to(expand(gy, axis, x.shape), x.shape)",)
+
     def __init__(self, axis: Any, keepdims: bool) -> None:
         self.axis = _normalize_axis(axis, "sum")
         self.keepdims = keepdims
@@ -460,6 +488,8 @@ def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Variable:
 
 
 class SumTo(Function):
+    formula = ("gx = broadcast_to(gy, x.shape)",)
+
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.shape = shape
 
@@ -480,6 +510,8 @@ def sum_to(x: Any, shape: tuple[int, ...]) -> Variable:
 
 
 class BroadcastTo(Function):
+    formula = ("gx = sum_to(gy, x.shape)",)
+
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.shape = shape
 
@@ -556,6 +588,11 @@ def _matmul_grads(ops: Any, f: Function, gy: Any) -> tuple[Any, Any]:
 
 
 class MatMul(Function):
+    formula = (
+        "gx0 = gy @ x1ᵀ",
+        "gx1 = x0ᵀ @ gy",
+    )
+
     def forward(self, x, W):
         try:
             return np.matmul(x, W)
@@ -572,6 +609,12 @@ def matmul(x: Any, W: Any) -> Variable:
 
 class Linear(Function):
     """``x @ W + b`` in one step; without a bias it has two inputs, not a None third."""
+
+    formula = (
+        "gx0 = gy @ x1ᵀ",
+        "gx1 = x0ᵀ @ gy",
+        "gx2 = gy",
+    )
 
     def forward(self, x, W, b=None):
         try:
@@ -618,6 +661,8 @@ def linear_simple(x: Any, W: Any, b: Any = None) -> Variable:
 # Max / min
 # =============================================================================
 class Max(Function):
+    formula = ("gx = expand(gy, axis, x.shape) · (x == expand(y, axis, x.shape))",)
+
     def __init__(self, axis: Any = None, keepdims: bool = False) -> None:
         self.axis = _normalize_axis(axis, type(self).__name__.lower())
         self.keepdims = keepdims
@@ -639,6 +684,8 @@ class Max(Function):
 
 
 class Min(Max):
+    formula = Max.formula
+
     def forward(self, x):
         _check_axis("min", self.axis, x.shape)
         return x.min(axis=self.axis, keepdims=self.keepdims)
@@ -670,6 +717,8 @@ def _softmax_data(x: np.ndarray, axis: Any) -> np.ndarray:
 
 
 class Softmax(Function):
+    formula = ("gx = y · (gy − keep_sum(y · gy, axis))",)
+
     def __init__(self, axis: int = 1) -> None:
         self.axis = _normalize_axis(axis, "softmax")
 
@@ -689,6 +738,8 @@ def softmax(x: Any, axis: int = 1) -> Variable:
 
 
 class LogSoftmax(Function):
+    formula = ("gx = gy − exp(y) · keep_sum(gy, axis)",)
+
     def __init__(self, axis: int = 1) -> None:
         self.axis = _normalize_axis(axis, "log_softmax")
 
@@ -713,6 +764,11 @@ def mean_squared_error_simple(x0: Any, x1: Any) -> Variable:
 
 
 class MeanSquaredError(Function):
+    formula = (
+        "gx0 = gy · 2 · (x0 − x1) / len(x0 − x1)",
+        "gx1 = −gy · 2 · (x0 − x1) / len(x0 − x1)",
+    )
+
     def forward(self, x0, x1):
         if x0.shape != x1.shape:
             # DeZero broadcasts (the book's step 59 compares a (1, 1) prediction with a (1,)
@@ -765,6 +821,11 @@ def softmax_cross_entropy_simple(x: Any, t: Any) -> Variable:
 
 
 class SoftmaxCrossEntropy(Function):
+    formula = (
+        "gx0 = gy · (softmax(x0, 1) − onehot(x1, x0)) / len(x0)",
+        "gx1 = 0",
+    )
+
     def forward(self, x, t):
         _check_labels("softmax_cross_entropy", x, t)
         n = x.shape[0]
@@ -839,6 +900,19 @@ class BatchNorm(Function):
     place (``avg = decay * avg + (1 - decay) * batch``, the variance unbiased); in test mode
     they normalise ``x`` instead.
     """
+
+    # while training, normalize(x0, eps) and batch_std(x0, eps) use the batch's statistics,
+    # which depend on every row of x; under test_mode() y is an affine map of x with the
+    # running ones (where() picks the text of the mode the step ran in)
+    formula = (
+        "gx0 = where(train, "
+        "(gy − channel_mean(gy) − normalize(x0, eps) · channel_mean(normalize(x0, eps) · gy))"
+        " · per_channel(x1, x0) / batch_std(x0, eps), "
+        "gy · per_channel(x1 / sqrt(avg_var + eps), x0))",
+        "gx1 = where(train, channel_sum(normalize(x0, eps) · gy), "
+        "channel_sum((x0 − per_channel(avg_mean, x0)) · gy) / sqrt(avg_var + eps))",
+        "gx2 = channel_sum(gy)",
+    )
 
     def __init__(self, mean: np.ndarray, var: np.ndarray, decay: float, eps: float) -> None:
         self.avg_mean = mean

@@ -166,6 +166,8 @@ def _channels_last(W: NDArray) -> NDArray:
 
 
 class Im2col(Function):
+    formula = ("gx = col2im(gy, x.shape, kernel_size, stride, pad, to_matrix)",)
+
     def __init__(self, kernel_size: Any, stride: Any, pad: Any, to_matrix: bool) -> None:
         _kernel_stride_pad("im2col", kernel_size, stride, pad)
         self.kernel_size, self.stride, self.pad = kernel_size, stride, pad
@@ -189,6 +191,8 @@ def im2col(
 
 
 class Col2im(Function):
+    formula = ("gx = im2col(gy, kernel_size, stride, pad, to_matrix)",)
+
     def __init__(
         self, input_shape: tuple, kernel_size: Any, stride: Any, pad: Any, to_matrix: bool
     ) -> None:
@@ -256,6 +260,12 @@ def _check_channels(op: str, x: Any, W: Any, b: Any, axis: int) -> None:
 class Conv2d(Function):
     """``conv2d(x, W, b)``; without a bias it has two inputs, not a None third."""
 
+    formula = (
+        "gx0 = col2im(rows(gy) @ matrix(x1), x0.shape, x1.shape, stride, pad)",
+        "gx1 = reshape(rows(gy)ᵀ @ im2col(x0, x1.shape, stride, pad), x1.shape)",
+        "gx2 = channel_sum(gy)",
+    )
+
     def __init__(self, stride: Any = 1, pad: Any = 0) -> None:
         self.stride = conv_pair("conv2d", "stride", stride)
         self.pad = conv_pair("conv2d", "pad", pad, least=0)
@@ -296,6 +306,12 @@ def conv2d(x: Any, W: Any, b: Any = None, stride: Any = 1, pad: Any = 0) -> Vari
 class Deconv2d(Function):
     """The transpose of :class:`Conv2d`; ``outsize`` picks among the sizes a strided
     convolution maps to the same output (default: the smallest)."""
+
+    formula = (
+        "gx0 = unrows(im2col(gy, x1.shape, stride, pad) @ matrix(x1)ᵀ, x0.shape)",
+        "gx1 = reshape(rows(x0)ᵀ @ im2col(gy, x1.shape, stride, pad), x1.shape)",
+        "gx2 = channel_sum(gy)",
+    )
 
     def __init__(self, stride: Any = 1, pad: Any = 0, outsize: Any = None) -> None:
         self.stride = conv_pair("deconv2d", "stride", stride)
@@ -359,6 +375,11 @@ class Conv2DGradW(Function):
     """The gradient of ``conv2d(x, W)`` with respect to ``W``, from ``x`` and the output's
     gradient ``gy``: bilinear in the two, so its own gradients are a deconv2d and a conv2d."""
 
+    formula = (
+        "gx0 = col2im(rows(x1) @ matrix(gy), x0.shape, kernel_size, stride, pad)",
+        "gx1 = unrows(im2col(x0, kernel_size, stride, pad) @ matrix(gy)ᵀ, x1.shape)",
+    )
+
     def __init__(self, kernel_size: Any, stride: Any, pad: Any) -> None:
         self.kernel_size = pair(tuple(kernel_size))
         self.stride = pair(stride)
@@ -401,6 +422,12 @@ def _flat_windows(x: NDArray, kernel: Any, stride: Any, pad: Any, op: str) -> ND
 class Pooling(Function):
     """Max pooling; the padding is zeros, as in DeZero."""
 
+    formula = (
+        # each window's gy placed at its maximum, the windows added back into the image
+        "gx = unwindows(at_max(windows(x, kernel_size, stride, pad), gy), "
+        "x.shape, kernel_size, stride, pad)",
+    )
+
     def __init__(self, kernel_size: Any, stride: Any = 1, pad: Any = 0) -> None:
         _kernel_stride_pad("pooling", kernel_size, stride, pad)
         self.kernel_size, self.stride, self.pad = kernel_size, stride, pad
@@ -429,6 +456,8 @@ class _PoolingIndexes(Function):
 class Pooling2DGrad(_PoolingIndexes):
     """The gradient of max pooling: each output's gradient sent to its window's maximum."""
 
+    formula = ("gx = take_at(windows(gy, kernel_size, stride, pad), indexes)",)
+
     def forward(self, gy):
         KH, KW = pair(self.kernel_size)
         gcol = cuda.get_array_module(gy).zeros((*gy.shape, KH * KW), dtype=self.dtype)
@@ -444,6 +473,10 @@ class Pooling2DGrad(_PoolingIndexes):
 class Pooling2DWithIndexes(_PoolingIndexes):
     """Each window of ``x`` read where the pooled input had its maximum (the adjoint of
     :class:`Pooling2DGrad`)."""
+
+    formula = (
+        "gx = unwindows(put_at(gy, indexes, kernel_size), x.shape, kernel_size, stride, pad)",
+    )
 
     def forward(self, x):
         col = _flat_windows(x, self.kernel_size, self.stride, self.pad, "pooling")
@@ -469,6 +502,12 @@ def pooling_simple(x: Any, kernel_size: Any, stride: Any = 1, pad: Any = 0) -> V
 
 
 class AveragePooling(Function):
+    formula = (
+        # each output's gy shared evenly by its window, the windows added back into the image
+        "gx = unwindows(spread(gy, kernel_size) / area(kernel_size), "
+        "x.shape, kernel_size, stride, pad)",
+    )
+
     def __init__(self, kernel_size: Any, stride: Any = 1, pad: Any = 0) -> None:
         _kernel_stride_pad("average_pooling", kernel_size, stride, pad)
         self.kernel_size, self.stride, self.pad = kernel_size, stride, pad

@@ -33,7 +33,7 @@ from autodiff import core
 from autodiff import functions as F
 from autodiff.micrograd import _recorded
 
-__all__ = ["Value"]
+__all__ = ["Value", "function_class_of_op"]
 
 _new = object.__new__
 
@@ -246,6 +246,27 @@ _recorded.FUNCTION_OF_RULE.update(
         _log_rule: lambda out: F.Log(),
     }
 )
+
+
+# micrograd's op names (``Value._op``) -> the core Function class each op is reported as; a
+# power's name carries its exponent ('**2', '**-1'). autodiff.formulas reads the local
+# derivative's text from the class.
+_CLASS_OF_OP: dict[str, type] = {
+    "+": core.Add,
+    "*": core.Mul,
+    "ReLU": F.ReLU,
+    "tanh": F.Tanh,
+    "exp": F.Exp,
+    "log": F.Log,
+}
+
+
+def function_class_of_op(op: str) -> type | None:
+    """The core Function class micrograd's op ``op`` ('+', '*', '**2', 'ReLU', 'tanh', 'exp',
+    'log') is reported as; None for another name (an op a program built by hand)."""
+    if op.startswith("**") and len(op) > 2:
+        return core.Pow
+    return _CLASS_OF_OP.get(op)
 
 
 def _apply_rule(v: Value) -> None:

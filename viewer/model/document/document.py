@@ -170,6 +170,7 @@ class Document:
         self.layout_by_generation = False  # see compute_layout
         # the array element explanations give numbers for (None: the largest in magnitude)
         self.focus_element: tuple[int, ...] | None = None
+        self.gradient_check: GradCheckReport | None = None  # the last one of the graph shown
         self._pending: PendingGraph | None = None
         # what to put back when the running job fails or is cancelled (a leaf edit's old
         # value); kept here, not on the job, which the worker holds
@@ -208,12 +209,12 @@ class Document:
     def explain_step(self, step_index: int) -> StepExplanation:
         """How backward step ``step_index`` computed each gradient it sent (see
         :mod:`viewer.model.explain`), for the element in focus."""
-        return explain_step(self.trace, step_index, self.focus_element)
+        return explain_step(self.trace, step_index, self.focus_element, self.gradient_check)
 
     def chain(self, node_id: int) -> Chain:
         """The chain-rule paths from the graph's output down to ``node_id``, for the element
-        in focus."""
-        return chain(self.trace, node_id, self.focus_element)
+        in focus, in the backward pass of the current step (the last one before it starts)."""
+        return chain(self.trace, node_id, self.focus_element, step=self.playback.index)
 
     def set_focus_element(self, element: tuple[int, ...] | None) -> None:
         """The array element explanations give numbers for (None: the largest in magnitude)."""
@@ -724,6 +725,7 @@ class Document:
         self.evaluation = pending.evaluation
         self.program = pending.program if pending.kind == "expression" else None
         self.leak_report = None
+        self.gradient_check = None
         if not pending.keep_step:
             self.focus_element = None
         if pending.kind != "expression":
@@ -907,6 +909,7 @@ class Document:
         ``'gradcheck'``, see :func:`viewer.model.checks.gradcheck.apply_overlays`) and put its
         summary
         on the status line."""
+        self.gradient_check = report
         if self.scene is not None:
             apply_overlays(self.scene, report)
             self.overlays_changed.emit()

@@ -82,6 +82,11 @@ def chain(
 ) -> Chain:
     """The chain-rule paths from the output of a backward pass's graph down to ``node_id``
     (the pass of reader step ``step``, default the last pass)."""
+    with np.errstate(all="ignore"):  # a NaN or Inf in the recording is shown, not warned of
+        return _chain(trace, node_id, focus, max_paths, step)
+
+
+def _chain(trace: Any, node_id: int, focus: Any, max_paths: int, step: int | None) -> Chain:
     if trace.node(node_id).get("kind") != "variable":
         return _empty(node_id, "The chain rule runs through variables: select one.")
     steps = _pass_steps(trace, step)
@@ -96,8 +101,7 @@ def chain(
     if node_id == root:
         only = ChainPath((root,), (seed,), (f"∂{y}/∂{y}",), seed)
         return Chain(node_id, (only,), seed, 0, f"{head} = {format_number(seed)}")
-    edges = _edges(trace, steps, shape, element)
-    down = _reaching(edges, node_id)
+    edges, down = _edges(trace, steps, shape, element, node_id)
     if root not in down:
         return _empty(node_id, f"No path leads from {y} down to {x} in this backward pass.")
     blocked = [e.why for e in edges if e.why and e.out in down and e.into in down]
@@ -169,30 +173,38 @@ def _value(snapshot: Any, element: tuple[int, ...], shape: tuple[int, ...]) -> f
 
 
 def _edges(
-    trace: Any, steps: list[Any], shape: tuple[int, ...], element: tuple[int, ...]
-) -> list[_Edge]:
-    """Every edge of the pass with its local derivative at ``element``, or why it has none
-    (a non-elementwise Function or broadcasting, for arrays)."""
+    trace: Any, steps: list[Any], shape: tuple[int, ...], element: tuple[int, ...], target: int
+) -> tuple[list[_Edge], set[int]]:
+    """The edges of the pass on some path down to ``target``, each with its local
+    derivative at ``element`` or why it has none (a non-elementwise Function or broadcasting,
+    for arrays); and the variables they join."""
+    links = [
+        (s, slot)
+        for s in steps
+        for slot, grad in enumerate(s.input_grads)
+        if grad is not None and s.outputs
+    ]
+    down = _reaching([(s.outputs[0], s.inputs[slot]) for s, slot in links], target)
     edges = []
-    for s in steps:
-        env = recorded.environment(trace, s)
-        texts = _formulas(trace, s)
-        for slot, grad in enumerate(s.input_grads):
-            if grad is None:
-                continue
-            into = s.inputs[slot]
-            if len(s.outputs) != 1:
-                why = f"{s.op} (step {s.index + 1}) has several outputs: no single ∂out/∂in"
-                edges.append(_Edge(s.outputs[0], s.function, into, math.nan, why))
-                continue
-            factor, why = _factor(s, env, texts, slot, grad, shape, element)
-            edges.append(_Edge(s.outputs[0], s.function, into, factor, why))
-    return edges
+    made: dict[int, tuple[Any, Any]] = {}
+    for s, slot in links:
+        out, into = s.outputs[0], s.inputs[slot]
+        if out not in down or into not in down:
+            continue
+        if len(s.outputs) != 1:
+            why = f"{s.op} (step {s.index + 1}) has several outputs: no single ∂out/∂in"
+            edges.append(_Edge(out, s.function, into, math.nan, why))
+            continue
+        if s.index not in made:
+            made[s.index] = (recorded.environment(trace, s), _formulas(trace, s))
+        env, texts = made[s.index]
+        factor, why = _factor(s, env, texts, slot, s.input_grads[slot], shape, element)
+        edges.append(_Edge(out, s.function, into, factor, why))
+    return edges, down
 
 
 def _formulas(trace: Any, step: Any) -> tuple[str, ...] | None:
-    live = recorded.live_function(trace, step.function)
-    return formulas.formula_of(live) if live is not None else formulas.formula_of(step.op)
+    return recorded.formulas_of(trace, step)
 
 
 def _factor(
@@ -249,6 +261,8 @@ def _factor(
     if out_shape:
         gy = _value(step.output_grads[0], index, out_shape)
     gx = _value(grad, index, in_shape)
+    if gy == 0 and gx == 0:
+        return math.nan, ""  # unknown, but nothing flows through it (see _sum_paths)
     if gy == 0 or not math.isfinite(gy):
         return math.nan, f"{where} got no gradient to divide by"
     return gx / gy, ""
@@ -269,25 +283,26 @@ def _from_formula(
     index: tuple[int, ...],
 ) -> float | None:
     """The formula evaluated with gy = 1 at ``index``; None when the recording cannot."""
-    names = formulas.names_in(text)
+    names = recorded.names_in(text)
     if any(env.values.get(n) is None for n in names if not n.startswith("gy")):
         return None
     ones = {n: 1.0 for n in names if n.startswith("gy")}
     if out_shape:  # elementwise, one shape: the element's own numbers
-        if not recorded.is_elementwise(recorded.parse(text), env):
+        frame = recorded.elementwise_frame(text, env)
+        if frame != out_shape:
             return None
-        scalars = recorded.values_at(env, names - set(ones), index)
+        scalars = recorded.values_at(env, names - set(ones), index, frame)
         return float(formulas.evaluate(text, {**scalars, **ones}))
     values = {n: env.values[n] for n in names if n not in ones}
     full = np.broadcast_to(np.asarray(formulas.evaluate(text, {**values, **ones})), in_shape)
     return float(full[index]) if index else float(full)
 
 
-def _reaching(edges: list[_Edge], target: int) -> set[int]:
-    """The variables from which some path of ``edges`` leads down to ``target``."""
+def _reaching(links: list[tuple[int, int]], target: int) -> set[int]:
+    """The variables from which some path of ``links`` (output, input) leads to ``target``."""
     up = defaultdict(list)
-    for e in edges:
-        up[e.into].append(e.out)
+    for out, into in links:
+        up[into].append(out)
     seen = {target}
     stack = [target]
     while stack:
@@ -308,7 +323,9 @@ def _sum_paths(
     total[root], count[root] = seed, 1
     for e in edges:
         if e.out in down and e.into in down and count[e.out]:
-            total[e.into] += total[e.out] * e.factor
+            # an unknown factor (a Function without formula that got 0) passes on nothing
+            flows = total[e.out] != 0 or not math.isnan(e.factor)
+            total[e.into] += total[e.out] * e.factor if flows else 0.0
             count[e.into] += count[e.out]
     return total[target], count[target]
 
@@ -367,8 +384,9 @@ def _text(
     lines = []
     for p in paths:
         symbols = " · ".join(p.labels)
-        numbers = " × ".join(format_number(f) for f in p.factors)
-        lines.append(f"{head}{at} = {symbols} = {numbers} = {format_number(p.product)}")
+        numbers = " × ".join("?" if math.isnan(f) else format_number(f) for f in p.factors)
+        product = "? (a factor is unknown)" if math.isnan(p.product) else format_number(p.product)
+        lines.append(f"{head}{at} = {symbols} = {numbers} = {product}")
     if len(paths) > 1 or more:
         rest = total - sum(p.product for p in paths)
         tail = f" + {more} more paths ({format_number(rest)})" if more else ""

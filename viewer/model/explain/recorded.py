@@ -12,6 +12,8 @@ element, in the arithmetic a learner reads (``5.437 · exp(1)``).
 from __future__ import annotations
 
 import ast
+import contextlib
+import functools
 import itertools
 import math
 import re
@@ -29,10 +31,12 @@ __all__ = [
     "broadcast_axes",
     "close",
     "contributing",
+    "elementwise_frame",
     "environment",
     "format_number",
-    "is_elementwise",
+    "formulas_of",
     "live_function",
+    "names_in",
     "parse",
     "substitute",
     "substitute_checked",
@@ -82,6 +86,15 @@ def environment(trace: Any, step: Any) -> Environment:
         gys.append(np.zeros_like(y) if g is None and y is not None else a)
     gys += [None] * (len(step.outputs) - len(gys))
     put("gy", step.outputs, gys)
+    xs = [values[f"x{k}"] for k in range(len(step.inputs))]
+    if all(x is not None for x in xs):
+        values["xs"] = tuple(xs)
+    if step.op in formulas.MATRIX_PRODUCTS and all(
+        values.get(n) is not None for n in ("x0", "x1", "gy")
+    ):
+        # MatMul's texts read 1-D operands as a row and a column (numpy's matmul does)
+        with contextlib.suppress(ValueError):
+            values.update(formulas.matrix_view(values))
     live = live_function(trace, step.function)
     if live is not None:
         attributes = getattr(live, "__dict__", {})
@@ -101,6 +114,42 @@ def live_function(trace: Any, node: int) -> Any:
         return None
 
 
+def formulas_of(trace: Any, step: Any) -> tuple[str, ...] | None:
+    """The formula texts of ``step``'s Function: its class's while it lives, else its op's
+    (a saved trace); None for a Function without (the user's own)."""
+    live = live_function(trace, step.function)
+    n = len(step.inputs)
+    return formulas.slot_formulas(live, n) if live is not None else _formulas_of_op(step.op, n)
+
+
+@functools.lru_cache(maxsize=256)
+def _formulas_of_op(op: str, n_inputs: int) -> tuple[str, ...] | None:
+    return formulas.slot_formulas(op, n_inputs)
+
+
+@functools.lru_cache(maxsize=1024)
+def names_in(text: str) -> frozenset[str]:
+    """The names formula ``text`` reads (its functions excluded)."""
+    return frozenset(formulas.names_in(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _shape_of(text: str) -> tuple[bool, bool, frozenset[str]]:
+    """(whether it has a matrix product or an attribute, whether it calls only elementwise
+    functions, the names it reads) of formula ``text``."""
+    tree = parse(text)
+    structural = any(
+        (isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)) or isinstance(n, ast.Attribute)
+        for n in ast.walk(tree)
+    )
+    calls_ok = all(
+        isinstance(n.func, ast.Name) and n.func.id in _ELEMENTWISE_CALLS
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+    )
+    return structural, calls_ok, names_in(text)
+
+
 def _array(snapshot: Any) -> Any:
     if snapshot is None:
         return None
@@ -116,27 +165,42 @@ def parse(text: str) -> ast.Expression:
         raise formulas.FormulaError(f"formula {text!r} does not parse: {e.msg}") from None
 
 
-def is_elementwise(tree: ast.Expression, env: Environment) -> bool:
-    """Whether the formula works element by element: only elementwise calls and operators,
-    no transpose or matrix product, every array broadcastable to the output's shape."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-            return False
-        if isinstance(node, ast.Attribute):
-            return False
-        if isinstance(node, ast.Call) and not (
-            isinstance(node.func, ast.Name) and node.func.id in _ELEMENTWISE_CALLS
-        ):
-            return False
-        if isinstance(node, ast.Name) and node.id in env.values:
-            value = env.values[node.id]
-            if isinstance(value, tuple | list | str):
-                return False
+def elementwise_frame(text: str, env: Environment) -> tuple[int, ...] | None:
+    """The shape formula ``text`` works in element by element (its arrays and the output's
+    broadcast together), or None when it does not work element by element: a matrix product,
+    a transpose, a call that is neither elementwise nor a number (``len(x0 − x1)`` is one)."""
+    structural, calls_ok, names = _shape_of(text)
+    if structural:
+        return None
+    if not calls_ok:
+        for call in _calls(text):
             try:
-                np.broadcast_shapes(np.shape(value), env.out_shape)
-            except ValueError:
-                return False
-    return True
+                if np.ndim(formulas.evaluate(call, env.values)) != 0:
+                    return None
+            except (formulas.FormulaError, ArithmeticError, ValueError, TypeError):
+                return None
+    shapes = [env.out_shape]
+    for name in names:
+        value = env.values.get(name)
+        if isinstance(value, tuple | list | str):
+            continue  # read by a call that gives a number (checked above)
+        if value is not None:
+            shapes.append(np.shape(value))
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _calls(text: str) -> tuple[str, ...]:
+    """The calls of ``text`` to functions that are not elementwise, as source."""
+    return tuple(
+        ast.unparse(n)
+        for n in ast.walk(parse(text))
+        if isinstance(n, ast.Call)
+        and not (isinstance(n.func, ast.Name) and n.func.id in _ELEMENTWISE_CALLS)
+    )
 
 
 def broadcast_axes(in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -166,14 +230,17 @@ def contributing(
     return itertools.product(*ranges)
 
 
-def values_at(env: Environment, names: Iterable[str], index: tuple[int, ...]) -> dict[str, Any]:
-    """Each name's number at ``index`` of the output's shape (arrays broadcast to it)."""
+def values_at(
+    env: Environment, names: Iterable[str], index: tuple[int, ...], frame: tuple[int, ...]
+) -> dict[str, Any]:
+    """Each name's number at ``index`` of ``frame`` (arrays broadcast to it); a value that is
+    not an array (a tuple of shapes) as it is."""
     out: dict[str, Any] = {}
     for name in names:
         value = env.values[name]
         if isinstance(value, np.ndarray) or np.isscalar(value):
             a = np.asarray(value)
-            out[name] = np.broadcast_to(a, env.out_shape)[index].item() if a.ndim else a.item()
+            out[name] = np.broadcast_to(a, frame)[index].item() if a.ndim else a.item()
         else:
             out[name] = value
     return out
@@ -194,8 +261,9 @@ def format_number(value: float, digits: int = 4) -> str:
 class _Placeholders(ast.NodeTransformer):
     """Names, and calls the numbers may not show, become placeholders for numbers."""
 
-    def __init__(self, scalars: Mapping[str, Any]) -> None:
+    def __init__(self, scalars: Mapping[str, Any], full: Mapping[str, Any]) -> None:
         self.scalars = scalars
+        self.full = full
         self.numbers: list[float] = []
 
     def _number(self, value: Any) -> ast.AST:
@@ -215,17 +283,25 @@ class _Placeholders(ast.NodeTransformer):
         if isinstance(node.func, ast.Name) and node.func.id in NUMBER_FUNCTIONS:
             node.args = [self.visit(a) for a in node.args]
             return node
+        source = ast.unparse(node)
+        with contextlib.suppress(formulas.FormulaError, ArithmeticError, ValueError, TypeError):
+            whole = formulas.evaluate(source, self.full)  # a number of the whole arrays (len)
+            if np.ndim(whole) == 0:
+                return self._number(whole)
         return self._number(self._evaluate(node))
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         return self._number(self._evaluate(node))
 
 
-def substitute(text: str, scalars: Mapping[str, Any], digits: int = 4) -> str:
+def substitute(
+    text: str, scalars: Mapping[str, Any], digits: int = 4, full: Mapping[str, Any] | None = None
+) -> str:
     """The right side of formula ``text`` with each name replaced by its number in
-    ``scalars`` (one element's), in the notation (``·`` for a product);
-    a call the numbers may not show (``where``...) is replaced by its value."""
-    tree = _Placeholders(scalars)
+    ``scalars`` (one element's), in the notation (``·`` for a product); a call the numbers
+    may not show is replaced by its value: over the ``full`` arrays when that is a number
+    (``len``), else over the element's (``where``)."""
+    tree = _Placeholders(scalars, scalars if full is None else full)
     body = tree.visit(parse(text).body)
     source = ast.unparse(ast.fix_missing_locations(body))
     source = source.replace(" ** ", "**").replace(" * ", " · ")
@@ -235,12 +311,14 @@ def substitute(text: str, scalars: Mapping[str, Any], digits: int = 4) -> str:
     return source
 
 
-def substitute_checked(texts: list[tuple[str, Mapping[str, Any]]], want: float) -> str:
+def substitute_checked(
+    texts: list[tuple[str, Mapping[str, Any]]], want: float, full: Mapping[str, Any]
+) -> str:
     """The sum of ``texts`` (each a formula and one element's numbers) written with the fewest
     digits (4 at least) whose value is ``want`` within 3e-4 (the contract asks 1e-3); ''
     when none is."""
     for digits in _DIGITS:
-        parts = [substitute(text, scalars, digits) for text, scalars in texts]
+        parts = [substitute(text, scalars, digits, full) for text, scalars in texts]
         written = parts[0] if len(parts) == 1 else " + ".join(f"({p})" for p in parts)
         try:
             got = float(formulas.evaluate(written, {}))

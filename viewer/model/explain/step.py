@@ -31,6 +31,7 @@ is the plain text the inspector shows. Step numbers in the text are the playback
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,6 +97,11 @@ def explain_step(
     array element the numbers are given for (None: the largest in magnitude); ``checks`` a
     gradient check's report (:class:`~viewer.model.checks.report.GradCheckReport`), read for a
     user's Function."""
+    with np.errstate(all="ignore"):  # a NaN or Inf in the recording is shown, not warned of
+        return _explain(trace, step_index, focus, checks)
+
+
+def _explain(trace: Any, step_index: int, focus: Any, checks: Any) -> StepExplanation:
     step = trace.steps[step_index]
     if step.phase != "backward":
         return StepExplanation(step_index, step.function, step.op, (), _forward_note(step))
@@ -130,10 +136,7 @@ def node_label(trace: Any, node_id: int) -> str:
 
 # -----------------------------------------------------------------------------------------
 def _formulas(trace: Any, step: Any) -> tuple[str, ...] | None:
-    live = recorded.live_function(trace, step.function)
-    if live is not None:
-        return formulas.formula_of(live)
-    return formulas.formula_of(step.op)
+    return recorded.formulas_of(trace, step)
 
 
 def _term(
@@ -169,8 +172,10 @@ def _term(
         numbers = ""
     else:
         formula = text
-        names = sorted(formulas.names_in(text))
+        names = sorted(recorded.names_in(text))
         numbers = _numbers(text, names, env, element, in_shape, want, notes, step.op)
+        if want is not None and not math.isfinite(want):
+            notes.append(_nonfinite_note(gx, want, names, env, element, in_shape))
     shapes = "" if scalar else _shapes(names, env, gx, in_shape)
     broadcast = _broadcast(trace, node, slot, in_shape, env.out_shape)
     links = tuple((name, env.nodes[name]) for name in names if name in env.nodes)
@@ -231,12 +236,13 @@ def _numbers(
         return ""  # a large array the recording kept only a summary of
     try:
         tree = recorded.parse(text)
-        if recorded.is_elementwise(tree, env):
-            indexes = list(recorded.contributing(element, in_shape, env.out_shape))
+        frame = recorded.elementwise_frame(text, env)
+        if frame is not None:
+            indexes = list(recorded.contributing(element, in_shape, frame))
             if len(indexes) > MAX_SUM_TERMS:
                 return ""
-            parts = [(text, recorded.values_at(env, names, i)) for i in indexes]
-            written = recorded.substitute_checked(parts, want)
+            parts = [(text, recorded.values_at(env, names, i, frame)) for i in indexes]
+            written = recorded.substitute_checked(parts, want, env.values)
         else:
             written = _matmul_numbers(tree, names, env, element, want)
     except (formulas.FormulaError, ArithmeticError, ValueError, TypeError, IndexError):
@@ -247,6 +253,26 @@ def _numbers(
             "primitive's (a Function of your own with this name?)"
         )
     return written
+
+
+def _nonfinite_note(
+    gx: str,
+    want: float,
+    names: list[str],
+    env: Environment,
+    element: tuple[int, ...],
+    in_shape: tuple[int, ...],
+) -> str:
+    """What went into a NaN or Inf gradient (no arithmetic of numbers can be written)."""
+    given = []
+    for name in names:
+        value = env.values.get(name)
+        if isinstance(value, np.ndarray) or np.isscalar(value):
+            a = np.asarray(value, dtype=np.float64)
+            at = element if a.shape == in_shape and element else ()
+            shown = format_number(float(a[at])) if a.ndim == len(at) else f"array {a.shape}"
+            given.append(f"{name} = {shown}")
+    return f"{gx} is {want}: not a finite number ({', '.join(given)})"
 
 
 def _matmul_numbers(
@@ -282,8 +308,7 @@ def _formula_disagrees(
     """Whether the formula over the whole arrays gives another gradient than the recorded."""
     try:
         full = np.asarray(formulas.evaluate(text, env.values), dtype=np.float64)
-        if full.shape != in_shape:
-            full = formulas.FUNCTIONS["sum_to"](np.broadcast_to(full, env.out_shape), in_shape)
+        full = formulas.to_input(full, in_shape)
         got = float(full[element] if element else full)
     except (formulas.FormulaError, ArithmeticError, ValueError, TypeError, IndexError):
         return False
