@@ -42,10 +42,11 @@ def _backward_index(doc, op: str) -> int:
 
 
 def test_names_are_linked_where_they_stand_alone():
-    segments = link_segments("gx = gy · 2x · exp(x) + gx0", (("x", 3), ("gy", 7)))
+    text = "gx = gy · 2x · exp(x) + gx0 + gy @ x1ᵀ"
+    segments = link_segments(text, (("x", 3), ("gy", 7), ("x1", 4)))
     linked = [(t, n) for t, n in segments if n is not None]
-    assert linked == [("gy", 7), ("x", 3), ("x", 3)]
-    assert "".join(t for t, _ in segments) == "gx = gy · 2x · exp(x) + gx0"
+    assert linked == [("gy", 7), ("x", 3), ("x", 3), ("gy", 7), ("x1", 4)]
+    assert "".join(t for t, _ in segments) == text
 
 
 def test_section_shows_text_literally_and_its_links_select_and_hover(qtbot):

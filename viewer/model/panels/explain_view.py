@@ -51,14 +51,15 @@ class ExplainLine:
 
 def link_segments(text: str, links: Sequence[tuple[str, int]]) -> tuple[Segment, ...]:
     """``text`` cut where a linked name stands as a name of its own: ``x`` in ``gy · 2x`` and in
-    ``exp(x)``, not inside ``exp`` or ``gx0`` (a name is not glued to a letter before it, nor to
-    a letter or digit after it)."""
+    ``exp(x)`` and ``x1ᵀ``, not inside ``exp`` or ``gx0`` (a name is not glued to a letter
+    before it, nor to a letter or digit after it)."""
     names = sorted({name for name, _ in links if name}, key=len, reverse=True)
     if not names or not text:
         return ((text, None),) if text else ()
     node_of = dict((name, int(node)) for name, node in reversed(tuple(links)) if name)
+    # formula names are ASCII; a mark after one (x1ᵀ, x²) still leaves it a name
     pattern = re.compile(
-        r"(?<![^\W\d])(" + "|".join(re.escape(n) for n in names) + r")(?![\w])", re.UNICODE
+        r"(?<![A-Za-z_])(" + "|".join(re.escape(n) for n in names) + r")(?![A-Za-z0-9_])"
     )
     segments: list[Segment] = []
     at = 0

@@ -22,6 +22,7 @@ from viewer.model.panels.explain_view import (
     focus_choice,
     step_edge_labels,
 )
+from viewer.model.scene.text import node_name
 from viewer.qt.graph.scene_binding import SceneBinding
 from viewer.qt.graph.view import GraphView
 from viewer.qt.panels.explain import ExplainSection
@@ -119,10 +120,15 @@ class ExplainBinding(QtCore.QObject):
         return lines if len(lines) > 1 else []
 
     def _name_of(self, node_id: int) -> str:
+        """A node's name; one inside a closed module box says which box holds it."""
         scene = self.document.scene
         index = scene.index_of(node_id) if scene is not None else -1
         if index < 0:
             return f"#{node_id}"
+        box = scene.module(index)
+        if box is not None:
+            own = node_name(self.document.trace.graph.nodes[node_id]) or f"variable #{node_id}"
+            return f"{own} in {scene.names[index]}"
         return scene.names[index] or scene.text.unnamed(index)
 
     def _send_edge_labels(self) -> None:

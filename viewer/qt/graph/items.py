@@ -497,9 +497,12 @@ class NodeLayer:
         sel = np.array([self._selected] if 0 <= self._selected < n else [], dtype=np.intp)
         self._send_ring(self._ring, sel, self._theme.selection, 2.5, 8.0)
         hov = np.array([self._hovered] if 0 <= self._hovered < n else [], dtype=np.intp)
-        self._send_ring(self._hover, hov, self._theme.highlight, 4.0, 12.0)
+        # dashed: the selection's ring may share its colour
+        self._send_ring(self._hover, hov, self._theme.highlight, 3.0, 12.0, dashed=True)
 
-    def _send_ring(self, item, nodes, colour: str, width: float, margin: float) -> None:
+    def _send_ring(
+        self, item, nodes, colour: str, width: float, margin: float, dashed: bool = False
+    ) -> None:
         """Outline ``nodes`` ``margin`` pixels outside their border."""
         if len(nodes) == 0:
             item.setData([])
@@ -512,13 +515,14 @@ class NodeLayer:
             w_px = round(max(1.0, w * self._pixels_per_unit) + 2 * margin, 1)
             h_px = round(max(1.0, h * self._pixels_per_unit) + 2 * margin, 1)
             # The same objects for the same ring: pyqtgraph's atlas is keyed on identity.
-            key = (kind, w_px, h_px, colour, width)
+            key = (kind, w_px, h_px, colour, width, dashed)
             cached = self._rings.get(key)
             if cached is None:
                 if len(self._rings) > 64:
                     self._rings.clear()
                 symbol = _symbol(w_px, h_px, rounded=not f, module=kind == MODULE)
-                cached = (symbol, pg.mkPen(colour, width=width))
+                style = QtCore.Qt.PenStyle.DashLine if dashed else QtCore.Qt.PenStyle.SolidLine
+                cached = (symbol, pg.mkPen(colour, width=width, style=style))
                 self._rings[key] = cached
             symbols.append(cached[0])
             pens.append(cached[1])

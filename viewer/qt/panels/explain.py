@@ -34,6 +34,10 @@ class ExplainSection(QtWidgets.QFrame):
         super().__init__(parent)
         self.setObjectName("explainSection")
         self.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        # as tall as its lines, never stretched: the node's details below take the rest
+        self.setSizePolicy(
+            QtWidgets.QSizePolicy.Policy.Preferred, QtWidgets.QSizePolicy.Policy.Maximum
+        )
         self.heading = QtWidgets.QLabel("Explain", self)
         self.heading.setObjectName("explainHeading")
         font = self.heading.font()
