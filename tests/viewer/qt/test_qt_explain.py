@@ -6,12 +6,8 @@ import numpy as np
 import pytest
 from PySide6 import QtCore
 
-from viewer.model.explain import Chain, ChainPath, StepExplanation, Term
-from viewer.model.panels.explain_view import (
-    explain_lines,
-    link_segments,
-    step_edge_labels,
-)
+from viewer.model.explain import StepExplanation, Term
+from viewer.model.panels.explain_view import explain_lines, step_edge_labels
 from viewer.qt.panels.explain import ExplainSection
 
 
@@ -41,14 +37,6 @@ def _backward_index(doc, op: str) -> int:
     return next(i for i, s in enumerate(steps) if s.phase == "backward" and s.op == op)
 
 
-def test_names_are_linked_where_they_stand_alone():
-    text = "gx = gy · 2x · exp(x) + gx0 + gy @ x1ᵀ"
-    segments = link_segments(text, (("x", 3), ("gy", 7), ("x1", 4)))
-    linked = [(t, n) for t, n in segments if n is not None]
-    assert linked == [("gy", 7), ("x", 3), ("x", 3), ("gy", 7), ("x1", 4)]
-    assert "".join(t for t, _ in segments) == text
-
-
 def test_section_shows_text_literally_and_its_links_select_and_hover(qtbot):
     section = ExplainSection()
     qtbot.addWidget(section)
@@ -68,45 +56,6 @@ def test_section_shows_text_literally_and_its_links_select_and_hover(qtbot):
     with qtbot.waitSignal(section.node_hovered) as left:
         section.body.linkHovered.emit("")
     assert left.args == [-1]
-
-
-def test_lines_carry_the_models_numbers_verbatim_and_the_array_details():
-    term = _term(
-        numbers="0.1234567 × 2",
-        element=(1, 2),
-        shapes="gy (4, 3) · x (4, 3)",
-        broadcast="summed over axis 0: b (3,) was broadcast to (4, 3)",
-        accumulation="x.grad = 2.568 (from Square, step 5) + 0.5 (from Mul, step 7) = 3.068",
-        result=np.ones((4, 3)),
-    )
-    text = [line.text for line in explain_lines(StepExplanation(6, 5, "Add", (term,), ""), _names)]
-    assert "= 0.1234567 × 2 = 1" in text  # the model's numbers as written, then the result
-    assert f"numbers at element [1, 2] · {term.shapes}" in text
-    assert term.broadcast in text and term.accumulation in text
-
-
-def test_chain_lines_are_the_models_text_with_each_factor_linked():
-    from viewer.model.panels.explain_view import chain_lines
-
-    paths = (
-        ChainPath((9, 8, 4, 6, 3), (1.0, 2.0, 3.0), ("∂y/∂y", "∂y/∂a", "∂a/∂x"), 6.0),
-        ChainPath((9, 5, 3), (1.0, 1.0), ("∂y/∂y", "∂y/∂x"), 1.0),
-    )
-    text = (
-        "∂y/∂x = ∂y/∂y · ∂y/∂a · ∂a/∂x = 1 × 2 × 3 = 6\n"
-        "∂y/∂x = ∂y/∂y · ∂y/∂x = 1 × 1 = 1\n"
-        "sum over 3 paths: 6 + 1 + 1 more paths (1) = 8"
-    )
-    lines = chain_lines(Chain(3, paths, 8.0, 1, text))
-    assert [line.text for line in lines] == text.splitlines()
-    # the seed links to the output, each later factor to its Function; the head is not linked
-    assert [s for s in lines[0].segments if s[1] is not None] == [
-        ("∂y/∂y", 9),
-        ("∂y/∂a", 8),
-        ("∂a/∂x", 6),
-    ]
-    assert [s for s in lines[1].segments if s[1] is not None] == [("∂y/∂y", 9), ("∂y/∂x", 5)]
-    assert all(n is None for _, n in lines[2].segments)
 
 
 @pytest.fixture
