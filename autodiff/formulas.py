@@ -317,8 +317,11 @@ def _classes_by_name() -> dict[str, type]:
     while stack:
         cls = stack.pop()
         stack.extend(cls.__subclasses__())
-        if "formula" in cls.__dict__:
-            found.setdefault(cls.__name__, cls)
+        # the engine's own class wins over a program's of the same name
+        if "formula" in cls.__dict__ and (
+            cls.__name__ not in found or cls.__module__.startswith("autodiff.")
+        ):
+            found[cls.__name__] = cls
     return found
 
 

@@ -338,6 +338,20 @@ def test_a_user_function_has_no_formula():
     assert formulas.formula_of("Twice") is None
 
 
+def test_an_op_name_finds_the_engines_class_before_a_programs_namesake():
+    class Square(Function):  # a program's own, with a text of its own
+        formula = ("gx = gy",)
+
+        def forward(self, x):
+            return x
+
+        def backward(self, gy):
+            return gy
+
+    assert formulas.formula_of(Square) == ("gx = gy",)
+    assert formulas.formula_of("Square") == vars(F.Square)["formula"]
+
+
 def test_a_formula_is_found_by_class_instance_and_recorded_op_name():
     y = F.square(Variable(np.array(2.0)))
     assert formulas.formula_of(y.creator) == formulas.formula_of(F.Square)

@@ -360,7 +360,46 @@ def test_higher_order_graphs_are_explained_on_their_own_steps():
 
 def test_the_document_keeps_the_focused_element_until_another_graph():
     doc = Document()
+    assert doc.explain_step(0).terms == () and doc.chain(0).paths == ()  # no graph yet
     doc.set_focus_element((1, 2))
     assert doc.focus_element == (1, 2)
     assert doc.load_expression("x = 1.0\ny = exp(x)")
     assert doc.focus_element is None
+    assert doc.playback.index == -1 and doc.explain_step(-1).note.startswith("Before the first")
+    assert doc.chain(0).total == pytest.approx(math.e)  # before any step: the last pass
+
+
+def test_a_deep_chain_is_walked_in_its_length_and_its_text_stays_short():
+    x = Variable(np.array(0.5), name="x")
+    with tr.record() as t:
+        y = x
+        for _ in range(3000):
+            y = F.sin(y)
+        y.backward()
+    result = chain(t, 0)
+    (path,) = result.paths
+    assert len(path.factors) == 3001 and result.total == pytest.approx(x.grad.data)
+    assert path.product == pytest.approx(x.grad.data)
+    assert "… (2989 more)" in result.text and len(result.text) < 600
+    last = explain_step(t, len(t.steps) - 1)
+    assert last.terms[0].numbers.endswith("· cos(0.5)")
+
+
+def test_a_sum_a_transpose_and_a_softmax_write_the_chain_rules_sum_over_gy():
+    x = Variable(np.arange(6.0).reshape(2, 3) / 10, name="x")
+    weights = Variable(np.array([[1.0, -2.0], [0.5, 3.0], [2.0, 1.0]]), name="w")
+    with tr.record() as t:
+        s = F.softmax(F.transpose(x), axis=1)
+        y = F.sum(s * weights)
+        y.backward()
+    backward = {s.op: s for s in t.steps if s.phase == "backward"}
+    (total,) = explain_step(t, backward["Sum"].index, focus=(2, 1)).terms
+    assert total.numbers == "1" and total.element == (2, 1)
+    (moved,) = explain_step(t, backward["Transpose"].index, focus=(1, 2)).terms
+    gy = np.asarray(backward["Transpose"].output_grads[0].array)
+    assert value_of(moved.numbers) == pytest.approx(gy[2, 1], rel=1e-3)  # x[1, 2] is y[2, 1]
+    assert " + " not in moved.numbers and "·" not in moved.numbers
+    (soft,) = explain_step(t, backward["Softmax"].index).terms
+    assert soft.numbers.count(" · ") == 2  # each row of 2: gy_j times ∂y_j/∂x
+    assert value_of(soft.numbers) == pytest.approx(np.asarray(soft.result)[soft.element], rel=1e-3)
+    assert_contract(t)

@@ -119,3 +119,24 @@ def window(qtbot):
     if win.document.script_run is not None:
         win.document.cancel_script()
         win.document.script_run.wait(10)
+
+
+@pytest.fixture
+def shown(qtbot):
+    """``shown(width=1280, height=800)``: a new main window of the default program, shown
+    at that size once its docks were fitted (each call makes another, e.g. a restart)."""
+    from PySide6 import QtWidgets
+
+    from viewer.app import build_window
+
+    def make(width=1280, height=800):
+        window = build_window([])
+        qtbot.addWidget(window)
+        window.resize(width, height)
+        window.show()
+        qtbot.waitExposed(window)
+        qtbot.waitUntil(lambda: window.dock_fit.preferred is not None)
+        QtWidgets.QApplication.processEvents()  # the layout the fit asked for
+        return window
+
+    return make

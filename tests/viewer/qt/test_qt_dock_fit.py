@@ -16,17 +16,6 @@ RIGHT = QtCore.Qt.DockWidgetArea.RightDockWidgetArea
 RIGHT_DOCKS = ("inspectorDock", "scriptDock", "plotPanel", "leakPanel", "gradCheckPanel")
 
 
-def _shown(qtbot, width=1280, height=800):
-    window = build_window([])
-    qtbot.addWidget(window)
-    window.resize(width, height)
-    window.show()
-    qtbot.waitExposed(window)
-    qtbot.waitUntil(lambda: window.dock_fit.preferred is not None)
-    QtWidgets.QApplication.processEvents()  # the layout the fit asked for
-    return window
-
-
 def _resize(qtbot, window, width, height):
     window.resize(width, height)
     qtbot.waitUntil(lambda: window.width() == max(width, window.minimumSizeHint().width()))
@@ -37,8 +26,8 @@ def _graph_share(window) -> float:
     return window.graph_view.width() / window.width()
 
 
-def test_the_graph_keeps_half_the_width_of_a_small_window(qtbot):
-    window = _shown(qtbot)
+def test_the_graph_keeps_half_the_width_of_a_small_window(qtbot, shown):
+    window = shown()
     assert _graph_share(window) >= GRAPH_SHARE
     smallest = window.minimumSizeHint()
     for width, height in ((smallest.width(), smallest.height()), (800, 560), (1024, 700)):
@@ -49,8 +38,8 @@ def test_the_graph_keeps_half_the_width_of_a_small_window(qtbot):
         assert all(not d.isHidden() for d in window.docks.values())
 
 
-def test_a_narrow_window_folds_the_right_docks_into_the_left_tabs_and_unfolds(qtbot):
-    window = _shown(qtbot)
+def test_a_narrow_window_folds_the_right_docks_into_the_left_tabs_and_unfolds(qtbot, shown):
+    window = shown()
     window.docks["leakPanel"].hide()  # the user's choice survives folding
     _resize(qtbot, window, 800, 560)
     assert window.dock_fit.folded
@@ -78,8 +67,8 @@ def test_a_narrow_window_folds_the_right_docks_into_the_left_tabs_and_unfolds(qt
     assert window.docks["inspectorDock"].y() < window.docks["plotPanel"].y()
 
 
-def test_docks_come_back_at_their_widths_after_a_shrink_and_a_grow(qtbot):
-    window = _shown(qtbot)
+def test_docks_come_back_at_their_widths_after_a_shrink_and_a_grow(qtbot, shown):
+    window = shown()
     left, right = window.docks["editorDock"], window.docks["inspectorDock"]
     before = (left.width(), right.width())
     smallest = window.minimumSizeHint()
@@ -94,8 +83,8 @@ def test_docks_come_back_at_their_widths_after_a_shrink_and_a_grow(qtbot):
     assert legend.widget().width() >= legend.widget().minimumSizeHint().width()  # not clipped
 
 
-def test_a_dragged_width_is_kept_across_a_shrink(qtbot):
-    window = _shown(qtbot)
+def test_a_dragged_width_is_kept_across_a_shrink(qtbot, shown):
+    window = shown()
     left = window.docks["editorDock"]
     start = left.width()
     # the separator between the left column and the graph, dragged 40 px to the right (both
@@ -124,8 +113,8 @@ def test_a_dragged_width_is_kept_across_a_shrink(qtbot):
     assert left.width() == pytest.approx(start + 40, abs=4)
 
 
-def test_the_dock_layout_survives_a_restart_even_when_closed_narrow(qtbot):
-    first = _shown(qtbot)
+def test_the_dock_layout_survives_a_restart_even_when_closed_narrow(qtbot, shown):
+    first = shown()
     first.docks["scriptDock"].hide()
     first.removeDockWidget(first.docks["leakPanel"])
     first.addDockWidget(QtCore.Qt.DockWidgetArea.BottomDockWidgetArea, first.docks["leakPanel"])
@@ -153,11 +142,11 @@ def test_the_dock_layout_survives_a_restart_even_when_closed_narrow(qtbot):
 
 
 @pytest.mark.parametrize("key", ["window/state", "window/geometry"])
-def test_a_layout_qt_cannot_read_falls_back_to_the_default_and_says_so(qtbot, key):
+def test_a_layout_qt_cannot_read_falls_back_to_the_default_and_says_so(qtbot, key, shown):
     settings = AppSettings()
     settings.store.setValue(key, QtCore.QByteArray(b"\x00\xff not a layout at all"))
     settings.sync()
-    window = _shown(qtbot)
+    window = shown()
     assert [p.key for p in window.settings.problems] == [key]
     qtbot.waitUntil(lambda: key in window.statusBar().currentMessage())
     assert "ignored" in window.statusBar().currentMessage()
@@ -166,8 +155,8 @@ def test_a_layout_qt_cannot_read_falls_back_to_the_default_and_says_so(qtbot, ke
     assert _graph_share(window) >= GRAPH_SHARE
 
 
-def test_a_click_that_is_no_drag_teaches_no_width(qtbot):
-    window = _shown(qtbot)
+def test_a_click_that_is_no_drag_teaches_no_width(qtbot, shown):
+    window = shown()
     preferred = window.dock_fit.preferred
     _resize(qtbot, window, 1024, 700)  # the columns squeezed below what the user wants
     assert window.docks["editorDock"].width() < preferred[0]
@@ -181,8 +170,8 @@ def test_a_click_that_is_no_drag_teaches_no_width(qtbot):
     assert window.docks["editorDock"].width() == pytest.approx(preferred[0], abs=4)
 
 
-def test_unfolding_keeps_the_order_and_the_tabs_in_front(qtbot):
-    window = _shown(qtbot)
+def test_unfolding_keeps_the_order_and_the_tabs_in_front(qtbot, shown):
+    window = shown()
     window.raise_dock("scriptDock")
     window.raise_dock("leakPanel")
     QtWidgets.QApplication.processEvents()
@@ -198,13 +187,13 @@ def test_unfolding_keeps_the_order_and_the_tabs_in_front(qtbot):
 
 
 @pytest.mark.parametrize("narrow", [(800, 560), (600, 572)])
-def test_closed_narrow_reopened_and_grown_the_docks_have_their_widths_back(qtbot, narrow):
-    first = _shown(qtbot)
+def test_closed_narrow_reopened_and_grown_the_docks_have_their_widths_back(qtbot, narrow, shown):
+    first = shown()
     wanted = (first.docks["editorDock"].width(), first.docks["inspectorDock"].width())
     _resize(qtbot, first, *narrow)
     first.close()
 
-    second = _shown(qtbot, *narrow)
+    second = shown(*narrow)
     _resize(qtbot, second, 1280, 800)
     got = (second.docks["editorDock"].width(), second.docks["inspectorDock"].width())
     assert got == pytest.approx(wanted, abs=4)

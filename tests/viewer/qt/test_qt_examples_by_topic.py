@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore
 
-from viewer.app import build_window
 from viewer.model.document.examples import find_example, list_examples
 
 
-def _shown(qtbot, width=1280, height=800):
-    window = build_window([])
-    qtbot.addWidget(window)
-    window.resize(width, height)
-    window.show()
-    qtbot.waitExposed(window)
-    qtbot.waitUntil(lambda: window.dock_fit.preferred is not None)
-    QtWidgets.QApplication.processEvents()
-    return window
-
-
-def test_examples_by_topic_says_what_each_example_teaches_and_opens_one(qtbot):
-    window = _shown(qtbot)
+def test_examples_by_topic_says_what_each_example_teaches_and_opens_one(qtbot, shown):
+    window = shown()
     window.actions["examples_by_topic"].trigger()
     dialog = window.examples_by_topic
     assert dialog.isVisible() and not dialog.isModal()

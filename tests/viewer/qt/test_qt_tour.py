@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
-from viewer.app import build_window
 from viewer.qt.settings import AppSettings
 
 
@@ -15,24 +14,13 @@ def _first_start() -> None:
     settings.sync()
 
 
-def _shown(qtbot, width=1280, height=800):
-    window = build_window([])
-    qtbot.addWidget(window)
-    window.resize(width, height)
-    window.show()
-    qtbot.waitExposed(window)
-    qtbot.waitUntil(lambda: window.dock_fit.preferred is not None)
-    QtWidgets.QApplication.processEvents()
-    return window
-
-
 def _window_rect(window, widget) -> QtCore.QRect:
     return QtCore.QRect(widget.mapTo(window, QtCore.QPoint(0, 0)), widget.size())
 
 
-def test_the_tour_shows_on_the_first_start_and_points_at_each_part(qtbot):
+def test_the_tour_shows_on_the_first_start_and_points_at_each_part(qtbot, shown):
     _first_start()
-    window = _shown(qtbot)
+    window = shown()
     tour = window.tour
     assert tour is not None and tour.running
     assert QtWidgets.QApplication.activeModalWidget() is None  # the window stays usable
@@ -65,9 +53,9 @@ def test_the_tour_shows_on_the_first_start_and_points_at_each_part(qtbot):
     assert window.settings.tour_seen()
 
 
-def test_back_goes_back_and_esc_dismisses_for_good(qtbot):
+def test_back_goes_back_and_esc_dismisses_for_good(qtbot, shown):
     _first_start()
-    window = _shown(qtbot)
+    window = shown()
     tour = window.tour
     assert not tour.back_button.isEnabled()
     tour.next()
@@ -78,13 +66,13 @@ def test_back_goes_back_and_esc_dismisses_for_good(qtbot):
     assert not tour.running
     window.close()
 
-    again = _shown(qtbot)
+    again = shown()
     assert again.tour is None  # dismissed once is remembered
 
 
-def test_skip_is_remembered_and_help_tour_replays_it(qtbot):
+def test_skip_is_remembered_and_help_tour_replays_it(qtbot, shown):
     _first_start()
-    window = _shown(qtbot)
+    window = shown()
     with qtbot.waitSignal(window.tour.finished):
         qtbot.mouseClick(window.tour.skip_button, QtCore.Qt.MouseButton.LeftButton)
     assert AppSettings().tour_seen()
@@ -94,9 +82,9 @@ def test_skip_is_remembered_and_help_tour_replays_it(qtbot):
     assert window.tour.running and window.tour.index == 0
 
 
-def test_the_tour_follows_its_target_when_the_window_narrows(qtbot):
+def test_the_tour_follows_its_target_when_the_window_narrows(qtbot, shown):
     _first_start()
-    window = _shown(qtbot)
+    window = shown()
     window.tour.next()
     window.tour.next()
     window.tour.next()  # the inspector, which folds into the left column at 800 px
@@ -110,14 +98,14 @@ def test_the_tour_follows_its_target_when_the_window_narrows(qtbot):
     assert window.rect().contains(window.tour.geometry())
 
 
-def test_the_tour_stays_away_from_a_returning_user(qtbot):
-    window = _shown(qtbot)  # the test settings: tour seen
+def test_the_tour_stays_away_from_a_returning_user(qtbot, shown):
+    window = shown()  # the test settings: tour seen
     assert window.tour is None
 
 
-def test_esc_dismisses_the_tour_even_while_esc_cancels_a_run(qtbot):
+def test_esc_dismisses_the_tour_even_while_esc_cancels_a_run(qtbot, shown):
     _first_start()
-    window = _shown(qtbot)
+    window = shown()
     window._set_script_running(True)  # the window's Cancel action now answers Esc
     cancelled = []
     window.actions["cancel_run"].triggered.connect(lambda: cancelled.append(True))
@@ -127,13 +115,13 @@ def test_esc_dismisses_the_tour_even_while_esc_cancels_a_run(qtbot):
     window._set_script_running(False)
 
 
-def test_the_callout_follows_a_theme_switch(qtbot):
+def test_the_callout_follows_a_theme_switch(qtbot, shown):
     from PySide6 import QtGui
 
     from viewer.qt.drawing.themes import qpalette, theme_named
 
     _first_start()
-    window = _shown(qtbot)
+    window = shown()
     tour = window.tour
     for name in ("dark", "light"):
         window.set_theme(name)

@@ -7,14 +7,17 @@ is given and belongs to one, else the last pass that began before it, else the l
 output is the variable backward started from; the first factor of every path is the gradient
 it was seeded with (∂y/∂y = 1 unless the program passed another).
 
-Each edge's factor is the local derivative ∂out/∂in of the Function between: its formula
-(:mod:`autodiff.formulas`) evaluated with the recorded values and ``gy = 1``, or, for a
-Function without one (the user's own), the ratio of the gradient it sent to the gradient it
-got. For arrays the factors are those of the element in focus (default: the node's gradient's
-largest), which only means something when every Function on the way works element by element
-on arrays of one shape; otherwise (a matrix product, a sum, broadcasting) ``paths`` is empty
-and ``text`` says why. ``total`` is the sum over all paths, including the ``more`` paths not
-listed (only the ``max_paths`` largest are).
+Each edge's factor is the local derivative ∂out/∂in of the Function between, read from the
+recording: the gradient the step sent over the gradient it got (gx / gy: a backward is linear
+in gy), or, where gy was 0, the Function's formula (:mod:`autodiff.formulas`) with the
+recorded values and ``gy = 1``. For arrays the factors are those of the element in focus
+(default: the node's gradient's largest), which only means something when every Function on
+the way works element by element on arrays of the node's shape (its formula says so) or
+reduces such an array to a scalar (a sum, a loss); otherwise (a matrix product, broadcasting,
+another shape) ``paths`` is empty, ``total`` is NaN and ``text`` says which Function stops
+it. ``total`` is the sum over all paths, including the ``more`` paths not listed (only the
+``max_paths`` largest are); the node's gradient after the pass is that plus any gradient it
+held before the pass began.
 
 For the UI: ``Chain.text`` is the plain text the inspector shows, as the seed writes it
 (``∂y/∂x = ∂y/∂y · ∂y/∂b · ∂b/∂a · ∂a/∂x = 1 × 2.718 × … = …``, one line per path listed,
@@ -28,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,9 +42,12 @@ from viewer.model.explain import recorded
 from viewer.model.explain.recorded import format_number
 from viewer.model.explain.step import node_label
 
-__all__ = ["MAX_ENUMERATED", "Chain", "ChainPath", "chain"]
+__all__ = ["MAX_ENUMERATED", "MAX_FACTORS_SHOWN", "MAX_VISITS", "Chain", "ChainPath", "chain"]
+
+MAX_FACTORS_SHOWN = 12  # a longer path's text shows its first and last factors around "…"
 
 MAX_ENUMERATED = 5000  # paths walked one by one at most; the total is summed without walking
+MAX_VISITS = 500_000  # steps of that walk at most
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,8 @@ def chain(
 
 
 def _chain(trace: Any, node_id: int, focus: Any, max_paths: int, step: int | None) -> Chain:
+    if trace is None:
+        return _empty(node_id, "There is no graph.")
     if trace.node(node_id).get("kind") != "variable":
         return _empty(node_id, "The chain rule runs through variables: select one.")
     steps = _pass_steps(trace, step)
@@ -108,9 +117,7 @@ def _chain(trace: Any, node_id: int, focus: Any, max_paths: int, step: int | Non
     if blocked:  # the one nearest the node says most
         return Chain(node_id, (), math.nan, 0, f"{head}: {blocked[-1]}")
     total, count = _sum_paths(edges, root, node_id, seed, down)
-    listed = _walk(trace, edges, root, node_id, seed, down, y)
-    listed.sort(key=lambda p: -abs(p.product) if math.isfinite(p.product) else 0.0)
-    shown = tuple(listed[:max_paths])
+    shown = tuple(_walk(trace, edges, root, node_id, seed, down, y, max_paths))
     more = count - len(shown)
     return Chain(node_id, shown, total, more, _text(head, shown, total, more, element, shape))
 
@@ -195,10 +202,13 @@ def _edges(
             why = f"{s.op} (step {s.index + 1}) has several outputs: no single ∂out/∂in"
             edges.append(_Edge(out, s.function, into, math.nan, why))
             continue
-        if s.index not in made:
-            made[s.index] = (recorded.environment(trace, s), _formulas(trace, s))
-        env, texts = made[s.index]
-        factor, why = _factor(s, env, texts, slot, s.input_grads[slot], shape, element)
+
+        def context(s: Any = s) -> tuple[Any, Any]:
+            if s.index not in made:  # read only for arrays, or a step that got 0
+                made[s.index] = (recorded.environment(trace, s), _formulas(trace, s))
+            return made[s.index]
+
+        factor, why = _factor(s, context, slot, s.input_grads[slot], shape, element)
         edges.append(_Edge(out, s.function, into, factor, why))
     return edges, down
 
@@ -209,8 +219,7 @@ def _formulas(trace: Any, step: Any) -> tuple[str, ...] | None:
 
 def _factor(
     step: Any,
-    env: recorded.Environment,
-    texts: tuple[str, ...] | None,
+    context: Callable[[], tuple[recorded.Environment, tuple[str, ...] | None]],
     slot: int,
     grad: Any,
     shape: tuple[int, ...],
@@ -218,9 +227,12 @@ def _factor(
 ) -> tuple[float, str]:
     """∂out/∂in of one edge at ``element`` (of the node's ``shape``), or NaN and why it has
     none. Three kinds of edge have one: scalar to scalar; elementwise between arrays of the
-    node's shape; an array of the node's shape into a scalar (a sum, a loss), whose
-    ∂out/∂in[element] is the gradient sent for gy = 1."""
-    in_shape, out_shape = tuple(grad.shape), env.out_shape
+    node's shape (the formula says whether the Function is); an array of the node's shape into
+    a scalar (a sum, a loss). Each is the gradient the step sent over the one it got (gx / gy,
+    exact for a gradient linear in gy), or its formula with gy = 1 where gy was 0."""
+    gy_snapshot = step.output_grads[0] if step.output_grads else None
+    in_shape = tuple(grad.shape)
+    out_shape = tuple(gy_snapshot.shape) if gy_snapshot is not None else context()[0].out_shape
     where = f"{step.op} (step {step.index + 1})"
     if in_shape and in_shape != shape:
         return math.nan, (
@@ -237,8 +249,27 @@ def _factor(
             f"{where} broadcasts {in_shape} to {out_shape}: one element's gradient gathers "
             "many, so no product per path can be given"
         )
-    text = texts[slot] if texts is not None and slot < len(texts) else None
     index = element if in_shape else ()
+    text = None
+    if in_shape and out_shape:  # array to array: only an elementwise Function has a factor
+        env, texts = context()
+        text = texts[slot] if texts is not None and slot < len(texts) else None
+        if text is None:
+            return math.nan, (
+                f"{where} has no formula: whether it works element by element is not known, "
+                "so no product per path can be given"
+            )
+        if recorded.elementwise_frame(text, env) != out_shape:
+            return math.nan, (
+                f"{where} does not work element by element: the gradient of one element "
+                "mixes many, so no product per path can be given"
+            )
+    gy = _value(gy_snapshot, index if out_shape else (), out_shape)
+    gx = _value(grad, index, in_shape)
+    if gy != 0 and math.isfinite(gy):
+        return gx / gy, ""
+    env, texts = context()
+    text = texts[slot] if texts is not None and slot < len(texts) else None
     if text is not None:
         with contextlib.suppress(
             formulas.FormulaError, ArithmeticError, ValueError, TypeError, KeyError
@@ -246,26 +277,9 @@ def _factor(
             factor = _from_formula(text, env, in_shape, out_shape, index)
             if factor is not None:
                 return factor, ""
-        if in_shape and out_shape:
-            return math.nan, (
-                f"{where} does not work element by element: the gradient of one element "
-                "mixes many, so no product per path can be given"
-            )
-    elif in_shape and out_shape:
-        return math.nan, (
-            f"{where} has no formula: whether it works element by element is not known, so "
-            "no product per path can be given"
-        )
-    # no formula (or one this recording cannot evaluate): what the step did, gx / gy
-    gy = _value(step.output_grads[0] if step.output_grads else None, (), ())
-    if out_shape:
-        gy = _value(step.output_grads[0], index, out_shape)
-    gx = _value(grad, index, in_shape)
-    if gy == 0 and gx == 0:
+    if gx == 0:
         return math.nan, ""  # unknown, but nothing flows through it (see _sum_paths)
-    if gy == 0 or not math.isfinite(gy):
-        return math.nan, f"{where} got no gradient to divide by"
-    return gx / gy, ""
+    return math.nan, f"{where} got no gradient to divide by"
 
 
 def _broadcasts(in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> bool:
@@ -284,7 +298,7 @@ def _from_formula(
 ) -> float | None:
     """The formula evaluated with gy = 1 at ``index``; None when the recording cannot."""
     names = recorded.names_in(text)
-    if any(env.values.get(n) is None for n in names if not n.startswith("gy")):
+    if any(env.values.get(n) is None for n in names if n in env.nodes and n[:2] != "gy"):
         return None
     ones = {n: 1.0 for n in names if n.startswith("gy")}
     if out_shape:  # elementwise, one shape: the element's own numbers
@@ -338,12 +352,31 @@ def _walk(
     seed: float,
     down: set[int],
     y: str,
+    max_paths: int,
 ) -> list[ChainPath]:
-    """Up to MAX_ENUMERATED paths from ``root`` to ``target``, walked depth first."""
+    """The ``max_paths`` largest of the paths from ``root`` to ``target`` walked depth first
+    (at most MAX_ENUMERATED paths and MAX_VISITS steps of the walk). A path is kept as a
+    chain of parent links while walking, so a path 100 000 Functions deep costs its length,
+    not its square."""
     below = defaultdict(list)
     for e in edges:
         if e.out in down and e.into in down:
             below[e.out].append(e)
+    # the walk's visits: (edge taken or None at the root, parent visit, product so far)
+    visits: list[tuple[_Edge | None, int, float]] = [(None, -1, seed)]
+    found: list[int] = []
+    stack = [0]
+    while stack and len(found) < MAX_ENUMERATED and len(visits) < MAX_VISITS:
+        k = stack.pop()
+        edge, _, product = visits[k]
+        n = root if edge is None else edge.into
+        if n == target:
+            found.append(k)
+            continue
+        for e in reversed(below[n]):
+            visits.append((e, k, product * e.factor))
+            stack.append(len(visits) - 1)
+    found.sort(key=lambda k: -abs(visits[k][2]) if math.isfinite(visits[k][2]) else 0.0)
     names: dict[int, str] = {}
 
     def name(n: int) -> str:
@@ -351,25 +384,20 @@ def _walk(
             names[n] = node_label(trace, n)
         return names[n]
 
-    found: list[ChainPath] = []
-    stack: list[tuple[int, tuple[int, ...], tuple[float, ...], tuple[str, ...]]] = [
-        (root, (root,), (seed,), (f"∂{y}/∂{y}",))
-    ]
-    while stack and len(found) < MAX_ENUMERATED:
-        n, nodes, factors, labels = stack.pop()
-        if n == target:
-            found.append(ChainPath(nodes, factors, labels, math.prod(factors)))
-            continue
-        for e in reversed(below[n]):
-            stack.append(
-                (
-                    e.into,
-                    (*nodes, e.function, e.into),
-                    (*factors, e.factor),
-                    (*labels, f"∂{name(e.out)}/∂{name(e.into)}"),
-                )
-            )
-    return found
+    paths = []
+    for k in found[:max_paths]:
+        taken = []
+        while k > 0:
+            edge, k, _ = visits[k]
+            taken.append(edge)
+        taken.reverse()
+        nodes = [root]
+        for e in taken:
+            nodes += [e.function, e.into]
+        factors = (seed, *(e.factor for e in taken))
+        labels = (f"∂{y}/∂{y}", *(f"∂{name(e.out)}/∂{name(e.into)}" for e in taken))
+        paths.append(ChainPath(tuple(nodes), factors, labels, math.prod(factors)))
+    return paths
 
 
 def _text(
@@ -383,8 +411,9 @@ def _text(
     at = f" at element {list(element)}" if shape else ""
     lines = []
     for p in paths:
-        symbols = " · ".join(p.labels)
-        numbers = " × ".join("?" if math.isnan(f) else format_number(f) for f in p.factors)
+        numbers = ["?" if math.isnan(f) else format_number(f) for f in p.factors]
+        symbols = " · ".join(_elide(list(p.labels)))
+        numbers = " × ".join(_elide(numbers))
         product = "? (a factor is unknown)" if math.isnan(p.product) else format_number(p.product)
         lines.append(f"{head}{at} = {symbols} = {numbers} = {product}")
     if len(paths) > 1 or more:
@@ -393,3 +422,11 @@ def _text(
         listed = " + ".join(format_number(p.product) for p in paths)
         lines.append(f"sum over {len(paths) + more} paths: {listed}{tail} = {format_number(total)}")
     return "\n".join(lines)
+
+
+def _elide(parts: list[str]) -> list[str]:
+    """The parts of a long path's line: its first and last few around '…'."""
+    if len(parts) <= MAX_FACTORS_SHOWN:
+        return parts
+    half = MAX_FACTORS_SHOWN // 2
+    return [*parts[:half], f"… ({len(parts) - 2 * half} more)", *parts[-half:]]

@@ -12,13 +12,18 @@ What the numbers are for:
   :data:`MAX_SUM_TERMS`, else no numbers) and ``broadcast`` says which axes;
 * arrays, a matrix product at the top of the formula (MatMul): the element's sum of products
   (at most :data:`MAX_SUM_TERMS` products, else no numbers);
-* any other formula over arrays (Sum, Reshape, convolutions...): ``shapes`` only, numbers ''.
+* any other formula over arrays (Sum, Reshape, Softmax, convolutions...): the chain rule's sum
+  ``gy_j · ∂y_j/∂x`` over the elements j of gy the element depends on, each coefficient the
+  formula at gy = the j-th unit array (a gradient is linear in gy), when gy has at most
+  :data:`MAX_LINEAR_GY` elements and at most :data:`MAX_SUM_TERMS` of them reach the
+  element; else ``shapes`` only and numbers ''.
 
 ``numbers`` is written with 4 significant digits, more where 4 do not give back ``result``
-within 1e-4; it is '' when the recording kept only a summary of an array, when a saved trace
+within 3e-4; it is '' when the recording kept only a summary of an array, when a saved trace
 does not know an attribute the formula reads (``c`` of Pow: the note names it), or when the
 formula does not give the recorded gradient (a Function of the user's that took a primitive's
-name). A user's Function has no formula: its term says the derivative is the user's own code,
+name), or when the gradient is NaN or Inf (the note says what went in). A user's Function
+has no formula: its term says the derivative is the user's own code,
 and the note gives the numbers in and out (and the gradient check's verdict when
 ``checks`` has one). A forward step, also one run inside ``backward(create_graph=True)``, has
 no terms: its note says what it is (its own derivative is explained at its backward step).
@@ -31,7 +36,9 @@ is the plain text the inspector shows. Step numbers in the text are the playback
 from __future__ import annotations
 
 import ast
+import contextlib
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,9 +48,18 @@ from autodiff import formulas
 from viewer.model.explain import recorded
 from viewer.model.explain.recorded import Environment, format_number
 
-__all__ = ["MAX_SUM_TERMS", "StepExplanation", "Term", "explain_step", "node_label"]
+__all__ = [
+    "MAX_LINEAR_GY",
+    "MAX_SUM_TERMS",
+    "StepExplanation",
+    "Term",
+    "explain_step",
+    "node_label",
+]
 
+NO_STEP = "Before the first step: nothing has been computed yet."
 MAX_SUM_TERMS = 8  # the most terms a broadcast sum or a matrix product is written out with
+MAX_LINEAR_GY = 256  # the largest gy whose elements a non-elementwise formula is read through
 
 
 @dataclass(frozen=True)
@@ -102,6 +118,8 @@ def explain_step(
 
 
 def _explain(trace: Any, step_index: int, focus: Any, checks: Any) -> StepExplanation:
+    if trace is None or not 0 <= step_index < len(trace.steps):
+        return StepExplanation(step_index, -1, "", (), NO_STEP)
     step = trace.steps[step_index]
     if step.phase != "backward":
         return StepExplanation(step_index, step.function, step.op, (), _forward_note(step))
@@ -232,7 +250,7 @@ def _numbers(
             "Function attributes), so its numbers cannot be written"
         )
         return ""
-    if want is None or any(env.values[n] is None for n in names):
+    if want is None or any(env.values[n] is None for n in names if n in env.nodes):
         return ""  # a large array the recording kept only a summary of
     try:
         tree = recorded.parse(text)
@@ -244,7 +262,9 @@ def _numbers(
             parts = [(text, recorded.values_at(env, names, i, frame)) for i in indexes]
             written = recorded.substitute_checked(parts, want, env.values)
         else:
-            written = _matmul_numbers(tree, names, env, element, want)
+            written = _matmul_numbers(tree, names, env, element, want) or _linear_numbers(
+                text, env, element, in_shape, want
+            )
     except (formulas.FormulaError, ArithmeticError, ValueError, TypeError, IndexError):
         written = ""
     if not written and want is not None and _formula_disagrees(text, env, in_shape, want, element):
@@ -296,6 +316,45 @@ def _matmul_numbers(
     for digits in (4, 6, 9, 17):
         written = " + ".join(
             recorded.substitute("a · b", scalars, digits) for _, scalars in products
+        )
+        if recorded.close(float(formulas.evaluate(written, {})), want, 3e-4):
+            return written
+    return ""
+
+
+def _linear_numbers(
+    text: str, env: Environment, element: tuple[int, ...], in_shape: tuple[int, ...], want: float
+) -> str:
+    """The element as the chain rule sums it, ``gy_j · ∂y_j/∂x`` over the few elements j of gy
+    it depends on (written ``gy_j`` alone where the coefficient is 1): every gradient is linear
+    in gy, so each coefficient is the formula at gy = the j-th unit array. For a sum, a
+    reshape, a softmax... where at most MAX_SUM_TERMS elements of gy reach the element."""
+    gy = env.values.get("gy")
+    if (
+        not isinstance(gy, np.ndarray)
+        or gy.size > MAX_LINEAR_GY
+        or ("gy0" in env.values and ("gy1" in env.values))
+    ):
+        return ""
+    flat = gy.reshape(-1)
+    terms = []
+    for j in np.flatnonzero(flat):
+        unit = np.zeros_like(gy)
+        unit.flat[j] = 1.0
+        value = formulas.evaluate(text, {**env.values, "gy": unit, "gy0": unit})
+        coefficient = float(np.asarray(formulas.to_input(value, in_shape))[element])
+        if coefficient != 0:
+            terms.append((float(flat[j]), coefficient))
+            if len(terms) > MAX_SUM_TERMS:
+                return ""
+    if not terms:
+        return ""
+    for digits in (4, 6, 9, 17):
+        written = " + ".join(
+            recorded.substitute("g", {"g": g}, digits)
+            if c == 1
+            else recorded.substitute("g · c", {"g": g, "c": c}, digits)
+            for g, c in terms
         )
         if recorded.close(float(formulas.evaluate(written, {})), want, 3e-4):
             return written
@@ -460,7 +519,22 @@ def _forward_note(step: Any) -> str:
 
 def _in_higher_order(trace: Any, step: Any) -> bool:
     """Whether a Function made while computing a gradient (create_graph) runs this step."""
-    for s in trace.steps:
-        if s.phase == "forward" and s.function == step.function:
-            return s.during_backward >= 0
-    return False
+    steps = trace.steps
+    try:
+        n, made = _MADE_IN_BACKWARD.get(trace, (-1, frozenset()))
+    except TypeError:  # a reader that takes no weak reference: no cache
+        n, made = -1, frozenset()
+    if n != len(steps):
+        made = frozenset(
+            s.function for s in steps if s.phase == "forward" and s.during_backward >= 0
+        )
+        with contextlib.suppress(TypeError):
+            _MADE_IN_BACKWARD[trace] = (len(steps), made)
+    return step.function in made
+
+
+# per reader (and its number of steps): the Functions its forward steps made inside a backward
+# pass; asked at every step of playback
+_MADE_IN_BACKWARD: weakref.WeakKeyDictionary[Any, tuple[int, frozenset[int]]] = (
+    weakref.WeakKeyDictionary()
+)
