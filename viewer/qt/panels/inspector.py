@@ -163,6 +163,7 @@ class InspectorPanel(QtWidgets.QWidget):
         empty = info is None
         self.placeholder.setVisible(empty)
         self._scroll.setVisible(not empty)
+        self._fit_explain()
         if info is None:
             return
         self.title.setText(info.title)
@@ -247,9 +248,18 @@ class InspectorPanel(QtWidgets.QWidget):
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
         super().resizeEvent(event)
-        self.explain.set_max_height(int(self.height() * MAX_HEIGHT_SHARE))
+        self._fit_explain()
         if self._info is not None:
             self._fit_rows()
+
+    def _fit_explain(self) -> None:
+        """The Explain section's room: a share of the panel beside a node's details, all but
+        the placeholder's line without them."""
+        if self._info is None:
+            room = self.height() - 2 * self.placeholder.sizeHint().height()
+        else:
+            room = int(self.height() * MAX_HEIGHT_SHARE)
+        self.explain.set_max_height(room)
 
     def _on_link(self, href: str) -> None:
         if href.startswith("node:"):
