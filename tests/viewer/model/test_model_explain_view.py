@@ -108,3 +108,18 @@ def test_edge_labels_are_the_steps_recorded_gradients_on_its_own_edges():
         for (e, _), point in zip(labels, points, strict=True):
             line = scene.edge_polyline(e)
             assert line[:, 1].min() <= point[1] <= line[:, 1].max()
+
+
+def test_a_step_with_many_inputs_labels_a_bounded_number_of_edges():
+    import autodiff.functions as F
+    from autodiff import Variable, trace
+    from viewer.model.panels.explain_view import MAX_EDGE_LABELS
+
+    with trace.record() as t:
+        parts = [Variable(np.ones((1, 2)) * k) for k in range(MAX_EDGE_LABELS + 10)]
+        y = F.sum(F.concat(parts, axis=0))
+        y.backward()
+    scene = Scene(t, compute_layout(t))
+    assert max(len(step.inputs) for step in t.steps) > MAX_EDGE_LABELS
+    counts = [len(step_edge_labels(scene, i)) for i in range(len(t.steps))]
+    assert max(counts) == MAX_EDGE_LABELS

@@ -35,6 +35,9 @@ __all__ = [
 # a piece of a line and the node id it names (None: plain text)
 Segment = tuple[str, int | None]
 
+# the most edges one step labels (a concatenation of thousands of inputs would bury the graph)
+MAX_EDGE_LABELS = 64
+
 
 @dataclass(frozen=True)
 class ExplainLine:
@@ -194,7 +197,8 @@ def edge_text(snapshot: Any) -> str:
 def step_edge_labels(scene: Any, step_index: int) -> list[tuple[int, str]]:
     """The gradient each edge of a backward step carries, as ``(edge index, '∇14.78')``: the
     gradient the Function received on its output edges, the one it sent on each input edge.
-    Nothing for a forward step, or a Function hidden in a module box."""
+    Nothing for a forward step, or a Function hidden in a module box; at most
+    :data:`MAX_EDGE_LABELS`."""
     steps = scene.trace.steps
     if not 0 <= step_index < len(steps):
         return []
@@ -220,6 +224,8 @@ def step_edge_labels(scene: Any, step_index: int) -> list[tuple[int, str]]:
         if scene.index_of(nodes[slot]) != other:
             continue
         labels.append((e, edge_text(grads[slot])))
+        if len(labels) == MAX_EDGE_LABELS:
+            break
     return labels
 
 
