@@ -248,3 +248,23 @@ def test_the_element_chooser_picks_the_element_the_numbers_are_for(window, qtbot
     assert f"= {term.numbers} = {float(np.asarray(term.result)[1, 2]):.4g}" in section.text()
     section.largest.click()
     assert doc.focus_element is None
+
+
+def test_the_chain_is_the_selected_nodes_and_follows_a_new_leaf_value(seed_window, qtbot):
+    window, doc = seed_window, seed_window.document
+    section = window.inspector.explain
+
+    def x_node() -> int:
+        g = doc.trace.graph
+        return next(n for n in g.nodes if g.nodes[n].get("name") == "x")
+
+    doc.select(x_node())
+    doc.playback.to_end()
+    before = doc.chain(x_node()).text
+    assert before and before.splitlines()[0] in section.text().splitlines()
+    assert doc.set_leaf_value("x", 1.0)
+    qtbot.waitUntil(lambda: doc.chain(x_node()).text != before)
+    doc.select(x_node())
+    after = doc.chain(x_node()).text
+    qtbot.waitUntil(lambda: after.splitlines()[0] in section.text().splitlines())
+    assert before.splitlines()[0] not in section.text().splitlines()

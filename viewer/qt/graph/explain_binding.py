@@ -48,7 +48,8 @@ class ExplainBinding(QtCore.QObject):
         self.scene_binding = scene_binding
         self._edge_labels = False
         self.explanation: StepExplanation | None = None
-        document.graph_loaded.connect(lambda _doc: self.refresh())
+        self._chain: tuple[tuple, list[ExplainLine]] | None = None
+        document.graph_loaded.connect(lambda _doc: self._on_graph())
         document.scene_changed.connect(lambda _doc: self.refresh())
         document.playback.step_changed.connect(lambda _index: self.refresh())
         document.selection_changed.connect(lambda _node: self.refresh())
@@ -72,6 +73,10 @@ class ExplainBinding(QtCore.QObject):
         self.refresh()
 
     # ---------------------------------------------------------------- model -> view
+    def _on_graph(self) -> None:
+        self._chain = None  # a re-run may keep the trace's numbering with new values
+        self.refresh()
+
     def refresh(self) -> None:
         doc, scene = self.document, self.document.scene
         self.view.set_hovered(-1)
@@ -116,7 +121,11 @@ class ExplainBinding(QtCore.QObject):
         if summed and not said:
             text = "gradients summed at this fan-out: " + summed
             lines.append(ExplainLine("detail", ((text, None),)))
-        lines += chain_lines(doc.chain(node_id))
+        # the chain is the whole backward's: the same at every step, asked once per node
+        key = (id(doc.trace), node_id, doc.focus_element)
+        if self._chain is None or self._chain[0] != key:
+            self._chain = (key, chain_lines(doc.chain(node_id)))
+        lines += self._chain[1]
         return lines if len(lines) > 1 else []
 
     def _name_of(self, node_id: int) -> str:
