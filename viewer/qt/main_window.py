@@ -34,6 +34,7 @@ from viewer.qt.dock_fit import DockFit
 from viewer.qt.drawing.icons import media_icon
 from viewer.qt.drawing.themes import Theme, apply_theme, theme_named
 from viewer.qt.graph import view_export
+from viewer.qt.graph.explain_binding import ExplainBinding
 from viewer.qt.graph.find_bar import FindBar
 from viewer.qt.graph.find_binding import FindBinding
 from viewer.qt.graph.image_export import EXPORT_FORMATS
@@ -180,6 +181,9 @@ class MainWindow(QtWidgets.QMainWindow):
         doc, docks = self.document, self.docks
         self.scene_binding = SceneBinding(doc, self.graph_view, self.inspector, status_bar, self)
         scene = self.scene_binding
+        self.explain_binding = ExplainBinding(
+            doc, self.inspector.explain, self.graph_view, scene, self
+        )
         self.scope_binding = ScopeBinding(doc, self.graph_view, self)
         self.plot_binding = PlotBinding(doc, self.plot_panel, docks["plotPanel"], status_bar, self)
         self.leak_binding = LeakBinding(
@@ -239,6 +243,11 @@ class MainWindow(QtWidgets.QMainWindow):
                 ),
                 "overview": Toggle.saved(
                     settings.overview_shown(), self.overview.set_shown, settings.set_overview_shown
+                ),
+                "edge_gradients": Toggle.saved(
+                    settings.edge_gradients_shown(),
+                    self.explain_binding.set_edge_labels,
+                    settings.set_edge_gradients_shown,
                 ),
             },
             editor=self.editor.editor,

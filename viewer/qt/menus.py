@@ -136,6 +136,7 @@ ACTION_TEXTS: dict[str, str] = {
     "zoom_out": "Zoom &Out",
     "follow_step": "Follow the &Active Step",
     "overview": "&Overview",
+    "edge_gradients": "Label the Step's Edges with &Gradients",
     "play": "&Play / Pause",
     "step_forward": "Step &Forward",
     "step_back": "Step &Back",
@@ -154,6 +155,7 @@ ACTION_TEXTS: dict[str, str] = {
     "about": "&About",
 }
 TIPS = {
+    "edge_gradients": "At a backward step, write on each of its edges the gradient it carries",
     "follow_step": "Pan the graph to keep the current step's Function and nodes in view",
     "examples_by_topic": "Every bundled example under its topic, with what it teaches",
     "tour": "Show the first-run tour again: the editor, the graph, playback, inspector, legend",
@@ -182,7 +184,8 @@ MENUS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "&View",
         "",
         (
-            *("fit", "zoom_in", "zoom_out", "follow_step", "overview", SEPARATOR),
+            *("fit", "zoom_in", "zoom_out", "follow_step", "overview", "edge_gradients"),
+            SEPARATOR,
             *("@themes", SEPARATOR, "@docks", "@toolbar"),
         ),
     ),

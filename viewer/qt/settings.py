@@ -1,7 +1,7 @@
 """What survives a restart: window geometry and dock state, recent files, the editor's text,
-the theme, whether the first-run tour was seen, whether the graph follows the active step and
-shows its overview, the playback speed and the run limits, stored with QSettings (an INI file
-in the user's config folder).
+the theme, whether the first-run tour was seen, whether the graph follows the active step,
+shows its overview and labels the step's edges with their gradients, the playback speed and
+the run limits, stored with QSettings (an INI file in the user's config folder).
 
 The file is the user's to edit, and anything can be in it. Every value is checked against its
 type and range when it is read; one that fails falls back to its default and is remembered in
@@ -170,6 +170,7 @@ KEYS: dict[str, _Key] = {
     "view/theme": _Key("light", _theme),
     "view/followActiveStep": _Key(True, _flag),
     "view/overview": _Key(True, _flag),
+    "view/edgeGradients": _Key(False, _flag),
     "help/tourSeen": _Key(False, _flag),
     "playback/speed": _Key(None, _speed),
     "limits/elementBudget": _Key(MAX_TOTAL_ELEMENTS, lambda v: _integer(v, 1, 10**10)),
@@ -314,6 +315,14 @@ class AppSettings:
 
     def set_overview_shown(self, on: bool) -> None:
         self.store.setValue("view/overview", bool(on))
+
+    def edge_gradients_shown(self) -> bool:
+        """Whether the current backward step's edges are labelled with the gradients they
+        carry (default off)."""
+        return self.read("view/edgeGradients")
+
+    def set_edge_gradients_shown(self, on: bool) -> None:
+        self.store.setValue("view/edgeGradients", bool(on))
 
     def tour_seen(self) -> bool:
         """Whether the first-run tour was finished or dismissed (Help > Tour replays it)."""

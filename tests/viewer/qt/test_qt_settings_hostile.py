@@ -94,6 +94,8 @@ def test_every_key_garbage_at_once_is_one_status_line(qtbot, isolated_settings):
         ("playback/speed", "1000", "speed", None),
         ("view/overview", "off", "overview_shown", False),
         ("view/overview", "maybe", "overview_shown", True),
+        ("view/edgeGradients", "on", "edge_gradients_shown", True),
+        ("view/edgeGradients", "<b>", "edge_gradients_shown", False),
         ("limits/stepBudget", "150", "step_budget", 150),
         ("limits/stepBudget", "1.5", "step_budget", KEYS["limits/stepBudget"].default),
         ("limits/scriptMaxPasses", "1", "script_max_passes", 1000),

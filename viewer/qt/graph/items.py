@@ -288,7 +288,8 @@ class _Spots(pg.ScatterPlotItem):
 
 
 class NodeLayer:
-    """All nodes in one pixel-mode ScatterPlotItem, plus two small overlays (current, selected).
+    """All nodes in one pixel-mode ScatterPlotItem, plus small overlays (current, selected, and
+    the node a link elsewhere points at, e.g. a name in the Explain section under the mouse).
 
     A node's fill is the frame's (``Frame.fill``, the model's palette); its border (colour,
     width, pattern) is the theme's style for its kind and state. Each spot is stamped from a
@@ -303,6 +304,7 @@ class NodeLayer:
         self._item = self._make_item(z=1)
         self._current = self._make_item(z=2)
         self._ring = self._make_item(z=3)
+        self._hover = self._make_item(z=3.5)
         self._positions = np.zeros((0, 2))
         self._is_function = np.zeros(0, dtype=bool)
         self._kind = np.zeros(0, dtype=np.int32)  # VARIABLE, FUNCTION or MODULE per node
@@ -315,6 +317,7 @@ class NodeLayer:
         self._theme: Theme | None = None
         self._styles: dict[int, tuple[QtGui.QPainterPath, QtGui.QPen, QtGui.QBrush]] = {}
         self._selected = -1
+        self._hovered = -1
         self._current_nodes = np.zeros(0, dtype=np.intp)
         self._rings: dict[tuple, tuple[QtGui.QPainterPath, QtGui.QPen]] = {}
         self._no_brush = QtGui.QBrush(QtCore.Qt.BrushStyle.NoBrush)
@@ -356,10 +359,12 @@ class NodeLayer:
         self._fill = None
         self._styles.clear()
         self._selected = -1
+        self._hovered = -1
         self._current_nodes = np.zeros(0, dtype=np.intp)
         self._item.setData([])
         self._current.setData([])
         self._ring.setData([])
+        self._hover.setData([])
 
     def style_keys(self, codes: NDArray[np.integer]) -> NDArray[np.int32]:
         """The style key of each node: 1000 * kind (variable 0, function 1, module 2) + state
@@ -474,6 +479,15 @@ class NodeLayer:
         self._selected = int(selected)
         self._send_overlays()
 
+    def set_hovered(self, node: int) -> None:
+        """Ring ``node`` (an index; -1: none) as the one a pointer elsewhere stands for."""
+        self._hovered = int(node)
+        self._send_overlays()
+
+    @property
+    def hovered(self) -> int:
+        return self._hovered
+
     def _send_overlays(self) -> None:
         if self._theme is None:
             return
@@ -482,8 +496,13 @@ class NodeLayer:
         self._send_ring(self._current, current, self._theme.current, 3.0, 4.0)
         sel = np.array([self._selected] if 0 <= self._selected < n else [], dtype=np.intp)
         self._send_ring(self._ring, sel, self._theme.selection, 2.5, 8.0)
+        hov = np.array([self._hovered] if 0 <= self._hovered < n else [], dtype=np.intp)
+        # dashed: the selection's ring may share its colour
+        self._send_ring(self._hover, hov, self._theme.highlight, 3.0, 12.0, dashed=True)
 
-    def _send_ring(self, item, nodes, colour: str, width: float, margin: float) -> None:
+    def _send_ring(
+        self, item, nodes, colour: str, width: float, margin: float, dashed: bool = False
+    ) -> None:
         """Outline ``nodes`` ``margin`` pixels outside their border."""
         if len(nodes) == 0:
             item.setData([])
@@ -496,13 +515,14 @@ class NodeLayer:
             w_px = round(max(1.0, w * self._pixels_per_unit) + 2 * margin, 1)
             h_px = round(max(1.0, h * self._pixels_per_unit) + 2 * margin, 1)
             # The same objects for the same ring: pyqtgraph's atlas is keyed on identity.
-            key = (kind, w_px, h_px, colour, width)
+            key = (kind, w_px, h_px, colour, width, dashed)
             cached = self._rings.get(key)
             if cached is None:
                 if len(self._rings) > 64:
                     self._rings.clear()
                 symbol = _symbol(w_px, h_px, rounded=not f, module=kind == MODULE)
-                cached = (symbol, pg.mkPen(colour, width=width))
+                style = QtCore.Qt.PenStyle.DashLine if dashed else QtCore.Qt.PenStyle.SolidLine
+                cached = (symbol, pg.mkPen(colour, width=width, style=style))
                 self._rings[key] = cached
             symbols.append(cached[0])
             pens.append(cached[1])

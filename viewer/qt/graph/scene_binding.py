@@ -177,9 +177,7 @@ class SceneBinding(QtCore.QObject):
                 else "double-click or Enter expands it"
             )
         if info is not None and doc.scene is not None:
-            accumulation = doc.scene.accumulation_text(info.node_id, doc.playback.index)
-            if accumulation:
-                notes.append("gradients summed at this fan-out: " + accumulation)
+            # the gradients summed at a fan-out are the Explain section's (ExplainBinding)
             for overlay in doc.scene.overlays.get(info.node_id, ()):
                 if overlay.tooltip:
                     notes.append(f"{overlay.kind}: {overlay.tooltip}")

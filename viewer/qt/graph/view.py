@@ -22,6 +22,7 @@ from viewer.model.scene.scene import Frame
 from viewer.model.scene.text import READABLE_TEXT_PX, SMALLEST_TEXT_PX
 from viewer.qt.drawing.plain_text import tooltip
 from viewer.qt.drawing.themes import LIGHT, Theme
+from viewer.qt.graph.edge_labels import EdgeLabelLayer
 from viewer.qt.graph.items import (
     MAX_LABEL_LINES,
     EdgeLayer,
@@ -97,6 +98,8 @@ class GraphView(pg.GraphicsView):
         self._box.addItem(self._labels)
         self._overlays = OverlayLayer()
         self._box.addItem(self._overlays)
+        self._edge_labels = EdgeLabelLayer()
+        self._box.addItem(self._edge_labels)
         self._geometry = empty_geometry()
         self._frame: Frame | None = None
         self._selected = -1
@@ -152,6 +155,7 @@ class GraphView(pg.GraphicsView):
         self._detached_edges.set_theme(theme)
         self._nodes.set_theme(theme)
         self._frames.set_theme(theme)
+        self._edge_labels.set_theme(theme)
         self._labels.set_name_colours(theme.text, theme.graph_background)
         if self._frame is not None:
             self._send_labels(self._frame)
@@ -178,6 +182,7 @@ class GraphView(pg.GraphicsView):
         self._frame = None
         self._selected = -1
         self._active_edges.set_edges(QtGui.QPainterPath(), QtGui.QPainterPath(), 0)
+        self._edge_labels.set_labels(np.zeros((0, 2)), [])
         self._frames.set_frames(geometry.frames)
         detached = geometry.detached_edges
         if detached is None or len(detached) != geometry.n_edges or not detached.any():
@@ -255,6 +260,24 @@ class GraphView(pg.GraphicsView):
     @property
     def selection(self) -> int:
         return self._selected
+
+    def set_hovered(self, node: int) -> None:
+        """Ring ``node`` (an index, -1: none): the node a name under the pointer elsewhere
+        (the Explain section's links) stands for."""
+        self._nodes.set_hovered(node)
+
+    @property
+    def hovered(self) -> int:
+        return self._nodes.hovered
+
+    def set_edge_labels(self, points: NDArray[np.floating], texts: Sequence[str]) -> None:
+        """Label edges: ``texts[i]`` centred on ``points[i]`` (layout units); none clears."""
+        self._edge_labels.set_labels(points, texts)
+
+    @property
+    def edge_labels(self) -> list[str]:
+        """The edge labels drawn now."""
+        return self._edge_labels.texts
 
     def _active_paths(self, edges: NDArray[np.intp]) -> tuple[QtGui.QPainterPath, ...]:
         return self._edge_paths(edges)

@@ -1,4 +1,6 @@
-"""The inspector: everything known about the selected node at the current step.
+"""The inspector: everything known about the selected node at the current step, under the
+Explain section (how the current backward step computed its gradients, see
+:mod:`viewer.qt.panels.explain`).
 
 The panel renders a :class:`viewer.model.panels.inspector.NodeInfo` (its rows, the value and
 gradient
@@ -16,6 +18,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from viewer.model.panels.inspector import NodeInfo
 from viewer.qt.drawing.plain_text import tooltip
 from viewer.qt.drawing.themes import Theme
+from viewer.qt.panels.explain import MAX_HEIGHT_SHARE, ExplainSection
 from viewer.qt.panels.plots import HISTOGRAM_COLOURS, plot_histogram
 
 __all__ = ["InspectorPanel"]
@@ -108,8 +111,12 @@ class InspectorPanel(QtWidgets.QWidget):
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
         scroll.setWidget(body)
+        # The step's explanation stays above the node's details, out of their scroll area:
+        # it is what a backward step is about, selected node or not.
+        self.explain = ExplainSection(self)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.explain)
         layout.addWidget(self.placeholder)
         layout.addWidget(scroll, 1)
         self._scroll = scroll
@@ -156,6 +163,7 @@ class InspectorPanel(QtWidgets.QWidget):
         empty = info is None
         self.placeholder.setVisible(empty)
         self._scroll.setVisible(not empty)
+        self._fit_explain()
         if info is None:
             return
         self.title.setText(info.title)
@@ -240,8 +248,18 @@ class InspectorPanel(QtWidgets.QWidget):
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
         super().resizeEvent(event)
+        self._fit_explain()
         if self._info is not None:
             self._fit_rows()
+
+    def _fit_explain(self) -> None:
+        """The Explain section's room: a share of the panel beside a node's details, all but
+        the placeholder's line without them."""
+        if self._info is None:
+            room = self.height() - 2 * self.placeholder.sizeHint().height()
+        else:
+            room = int(self.height() * MAX_HEIGHT_SHARE)
+        self.explain.set_max_height(room)
 
     def _on_link(self, href: str) -> None:
         if href.startswith("node:"):
