@@ -234,3 +234,9 @@ def test_a_short_panel_keeps_every_line_of_its_summary(qtbot):
     assert needed > 4 * summary.fontMetrics().height()  # several lines: the case at hand
     qtbot.waitUntil(lambda: summary.height() >= needed)
     assert panel.list.isVisible() and panel.list.height() >= 60
+    # what a long text may ask of the window's height is three lines: the rest scrolls
+    area = panel.summary_area
+    assert area.minimumHeight() <= 3 * summary.fontMetrics().lineSpacing() + 4 < needed
+    panel.resize(240, 150)
+    qtbot.waitUntil(lambda: area.height() < needed)
+    assert area.verticalScrollBar().maximum() > 0  # the lines it cannot show scroll into view

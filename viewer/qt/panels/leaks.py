@@ -63,8 +63,12 @@ class LeakPanel(QtWidgets.QWidget):
         self.summary.setAlignment(
             QtCore.Qt.AlignmentFlag.AlignTop | QtCore.Qt.AlignmentFlag.AlignLeft
         )
+        # The summary scrolls in a short dock instead of cutting its last lines, and never
+        # asks more than three lines of the window's height (a minimum from its whole text
+        # kept a narrow window from getting shorter than the text).
+        self.summary_area = _SummaryArea(self.summary, self)
         top = QtWidgets.QHBoxLayout()
-        top.addWidget(self.summary, 1, QtCore.Qt.AlignmentFlag.AlignTop)
+        top.addWidget(self.summary_area, 1, QtCore.Qt.AlignmentFlag.AlignTop)
         top.addWidget(self.release_button, 0, QtCore.Qt.AlignmentFlag.AlignTop)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -77,22 +81,19 @@ class LeakPanel(QtWidgets.QWidget):
         self.list.currentItemChanged.connect(self._on_current)
         self.list.itemClicked.connect(self._on_clicked)
         self._survivors: list[Any] = []
-        self.summary.installEventFilter(self)
+        self.summary_area.installEventFilter(self)
         self.show_message("")
 
     def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
-        if watched is self.summary and event.type() == QtCore.QEvent.Type.Resize:
+        if watched is self.summary_area and event.type() == QtCore.QEvent.Type.Resize:
             self._fit_summary()
         return super().eventFilter(watched, event)
 
     def _fit_summary(self) -> None:
-        """The summary keeps every line it needs at its width: the layout sizes a wrapped
-        label beside a button without asking how tall its text is, and a short dock cut its
-        last lines off."""
-        width = self.summary.width()
-        if width > 0:
-            self.summary.setMinimumHeight(0)  # else the label answers at least its minimum
-            self.summary.setMinimumHeight(self.summary.heightForWidth(width))
+        """The summary asks for every line it needs at its width (the layout sizes a wrapped
+        label beside a button without asking how tall its text is), at least three lines;
+        what a short dock cannot give scrolls."""
+        self.summary_area.fit()
 
     # ---------------------------------------------------------------- content
     def set_release_action(self, action: QtGui.QAction) -> None:
@@ -227,3 +228,32 @@ def _chain_text(survivor: Any) -> str:
     else:
         head += " (held from a root: a global, a local, a closure cell...)"
     return head + "\n  " + "\n  -> ".join(hops)
+
+
+class _SummaryArea(QtWidgets.QScrollArea):
+    """A scroll area around a wrapped label that asks for the label's whole height at its
+    width (its size hint) but needs only up to three lines (its minimum)."""
+
+    def __init__(self, label: QtWidgets.QLabel, parent: QtWidgets.QWidget) -> None:
+        super().__init__(parent)
+        self.label = label
+        self.setWidget(label)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.viewport().setAutoFillBackground(False)
+        label.setAutoFillBackground(False)
+        self._needed = 0
+
+    def fit(self) -> None:
+        width = self.viewport().width() or self.width()
+        needed = self.label.heightForWidth(width) if width > 0 else 0
+        needed = max(needed, self.label.fontMetrics().height())
+        if needed != self._needed:
+            self._needed = needed
+            self.setMinimumHeight(min(needed, 3 * self.label.fontMetrics().lineSpacing() + 4))
+            self.setMaximumHeight(needed)
+            self.updateGeometry()
+
+    def sizeHint(self) -> QtCore.QSize:
+        return QtCore.QSize(super().sizeHint().width(), max(self._needed, 1))
