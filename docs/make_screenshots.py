@@ -2,7 +2,7 @@
 
     QT_QPA_PLATFORM=offscreen python docs/make_screenshots.py [NAME ...]
 
-NAME is one of screenshot, leak, window, modules, training (default: all). It lives beside the
+NAME is one of screenshot, leak, window, modules, training, explain (default: all). It lives beside the
 pictures it writes, is not part of the installed package, and needs no display: the two graph
 pictures are the headless export (``--export``, the commands the docs quote), the window
 pictures are the window at a fixed size in the light theme, drawn with ``QWidget.grab()``
@@ -85,11 +85,11 @@ def _wait(done: Callable[[], bool], what: str, timeout: float = 300.0) -> None:
     _pump(0.5)  # the frame, the fitted view and the panels follow the last signal
 
 
-def _window():
+def _window(size: tuple[int, int] = WINDOW_SIZE):
     from viewer.app import build_window
 
     window = build_window(["--theme", "light"])
-    window.resize(*WINDOW_SIZE)
+    window.resize(*size)
     window.show()
     _pump(1.0)  # the docks' default sizes are set once shown
     return window
@@ -189,12 +189,29 @@ def training() -> Path:
     return _save(window, dock, "training.png")
 
 
+def explain() -> Path:
+    """The seed example at 1024 x 700 at the backward step of Exp, x selected: the Explain
+    section's formula, numbers and chain rule, the step's edges labelled with gradients."""
+    window = _window((1024, 700))
+    doc = window.document
+    _open(window, EXAMPLES / "square_exp_square.expr")
+    step = next(
+        i for i, s in enumerate(doc.playback.steps) if s.phase == "backward" and s.op == "Exp"
+    )
+    window.explain_binding.set_edge_labels(True)
+    doc.playback.seek(step)
+    doc.select_index(_node(window, "x"))
+    window.raise_dock("inspectorDock")
+    return _save(window, window, "explain.png")
+
+
 PICTURES: dict[str, Callable[[], Path]] = {
     "screenshot": screenshot,
     "leak": leak,
     "window": window_picture,
     "modules": modules,
     "training": training,
+    "explain": explain,
 }
 
 
