@@ -85,3 +85,45 @@ def test_big_graphs_are_not_wrapped():
     _, scene = make_scene("x = 0.5\n" + "".join("x = tanh(x)\n" for _ in range(n)) + "y = x")
     assert scene.n_nodes > MAX_WRAPPED_NODES
     assert wrap_rows(scene.geometry, scene.edges, 0.85) is None
+
+
+def _segments(path):
+    return [(path[i], path[i + 1]) for i in range(len(path) - 1)]
+
+
+def _overlap(s, t, tol=1e-9):
+    """Whether two axis-parallel segments lie on one line and share a stretch of it."""
+    (a, b), (c, d) = s, t
+    for axis in (0, 1):
+        other = 1 - axis
+        if (
+            abs(a[other] - b[other]) < tol
+            and abs(c[other] - d[other]) < tol
+            and abs(a[other] - c[other]) < tol
+        ):
+            lo = max(min(a[axis], b[axis]), min(c[axis], d[axis]))
+            hi = min(max(a[axis], b[axis]), max(c[axis], d[axis]))
+            if hi - lo > tol:
+                return True
+    return False
+
+
+@pytest.mark.parametrize("aspect", [1.2, 2.0])
+def test_two_edges_into_the_next_band_never_share_a_line(aspect):
+    """tanh(x) * x**2 wrapped: both inputs of Mul cross into the next band; each takes a
+    lane of its own, so the picture shows two edges, not one."""
+    _, scene = make_scene("x = 1.0\ny = tanh(x) * x**2")
+    wrapped = wrap_rows(scene.geometry, scene.edges, aspect)
+    if wrapped is None:
+        pytest.skip("not wrapped at this aspect")
+    paths = [
+        wrapped.edge_points[wrapped.edge_offsets[e] : wrapped.edge_offsets[e + 1]]
+        for e in range(wrapped.n_edges)
+    ]
+    crossing = [p for p in paths if len(p) > 2]
+    assert len(crossing) >= 2  # the case at hand: more than one edge crosses
+    for i in range(len(paths)):
+        for j in range(i + 1, len(paths)):
+            for s in _segments(paths[i]):
+                for t in _segments(paths[j]):
+                    assert not _overlap(s, t), (i, j, s, t)

@@ -140,10 +140,12 @@ def _wrapped(
         right[b] = float((positions[inside, 0] + half[inside, 0]).max())
     points = geometry.edge_points
     offsets = geometry.edge_offsets
-    chunks: list[NDArray[np.float64]] = []
-    for e in range(geometry.n_edges):
-        path = points[offsets[e] : offsets[e + 1]]
-        chunks.append(_wrapped_path(path, levels, bands, band_of_row, shift, right, pad_y))
+    paths = [points[offsets[e] : offsets[e + 1]] for e in range(geometry.n_edges)]
+    lanes = _lanes(paths, levels, bands, band_of_row, pad_y)
+    chunks = [
+        _wrapped_path(path, levels, bands, band_of_row, shift, right, pad_y, lanes.get(e, {}))
+        for e, path in enumerate(paths)
+    ]
     lengths = np.fromiter((len(c) for c in chunks), dtype=np.intp, count=len(chunks))
     wrapped = dataclasses.replace(
         geometry,
@@ -156,6 +158,39 @@ def _wrapped(
     return wrapped
 
 
+def _crossings(path: NDArray[np.float64], levels, bands, band_of_row, pad_y):
+    """Where ``path`` crosses each band boundary: ``(boundary, x)`` in order, x its own
+    (unwrapped) x where it leaves the band above."""
+    if len(path) == 0:
+        return []
+    band = band_of_row[_row_of(path[:, 1], levels)]
+    found = []
+    for i in range(1, len(path)):
+        p, q = path[i - 1], path[i]
+        for b in range(int(band[i - 1]), int(band[i])):
+            below = levels[bands[b][1] - 1] + pad_y + TURN
+            t = 0.5 if q[1] == p[1] else float(np.clip((below - p[1]) / (q[1] - p[1]), 0, 1))
+            found.append((b, float(p[0] + t * (q[0] - p[0]))))
+    return found
+
+
+def _lanes(paths, levels, bands, band_of_row, pad_y) -> dict[int, dict[int, tuple[int, int]]]:
+    """Per edge, per boundary it crosses: ``(k, m)``, its lane among the m edges crossing
+    there. Each edge gets a lane of its own (two inputs of one Function taken into the next
+    band along one line read as one edge): the rightmost leaves shallowest by the nearest
+    lane, so the lanes nest without crossing."""
+    by_boundary: dict[int, list[tuple[float, int]]] = {}
+    for e, path in enumerate(paths):
+        for b, x in _crossings(path, levels, bands, band_of_row, pad_y):
+            by_boundary.setdefault(b, []).append((x, e))
+    lanes: dict[int, dict[int, tuple[int, int]]] = {}
+    for b, crossing in by_boundary.items():
+        crossing.sort(key=lambda c: (-c[0], c[1]))
+        for k, (_, e) in enumerate(crossing):
+            lanes.setdefault(e, {})[b] = (k, len(crossing))
+    return lanes
+
+
 def _wrapped_path(
     path: NDArray[np.float64],
     levels: NDArray[np.float64],
@@ -164,10 +199,12 @@ def _wrapped_path(
     shift: NDArray[np.float64],
     right: NDArray[np.float64],
     pad_y: float,
+    lanes: dict[int, tuple[int, int]],
 ) -> NDArray[np.float64]:
     """An edge's polyline in the wrapped graph: each point moved with its band; where the
     edge passes from one band into the next, it leaves under the first band's last row, goes
-    up the lane right of that band and enters above the next band's first row."""
+    up its own lane (``lanes``: boundary -> (k, m)) right of that band and enters above the
+    next band's first row."""
     if len(path) == 0:
         return path.copy()
     band = band_of_row[_row_of(path[:, 1], levels)]
@@ -175,11 +212,13 @@ def _wrapped_path(
     for i in range(1, len(path)):
         p, q = path[i - 1], path[i]
         for b in range(int(band[i - 1]), int(band[i])):  # each band boundary crossed, in order
-            below = levels[bands[b][1] - 1] + pad_y + TURN  # under band b's last row
-            above = levels[bands[b + 1][0]] - pad_y - TURN  # over band b+1's first row
+            k, m = lanes.get(b, (0, 1))
+            step = TURN / max(m, 1)  # the m edges' turns share the half row under the band
+            below = levels[bands[b][1] - 1] + pad_y + TURN * 0.5 + k * step
+            above = levels[bands[b + 1][0]] - pad_y - TURN * 0.5 - k * step
             t = 0.5 if q[1] == p[1] else float(np.clip((below - p[1]) / (q[1] - p[1]), 0, 1))
             x = p[0] + t * (q[0] - p[0])
-            lane = right[b] + GAP / 2
+            lane = right[b] + GAP * (k + 1) / (m + 1)
             out += [
                 np.array([x, below]) + shift[b],
                 np.array([lane, below + shift[b][1]]),
