@@ -2,14 +2,16 @@
 
 QLabel and QMessageBox take ``Qt.PlainText``; a tooltip has no such switch and renders any
 text that looks like HTML, so :func:`tooltip` escapes it and wraps it in a paragraph that keeps
-its line breaks and spaces.
+its line breaks and spaces. :class:`SummaryArea` holds a panel's wrapped plain-text summary.
 """
 
 from __future__ import annotations
 
 import html
 
-__all__ = ["tooltip"]
+from PySide6 import QtCore, QtWidgets
+
+__all__ = ["SummaryArea", "tooltip"]
 
 
 def tooltip(text: str) -> str:
@@ -17,3 +19,52 @@ def tooltip(text: str) -> str:
     if not text:
         return ""
     return "<p style='white-space:pre-wrap'>" + html.escape(text, quote=False) + "</p>"
+
+
+class SummaryArea(QtWidgets.QScrollArea):
+    """A scroll area around a wrapped label that asks for the label's whole height at its
+    width (its size hint) but needs only up to three lines (its minimum)."""
+
+    def __init__(
+        self,
+        label: QtWidgets.QLabel,
+        parent: QtWidgets.QWidget,
+        preferred_lines: int | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.label = label
+        # the most lines it asks for before the rest of the panel (None: all of them)
+        self.preferred_lines = preferred_lines
+        self.setWidget(label)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.viewport().setAutoFillBackground(False)
+        label.setAutoFillBackground(False)
+        self._needed = 0
+
+    def set_text(self, text: str) -> None:
+        self.label.setText(text)
+        self.fit()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.fit()
+
+    def fit(self) -> None:
+        """Ask for every line the text needs at this width (at least three of them)."""
+        width = self.viewport().width() or self.width()
+        needed = self.label.heightForWidth(width) if width > 0 else 0
+        needed = max(needed, self.label.fontMetrics().height())
+        if needed != self._needed:
+            self._needed = needed
+            self.setMinimumHeight(min(needed, 3 * self.label.fontMetrics().lineSpacing() + 4))
+            self.setMaximumHeight(needed)
+            self.updateGeometry()
+
+    def sizeHint(self) -> QtCore.QSize:
+        height = self._needed
+        if self.preferred_lines is not None:
+            spacing = self.label.fontMetrics().lineSpacing()
+            height = min(height, self.preferred_lines * spacing + 4)
+        return QtCore.QSize(super().sizeHint().width(), max(height, 1))

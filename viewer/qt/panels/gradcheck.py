@@ -13,17 +13,16 @@ from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.qt.drawing.plain_text import tooltip
+from viewer.qt.drawing.plain_text import SummaryArea, tooltip
 
 __all__ = ["GradCheckPanel"]
 
 _NODE_ROLE = QtCore.Qt.ItemDataRole.UserRole
 # short headers (the dock is narrow; "Max abs error" made the table scroll sideways), each
-# with its meaning in a tooltip
-COLUMNS = ("Node", "Kind", "Status", "Rel. err", "Abs. err", "Detail")
+# with its meaning in a tooltip; no Kind column: a leaf's row reads dy/dx, a Function's its op
+COLUMNS = ("Node", "Status", "Rel. err", "Abs. err", "Detail")
 COLUMN_TIPS = (
-    "The node checked: a leaf's gradient, or a Function's backward",
-    "leaf or Function",
+    "The node checked: a leaf's gradient (dy/dx), or a Function's backward (its op and id)",
     "ok, kink (a derivative jumps there), wrong, nonfinite or skipped",
     "Relative error of backprop against central differences (worst element)",
     "Largest absolute difference between backprop and central differences",
@@ -76,8 +75,11 @@ class GradCheckPanel(QtWidgets.QWidget):
         self.summary.setAlignment(
             QtCore.Qt.AlignmentFlag.AlignTop | QtCore.Qt.AlignmentFlag.AlignLeft
         )
+        # a long summary scrolls instead of losing its last lines; it asks four lines at
+        # most of a short dock, whose table needs its height not to scroll sideways too
+        self.summary_area = SummaryArea(self.summary, self, preferred_lines=4)
         top = QtWidgets.QHBoxLayout()
-        top.addWidget(self.summary, 1, QtCore.Qt.AlignmentFlag.AlignTop)
+        top.addWidget(self.summary_area, 1, QtCore.Qt.AlignmentFlag.AlignTop)
         top.addWidget(self.check_button, 0, QtCore.Qt.AlignmentFlag.AlignTop)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -103,7 +105,7 @@ class GradCheckPanel(QtWidgets.QWidget):
         self.table.setVisible(False)
         self.notes.clear()
         self.notes.setVisible(False)
-        self.summary.setText(
+        self.summary_area.set_text(
             text
             or "Check gradients compares backprop with central differences (f(x + h) - "
             "f(x - h)) / 2h for every leaf of a typed expression and for every Function at "
@@ -115,12 +117,11 @@ class GradCheckPanel(QtWidgets.QWidget):
         rows = report.rows()
         self._rows = rows
         seconds = f" ({report.duration:.2f} s)" if report.duration >= 0.05 else ""
-        self.summary.setText(report.summary + seconds)
+        self.summary_area.set_text(report.summary + seconds)
         self.table.setRowCount(len(rows))
         for r, row in enumerate(rows):
             values = (
                 row.label,
-                row.kind,
                 row.status,
                 _number(row.error),
                 _number(row.max_abs_error),
@@ -130,7 +131,7 @@ class GradCheckPanel(QtWidgets.QWidget):
                 item = QtWidgets.QTableWidgetItem(text)
                 item.setData(_NODE_ROLE, -1 if row.node_id is None else int(row.node_id))
                 item.setToolTip(tooltip(row.detail))
-                if column == 2:
+                if column == 1:
                     item.setForeground(QtGui.QColor(STATUS_COLOURS.get(row.status, "#868e96")))
                     font = item.font()
                     font.setBold(True)

@@ -13,7 +13,7 @@ from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.qt.drawing.plain_text import tooltip
+from viewer.qt.drawing.plain_text import SummaryArea, tooltip
 
 __all__ = ["LeakPanel"]
 
@@ -66,7 +66,7 @@ class LeakPanel(QtWidgets.QWidget):
         # The summary scrolls in a short dock instead of cutting its last lines, and never
         # asks more than three lines of the window's height (a minimum from its whole text
         # kept a narrow window from getting shorter than the text).
-        self.summary_area = _SummaryArea(self.summary, self)
+        self.summary_area = SummaryArea(self.summary, self)
         top = QtWidgets.QHBoxLayout()
         top.addWidget(self.summary_area, 1, QtCore.Qt.AlignmentFlag.AlignTop)
         top.addWidget(self.release_button, 0, QtCore.Qt.AlignmentFlag.AlignTop)
@@ -81,19 +81,7 @@ class LeakPanel(QtWidgets.QWidget):
         self.list.currentItemChanged.connect(self._on_current)
         self.list.itemClicked.connect(self._on_clicked)
         self._survivors: list[Any] = []
-        self.summary_area.installEventFilter(self)
         self.show_message("")
-
-    def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
-        if watched is self.summary_area and event.type() == QtCore.QEvent.Type.Resize:
-            self._fit_summary()
-        return super().eventFilter(watched, event)
-
-    def _fit_summary(self) -> None:
-        """The summary asks for every line it needs at its width (the layout sizes a wrapped
-        label beside a button without asking how tall its text is), at least three lines;
-        what a short dock cannot give scrolls."""
-        self.summary_area.fit()
 
     # ---------------------------------------------------------------- content
     def set_release_action(self, action: QtGui.QAction) -> None:
@@ -104,12 +92,11 @@ class LeakPanel(QtWidgets.QWidget):
         self._survivors = []
         self.list.clear()
         self.detail.clear()
-        self.summary.setText(
+        self.summary_area.set_text(
             text
             or "Not audited yet. Release graph drops the viewer's references to a typed "
             "expression and lists what is still alive; a script is audited when it ends."
         )
-        self._fit_summary()
         self.list.setVisible(False)
         self.detail.setVisible(False)
 
@@ -135,8 +122,7 @@ class LeakPanel(QtWidgets.QWidget):
             text = f"No leaks{' in ' + title if title else ''}: nothing recorded survived {when}."
             if held:
                 text += f" Leaves your code still holds (not leaks): {', '.join(held)}."
-            self.summary.setText(text)
-            self._fit_summary()
+            self.summary_area.set_text(text)
             self.list.setVisible(False)
             self.detail.setVisible(False)
             return
@@ -153,8 +139,7 @@ class LeakPanel(QtWidgets.QWidget):
         )
         if held:
             text += f" Leaves still held (not leaks): {', '.join(held)}."
-        self.summary.setText(text)
-        self._fit_summary()
+        self.summary_area.set_text(text)
         shown = set(in_graph) if in_graph is not None else None
         items = []
         for survivor in survivors:
@@ -228,32 +213,3 @@ def _chain_text(survivor: Any) -> str:
     else:
         head += " (held from a root: a global, a local, a closure cell...)"
     return head + "\n  " + "\n  -> ".join(hops)
-
-
-class _SummaryArea(QtWidgets.QScrollArea):
-    """A scroll area around a wrapped label that asks for the label's whole height at its
-    width (its size hint) but needs only up to three lines (its minimum)."""
-
-    def __init__(self, label: QtWidgets.QLabel, parent: QtWidgets.QWidget) -> None:
-        super().__init__(parent)
-        self.label = label
-        self.setWidget(label)
-        self.setWidgetResizable(True)
-        self.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
-        self.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.viewport().setAutoFillBackground(False)
-        label.setAutoFillBackground(False)
-        self._needed = 0
-
-    def fit(self) -> None:
-        width = self.viewport().width() or self.width()
-        needed = self.label.heightForWidth(width) if width > 0 else 0
-        needed = max(needed, self.label.fontMetrics().height())
-        if needed != self._needed:
-            self._needed = needed
-            self.setMinimumHeight(min(needed, 3 * self.label.fontMetrics().lineSpacing() + 4))
-            self.setMaximumHeight(needed)
-            self.updateGeometry()
-
-    def sizeHint(self) -> QtCore.QSize:
-        return QtCore.QSize(super().sizeHint().width(), max(self._needed, 1))
