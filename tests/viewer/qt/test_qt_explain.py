@@ -268,3 +268,24 @@ def test_the_chain_is_the_selected_nodes_and_follows_a_new_leaf_value(seed_windo
     after = doc.chain(x_node()).text
     qtbot.waitUntil(lambda: after.splitlines()[0] in section.text().splitlines())
     assert before.splitlines()[0] not in section.text().splitlines()
+
+
+def test_the_chain_total_shows_only_once_the_program_holds_it(seed_window, qtbot):
+    """At Exp's backward step x has no gradient yet: the section does not show the total
+    the pass will give it (a number the program does not hold at that step)."""
+    window, doc = seed_window, seed_window.document
+    section = window.inspector.explain
+    g = doc.trace.graph
+    x = next(n for n in g.nodes if g.nodes[n].get("name") == "x")
+    doc.select(x)
+    doc.playback.seek(_backward_index(doc, "Exp"))
+    assert doc.trace.grad_at(x, doc.playback.index) is None
+    total = doc.chain(x).text.splitlines()[0]
+    text = section.text()
+    assert total not in text.splitlines()
+    last = max(i for i, s in enumerate(doc.playback.steps) if x in s.inputs)
+    assert f"whole gradient (at step {last + 1})" in text
+    doc.playback.seek(last)
+    qtbot.waitUntil(lambda: total in section.text().splitlines())
+    held = float(doc.trace.grad_at(x, last).array)
+    assert doc.chain(x).total == pytest.approx(held)

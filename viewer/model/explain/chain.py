@@ -42,7 +42,15 @@ from viewer.model.explain import recorded
 from viewer.model.explain.recorded import format_number
 from viewer.model.explain.step import node_label
 
-__all__ = ["MAX_ENUMERATED", "MAX_FACTORS_SHOWN", "MAX_VISITS", "Chain", "ChainPath", "chain"]
+__all__ = [
+    "MAX_ENUMERATED",
+    "MAX_FACTORS_SHOWN",
+    "MAX_VISITS",
+    "Chain",
+    "ChainPath",
+    "chain",
+    "chain_ready_at",
+]
 
 MAX_FACTORS_SHOWN = 12  # a longer path's text shows its first and last factors around "…"
 
@@ -124,6 +132,17 @@ def _chain(trace: Any, node_id: int, focus: Any, max_paths: int, step: int | Non
 
 def _empty(node_id: int, text: str) -> Chain:
     return Chain(node_id, (), 0.0, 0, text)
+
+
+def chain_ready_at(trace: Any, node_id: int, step: int | None) -> int | None:
+    """The reader step after which ``node_id`` holds the whole gradient the backward pass of
+    ``step`` (as :func:`chain` picks it) gives it: its last share's step; None when that pass
+    sends it nothing. Before that step the program does not hold the chain's total yet."""
+    last = None
+    for s in _pass_steps(trace, step):
+        if node_id in s.inputs:
+            last = s.index
+    return last
 
 
 def _pass_steps(trace: Any, step: int | None) -> list[Any]:

@@ -14,6 +14,7 @@ from PySide6 import QtCore
 
 from viewer.model.document.document import Document
 from viewer.model.explain import StepExplanation
+from viewer.model.explain.chain import chain_ready_at
 from viewer.model.panels.explain_view import (
     ExplainLine,
     chain_lines,
@@ -121,8 +122,18 @@ class ExplainBinding(QtCore.QObject):
         if summed and not said:
             text = "gradients summed at this fan-out: " + summed
             lines.append(ExplainLine("detail", ((text, None),)))
-        # the chain is the whole backward's: the same at every step, asked once per node
-        key = (id(doc.trace), node_id, doc.focus_element)
+        # the chain is the whole backward's total: shown once the program holds it, not at a
+        # step before the pass has sent the node its last share
+        ready = chain_ready_at(doc.trace, node_id, doc.playback.index)
+        if ready is not None and doc.playback.index < ready:
+            text = (
+                f"chain rule: shown once the backward has given {self._name_of(node_id)} its "
+                f"whole gradient (at step {ready + 1})"
+            )
+            lines.append(ExplainLine("detail", ((text, None),)))
+            return lines
+        # asked once per node, element and pass
+        key = (id(doc.trace), node_id, doc.focus_element, ready)
         if self._chain is None or self._chain[0] != key:
             self._chain = (key, chain_lines(doc.chain(node_id)))
         lines += self._chain[1]
