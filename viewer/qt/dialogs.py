@@ -116,22 +116,41 @@ def ask_export_path(parent: QtWidgets.QWidget, settings: AppSettings, stem: str)
     return path
 
 
-def script_confirmation(parent: QtWidgets.QWidget, path: Path) -> QtWidgets.QMessageBox:
-    """The question asked before a script runs: buttons that say what they do, "Don't Run" the
-    default (Return does not run someone's code by accident), plain text."""
+def question(
+    parent: QtWidgets.QWidget,
+    name: str,
+    title: str,
+    text: str,
+    act: tuple[str, QtWidgets.QMessageBox.ButtonRole],
+    keep: str,
+) -> tuple[QtWidgets.QMessageBox, QtWidgets.QAbstractButton]:
+    """A question whose buttons say what they do: ``act`` (its text and role) and ``keep``,
+    the default and the Escape answer (Return never does the act by accident); plain text.
+    Returns the box (object name ``name``) and the act's button."""
     box = QtWidgets.QMessageBox(parent)
-    box.setObjectName("scriptConfirmation")
+    box.setObjectName(name)
     box.setIcon(QtWidgets.QMessageBox.Icon.Question)
-    box.setWindowTitle("Run this script?")
+    box.setWindowTitle(title)
     box.setTextFormat(QtCore.Qt.TextFormat.PlainText)
-    box.setText(
+    box.setText(text)
+    button = box.addButton(*act)
+    stay = box.addButton(keep, QtWidgets.QMessageBox.ButtonRole.RejectRole)
+    box.setDefaultButton(stay)
+    box.setEscapeButton(stay)
+    return box, button
+
+
+def script_confirmation(parent: QtWidgets.QWidget, path: Path) -> QtWidgets.QMessageBox:
+    """The question asked before a script runs: "Don't Run" the default."""
+    box, run = question(
+        parent,
+        "scriptConfirmation",
+        "Run this script?",
         f"{path.name} is Python code: opening it runs it, in a process of its own but with "
-        f"your rights, while recording the graphs it builds.\n\n{path}"
+        f"your rights, while recording the graphs it builds.\n\n{path}",
+        ("Run Script", QtWidgets.QMessageBox.ButtonRole.AcceptRole),
+        "Don't Run",
     )
-    run = box.addButton("Run Script", QtWidgets.QMessageBox.ButtonRole.AcceptRole)
-    skip = box.addButton("Don't Run", QtWidgets.QMessageBox.ButtonRole.RejectRole)
-    box.setDefaultButton(skip)
-    box.setEscapeButton(skip)
     box.setProperty("runButton", run)
     return box
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from viewer.model.explain import Chain, ChainPath, StepExplanation, Term
+from viewer.model.explain import Chain, ChainPath, StepExplanation
 from viewer.model.expression.program import evaluate
 from viewer.model.layout.compute import compute_layout
 from viewer.model.panels.explain_view import (
@@ -17,28 +17,7 @@ from viewer.model.panels.explain_view import (
 from viewer.model.scene.scene import Scene
 
 
-def _term(**kw) -> Term:
-    fields = dict(
-        input=3,
-        slot=0,
-        formula="gx = gy · exp(x)",
-        numbers="5.43656 × exp(0.25)",
-        result=np.float64(6.98),
-        element=None,
-        shapes="",
-        broadcast="",
-        accumulation="",
-        links=(("gy", 7), ("x", 3)),
-    )
-    fields.update(kw)
-    return Term(**fields)
-
-
-def _names(node_id: int) -> str:
-    return {3: "a", 5: "Exp", 7: "b"}.get(node_id, f"#{node_id}")
-
-
-def test_names_are_linked_where_they_stand_alone():
+def test_names_are_linked_where_they_stand_alone(explain_names):
     text = "gx = gy · 2x · exp(x) + gx0 + gy @ x1ᵀ"
     segments = link_segments(text, (("x", 3), ("gy", 7), ("x1", 4)))
     linked = [(t, n) for t, n in segments if n is not None]
@@ -46,8 +25,8 @@ def test_names_are_linked_where_they_stand_alone():
     assert "".join(t for t, _ in segments) == text
 
 
-def test_lines_carry_the_models_numbers_verbatim_and_the_array_details():
-    term = _term(
+def test_lines_carry_the_models_numbers_verbatim_and_the_array_details(explain_term, explain_names):
+    term = explain_term(
         numbers="0.1234567 × 2",
         element=(1, 2),
         shapes="gy (4, 3) · x (4, 3)",
@@ -55,7 +34,10 @@ def test_lines_carry_the_models_numbers_verbatim_and_the_array_details():
         accumulation="x.grad = 2.568 (from Square, step 5) + 0.5 (from Mul, step 7) = 3.068",
         result=np.ones((4, 3)),
     )
-    text = [line.text for line in explain_lines(StepExplanation(6, 5, "Add", (term,), ""), _names)]
+    text = [
+        line.text
+        for line in explain_lines(StepExplanation(6, 5, "Add", (term,), ""), explain_names)
+    ]
     assert "= 0.1234567 × 2 = 1" in text  # the model's numbers as written, then the result
     assert f"numbers at element [1, 2] · {term.shapes}" in text
     assert term.broadcast in text and term.accumulation in text

@@ -6,30 +6,9 @@ import numpy as np
 import pytest
 from PySide6 import QtCore
 
-from viewer.model.explain import StepExplanation, Term
+from viewer.model.explain import StepExplanation
 from viewer.model.panels.explain_view import explain_lines, step_edge_labels
 from viewer.qt.panels.explain import ExplainSection
-
-
-def _term(**kw) -> Term:
-    fields = dict(
-        input=3,
-        slot=0,
-        formula="gx = gy · exp(x)",
-        numbers="5.43656 × exp(0.25)",
-        result=np.float64(6.98),
-        element=None,
-        shapes="",
-        broadcast="",
-        accumulation="",
-        links=(("gy", 7), ("x", 3)),
-    )
-    fields.update(kw)
-    return Term(**fields)
-
-
-def _names(node_id: int) -> str:
-    return {3: "a", 5: "Exp", 7: "b"}.get(node_id, f"#{node_id}")
 
 
 def _backward_index(doc, op: str) -> int:
@@ -37,10 +16,10 @@ def _backward_index(doc, op: str) -> int:
     return next(i for i, s in enumerate(steps) if s.phase == "backward" and s.op == op)
 
 
-def test_section_shows_text_literally_and_its_links_select_and_hover(qtbot):
+def test_section_shows_text_literally_and_its_links_select_and_hover(qtbot, explain_term):
     section = ExplainSection()
     qtbot.addWidget(section)
-    term = _term(formula="gx = gy · <b>x</b>", links=(("gy", 7),))
+    term = explain_term(formula="gx = gy · <b>x</b>", links=(("gy", 7),))
     lines = explain_lines(StepExplanation(4, 5, "Exp", (term,), ""), lambda n: "<b>x</b>")
     section.set_lines(lines)
     assert "gx = gy · <b>x</b>" in section.text().splitlines()

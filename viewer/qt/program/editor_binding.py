@@ -19,6 +19,7 @@ from viewer.model.document.expression_loader import SourceEdit, leaf_edit
 from viewer.model.document.file_loader import ProgramText
 from viewer.model.expression.program import ExpressionError
 from viewer.model.expression.rules import KNOWN_CALLABLES
+from viewer.qt.dialogs import question
 from viewer.qt.program.editor import EditorPanel, read_source
 from viewer.qt.settings import AppSettings
 
@@ -121,19 +122,15 @@ class EditorBinding(QtCore.QObject):
 
     def confirm_replace(self, name: str) -> bool:
         """Ask before an edited program is replaced (tests replace this)."""
-        box = QtWidgets.QMessageBox(self.editor.window())
-        box.setObjectName("replaceConfirmation")
-        box.setIcon(QtWidgets.QMessageBox.Icon.Question)
-        box.setWindowTitle("Replace the edited program?")
-        box.setTextFormat(QtCore.Qt.TextFormat.PlainText)
-        box.setText(
-            f"The program in the editor was changed since it was last opened or run. "
-            f"Opening {name} replaces it."
+        box, replace = question(
+            self.editor.window(),
+            "replaceConfirmation",
+            "Replace the edited program?",
+            "The program in the editor was changed since it was last opened or run. "
+            f"Opening {name} replaces it.",
+            ("Replace", QtWidgets.QMessageBox.ButtonRole.DestructiveRole),
+            "Cancel",
         )
-        replace = box.addButton("Replace", QtWidgets.QMessageBox.ButtonRole.DestructiveRole)
-        keep = box.addButton("Cancel", QtWidgets.QMessageBox.ButtonRole.RejectRole)
-        box.setDefaultButton(keep)
-        box.setEscapeButton(keep)
         box.exec()
         return box.clickedButton() is replace
 
