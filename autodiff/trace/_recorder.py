@@ -684,8 +684,7 @@ class Recorder:
             out_keys = tuple(out_keys)
             f_info = (FUNCTION, f.generation, type(f).__name__, in_keys, out_keys)
             append((_T_INFO, f._order, f_info))
-            if f.__dict__:
-                self._note_params(f)
+            self._note_params(f)
             if as_steps:
                 append((_T_STEP, (FWD, f._order, in_keys, out_keys, tuple(values), -1)))
             else:
@@ -781,18 +780,17 @@ class Recorder:
                 (FWD, f._order, in_keys, values, self._during, type(f), f.generation, meta,
                  _ref(f, append), _ref(y, append), y._order)
             )  # fmt: skip
-            # a Function's own attributes live in its __dict__ (the engine's are slots): most
-            # primitives have none, and this test is all they cost
-            d = f.__dict__
-            if d:
-                get = self._param_getter.get(type(f))
-                if get is None:
-                    get = self._class_params(f)
-                if get is not _NO_PARAMS:
-                    try:
-                        append((_T_PARAMS, f._order, get, get(d)))
-                    except KeyError:  # an instance without one of its class's attributes
-                        self._note_params(f)
+            # A Function's own attributes (the engine's are slots): most primitives have none,
+            # and this lookup is all they cost. Their __dict__ is not touched: reading it would
+            # make an empty one for each.
+            get = self._param_getter.get(type(f))
+            if get is None:
+                get = self._class_params(f)
+            if get is not _NO_PARAMS:
+                try:
+                    append((_T_PARAMS, f._order, get, get(f.__dict__)))
+                except KeyError:  # an instance without one of its class's attributes
+                    self._note_params(f)
             return
         max_size = self.max_array_size
         values = []
@@ -809,13 +807,12 @@ class Recorder:
              tuple(meta), _ref(f, append), tuple([_ref(y, append) for y in outputs]),
              tuple([y._order for y in outputs]))
         )  # fmt: skip
-        if f.__dict__:
-            self._note_params(f)
+        self._note_params(f)
 
     def _class_params(self, f: Any) -> Any:
         """The getter (``operator.itemgetter``) of the attributes kept of ``f``'s class, chosen
         once per class from its first instance: the public ones that are small plain data;
-        _NO_PARAMS for none."""
+        _NO_PARAMS for none (a class whose first instance has none keeps none)."""
         names = tuple([n for n, v in f.__dict__.items() if n[:1] != "_" and small_value(v)])
         get = _NO_PARAMS
         if names:
@@ -825,8 +822,9 @@ class Recorder:
         return get
 
     def _note_params(self, f: Any) -> None:
-        """Put Function ``f``'s small attributes on the tape (the slow path: an instance that
-        lacks one of its class's), checked when decoded."""
+        """Put Function ``f``'s small attributes on the tape, checked when decoded (the slow
+        path, as a dict: a graph adopted, several outputs, an instance that lacks one of its
+        class's attributes)."""
         get = self._param_getter.get(type(f))
         if get is None:
             get = self._class_params(f)
