@@ -94,6 +94,9 @@ class TraceReader(Protocol):
 
     def live(self, node_id: int) -> Any: ...  # the engine object, None once freed
 
+    # a function node's small attributes as recorded ({"c": 2} of Pow; {}: none kept)
+    def function_params(self, node_id: int) -> dict[str, Any]: ...
+
     def alive(self) -> list[int]: ...  # the nodes whose engine object is still alive
 
     def freed(self, node_id: int) -> bool: ...

@@ -23,6 +23,7 @@ from 0 in registration order.
 
 from __future__ import annotations
 
+import operator
 import struct
 import threading
 import weakref
@@ -31,7 +32,14 @@ from typing import Any
 import numpy as np
 
 from autodiff import core
-from autodiff.trace._checks import MAX_NAME, MAX_OP, MAX_SCOPE_PATH, cut_text
+from autodiff.trace._checks import (
+    MAX_NAME,
+    MAX_OP,
+    MAX_SCOPE_PATH,
+    cut_text,
+    small_params,
+    small_value,
+)
 from autodiff.trace._rows import (
     BWD,
     FUNCTION,
@@ -63,8 +71,8 @@ _VALUE, _GRAD, _CLEARED, _FREED, _EMPTIED = range(5)
 # The tape's other entries (see _decode).
 (
     _FWD_MANY, _T_STEP, _T_NODE, _T_INFO, _T_INPUT, _T_EVENT, _T_GRAD_OF, _T_ROOT, _T_NAME,
-    _T_LEAF, _T_SEGMENT, _T_SCOPE, _T_SCOPE_END, _T_PARAMETER,
-) = range(2, 16)  # fmt: skip
+    _T_LEAF, _T_SEGMENT, _T_SCOPE, _T_SCOPE_END, _T_PARAMETER, _T_PARAMS,
+) = range(2, 17)  # fmt: skip
 # Cap on remembered no_grad outputs / operand constants (only needed if they later feed a
 # recorded graph; the oldest are almost always dead).
 _CONSTANT_MEMORY = 200_000
@@ -110,6 +118,9 @@ class Recorder:
     _scope_of = _Decoded()  # node -> its scope id, for the nodes in one (others: 0)
     _parameters = _Decoded()  # the nodes that are Parameters
     _cut = _Decoded()  # output node -> the step before which it was first used as a leaf
+    # function node -> its small attributes, ((name, value), ...) (_checks.small_params); only
+    # Functions that have some (most primitives have none)
+    _params = _Decoded()
 
     def __init__(self, max_array_size: int) -> None:
         self.max_array_size = max_array_size
@@ -126,6 +137,10 @@ class Recorder:
         self._t_scope_of: dict[int, int] = {}
         self._t_parameters: set[int] = set()
         self._t_cut: dict[int, int] = {}
+        self._t_params: dict[int, tuple[tuple[str, Any], ...]] = {}
+        self._param_getter: dict[type, Any] = {}  # recording: per class, see _class_params
+        self._param_names: dict[Any, tuple[str, ...]] = {}  # getter -> the names it gets
+        self._params_memo: dict[tuple, tuple] = {}  # decoding: see _decode_params
         self._scope_depth = 0  # recording: scopes open now
         self._scope_now = 0  # decoding: the scope the tape is in
         self._tape: list = []
@@ -194,6 +209,11 @@ class Recorder:
     def link_function(self, fid: int, inputs: tuple[int, ...], outputs: tuple[int, ...]) -> None:
         _, generation, op, _, _ = self._t_info[fid]
         self._t_info[fid] = _new(FunctionRow, (FUNCTION, generation, op, inputs, outputs))
+
+    def set_params(self, fid: int, params: tuple[tuple[str, Any], ...]) -> None:
+        """Function ``fid``'s small attributes, ``(name, value)`` pairs (none: nothing kept)."""
+        if params:
+            self._t_params[fid] = params
 
     def set_name(self, node: int, name: str) -> None:
         self._t_names[node] = name
@@ -463,6 +483,10 @@ class Recorder:
                     scope = self._t_scopes[scope].parent
             elif kind == _T_PARAMETER:
                 self._t_parameters.add(nid_of[e[1]])
+            elif kind == _T_PARAMS:
+                params = self._decode_params(e[2], e[3])
+                if params:
+                    self._t_params[nid_of[e[1]]] = params
             elif kind == _T_NAME:
                 nid = nid_of.get(e[1])
                 if nid is None:
@@ -660,6 +684,7 @@ class Recorder:
             out_keys = tuple(out_keys)
             f_info = (FUNCTION, f.generation, type(f).__name__, in_keys, out_keys)
             append((_T_INFO, f._order, f_info))
+            self._note_params(f)
             if as_steps:
                 append((_T_STEP, (FWD, f._order, in_keys, out_keys, tuple(values), -1)))
             else:
@@ -755,6 +780,17 @@ class Recorder:
                 (FWD, f._order, in_keys, values, self._during, type(f), f.generation, meta,
                  _ref(f, append), _ref(y, append), y._order)
             )  # fmt: skip
+            # A Function's own attributes (the engine's are slots): most primitives have none,
+            # and this lookup is all they cost. Their __dict__ is not touched: reading it would
+            # make an empty one for each.
+            get = self._param_getter.get(type(f))
+            if get is None:
+                get = self._class_params(f)
+            if get is not _NO_PARAMS:
+                try:
+                    append((_T_PARAMS, f._order, get, get(f.__dict__)))
+                except KeyError:  # an instance without one of its class's attributes
+                    self._note_params(f)
             return
         max_size = self.max_array_size
         values = []
@@ -771,6 +807,55 @@ class Recorder:
              tuple(meta), _ref(f, append), tuple([_ref(y, append) for y in outputs]),
              tuple([y._order for y in outputs]))
         )  # fmt: skip
+        self._note_params(f)
+
+    def _class_params(self, f: Any) -> Any:
+        """The getter (``operator.itemgetter``) of the attributes kept of ``f``'s class, chosen
+        once per class from its first instance: the public ones that are small plain data;
+        _NO_PARAMS for none (a class whose first instance has none keeps none)."""
+        names = tuple([n for n, v in f.__dict__.items() if n[:1] != "_" and small_value(v)])
+        get = _NO_PARAMS
+        if names:
+            get = operator.itemgetter(*names)
+            self._param_names[get] = names
+        self._param_getter[type(f)] = get
+        return get
+
+    def _note_params(self, f: Any) -> None:
+        """Put Function ``f``'s small attributes on the tape, checked when decoded (the slow
+        path, as a dict: a graph adopted, several outputs, an instance that lacks one of its
+        class's attributes)."""
+        get = self._param_getter.get(type(f))
+        if get is None:
+            get = self._class_params(f)
+        if get is not _NO_PARAMS:
+            d = f.__dict__
+            present = {n: d[n] for n in self._param_names[get] if n in d}
+            self._tape_append((_T_PARAMS, f._order, None, present))
+
+    def _decode_params(self, get: Any, raw: Any) -> tuple:
+        """The ``small_params`` of a tape entry (``get``: the class's getter, ``raw`` what it
+        gave; None, and a dict of the attributes); equal attributes share one tuple (a long
+        run repeats the same few: Pow's c = 2, Sum's axis)."""
+        if get is None:
+            return small_params(raw)
+        names = self._param_names[get]
+        values = (raw,) if len(names) == 1 else raw  # itemgetter of one name: the value
+        memo = self._params_memo
+        try:
+            # the types too, inside tuples as well: 2 == 2.0 == True, (1,) == (True,)
+            types = [type(v) if type(v) is not tuple else tuple(map(type, v)) for v in values]
+            key = (names, values, tuple(types))
+            params = memo.get(key)
+        except TypeError:  # an unhashable value (an array): not kept anyway
+            key = params = None
+        if params is None:
+            params = small_params(dict(zip(names, values, strict=True)))
+            if key is not None:
+                if len(memo) > 4096:  # NaN never equals itself: each would be new
+                    memo.clear()
+                memo[key] = params
+        return params
 
     def _check_leaf(self, x: Any, key: int) -> None:
         """A leaf used again: record a new value if its data changed (an optimizer step).
@@ -958,6 +1043,9 @@ class Recorder:
 
 
 _ELIDED = "/…/"
+
+
+_NO_PARAMS = object()  # a class with no attribute kept
 
 
 def _scope_path(up: str | None, name: str) -> str:

@@ -32,7 +32,8 @@ def check_tables(tables: Recorder, graph: bool = True) -> None:
     - a backward step's pass, a forward step's ``during_backward`` and a gradient event's
       ``pass`` name a backward pass that exists (0 to the number of roots - 1; -1: none);
     - backward roots, cuts, names, constants, parameters and ``grad_of`` (both ends) are
-      variables; operands are constants; a node's scope exists;
+      variables; operands are constants; a node's scope exists; attributes (``params``)
+      belong to function nodes;
     - events come in stamp order, each shown at a step from -1 up to its stamp.
     """
     is_variable = check_graph(tables) if graph else _variables(tables._info)
@@ -66,6 +67,9 @@ def check_tables(tables: Recorder, graph: bool = True) -> None:
         if type(node) is not int or not 0 <= node < n:
             raise _fail("scopes of the nodes", f"node {node} does not exist")
         _int(scope, f"graph.nodes[{node}].scope", 1, n_scopes - 1)
+    for node in tables._params:
+        if type(node) is not int or not 0 <= node < n or is_variable[node]:
+            raise _fail(f"graph.nodes[{node}].params", "only a function node has attributes")
 
 
 def check_graph(tables: Recorder) -> bytearray:

@@ -558,6 +558,12 @@ class Trace:
         g.add_edges_from(edges)
         return g
 
+    def function_params(self, node_id: int) -> dict[str, Any]:
+        """The small attributes recorded of function node ``node_id`` (Pow's ``{"c": 2}``,
+        Sum's ``axis``...), kept where the live Function is not: saved traces, a script's
+        graphs. Plain data only (tuples of ints for shapes and axes); {} when none was kept."""
+        return dict(self.tables._params.get(node_id, ()))
+
     def live(self, node_id: int) -> Any:
         """The engine object behind ``node_id`` if it is still alive, else None."""
         ref = self._refs[node_id]

@@ -228,6 +228,9 @@ class TraceView:
     def live(self, node_id: int) -> Any:
         return self.base.live(node_id)
 
+    def function_params(self, node_id: int) -> dict[str, Any]:
+        return self.base.function_params(node_id)
+
     def alive(self) -> list[int]:
         nodes = self._node_set
         return [nid for nid in self.base.alive() if nid in nodes]

@@ -45,6 +45,7 @@ def test_the_protocol_names_what_the_viewer_reads_of_a_whole_recording():
         "first_nonfinite",
         "timeline",
         "live",
+        "function_params",
         "audit",
         "names",
         "ops",

@@ -201,7 +201,7 @@ def test_saved_traces_keep_scopes(tmp_path):
     t, _ = _recorded()
     path = tmp_path / "t.json"
     t.to_json(path)
-    assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION == 4
+    assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION == 5
     buffer = io.BytesIO()
     trace_to_npz(t, buffer)
     buffer.seek(0)

@@ -28,7 +28,9 @@ from autodiff.trace._checks import (
     _int,
     _list,
     _str,
+    check_params,
     cut_text,
+    params_to_plain,
 )
 from autodiff.trace._reader import TraceReader
 from autodiff.trace._recorder import Recorder
@@ -44,7 +46,9 @@ FORMAT = "autodiff-trace"
 # 'pass' that produced a gradient; nodes may be 'operand' (a constant backward stores no
 # gradient on); an event's 'visible' may be any step from -1 up to its stamp. Files of version
 # 1 load as they are.
-SCHEMA_VERSION = 4  # 3: scopes (a table, each node's scope id), the parameter flag; 4: flat arrays
+# 3: scopes (a table, each node's scope id), the parameter flag; 4: flat arrays; 5: a function
+# node's small attributes ("params")
+SCHEMA_VERSION = 5
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 7 + _MAX_NDIM  # what the format needs: an accumulation's array nests 6 + ndim
 
@@ -208,6 +212,7 @@ def trace_to_dict(trace: RecordedTrace) -> dict[str, Any]:
     g = trace.graph
     scope_of = rec._scope_of
     parameters = rec._parameters
+    params = rec._params
     nodes = []
     for nid in range(len(rec._info)):
         a = g.nodes[nid]
@@ -227,6 +232,8 @@ def trace_to_dict(trace: RecordedTrace) -> dict[str, Any]:
                 "parameter": nid in parameters,
             }
         )
+        if nid in params:
+            nodes[-1]["params"] = params_to_plain(params[nid])
     links = [
         {"source": u, "target": v, "slot": d["slot"]}
         for u, v, d in sorted(g.edges(data=True), key=lambda e: (e[1], e[0], e[2]["slot"]))
@@ -443,6 +450,10 @@ def _load_graph(rows: Recorder, g: Any) -> None:
             rows.set_scope(i, scope)
         if n.get("parameter") is not None and _bool(n["parameter"], f"{p}.parameter"):
             rows.mark_parameter(i)
+        if n.get("params") is not None:  # schema 5
+            if kind != "function":
+                raise _fail(f"{p}.params", "only a function node has attributes")
+            rows.set_params(i, check_params(n["params"], f"{p}.params"))
     for nid, (target, p) in grad_of.items():
         rows.set_grad_of(nid, _int(target, p))
     links = _list(g["links"], "graph.links")

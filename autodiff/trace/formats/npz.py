@@ -17,6 +17,8 @@ value as a *reference* ``kind + 3 * index`` (-1: None) into ``scalars`` (float64
 ``arrays`` (rows ``(dtype, offset, size)`` into the flat buffer ``data_<dtype>``, shapes in
 the header) or ``summaries`` (rows ``min, max, mean, norm`` and ``nan, inf``, shapes and
 dtypes in the header). The arrays of one dtype lie back to back in its buffer, in order.
+The header's ``params`` lists ``[function node, attributes]``, the attributes as the JSON
+format writes them (``[name, kind, value]`` rows, :func:`autodiff.trace._checks.check_params`).
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ from autodiff.trace._checks import (
     _fail,
     _int,
     _list,
+    check_params,
     cut_text,
+    params_to_plain,
 )
 from autodiff.trace._recorder import Recorder
 from autodiff.trace._rows import FUNCTION, FWD
@@ -63,8 +67,8 @@ Parsing JSON takes up to ~25 times its text in memory: with the zip's ratio boun
 (:data:`autodiff.trace.formats.npz_members.MAX_RATIO`) that bounds what a small file can cost."""
 
 MAX_HEADER_DEPTH = 16
-"""Arrays and objects nested in the header, at most (it nests 5: an accumulation in a step
-row): refused before the JSON parser sees it."""
+"""Arrays and objects nested in the header, at most (it nests 6: a tuple among a Function's
+attributes, ``params``): refused before the JSON parser sees it."""
 
 _TABLES = {  # member -> (dtype, columns: None for 1-D)
     "scalars": ("float64", None),
@@ -222,6 +226,7 @@ def _write(rec: Recorder, file: str | os.PathLike[str] | io.BytesIO) -> None:
         "scopes": [[r.name, r.cls, int(r.parent)] for r in rec._scopes[1:]],
         "parameters": sorted(rec._parameters),
         "cuts": [[int(n), int(k)] for n, k in sorted(rec._cut.items())],
+        "params": [[int(fid), params_to_plain(p)] for fid, p in sorted(rec._params.items())],
     }
     out: dict[str, np.ndarray] = {}
     scope_of = rec._scope_of
@@ -447,6 +452,9 @@ def _read(file: str | os.PathLike[str] | io.BytesIO) -> Recorder:
         rows.set_scope(node, sid)
     for v in _list(header.get("parameters", []), "parameters"):
         rows.mark_parameter(_int(v, "parameters"))
+    for i, pair in enumerate(_list(header.get("params", []), "params")):
+        fid, params = _list(pair, f"params[{i}]", 2)
+        rows.set_params(function(fid, f"params[{i}][0]"), check_params(params, f"params[{i}][1]"))
     for i, pair in enumerate(_list(header.get("cuts", []), "cuts")):
         node, step = _list(pair, f"cuts[{i}]", 2)
         rows.mark_cut(_int(node, f"cuts[{i}][0]"), _int(step, f"cuts[{i}][1]"))

@@ -3,6 +3,8 @@ backward step each term's numbers evaluate to its result and the result is the r
 gradient; the chain's paths sum to each leaf's gradient; typed expressions, saved traces,
 scripts, micrograd graphs and users' own Functions are all explained."""
 
+import io
+import json
 import math
 import re
 
@@ -204,7 +206,52 @@ def test_a_matrix_product_writes_the_elements_sum_of_products_and_a_loss_its_num
     assert_contract(t)
 
 
-def test_an_attribute_a_saved_trace_does_not_keep_is_named(tmp_path):
+def pow_terms(trace) -> list:
+    """The terms of tanh(x) * x**2's Pow step (x = 0.5)."""
+    step = next(s for s in trace.steps if s.phase == "backward" and s.op == "Pow")
+    return list(explain_step(trace, step.index).terms)
+
+
+def record_tanh_x2():
+    x = Variable(np.array(0.5), name="x")
+    with tr.record() as t:
+        y = F.tanh(x) * x**2
+        y.backward()
+    return t, (x, y)  # the objects: the live trace reads the Pow Function while they live
+
+
+def test_a_pow_step_has_the_same_numbers_live_saved_as_json_or_npz_and_from_a_script(tmp_path):
+    t, alive = record_tanh_x2()
+    (live,) = pow_terms(t)
+    assert live.formula == "gx = gy · c · x^(c − 1)"
+    assert "2" in live.numbers and value_of(live.numbers) == pytest.approx(live.result, rel=1e-3)
+    fid = next(s.function for s in t.steps if s.op == "Pow")
+    assert t.live(fid) is not None and t.function_params(fid) == {"c": 2}
+    t.to_json(tmp_path / "t.json")
+    from_json = tr.load(tmp_path / "t.json")
+    assert from_json.live(fid) is None and from_json.function_params(fid) == {"c": 2}
+    buffer = io.BytesIO()
+    tr.trace_to_npz(t, buffer)
+    buffer.seek(0)
+    from_npz = tr.trace_from_npz(buffer)
+    assert from_npz.live(fid) is None and from_npz.function_params(fid) == {"c": 2}
+    script = tmp_path / "s.py"
+    script.write_text(
+        "import numpy as np\nfrom autodiff import Variable\nimport autodiff.functions as F\n"
+        "x = Variable(np.array(0.5), name='x')\ny = F.tanh(x) * x**2\ny.backward()\n"
+    )
+    doc = Document()
+    assert doc.run_script(script) and doc.kind == "script"
+    for trace in (from_json, from_npz, doc.trace):
+        (term,) = pow_terms(trace)
+        assert (term.formula, term.numbers) == (live.formula, live.numbers)
+        assert term.result == live.result
+        assert value_of(term.numbers) == pytest.approx(term.result, rel=1e-3)
+        assert_contract(trace)
+    del alive
+
+
+def test_an_attribute_a_recording_does_not_keep_is_named(tmp_path):
     doc = Document()
     assert doc.load_expression("x = 2.0\ny = x ** 3")
     pow_step = next(s for s in doc.trace.steps if s.phase == "backward")
@@ -212,10 +259,21 @@ def test_an_attribute_a_saved_trace_does_not_keep_is_named(tmp_path):
     assert live.formula == "gx = gy · c · x^(c − 1)" and value_of(live.numbers) == 12.0
     path = tmp_path / "t.json"
     assert doc.save_trace(path) and doc.load_path(path)
-    saved = doc.explain_step(pow_step.index)
-    assert saved.terms[0].formula == live.formula and saved.terms[0].numbers == ""
-    assert saved.terms[0].result == 12.0
-    assert "Pow's c is not in this recording" in saved.note
+    (saved,) = doc.explain_step(pow_step.index).terms
+    assert (saved.formula, saved.numbers) == (live.formula, live.numbers)
+    # a file of schema 4 keeps no attributes: it loads, and the note names the one missing
+    data = json.loads(path.read_text())
+    assert data["schema_version"] == 5
+    data["schema_version"] = 4
+    for node in data["graph"]["nodes"]:
+        node.pop("params", None)
+    old = tmp_path / "v4.json"
+    old.write_text(json.dumps(data))
+    assert doc.load_path(old)
+    explanation = doc.explain_step(pow_step.index)
+    assert explanation.terms[0].formula == live.formula and explanation.terms[0].numbers == ""
+    assert explanation.terms[0].result == 12.0
+    assert "Pow's c is not in this recording" in explanation.note
     assert doc.chain(0).total == 12.0  # the factor then comes from the recorded gx / gy
 
 

@@ -4,9 +4,10 @@ right side written with them.
 A formula (:mod:`autodiff.formulas`) reads ``x``/``x0``.. (the forward inputs), ``y``/``y0``..
 (the outputs), ``gy``/``gy0``.. (the gradients from above) and the Function's attributes
 (``c`` of Pow). :func:`environment` gathers them from a reader at one step: values and
-gradients from the recording, attributes from the live Function (a saved trace has none: they
-are then listed as unknown). :func:`substitute` writes a right side with the numbers of one
-element, in the arithmetic a learner reads (``5.437 · exp(1)``).
+gradients from the recording, attributes from the live Function or, once it is gone, those the
+recording kept (``function_params``: small plain data; others are then listed as unknown).
+:func:`substitute` writes a right side with the numbers of one element, in the arithmetic a
+learner reads (``5.437 · exp(1)``).
 """
 
 from __future__ import annotations
@@ -96,14 +97,22 @@ def environment(trace: Any, step: Any) -> Environment:
         with contextlib.suppress(ValueError):
             values.update(formulas.matrix_view(values))
     live = live_function(trace, step.function)
-    if live is not None:
-        attributes = getattr(live, "__dict__", {})
-        for name, value in attributes.items():
-            if not name.startswith("_") and name not in values:
-                values[name] = value
+    # the live Function's own attributes; once it is gone (a saved trace, a script's graph) the
+    # small ones the recording kept (Pow's c, Sum's axis...)
+    attributes = getattr(live, "__dict__", {}) if live is not None else _params(trace, step)
+    for name, value in attributes.items():
+        if not name.startswith("_") and name not in values:
+            values[name] = value
     out = gys[0] if gys and gys[0] is not None else (ys[0] if ys else None)
     out_shape = tuple(np.shape(out)) if out is not None else ()
     return Environment(values, nodes, out_shape, live is not None)
+
+
+def _params(trace: Any, step: Any) -> dict[str, Any]:
+    try:
+        return trace.function_params(step.function)
+    except (IndexError, KeyError):
+        return {}
 
 
 def live_function(trace: Any, node: int) -> Any:

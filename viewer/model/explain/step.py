@@ -246,8 +246,8 @@ def _numbers(
     unknown = [n for n in names if n not in env.values]
     if unknown:
         notes.append(
-            f"{op}'s {', '.join(unknown)} is not in this recording (a saved trace keeps no "
-            "Function attributes), so its numbers cannot be written"
+            f"{op}'s {', '.join(unknown)} is not in this recording (it keeps only a "
+            "Function's small attributes), so its numbers cannot be written"
         )
         return ""
     if want is None or any(env.values[n] is None for n in names if n in env.nodes):
