@@ -458,7 +458,7 @@ class Document:
         may_replace: Callable[[ProgramText], bool] | None,
     ) -> bool | ScriptProcess:
         if isinstance(opened, ScriptFile):
-            return self._open_script(opened.path)
+            return self.prepare_script(opened.path)
         if isinstance(opened, ProgramText):
             if may_replace is not None and not may_replace(opened):
                 self.last_error = None  # declined: there is no error to show
@@ -473,10 +473,16 @@ class Document:
     # ------------------------------------------------------------------ scripts
     def prepare_script(
         self, path: str | os.PathLike[str], argv: list[str] | None = None
-    ) -> ScriptProcess:
+    ) -> ScriptProcess | bool:
         """A run of ``path`` in a worker process (:class:`ScriptProcess`), registered as the
         document's run. The UI confirms, then starts it (``run.start()``) and, on the GUI
-        thread, passes ``run.result`` to :meth:`apply_script_result`."""
+        thread, passes ``run.result`` to :meth:`apply_script_result`.
+
+        One run at a time: while a script or a typed program runs, False, and
+        ``error_raised`` says which run to wait for."""
+        busy = self._busy_with(Path(path))
+        if busy is not None:
+            return self.fail(busy)
         run = ScriptProcess(
             path,
             argv,
@@ -494,6 +500,8 @@ class Document:
         """Run a script (in its worker process, as the app does) and show its graphs; this
         thread waits for it."""
         run = self.prepare_script(path, argv)
+        if not isinstance(run, ScriptProcess):
+            return False  # refused: another run is in progress
         return self.apply_script_result(run.run())
 
     def cancel_script(self) -> None:
@@ -547,23 +555,19 @@ class Document:
         self._show_pending(pending)
         return True
 
-    def _open_script(self, path: Path) -> bool | ScriptProcess:
-        """:meth:`prepare_script` ``path``, unless a run is in progress: then False, and
-        ``error_raised`` says which run to wait for."""
-        if self.busy_error() is not None:
-            # One run at a time: a second one's result would land on the first's, and a typed
-            # program meanwhile would compete with the run for the machine.
-            if self.script_run is not None:
-                running = self.script_run.path.name
-            else:
-                running = "a script" if self.expression_job is None else "the typed program"
-            return self.fail(
-                RuntimeError(
-                    f"cannot run {path.name} while {running} is running: wait for it or "
-                    "cancel it first"
-                )
-            )
-        return self.prepare_script(path)
+    def _busy_with(self, path: Path) -> RuntimeError | None:
+        """Why ``path`` may not run now, naming the run in progress (None: it may). A second
+        run would take the document's ``script_run``: the first would be neither followed,
+        nor cancelled, nor shown, and its result would land on the second's."""
+        if self.busy_error() is None:
+            return None
+        if self.script_run is not None and self.script_run.running:
+            running = self.script_run.path.name
+        else:
+            running = "the typed program"
+        return RuntimeError(
+            f"cannot run {path.name} while {running} is running: wait for it or cancel it first"
+        )
 
     def _script_ran(self, result: ScriptResult) -> None:
         # Emitted on the script's thread: only bookkeeping here, no view work.

@@ -1,0 +1,237 @@
+"""Heavy scripts in the app: wall time and memory of four scripts, plain python against the app.
+
+    python bench/heavy_scripts.py [--flood-ops 200000] [--full] [--only NAME ...] [--json FILE]
+
+The four scripts of issue 25, each run once both ways:
+
+* **flood**: ``--flood-ops`` throwaway ops (``F.sin(x)`` in a loop, no backward reaches
+  them), then 5 training steps;
+* **evaluation**: 60 epochs of training a small MLP, each followed by 100 evaluation
+  forwards that forget ``no_grad()``;
+* **tiny passes**: 150 000 passes of ``y = x * x; y.backward()``;
+* **sine**: ``resources/examples/sine_regression.py`` as bundled.
+
+The default flood is 200 000 ops so the whole bench takes about a minute; ``--full`` runs the
+issue's sizes (1 000 000 ops).
+
+* **plain**: ``python script.py`` in a subprocess; its peak resident size is the child's
+  ``ru_maxrss`` (``os.wait4``).
+* **app**: a fresh interpreter opens it as the app does, ``Document.run_script`` without Qt:
+  the script in its worker process, recorded, the result read back and its last graph laid
+  out and installed. The app does not keep the worker's resource usage, so its peak is read
+  here as that interpreter's ``RUSAGE_CHILDREN`` ``ru_maxrss`` (the worker is its only
+  child). The app's growth is its ``VmRSS`` after the run (result still held, as the window
+  holds it) minus before; its peak growth is its ``ru_maxrss`` after minus its ``VmRSS``
+  before.
+
+Times are wall-clock seconds of one run each; ratios are app over plain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SINE = ROOT / "resources" / "examples" / "sine_regression.py"
+
+FLOOD = """
+import numpy as np
+import autodiff.functions as F
+from autodiff import Variable
+
+x = Variable(np.array(1.0), name="x")
+for i in range({ops}):
+    F.sin(x)  # thrown away: no backward reaches it
+for step in range(5):
+    loss = F.sin(x) * x
+    x.cleargrad()
+    loss.backward()
+    x.data = x.data - 0.01 * x.grad.data
+"""
+
+EVALUATION = """
+import numpy as np
+import autodiff.functions as F
+from autodiff import datasets, models, optimizers
+
+x, t = datasets.get_sine()
+x_test, t_test = x[::2], t[::2]
+model = models.MLP((10, 1))
+optimizer = optimizers.SGD(0.2).setup(model)
+for epoch in range({epochs}):
+    loss = F.mean_squared_error(t, model(x))
+    model.cleargrads()
+    loss.backward()
+    optimizer.update()
+    for k in range({forwards}):  # evaluation without no_grad(): each forward builds a graph
+        test_loss = F.mean_squared_error(t_test, model(x_test))
+"""
+
+TINY = """
+import numpy as np
+from autodiff import Variable
+
+x = Variable(np.array(1.5), name="x")
+for i in range({passes}):
+    y = x * x
+    x.cleargrad()
+    y.backward()
+"""
+
+APP = """
+import json, resource, sys, time
+sys.path.insert(0, {root!r})
+
+
+def status(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+
+
+from viewer.model.document.document import Document
+
+doc = Document()
+before = status("VmRSS")
+began = time.perf_counter()
+ok = doc.run_script({path!r})
+wall = time.perf_counter() - began
+result = doc.script_result
+print(json.dumps({{
+    "ok": bool(ok and result is not None and result.ok),
+    "error": None if doc.last_error is None else str(doc.last_error),
+    "wall_s": wall,
+    "before_kb": before,
+    "after_kb": status("VmRSS"),
+    "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    "worker_peak_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+    "graphs": 0 if result is None else len(result.graphs),
+    "sampling": "" if result is None else result.sampling,
+}}))
+"""
+
+
+def scripts(flood_ops: int) -> list[tuple[str, str, str | None]]:
+    """(name, description, source; None: the bundled sine example as it is)."""
+    return [
+        (
+            "flood",
+            f"{flood_ops:,} throwaway ops, then 5 training steps",
+            FLOOD.format(ops=flood_ops),
+        ),
+        (
+            "evaluation",
+            "60 epochs, each with 100 evaluation forwards without no_grad",
+            EVALUATION.format(epochs=60, forwards=100),
+        ),
+        ("tiny", "150,000 tiny passes (y = x * x; y.backward())", TINY.format(passes=150_000)),
+        ("sine", "resources/examples/sine_regression.py", None),
+    ]
+
+
+def run_plain(path: Path) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    began = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, str(path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=path.parent,
+        env=env,
+    )
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - began
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc.stderr.close()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{path.name} failed under plain python: {err.decode()[-2000:]}")
+    return {"wall_s": wall, "peak_kb": usage.ru_maxrss}
+
+
+def run_app(path: Path) -> dict:
+    code = APP.format(root=str(ROOT), path=str(path))
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--flood-ops", type=int, default=200_000, help="the flood's throwaway ops")
+    p.add_argument("--full", action="store_true", help="the issue's sizes (1 000 000 ops)")
+    p.add_argument("--only", nargs="*", help="run only these (flood, evaluation, tiny, sine)")
+    p.add_argument("--json", help="write the figures to this file")
+    args = p.parse_args(argv)
+    flood_ops = 1_000_000 if args.full else args.flood_ops
+    rows = []
+    failed = False
+    mb = 1 / 1024
+    with tempfile.TemporaryDirectory() as folder:
+        for name, description, source in scripts(flood_ops):
+            if args.only and name not in args.only:
+                continue
+            if source is None:
+                path = SINE
+            else:
+                path = Path(folder) / f"{name}.py"
+                path.write_text(textwrap.dedent(source).lstrip())
+            plain = run_plain(path)
+            app = run_app(path)
+            if not app["ok"]:
+                print(f"{name}: the app's run failed: {app['error']}", file=sys.stderr)
+                failed = True
+            rows.append(
+                {
+                    "name": name,
+                    "script": description,
+                    "plain_wall_s": plain["wall_s"],
+                    "plain_peak_mb": plain["peak_kb"] * mb,
+                    "app_wall_s": app["wall_s"],
+                    "ratio": app["wall_s"] / plain["wall_s"],
+                    "worker_peak_mb": app["worker_peak_kb"] * mb,
+                    "app_growth_mb": (app["after_kb"] - app["before_kb"]) * mb,
+                    "app_peak_growth_mb": (app["peak_kb"] - app["before_kb"]) * mb,
+                    "app_before_mb": app["before_kb"] * mb,
+                    "graphs": app["graphs"],
+                    "sampling": app["sampling"],
+                }
+            )
+            r = rows[-1]
+            print(
+                f"{name}: plain {r['plain_wall_s']:.1f} s, app {r['app_wall_s']:.1f} s", flush=True
+            )
+
+    header = (
+        f"{'script':<62}{'plain s':>9}{'app s':>8}{'ratio':>8}{'plain MB':>10}"
+        f"{'worker MB':>11}{'app +MB':>9}{'app peak +MB':>14}"
+    )
+    print()
+    print(header)
+    for r in rows:
+        print(
+            f"{r['script']:<62}{r['plain_wall_s']:>9.1f}{r['app_wall_s']:>8.1f}"
+            f"{r['ratio']:>7.1f}x{r['plain_peak_mb']:>10.0f}{r['worker_peak_mb']:>11.0f}"
+            f"{r['app_growth_mb']:>9.0f}{r['app_peak_growth_mb']:>14.0f}"
+        )
+    print()
+    for r in rows:
+        print(f"{r['name']}: {r['graphs']} graphs kept; {r['sampling'] or 'no sampling note'}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"flood_ops": flood_ops, "rows": rows}, indent=2))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
