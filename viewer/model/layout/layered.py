@@ -45,6 +45,7 @@ from viewer.model.layout.layered_graph import LayeredGraph
 from viewer.model.layout.layering import (
     checked_layers,
     components,
+    hubs,
     longest_path_layers,
     min_span_layers,
 )
@@ -169,8 +170,12 @@ def layered_layout(
     ticker.tick(0.2)
     phase_done("layering")
 
-    plain_total = n + int((layer[dst] - layer[src] - 1).sum())
-    graph = LayeredGraph.build(n, layer, src, dst, comp, plain_total > _TRUNKS_ABOVE)
+    hub = hubs(n, src, dst, layer)
+    extra = layer[dst] - layer[src] - 1
+    trunk_length = np.zeros(n, np.int64)
+    np.maximum.at(trunk_length, src[hub[src]], extra[hub[src]])
+    plain_total = n + int(extra[~hub[src]].sum()) + int(trunk_length.sum())
+    graph = LayeredGraph.build(n, layer, src, dst, comp, plain_total > _TRUNKS_ABOVE, hub)
     ticker.tick(0.25)
     n_total = graph.n_total
     effort = min(1.0, _FULL_EFFORT / n_total)

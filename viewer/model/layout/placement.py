@@ -246,14 +246,17 @@ def edge_polylines(
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Flat points and offsets of one polyline per given edge (parallel edges repeat)."""
     span = graph.layer[graph.dst] - graph.layer[graph.src]
-    count = span[edge_to_unique] + 1
+    # an edge routed short goes through its trunk's first and last virtual nodes only
+    kept = np.where(graph.routed_short, np.minimum(span, 3), span)
+    count = kept[edge_to_unique] + 1
     offsets = np.concatenate([[0], np.cumsum(count)]).astype(np.int64)
     owner = np.repeat(edge_to_unique, count)
     j = np.arange(int(count.sum())) - np.repeat(offsets[:-1], count)
+    step = np.where(graph.routed_short[owner] & (j == 2) & (kept[owner] == 3), span[owner] - 1, j)
     node = np.where(
         j == 0,
         graph.src[owner],
-        np.where(j == span[owner], graph.dst[owner], graph.chain[owner] + j - 1),
+        np.where(j == kept[owner], graph.dst[owner], graph.chain[owner] + step - 1),
     )
     points = np.column_stack([x[node], graph.layer[node] * float(layer_gap)])
     return points, offsets
