@@ -94,3 +94,13 @@ def test_small_fan_outs_are_not_hubs() -> None:
     assert not hubs(n, edges[:, 0], edges[:, 1], layered_layout(n, edges).layers).any()
     fan = np.array([(0, i) for i in range(1, 41)], dtype=np.int64)
     assert not hubs(41, fan[:, 0], fan[:, 1], layered_layout(41, fan).layers).any()
+
+
+def test_the_loop_stays_a_vertical_chain_beside_the_hubs_trunk() -> None:
+    # the picture's width does not grow with the loop: no wedge of edges from a drifting chain
+    widths = []
+    for steps in (200, 800):
+        n, edges = hub_edges(steps)
+        x0, _, x1, _ = layered_layout(n, edges).bounds(1.0)
+        widths.append(x1 - x0)
+    assert widths[1] <= widths[0] + 1e-9 < 6, widths

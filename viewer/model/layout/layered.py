@@ -45,6 +45,7 @@ from viewer.model.layout.layered_graph import LayeredGraph
 from viewer.model.layout.layering import (
     checked_layers,
     components,
+    hub_pendants,
     hubs,
     longest_path_layers,
     min_span_layers,
@@ -184,7 +185,7 @@ def layered_layout(
     pos, crossings = order_layers(graph, sweeps, max(2, round(12 * effort)), ticker)
     ticker.tick(0.8)
     phase_done("ordering")
-    x = assign_x(graph, pos, widths, node_gap, ticker)
+    x = assign_x(graph, pos, widths, node_gap, ticker, hub_pendants(n, src, dst, hub))
     ticker.tick(0.97)
 
     x = x - (x[:n] - widths / 2).min()

@@ -316,6 +316,26 @@ def hubs(
     return (degree >= HUB_CONSUMERS) & (reach > max(HUB_VIRTUAL, n))
 
 
+def hub_pendants(
+    n: int, src: NDArray[np.int64], dst: NDArray[np.int64], hub: NDArray[np.bool_]
+) -> NDArray[np.bool_]:
+    """What hangs off a hub: a node fed only by hubs and by leaves of its own (``x * c``),
+    and a node whose one input is such a node (its output). Placement keeps a chain's
+    alignment through the chain's own nodes, not through these."""
+    if not hub.any():
+        return np.zeros(n, bool)
+    indeg, outdeg = np.bincount(dst, minlength=n), np.bincount(src, minlength=n)
+    own_leaf = (indeg == 0) & (outdeg == 1)
+    fed = np.zeros(n, bool)
+    fed[dst[hub[src]]] = True
+    other_input = np.zeros(n, bool)
+    other_input[dst[~(hub[src] | own_leaf[src])]] = True
+    first = fed & ~other_input & ~hub
+    after = np.zeros(n, bool)
+    after[dst[first[src]]] = True
+    return first | (after & (indeg == 1))
+
+
 def _sink_hub_consumers(
     n: int,
     src: NDArray[np.int64],
