@@ -45,6 +45,8 @@ from viewer.model.layout.layered_graph import LayeredGraph
 from viewer.model.layout.layering import (
     checked_layers,
     components,
+    hub_pendants,
+    hubs,
     longest_path_layers,
     min_span_layers,
 )
@@ -169,8 +171,12 @@ def layered_layout(
     ticker.tick(0.2)
     phase_done("layering")
 
-    plain_total = n + int((layer[dst] - layer[src] - 1).sum())
-    graph = LayeredGraph.build(n, layer, src, dst, comp, plain_total > _TRUNKS_ABOVE)
+    hub = hubs(n, src, dst, layer)
+    extra = layer[dst] - layer[src] - 1
+    trunk_length = np.zeros(n, np.int64)
+    np.maximum.at(trunk_length, src[hub[src]], extra[hub[src]])
+    plain_total = n + int(extra[~hub[src]].sum()) + int(trunk_length.sum())
+    graph = LayeredGraph.build(n, layer, src, dst, comp, plain_total > _TRUNKS_ABOVE, hub)
     ticker.tick(0.25)
     n_total = graph.n_total
     effort = min(1.0, _FULL_EFFORT / n_total)
@@ -179,7 +185,7 @@ def layered_layout(
     pos, crossings = order_layers(graph, sweeps, max(2, round(12 * effort)), ticker)
     ticker.tick(0.8)
     phase_done("ordering")
-    x = assign_x(graph, pos, widths, node_gap, ticker)
+    x = assign_x(graph, pos, widths, node_gap, ticker, hub_pendants(n, src, dst, hub))
     ticker.tick(0.97)
 
     x = x - (x[:n] - widths / 2).min()

@@ -297,6 +297,72 @@ class _NetworkSimplex:
         self.cut[0] = np.iinfo(np.int64).max
 
 
+HUB_CONSUMERS = 16
+HUB_VIRTUAL = 20_000
+
+
+def hubs(
+    n: int, src: NDArray[np.int64], dst: NDArray[np.int64], layer: NDArray[np.int64]
+) -> NDArray[np.bool_]:
+    """The hubs of a layering: nodes with at least HUB_CONSUMERS consumers whose edges, and
+    the consumers' own out-edges, span more than max(HUB_VIRTUAL, n) layers in all (a weight
+    used at every step of a long loop). Without help, they cost O(n^2) virtual nodes."""
+    degree = np.bincount(src, minlength=n)
+    if len(src) == 0 or degree.max() < HUB_CONSUMERS:
+        return np.zeros(n, bool)
+    extra = layer[dst] - layer[src] - 1
+    onward = np.bincount(src, weights=extra, minlength=n)  # each node's own out-edges
+    reach = np.bincount(src, weights=extra + onward[dst], minlength=n)
+    return (degree >= HUB_CONSUMERS) & (reach > max(HUB_VIRTUAL, n))
+
+
+def hub_pendants(
+    n: int, src: NDArray[np.int64], dst: NDArray[np.int64], hub: NDArray[np.bool_]
+) -> NDArray[np.bool_]:
+    """What hangs off a hub: a node fed only by hubs and by leaves of its own (``x * c``),
+    and a node whose one input is such a node (its output). Placement keeps a chain's
+    alignment through the chain's own nodes, not through these."""
+    if not hub.any():
+        return np.zeros(n, bool)
+    indeg, outdeg = np.bincount(dst, minlength=n), np.bincount(src, minlength=n)
+    own_leaf = (indeg == 0) & (outdeg == 1)
+    fed = np.zeros(n, bool)
+    fed[dst[hub[src]]] = True
+    other_input = np.zeros(n, bool)
+    other_input[dst[~(hub[src] | own_leaf[src])]] = True
+    first = fed & ~other_input & ~hub
+    after = np.zeros(n, bool)
+    after[dst[first[src]]] = True
+    return first | (after & (indeg == 1))
+
+
+def _sink_hub_consumers(
+    n: int,
+    src: NDArray[np.int64],
+    dst: NDArray[np.int64],
+    layer: NDArray[np.int64],
+    hub: NDArray[np.bool_],
+) -> NDArray[np.int64]:
+    """Move each node fed only by hubs and by leaves of its own (a constant) down to just
+    above its first successor, its leaves with it: the long edges are then the hub's. The
+    simplex would get there too, but not within its work budget on a loop of thousands of
+    steps."""
+    indeg, outdeg = np.bincount(dst, minlength=n), np.bincount(src, minlength=n)
+    own_leaf = (indeg == 0) & (outdeg == 1)
+    fed = np.zeros(n, bool)
+    fed[dst[hub[src]]] = True
+    other_input = np.zeros(n, bool)
+    other_input[dst[~(hub[src] | own_leaf[src])]] = True
+    big = np.iinfo(np.int64).max // 4
+    limit = np.full(n, big)
+    np.minimum.at(limit, src, layer[dst] - 1)
+    move = fed & ~other_input & ~hub & (limit < big) & (limit > layer)
+    layer = np.where(move, limit, layer)
+    leaf_edge = own_leaf[src] & move[dst]
+    layer[src[leaf_edge]] = layer[dst[leaf_edge]] - 1
+    return layer
+
+
 def min_span_layers(
     n: int,
     src: NDArray[np.int64],
@@ -308,6 +374,11 @@ def min_span_layers(
     ticker.tick(0.05)
     if len(src) == 0:
         return np.zeros(n, np.int64)
+    # a hub's edges weigh half the others: what it feeds sinks to where it is used, and the
+    # long edges are the hub's, which then share one trunk (layered_graph)
+    hub = hubs(n, src, dst, layer)
+    if hub.any():
+        layer = _sink_hub_consumers(n, src, dst, layer, hub)
     # a virtual root (node 0 below) tied to one top node of each component by weight-0 edges
     roots = np.flatnonzero(comp == np.arange(n))
     big = np.iinfo(np.int64).max
@@ -318,7 +389,8 @@ def min_span_layers(
     first_top[comp[at_top]] = at_top
     s = np.concatenate([np.zeros(len(roots), np.int64), src + 1])
     d = np.concatenate([first_top[roots] + 1, dst + 1])
-    w = np.concatenate([np.zeros(len(roots), np.int64), np.ones(len(src), np.int64)])
+    weight = np.where(hub[src], 1, 2) if hub.any() else np.ones(len(src), np.int64)
+    w = np.concatenate([np.zeros(len(roots), np.int64), weight.astype(np.int64)])
     rank = np.concatenate([[layer.min() - 1], layer])
     rank = _feasible_tree(n + 1, s, d, rank)
     ticker.tick(0.08)

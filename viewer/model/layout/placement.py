@@ -24,8 +24,10 @@ def assign_x(
     widths: NDArray[np.float64],
     node_gap: float,
     ticker: Ticker,
+    pendants: NDArray[np.bool_] | None = None,
 ) -> NDArray[np.float64]:
-    """x of every node (real and virtual) for the ordering ``pos``."""
+    """x of every node (real and virtual) for the ordering ``pos``; a node aligns with one of
+    the ``pendants`` (real nodes hanging off a hub) only where it has no other neighbour."""
     n, n_total = graph.n, graph.n_total
     # relabel by (layer, position): a node's left neighbour is the previous id
     perm = np.lexsort((pos, graph.layer))
@@ -43,6 +45,9 @@ def assign_x(
     gap = np.where(virtual | np.roll(virtual, 1), node_gap / 2, node_gap)
     sep = np.where(has_left, (width + np.roll(width, 1)) / 2 + gap, 0.0)  # from left neighbour
 
+    pendant = None
+    if pendants is not None and pendants.any():
+        pendant = np.concatenate([pendants, np.zeros(n_total - n, bool)])[perm]
     by_bottom = np.lexsort((top, bottom))
     marked = np.empty(len(top), bool)
     inner = virtual[top] & virtual[bottom]
@@ -60,6 +65,10 @@ def assign_x(
         onward = np.bincount(me, minlength=n_total)[other] > 0
         keep = onward | (np.bincount(me[onward], minlength=n_total) == 0)[me]
         me, other, mark = me[keep], other[keep], mark[keep]
+        if pendant is not None:
+            main = ~pendant[other]
+            keep = main | (np.bincount(me[main], minlength=n_total) == 0)[me]
+            me, other, mark = me[keep], other[keep], mark[keep]
         for rightward in (False, True):
             root = _align(me, other, mark, lay, start, rightward)
             candidates.append(_compact(root, sep, has_left, rightward))
@@ -246,14 +255,17 @@ def edge_polylines(
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Flat points and offsets of one polyline per given edge (parallel edges repeat)."""
     span = graph.layer[graph.dst] - graph.layer[graph.src]
-    count = span[edge_to_unique] + 1
+    # an edge routed short goes through its trunk's first and last virtual nodes only
+    kept = np.where(graph.routed_short, np.minimum(span, 3), span)
+    count = kept[edge_to_unique] + 1
     offsets = np.concatenate([[0], np.cumsum(count)]).astype(np.int64)
     owner = np.repeat(edge_to_unique, count)
     j = np.arange(int(count.sum())) - np.repeat(offsets[:-1], count)
+    step = np.where(graph.routed_short[owner] & (j == 2) & (kept[owner] == 3), span[owner] - 1, j)
     node = np.where(
         j == 0,
         graph.src[owner],
-        np.where(j == span[owner], graph.dst[owner], graph.chain[owner] + j - 1),
+        np.where(j == kept[owner], graph.dst[owner], graph.chain[owner] + step - 1),
     )
     points = np.column_stack([x[node], graph.layer[node] * float(layer_gap)])
     return points, offsets
