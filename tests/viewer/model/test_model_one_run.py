@@ -5,6 +5,8 @@ and the first run finishes and is shown as if it had run alone."""
 import textwrap
 import time
 
+import pytest
+
 from viewer.model.document.document import Document
 from viewer.model.scripts.process import ScriptProcess
 
@@ -86,3 +88,23 @@ def test_a_script_is_refused_while_a_typed_program_runs(tmp_path):
         "cannot run second.py while the typed program is running: wait for it or cancel it first"
     )
     assert not (tmp_path / "second.ran").exists()
+
+
+def test_only_the_run_the_document_follows_may_start(tmp_path):
+    """Prepare a, then b (a, not started, is no longer followed): a's start is refused with
+    a message naming both; b runs normally; a never ran."""
+    doc = Document()
+    marker_a = tmp_path / "a_ran"
+    a = tmp_path / "a.py"
+    a.write_text(f"open({str(marker_a)!r}, 'w').write('x')\n")
+    b = tmp_path / "b.py"
+    b.write_text("print('b')\n")
+    run_a = doc.prepare_script(a)
+    run_b = doc.prepare_script(b)
+    assert isinstance(run_a, ScriptProcess) and isinstance(run_b, ScriptProcess)
+    with pytest.raises(RuntimeError, match=r"cannot start a\.py: the document now follows b\.py"):
+        run_a.start()
+    run_b.start()
+    assert run_b.wait(60)
+    assert run_b.result.ok
+    assert not marker_a.exists()

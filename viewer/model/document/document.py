@@ -491,6 +491,7 @@ class Document:
             max_passes=self.script_max_passes,
         )
         self.script_run = run
+        run.may_start = self._may_start
         run.finished.connect(self._script_ran)
         self.script_started.emit(run)
         self.status_changed.emit(f"Ready to run {run.path.name}")
@@ -568,6 +569,19 @@ class Document:
         return RuntimeError(
             f"cannot run {path.name} while {running} is running: wait for it or cancel it first"
         )
+
+    def _may_start(self, run: ScriptProcess) -> str | None:
+        """Why ``run`` may not start now: only the run the document follows starts, and
+        not while a typed program runs (None: it may)."""
+        if run is not self.script_run:
+            follows = self.script_run.path.name if self.script_run is not None else "no run"
+            return (
+                f"cannot start {run.path.name}: the document now follows {follows}; prepare "
+                f"{run.path.name} again to run it"
+            )
+        if self.expression_job is not None:
+            return f"cannot run {run.path.name} while the typed program is running"
+        return None
 
     def _script_ran(self, result: ScriptResult) -> None:
         # Emitted on the script's thread: only bookkeeping here, no view work.
