@@ -85,8 +85,10 @@ def test_clicking_a_survivor_selects_and_centres_it(qtbot, window, wait_for_scri
     row = next(r for r in range(panel.row_count()) if panel.row_texts(r)[0].startswith("x "))
     node = panel.row_node(row)
     window.graph_view.zoom_by(4)
+    assert panel.detail.isHidden()  # no row chosen yet: the list keeps the room
     panel.click_row(row)
     assert doc.selection == node
+    assert not panel.detail.isHidden()
     index = doc.scene.index_of(node)
     centre = window.graph_view.view_box.viewRect().center()
     assert np.allclose((centre.x(), centre.y()), doc.scene.geometry.positions[index], atol=1e-6)

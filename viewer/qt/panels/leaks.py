@@ -42,6 +42,7 @@ class LeakPanel(QtWidgets.QWidget):
         self.list.setUniformRowHeights(True)
         self.list.setAlternatingRowColors(True)
         self.list.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.list.setToolTip("Click a row to show its node and the whole chain of its holders")
         # three rows: in a short dock the summary above keeps its lines
         self.list.setMinimumHeight(72)
         header = self.list.header()
@@ -154,7 +155,8 @@ class LeakPanel(QtWidgets.QWidget):
             items.append(item)
         self.list.addTopLevelItems(items)
         self.list.setVisible(True)
-        self.detail.setVisible(True)
+        # the chain of holders shows once a row is chosen: until then the list has the room
+        self.detail.setVisible(False)
         for item in items:
             if keep is not None and int(item.data(0, _NODE_ROLE)) == keep:
                 blocked = self.list.blockSignals(True)
@@ -186,10 +188,12 @@ class LeakPanel(QtWidgets.QWidget):
     def _on_current(self, item: QtWidgets.QTreeWidgetItem | None, _previous: object) -> None:
         if item is None:
             self.detail.clear()
+            self.detail.setVisible(False)
             return
         node_id = int(item.data(0, _NODE_ROLE))
         survivor = next((s for s in self._survivors if s.node_id == node_id), None)
         self.detail.setPlainText(_chain_text(survivor) if survivor is not None else "")
+        self.detail.setVisible(True)
 
     def _on_clicked(self, item: QtWidgets.QTreeWidgetItem, _column: int) -> None:
         self.node_requested.emit(int(item.data(0, _NODE_ROLE)))
