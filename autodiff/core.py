@@ -171,15 +171,26 @@ _on_scope: tuple = ()
 
 def _bind_handlers() -> None:
     global _handlers, _on_forward, _on_backward_event, _on_rename, _on_scope
-    _handlers = {
-        event: tuple(h for h in (getattr(o, event, None) for o in _observers) if h is not None)
-        for event in _EVENTS
-    }
-    _on_forward = _handlers["on_forward"]
-    _on_backward_event = _handlers["on_backward_event"]
-    _on_rename = _handlers["on_rename"]
+    # Plain loops: every trace.record() binds twice (start and stop), a fixed cost a short
+    # recorded block pays in full.
+    if not _observers:
+        _handlers = {}
+        _on_forward = _on_backward_event = _on_rename = _on_scope = ()
+        return
+    handlers: dict[str, tuple] = {}
+    for event in _EVENTS:
+        bound = []
+        for o in _observers:
+            h = getattr(o, event, None)
+            if h is not None:
+                bound.append(h)
+        handlers[event] = tuple(bound)
+    _handlers = handlers
+    _on_forward = handlers["on_forward"]
+    _on_backward_event = handlers["on_backward_event"]
+    _on_rename = handlers["on_rename"]
     _on_scope = tuple(
-        (o.on_scope_begin, o.on_scope_end) for o in _observers if hasattr(o, "on_scope_begin")
+        [(o.on_scope_begin, o.on_scope_end) for o in _observers if hasattr(o, "on_scope_begin")]
     )
 
 
