@@ -967,7 +967,8 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
                     f"{len(inputs)} input(s); return one per input (None for no gradient)"
                 )
 
-            accumulated = [] if emit else None
+            # a tuple grown only where a sum happens: most steps have none, and build nothing
+            accumulated: tuple = ()
             for slot, x in enumerate(inputs):
                 gx = gxs[slot]
                 if gx is None:
@@ -996,7 +997,7 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
                         continue
                     x.grad = _accumulate(old, gx, create_graph)
                     if emit and old is not None:
-                        accumulated.append((slot, old, x.grad))
+                        accumulated = (*accumulated, (slot, old, x.grad))
                     continue
                 old = pending.get(x)
                 if old is None:
@@ -1004,13 +1005,12 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
                 else:
                     pending[x] = new = old + gx
                     if emit:
-                        accumulated.append((slot, old, new))
+                        accumulated = (*accumulated, (slot, old, new))
                 if c not in seen:
                     seen.add(c)
                     heappush(heap, (-c.generation, -c._order, c))
 
             if emit:
-                accumulated = tuple(accumulated) if accumulated else ()
                 for handler in step_events:
                     handler(f, gys, gxs, accumulated, cleared)
     finally:
