@@ -171,15 +171,26 @@ _on_scope: tuple = ()
 
 def _bind_handlers() -> None:
     global _handlers, _on_forward, _on_backward_event, _on_rename, _on_scope
-    _handlers = {
-        event: tuple(h for h in (getattr(o, event, None) for o in _observers) if h is not None)
-        for event in _EVENTS
-    }
-    _on_forward = _handlers["on_forward"]
-    _on_backward_event = _handlers["on_backward_event"]
-    _on_rename = _handlers["on_rename"]
+    # Plain loops: every trace.record() binds twice (start and stop), a fixed cost a short
+    # recorded block pays in full.
+    if not _observers:
+        _handlers = {}
+        _on_forward = _on_backward_event = _on_rename = _on_scope = ()
+        return
+    handlers: dict[str, tuple] = {}
+    for event in _EVENTS:
+        bound = []
+        for o in _observers:
+            h = getattr(o, event, None)
+            if h is not None:
+                bound.append(h)
+        handlers[event] = tuple(bound)
+    _handlers = handlers
+    _on_forward = handlers["on_forward"]
+    _on_backward_event = handlers["on_backward_event"]
+    _on_rename = handlers["on_rename"]
     _on_scope = tuple(
-        (o.on_scope_begin, o.on_scope_end) for o in _observers if hasattr(o, "on_scope_begin")
+        [(o.on_scope_begin, o.on_scope_end) for o in _observers if hasattr(o, "on_scope_begin")]
     )
 
 
@@ -956,7 +967,8 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
                     f"{len(inputs)} input(s); return one per input (None for no gradient)"
                 )
 
-            accumulated = [] if emit else None
+            # a tuple grown only where a sum happens: most steps have none, and build nothing
+            accumulated: tuple = ()
             for slot, x in enumerate(inputs):
                 gx = gxs[slot]
                 if gx is None:
@@ -985,7 +997,7 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
                         continue
                     x.grad = _accumulate(old, gx, create_graph)
                     if emit and old is not None:
-                        accumulated.append((slot, old, x.grad))
+                        accumulated = (*accumulated, (slot, old, x.grad))
                     continue
                 old = pending.get(x)
                 if old is None:
@@ -993,13 +1005,12 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
                 else:
                     pending[x] = new = old + gx
                     if emit:
-                        accumulated.append((slot, old, new))
+                        accumulated = (*accumulated, (slot, old, new))
                 if c not in seen:
                     seen.add(c)
                     heappush(heap, (-c.generation, -c._order, c))
 
             if emit:
-                accumulated = tuple(accumulated) if accumulated else ()
                 for handler in step_events:
                     handler(f, gys, gxs, accumulated, cleared)
     finally:

@@ -776,14 +776,15 @@ class Recorder:
                 values, meta = (data.copy(),), None
             else:  # summarised
                 values, meta = (capture(data, -1),), ((data.shape, data.dtype),)
+            cls = type(f)
             append(
-                (FWD, f._order, in_keys, values, self._during, type(f), f.generation, meta,
+                (FWD, f._order, in_keys, values, self._during, cls, f.generation, meta,
                  _ref(f, append), _ref(y, append), y._order)
             )  # fmt: skip
             # A Function's own attributes (the engine's are slots): most primitives have none,
             # and this lookup is all they cost. Their __dict__ is not touched: reading it would
             # make an empty one for each.
-            get = self._param_getter.get(type(f))
+            get = self._param_getter.get(cls)
             if get is None:
                 get = self._class_params(f)
             if get is not _NO_PARAMS:
@@ -863,6 +864,20 @@ class Recorder:
         The comparison reads the live array; a copy is made only when it changed."""
         last = self._leaf_raw[key]
         data = x.data
+        # An optimizer's in-place step changes the first element (see _input): one compare
+        # decides, no full comparison.
+        if (
+            type(last) is _NDARRAY
+            and type(data) is _NDARRAY
+            and data.shape == last.shape
+            and data.dtype is last.dtype
+            and data.size
+        ):
+            first = data.item(0)
+            if first != last.item(0) and first == first:
+                self._leaf_raw[key] = raw = data.copy()
+                self._tape_append((_T_LEAF, key, _VALUE, raw))
+                return
         if type(last) is Snapshot:  # a large array, kept as a summary: compare summaries
             raw = capture(data, self.max_array_size)
             if raw == last:
@@ -906,6 +921,7 @@ class Recorder:
         # gave its output, already on the tape: the decoder puts it back (gys None). A
         # gradient it hands on unchanged (Add returns the one it received) is that same
         # array: _RECEIVED, no copy.
+        max_size = self.max_array_size
         if len(gys) == 1:
             received = gys[0]
             gys = None
@@ -913,7 +929,8 @@ class Recorder:
             received = None
             gys = self._grads_raw(gys)
         passed_on = False
-        if len(gxs) == 2:
+        n_gxs = len(gxs)
+        if n_gxs == 2:
             g0, g1 = gxs
             if type(g0) is not _FLOAT64 or type(g1) is not _FLOAT64:
                 if g0 is received:
@@ -929,7 +946,7 @@ class Recorder:
                 elif g1 is not None:
                     g1 = self._grad_raw(g1)
                 gxs = (g0, g1)
-        elif len(gxs) == 1:
+        elif n_gxs == 1:
             g0 = gxs[0]
             if type(g0) is not _FLOAT64 and g0 is not None:
                 if g0 is received:
@@ -937,8 +954,16 @@ class Recorder:
                     passed_on = True
                 else:
                     gxs = (self._grad_raw(g0),)
-        else:
-            gxs = self._grads_raw(gxs)
+        else:  # e.g. linear's three: _grad_raw's usual case inline
+            raws = []
+            for g in gxs:
+                if g is None or type(g) is _FLOAT64:
+                    raws.append(g)
+                elif type(g) is _NDARRAY and g.ndim and g.size <= max_size:
+                    raws.append(g.copy())
+                else:
+                    raws.append(self._grad_raw(g))
+            gxs = tuple(raws)
         if accs:
             if len(accs) == 1:
                 slot, old, new = accs[0]
