@@ -525,22 +525,6 @@ class Recorder:
             if o in fresh:  # its first use since the segment's scan checked it
                 fresh.discard(o)
                 return o
-            data = x.data
-            # The usual case in training: the optimizer changed the array in place since its
-            # last use, which its first element shows (two different values that are not NaN
-            # have different bits). Anything else: the full comparison.
-            if (
-                type(last) is _NDARRAY
-                and type(data) is _NDARRAY
-                and data.shape == last.shape
-                and data.dtype is last.dtype
-                and data.size
-            ):
-                first = data.item(0)
-                if first != last.item(0) and first == first:
-                    self._leaf_raw[o] = raw = data.copy()
-                    self._tape_append((_T_LEAF, o, _VALUE, raw))
-                    return o
             self._check_leaf(x, o)
             return o
         if o in self._registered:
@@ -864,8 +848,9 @@ class Recorder:
         The comparison reads the live array; a copy is made only when it changed."""
         last = self._leaf_raw[key]
         data = x.data
-        # An optimizer's in-place step changes the first element (see _input): one compare
-        # decides, no full comparison.
+        # The usual case in training: the optimizer changed the array in place since its last
+        # use, which its first element shows (two different values that are not NaN have
+        # different bits): one compare decides. Anything else: the full comparison.
         if (
             type(last) is _NDARRAY
             and type(data) is _NDARRAY
