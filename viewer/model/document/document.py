@@ -42,6 +42,7 @@ import functools
 import gc
 import os
 import sys
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -491,7 +492,7 @@ class Document:
             max_passes=self.script_max_passes,
         )
         self.script_run = run
-        run.may_start = self._may_start
+        run.may_start = weakref.WeakMethod(self._may_start)
         run.finished.connect(self._script_ran)
         self.script_started.emit(run)
         self.status_changed.emit(f"Ready to run {run.path.name}")

@@ -175,9 +175,10 @@ class ScriptProcess(_RunState):
         self.max_array_size = max_array_size
         self.memory_mb = default_memory_mb() if memory_mb is None else max(0, int(memory_mb))
         self.sample_functions = 0  # >0: the worker keeps samples for the gradient check
-        # asked at start: why this run may not start now (None: it may); the Document that
-        # prepared it sets it, so a run it no longer follows cannot start beside another
-        self.may_start: Callable[[ScriptProcess], str | None] | None = None
+        # a weak reference to the check asked at start: why this run may not start now (None:
+        # it may). The Document that prepared it sets it, so a run it no longer follows cannot
+        # start beside another; weak, for the run's thread must reach nothing of the window.
+        self.may_start: Callable[[], Callable[[ScriptProcess], str | None] | None] | None = None
         self.output_written = Signal("output_written")
         self.stage_changed = Signal("stage_changed")
         self.finished = Signal("finished")
@@ -242,7 +243,8 @@ class ScriptProcess(_RunState):
     def _begin(self) -> None:
         if self._started:
             raise RuntimeError("this ScriptProcess was already started")
-        refused = self.may_start(self) if self.may_start is not None else None
+        check = self.may_start() if self.may_start is not None else None
+        refused = check(self) if check is not None else None
         if refused is not None:
             raise RuntimeError(refused)
         self._started = True
