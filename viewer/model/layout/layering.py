@@ -324,16 +324,25 @@ def hub_pendants(
     alignment through the chain's own nodes, not through these."""
     if not hub.any():
         return np.zeros(n, bool)
+    first, _ = _fed_by_hubs(n, src, dst, hub)
+    indeg = np.bincount(dst, minlength=n)
+    after = np.zeros(n, bool)
+    after[dst[first[src]]] = True
+    return first | (after & (indeg == 1))
+
+
+def _fed_by_hubs(
+    n: int, src: NDArray[np.int64], dst: NDArray[np.int64], hub: NDArray[np.bool_]
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """The nodes (not hubs) fed only by hubs and by leaves of their own (``x * c``), and
+    those own leaves: a leaf with one consumer."""
     indeg, outdeg = np.bincount(dst, minlength=n), np.bincount(src, minlength=n)
     own_leaf = (indeg == 0) & (outdeg == 1)
     fed = np.zeros(n, bool)
     fed[dst[hub[src]]] = True
     other_input = np.zeros(n, bool)
     other_input[dst[~(hub[src] | own_leaf[src])]] = True
-    first = fed & ~other_input & ~hub
-    after = np.zeros(n, bool)
-    after[dst[first[src]]] = True
-    return first | (after & (indeg == 1))
+    return fed & ~other_input & ~hub, own_leaf
 
 
 def _sink_hub_consumers(
@@ -347,16 +356,11 @@ def _sink_hub_consumers(
     above its first successor, its leaves with it: the long edges are then the hub's. The
     simplex would get there too, but not within its work budget on a loop of thousands of
     steps."""
-    indeg, outdeg = np.bincount(dst, minlength=n), np.bincount(src, minlength=n)
-    own_leaf = (indeg == 0) & (outdeg == 1)
-    fed = np.zeros(n, bool)
-    fed[dst[hub[src]]] = True
-    other_input = np.zeros(n, bool)
-    other_input[dst[~(hub[src] | own_leaf[src])]] = True
+    fed, own_leaf = _fed_by_hubs(n, src, dst, hub)
     big = np.iinfo(np.int64).max // 4
     limit = np.full(n, big)
     np.minimum.at(limit, src, layer[dst] - 1)
-    move = fed & ~other_input & ~hub & (limit < big) & (limit > layer)
+    move = fed & (limit < big) & (limit > layer)
     layer = np.where(move, limit, layer)
     leaf_edge = own_leaf[src] & move[dst]
     layer[src[leaf_edge]] = layer[dst[leaf_edge]] - 1
