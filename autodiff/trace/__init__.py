@@ -8,6 +8,7 @@ only weak references to engine objects: recording never keeps a graph alive.
 """
 
 from autodiff.trace._checks import TraceFormatError
+from autodiff.trace._compact import ForwardOnly, forward_only_note
 from autodiff.trace._index import GradFate, NodeState
 from autodiff.trace._reader import TraceReader
 from autodiff.trace._snapshot import Snapshot
@@ -25,6 +26,7 @@ from autodiff.trace.formats.npz import trace_to_npz
 
 __all__ = [
     "Accumulation",
+    "ForwardOnly",
     "GradFate",
     "NodeState",
     "Snapshot",
@@ -33,6 +35,7 @@ __all__ = [
     "TraceFormatError",
     "TraceReader",
     "TraceView",
+    "forward_only_note",
     "from_output",
     "load",
     "record",

@@ -40,6 +40,7 @@ from autodiff.trace._checks import (
     small_params,
     small_value,
 )
+from autodiff.trace._compact import compact
 from autodiff.trace._rows import (
     BWD,
     FUNCTION,
@@ -172,6 +173,18 @@ class Recorder:
         self._segment_start = 0  # decoding: the step that began the current segment
         self._pass = -1
         self._backward_stack: list[tuple[int, bool]] = []
+        # Forward-only work (autodiff.trace._compact): counted into ``forward_only`` (None:
+        # never compacted) from ``_compact_from`` on, when ``compact_due`` is set (another
+        # thread may set it: the next operation compacts); ``_due``: the next operation has
+        # housekeeping to do (a segment's scan or a compaction)
+        self.forward_only: Any = None
+        self.compact_due = False
+        self._due = False
+        self._compact_from = 0
+        self._sample_keys: list[int] = []  # roots of the forward-only graphs kept whole
+        self.sample_forward_only = True  # keep the summary's first graphs whole (in this one)
+        self._parameter_keys: set[int] = set()  # orders of the Parameters registered
+        self._forward_samples: list[int] = []  # their node ids, once decoded
 
     # ------------------------------------------------------------------------------
     # The tables' constructors: how a loader (``formats.json_io``, ``formats.npz``) fills a
@@ -292,8 +305,12 @@ class Recorder:
             if end:
                 chunk = tape[:end]
                 del tape[:end]
+                self._compact_from = max(0, self._compact_from - end)
                 self._decode(chunk)
             if not self._recording:
+                nid_of = self._nid_of
+                self._forward_samples += [nid_of[k] for k in self._sample_keys if k in nid_of]
+                self._sample_keys = []
                 tape.clear()  # deaths after recording stopped are not part of the trace
                 self._tape_end = 0
                 # all decoded: what only decoding needed goes
@@ -551,6 +568,7 @@ class Recorder:
         append((_T_INPUT, o, ref, _variable_info(x), x._name, raw, constant, grad, in_backward))
         if isinstance(x, core.Parameter):
             append((_T_PARAMETER, o))
+            self._parameter_keys.add(o)
         self._registered.add(o)
         if not constant:
             self._leaf_raw[o] = raw
@@ -717,10 +735,8 @@ class Recorder:
                     for key in list(mc)[: _CONSTANT_MEMORY // 2]:
                         del mc[key]
             return
-        if self._scan_pending:  # the first operation after a backward pass: a new segment
-            self._scan_pending = False
-            self._tape_append((_T_SEGMENT,))
-            self._scan_leaves()
+        if self._due:  # the first operation after a backward pass, or a compaction asked
+            self._housekeeping()
         # The hot path, once per operation: an input made by a step recorded here needs no
         # lookup; one weak reference per new object and one tuple on the tape. The common
         # one- and two-input, one-output shapes are spelled out.
@@ -793,6 +809,40 @@ class Recorder:
              tuple([y._order for y in outputs]))
         )  # fmt: skip
         self._note_params(f)
+
+    @property
+    def forward_samples(self) -> list[int]:
+        """The roots of the forward-only graphs kept whole (node ids; known once the
+        recording stopped)."""
+        if self._tape and not self._recording:
+            self._sync()
+        return self._forward_samples
+
+    def _housekeeping(self) -> None:
+        self._due = False
+        if self._scan_pending:  # a new segment
+            self._scan_pending = False
+            self._tape_append((_T_SEGMENT,))
+            self._scan_leaves()
+        if self.compact_due:
+            self.compact()
+
+    def compact(self) -> int:
+        """Count, instead of keeping, the forward-only steps recorded since the last
+        compaction (:mod:`autodiff.trace._compact`); returns how many went. Not while a
+        backward pass runs (its graph is being read)."""
+        self.compact_due = False
+        if self.forward_only is None or self._backward_stack:
+            return 0
+        removed = compact(self, self.forward_only, self._parameter_keys)
+        if removed:  # the leaves that died with them: nothing needs their last values
+            dead = [o for o, ref in self._leaf_refs.items() if ref() is None]
+            for o in dead:
+                del self._leaf_refs[o]
+                self._leaf_raw.pop(o, None)
+                self._leaf_grad.pop(o, None)
+                self._fresh.discard(o)
+        return removed
 
     def _class_params(self, f: Any) -> Any:
         """The getter (``operator.itemgetter``) of the attributes kept of ``f``'s class, chosen
@@ -876,6 +926,7 @@ class Recorder:
 
     def on_backward_begin(self, output: Any, retain_grad: bool, create_graph: bool) -> None:
         self._scan_pending = False
+        self._due = self.compact_due
         if not self._backward_stack:  # (a pass inside a pass: its leaves are mid-update)
             self._scan_leaves(values=False)
         self._pass += 1
@@ -980,7 +1031,7 @@ class Recorder:
             self._during = -1
             self._create_graph = False
             self._track_nograd = True
-            self._scan_pending = True  # the next recorded operation begins a segment
+            self._scan_pending = self._due = True  # the next operation begins a segment
 
     def _grads_raw(self, grads: tuple) -> tuple:
         raw_of = self._grad_raw

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import weakref
 from typing import Any
 
 import numpy as np
 
 from autodiff import core
-from autodiff.trace import Trace
+from autodiff.trace import ForwardOnly, Trace
 from viewer.model.scripts.pass_sampling import (
     DEFAULT_MAX_FLAGGED,
     DEFAULT_MAX_PASSES,
@@ -79,13 +80,23 @@ class PassRecording:
         self._held = -1  # the pass found held at this pass (-1: none)
         self._column: dict[int, int | None] = {}  # leaf creation order -> its PassLog column
         self._active = False
+        # Forward work no backward reached, counted instead of kept (autodiff.trace._compact)
+        self.forward_only = ForwardOnly()
+        self._head_recorder.forward_only = self.forward_only
+        self._back_steps = 0  # backward steps of the current trace since its last compaction
+        self._watch: _CompactionWatch | None = None
 
     # ------------------------------------------------------------------ start and stop
     def __enter__(self) -> PassRecording:
         self._current._start()
         core.add_observer(self)
         self._active = True
+        self._watch = _CompactionWatch(self)
         return self
+
+    @property
+    def _head_recorder(self) -> Any:
+        return self.head.tables
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
@@ -94,7 +105,11 @@ class PassRecording:
         if not self._active:
             return
         self._active = False
+        if self._watch is not None:
+            self._watch.stop()
+            self._watch = None
         core.remove_observer(self)
+        self._current.tables.compact()  # what no backward reached: counted, not kept
         self._current._stop()
         if self._current is not self.head:
             self._current = self.head  # the operations after the last pass: not kept
@@ -132,6 +147,7 @@ class PassRecording:
     ) -> None:
         if self._depth != 1:
             return
+        self._back_steps += 1
         inputs = function.inputs
         grads = self._grads
         constant = core.Constant
@@ -163,6 +179,7 @@ class PassRecording:
                 norms.extend([math.nan] * (column + 1 - len(norms)))
                 norms[column] = norm
         self._grads = {}
+        self._compact_if_worth_it()
         end_pass = getattr(self.checker, "end_pass", None)
         wrong = end_pass() if end_pass is not None else ()
         if wrong:
@@ -193,10 +210,25 @@ class PassRecording:
             if ended is not self.head and index not in dropped:
                 self.segments[index] = ended
             self._current = Trace(self.max_array_size)
+            tables = self._current.tables
+            tables.forward_only = self.forward_only
+            tables.sample_forward_only = False  # a segment may be dropped: its sample with it
+            self._back_steps = 0
             self._passes_in_current = 0
             self._current._start()
             core.remove_observer(self)  # after the new recorder: it must see each pass first
             core.add_observer(self)
+
+    def _compact_if_worth_it(self) -> None:
+        """At a pass's end: compact the current trace when it grew by much more than the
+        backward steps since its last compaction explain (about 5 tape entries a step: its
+        forward, its backward, the deaths), i.e. forward-only work is likely there. A
+        training step's own graph, alive now, is never removed."""
+        tables = self._current.tables
+        grown = len(tables._tape) - tables._compact_from
+        if grown > 8 * self._back_steps + _COMPACT_SLACK:
+            tables.compact()
+            self._back_steps = 0
 
     def _call_line(self) -> int:
         """The script's line that called backward (-1 when it is not the script's own)."""
@@ -208,6 +240,39 @@ class PassRecording:
                 return frame.f_lineno
             frame = frame.f_back
         return -1
+
+
+# Compaction at a pass's end needs this many tape entries more than its backward steps
+# explain (a few hundred forward-only operations): below it, scanning costs more than it saves.
+_COMPACT_SLACK = 1_000
+# During a long stretch without backward (a loop of throwaway operations), the trace is
+# compacted every this many new tape entries (about 3 per operation): what it holds stays
+# within a few tens of MB.
+_FLOOD_ENTRIES = 100_000
+_WATCH_S = 0.1
+
+
+class _CompactionWatch:
+    """A thread that asks the recording trace for a compaction once it grew by
+    _FLOOD_ENTRIES tape entries: the script's thread does it at its next operation (a flag
+    the recorder tests anyway), so a loop that never calls backward stays bounded."""
+
+    def __init__(self, recording: PassRecording) -> None:
+        self._recording = recording
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="compaction", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._done.wait(_WATCH_S):
+            tables = self._recording._current.tables
+            if len(tables._tape) - tables._compact_from > _FLOOD_ENTRIES:
+                tables.compact_due = True
+                tables._due = True
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(1.0)
 
 
 def _total(data: Any) -> float:

@@ -508,6 +508,7 @@ class ScriptProcess(_RunState):
             samples=read_samples(meta, self._folder),
             passes=read_passes(meta, self._folder),
             sampling=meta.sampling or "",
+            forward_only=meta.forward_only,
         )
         if graphs:
             self.stage_changed.emit("preparing the last graph")

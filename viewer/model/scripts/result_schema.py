@@ -155,6 +155,8 @@ class ResultMeta:
     error_message: str | None
     samples: Any  # what write_samples returned; None: no samples
     samples_per_class: int
+    # the forward work no backward reached (autodiff.trace.ForwardOnly.as_dict); None: none
+    forward_only: dict[str, Any] | None = None
 
 
 def write_meta(meta: ResultMeta, folder: str | os.PathLike[str]) -> None:
@@ -178,6 +180,7 @@ def write_meta(meta: ResultMeta, folder: str | os.PathLike[str]) -> None:
         "error_message": meta.error_message,
         "samples": meta.samples,
         "samples_per_class": int(meta.samples_per_class),
+        "forward_only": meta.forward_only,
     }
     path = os.path.join(folder, RESULT_NAME)
     with open(path + ".part", "w", encoding="utf-8") as f:
@@ -220,7 +223,31 @@ def read_meta(folder: str | os.PathLike[str]) -> ResultMeta:
         samples_per_class=0
         if samples is None
         else _int(data.get("samples_per_class", 2), "samples_per_class"),
+        forward_only=_forward_only(data.get("forward_only")),
     )
+
+
+_FORWARD_ONLY_COUNTS = ("operations", "graphs", "through_parameters", "sampled")
+
+
+def _forward_only(value: Any) -> dict[str, Any] | None:
+    """The forward-only summary, checked field by field (None: absent); a malformed one is a
+    ValueError, as any other part of the result."""
+    if value is None:
+        return None
+    if type(value) is not dict:
+        raise ValueError("forward_only: expected an object")
+    out: dict[str, Any] = {
+        k: _int(value.get(k, 0), f"forward_only.{k}") for k in _FORWARD_ONLY_COUNTS
+    }
+    ops = value.get("ops", {})
+    if type(ops) is not dict:
+        raise ValueError("forward_only.ops: expected an object")
+    out["ops"] = {
+        _str(k, "forward_only: an op's name"): _int(n, "forward_only: an op's count")
+        for k, n in ops.items()
+    }
+    return out
 
 
 def write_passes(log: PassLog, folder: str | os.PathLike[str]) -> None:

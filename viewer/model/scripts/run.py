@@ -102,6 +102,9 @@ class ScriptResult:
     samples: FunctionSampler | None = None  # what the gradient check needs (sample_functions)
     passes: PassLog | None = None  # every backward pass's scalars (the Training plot's)
     sampling: str = ""  # which passes ``graphs`` holds, when not all ("showing 1,001 of ...")
+    # the forward work no backward reached, counted instead of recorded
+    # (autodiff.trace.ForwardOnly.as_dict; None: none)
+    forward_only: dict[str, Any] | None = None
     _views: dict[int, TraceView] = field(default_factory=dict, repr=False)
 
     def view(self, index: int) -> TraceView:
@@ -516,6 +519,7 @@ class ScriptRun(_RunState):
             samples=sampler,
             passes=None if recording is None else recording.passes,
             sampling=_sampling_note(recording, trace, sampler, len(graphs)),
+            forward_only=_forward_only(recording),
         )
         # A cancelled or failed run shows what it built up to then: its last graph too.
         if graphs and self.prepare_view:
@@ -612,7 +616,10 @@ def _sampling_note(
     passes the script's own Functions were checked."""
     if recording is None or trace is None:
         return ""
-    note = recording.reservoir.note(shown)
+    shown -= len(trace.tables.forward_samples)
+    note = "; ".join(
+        part for part in (recording.reservoir.note(shown), recording.forward_only.note()) if part
+    )
     if sampler is not None and sampler.passes_unchecked:
         checked = sampler.passes_checked
         total = checked + sampler.passes_unchecked
@@ -643,12 +650,29 @@ def _collect_graphs(
     if trace is None:
         return []
     try:
+        trace._sync()  # (what decoding the recording resolves: the forward-only samples)
+        samples = _forward_only_graphs(trace)
         if recording is not None and len(recording.passes):
-            return _recorded_graphs(recording)
-        return _graphs_of(trace)
+            return samples + _recorded_graphs(recording)
+        own = {g.root for g in samples}
+        return samples + [g for g in _graphs_of(trace) if g.root not in own]
     except Exception as e:
         stage_changed.emit(f"could not collect the graphs: {type(e).__name__}: {e}")
         return []
+
+
+def _forward_only(recording: PassRecording | None) -> dict[str, Any] | None:
+    if recording is None or not recording.forward_only:
+        return None
+    return recording.forward_only.as_dict()
+
+
+def _forward_only_graphs(trace: TraceReader) -> list[ScriptGraph]:
+    """The forward-only graphs kept whole as a sample (their roots), first."""
+    return [
+        ScriptGraph(f"forward only #{k + 1}: {_root_label(trace, nid)}, no backward", nid, -1)
+        for k, nid in enumerate(getattr(trace.tables, "forward_samples", ()))
+    ]
 
 
 def _recorded_graphs(recording: PassRecording) -> list[ScriptGraph]:

@@ -214,5 +214,6 @@ def _write_result(result: Any, folder: str, channel: _Channel) -> None:
         error_message=result.error_message,
         samples=samples,
         samples_per_class=int(result.samples.per_class) if result.samples else 0,
+        forward_only=result.forward_only,
     )
     write_meta(meta, folder)
