@@ -818,6 +818,11 @@ class Recorder:
             self._sync()
         return self._forward_samples
 
+    @property
+    def uncompacted(self) -> int:
+        """Tape entries recorded since the last compaction (any thread may ask)."""
+        return len(self._tape) - self._compact_from
+
     def _housekeeping(self) -> None:
         self._due = False
         if self._scan_pending:  # a new segment

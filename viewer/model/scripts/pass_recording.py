@@ -80,7 +80,7 @@ class PassRecording:
         self._held = -1  # the pass found held at this pass (-1: none)
         self._column: dict[int, int | None] = {}  # leaf creation order -> its PassLog column
         self._active = False
-        # Forward work no backward reached, counted instead of kept (autodiff.trace._compact)
+        # Forward work no backward reached, counted instead of kept (autodiff.trace.ForwardOnly)
         self.forward_only = ForwardOnly()
         self._head_recorder.forward_only = self.forward_only
         self._back_steps = 0  # backward steps of the current trace since its last compaction
@@ -225,7 +225,7 @@ class PassRecording:
         forward, its backward, the deaths), i.e. forward-only work is likely there. A
         training step's own graph, alive now, is never removed."""
         tables = self._current.tables
-        grown = len(tables._tape) - tables._compact_from
+        grown = tables.uncompacted
         if grown > 8 * self._back_steps + _COMPACT_SLACK:
             tables.compact()
             self._back_steps = 0
@@ -266,7 +266,7 @@ class _CompactionWatch:
     def _loop(self) -> None:
         while not self._done.wait(_WATCH_S):
             tables = self._recording._current.tables
-            if len(tables._tape) - tables._compact_from > _FLOOD_ENTRIES:
+            if tables.uncompacted > _FLOOD_ENTRIES:
                 tables.compact_due = True
                 tables._due = True
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from autodiff import core
-from autodiff.trace import TraceReader, TraceView, view_for_root
+from autodiff.trace import Trace, TraceReader, TraceView, view_for_root
 from viewer.model.checks.function_check import FunctionSampler
 from viewer.model.scripts.pass_recording import PassRecording
 from viewer.model.scripts.pass_sampling import DEFAULT_MAX_PASSES, PassLog, pass_label
@@ -650,7 +650,6 @@ def _collect_graphs(
     if trace is None:
         return []
     try:
-        trace._sync()  # (what decoding the recording resolves: the forward-only samples)
         samples = _forward_only_graphs(trace)
         if recording is not None and len(recording.passes):
             return samples + _recorded_graphs(recording)
@@ -667,11 +666,11 @@ def _forward_only(recording: PassRecording | None) -> dict[str, Any] | None:
     return recording.forward_only.as_dict()
 
 
-def _forward_only_graphs(trace: TraceReader) -> list[ScriptGraph]:
+def _forward_only_graphs(trace: Trace) -> list[ScriptGraph]:
     """The forward-only graphs kept whole as a sample (their roots), first."""
     return [
         ScriptGraph(f"forward only #{k + 1}: {_root_label(trace, nid)}, no backward", nid, -1)
-        for k, nid in enumerate(getattr(trace.tables, "forward_samples", ()))
+        for k, nid in enumerate(trace.tables.forward_samples)
     ]
 
 
