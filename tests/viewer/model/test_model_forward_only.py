@@ -141,7 +141,12 @@ def test_a_loop_that_never_calls_backward_stays_bounded(monkeypatch):
 def test_the_worker_sends_the_summary_and_the_sample(tmp_path):
     path = _script(tmp_path, "flood.py", FLOOD.format(ops=2000, scale=0.5))
     doc = Document()
+    said: list[str] = []
+    doc.status_changed.connect(lambda text, *rest: said.append(str(text)))
     assert doc.run_script(path)
+    # the samples come first in the list, but the script did call backward
+    assert not doc.script_result.never_called_backward
+    assert not any("never called backward" in text for text in said)
     result = doc.script_result
     assert result is not None and result.ok
     assert result.forward_only["graphs"] == 2000 - 3 - 1

@@ -56,7 +56,7 @@ def outcome(result: ScriptResult) -> ScriptOutcome:
             "functions on Variables outside no_grad (and ideally backward)"
         )
         return ScriptOutcome(error=error)
-    if result.graphs[0].backward_pass < 0:
+    if result.never_called_backward:
         note = (
             f"{result.path.name} never called backward: showing the forward graph of its "
             "last outputs. Call loss.backward() to see gradients"

@@ -124,6 +124,14 @@ class ScriptResult:
         return next((i for i, v in self._views.items() if v is view), -1)
 
     @property
+    def never_called_backward(self) -> bool:
+        """Whether the graphs are all forward graphs because the script never called
+        backward (a run that did may list forward-only samples first)."""
+        if self.passes is not None and len(self.passes):
+            return False
+        return bool(self.graphs) and all(g.backward_pass < 0 for g in self.graphs)
+
+    @property
     def summary(self) -> str:
         name = self.path.name
         if self.cancelled:

@@ -122,7 +122,7 @@ class ScriptBinding(PanelBinding):
             self.status_bar.showMessage(
                 f"{result.summary}: showing the last; choose another in the Script panel"
             )
-        if ok and result.graphs and result.graphs[0].backward_pass < 0:
+        if ok and result.never_called_backward:
             self.panel.append_error(
                 f"Note: {result.path.name} never called backward(), so the graph shows its "
                 "forward pass only, without gradients. Call loss.backward() to see them."
