@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer.qt.drawing.plain_text import tooltip
+from viewer.qt.drawing.plain_text import SummaryArea, tooltip
 
 __all__ = ["NO_SCRIPT", "ScriptPanel"]
 
@@ -65,6 +65,10 @@ class ScriptPanel(QtWidgets.QWidget):
         self.sampling.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         self.sampling.setWordWrap(True)
         self.sampling.setVisible(False)
+        # which passes the list holds and the forward-only work: it scrolls past three lines
+        # rather than squeezing the rows above it in a short dock
+        self.sampling_area = SummaryArea(self.sampling, self, preferred_lines=3)
+        self.sampling_area.setVisible(False)
         self._titles: list[str] = []
         self._on_screen = -1  # the run's index of the graph shown, kept across filters
         self.output = QtWidgets.QPlainTextEdit(self)
@@ -87,7 +91,7 @@ class ScriptPanel(QtWidgets.QWidget):
         layout.addWidget(self.status)
         layout.addLayout(row)
         layout.addLayout(filter_row)
-        layout.addWidget(self.sampling)
+        layout.addWidget(self.sampling_area)
         layout.addWidget(self.output, 1)
         self.cancel_button.clicked.connect(self.cancel_requested)
         self.graphs.activated.connect(self._on_activated)
@@ -149,8 +153,9 @@ class ScriptPanel(QtWidgets.QWidget):
             self.filter.clear()
         self.filter.setEnabled(len(self._titles) > 1)
         self.count.clear()
-        self.sampling.setText(sampling)
         self.sampling.setVisible(bool(sampling))
+        self.sampling_area.setVisible(bool(sampling))
+        self.sampling_area.set_text(sampling)
 
     def show_entries(self, indexes: Sequence[int]) -> None:
         """List the graphs ``indexes`` (those the filter lets through), the one on screen
