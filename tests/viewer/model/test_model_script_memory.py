@@ -11,6 +11,7 @@ import time
 import pytest
 
 from viewer.model.document.document import Document
+from viewer.model.scripts import worker
 from viewer.model.scripts.process import DEFAULT_MEMORY_MB, ScriptProcess
 
 MESSAGE = "the script used more than 300 MiB, its limit: Settings, limits/scriptMemoryMB"
@@ -100,3 +101,65 @@ def test_a_script_that_catches_the_stop_is_ended_with_its_process(tmp_path):
 def test_the_default_bound_is_800_mib():
     assert DEFAULT_MEMORY_MB == 800
     assert ScriptProcess(__file__).memory_mb == 800
+
+
+class _Watched:
+    """A _MemoryWatch over this process, with what it would do recorded instead of done."""
+
+    def __init__(self, limit, in_script):
+        import os
+
+        self.stops, self.exits = [], []
+        self.fd = os.open("/proc/self/statm", os.O_RDONLY)
+        self.watch = worker._MemoryWatch(limit, self.fd, lambda: in_script, self._stop)
+        self.watch._exit = self.exits.append
+
+    def _stop(self):
+        self.stops.append(time.monotonic())
+
+    def check(self):
+        self.watch._check(0, None)
+
+
+@pytest.mark.parametrize("in_script", [True, False])
+def test_the_watch_does_nothing_under_the_limit_or_between_the_script_and_its_sending(
+    in_script,
+):
+    under = _Watched(1 << 40, in_script)  # a terabyte: this process is under it
+    under.watch.sending = True
+    under.check()
+    idle = _Watched(1, in_script=False)  # over, but neither in the script nor sending
+    idle.check()
+    assert under.stops == under.exits == idle.stops == idle.exits == []
+
+
+def test_the_watch_stops_the_script_once_then_ends_it_if_it_stays_over(monkeypatch):
+    watched = _Watched(1, in_script=True)  # one byte: this process is over it
+    watched.check()
+    watched.check()
+    assert len(watched.stops) == 1 and watched.watch.fired and watched.exits == []
+    monkeypatch.setattr(worker, "_HARD_STOP_S", 0.0)
+    time.sleep(0.01)
+    watched.check()
+    assert watched.exits == [worker.MEMORY_EXIT] and len(watched.stops) == 1
+
+
+def test_the_watch_ends_the_worker_past_the_limit_while_it_sends_the_recording():
+    watched = _Watched(1, in_script=False)
+    watched.watch.sending = True
+    watched.check()
+    assert watched.exits == [worker.MEMORY_EXIT_SENDING] and watched.stops == []
+
+
+def test_a_worker_ended_while_sending_is_reported_with_the_limit(tmp_path):
+    # what the watch does past the limit once the script ended: the worker's exit status
+    text = f"""
+    import os, threading, time
+    threading.Thread(target=os._exit, args=({worker.MEMORY_EXIT_SENDING},)).start()
+    time.sleep(60)
+    """
+    result = ScriptProcess(write(tmp_path, "sent.py", text), memory_mb=300).run()
+    assert result.error_summary == (
+        "sent.py: the script ended, but its recording needed more than 300 MiB, its limit: "
+        "Settings, limits/scriptMemoryMB"
+    )

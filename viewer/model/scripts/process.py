@@ -67,7 +67,7 @@ from viewer.model.scripts.run import (
     _RunState,
     _ThreadStream,
 )
-from viewer.model.scripts.worker import MEMORY_EXIT, memory_message
+from viewer.model.scripts.worker import MEMORY_EXIT, MEMORY_EXIT_SENDING, memory_message
 from viewer.model.signals import Signal
 
 __all__ = [
@@ -474,6 +474,8 @@ class ScriptProcess(_RunState):
             message = "the script ended, but its process could not send the result"
         elif returncode == MEMORY_EXIT:
             message = f"{memory_message(self.memory_mb)}; it did not stop, so its process was ended"
+        elif returncode == MEMORY_EXIT_SENDING:
+            message = f"the script ended, but {memory_message(self.memory_mb, sending=True)}"
         else:
             message = (
                 f"the script's process exited with status {returncode} before it finished "

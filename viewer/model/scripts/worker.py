@@ -36,7 +36,13 @@ import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-__all__ = ["AS_BACKSTOP_FACTOR", "MEMORY_EXIT", "main", "memory_message"]
+__all__ = [
+    "AS_BACKSTOP_FACTOR",
+    "MEMORY_EXIT",
+    "MEMORY_EXIT_SENDING",
+    "main",
+    "memory_message",
+]
 
 # A cancelled run sends its recording only up to this many steps: more would not be written
 # before the app's deadline (about 20 us a step, after the collection and the audit).
@@ -64,9 +70,11 @@ class _Channel:
 # setrlimit takes a C long: anything larger overflows (RLIM_INFINITY is -1 on Linux).
 _LARGEST_RLIMIT = 2**63 - 1
 
-# The worker's exit status when a script over its memory limit did not stop (it caught the
-# stop): the app reports it with memory_message.
+# The worker's exit statuses past its memory limit, which the app reports with
+# memory_message: the script did not stop (it caught the stop); the script had ended, and
+# collecting and sending its recording went past the limit.
 MEMORY_EXIT = 73
+MEMORY_EXIT_SENDING = 74
 
 # The resident size is read every _WATCH_S seconds of the worker's CPU time (a script grows
 # only while it computes): allocating at memory speed (about 5 GB/s) it passes its limit by
@@ -84,9 +92,11 @@ _HARD_STOP_S = 2.0
 AS_BACKSTOP_FACTOR = 2
 
 
-def memory_message(megabytes: int) -> str:
-    """The one line a script stopped for its memory is reported with."""
-    return f"the script used more than {megabytes} MiB, its limit: Settings, limits/scriptMemoryMB"
+def memory_message(megabytes: int, sending: bool = False) -> str:
+    """The one line a run stopped for its memory is reported with (``sending``: stopped once
+    the script had ended, while its recording was collected and sent)."""
+    what = "its recording needed" if sending else "the script used"
+    return f"{what} more than {megabytes} MiB, its limit: Settings, limits/scriptMemoryMB"
 
 
 def _statm(fd: int) -> tuple[int, int]:
@@ -97,9 +107,10 @@ def _statm(fd: int) -> tuple[int, int]:
 
 
 class _MemoryWatch:
-    """While the script runs, reads the worker's resident size every _WATCH_S of CPU time and
-    calls ``stop`` (which raises, as Cancel does) once it passes ``limit`` bytes; :attr:`fired`
-    says so.
+    """Reads the worker's resident size every _WATCH_S of CPU time. While the script runs,
+    calls ``stop`` (which raises, as Cancel does) once it passes ``limit`` bytes (:attr:`fired`
+    says so). Once the script's objects are dropped and :attr:`sending` is set (collecting,
+    auditing and writing its recording), ends the worker past it (MEMORY_EXIT_SENDING).
 
     A profiling timer's signal (SIGPROF), not a thread: its handler runs on the script's
     thread, so the GIL never changes hands for it. Measured on 30 000 tiny passes (a busy
@@ -113,6 +124,7 @@ class _MemoryWatch:
     ) -> None:
         self.limit = limit
         self.fired = False
+        self.sending = False
         self._fired_at = 0.0
         self._fd = fd
         self._in_script = in_script
@@ -130,7 +142,8 @@ class _MemoryWatch:
         signal.signal(signal.SIGPROF, signal.SIG_IGN)
 
     def _check(self, signum: int, frame: Any) -> None:
-        if not self._in_script():
+        in_script = self._in_script()
+        if not (in_script or self.sending):
             return
         try:
             resident = _statm(self._fd)[1]
@@ -138,7 +151,9 @@ class _MemoryWatch:
             return  # cannot tell: the address space limit stays
         if resident <= self.limit:
             return
-        if not self.fired:
+        if not in_script:
+            self._exit(MEMORY_EXIT_SENDING)
+        elif not self.fired:
             self.fired, self._fired_at = True, time.monotonic()
             self._stop()
         elif time.monotonic() - self._fired_at > _HARD_STOP_S:
@@ -251,10 +266,12 @@ def main(argv: list[str] | None = None) -> NoReturn:
     # which grow with the cores) is not the script's.
     watch = _limit_memory(memory_mb, lambda: run._in_script, stop_for_memory)
     if watch is not None:
+        # the run's first stage after the script comes once its objects are dropped
+        run.stage_changed.connect(lambda text: setattr(watch, "sending", True))
         watch.start()
     result = run.run()
     if watch is not None:
-        watch.close()
+        watch.sending = True
         if watch.fired and result.cancelled:  # a failure, not the user's Cancel
             message = memory_message(memory_mb)
             if result.error_message:  # what it recorded is not kept...
@@ -272,6 +289,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
     except BaseException as e:  # a full disk, a MemoryError: say so, in one line
         channel.send("stage", f"could not send the result: {type(e).__name__}: {e}")
         os._exit(72)
+    if watch is not None:
+        watch.close()
     channel.send("done")
     os._exit(0)
 
