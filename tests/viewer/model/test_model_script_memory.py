@@ -5,6 +5,7 @@ with one line naming the limit and the setting, and the app carries on.
 Times are bounded generously (a busy machine decides them); the stop itself comes within
 20 ms of the worker's CPU time."""
 
+import sys
 import textwrap
 import time
 
@@ -62,8 +63,11 @@ def test_a_script_past_its_limit_is_stopped_and_the_document_keeps_its_graph(tmp
     assert time.monotonic() - began < 60
     (result,) = finished
     assert not result.ok and not result.cancelled
-    assert result.error_summary == f"grow.py: {MESSAGE}"
-    assert str(doc.last_error) == f"grow.py failed: {MESSAGE}"
+    # where it was stopped: in its loop
+    loop = [i + 1 for i, line in enumerate(GROW.strip().splitlines()) if "kept" in line][1:]
+    assert result.error_line in loop
+    assert result.error_summary == f"grow.py line {result.error_line}: {MESSAGE}"
+    assert str(doc.last_error) == f"grow.py failed: {MESSAGE}, line {result.error_line}"
     assert len(result.graphs) == 1  # what it recorded until then came back
     assert doc.trace is shown and doc.script_result is first  # the graph on screen stays
     assert doc.run_script(write(tmp_path, "second.py", ENGINE)), doc.last_error  # and the app runs
@@ -77,7 +81,7 @@ def test_a_limit_of_0_is_none(tmp_path, limit, ok):
     if ok:
         assert result.stdout == "done 400\n"
     else:
-        assert result.error_summary == f"once.py: {MESSAGE}"
+        assert result.error_summary == f"once.py line 2: {MESSAGE}"  # its one numpy call
 
 
 def test_a_script_that_catches_the_stop_is_ended_with_its_process(tmp_path):
@@ -114,11 +118,11 @@ class _Watched:
         self.watch = worker._MemoryWatch(limit, self.fd, lambda: in_script, self._stop)
         self.watch._exit = self.exits.append
 
-    def _stop(self):
-        self.stops.append(time.monotonic())
+    def _stop(self, frame):
+        self.stops.append(frame)
 
     def check(self):
-        self.watch._check(0, None)
+        self.watch._check(0, sys._getframe())
 
 
 @pytest.mark.parametrize("in_script", [True, False])
@@ -137,7 +141,8 @@ def test_the_watch_stops_the_script_once_then_ends_it_if_it_stays_over(monkeypat
     watched = _Watched(1, in_script=True)  # one byte: this process is over it
     watched.check()
     watched.check()
-    assert len(watched.stops) == 1 and watched.watch.fired and watched.exits == []
+    assert watched.exits == [] and watched.watch.fired
+    assert [frame.f_code.co_name for frame in watched.stops] == ["check"]  # where it was
     monkeypatch.setattr(worker, "_HARD_STOP_S", 0.0)
     time.sleep(0.01)
     watched.check()

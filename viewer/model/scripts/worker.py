@@ -120,7 +120,7 @@ class _MemoryWatch:
     SIGPROF handler or profiling timer turns the watch off: the address space limit stays."""
 
     def __init__(
-        self, limit: int, fd: int, in_script: Callable[[], bool], stop: Callable[[], None]
+        self, limit: int, fd: int, in_script: Callable[[], bool], stop: Callable[[Any], None]
     ) -> None:
         self.limit = limit
         self.fired = False
@@ -155,18 +155,18 @@ class _MemoryWatch:
             self._exit(MEMORY_EXIT_SENDING)
         elif not self.fired:
             self.fired, self._fired_at = True, time.monotonic()
-            self._stop()
+            self._stop(frame)
         elif time.monotonic() - self._fired_at > _HARD_STOP_S:
             self._exit(MEMORY_EXIT)
 
 
 def _limit_memory(
-    megabytes: int, in_script: Callable[[], bool], stop: Callable[[], None]
+    megabytes: int, in_script: Callable[[], bool], stop: Callable[[Any], None]
 ) -> _MemoryWatch | None:
     """Bound the script's memory to ``megabytes`` MiB (0: no bound).
 
     Where /proc/self/statm can be read (Linux), the resident size is bounded by a
-    :class:`_MemoryWatch` calling ``stop`` (returned, not started), and the address space is
+    :class:`_MemoryWatch` calling ``stop(frame)`` (returned, not started), and the address space is
     limited to AS_BACKSTOP_FACTOR times that on top of what is mapped now; elsewhere only the
     address space is limited, to ``megabytes``. The limit is clamped to what the OS accepts
     (the hard limit, the largest value setrlimit takes)."""
@@ -259,8 +259,15 @@ def main(argv: list[str] | None = None) -> NoReturn:
 
     signal.signal(signal.SIGTERM, cancel)
 
-    def stop_for_memory() -> None:
-        cancel(signal.SIGTERM, None)
+    stopped_at: list[int] = []  # the script's line it was stopped at
+
+    def stop_for_memory(frame: Any) -> None:
+        target = str(run.path)
+        while frame is not None and frame.f_code.co_filename != target:
+            frame = frame.f_back
+        if frame is not None:
+            stopped_at.append(frame.f_lineno)
+        cancel(signal.SIGTERM, frame)
 
     # Set once the imports are done: the address space they mapped (BLAS threads' buffers,
     # which grow with the cores) is not the script's.
@@ -278,6 +285,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
                 message += f"; {result.error_message}"
             result.ok = result.cancelled = False
             result.error = result.error_message = message
+            result.error_line = stopped_at[0] if stopped_at else None
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # from now on Cancel simply ends the worker
     # os._exit below flushes nothing: a last line without its newline (and whatever the script
     # set sys.stdout to) would be lost, and it must reach the app before the result does
