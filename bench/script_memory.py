@@ -9,6 +9,10 @@ it runs, the worker's ``/proc/<pid>/status`` is read every 10 ms: its peak resid
 (``VmHWM``) and its peak address space (``VmPeak``, what ``RLIMIT_AS`` counts), as last seen
 before it ended. A script that needs more than the limit is reported failed, with the
 worker's message.
+
+Measured (a busy 2-core machine, limit 800 MiB): all 19 run; peak resident size 53-59 MB for
+most, linear_regression 73, rnn_bptt 66, spiral 91, sine_regression 146; peak address space
+303-331 MB.
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ _HARD_STOP_S = 2.0
 # The address space is limited too, as a backstop for one allocation too big to ever fill:
 # to what the worker maps once its imports are done plus this many times the resident limit.
 # Measured (bench/script_memory.py, bench/heavy_scripts.py): a worker's address space is its
-# resident size plus a constant 150-250 MB (libraries, thread stacks, BLAS buffers, which grow
+# resident size plus a constant 190-250 MB (libraries, thread stacks, BLAS buffers, which grow
 # with the cores and are mapped by then), whatever the script does; so twice the limit leaves
 # a whole limit of room for mappings that are never filled.
 AS_BACKSTOP_FACTOR = 2
