@@ -353,8 +353,8 @@ class AppSettings:
         return self.read("limits/scriptMaxPasses")
 
     def script_memory_mb(self) -> int | None:
-        """The memory a script's process may use, in MiB (``limits/scriptMemoryMB``): 0 for
-        no limit; None (the default, half the machine's memory) when unset or invalid."""
+        """The resident memory a script's process may use, in MiB (``limits/scriptMemoryMB``):
+        0 for no limit; None (the default, 800 MiB) when unset or invalid."""
         return self.read("limits/scriptMemoryMB")
 
     def sync(self) -> None:

@@ -17,6 +17,7 @@ from autodiff import core
 from viewer.model.document.document import Document
 from viewer.model.scripts import process as script_process
 from viewer.model.scripts.process import CANCEL_GRACE_S, ScriptProcess
+from viewer.model.scripts.worker import AS_BACKSTOP_FACTOR
 
 
 def write(tmp_path, name, text):
@@ -147,9 +148,12 @@ def test_a_segfault_is_reported_with_the_scripts_line(tmp_path):
     assert "Segmentation fault" in result.stderr  # faulthandler's report, kept
 
 
-def test_a_memory_error_under_the_limit_names_the_limit(tmp_path):
+def test_one_allocation_past_the_address_space_backstop_is_a_memory_error_naming_the_limit(
+    tmp_path,
+):
+    # 4 GiB at once: more than the backstop (what the worker mapped, plus twice the limit)
     result, _ = run(
-        tmp_path, "import numpy as np\nbig = np.ones(2 * 1024**3 // 8)\n", memory_mb=1024
+        tmp_path, "import numpy as np\nbig = np.ones(4 * 1024**3 // 8)\n", memory_mb=1024
     )
     assert not result.ok
     summary = result.error_summary
@@ -264,18 +268,25 @@ def test_the_document_runs_scripts_in_the_worker_one_at_a_time(tmp_path):
 
 
 @pytest.mark.parametrize("limit", [0, 2048, 10**24])
-def test_the_memory_limit_can_be_set_or_lifted(tmp_path, limit):
+def test_the_address_space_backstop_can_be_set_or_lifted(tmp_path, limit):
     result, _ = run(
         tmp_path,
-        "import resource\nprint(resource.getrlimit(resource.RLIMIT_AS)[0])\n",
+        """
+        import resource
+        print(resource.getrlimit(resource.RLIMIT_AS)[0])
+        print(int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize())
+        """,
         memory_mb=limit,
     )
     assert result.ok, result.error  # a limit past what setrlimit takes is clamped, not fatal
-    soft = int(result.stdout)
+    soft, mapped = (int(line) for line in result.stdout.split())
     if limit == 10**24:
         assert soft == 2**63 - 1 or soft == -1
     elif limit:
-        assert soft == limit * 1024 * 1024
+        # the resident limit is the watch's; the address space's is a backstop on top of what
+        # the worker mapped before the script (no more than it maps now)
+        backstop = AS_BACKSTOP_FACTOR * limit * 1024 * 1024
+        assert backstop < soft <= backstop + mapped
     else:
         assert soft == -1 or soft > 2**50  # RLIM_INFINITY
 

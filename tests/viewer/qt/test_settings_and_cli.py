@@ -202,9 +202,13 @@ def test_a_scripts_memory_limit_comes_from_the_settings(qtbot, tmp_path, stored,
     script = tmp_path / "s.py"
     script.write_text("x = 1\n")
     run = window.document.prepare_script(script)
-    from viewer.model.scripts.process import default_memory_mb
-
-    assert run.memory_mb == (default_memory_mb() if expected is None else expected)
+    # unset or refused: the default bound, and the status bar says the value was ignored
+    assert run.memory_mb == (800 if expected is None else expected)
+    if expected is None:
+        qtbot.waitUntil(
+            lambda: "limits/scriptMemoryMB" in window.statusBar().currentMessage(), timeout=10_000
+        )
+        assert "ignored; default used" in window.statusBar().currentMessage()
     window.document.script_run = None
 
 

@@ -154,7 +154,7 @@ class Document:
         self.last_error: BaseException | None = None
         self.leak_report: Any = None
         self.script_run: ScriptProcess | None = None  # the run in progress, if any
-        # a script's memory limit in MiB (None: half the machine's; 0: none)
+        # a script's resident memory limit in MiB (None: the default, 800; 0: none)
         self.script_memory_mb: int | None = None
         # the graphs of about this many backward passes of a run are kept (pass_sampling)
         self.script_max_passes = DEFAULT_MAX_PASSES

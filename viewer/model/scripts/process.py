@@ -10,8 +10,10 @@ segfault, a MemoryError, a thread that never ends, ``sys.stdout`` replaced, a si
 of its own), the app's process is untouched, and each way a worker can end is reported in
 one line.
 
-* **Memory**: the worker's address space is limited to ``memory_mb`` (default: half the
-  machine's memory, see :func:`default_memory_mb`; 0: no limit).
+* **Memory**: the worker's resident size is limited to ``memory_mb`` MiB (default
+  :data:`DEFAULT_MEMORY_MB`, 800; 0: no limit): past it the script is stopped as by Cancel
+  and the run fails with :func:`~viewer.model.scripts.worker.memory_message`. Its address
+  space is limited too, as a backstop (see :mod:`viewer.model.scripts.worker`).
 * **Output**: the worker's stdout and stderr are pipes (whatever thread or C code writes
   them, a crash report included); what comes reaches ``output_written`` in batches, at most
   every 50 ms or 64 KiB, and the result keeps up to 2 million characters of each.
@@ -65,10 +67,12 @@ from viewer.model.scripts.run import (
     _RunState,
     _ThreadStream,
 )
+from viewer.model.scripts.worker import MEMORY_EXIT, MEMORY_EXIT_SENDING, memory_message
 from viewer.model.signals import Signal
 
 __all__ = [
     "CANCEL_GRACE_S",
+    "DEFAULT_MEMORY_MB",
     "FOLDER_PREFIX",
     "STALE_FOLDER_AGE_S",
     "ScriptProcess",
@@ -139,13 +143,14 @@ def remove_stale_folders(
     return removed
 
 
+# The resident memory a script's worker may use by default, in MiB: every bundled example
+# needs under 150 (bench/script_memory.py), and the app stays usable beside it on a small machine.
+DEFAULT_MEMORY_MB = 800
+
+
 def default_memory_mb() -> int:
-    """Half the machine's physical memory, in MiB (at least 1024); 0 where unknown."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, OSError, ValueError):
-        return 0
-    return max(1024, total // 2 // (1024 * 1024))
+    """The resident memory a script's worker may use unless told otherwise, in MiB."""
+    return DEFAULT_MEMORY_MB
 
 
 # A line the worker has not finished yet waits this long for its end before it is shown, and
@@ -467,6 +472,10 @@ class ScriptProcess(_RunState):
             message = "the script's process stopped: it could not talk to the app"
         elif returncode == 72:
             message = "the script ended, but its process could not send the result"
+        elif returncode == MEMORY_EXIT:
+            message = f"{memory_message(self.memory_mb)}; it did not stop, so its process was ended"
+        elif returncode == MEMORY_EXIT_SENDING:
+            message = f"the script ended, but {memory_message(self.memory_mb, sending=True)}"
         else:
             message = (
                 f"the script's process exited with status {returncode} before it finished "
