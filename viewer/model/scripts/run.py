@@ -346,6 +346,10 @@ class ScriptRun(_RunState):
         self._interrupt_lock = threading.Lock()
         self._started = False
         self._in_script = False
+        # Cancel stops the script at its next engine operation (an observer called on each:
+        # about 6% of a flood of tiny operations). The worker process stops it from its
+        # SIGTERM handler instead, which interrupts any Python code, so it turns this off.
+        self.cancel_on_operation = True
         # Extra engine observers attached only while the script runs.
         self.observers: list[Any] = []
         # Keep the first calls of every Function class for the gradient check (a
@@ -437,7 +441,8 @@ class ScriptRun(_RunState):
             sys.argv = [str(self.path), *self.argv]
             sys.path.insert(0, str(self.path.parent))
             os.chdir(self.path.parent)
-            core.add_observer(observer)
+            if self.cancel_on_operation:
+                core.add_observer(observer)
             for extra in observers:
                 core.add_observer(extra)
             recording = PassRecording(
@@ -472,7 +477,8 @@ class ScriptRun(_RunState):
                 # A cancel that raced with the end of the script must not fire later, elsewhere.
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread_id), None)
             try:
-                core.remove_observer(observer)
+                if self.cancel_on_operation:
+                    core.remove_observer(observer)
                 for extra in observers:
                     core.remove_observer(extra)
             finally:

@@ -248,6 +248,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     )
     run.sample_functions = int(config.get("sample_functions", 0))
     run.prepare_view = False
+    run.cancel_on_operation = False  # SIGTERM's handler stops the script (below)
     run.keep_on_cancel = CANCEL_KEEP_STEPS
     run.max_passes = max(2, int(config.get("max_passes", run.max_passes)))
     run.stage_changed.connect(lambda text: channel.send("stage", text))
