@@ -38,6 +38,12 @@ def test_the_runs_folder_lives_while_its_graphs_can_be_opened(
     assert doc.title.endswith(result.graphs[0].title)
 
     del result
+    assert window.open_path(script, confirm_scripts=False)  # the next run replaces it
+    wait_for_script(window)
+    assert not os.path.exists(folder)  # (no collection needed: the Document does one)
+    folder = doc.script_result.folder.path
+    assert os.path.isdir(folder)
+
     assert window.open_path(find_example("sphere").path)
     qtbot.waitUntil(lambda: doc.kind == "expression")
     gc.collect()

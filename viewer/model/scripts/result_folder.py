@@ -5,7 +5,8 @@ samples) and the recording of the graph it shows; every other graph's recording 
 trace ``trace.npz``, a kept pass's segment) stays in the folder until the user selects that
 graph. A :class:`ResultFolder` owns the folder from then on: it reads each recording once
 (:meth:`ResultFolder.head`, :meth:`ResultFolder.segment`), deletes the file once read (the
-trace is kept, the file is no longer needed), and removes the folder when released
+trace is kept, the file is no longer needed: one file holds one recording, so a file that
+held several would go only once all of them were read), and removes the folder when released
 (:meth:`ResultFolder.release`) or when nothing refers to it any longer (the
 :class:`~viewer.model.scripts.run.ScriptResult` holding it was replaced or dropped, or the app
 quits).
