@@ -34,7 +34,7 @@ import traceback
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autodiff import core
 from autodiff.trace import TraceReader, TraceView, view_for_root
@@ -42,6 +42,9 @@ from viewer.model.checks.function_check import FunctionSampler
 from viewer.model.scripts.pass_recording import PassRecording
 from viewer.model.scripts.pass_sampling import DEFAULT_MAX_PASSES, PassLog, pass_label
 from viewer.model.signals import Signal
+
+if TYPE_CHECKING:
+    from viewer.model.scripts.result_folder import ResultFolder
 
 __all__ = [
     "GraphUnavailable",
@@ -147,7 +150,7 @@ class ScriptResult:
     sampling: str = ""  # which passes ``graphs`` holds, when not all ("showing 1,001 of ...")
     # a worker's run: its folder, holding the recordings not read yet (ResultFolder); the
     # folder goes when this result goes. None: every recording is in memory.
-    folder: Any = field(default=None, compare=False, repr=False)
+    folder: ResultFolder | None = field(default=None, compare=False, repr=False)
     _views: dict[int, TraceView] = field(default_factory=dict, repr=False)
 
     def view(self, index: int) -> TraceView:
