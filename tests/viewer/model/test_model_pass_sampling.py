@@ -258,7 +258,7 @@ def test_the_app_gets_the_sample_and_plots_every_pass(tmp_path):
     assert doc.run_script(write(tmp_path, TRAIN))
     result = doc.script_result
     assert result.sampling and 20 < len(result.graphs) <= 141
-    assert result.graphs[-1].trace is not None and result.graphs[0].trace is None
+    assert result.graphs[-1].own_trace and not result.graphs[0].own_trace
     nan = [k for k, g in enumerate(result.graphs) if g.flags & FLAG_NONFINITE]
     assert len(nan) == 1 and doc.show_script_graph(nan[0])
     assert doc.title.endswith(result.graphs[nan[0]].title)
@@ -320,7 +320,7 @@ def test_the_leak_audit_is_flagged_on_the_first_passes_graphs_only(tmp_path):
     assert doc.run_script(path)
     result = doc.script_result
     assert result.leak_report is not None and result.leak_report.survivors
-    assert result.graphs[-1].trace is not None  # on screen: a pass recorded on its own
+    assert result.graphs[-1].own_trace  # on screen: a pass recorded on its own
 
     def leaks():
         return [o for overlays in doc.scene.overlays.values() for o in overlays if o.kind == "leak"]

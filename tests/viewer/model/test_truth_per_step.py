@@ -404,7 +404,7 @@ def test_a_sampled_long_run_shows_each_passs_carried_gradient_and_numbers_it_as_
     records = [json.loads(line) for line in doc.script_result.stdout.splitlines()]
     graphs = doc.script_result.graphs
     assert len(records) == 9 and 3 <= len(graphs) < 9
-    assert any(g.trace is not None for g in graphs)  # some passes were recorded on their own
+    assert any(g.own_trace for g in graphs)  # some passes were recorded on their own
     for k, graph in enumerate(graphs):
         rec = records[graph.number]
         assert graph.title.startswith(f"#{graph.number + 1} ")
@@ -422,7 +422,7 @@ def test_a_sampled_long_run_shows_each_passs_carried_gradient_and_numbers_it_as_
                 assert _close(grad, rec["before"]), (graph.number, frame.labels[w])
                 assert scene.state(w, step) is NodeState.GRAD_CARRIED
                 assert f"before backward #{graph.number + 1}, which adds" in info.note
-                if graph.trace is None:  # in the run's first trace: the pass it came from
+                if not graph.own_trace:  # in the run's first trace: the pass it came from
                     assert f"carried over from backward #{graph.number}:" in info.note
                 else:
                     assert "an earlier backward" in info.note

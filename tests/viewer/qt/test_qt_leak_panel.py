@@ -195,7 +195,7 @@ def test_a_survivor_is_shown_in_the_audited_graphs_never_in_a_pass_recorded_alon
     result = doc.script_result
     assert result is not None and result.ok, result.error
     last = result.graphs[-1]
-    assert last.trace is not None  # the graph shown is a pass recorded on its own
+    assert last.own_trace  # the graph shown is a pass recorded on its own
     panel = window.leak_panel
     row = next(r for r in range(panel.row_count()) if panel.row_texts(r)[0].startswith("h0"))
     assert "(in another graph)" in panel.row_texts(row)[0]  # listed, and said where

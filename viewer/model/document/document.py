@@ -772,7 +772,7 @@ class Document:
             pending.kind == "script"
             and result is not None
             and result.leak_report is not None
-            and trace.base is result.trace
+            and result.is_head(trace)
         ):
             # Every graph of a script shares the run's audit: flag the one installed now (also
             # another graph chosen later, or one laid out in a worker after the run ended). A

@@ -116,21 +116,24 @@ def watch_scripts(document: CheckedDocument, per_class: int = 2) -> ScriptSampli
     return ScriptSampling(document, per_class)
 
 
-# The samples a watched run sent back, by its trace, for samples_for(trace) alone: a bare trace
-# has no link to the result it came with. The checks never read this table; they are given
-# the samples (check_document takes them from the document's script_result).
-_SENT: weakref.WeakKeyDictionary[Any, FunctionSampler] = weakref.WeakKeyDictionary()
+# The watched runs that sent samples back, weakly (their samples go with them), for
+# samples_for(trace) alone: a bare trace has no link to the result it came with. Not by trace:
+# a worker's run reads its trace only when a graph of it is shown. The checks never read this
+# list; they are given the samples (check_document takes them from the document's
+# script_result).
+_SENT: list[weakref.ref[ScriptResult]] = []
 
 
 def _note_samples(result: ScriptResult) -> None:
-    if result.trace is not None and result.samples is not None:
-        _SENT[result.trace] = result.samples
+    if result.samples is not None:
+        _SENT[:] = [*(r for r in _SENT if r() is not None), weakref.ref(result)]
 
 
 def samples_for(trace: TraceReader) -> FunctionSampler | None:
     """The samples sent back by the watched script run that recorded ``trace`` (a Trace, or a
     TraceView of one of its graphs); None if none."""
-    try:
-        return _SENT.get(trace.base)  # a TraceView stands for its whole trace
-    except TypeError:
-        return None
+    for ref in reversed(_SENT):
+        result = ref()
+        if result is not None and result.is_head(trace):  # a TraceView: its whole trace
+            return result.samples
+    return None

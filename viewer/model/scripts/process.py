@@ -4,11 +4,14 @@
 :meth:`viewer.model.document.document.Document.run_script`)
 uses: it starts a worker interpreter (:mod:`viewer.model.scripts.worker`) for one run and
 hands back a :class:`~viewer.model.scripts.run.ScriptResult` built from data only: the
-recording read with :func:`autodiff.trace.trace_from_npz`, the leak report, the
-output and the gradient check's samples. Whatever the script does (``os._exit``, a
-segfault, a MemoryError, a thread that never ends, ``sys.stdout`` replaced, a signal handler
-of its own), the app's process is untouched, and each way a worker can end is reported in
-one line.
+leak report, the output, the gradient check's samples, the graph list, and the recording of
+the graph shown (:func:`autodiff.trace.trace_from_npz`); the other graphs' recordings stay in
+the run's folder, which the result holds (a
+:class:`~viewer.model.scripts.result_folder.ResultFolder`), until they are selected.
+
+Whatever the script does (``os._exit``, a segfault, a MemoryError, a thread that never
+ends, ``sys.stdout`` replaced, a signal handler of its own), the app's process is untouched,
+and each way a worker can end is reported in one line.
 
 * **Memory**: the worker's resident size is limited to ``memory_mb`` MiB (default
   :data:`DEFAULT_MEMORY_MB`, 800; 0: no limit): past it the script is stopped as by Cancel
@@ -47,13 +50,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from autodiff.trace import TraceReader, trace_from_npz
 from viewer.model.scripts.pass_sampling import DEFAULT_MAX_PASSES
+from viewer.model.scripts.result_folder import ResultFolder, folder_in_use, hold_folder
 from viewer.model.scripts.result_schema import (
     RESULT_NAME,
-    SEGMENT_NAME,
     SEGMENT_NONE,
-    TRACE_NAME,
     GraphRow,
     read_meta,
     read_passes,
@@ -115,8 +116,10 @@ def remove_stale_folders(
     parent: str | None = None, max_age_s: float = STALE_FOLDER_AGE_S, now: float | None = None
 ) -> list[str]:
     """Remove the folders of runs whose app is no longer alive, untouched for ``max_age_s``
-    (a run's folder is removed when it ends, and by its worker when the app goes away; what
-    a power cut or a killed worker left is removed here, at start-up). Returns the removed."""
+    (a run's folder is removed when its result is dropped, and by its worker when the app
+    goes away mid-run; what a crash, a power cut or a killed worker left is removed here, at
+    start-up). A folder an app holds (:func:`hold_folder`) stays, however old: a result
+    reads its graphs from it for as long as it is shown. Returns the removed."""
     parent = parent or scratch_parent()
     now = time.time() if now is None else now
     removed = []
@@ -136,6 +139,8 @@ def remove_stale_folders(
         age = now - info.st_mtime
         owner = _FOLDER_PID.match(entry.name)
         if age < max_age_s or (owner is not None and _alive(int(owner.group(1)))):
+            continue
+        if folder_in_use(entry.path):  # its app runs where its pid is not seen (a container)
             continue
         shutil.rmtree(entry.path, ignore_errors=True)
         if not os.path.exists(entry.path):
@@ -196,6 +201,7 @@ class ScriptProcess(_RunState):
         self._killed = False
         self._began = 0.0
         self._folder: str | None = None
+        self._folder_lock = -1  # hold_folder's: the folder is in use until the result goes
         self._channel = -1
         self._lifeline = -1
         self._stdout: list[str] = []
@@ -263,6 +269,7 @@ class ScriptProcess(_RunState):
         self._folder = tempfile.mkdtemp(
             prefix=f"{FOLDER_PREFIX}{os.getpid()}-", dir=scratch_parent()
         )
+        self._folder_lock = hold_folder(self._folder)
         channel_r, channel_w = os.pipe()
         lifeline_r, lifeline_w = os.pipe()
         config = {
@@ -429,7 +436,11 @@ class ScriptProcess(_RunState):
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self._channel = self._lifeline = -1
-        if self._folder is not None:
+        if self._folder_lock >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._folder_lock)
+            self._folder_lock = -1
+        if self._folder is not None:  # (a result that reads from it took it over)
             shutil.rmtree(self._folder, ignore_errors=True)
             self._folder = None
 
@@ -487,13 +498,14 @@ class ScriptProcess(_RunState):
         return self._base(error=message, error_message=message, error_line=line)
 
     def _read_result(self) -> ScriptResult:
+        """The result, less the recordings of the graphs not shown: those stay in the run's
+        folder, which the result takes over (a ResultFolder), until they are selected."""
         assert self._folder is not None
         self.stage_changed.emit("reading the result")
         meta = read_meta(self._folder)
-        trace = None
-        if meta.trace_sent:
-            trace = trace_from_npz(os.path.join(self._folder, TRACE_NAME))
-        graphs = self._read_graphs(meta.graphs, trace)
+        folder = ResultFolder(self._folder, meta.trace_sent, self._folder_lock)
+        self._folder, self._folder_lock = None, -1  # the result's now, removed with it
+        graphs = self._read_graphs(meta.graphs) if meta.trace_sent else []
         error_message = meta.error_message
         if _is_memory_error(error_message) and self.memory_mb:
             error_message += (
@@ -507,60 +519,53 @@ class ScriptProcess(_RunState):
             cancelled=meta.cancelled,
             error=meta.error,
             stderr=stderr,
-            trace=trace,
             graphs=graphs,
             leak_report=meta.leaks,
             leak_error=meta.leak_error,
             exit_code=meta.exit_code,
             error_line=meta.error_line,
             error_message=error_message,
-            samples=read_samples(meta, self._folder),
-            passes=read_passes(meta, self._folder),
+            samples=read_samples(meta, folder.path),
+            passes=read_passes(meta, folder.path),
             sampling=meta.sampling or "",
             forward_only=meta.forward_only,
+            folder=folder,
         )
         if graphs:
             self.stage_changed.emit("preparing the last graph")
             try:
-                result.view(len(graphs) - 1)
+                try:
+                    result.trace_of(len(graphs) - 1).node(graphs[-1].root)
+                except (IndexError, KeyError):  # the worker's list does not fit its recording
+                    result.graphs = _collect_graphs(result.trace, self.stage_changed)
+                if result.graphs:
+                    result.view(len(result.graphs) - 1)
             except Exception as e:  # shown later, when the document asks for the view
                 self.stage_changed.emit(f"could not prepare the graph: {e}")
+        if not result.unread():
+            folder.release()  # nothing more to read: the folder need not wait for the result
         return result
 
-    def _read_graphs(
-        self, rows: tuple[GraphRow, ...], trace: TraceReader | None
-    ) -> list[ScriptGraph]:
-        """The graphs the worker listed, each with its own trace (a pass's segment, read
-        from its file) or the run's."""
-        assert self._folder is not None
-        if trace is None:
-            return []
-        segments: dict[int, TraceReader] = {}
+    @staticmethod
+    def _read_graphs(rows: tuple[GraphRow, ...]) -> list[ScriptGraph]:
+        """The graphs the worker listed; a pass with a segment of its own names it, to be read
+        from the run's folder when the graph is first viewed (``ScriptResult.view``)."""
         graphs = []
         for row in rows:
-            own = None
-            if row.segment >= 0:
-                own = segments.get(row.segment)
-                if own is None:
-                    path = os.path.join(self._folder, SEGMENT_NAME.format(row.segment))
-                    own = segments[row.segment] = trace_from_npz(path)
-            elif row.segment != SEGMENT_NONE:
+            if row.segment < 0 and row.segment != SEGMENT_NONE:
                 continue  # its recording could not be sent
-            graph = ScriptGraph(
-                row.title,
-                row.root,
-                row.backward_pass,
-                row.number,
-                row.iteration,
-                row.loss,
-                row.flags,
-                own,
+            graphs.append(
+                ScriptGraph(
+                    row.title,
+                    row.root,
+                    row.backward_pass,
+                    row.number,
+                    row.iteration,
+                    row.loss,
+                    row.flags,
+                    segment=row.segment,
+                )
             )
-            try:
-                (own if own is not None else trace).node(graph.root)
-            except (IndexError, KeyError):
-                return _collect_graphs(trace, self.stage_changed)
-            graphs.append(graph)
         return graphs
 
 

@@ -34,7 +34,7 @@ import traceback
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autodiff import core
 from autodiff.trace import Trace, TraceReader, TraceView, view_for_root
@@ -43,7 +43,17 @@ from viewer.model.scripts.pass_recording import PassRecording
 from viewer.model.scripts.pass_sampling import DEFAULT_MAX_PASSES, PassLog, pass_label
 from viewer.model.signals import Signal
 
-__all__ = ["ScriptCancelled", "ScriptGraph", "ScriptResult", "ScriptRun", "run_script"]
+if TYPE_CHECKING:
+    from viewer.model.scripts.result_folder import ResultFolder
+
+__all__ = [
+    "GraphUnavailable",
+    "ScriptCancelled",
+    "ScriptGraph",
+    "ScriptResult",
+    "ScriptRun",
+    "run_script",
+]
 
 _MAX_CAPTURE = 2_000_000  # characters of stdout/stderr kept (the rest is dropped)
 _LAST_ROOTS = 5
@@ -73,14 +83,49 @@ class ScriptGraph:
     loss: float = math.nan
     flags: int = 0
     trace: TraceReader | None = field(default=None, compare=False, repr=False)
+    # a segment not read yet: its number in the run's folder (ScriptResult.folder); -1: none
+    segment: int = -1
+
+    @property
+    def own_trace(self) -> bool:
+        """Whether the graph is a pass recorded in a trace of its own (a segment)."""
+        return self.trace is not None or self.segment >= 0
 
     def view(self, trace: TraceReader) -> TraceView:
-        """A trace restricted to this graph and its steps (what the viewer shows)."""
+        """A trace restricted to this graph and its steps (what the viewer shows); ``trace``
+        is the run's head trace, or this graph's segment when it was not read yet."""
         own = self.trace if self.trace is not None else trace
         view = view_for_root(own, self.root, self.backward_pass)
-        if self.trace is not None and self.number >= 0 and self.backward_pass >= 0:
+        if self.own_trace and self.number >= 0 and self.backward_pass >= 0:
             view.pass_offset = self.number - self.backward_pass  # a segment: its own numbers
         return view
+
+
+class GraphUnavailable(ValueError):
+    """A graph of a run cannot be shown: its recording is missing or damaged (the message
+    names the graph and the file)."""
+
+
+class _HeadTrace:
+    """``ScriptResult.trace``: given, or read from the run's folder the first time it is
+    asked for (a worker's run sends the head trace to the app only when a graph needs it)."""
+
+    def __get__(self, result: ScriptResult | None, owner: type | None = None) -> Any:
+        if result is None:
+            return None
+        trace = result.__dict__.get("_trace")
+        folder = result.folder
+        if trace is None and folder is not None and folder.has_head:
+            try:
+                trace = folder.head()
+            except Exception as e:
+                raise GraphUnavailable(f"the run's recording cannot be read: {e}") from e
+            result.__dict__["_trace"] = trace
+        return trace
+
+    def __set__(self, result: ScriptResult, value: Any) -> None:
+        # (the dataclass passes this descriptor itself as the field's default)
+        result.__dict__["_trace"] = None if isinstance(value, _HeadTrace) else value
 
 
 @dataclass
@@ -91,7 +136,8 @@ class ScriptResult:
     error: str | None  # the traceback text of an exception, else None
     stdout: str
     stderr: str
-    trace: TraceReader | None  # a Trace (None if recording could not start)
+    # a Trace (None if recording could not start); a worker's run reads it on first use
+    trace: TraceReader | None = field(default=_HeadTrace(), compare=False, repr=False)
     graphs: list[ScriptGraph] = field(default_factory=list)
     leak_report: Any = None  # autodiff.leaks.LeakReport, after the namespace was dropped
     leak_error: str | None = None  # why the audit could not run
@@ -105,19 +151,78 @@ class ScriptResult:
     # the forward work no backward reached, counted instead of recorded
     # (autodiff.trace.ForwardOnly.as_dict; None: none)
     forward_only: dict[str, Any] | None = None
+    # a worker's run: its folder, holding the recordings not read yet (ResultFolder); the
+    # folder goes when this result goes. None: every recording is in memory.
+    folder: ResultFolder | None = field(default=None, compare=False, repr=False)
     _views: dict[int, TraceView] = field(default_factory=dict, repr=False)
 
     def view(self, index: int) -> TraceView:
-        """The trace restricted to ``graphs[index]`` (computed once, then cached).
+        """The trace restricted to ``graphs[index]`` (computed once, then cached); its
+        recording is read from the run's folder if it was not yet (GraphUnavailable, naming
+        the graph and the file, when it cannot be).
 
         The run prepares the last graph's view on its own thread: for a long training script
         the first look at the whole trace (its steps and graph) is the slow part.
         """
         view = self._views.get(index)
         if view is None:
-            view = self.graphs[index].view(self.trace)
+            view = self.graphs[index].view(self.trace_of(index))
             self._views[index] = view
         return view
+
+    def trace_of(self, index: int) -> TraceReader:
+        """The trace holding ``graphs[index]``: its segment or the run's head trace, read from
+        the run's folder if it was not yet (GraphUnavailable when it cannot be)."""
+        graph = self.graphs[index]
+        if graph.trace is not None:
+            return graph.trace
+        try:
+            if graph.segment >= 0:
+                return self.folder.segment(graph.segment)
+            return self.trace
+        except Exception as e:  # missing or damaged: the file's reader says which
+            raise GraphUnavailable(f"cannot show {graph.title}: {e}") from e
+
+    def holds(self, index: int, trace: TraceReader | None) -> bool:
+        """Whether ``graphs[index]`` is a graph of ``trace`` (a trace, or a view of one),
+        without reading anything: a recording not read yet is no trace anyone holds."""
+        if trace is None:
+            return False
+        base = getattr(trace, "base", trace)
+        graph = self.graphs[index]
+        if graph.trace is not None:
+            own = graph.trace
+        elif graph.segment >= 0:
+            own = self.folder.loaded_segment(graph.segment) if self.folder is not None else None
+        else:
+            own = self.loaded_trace
+        return own is not None and own is base
+
+    def is_head(self, trace: TraceReader | None) -> bool:
+        """Whether ``trace`` (or the trace a view of it is of) is the run's head trace, the
+        one its leak audit covers; never reads it (a head not read yet is no one's trace)."""
+        head = self.loaded_trace
+        return trace is not None and head is not None and getattr(trace, "base", trace) is head
+
+    @property
+    def loaded_trace(self) -> TraceReader | None:
+        """``trace`` if it is in memory (never reads it)."""
+        return self.__dict__.get("_trace")
+
+    def unread(self) -> bool:
+        """Whether some graph's recording is still in the run's folder only."""
+        folder = self.folder
+        if folder is None:
+            return False
+        for graph in self.graphs:
+            if graph.trace is not None:
+                continue
+            if graph.segment >= 0:
+                if folder.loaded_segment(graph.segment) is None:
+                    return True
+            elif self.loaded_trace is None and folder.has_head:
+                return True
+        return False
 
     def graph_index(self, view: TraceReader | None) -> int:
         """The index of the graph that ``view`` (one :meth:`view` made) shows; -1 if none."""

@@ -216,9 +216,8 @@ class SceneBinding(QtCore.QObject):
         result = doc.script_result
         if doc.kind != "script" or result is None:
             return False
-        for index, graph in enumerate(result.graphs):
-            own = graph.trace if graph.trace is not None else result.trace
-            if trace is not None and own is not trace:
+        for index in range(len(result.graphs)):
+            if trace is not None and not result.holds(index, trace):
                 continue  # another trace's node of the same number
             try:
                 view = result.view(index)

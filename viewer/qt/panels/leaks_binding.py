@@ -13,7 +13,7 @@ from typing import Any
 from PySide6 import QtCore, QtWidgets
 
 from viewer.model.document.document import TRACE_SUFFIXES, Document
-from viewer.model.scripts.run import ScriptResult
+from viewer.model.scripts.run import GraphUnavailable, ScriptResult
 from viewer.qt.graph.scene_binding import SceneBinding
 from viewer.qt.panels.leaks import LeakPanel
 from viewer.qt.panels.panel_binding import PanelBinding
@@ -93,7 +93,11 @@ class LeakBinding(PanelBinding):
         never a node of the same number in a pass recorded on its own."""
         doc = self.document
         result = doc.script_result
-        audited = result.trace if doc.kind == "script" and result is not None else None
+        try:  # (read from the run's folder if no graph of it was shown yet)
+            audited = result.trace if doc.kind == "script" and result is not None else None
+        except GraphUnavailable as e:
+            self.status_bar.showMessage(str(e))
+            return False
         return self.scene_binding.show_node(node_id, audited)
 
     def _audited_shown(self) -> bool:
@@ -103,7 +107,7 @@ class LeakBinding(PanelBinding):
         result = doc.script_result
         if doc.kind != "script" or result is None:
             return True
-        return getattr(doc.trace, "base", doc.trace) is result.trace
+        return result.is_head(doc.trace)
 
     def _on_leaks_found(self, report: Any) -> None:
         doc = self.document

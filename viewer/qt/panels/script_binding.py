@@ -134,6 +134,7 @@ class ScriptBinding(PanelBinding):
             return
         if document.kind != "script" and document.script_run is None:
             self.panel.clear()  # the last script's output belongs to no graph shown
+            self._listed = None  # nor its graphs: its run (and the run's folder) may go
         result = document.script_result
         if document.kind == "script" and result is not None:
             # the graph may have been chosen elsewhere (a leak in another graph)
