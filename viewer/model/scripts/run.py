@@ -188,7 +188,7 @@ class ScriptResult:
         without reading anything: a recording not read yet is no trace anyone holds."""
         if trace is None:
             return False
-        base = getattr(trace, "base", trace)
+        base = trace.base or trace
         graph = self.graphs[index]
         if graph.trace is not None:
             own = graph.trace
@@ -202,7 +202,7 @@ class ScriptResult:
         """Whether ``trace`` (or the trace a view of it is of) is the run's head trace, the
         one its leak audit covers; never reads it (a head not read yet is no one's trace)."""
         head = self.loaded_trace
-        return trace is not None and head is not None and getattr(trace, "base", trace) is head
+        return trace is not None and head is not None and (trace.base or trace) is head
 
     @property
     def loaded_trace(self) -> TraceReader | None:
