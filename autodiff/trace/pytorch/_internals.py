@@ -12,7 +12,8 @@ test_trace_pytorch.py`` checks each of them directly.
 - ``node.metadata``: a dict per autograd node, where a node id is kept without a reference;
 - ``node._input_metadata``: one entry per output of the node (its number of outputs);
 - ``AccumulateGrad.variable`` and a custom Function's node class's ``_forward_cls``;
-- the global module hooks of ``torch.nn.modules.module`` (``always_call``).
+- the global module hooks of ``torch.nn.modules.module`` (``always_call``);
+- ``torch._C._DisableTorchDispatch``: runs the recorder's own ops unseen by its mode.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "forward_class_name",
     "is_compiled_module",
     "module_hooks",
+    "no_dispatch",
     "node_tag",
     "output_count",
     "queue_end_of_pass",
@@ -50,6 +52,11 @@ class DispatchMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
         return self._handle(func, args, kwargs or {})
+
+
+def no_dispatch() -> Any:
+    """A context in which no dispatch mode sees the ops run (the recorder's own, in hooks)."""
+    return torch._C._DisableTorchDispatch()
 
 
 def current_autograd_node() -> Any:

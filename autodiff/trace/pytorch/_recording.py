@@ -22,6 +22,7 @@ output is marked cut when a recorded op uses it.
 
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 from typing import Any
@@ -31,7 +32,7 @@ import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
 from autodiff.trace._recorder import _EMPTIED, _GRAD, _VALUE, Recorder, _same_raw
-from autodiff.trace._snapshot import capture
+from autodiff.trace._snapshot import Snapshot, _dtype_name, capture
 from autodiff.trace.pytorch import _internals as ti
 
 __all__ = ["TorchRecording", "op_name"]
@@ -264,9 +265,15 @@ class TorchRecording:
         return hook
 
     def _raw(self, t: Any) -> Any:
-        """The raw value the trace keeps of tensor ``t`` (see ``capture``)."""
+        """The raw value the trace keeps of tensor ``t`` (see ``capture``): a copy up to
+        ``max_array_size`` elements; beyond, the statistics, computed by torch where it is
+        on (numpy's pass over a large array costs many times torch's)."""
         if t.requires_grad:
             t = t.detach()
+        if t.numel() > self.max_array_size and t.dtype in _SUMMED:
+            snap = _summary(t)
+            if snap is not None:
+                return snap
         if t.device.type != "cpu":
             t = t.cpu()
         if t.dtype in _HALF:
@@ -402,40 +409,44 @@ class TorchRecording:
             return
         self._busy = True
         try:
-            if self._pending is not None:
-                self._flush()
-            rec = self.tables
-            if not self._pass_open:
-                slot = next((i for i, g in enumerate(grad_outputs) if g is not None), 0)
-                self._open_pass(fid, slot)
-            if self._seed_pending:
-                self._seed(grad_outputs)
-            gys = tuple([None if g is None else self._raw(g) for g in grad_outputs])
-            in_ids = rec._info[fid].inputs
-            gxs = []
-            accs = []
-            held = self._held
-            for slot, edge in enumerate(self._slots[fid]):
-                g = grad_inputs[edge] if edge < len(grad_inputs) else None
-                if g is None:
-                    gxs.append(None)
-                    continue
-                raw = self._raw(g)
-                gxs.append(raw)
-                vid = in_ids[slot]
-                if self._consumers.get(vid, 0) > 1:
-                    old = held.get(vid)
-                    if old is None:
-                        held[vid] = g.detach().clone()
-                    else:
-                        new = old + g.detach()
-                        held[vid] = new
-                        accs.append((vid, slot, self._raw(old), raw, self._raw(new)))
-            # torch keeps no gradient of a non-leaf (unless retain_grad()): dropped once used
-            outs = self._outputs[fid]
-            rec.add_backward_step(fid, gys, tuple(gxs), tuple(accs), outs, self._pass)
+            with ti.no_dispatch():
+                self._backward_step(fid, grad_inputs, grad_outputs)
         finally:
             self._busy = False
+
+    def _backward_step(self, fid: int, grad_inputs: tuple, grad_outputs: tuple) -> None:
+        if self._pending is not None:
+            self._flush()
+        rec = self.tables
+        if not self._pass_open:
+            slot = next((i for i, g in enumerate(grad_outputs) if g is not None), 0)
+            self._open_pass(fid, slot)
+        if self._seed_pending:
+            self._seed(grad_outputs)
+        gys = tuple([None if g is None else self._raw(g) for g in grad_outputs])
+        in_ids = rec._info[fid].inputs
+        gxs = []
+        accs = []
+        held = self._held
+        for slot, edge in enumerate(self._slots[fid]):
+            g = grad_inputs[edge] if edge < len(grad_inputs) else None
+            if g is None:
+                gxs.append(None)
+                continue
+            raw = self._raw(g)
+            gxs.append(raw)
+            vid = in_ids[slot]
+            if self._consumers.get(vid, 0) > 1:
+                old = held.get(vid)
+                if old is None:
+                    held[vid] = g.detach().clone()
+                else:
+                    new = old + g.detach()
+                    held[vid] = new
+                    accs.append((vid, slot, self._raw(old), raw, self._raw(new)))
+        # torch keeps no gradient of a non-leaf (unless retain_grad()): dropped once used
+        outs = self._outputs[fid]
+        rec.add_backward_step(fid, gys, tuple(gxs), tuple(accs), outs, self._pass)
 
     def _open_pass(self, fid: int, slot: int) -> None:
         """A backward pass begins at node ``fid`` (the first torch runs): its root is the
@@ -468,7 +479,9 @@ class TorchRecording:
         try:
             rec = self.tables
             k = len(rec._raw)
-            rec.add_event(k, k - 1, vid, _GRAD, self._raw(t.grad), self._pass)
+            with ti.no_dispatch():
+                raw = self._raw(t.grad)
+            rec.add_event(k, k - 1, vid, _GRAD, raw, self._pass)
             raw, _ = self._leaf_last[vid]
             self._leaf_last[vid] = (raw, True)
         finally:
@@ -526,23 +539,52 @@ class TorchRecording:
         return names
 
 
-def _dtype(t: Any) -> np.dtype | str:
+def _dtype(t: Any) -> np.dtype:
     return _dtype_of(t.dtype)
 
 
 _DTYPES: dict[Any, Any] = {}
 
 
-def _dtype_of(dtype: Any) -> np.dtype | str:
-    """The numpy dtype of a torch dtype, or its torch name where numpy has none."""
+def _dtype_of(dtype: Any) -> np.dtype:
+    """The numpy dtype of a torch dtype; float32 for one numpy lacks (bfloat16): the dtype
+    of the copies the trace keeps (the saved formats hold numpy dtypes only)."""
     found = _DTYPES.get(dtype)
     if found is None:
         try:
             found = torch.empty((), dtype=dtype).numpy().dtype
         except TypeError:
-            found = str(dtype).removeprefix("torch.")
+            found = np.dtype(np.float32)
         _DTYPES[dtype] = found
     return found
+
+
+_SUMMED = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def _summary(t: Any) -> Snapshot | None:
+    """The Snapshot (statistics only) of a large floating tensor, by torch's kernels on its
+    own device; None when it holds NaN or Inf (or values whose squares overflow), which
+    ``capture`` summarises with the care they need."""
+    dtype = _dtype_name(_dtype_of(t.dtype))
+    if t.dtype in _HALF:
+        t = t.float()
+    lo, hi = torch.aminmax(t)
+    norm = torch.linalg.vector_norm(t)
+    lo, hi, total, norm = torch.stack([lo, hi, t.sum(), norm]).tolist()
+    if not all(map(math.isfinite, (lo, hi, total, norm))):
+        return None
+    return Snapshot(
+        tuple(t.shape),
+        dtype,
+        None,
+        lo,
+        hi,
+        total / t.numel(),
+        norm,
+        0,
+        0,
+    )
 
 
 def _same(raw: Any, last: Any) -> bool:
