@@ -405,6 +405,37 @@ def test_the_viewer_reads_and_saves_a_torch_trace(tmp_path):
     assert len(trace_from_npz(tmp_path / "torch.npz").steps) == len(t.steps)
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.compile's own imports
+def test_torch_compile_is_recorded_as_its_eager_ops_with_a_note():
+    torch.manual_seed(5)
+    model = MLP()
+    compiled = torch.compile(model)
+    x = torch.randn(2, 6)
+    with pytorch.record() as t, pytest.warns(UserWarning, match="global hooks"):
+        loss = compiled(x).sum()
+        log = _watch(loss)
+        loss.backward()
+    _assert_steps_match(t, log)
+    _assert_final_grads(t, model)
+    assert len(t.notes) == 1 and "torch.compile" in t.notes[0]
+    scopes = {t.node(f)["scope"] for f in t.functions}
+    assert "MLP/fc1" in scopes  # the wrapper is no scope
+
+
+def test_ops_on_another_thread_are_not_recorded():
+    import threading
+
+    x = torch.randn(3, requires_grad=True)
+    other = []
+    with pytorch.record() as t:
+        worker = threading.Thread(target=lambda: other.append((x * 5).sum()))
+        worker.start()
+        worker.join()
+        (x * 2).sum().backward()
+    assert [s.op for s in t.steps if s.phase == "forward"] == ["mul", "sum"]
+    assert other[0].grad_fn is not None
+
+
 # ----------------------------------------------------------------------------- torch internals
 def test_the_torch_internals_the_recorder_uses_still_answer():
     x = torch.randn(3, requires_grad=True)

@@ -113,7 +113,8 @@ class TorchRecording:
         self._node_hooks: list[Any] = []
         self._param_names: dict[int, tuple[Any, str]] = {}  # id(param) -> (weakref, name)
         self._module_names: dict[int, tuple[Any, dict[int, str]]] = {}  # root id -> names
-        self._scopes: list[tuple[int, str]] = []  # open scopes: (scope id, qualified name)
+        # open scopes: (scope id, qualified name; None for torch.compile's wrapper)
+        self._scopes: list[tuple[int, str | None]] = []
         self._pass = -1
         self._pass_open = False
         self._seed_pending = False  # a pass began and its seed is not recorded yet
@@ -405,7 +406,8 @@ class TorchRecording:
     # Backward
     # ------------------------------------------------------------------------------
     def _on_backward_step(self, fid: int, grad_inputs: tuple, grad_outputs: tuple) -> None:
-        if not self.recording or threading.get_ident() != self._thread:
+        # any thread: torch runs a CUDA graph's backward on a thread of its own
+        if not self.recording:
             return
         self._busy = True
         try:
@@ -473,7 +475,7 @@ class TorchRecording:
         self._scan_pending = True
 
     def _on_leaf_grad(self, vid: int, t: Any) -> None:
-        if not self.recording or not self._pass_open or threading.get_ident() != self._thread:
+        if not self.recording or not self._pass_open:
             return
         self._busy = True
         try:
@@ -500,14 +502,16 @@ class TorchRecording:
             )
             if note not in self.notes:
                 self.notes.append(note)
-        if self._pending is not None:
-            self._flush()
+            # the wrapper is no scope: its ops are its parent's, its module the root
+            self._scopes.append((self._scopes[-1][0] if self._scopes else 0, None))
+            return
         cls = type(module).__name__
-        if not self._scopes:
+        named = [entry for entry in self._scopes if entry[1] is not None]
+        if not named:
             self._names_under(module)
-            qual, name, parent = "", cls, 0
+            qual, name, parent = "", cls, self._scopes[-1][0] if self._scopes else 0
         else:
-            parent, up = self._scopes[-1]
+            parent, up = named[-1]
             root = self._module_names.get(self._root_id)
             qual = root[1].get(id(module)) if root is not None else None
             if qual is None:  # a module outside the root's tree: by its class
@@ -521,9 +525,7 @@ class TorchRecording:
     def _module_after(self, module: Any, args: Any, output: Any) -> None:
         if not self.recording or threading.get_ident() != self._thread or not self._scopes:
             return
-        if self._pending is not None:
-            self._flush()  # the module's last op belongs to its scope (kept with the op)
-        self._scopes.pop()
+        self._scopes.pop()  # the module's pending op keeps the scope it ran in
 
     def _names_under(self, root: Any) -> dict[int, str]:
         """The qualified names of ``root``'s modules (and its parameters' names, noted for
