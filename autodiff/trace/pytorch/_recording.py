@@ -103,7 +103,10 @@ class TorchRecording:
         self._generation: list[int] = []  # node id -> generation
         self._outputs: dict[int, tuple[int, ...]] = {}  # function node -> its output nodes
         self._slots: dict[int, tuple[int, ...]] = {}  # function node -> edge index per input
-        self._consumers: dict[int, int] = {}  # variable -> input slots that use it
+        # how many input slots use each variable: a non-leaf's in its graph, a leaf's in the
+        # graph built since the last backward pass (where more than one gradient reaches a
+        # variable, its steps show the running sum)
+        self._consumers: dict[int, int] = {}
         self._leaves = WeakTensorKeyDictionary()  # leaf tensor -> its node
         self._constants = WeakTensorKeyDictionary()  # tensor without history -> its node
         self._cut_from = WeakTensorKeyDictionary()  # see _note_cut
@@ -401,6 +404,9 @@ class TorchRecording:
                 rec.add_event(k, k - 1, vid, _EMPTIED, None, None)
             self._leaf_last[vid] = (raw if changed else last, has_grad)
         self._leaf_list = alive
+        consumers = self._consumers
+        for _, vid in alive:
+            consumers.pop(vid, None)
 
     # ------------------------------------------------------------------------------
     # Backward
@@ -571,9 +577,9 @@ def _summary(t: Any) -> Snapshot | None:
     dtype = _dtype_name(_dtype_of(t.dtype))
     if t.dtype in _HALF:
         t = t.float()
-    lo, hi = torch.aminmax(t)
-    norm = torch.linalg.vector_norm(t)
-    lo, hi, total, norm = torch.stack([lo, hi, t.sum(), norm]).tolist()
+    # amin and amax, not aminmax: on a transposed tensor (a weight's .t()) it is 20x slower
+    stats = torch.stack([t.amin(), t.amax(), t.sum(), torch.linalg.vector_norm(t)])
+    lo, hi, total, norm = stats.tolist()
     if not all(map(math.isfinite, (lo, hi, total, norm))):
         return None
     return Snapshot(
