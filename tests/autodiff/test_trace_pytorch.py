@@ -191,6 +191,14 @@ def test_a_resnet_block_with_batchnorm_in_place_relu_and_plus_equals():
         if s.phase == "forward" and t.node(s.function)["scope"] == "Net/layer1/0/bn1"
     )
     np.testing.assert_array_equal(bn1.values[0].array, seen["bn1"].numpy())
+    convs = {
+        t.node(s.function)["scope"]: s.inputs
+        for s in t.steps
+        if s.phase == "forward" and s.op == "conv2d"
+    }
+    data = convs["Net/layer1/0/conv1"][0]  # the input: a constant both branches share
+    assert convs["Net/layer1/0/downsample/0"][0] == data and t.node(data)["constant"]
+    np.testing.assert_array_equal(t.value_at(data, 0).array, x.numpy())
     relu = [s for s in t.steps if s.phase == "forward" and s.op == "relu_"]
     assert relu and relu[0].inputs[0] == bn1.outputs[0]  # the in-place op's input: bn1's value
 

@@ -73,6 +73,25 @@ def op_name(func: Any, args: tuple) -> str:
     return _FRIENDLY.get(name, name)
 
 
+def _plain_inputs(edges: tuple, args: tuple, inputs: list) -> dict[int, Any]:
+    """The tensors without history that feed the edges without a producer, by edge index:
+    the op's arguments by position when they line up with the edges (each edge with a
+    producer on a tensor that requires grad: ``convolution(x, w, None)``), else its tensors
+    without history in order when they are as many as those edges; else none (which one
+    feeds which edge is not known)."""
+    if len(args) >= len(edges) and all(
+        (p is None) != (isinstance(a, _Tensor) and a.requires_grad)
+        for (p, _), a in zip(edges, args, strict=False)
+    ):
+        return {
+            i: a for i, ((p, _), a) in enumerate(zip(edges, args, strict=False))
+            if p is None and isinstance(a, _Tensor)
+        }  # fmt: skip
+    plain = [t for t in inputs if not t.requires_grad]
+    free = [i for i, (p, _) in enumerate(edges) if p is None]
+    return dict(zip(free, plain, strict=True)) if len(free) == len(plain) else {}
+
+
 def _tensors(items: Any) -> list:
     """The tensors among an op's arguments or outputs (one level of lists: cat's inputs)."""
     if isinstance(items, _Tensor):
@@ -202,11 +221,7 @@ class TorchRecording:
     ) -> None:
         rec = self.tables
         edges = g.next_functions
-        # the tensors without history, for the edges without a producer (in order, and only
-        # when they are as many: which argument feeds which edge is then unambiguous)
-        plain = [t for t in inputs if not t.requires_grad]
-        free = [i for i, (p, _) in enumerate(edges) if p is None]
-        plain_of = dict(zip(free, plain, strict=True)) if len(free) == len(plain) else {}
+        plain_of = _plain_inputs(edges, args, inputs)
         in_ids: list[int] = []
         slots: list[int] = []
         for i, (p, nr) in enumerate(edges):
