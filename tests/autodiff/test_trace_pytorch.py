@@ -196,6 +196,10 @@ def test_a_resnet_block_with_batchnorm_in_place_relu_and_plus_equals():
         for s in t.steps
         if s.phase == "forward" and s.op == "conv2d"
     }
+    conv1 = next(f for f in t.functions if t.node(f)["scope"] == "Net/layer1/0/conv1")
+    params = t.function_params(conv1)  # what the inspector shows of torch's node
+    assert params["aten"] == "aten.convolution.default"
+    assert params["saved_weight"] == (4, 2, 3, 3) and params["padding"] == (1, 1)
     data = convs["Net/layer1/0/conv1"][0]  # the input: a constant both branches share
     assert convs["Net/layer1/0/downsample/0"][0] == data and t.node(data)["constant"]
     np.testing.assert_array_equal(t.value_at(data, 0).array, x.numpy())
@@ -459,6 +463,10 @@ def test_the_torch_internals_the_recorder_uses_still_answer():
     assert _internals.accumulated_leaf(node) is None
     assert _internals.forward_class_name(MyExp.apply(x).grad_fn) == "MyExp"
     assert _internals.forward_class_name(node) is None
+    w = torch.randn(3, 2, 3, 3, requires_grad=True)
+    saved = dict(_internals.saved(nn.functional.conv2d(torch.randn(1, 2, 5, 5), w).grad_fn))
+    assert saved["saved_weight"] == (3, 2, 3, 3) and saved["saved_input"] == (1, 2, 5, 5)
+    assert saved["stride"] == (1, 1) and "weight_sym_sizes" not in saved
     events = []
 
     def hook(grad_inputs, grad_outputs):

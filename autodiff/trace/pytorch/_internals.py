@@ -12,6 +12,7 @@ test_trace_pytorch.py`` checks each of them directly.
 - ``node.metadata``: a dict per autograd node, where a node id is kept without a reference;
 - ``node._input_metadata``: one entry per output of the node (its number of outputs);
 - ``AccumulateGrad.variable`` and a custom Function's node class's ``_forward_cls``;
+- a node's ``_saved_*`` attributes (what it saved for its backward);
 - the global module hooks of ``torch.nn.modules.module`` (``always_call``);
 - ``torch._C._DisableTorchDispatch``: runs the recorder's own ops unseen by its mode.
 """
@@ -36,6 +37,7 @@ __all__ = [
     "node_tag",
     "output_count",
     "queue_end_of_pass",
+    "saved",
     "tag_node",
 ]
 
@@ -92,6 +94,36 @@ def forward_class_name(node: Any) -> str | None:
     """The class name of the custom ``autograd.Function`` whose node ``node`` is, or None."""
     cls = getattr(type(node), "_forward_cls", None)
     return None if cls is None else cls.__name__
+
+
+_SAVED: dict[type, tuple[str, ...]] = {}  # node class -> its _saved_ attributes
+_SIZES = ("_sizes", "_strides", "_sizes_opt")
+
+
+def saved(node: Any) -> list[tuple[str, Any]]:
+    """What ``node`` saved for its backward, read from its ``_saved_*`` attributes: a
+    tensor's shape as ``("saved_NAME", shape)``, any other value as ``(NAME, value)`` (a
+    convolution's ``stride``); sizes and strides of saved tensors left out (their shapes say
+    it). Empty for a custom Function's node (its ``ctx`` is not read)."""
+    cls = type(node)
+    names = _SAVED.get(cls)
+    if names is None:
+        names = _SAVED[cls] = tuple(
+            a for a in dir(cls) if a.startswith("_saved_") and not a.endswith(_SIZES)
+        )
+    tensors = []
+    others = []
+    for attr in names:
+        try:
+            value = getattr(node, attr)
+        except RuntimeError:  # freed by a backward, or changed in place since
+            continue
+        name = attr[len("_saved_") :]
+        if isinstance(value, torch.Tensor):
+            tensors.append((f"saved_{name}", tuple(value.shape)))
+        elif value is not None:
+            others.append((name, value))
+    return tensors + others
 
 
 def is_compiled_module(module: Any) -> bool:

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
+from autodiff.trace._checks import small_params
 from autodiff.trace._recorder import _EMPTIED, _GRAD, _VALUE, Recorder, _same_raw
 from autodiff.trace._snapshot import Snapshot, _dtype_name, capture
 from autodiff.trace.pytorch import _internals as ti
@@ -263,10 +264,11 @@ class TorchRecording:
             rec.set_scope(vid, scope)
             out_ids.append(vid)
         rec.link_function(fid, tuple(in_ids), tuple(out_ids))
-        params = [("torch_node", g.name())]
+        params = {"torch_node": g.name()}
         if custom is None:
-            params.append(("aten", str(func)))
-        rec.set_params(fid, tuple(params))
+            params["aten"] = str(func)
+            params.update(ti.saved(g))
+        rec.set_params(fid, small_params(params))
         rec.set_scope(fid, scope)
         self._outputs[fid] = tuple(out_ids)
         self._slots[fid] = tuple(slots)
