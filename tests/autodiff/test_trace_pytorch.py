@@ -388,6 +388,19 @@ def test_nothing_is_recorded_after_the_block_and_no_tensor_is_held():
     assert ref() is None
 
 
+def test_an_error_in_the_block_leaves_torch_as_it_was():
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    x = torch.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="size"), pytorch.record() as t:
+        y = x * 2
+        y + torch.randn(4)
+    assert _get_current_dispatch_mode() is None
+    n = len(t.steps)
+    nn.Linear(3, 1)(y).sum().backward()  # no module hook, no node hook of the recording left
+    assert len(t.steps) == n and len(t.scopes()) == 1
+
+
 def test_the_viewer_reads_and_saves_a_torch_trace(tmp_path):
     from viewer.model.document.document import Document
 

@@ -117,7 +117,6 @@ class TorchRecording:
         self.notes: list[str] = []
         self.recording = False
         self._thread = 0
-        self._busy = False  # the recorder's own torch calls from hooks are not recorded
         self._mode = ti.DispatchMode(self._on_op)
         self._pending: tuple | None = None  # the last op: (func, args, outputs, scope, during)
         self._generation: list[int] = []  # node id -> generation
@@ -172,8 +171,6 @@ class TorchRecording:
     # Forward
     # ------------------------------------------------------------------------------
     def _on_op(self, func: Any, args: tuple, kwargs: dict) -> Any:
-        if self._busy:
-            return func(*args, **kwargs)
         if self._pending is not None:
             self._flush()
         out = func(*args, **kwargs)
@@ -432,12 +429,8 @@ class TorchRecording:
         # any thread: torch runs a CUDA graph's backward on a thread of its own
         if not self.recording:
             return
-        self._busy = True
-        try:
-            with ti.no_dispatch():
-                self._backward_step(fid, grad_inputs, grad_outputs)
-        finally:
-            self._busy = False
+        with ti.no_dispatch():  # the recorder's own ops are not the program's
+            self._backward_step(fid, grad_inputs, grad_outputs)
 
     def _backward_step(self, fid: int, grad_inputs: tuple, grad_outputs: tuple) -> None:
         if self._pending is not None:
@@ -500,17 +493,12 @@ class TorchRecording:
     def _on_leaf_grad(self, vid: int, t: Any) -> None:
         if not self.recording or not self._pass_open:
             return
-        self._busy = True
-        try:
-            rec = self.tables
-            k = len(rec._raw)
-            with ti.no_dispatch():
-                raw = self._raw(t.grad)
-            rec.add_event(k, k - 1, vid, _GRAD, raw, self._pass)
-            raw, _ = self._leaf_last[vid]
-            self._leaf_last[vid] = (raw, True)
-        finally:
-            self._busy = False
+        rec = self.tables
+        k = len(rec._raw)
+        with ti.no_dispatch():
+            raw = self._raw(t.grad)
+        rec.add_event(k, k - 1, vid, _GRAD, raw, self._pass)
+        self._leaf_last[vid] = (self._leaf_last[vid][0], True)
 
     # ------------------------------------------------------------------------------
     # Module scopes
