@@ -323,25 +323,57 @@ def test_a_training_loop_shows_the_optimizer_and_zero_grad_between_passes():
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     x, y = torch.randn(4, 6), torch.tensor([0, 1, 2, 0])
     losses = []
+    weights = []  # fc2.weight as each iteration's forward read it
     with pytorch.record() as t:
         for _ in range(3):
             opt.zero_grad()
+            weights.append(model.fc2.weight.detach().numpy().copy())
             loss = nn.functional.cross_entropy(model(x), y)
             loss.backward()
             opt.step()
             losses.append(loss.item())
     assert len(t.backward_roots) == 3
+    vid = _param_node(t, "fc2.weight")
     for k, root in enumerate(t.backward_roots):
         end = max(s.index for s in t.steps if s.backward_pass == k)
         np.testing.assert_allclose(_array(t.value_at(root, end)), losses[k])
-    vid = _param_node(t, "fc1.weight")
-    values = [s for s, _ in t.timeline(vid)]
-    assert len(values) > 3  # new values after each optimizer step, gradients each pass
-    # after the run the weights the trace shows are torch's updated ones only once the
-    # next segment reads them; the last gradient is torch's
+        # the iteration's first step: the weights the optimizer left, no gradient (zero_grad)
+        before = max(
+            [s.index for s in t.steps if s.phase == "backward" and s.backward_pass == k - 1],
+            default=-1,
+        )
+        start = before + 1
+        assert t.steps[start].phase == "forward"
+        if k:
+            assert t.grad_at(vid, start) is None
+        np.testing.assert_array_equal(_array(t.value_at(vid, start)), weights[k])
+        np.testing.assert_array_equal(_array(t.grad_at(vid, end)), _torch_grad_of_pass(t, k))
     np.testing.assert_array_equal(
-        _array(t.grad_at(vid, len(t.steps) - 1)), model.fc1.weight.grad.numpy()
+        _array(t.grad_at(vid, len(t.steps) - 1)), model.fc2.weight.grad.numpy()
     )
+
+
+def test_a_forgotten_zero_grad_shows_as_a_carried_gradient():
+    from autodiff.trace import NodeState
+
+    w = nn.Parameter(torch.tensor([1.0, -2.0]))
+    with pytorch.record() as t:
+        for _ in range(2):
+            (w * w).sum().backward()  # no zero_grad: .grad sums both passes
+    (vid,) = t.parameters()
+    second = min(s.index for s in t.steps if s.backward_pass == 1)
+    first_forward = max(s.index for s in t.steps if s.phase == "forward")
+    assert t.state_at(vid, first_forward) is NodeState.GRAD_CARRIED
+    assert t.grad_fate(vid, first_forward).adder == 1
+    np.testing.assert_array_equal(_array(t.grad_at(vid, len(t.steps) - 1)), w.grad.numpy())
+    np.testing.assert_array_equal(_array(t.grad_at(vid, second - 1)), w.grad.numpy() / 2)
+
+
+def _torch_grad_of_pass(t, k):
+    """fc2.weight's gradient at the end of pass k: what TBackward0 of fc2 produced."""
+    vid = _param_node(t, "fc2.weight")
+    (step,) = [s for s in t.steps if s.backward_pass == k and s.inputs == (vid,) and s.op == "t"]
+    return _array(step.input_grads[0])
 
 
 def test_large_values_are_summarised_and_small_ones_copied():

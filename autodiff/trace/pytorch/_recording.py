@@ -183,9 +183,6 @@ class TorchRecording:
                 if fid is None:
                     return out
                 self._open_pass(fid, 0)
-        elif self._scan_pending:
-            self._scan_pending = False
-            self._scan_leaves()
         scope = self._scopes[-1][0] if self._scopes else 0
         self._pending = (func, args, out, scope, self._pass if node is not None else -1)
         return out
@@ -208,6 +205,9 @@ class TorchRecording:
                 else:
                     entry[1].append(t)
         if new:
+            if self._scan_pending and during < 0:  # the first node of the next graph
+                self._scan_pending = False
+                self._scan_leaves()
             inputs = _tensors(args)
             for g, made in new.values():
                 self._add_function(g, func, args, inputs, made, scope, during)
@@ -397,8 +397,9 @@ class TorchRecording:
         return vid
 
     def _scan_leaves(self) -> None:
-        """After a backward pass, before the next op: what the program did to the leaves in
-        between (an optimizer's step, ``zero_grad``) shows from the segment's start."""
+        """After a backward pass, when the next graph's first node is made: what the program
+        did to the leaves in between (an optimizer's step, ``zero_grad``) shows right before
+        that node's step, the segment's start."""
         rec = self.tables
         k = len(rec._raw)
         self._segment_start = k
@@ -412,10 +413,10 @@ class TorchRecording:
             raw = self._raw(t)
             changed = not _same(raw, last)
             if changed:
-                rec.add_event(k, k - 1, vid, _VALUE, raw, None)
+                rec.add_event(k, k, vid, _VALUE, raw, None)
             has_grad = t.grad is not None
             if had_grad and not has_grad:
-                rec.add_event(k, k - 1, vid, _EMPTIED, None, None)
+                rec.add_event(k, k, vid, _EMPTIED, None, None)
             self._leaf_last[vid] = (raw if changed else last, has_grad)
         self._leaf_list = alive
         consumers = self._consumers
@@ -547,8 +548,13 @@ class TorchRecording:
             return known[1]
         names = {id(m): q for q, m in root.named_modules()}
         self._module_names[id(root)] = (weakref.ref(root), names)
+        rec = self.tables
         for q, p in root.named_parameters():
-            self._param_names.setdefault(id(p), (weakref.ref(p), q))
+            if id(p) not in self._param_names:
+                self._param_names[id(p)] = (weakref.ref(p), q)
+                vid = self._leaves.get(p)
+                if vid is not None and vid not in rec._names:  # used before its module ran
+                    rec.set_name(vid, q)
         return names
 
 
