@@ -392,6 +392,35 @@ def test_large_values_are_summarised_and_small_ones_copied():
     assert fwd.values[0].shape == (50, 50) and fwd.values[0].dtype == "float32"
 
 
+def test_a_large_parameter_changed_through_data_shows_its_new_statistics():
+    w = nn.Parameter(torch.randn(40, 40))
+    means = []
+    with pytorch.record(max_array_size=10) as t:
+        for _ in range(2):
+            means.append(float(w.detach().mean()))
+            (w.t() * 2).sum().backward()
+            w.data.add_(1.0)  # no new version of w: only its numbers tell
+            w.grad = None
+    (vid,) = t.parameters()
+    # the second iteration's first step: right after pass 0's last
+    second = 1 + max(s.index for s in t.steps if s.phase == "backward" and s.backward_pass == 0)
+    assert t.steps[second].phase == "forward"
+    assert t.value_at(vid, 0).mean == pytest.approx(means[0], abs=1e-5)
+    assert t.value_at(vid, second).mean == pytest.approx(means[1], abs=1e-5)
+    assert means[1] == pytest.approx(means[0] + 1, abs=1e-5)
+    transposed = next(s for s in t.steps if s.op == "t").values[0]
+    assert transposed.mean == pytest.approx(means[0], abs=1e-5)  # shared with w's
+    with pytorch.record(max_array_size=10) as t:
+        first = w.t() * 1
+        w.data.add_(1.0)  # between two reads of the same numbers
+        second = w.t() * 1
+    values = [s.values[0].mean for s in t.steps if s.op == "t"]
+    assert values == pytest.approx(
+        [float(first.detach().mean()), float(second.detach().mean())], abs=1e-5
+    )
+    assert values[1] == pytest.approx(values[0] + 1, abs=1e-5)
+
+
 def test_a_large_value_with_nan_or_in_half_precision_is_summarised_with_care():
     x = torch.randn(30, 30, requires_grad=True)
     with pytorch.record(max_array_size=10) as t:

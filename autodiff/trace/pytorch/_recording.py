@@ -142,6 +142,7 @@ class TorchRecording:
         self._seed_pending = False  # a pass began and its seed is not recorded yet
         self._root_id = 0  # the outermost module running now
         self._held: dict[int, Any] = {}  # this pass: variable -> the sum of its gradients
+        self._summaries: dict[tuple, tuple[Snapshot, Any]] = {}  # see _summary
         self._segment_start = 0
         self._scan_pending = False
 
@@ -165,6 +166,7 @@ class TorchRecording:
             self._handles.clear()
             self._node_hooks.clear()
             self._held.clear()
+            self._summaries.clear()
             self._scopes.clear()
 
     # ------------------------------------------------------------------------------
@@ -173,6 +175,8 @@ class TorchRecording:
     def _on_op(self, func: Any, args: tuple, kwargs: dict) -> Any:
         if self._pending is not None:
             self._flush()
+        if self._summaries and func._schema.is_mutable:
+            self._summaries.clear()  # (``.data.add_()`` changes a tensor, not its version)
         out = func(*args, **kwargs)
         node = ti.current_autograd_node()
         if node is not None:
@@ -289,7 +293,7 @@ class TorchRecording:
         if t.requires_grad:
             t = t.detach()
         if t.numel() > self.max_array_size and t.dtype in _SUMMED:
-            snap = _summary(t)
+            snap = self._summary(t)
             if snap is not None:
                 return snap
         if t.device.type != "cpu":
@@ -299,6 +303,29 @@ class TorchRecording:
         if t.is_conj():
             t = t.resolve_conj()
         return capture(t.numpy(), self.max_array_size)
+
+    def _summary(self, t: Any) -> Snapshot | None:
+        """``_summary(t)``, shared by the tensors that hold the same numbers now: a weight and
+        its ``.t()``, a gradient handed from one node to the next, and on to ``.grad``. A few
+        recent ones are kept, with their tensors (so no new tensor takes their memory); any
+        in-place op empties them."""
+        key = (
+            t.untyped_storage().data_ptr(),
+            t.storage_offset(),
+            tuple(sorted(zip(t.shape, t.stride(), strict=True))),  # a permutation's too
+            t.dtype,
+            t._version,
+        )
+        cache = self._summaries
+        hit = cache.get(key)
+        if hit is not None:
+            return hit[0]
+        snap = _summary(t)
+        if snap is not None:
+            if len(cache) >= _SUMMARIES_KEPT:
+                del cache[next(iter(cache))]
+            cache[key] = (snap, t)
+        return snap
 
     # ------------------------------------------------------------------------------
     # Leaves, tensors without history and cuts
@@ -489,6 +516,7 @@ class TorchRecording:
         self._pass_open = False
         self._seed_pending = False
         self._held.clear()
+        self._summaries.clear()
         self._scan_pending = True
 
     def _on_leaf_grad(self, vid: int, t: Any) -> None:
@@ -578,6 +606,7 @@ def _dtype_of(dtype: Any) -> np.dtype:
     return found
 
 
+_SUMMARIES_KEPT = 8
 _SUMMED = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
