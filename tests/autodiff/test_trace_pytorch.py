@@ -317,6 +317,23 @@ def test_a_double_backward_and_a_retained_graph_are_passes():
     np.testing.assert_array_equal(_array(t.grad_at(xid, len(t.steps) - 1)), x.grad.numpy())
 
 
+def test_a_checkpoint_recomputes_its_forward_inside_the_pass():
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(6)
+    lin = nn.Linear(3, 3)
+    x = torch.randn(2, 3, requires_grad=True)
+    with pytorch.record() as t:
+        y = checkpoint(lambda a: torch.tanh(lin(a)), x, use_reentrant=False).sum()
+        log = _watch(y)
+        y.backward()
+    _assert_steps_match(t, log)
+    again = [s.op for s in t.steps if s.phase == "forward" and s.during_backward == 0]
+    assert again == ["t", "linear", "tanh"]
+    xid = next(v for v in t.variables if t.node(v)["shape"] == (2, 3) and t.creator_of(v) < 0)
+    np.testing.assert_array_equal(_array(t.grad_at(xid, len(t.steps) - 1)), x.grad.numpy())
+
+
 def test_a_training_loop_shows_the_optimizer_and_zero_grad_between_passes():
     torch.manual_seed(3)
     model = MLP()
