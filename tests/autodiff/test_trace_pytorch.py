@@ -228,6 +228,22 @@ def test_a_diamond_runs_in_torchs_order_not_generation_order():
     np.testing.assert_allclose(accs[0].new.array, x.grad.numpy())
 
 
+def test_an_in_place_op_on_a_view_and_a_dropout_mask():
+    torch.manual_seed(7)
+    a = torch.randn(4, 3, requires_grad=True)
+    with pytorch.record() as t:
+        v = a.clone()
+        v[0] += 1.0  # the base gets a node (CopySlices) the op does not return
+        loss = (nn.functional.dropout(v, 0.5) * (a > 0)).sum()
+        log = _watch(loss)
+        loss.backward()
+    _assert_steps_match(t, log)
+    assert "torch::autograd::CopySlices" in {t.node(f)["torch_node"] for f in t.functions}
+    assert not t.cuts()  # the mask and the comparison carry no gradient: no cut
+    aid = next(v for v in t.variables if t.node(v)["shape"] == (4, 3) and t.creator_of(v) < 0)
+    np.testing.assert_array_equal(_array(t.grad_at(aid, len(t.steps) - 1)), a.grad.numpy())
+
+
 class MyExp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a):

@@ -12,7 +12,7 @@ test_trace_pytorch.py`` checks each of them directly.
 - ``node.metadata``: a dict per autograd node, where a node id is kept without a reference;
 - ``node._input_metadata``: one entry per output of the node (its number of outputs);
 - ``AccumulateGrad.variable`` and a custom Function's node class's ``_forward_cls``;
-- a node's ``_saved_*`` attributes (what it saved for its backward);
+- a node's ``_saved_*`` attributes (what it saved for its backward), a view's ``_base``;
 - the global module hooks of ``torch.nn.modules.module`` (``always_call``);
 - ``torch._C._DisableTorchDispatch``: runs the recorder's own ops unseen by its mode.
 """
@@ -39,6 +39,7 @@ __all__ = [
     "queue_end_of_pass",
     "saved",
     "tag_node",
+    "view_base",
 ]
 
 _TAG = "autodiff.trace"  # the key of a recorded node's id in node.metadata
@@ -124,6 +125,12 @@ def saved(node: Any) -> list[tuple[str, Any]]:
         elif value is not None:
             others.append((name, value))
     return tensors + others
+
+
+def view_base(t: Any) -> Any:
+    """The tensor ``t`` is a view of, or None: an in-place op on a view gives its base a new
+    node (CopySlices) that is no output of the op."""
+    return t._base if t._is_view() else None
 
 
 def is_compiled_module(module: Any) -> bool:

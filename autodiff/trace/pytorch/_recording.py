@@ -62,6 +62,16 @@ _FRIENDLY = {
 }
 
 
+# ops that read only their input's shape (dropout's mask begins as empty_like(x)): no cut
+_SHAPE_ONLY = frozenset(
+    {
+        "empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
+        "randint_like", "new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided",
+        "sym_size", "sym_stride", "sym_numel",
+    }
+)  # fmt: skip
+
+
 def op_name(func: Any, args: tuple) -> str:
     """The name a user knows an aten op by: ``linear`` for ``addmm``, ``conv2d`` for a 2-d
     ``convolution``, the aten name where nothing better exists."""
@@ -91,6 +101,17 @@ def _plain_inputs(edges: tuple, args: tuple, inputs: list) -> dict[int, Any]:
     plain = [t for t in inputs if not t.requires_grad]
     free = [i for i, (p, _) in enumerate(edges) if p is None]
     return dict(zip(free, plain, strict=True)) if len(free) == len(plain) else {}
+
+
+def _add_new(new: dict[int, tuple[Any, list]], t: Any) -> None:
+    """Note tensor ``t`` under its autograd node in ``new`` when the node is not recorded."""
+    g = t.grad_fn
+    if g is not None and ti.node_tag(g) is None:
+        entry = new.get(id(g))
+        if entry is None:
+            new[id(g)] = (g, [t])
+        elif all(m is not t for m in entry[1]):
+            entry[1].append(t)
 
 
 def _tensors(items: Any) -> list:
@@ -200,14 +221,15 @@ class TorchRecording:
         func, args, out, scope, during = pending
         outs = _tensors(out)
         new: dict[int, tuple[Any, list]] = {}
+        if func._schema.is_mutable:
+            # an in-place op on a view: its base's new node (CopySlices) comes first, as the
+            # view's new node takes its input from it
+            for t in outs:
+                base = ti.view_base(t)
+                if base is not None:
+                    _add_new(new, base)
         for t in outs:
-            g = t.grad_fn
-            if g is not None and ti.node_tag(g) is None:
-                entry = new.get(id(g))
-                if entry is None:
-                    new[id(g)] = (g, [t])
-                else:
-                    entry[1].append(t)
+            _add_new(new, t)
         if new:
             if self._scan_pending and during < 0:  # the first node of the next graph
                 self._scan_pending = False
@@ -215,7 +237,12 @@ class TorchRecording:
             inputs = _tensors(args)
             for g, made in new.values():
                 self._add_function(g, func, args, inputs, made, scope, during)
-        elif during < 0 and outs and not func._schema.is_mutable:
+        elif (
+            during < 0
+            and outs
+            and not func._schema.is_mutable
+            and func.overloadpacket.__name__ not in _SHAPE_ONLY
+        ):
             self._note_cut(func, args, outs)
 
     def _add_function(
@@ -395,7 +422,8 @@ class TorchRecording:
         if sources:
             note = (op_name(func, args), tuple(sources))
             for t in outs:
-                if not t.requires_grad:
+                # a mask or an index carries no gradient: no cut
+                if not t.requires_grad and (t.is_floating_point() or t.is_complex()):
                     self._cut_from[t] = [note, None, t.shape, t.dtype]
 
     def _cut(self, t: Any) -> int | None:
