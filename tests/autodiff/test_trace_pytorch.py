@@ -409,6 +409,24 @@ def _torch_grad_of_pass(t, k):
     return _array(step.input_grads[0])
 
 
+def test_a_backward_that_fails_ends_its_pass():
+    x = torch.randn(3, requires_grad=True)
+    with pytorch.record() as t:
+        once = (x * 3).sum()
+        once.backward()
+        with pytest.raises(RuntimeError, match="second time"):
+            once.backward()  # the graph was freed: torch fails after its first node
+        again = (x * 4).sum()
+        log = _watch(again)
+        again.backward()
+    assert len(t.backward_roots) == 3
+    assert [s.op for s in t.steps if s.phase == "backward" and s.backward_pass == 1] == ["sum"]
+    _assert_steps_match(t, log, backward_pass=2)
+    (xid,) = [v for v in t.variables if t.creator_of(v) < 0 and not t.node(v)["constant"]]
+    np.testing.assert_array_equal(_array(t.grad_at(xid, len(t.steps) - 1)), x.grad.numpy())
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 7.0, np.float32))
+
+
 def test_large_values_are_summarised_and_small_ones_copied():
     x = torch.randn(50, 50, requires_grad=True)
     with pytorch.record(max_array_size=100) as t:
@@ -561,6 +579,9 @@ def test_the_torch_internals_the_recorder_uses_still_answer():
     y = x.exp()
     node = y.grad_fn
     assert _internals.current_autograd_node() is None
+    assert _internals.graph_task_id() == -1
+    view = x[1:]
+    assert _internals.view_base(view) is x and _internals.view_base(x) is None
     _internals.tag_node(node, 7)
     assert _internals.node_tag(y.grad_fn) == 7
     assert _internals.output_count(node) == 1
@@ -578,6 +599,7 @@ def test_the_torch_internals_the_recorder_uses_still_answer():
 
     def hook(grad_inputs, grad_outputs):
         events.append(("hook", _internals.current_autograd_node() is not None))
+        events.append(("task", _internals.graph_task_id() >= 0))
         _internals.queue_end_of_pass(lambda: events.append(("end", None)))
 
     node.register_hook(hook)
@@ -593,7 +615,7 @@ def test_the_torch_internals_the_recorder_uses_still_answer():
         z = x.sin()
     assert inside == [None] and z.grad_fn is not None
     y.sum().backward()
-    assert events == [("hook", True), ("end", None)]
+    assert events == [("hook", True), ("task", True), ("end", None)]
     calls = []
     handles = _internals.module_hooks(
         lambda m, a: calls.append(("pre", type(m).__name__)),

@@ -8,7 +8,8 @@ test_trace_pytorch.py`` checks each of them directly.
 - ``torch._C._current_autograd_node()``: the node whose backward is running (None outside
   backward);
 - ``Variable._execution_engine.queue_callback``: runs at the end of the backward pass that is
-  running (queued from inside one of its hooks);
+  running (queued from inside one of its hooks; not when the pass fails), and
+  ``torch._C._current_graph_task_id()``, which tells one pass from the next;
 - ``node.metadata``: a dict per autograd node, where a node id is kept without a reference;
 - ``node._input_metadata``: one entry per output of the node (its number of outputs);
 - ``AccumulateGrad.variable`` and a custom Function's node class's ``_forward_cls``;
@@ -31,6 +32,7 @@ __all__ = [
     "accumulated_leaf",
     "current_autograd_node",
     "forward_class_name",
+    "graph_task_id",
     "is_compiled_module",
     "module_hooks",
     "no_dispatch",
@@ -65,6 +67,11 @@ def no_dispatch() -> Any:
 def current_autograd_node() -> Any:
     """The autograd node whose backward is running on this thread, or None."""
     return torch._C._current_autograd_node()
+
+
+def graph_task_id() -> int:
+    """The id of the backward pass (graph task) running on this thread; -1 outside one."""
+    return torch._C._current_graph_task_id()
 
 
 def queue_end_of_pass(callback: Callable[[], None]) -> None:

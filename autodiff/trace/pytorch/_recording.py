@@ -161,6 +161,7 @@ class TorchRecording:
         self._pass = -1
         self._pass_open = False
         self._seed_pending = False  # a pass began and its seed is not recorded yet
+        self._task = -1  # the graph task of the pass open
         self._root_id = 0  # the outermost module running now
         self._held: dict[int, Any] = {}  # this pass: variable -> the sum of its gradients
         self._summaries: dict[tuple, tuple[Snapshot, Any]] = {}  # see _summary
@@ -203,7 +204,7 @@ class TorchRecording:
         if node is not None:
             if not torch.is_grad_enabled():
                 return out  # backward's own arithmetic (no create_graph): seen as its steps
-            if not self._pass_open:  # create_graph: the root's node runs ops before its hook
+            if not self._in_this_pass():  # create_graph: the root's node runs ops first
                 fid = ti.node_tag(node)
                 if fid is None:
                     return out
@@ -231,6 +232,8 @@ class TorchRecording:
         for t in outs:
             _add_new(new, t)
         if new:
+            if self._pass_open and during < 0:  # a pass failed, and the program went on
+                self._end_pass()
             if self._scan_pending and during < 0:  # the first node of the next graph
                 self._scan_pending = False
                 self._scan_leaves()
@@ -492,7 +495,7 @@ class TorchRecording:
         if self._pending is not None:
             self._flush()
         rec = self.tables
-        if not self._pass_open:
+        if not self._in_this_pass():
             slot = next((i for i, g in enumerate(grad_outputs) if g is not None), 0)
             self._open_pass(fid, slot)
         if self._seed_pending:
@@ -522,9 +525,17 @@ class TorchRecording:
         outs = self._outputs[fid]
         rec.add_backward_step(fid, gys, tuple(gxs), tuple(accs), outs, self._pass)
 
+    def _in_this_pass(self) -> bool:
+        """Whether the backward running now is the pass open (a pass that failed never ran
+        its end callback: the next one has another graph task)."""
+        return self._pass_open and ti.graph_task_id() == self._task
+
     def _open_pass(self, fid: int, slot: int) -> None:
         """A backward pass begins at node ``fid`` (the first torch runs): its root is the
         output ``slot`` of it; the seed is read at the node's step."""
+        if self._pass_open:
+            self._end_pass()  # one that failed
+        self._task = ti.graph_task_id()
         self._pass += 1
         self._pass_open = True
         self._seed_pending = True
