@@ -27,7 +27,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from autodiff.trace._trace import DEFAULT_MAX_ARRAY_SIZE, Trace
-from autodiff.trace.pytorch._recording import TorchRecording, op_name
+from autodiff.trace.pytorch._ops import op_name
+from autodiff.trace.pytorch._recording import TorchRecording
 
 __all__ = ["TorchTrace", "op_name", "record"]
 

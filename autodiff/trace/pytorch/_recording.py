@@ -22,85 +22,30 @@ output is marked cut when a recorded op uses it.
 
 from __future__ import annotations
 
-import math
 import threading
 import weakref
 from typing import Any
 
-import numpy as np
 import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
 from autodiff.trace._checks import small_params
-from autodiff.trace._recorder import _EMPTIED, _GRAD, _VALUE, Recorder, _same_raw
-from autodiff.trace._snapshot import Snapshot, _dtype_name, capture
+from autodiff.trace._recorder import _EMPTIED, _GRAD, _VALUE, Recorder
+from autodiff.trace._snapshot import Snapshot, capture
 from autodiff.trace.pytorch import _internals as ti
+from autodiff.trace.pytorch._ops import SHAPE_ONLY, op_name, plain_inputs, tensors
+from autodiff.trace.pytorch._values import (
+    HALF,
+    SUMMED,
+    dtype_of,
+    numpy_dtype,
+    same,
+    summary,
+)
 
-__all__ = ["TorchRecording", "op_name"]
+__all__ = ["TorchRecording"]
 
-_Tensor = torch.Tensor
-_HALF = (torch.float16, torch.bfloat16)
-
-# aten names a user does not recognise -> the name of the function they called
-_FRIENDLY = {
-    "addmm": "linear",
-    "native_batch_norm": "batch_norm",
-    "_native_batch_norm_legit": "batch_norm",
-    "_native_batch_norm_legit_no_training": "batch_norm",
-    "_native_batch_norm_legit_functional": "batch_norm",
-    "native_layer_norm": "layer_norm",
-    "native_group_norm": "group_norm",
-    "_log_softmax": "log_softmax",
-    "_softmax": "softmax",
-    "nll_loss_forward": "nll_loss",
-    "nll_loss2d_forward": "nll_loss2d",
-    "max_pool2d_with_indices": "max_pool2d",
-    "max_pool3d_with_indices": "max_pool3d",
-    "native_dropout": "dropout",
-    "_to_copy": "to",
-    "_unsafe_view": "view",
-}
-
-
-# ops that read only their input's shape (dropout's mask begins as empty_like(x)): no cut
-_SHAPE_ONLY = frozenset(
-    {
-        "empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
-        "randint_like", "new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided",
-        "sym_size", "sym_stride", "sym_numel",
-    }
-)  # fmt: skip
-
-
-def op_name(func: Any, args: tuple) -> str:
-    """The name a user knows an aten op by: ``linear`` for ``addmm``, ``conv2d`` for a 2-d
-    ``convolution``, the aten name where nothing better exists."""
-    name = func.overloadpacket.__name__
-    if name in ("convolution", "_convolution"):
-        weight = args[1] if len(args) > 1 else None
-        dims = weight.ndim - 2 if isinstance(weight, _Tensor) else 2
-        transposed = len(args) > 6 and args[6] is True
-        return f"conv_transpose{dims}d" if transposed else f"conv{dims}d"
-    return _FRIENDLY.get(name, name)
-
-
-def _plain_inputs(edges: tuple, args: tuple, inputs: list) -> dict[int, Any]:
-    """The tensors without history that feed the edges without a producer, by edge index:
-    the op's arguments by position when they line up with the edges (each edge with a
-    producer on a tensor that requires grad: ``convolution(x, w, None)``), else its tensors
-    without history in order when they are as many as those edges; else none (which one
-    feeds which edge is not known)."""
-    if len(args) >= len(edges) and all(
-        (p is None) != (isinstance(a, _Tensor) and a.requires_grad)
-        for (p, _), a in zip(edges, args, strict=False)
-    ):
-        return {
-            i: a for i, ((p, _), a) in enumerate(zip(edges, args, strict=False))
-            if p is None and isinstance(a, _Tensor)
-        }  # fmt: skip
-    plain = [t for t in inputs if not t.requires_grad]
-    free = [i for i, (p, _) in enumerate(edges) if p is None]
-    return dict(zip(free, plain, strict=True)) if len(free) == len(plain) else {}
+SUMMARIES_KEPT = 8  # recent tensors whose statistics are shared (TorchRecording._summary)
 
 
 def _add_new(new: dict[int, tuple[Any, list]], t: Any) -> None:
@@ -112,20 +57,6 @@ def _add_new(new: dict[int, tuple[Any, list]], t: Any) -> None:
             new[id(g)] = (g, [t])
         elif all(m is not t for m in entry[1]):
             entry[1].append(t)
-
-
-def _tensors(items: Any) -> list:
-    """The tensors among an op's arguments or outputs (one level of lists: cat's inputs)."""
-    if isinstance(items, _Tensor):
-        return [items]
-    found = []
-    if isinstance(items, (tuple, list)):
-        for a in items:
-            if isinstance(a, _Tensor):
-                found.append(a)
-            elif isinstance(a, (tuple, list)):
-                found.extend(b for b in a if isinstance(b, _Tensor))
-    return found
 
 
 class TorchRecording:
@@ -220,7 +151,7 @@ class TorchRecording:
             return
         self._pending = None
         func, args, out, scope, during = pending
-        outs = _tensors(out)
+        outs = tensors(out)
         new: dict[int, tuple[Any, list]] = {}
         if func._schema.is_mutable:
             # an in-place op on a view: its base's new node (CopySlices) comes first, as the
@@ -237,14 +168,14 @@ class TorchRecording:
             if self._scan_pending and during < 0:  # the first node of the next graph
                 self._scan_pending = False
                 self._scan_leaves()
-            inputs = _tensors(args)
+            inputs = tensors(args)
             for g, made in new.values():
                 self._add_function(g, func, args, inputs, made, scope, during)
         elif (
             during < 0
             and outs
             and not func._schema.is_mutable
-            and func.overloadpacket.__name__ not in _SHAPE_ONLY
+            and func.overloadpacket.__name__ not in SHAPE_ONLY
         ):
             self._note_cut(func, args, outs)
 
@@ -253,7 +184,7 @@ class TorchRecording:
     ) -> None:
         rec = self.tables
         edges = g.next_functions
-        plain_of = _plain_inputs(edges, args, inputs)
+        plain_of = plain_inputs(edges, args, inputs)
         in_ids: list[int] = []
         slots: list[int] = []
         for i, (p, nr) in enumerate(edges):
@@ -289,7 +220,7 @@ class TorchRecording:
                 vid = rec.add_variable(gen + 1, None, None)
                 values.append(None)
             else:
-                vid = rec.add_variable(gen + 1, tuple(t.shape), _dtype(t))
+                vid = rec.add_variable(gen + 1, tuple(t.shape), numpy_dtype(t))
                 values.append(self._raw(t))
             self._generation.append(gen + 1)
             rec.set_scope(vid, scope)
@@ -322,13 +253,13 @@ class TorchRecording:
         on (numpy's pass over a large array costs many times torch's)."""
         if t.requires_grad:
             t = t.detach()
-        if t.numel() > self.max_array_size and t.dtype in _SUMMED:
+        if t.numel() > self.max_array_size and t.dtype in SUMMED:
             snap = self._summary(t)
             if snap is not None:
                 return snap
         if t.device.type != "cpu":
             t = t.cpu()
-        if t.dtype in _HALF:
+        if t.dtype in HALF:
             t = t.float()
         if t.is_conj():
             t = t.resolve_conj()
@@ -350,9 +281,9 @@ class TorchRecording:
         hit = cache.get(key)
         if hit is not None:
             return hit[0]
-        snap = _summary(t)
+        snap = summary(t)
         if snap is not None:
-            if len(cache) >= _SUMMARIES_KEPT:
+            if len(cache) >= SUMMARIES_KEPT:
                 del cache[next(iter(cache))]
             cache[key] = (snap, t)
         return snap
@@ -366,7 +297,7 @@ class TorchRecording:
         if vid is not None:
             return vid
         rec = self.tables
-        vid = rec.add_variable(0, tuple(t.shape), _dtype(t))
+        vid = rec.add_variable(0, tuple(t.shape), numpy_dtype(t))
         self._generation.append(0)
         self._leaves[t] = vid
         if isinstance(t, torch.nn.Parameter):
@@ -400,7 +331,7 @@ class TorchRecording:
         vid = self._cut(t)
         if vid is None:
             rec = self.tables
-            vid = rec.add_variable(0, tuple(t.shape), _dtype(t), constant=True, operand=True)
+            vid = rec.add_variable(0, tuple(t.shape), numpy_dtype(t), constant=True, operand=True)
             self._generation.append(0)
             rec.add_event(len(rec._raw), self._segment_start - 1, vid, _VALUE, self._raw(t), None)
         self._constants[t] = vid
@@ -411,7 +342,7 @@ class TorchRecording:
         recorded op uses them later. Inputs are kept as node ids (or a cut not yet used:
         ``no_grad`` chains), never as tensors."""
         sources = []
-        for t in _tensors(args):
+        for t in tensors(args):
             if t.requires_grad:
                 g = t.grad_fn
                 if g is None:
@@ -445,7 +376,7 @@ class TorchRecording:
         gen = max([self._generation[v] for v in in_ids], default=0)
         fid = rec.add_function(gen, op)
         self._generation.append(gen)
-        vid = rec.add_variable(gen + 1, tuple(shape), _dtype_of(dtype))
+        vid = rec.add_variable(gen + 1, tuple(shape), dtype_of(dtype))
         self._generation.append(gen + 1)
         rec.link_function(fid, in_ids, (vid,))
         rec.add_forward_step(fid, (None if t is None else self._raw(t),))
@@ -469,7 +400,7 @@ class TorchRecording:
             alive.append((ref, vid))
             last, had_grad = self._leaf_last[vid]
             raw = self._raw(t)
-            changed = not _same(raw, last)
+            changed = not same(raw, last)
             if changed:
                 rec.add_event(k, k, vid, _VALUE, raw, None)
             has_grad = t.grad is not None
@@ -623,59 +554,3 @@ class TorchRecording:
                 if vid is not None and vid not in rec._names:  # used before its module ran
                     rec.set_name(vid, q)
         return names
-
-
-def _dtype(t: Any) -> np.dtype:
-    return _dtype_of(t.dtype)
-
-
-_DTYPES: dict[Any, Any] = {}
-
-
-def _dtype_of(dtype: Any) -> np.dtype:
-    """The numpy dtype of a torch dtype; float32 for one numpy lacks (bfloat16): the dtype
-    of the copies the trace keeps (the saved formats hold numpy dtypes only)."""
-    found = _DTYPES.get(dtype)
-    if found is None:
-        try:
-            found = torch.empty((), dtype=dtype).numpy().dtype
-        except TypeError:
-            found = np.dtype(np.float32)
-        _DTYPES[dtype] = found
-    return found
-
-
-_SUMMARIES_KEPT = 8
-_SUMMED = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
-
-
-def _summary(t: Any) -> Snapshot | None:
-    """The Snapshot (statistics only) of a large floating tensor, by torch's kernels on its
-    own device; None when it holds NaN or Inf (or values whose squares overflow), which
-    ``capture`` summarises with the care they need."""
-    dtype = _dtype_name(_dtype_of(t.dtype))
-    if t.dtype in _HALF:
-        t = t.float()
-    # amin and amax, not aminmax: on a transposed tensor (a weight's .t()) it is 20x slower
-    stats = torch.stack([t.amin(), t.amax(), t.sum(), torch.linalg.vector_norm(t)])
-    lo, hi, total, norm = stats.tolist()
-    if not all(map(math.isfinite, (lo, hi, total, norm))):
-        return None
-    return Snapshot(
-        tuple(t.shape),
-        dtype,
-        None,
-        lo,
-        hi,
-        total / t.numel(),
-        norm,
-        0,
-        0,
-    )
-
-
-def _same(raw: Any, last: Any) -> bool:
-    """Whether two raw values (``capture``'s) hold the same numbers, bit for bit."""
-    if type(raw) is np.ndarray and type(last) is np.ndarray:
-        return _same_raw(raw, last)
-    return type(raw) is type(last) and raw == last
