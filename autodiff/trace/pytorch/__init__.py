@@ -51,7 +51,9 @@ class TorchTrace(Trace):
 def record(max_array_size: int = DEFAULT_MAX_ARRAY_SIZE) -> Iterator[TorchTrace]:
     """Record the torch code run inside the block, on this thread (ops on other threads are
     not seen). Arrays of up to ``max_array_size`` elements are copied when the op runs, larger
-    ones summarised; the recording holds no tensor and no autograd node."""
+    ones summarised. Once the block ends the recording holds no tensor and no autograd
+    node (while it runs: the last op's tensors until the next op, and a few recent ones whose
+    statistics it shares)."""
     if max_array_size < 0:
         raise ValueError(f"max_array_size must be >= 0, got {max_array_size}")
     recording = TorchRecording(int(max_array_size))
