@@ -1,0 +1,156 @@
+"""Every torch internal the PyTorch recorder relies on, and nothing else: each of these is
+private or its timing is not promised across torch versions (checked on torch 2.13). When a
+torch release moves one, this module is the one to change; ``tests/autodiff/
+test_trace_pytorch.py`` checks each of them directly.
+
+- ``TorchDispatchMode`` (``torch.utils._python_dispatch``): sees every aten op, below
+  autograd, so an op's output has no ``grad_fn`` yet while the mode handles it;
+- ``torch._C._current_autograd_node()``: the node whose backward is running (None outside
+  backward);
+- ``Variable._execution_engine.queue_callback``: runs at the end of the backward pass that is
+  running (queued from inside one of its hooks; not when the pass fails), and
+  ``torch._C._current_graph_task_id()``, which tells one pass from the next;
+- ``node.metadata``: a dict per autograd node, where a node id is kept without a reference;
+- ``node._input_metadata``: one entry per output of the node (its number of outputs);
+- ``AccumulateGrad.variable`` and a custom Function's node class's ``_forward_cls``;
+- a node's ``_saved_*`` attributes (what it saved for its backward), a view's ``_base``;
+- the global module hooks of ``torch.nn.modules.module`` (``always_call``);
+- ``torch._C._DisableTorchDispatch``: runs the recorder's own ops unseen by its mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.nn.modules import module as _module
+from torch.utils._python_dispatch import TorchDispatchMode
+
+__all__ = [
+    "DispatchMode",
+    "accumulated_leaf",
+    "current_autograd_node",
+    "forward_class_name",
+    "graph_task_id",
+    "is_compiled_module",
+    "module_hooks",
+    "no_dispatch",
+    "node_tag",
+    "output_count",
+    "queue_end_of_pass",
+    "saved",
+    "tag_node",
+    "view_base",
+]
+
+_TAG = "autodiff.trace"  # the key of a recorded node's id in node.metadata
+
+
+class DispatchMode(TorchDispatchMode):
+    """Hands each aten op to ``handle(func, args, kwargs)``, which runs it and returns what
+    it returned. Inside ``handle`` the mode is off: ops the recorder runs are not seen."""
+
+    def __init__(self, handle: Callable[[Any, tuple, dict], Any]) -> None:
+        super().__init__()
+        self._handle = handle
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
+        return self._handle(func, args, kwargs or {})
+
+
+def no_dispatch() -> Any:
+    """A context in which no dispatch mode sees the ops run (the recorder's own, in hooks)."""
+    return torch._C._DisableTorchDispatch()
+
+
+def current_autograd_node() -> Any:
+    """The autograd node whose backward is running on this thread, or None."""
+    return torch._C._current_autograd_node()
+
+
+def graph_task_id() -> int:
+    """The id of the backward pass (graph task) running on this thread; -1 outside one."""
+    return torch._C._current_graph_task_id()
+
+
+def queue_end_of_pass(callback: Callable[[], None]) -> None:
+    """Run ``callback`` when the backward pass running now ends (call it from a hook)."""
+    torch.autograd.Variable._execution_engine.queue_callback(callback)
+
+
+def tag_node(node: Any, value: int) -> None:
+    node.metadata[_TAG] = value
+
+
+def node_tag(node: Any) -> int | None:
+    """The id :func:`tag_node` gave ``node``, or None."""
+    return node.metadata.get(_TAG)
+
+
+def output_count(node: Any) -> int:
+    """How many outputs ``node`` has (the length of the grad_outputs its hooks receive)."""
+    return len(node._input_metadata)
+
+
+def accumulated_leaf(node: Any) -> Any:
+    """The leaf tensor behind an AccumulateGrad node; None for any other node."""
+    return getattr(node, "variable", None)
+
+
+def forward_class_name(node: Any) -> str | None:
+    """The class name of the custom ``autograd.Function`` whose node ``node`` is, or None."""
+    cls = getattr(type(node), "_forward_cls", None)
+    return None if cls is None else cls.__name__
+
+
+_SAVED: dict[type, tuple[str, ...]] = {}  # node class -> its _saved_ attributes
+_SIZES = ("_sizes", "_strides", "_sizes_opt")
+
+
+def saved(node: Any) -> list[tuple[str, Any]]:
+    """What ``node`` saved for its backward, read from its ``_saved_*`` attributes: a
+    tensor's shape as ``("saved_NAME", shape)``, any other value as ``(NAME, value)`` (a
+    convolution's ``stride``); sizes and strides of saved tensors left out (their shapes say
+    it). Empty for a custom Function's node (its ``ctx`` is not read)."""
+    cls = type(node)
+    names = _SAVED.get(cls)
+    if names is None:
+        names = _SAVED[cls] = tuple(
+            a for a in dir(cls) if a.startswith("_saved_") and not a.endswith(_SIZES)
+        )
+    tensors = []
+    others = []
+    for attr in names:
+        try:
+            value = getattr(node, attr)
+        except RuntimeError:  # freed by a backward, or changed in place since
+            continue
+        name = attr[len("_saved_") :]
+        if isinstance(value, torch.Tensor):
+            tensors.append((f"saved_{name}", tuple(value.shape)))
+        elif value is not None:
+            others.append((name, value))
+    return tensors + others
+
+
+def view_base(t: Any) -> Any:
+    """The tensor ``t`` is a view of, or None: an in-place op on a view gives its base a new
+    node (CopySlices) that is no output of the op."""
+    return t._base if t._is_view() else None
+
+
+def is_compiled_module(module: Any) -> bool:
+    """Whether ``module`` is ``torch.compile``'s wrapper of a module."""
+    return type(module).__name__ == "OptimizedModule"
+
+
+def module_hooks(
+    before: Callable[[Any, Any], None], after: Callable[[Any, Any, Any], None]
+) -> tuple[Any, Any]:
+    """Call ``before(module, args)`` and ``after(module, args, output)`` around every module's
+    forward (every thread); returns the two handles (``.remove()`` them)."""
+    return (
+        _module.register_module_forward_pre_hook(before),
+        _module.register_module_forward_hook(after, always_call=True),
+    )

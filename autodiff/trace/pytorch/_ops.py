@@ -1,0 +1,85 @@
+"""What the recorder reads of an aten op: the name a user knows it by, and which of its
+arguments are tensors and feed which edge of its autograd node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import Tensor
+
+__all__ = ["SHAPE_ONLY", "op_name", "plain_inputs", "tensors"]
+
+# aten names a user does not recognise -> the name of the function they called
+_FRIENDLY = {
+    "addmm": "linear",
+    "native_batch_norm": "batch_norm",
+    "_native_batch_norm_legit": "batch_norm",
+    "_native_batch_norm_legit_no_training": "batch_norm",
+    "_native_batch_norm_legit_functional": "batch_norm",
+    "native_layer_norm": "layer_norm",
+    "native_group_norm": "group_norm",
+    "_log_softmax": "log_softmax",
+    "_softmax": "softmax",
+    "nll_loss_forward": "nll_loss",
+    "nll_loss2d_forward": "nll_loss2d",
+    "max_pool2d_with_indices": "max_pool2d",
+    "max_pool3d_with_indices": "max_pool3d",
+    "native_dropout": "dropout",
+    "_to_copy": "to",
+    "_unsafe_view": "view",
+}
+
+
+# ops that read only their input's shape (dropout's mask begins as empty_like(x)): no cut
+SHAPE_ONLY = frozenset(
+    {
+        "empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
+        "randint_like", "new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided",
+        "sym_size", "sym_stride", "sym_numel",
+    }
+)  # fmt: skip
+
+
+def op_name(func: Any, args: tuple) -> str:
+    """The name a user knows an aten op by: ``linear`` for ``addmm``, ``conv2d`` for a 2-d
+    ``convolution``, the aten name where nothing better exists."""
+    name = func.overloadpacket.__name__
+    if name in ("convolution", "_convolution"):
+        weight = args[1] if len(args) > 1 else None
+        dims = weight.ndim - 2 if isinstance(weight, Tensor) else 2
+        transposed = len(args) > 6 and args[6] is True
+        return f"conv_transpose{dims}d" if transposed else f"conv{dims}d"
+    return _FRIENDLY.get(name, name)
+
+
+def plain_inputs(edges: tuple, args: tuple, inputs: list) -> dict[int, Any]:
+    """The tensors without history that feed the edges without a producer, by edge index:
+    the op's arguments by position when they line up with the edges (each edge with a
+    producer on a tensor that requires grad: ``convolution(x, w, None)``), else its tensors
+    without history in order when they are as many as those edges; else none (which one
+    feeds which edge is not known)."""
+    if len(args) >= len(edges) and all(
+        (p is None) != (isinstance(a, Tensor) and a.requires_grad)
+        for (p, _), a in zip(edges, args, strict=False)
+    ):
+        return {
+            i: a for i, ((p, _), a) in enumerate(zip(edges, args, strict=False))
+            if p is None and isinstance(a, Tensor)
+        }  # fmt: skip
+    plain = [t for t in inputs if not t.requires_grad]
+    free = [i for i, (p, _) in enumerate(edges) if p is None]
+    return dict(zip(free, plain, strict=True)) if len(free) == len(plain) else {}
+
+
+def tensors(items: Any) -> list:
+    """The tensors among an op's arguments or outputs (one level of lists: cat's inputs)."""
+    if isinstance(items, Tensor):
+        return [items]
+    found = []
+    if isinstance(items, (tuple, list)):
+        for a in items:
+            if isinstance(a, Tensor):
+                found.append(a)
+            elif isinstance(a, (tuple, list)):
+                found.extend(b for b in a if isinstance(b, Tensor))
+    return found

@@ -1,0 +1,556 @@
+"""The PyTorch recorder: torch's autograd graph, forward values and backward steps, written
+into a :class:`~autodiff.trace._recorder.Recorder`'s tables through the constructors the file
+loaders use (``add_variable``, ``add_function``, ``add_forward_step``...).
+
+Forward: every aten op passes through a dispatch mode. An op's outputs get their ``grad_fn``
+only after the mode has handled it, so the op is kept pending and read when the next op is
+dispatched (or recording stops): then each new autograd node becomes a function node, its
+outputs variables, and the values are copied (``capture``: whole up to ``max_array_size``,
+summarised beyond). A node's inputs are its ``next_functions`` edges, matched by identity (the
+producer's node and ``output_nr``, or the leaf behind an AccumulateGrad), so each input slot
+is the slot torch's backward fills.
+
+Backward: a hook on each recorded node writes a step when torch has run it, so the steps come
+in the engine's own order with the gradients torch passed (``grad_outputs``) and produced
+(``grad_inputs``). A leaf's ``.grad`` is read by its post-accumulate hook and shown after the
+step after which torch accumulated it. A callback queued at a pass's first step ends it.
+
+Cuts: an op that makes a tensor without history from one that has it (``detach``, ``.data``,
+any op under ``no_grad``) is remembered, and becomes a function node (named by its op) whose
+output is marked cut when a recorded op uses it.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+import torch
+from torch.utils.weak import WeakTensorKeyDictionary
+
+from autodiff.trace._checks import small_params
+from autodiff.trace._recorder import _EMPTIED, _GRAD, _VALUE, Recorder
+from autodiff.trace._snapshot import Snapshot, capture
+from autodiff.trace.pytorch import _internals as ti
+from autodiff.trace.pytorch._ops import SHAPE_ONLY, op_name, plain_inputs, tensors
+from autodiff.trace.pytorch._values import (
+    HALF,
+    SUMMED,
+    dtype_of,
+    numpy_dtype,
+    same,
+    summary,
+)
+
+__all__ = ["TorchRecording"]
+
+SUMMARIES_KEPT = 8  # recent tensors whose statistics are shared (TorchRecording._summary)
+
+
+def _add_new(new: dict[int, tuple[Any, list]], t: Any) -> None:
+    """Note tensor ``t`` under its autograd node in ``new`` when the node is not recorded."""
+    g = t.grad_fn
+    if g is not None and ti.node_tag(g) is None:
+        entry = new.get(id(g))
+        if entry is None:
+            new[id(g)] = (g, [t])
+        elif all(m is not t for m in entry[1]):
+            entry[1].append(t)
+
+
+class TorchRecording:
+    """One recording: the dispatch mode, the hooks and the tables they fill. ``start()`` on
+    the thread to record, ``stop()`` on the same thread."""
+
+    def __init__(self, max_array_size: int) -> None:
+        self.tables = Recorder(max_array_size)
+        self.max_array_size = max_array_size
+        self.notes: list[str] = []
+        self.recording = False
+        self._thread = 0
+        self._mode = ti.DispatchMode(self._on_op)
+        self._pending: tuple | None = None  # the last op: (func, args, outputs, scope, during)
+        self._generation: list[int] = []  # node id -> generation
+        self._outputs: dict[int, tuple[int, ...]] = {}  # function node -> its output nodes
+        self._slots: dict[int, tuple[int, ...]] = {}  # function node -> edge index per input
+        # how many input slots use each variable: a non-leaf's in its graph, a leaf's in the
+        # graph built since the last backward pass (where more than one gradient reaches a
+        # variable, its steps show the running sum)
+        self._consumers: dict[int, int] = {}
+        self._leaves = WeakTensorKeyDictionary()  # leaf tensor -> its node
+        self._constants = WeakTensorKeyDictionary()  # tensor without history -> its node
+        self._cut_from = WeakTensorKeyDictionary()  # see _note_cut
+        self._leaf_list: list[tuple[Any, int]] = []  # (weakref of the leaf tensor, node)
+        self._leaf_last: dict[int, tuple[Any, bool]] = {}  # node -> (raw value, has grad)
+        self._handles: list[Any] = []
+        self._node_hooks: list[Any] = []
+        self._param_names: dict[int, tuple[Any, str]] = {}  # id(param) -> (weakref, name)
+        self._module_names: dict[int, tuple[Any, dict[int, str]]] = {}  # root id -> names
+        # open scopes: (scope id, qualified name; None for torch.compile's wrapper)
+        self._scopes: list[tuple[int, str | None]] = []
+        self._pass = -1
+        self._pass_open = False
+        self._seed_pending = False  # a pass began and its seed is not recorded yet
+        self._task = -1  # the graph task of the pass open
+        self._root_id = 0  # the outermost module running now
+        self._held: dict[int, Any] = {}  # this pass: variable -> the sum of its gradients
+        self._summaries: dict[tuple, tuple[Snapshot, Any]] = {}  # see _summary
+        self._segment_start = 0
+        self._scan_pending = False
+
+    # ------------------------------------------------------------------------------
+    # Start and stop
+    # ------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.recording = True
+        self._thread = threading.get_ident()
+        self._handles.extend(ti.module_hooks(self._module_before, self._module_after))
+        self._mode.__enter__()
+
+    def stop(self) -> None:
+        try:
+            self._mode.__exit__(None, None, None)
+        finally:
+            self._flush()
+            self.recording = False
+            for handle in self._handles + self._node_hooks:
+                handle.remove()
+            self._handles.clear()
+            self._node_hooks.clear()
+            self._held.clear()
+            self._summaries.clear()
+            self._scopes.clear()
+
+    # ------------------------------------------------------------------------------
+    # Forward
+    # ------------------------------------------------------------------------------
+    def _on_op(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        if self._pending is not None:
+            self._flush()
+        if self._summaries and func._schema.is_mutable:
+            self._summaries.clear()  # (``.data.add_()`` changes a tensor, not its version)
+        out = func(*args, **kwargs)
+        node = ti.current_autograd_node()
+        if node is not None:
+            if not torch.is_grad_enabled():
+                return out  # backward's own arithmetic (no create_graph): seen as its steps
+            if not self._in_this_pass():  # create_graph: the root's node runs ops first
+                fid = ti.node_tag(node)
+                if fid is None:
+                    return out
+                self._open_pass(fid, 0)
+        scope = self._scopes[-1][0] if self._scopes else 0
+        self._pending = (func, args, out, scope, self._pass if node is not None else -1)
+        return out
+
+    def _flush(self) -> None:
+        """Record the pending op now that its outputs have their autograd node."""
+        pending = self._pending
+        if pending is None:
+            return
+        self._pending = None
+        func, args, out, scope, during = pending
+        outs = tensors(out)
+        new: dict[int, tuple[Any, list]] = {}
+        if func._schema.is_mutable:
+            # an in-place op on a view: its base's new node (CopySlices) comes first, as the
+            # view's new node takes its input from it
+            for t in outs:
+                base = ti.view_base(t)
+                if base is not None:
+                    _add_new(new, base)
+        for t in outs:
+            _add_new(new, t)
+        if new:
+            if self._pass_open and during < 0:  # a pass failed, and the program went on
+                self._end_pass()
+            if self._scan_pending and during < 0:  # the first node of the next graph
+                self._scan_pending = False
+                self._scan_leaves()
+            inputs = tensors(args)
+            for g, made in new.values():
+                self._add_function(g, func, args, inputs, made, scope, during)
+        elif (
+            during < 0
+            and outs
+            and not func._schema.is_mutable
+            and func.overloadpacket.__name__ not in SHAPE_ONLY
+        ):
+            self._note_cut(func, args, outs)
+
+    def _add_function(
+        self, g: Any, func: Any, args: tuple, inputs: list, made: list, scope: int, during: int
+    ) -> None:
+        rec = self.tables
+        edges = g.next_functions
+        plain_of = plain_inputs(edges, args, inputs)
+        in_ids: list[int] = []
+        slots: list[int] = []
+        for i, (p, nr) in enumerate(edges):
+            if p is None:
+                t = plain_of.get(i)
+                if t is None:
+                    continue
+                vid = self._history_less(t)
+            else:
+                fid = ti.node_tag(p)
+                if fid is not None:
+                    vid = self._outputs[fid][nr]
+                else:
+                    leaf = ti.accumulated_leaf(p)
+                    if leaf is not None:
+                        vid = self._leaf(leaf)
+                    elif i < len(inputs):  # made before recording: a leaf of this graph
+                        vid = self._history_less(inputs[i])
+                    else:
+                        continue
+            in_ids.append(vid)
+            slots.append(i)
+        gen = max([self._generation[v] for v in in_ids], default=0)
+        custom = ti.forward_class_name(g)
+        fid = rec.add_function(gen, custom or op_name(func, args))
+        self._generation.append(gen)
+        by_slot = {t.output_nr: t for t in made}
+        out_ids = []
+        values = []
+        for k in range(ti.output_count(g)):
+            t = by_slot.get(k)
+            if t is None:
+                vid = rec.add_variable(gen + 1, None, None)
+                values.append(None)
+            else:
+                vid = rec.add_variable(gen + 1, tuple(t.shape), numpy_dtype(t))
+                values.append(self._raw(t))
+            self._generation.append(gen + 1)
+            rec.set_scope(vid, scope)
+            out_ids.append(vid)
+        rec.link_function(fid, tuple(in_ids), tuple(out_ids))
+        params = {"torch_node": g.name()}
+        if custom is None:
+            params["aten"] = str(func)
+            params.update(ti.saved(g))
+        rec.set_params(fid, small_params(params))
+        rec.set_scope(fid, scope)
+        self._outputs[fid] = tuple(out_ids)
+        self._slots[fid] = tuple(slots)
+        consumers = self._consumers
+        for v in in_ids:
+            consumers[v] = consumers.get(v, 0) + 1
+        ti.tag_node(g, fid)
+        self._node_hooks.append(g.register_hook(self._node_ran(fid)))
+        rec.add_forward_step(fid, tuple(values), during)
+
+    def _node_ran(self, fid: int) -> Any:
+        def hook(grad_inputs: tuple, grad_outputs: tuple) -> None:
+            self._on_backward_step(fid, grad_inputs, grad_outputs)
+
+        return hook
+
+    def _raw(self, t: Any) -> Any:
+        """The raw value the trace keeps of tensor ``t`` (see ``capture``): a copy up to
+        ``max_array_size`` elements; beyond, the statistics, computed by torch where it is
+        on (numpy's pass over a large array costs many times torch's)."""
+        if t.requires_grad:
+            t = t.detach()
+        if t.numel() > self.max_array_size and t.dtype in SUMMED:
+            snap = self._summary(t)
+            if snap is not None:
+                return snap
+        if t.device.type != "cpu":
+            t = t.cpu()
+        if t.dtype in HALF:
+            t = t.float()
+        if t.is_conj():
+            t = t.resolve_conj()
+        return capture(t.numpy(), self.max_array_size)
+
+    def _summary(self, t: Any) -> Snapshot | None:
+        """``_summary(t)``, shared by the tensors that hold the same numbers now: a weight and
+        its ``.t()``, a gradient handed from one node to the next, and on to ``.grad``. A few
+        recent ones are kept, with their tensors (so no new tensor takes their memory); any
+        in-place op empties them."""
+        key = (
+            t.untyped_storage().data_ptr(),
+            t.storage_offset(),
+            tuple(sorted(zip(t.shape, t.stride(), strict=True))),  # a permutation's too
+            t.dtype,
+            t._version,
+        )
+        cache = self._summaries
+        hit = cache.get(key)
+        if hit is not None:
+            return hit[0]
+        snap = summary(t)
+        if snap is not None:
+            if len(cache) >= SUMMARIES_KEPT:
+                del cache[next(iter(cache))]
+            cache[key] = (snap, t)
+        return snap
+
+    # ------------------------------------------------------------------------------
+    # Leaves, tensors without history and cuts
+    # ------------------------------------------------------------------------------
+    def _leaf(self, t: Any) -> int:
+        """The node of a leaf that requires grad (registered at its first use)."""
+        vid = self._leaves.get(t)
+        if vid is not None:
+            return vid
+        rec = self.tables
+        vid = rec.add_variable(0, tuple(t.shape), numpy_dtype(t))
+        self._generation.append(0)
+        self._leaves[t] = vid
+        if isinstance(t, torch.nn.Parameter):
+            rec.mark_parameter(vid)
+            named = self._param_names.get(id(t))
+            if named is not None and named[0]() is t:
+                rec.set_name(vid, named[1])
+        stamp = len(rec._raw)
+        raw = self._raw(t)
+        rec.add_event(stamp, self._segment_start - 1, vid, _VALUE, raw, None)
+        has_grad = t.grad is not None
+        if has_grad:  # a gradient held from before recording
+            rec.add_event(stamp, self._segment_start - 1, vid, _GRAD, self._raw(t.grad), -1)
+        self._leaf_list.append((weakref.ref(t), vid))
+        self._leaf_last[vid] = (raw, has_grad)
+        self._handles.append(t.register_post_accumulate_grad_hook(self._leaf_grad(vid)))
+        return vid
+
+    def _leaf_grad(self, vid: int) -> Any:
+        def hook(t: Any) -> None:
+            self._on_leaf_grad(vid, t)
+
+        return hook
+
+    def _history_less(self, t: Any) -> int:
+        """The node of a tensor without history: a cut's output if an op made it from one
+        with history (``_note_cut``), else a constant."""
+        vid = self._constants.get(t)
+        if vid is not None:
+            return vid
+        vid = self._cut(t)
+        if vid is None:
+            rec = self.tables
+            vid = rec.add_variable(0, tuple(t.shape), numpy_dtype(t), constant=True, operand=True)
+            self._generation.append(0)
+            rec.add_event(len(rec._raw), self._segment_start - 1, vid, _VALUE, self._raw(t), None)
+        self._constants[t] = vid
+        return vid
+
+    def _note_cut(self, func: Any, args: tuple, outs: list) -> None:
+        """Remember outputs made without history from an input that has it: a cut, if a
+        recorded op uses them later. Inputs are kept as node ids (or a cut not yet used:
+        ``no_grad`` chains), never as tensors."""
+        sources = []
+        for t in tensors(args):
+            if t.requires_grad:
+                g = t.grad_fn
+                if g is None:
+                    sources.append(self._leaf(t))
+                elif ti.node_tag(g) is not None:
+                    sources.append(self._outputs[ti.node_tag(g)][t.output_nr])
+            else:
+                earlier = self._cut_from.get(t)
+                if earlier is not None:
+                    sources.append(earlier)
+        if sources:
+            note = (op_name(func, args), tuple(sources))
+            for t in outs:
+                # a mask or an index carries no gradient: no cut
+                if not t.requires_grad and (t.is_floating_point() or t.is_complex()):
+                    self._cut_from[t] = [note, None, t.shape, t.dtype]
+
+    def _cut(self, t: Any) -> int | None:
+        entry = self._cut_from.get(t)
+        if entry is None:
+            return None
+        return self._made_cut(entry, t)
+
+    def _made_cut(self, entry: list, t: Any) -> int:
+        """The output node of a remembered cut, made at its first use (``entry[1]``)."""
+        if entry[1] is not None:
+            return entry[1]
+        (op, sources), _, shape, dtype = entry
+        rec = self.tables
+        in_ids = tuple(s if type(s) is int else self._made_cut(s, None) for s in sources)
+        gen = max([self._generation[v] for v in in_ids], default=0)
+        fid = rec.add_function(gen, op)
+        self._generation.append(gen)
+        vid = rec.add_variable(gen + 1, tuple(shape), dtype_of(dtype))
+        self._generation.append(gen + 1)
+        rec.link_function(fid, in_ids, (vid,))
+        rec.add_forward_step(fid, (None if t is None else self._raw(t),))
+        rec.mark_cut(vid, len(rec._raw))
+        self._outputs[fid] = (vid,)
+        entry[1] = vid
+        return vid
+
+    def _scan_leaves(self) -> None:
+        """After a backward pass, when the next graph's first node is made: what the program
+        did to the leaves in between (an optimizer's step, ``zero_grad``) shows right before
+        that node's step, the segment's start."""
+        rec = self.tables
+        k = len(rec._raw)
+        self._segment_start = k
+        alive = []
+        for ref, vid in self._leaf_list:
+            t = ref()
+            if t is None:
+                continue
+            alive.append((ref, vid))
+            last, had_grad = self._leaf_last[vid]
+            raw = self._raw(t)
+            changed = not same(raw, last)
+            if changed:
+                rec.add_event(k, k, vid, _VALUE, raw, None)
+            has_grad = t.grad is not None
+            if had_grad and not has_grad:
+                rec.add_event(k, k, vid, _EMPTIED, None, None)
+            self._leaf_last[vid] = (raw if changed else last, has_grad)
+        self._leaf_list = alive
+        consumers = self._consumers
+        for _, vid in alive:
+            consumers.pop(vid, None)
+
+    # ------------------------------------------------------------------------------
+    # Backward
+    # ------------------------------------------------------------------------------
+    def _on_backward_step(self, fid: int, grad_inputs: tuple, grad_outputs: tuple) -> None:
+        # any thread: torch runs a CUDA graph's backward on a thread of its own
+        if not self.recording:
+            return
+        with ti.no_dispatch():  # the recorder's own ops are not the program's
+            self._backward_step(fid, grad_inputs, grad_outputs)
+
+    def _backward_step(self, fid: int, grad_inputs: tuple, grad_outputs: tuple) -> None:
+        if self._pending is not None:
+            self._flush()
+        rec = self.tables
+        if not self._in_this_pass():
+            slot = next((i for i, g in enumerate(grad_outputs) if g is not None), 0)
+            self._open_pass(fid, slot)
+        if self._seed_pending:
+            self._seed(grad_outputs)
+        gys = tuple([None if g is None else self._raw(g) for g in grad_outputs])
+        in_ids = rec._info[fid].inputs
+        gxs = []
+        accs = []
+        held = self._held
+        for slot, edge in enumerate(self._slots[fid]):
+            g = grad_inputs[edge] if edge < len(grad_inputs) else None
+            if g is None:
+                gxs.append(None)
+                continue
+            raw = self._raw(g)
+            gxs.append(raw)
+            vid = in_ids[slot]
+            if self._consumers.get(vid, 0) > 1:
+                old = held.get(vid)
+                if old is None:
+                    held[vid] = g.detach().clone()
+                else:
+                    new = old + g.detach()
+                    held[vid] = new
+                    accs.append((vid, slot, self._raw(old), raw, self._raw(new)))
+        # torch keeps no gradient of a non-leaf (unless retain_grad()): dropped once used
+        outs = self._outputs[fid]
+        rec.add_backward_step(fid, gys, tuple(gxs), tuple(accs), outs, self._pass)
+
+    def _in_this_pass(self) -> bool:
+        """Whether the backward running now is the pass open (a pass that failed never ran
+        its end callback: the next one has another graph task)."""
+        return self._pass_open and ti.graph_task_id() == self._task
+
+    def _open_pass(self, fid: int, slot: int) -> None:
+        """A backward pass begins at node ``fid`` (the first torch runs): its root is the
+        output ``slot`` of it; the seed is read at the node's step."""
+        if self._pass_open:
+            self._end_pass()  # one that failed
+        self._task = ti.graph_task_id()
+        self._pass += 1
+        self._pass_open = True
+        self._seed_pending = True
+        self.tables.backward_roots.append(self._outputs[fid][slot])
+        ti.queue_end_of_pass(self._end_pass)
+
+    def _seed(self, grad_outputs: tuple) -> None:
+        """The gradient the pass began with, shown with its first step."""
+        self._seed_pending = False
+        rec = self.tables
+        root = rec.backward_roots[-1]
+        seed = next((g for g in grad_outputs if g is not None), None)
+        k = len(rec._raw)
+        rec.add_event(k, k, root, _GRAD, None if seed is None else self._raw(seed), self._pass)
+
+    def _end_pass(self) -> None:
+        self._pass_open = False
+        self._seed_pending = False
+        self._held.clear()
+        self._summaries.clear()
+        self._scan_pending = True
+
+    def _on_leaf_grad(self, vid: int, t: Any) -> None:
+        if not self.recording or not self._pass_open:
+            return
+        rec = self.tables
+        k = len(rec._raw)
+        with ti.no_dispatch():
+            raw = self._raw(t.grad)
+        rec.add_event(k, k - 1, vid, _GRAD, raw, self._pass)
+        self._leaf_last[vid] = (self._leaf_last[vid][0], True)
+
+    # ------------------------------------------------------------------------------
+    # Module scopes
+    # ------------------------------------------------------------------------------
+    def _module_before(self, module: Any, args: Any) -> None:
+        if not self.recording or threading.get_ident() != self._thread:
+            return
+        if ti.is_compiled_module(module):
+            note = (
+                "torch.compile: recorded as the eager ops it runs (under the recorder's "
+                "dispatch mode compiled code runs eagerly)"
+            )
+            if note not in self.notes:
+                self.notes.append(note)
+            # the wrapper is no scope: its ops are its parent's, its module the root
+            self._scopes.append((self._scopes[-1][0] if self._scopes else 0, None))
+            return
+        cls = type(module).__name__
+        named = [entry for entry in self._scopes if entry[1] is not None]
+        if not named:
+            self._names_under(module)
+            qual, name, parent = "", cls, self._scopes[-1][0] if self._scopes else 0
+        else:
+            parent, up = named[-1]
+            root = self._module_names.get(self._root_id)
+            qual = root[1].get(id(module)) if root is not None else None
+            if qual is None:  # a module outside the root's tree: by its class
+                qual, name = up, cls
+            elif up and qual.startswith(up + "."):
+                name = qual[len(up) + 1 :].replace(".", "/")
+            else:
+                name = qual.replace(".", "/") or cls
+        self._scopes.append((self.tables.add_scope(name, cls, parent), qual))
+
+    def _module_after(self, module: Any, args: Any, output: Any) -> None:
+        if not self.recording or threading.get_ident() != self._thread or not self._scopes:
+            return
+        self._scopes.pop()  # the module's pending op keeps the scope it ran in
+
+    def _names_under(self, root: Any) -> dict[int, str]:
+        """The qualified names of ``root``'s modules (and its parameters' names, noted for
+        the leaves), computed once per root module."""
+        self._root_id = id(root)
+        known = self._module_names.get(id(root))
+        if known is not None and known[0]() is root:
+            return known[1]
+        names = {id(m): q for q, m in root.named_modules()}
+        self._module_names[id(root)] = (weakref.ref(root), names)
+        rec = self.tables
+        for q, p in root.named_parameters():
+            if id(p) not in self._param_names:
+                self._param_names[id(p)] = (weakref.ref(p), q)
+                vid = self._leaves.get(p)
+                if vid is not None and vid not in rec._names:  # used before its module ran
+                    rec.set_name(vid, q)
+        return names

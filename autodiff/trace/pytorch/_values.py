@@ -1,0 +1,73 @@
+"""A tensor's numbers as the trace keeps them: its numpy dtype, its statistics computed by
+torch, and whether two kept values are the same."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from autodiff.trace._recorder import _same_raw
+from autodiff.trace._snapshot import Snapshot, _dtype_name
+
+__all__ = ["HALF", "SUMMED", "dtype_of", "numpy_dtype", "same", "summary"]
+
+HALF = (torch.float16, torch.bfloat16)
+
+
+def numpy_dtype(t: Any) -> np.dtype:
+    """The numpy dtype of tensor ``t``'s values as the trace keeps them (see dtype_of)."""
+    return dtype_of(t.dtype)
+
+
+_DTYPES: dict[Any, Any] = {}
+
+
+def dtype_of(torch_dtype: Any) -> np.dtype:
+    """The numpy dtype of a torch dtype; float32 for one numpy lacks (bfloat16): the dtype
+    of the copies the trace keeps (the saved formats hold numpy dtypes only)."""
+    found = _DTYPES.get(torch_dtype)
+    if found is None:
+        try:
+            found = torch.empty((), dtype=torch_dtype).numpy().dtype
+        except TypeError:
+            found = np.dtype(np.float32)
+        _DTYPES[torch_dtype] = found
+    return found
+
+
+SUMMED = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def summary(t: Any) -> Snapshot | None:
+    """The Snapshot (statistics only) of a large floating tensor, by torch's kernels on its
+    own device; None when it holds NaN or Inf (or values whose squares overflow), which
+    ``capture`` summarises with the care they need."""
+    dtype = _dtype_name(dtype_of(t.dtype))
+    if t.dtype in HALF:
+        t = t.float()
+    # amin and amax, not aminmax: on a transposed tensor (a weight's .t()) it is 20x slower
+    stats = torch.stack([t.amin(), t.amax(), t.sum(), torch.linalg.vector_norm(t)])
+    lo, hi, total, norm = stats.tolist()
+    if not all(map(math.isfinite, (lo, hi, total, norm))):
+        return None
+    return Snapshot(
+        tuple(t.shape),
+        dtype,
+        None,
+        lo,
+        hi,
+        total / t.numel(),
+        norm,
+        0,
+        0,
+    )
+
+
+def same(raw: Any, last: Any) -> bool:
+    """Whether two raw values (``capture``'s) hold the same numbers, bit for bit."""
+    if type(raw) is np.ndarray and type(last) is np.ndarray:
+        return _same_raw(raw, last)
+    return type(raw) is type(last) and raw == last
