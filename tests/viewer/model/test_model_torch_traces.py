@@ -262,3 +262,41 @@ def test_a_saved_torch_trace_reloads_with_the_same_rows_and_explanation(resnet, 
     text = "\n".join(d.explain_step(_backward(d)[0].index).lines())
     assert "torch's autograd node NllLossBackward0" in text and "your own" not in text
     assert check_trace(loaded, saved=True).reason == TORCH_TRACE_REASON
+
+
+class _WrongSquare(torch.autograd.Function):
+    """x² with a wrong backward (3x, not 2x): the program's own code."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 3 * g * x
+
+
+def test_a_custom_function_is_the_programs_own_code_not_torchs():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with pytorch.record() as t:
+        _WrongSquare.apply(x).sum().backward()
+    d = Document()
+    d.load_trace(t, "custom")
+    step = next(s for s in t.steps if s.phase == "backward" and s.op == "_WrongSquare")
+    explanation = d.explain_step(step.index)
+    text = "\n".join(explanation.lines())
+    assert "_WrongSquare is a custom torch.autograd.Function: its backward is your own code" in text
+    assert "torch's own code" not in text and "torch's op" not in text
+    assert (
+        explanation.terms[0].formula
+        == "gx comes from _WrongSquare.backward: your own code, run by torch"
+    )
+    # the numbers are what the program's backward returned: 3 · 1 · 2 at element [1]
+    assert np.asarray(explanation.terms[0].result).tolist() == [3.0, 6.0]
+    rows = dict(d.inspect(step.function).as_rows())
+    assert rows["torch node"] == "_WrongSquareBackward"
+    assert rows["aten op"] == "none: a custom autograd.Function (your own backward)"
+    report = check_trace(t)
+    assert report.functions == () and report.reason == TORCH_TRACE_REASON

@@ -62,7 +62,7 @@ from viewer.model.checks.function_check import (
     check_function,
 )
 from viewer.model.checks.report import GradCheckReport, LeafCheck, ReportRow
-from viewer.model.explain.torch_ops import is_torch_function
+from viewer.model.explain.torch_ops import is_custom_function, is_torch_function
 from viewer.model.panels.plots import snapshot_total
 
 __all__ = [
@@ -73,6 +73,7 @@ __all__ = [
     "RTOL",
     "SAVED_TRACE_REASON",
     "STEP",
+    "TORCH_CUSTOM_REASON",
     "TORCH_OP_REASON",
     "TORCH_TRACE_REASON",
     "Comparison",
@@ -138,7 +139,9 @@ def _function_checks(
         for fid in torch_ids:
             by_torch_op.setdefault(trace.node(fid)["op"], []).append(fid)
         for op, fids in by_torch_op.items():
-            checks.append(FunctionCheck(tuple(fids), op, "skipped", message=TORCH_OP_REASON))
+            custom = is_custom_function(trace, fids[0])
+            reason = TORCH_CUSTOM_REASON if custom else TORCH_OP_REASON
+            checks.append(FunctionCheck(tuple(fids), op, "skipped", message=reason))
     ops = {fid: trace.node(fid)["op"] for fid in ids}
     by_op: dict[str, list[int]] = {}
     for fid in ids:
@@ -188,6 +191,10 @@ TORCH_OP_REASON = (
     "torch's op, recorded by autodiff.trace.pytorch: this check re-runs autodiff's Functions "
     "and cannot re-run torch's nodes; its gradients are shown as torch computed them"
 )
+TORCH_CUSTOM_REASON = (
+    "a custom torch.autograd.Function, recorded by autodiff.trace.pytorch: this check re-runs "
+    "autodiff's Functions and cannot re-run it; torch.autograd.gradcheck checks it in float64"
+)
 TORCH_TRACE_REASON = (
     "every Function here is torch's (a recording of autodiff.trace.pytorch): this check "
     "re-runs autodiff's Functions, not torch's nodes, so nothing was checked. "
@@ -232,7 +239,7 @@ def check_trace(
     reason = ""
     if not checks:
         reason = "the graph has no Function to check (a leaf alone)"
-    elif all(c.message == TORCH_OP_REASON for c in checks):
+    elif all(c.message in (TORCH_OP_REASON, TORCH_CUSTOM_REASON) for c in checks):
         reason = TORCH_TRACE_REASON
         checks, notes = [], []
     elif all(c.status == "skipped" and c.source == "" for c in checks):

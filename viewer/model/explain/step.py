@@ -186,7 +186,9 @@ def _term(
         want = float(result_array[element] if element else result_array)
     gx = f"gx{slot}" if len(step.inputs) > 1 else "gx"
     if text is None:
-        if by_torch:
+        if by_torch and torch_ops.is_custom_function(trace, step.function):
+            formula = f"{gx} comes from {step.op}.backward: your own code, run by torch"
+        elif by_torch:
             formula = f"{gx} comes from torch's backward of {step.op}"
         elif own:
             formula = f"{gx} comes from {step.op}.backward: its derivative is your own code"

@@ -14,7 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ELEMENTWISE", "TORCH_DERIVATIVES", "is_torch_function", "torch_note"]
+__all__ = [
+    "ELEMENTWISE",
+    "TORCH_DERIVATIVES",
+    "is_custom_function",
+    "is_torch_function",
+    "torch_note",
+]
 
 # The textbook derivative of each op, in the terms of its aten op's arguments (the order of a
 # node's inputs in the graph is not always torch's argument order, so no slot is named).
@@ -58,11 +64,28 @@ def is_torch_function(trace: Any, function: int) -> bool:
         return False
 
 
+def is_custom_function(trace: Any, function: int) -> bool:
+    """Whether ``function`` is a custom ``torch.autograd.Function`` of the program's: a node
+    torch made (``torch_node``) that no aten op made (the recorder names no ``aten``)."""
+    try:
+        params = trace.function_params(function)
+    except (IndexError, KeyError):
+        return False
+    return bool(params.get("torch_node")) and not params.get("aten")
+
+
 def torch_note(trace: Any, function: int, op: str) -> str:
     """What the explanation says of torch's node ``function`` (op ``op``): whose backward ran,
     and the textbook derivative where one is named here."""
     params = trace.function_params(function)
     node = params.get("torch_node")
+    if is_custom_function(trace, function):
+        return (
+            f"{op} is a custom torch.autograd.Function: its backward is your own code, which "
+            f"torch ran as its node {node}; these gradients are what it returned, as recorded.\n"
+            "No formula is shown for it. torch.autograd.gradcheck compares it with numerical "
+            "differences in float64."
+        )
     aten = params.get("aten")
     made = f"torch's autograd node {node}" if node else "no autograd node of torch's (a cut)"
     of = f" (aten op {aten})" if aten else ""

@@ -218,6 +218,8 @@ def torch_rows(params: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     rows = [("torch node", str(node) if node else "none: a cut (no autograd node)")]
     if params.get("aten"):
         rows.append(("aten op", str(params["aten"])))
+    elif node:
+        rows.append(("aten op", "none: a custom autograd.Function (your own backward)"))
     others = []
     for key, value in params.items():
         if key.startswith("saved_"):
