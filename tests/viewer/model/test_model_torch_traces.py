@@ -300,3 +300,79 @@ def test_a_custom_function_is_the_programs_own_code_not_torchs():
     assert rows["aten op"] == "none: a custom autograd.Function (your own backward)"
     report = check_trace(t)
     assert report.functions == () and report.reason == TORCH_TRACE_REASON
+
+
+class _Layer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.tanh(self.fc(x)) + x
+
+
+class _Deep(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.Sequential(*[_Layer() for _ in range(4)])
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.head(self.blocks(x))
+
+
+def test_repeated_modules_fold_into_one_box_and_unfold():
+    torch.manual_seed(0)
+    with pytorch.record() as t:
+        _Deep()(torch.randn(3, 4)).sum().backward()
+    d = Document()
+    d.load_trace(t, "deep")
+
+    def boxes():
+        return [d.scene.names[i] for i, k in enumerate(d.scene.kinds) if k == "module"]
+
+    run = d.scope_tree()[0].children[0].children
+    assert [n.path for n in run] == [f"_Deep/blocks/{k}" for k in range(4)]
+    assert run[0].fold_count == 4 and run[0].cls == "_Layer"
+    assert boxes() == ["_Layer \N{MULTIPLICATION SIGN} 4"]
+    assert d.unfold("_Deep/blocks/0")
+    assert boxes() == ["0", "1", "2", "3"]
+    d.expand_all()
+    frames = {f.path for f in d.scene.geometry.frames}
+    assert {f"_Deep/blocks/{k}/fc" for k in range(4)} <= frames
+
+
+def test_each_parameter_shows_its_grad_from_the_step_torch_accumulated_it(resnet, doc):
+    """AccumulateGrad is folded into the step after which torch ran it: the parameter has no
+    gradient before that step and torch's final ``.grad`` from it on (one pass)."""
+    t, _, grads, _ = resnet
+    steps = _backward(doc)
+    for p in sorted(t.parameters()):
+        name = t.node(p)["name"]
+        made = next(s.index for s in steps if p in s.inputs)
+        doc.playback.seek(made - 1)
+        assert doc.inspect(p).grad is None, name
+        for at in (made, steps[-1].index):
+            doc.playback.seek(at)
+            np.testing.assert_allclose(doc.inspect(p).grad.array, grads[name], rtol=1e-6)
+
+
+def test_a_detach_cut_is_shown_as_a_cut_with_no_torch_node():
+    w = nn.Parameter(torch.tensor([1.0, 2.0]))
+    v = nn.Parameter(torch.tensor([0.5, -1.0]))
+    with pytorch.record() as t:
+        ((w * 2).detach() * v).sum().backward()
+    d = Document()
+    d.load_trace(t, "cut")
+    cut = next(f for f in t.functions if t.node(f)["op"] == "detach")
+    assert t.node(cut)["torch_node"] is None
+    rows = dict(d.inspect(cut).as_rows())
+    assert rows["torch node"] == "none: a cut (no autograd node)"
+    assert "aten op" not in rows
+    d.playback.to_end()
+    by_value = {tuple(t.node(p)["value"].array.tolist()): p for p in t.parameters()}
+    np.testing.assert_allclose(d.inspect(by_value[(0.5, -1.0)]).grad.array, [2.0, 4.0])
+    assert d.inspect(by_value[(1.0, 2.0)]).grad is None
+    # the gradient check says it checks none of torch's nodes; the cut is no Function to check
+    report = check_trace(t)
+    assert report.functions == () and report.reason == TORCH_TRACE_REASON

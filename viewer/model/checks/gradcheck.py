@@ -106,6 +106,10 @@ def _function_ids(trace: TraceReader) -> list[int]:
     return [f for f in trace.functions if f not in detached]
 
 
+def _outputs(trace: TraceReader, function: int) -> set[int]:
+    return {int(v) for _, v in trace.graph.out_edges(function)}
+
+
 def _live(trace: TraceReader, node_id: int) -> Any:
     try:
         return trace.live(node_id)
@@ -134,7 +138,14 @@ def _function_checks(
     if torch_ids:
         # torch's nodes are torch's code: re-running an autodiff primitive of the same op name
         # (or a sample of one) would check something else
-        ids = [fid for fid in ids if fid not in set(torch_ids)]
+        # a cut of torch's (detach, .data, no_grad) made no autograd node: nothing to check
+        cut = set(trace.cuts())
+        ids = [
+            fid
+            for fid in ids
+            if fid not in set(torch_ids)
+            and not (trace.function_params(fid) == {} and _outputs(trace, fid) <= cut)
+        ]
         by_torch_op: dict[str, list[int]] = {}
         for fid in torch_ids:
             by_torch_op.setdefault(trace.node(fid)["op"], []).append(fid)

@@ -204,8 +204,17 @@ def inspect(trace: TraceReader, node_id: int, step_index: int) -> NodeInfo:
         detached=node_id in trace.detached(),
         scope=str(attrs.get("scope") or ""),
         parameter=kind == "variable" and node_id in trace.parameters(),
-        torch_rows=torch_rows(trace.function_params(node_id)) if kind == "function" else (),
+        torch_rows=torch_rows(_torch_params(trace, node_id, attrs)) if kind == "function" else (),
     )
+
+
+def _torch_params(trace: TraceReader, node_id: int, attrs: dict[str, Any]) -> dict[str, Any]:
+    """A function node's kept attributes, with the ``torch_node`` a live torch recording gives
+    its cuts (None: torch made no node) though it keeps no attribute of them."""
+    params = trace.function_params(node_id)
+    if "torch_node" in attrs and "torch_node" not in params:
+        params = {"torch_node": attrs["torch_node"], **params}
+    return params
 
 
 def torch_rows(params: dict[str, Any]) -> tuple[tuple[str, str], ...]:
