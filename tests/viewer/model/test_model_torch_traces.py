@@ -155,6 +155,14 @@ def test_the_inspector_shows_torchs_node_its_aten_op_saved_shapes_and_module(doc
     assert rows["parameter"] == "layer1.0.conv1.weight" and rows["consumers"] == f"conv2d #{conv}"
 
 
+def test_a_torch_nodes_tooltip_names_torchs_node(doc):
+    trace, scene = doc.trace, doc.scene
+    linear = next(f for f in trace.functions if trace.node(f)["op"] == "linear")
+    tip = scene.node_tooltip(scene.index_of(linear), len(trace.steps) - 1)
+    assert tip.split("\n")[0].startswith("linear (function")
+    assert "torch: AddmmBackward0 (aten.addmm.default)" in tip.split("\n")
+
+
 def test_find_reaches_torch_nodes_by_op_by_torch_name_and_parameters_by_name(doc):
     trace = doc.trace
     index = FindIndex(trace, doc.scene)
