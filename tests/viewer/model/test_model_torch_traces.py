@@ -384,3 +384,15 @@ def test_a_detach_cut_is_shown_as_a_cut_with_no_torch_node():
     # the gradient check says it checks none of torch's nodes; the cut is no Function to check
     report = check_trace(t)
     assert report.functions == () and report.reason == TORCH_TRACE_REASON
+
+
+def test_data_exports_of_a_torch_trace_keep_its_modules_and_parameter_names(doc, tmp_path):
+    said = []
+    doc.error_raised.connect(said.append)
+    doc.playback.to_end()
+    dot, graphml = tmp_path / "g.dot", tmp_path / "g.graphml"
+    assert doc.export_data(dot) and doc.export_data(graphml), said
+    text = dot.read_text()
+    assert "subgraph cluster" in text and "layer1.0.conv1.weight" in text and "conv2d" in text
+    xml = graphml.read_text()
+    assert "Net/layer1/0/downsample/1" in xml and "layer1.0.downsample.1.bias" in xml
