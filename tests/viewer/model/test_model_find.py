@@ -53,6 +53,9 @@ class _ScopedTrace:
     def detached(self):
         return frozenset()
 
+    def function_params(self, nid):
+        return {}
+
 
 def _scope_rows(paths):
     """Scope rows as a reader lists them: row k has scope id k (0: the root, path '')."""
@@ -174,6 +177,9 @@ def test_a_big_graph_is_searched_quickly():
 
         def ops(self, node_ids):
             return [self.node(int(n))["op"] for n in node_ids]
+
+        def function_params(self, nid):
+            return {}
 
     index = FindIndex(_Chain())
     hits = index.search("net/b3")

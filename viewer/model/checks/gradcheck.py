@@ -62,6 +62,7 @@ from viewer.model.checks.function_check import (
     check_function,
 )
 from viewer.model.checks.report import GradCheckReport, LeafCheck, ReportRow
+from viewer.model.explain.torch_ops import is_custom_function, is_torch_function
 from viewer.model.panels.plots import snapshot_total
 
 __all__ = [
@@ -72,6 +73,9 @@ __all__ = [
     "RTOL",
     "SAVED_TRACE_REASON",
     "STEP",
+    "TORCH_CUSTOM_REASON",
+    "TORCH_OP_REASON",
+    "TORCH_TRACE_REASON",
     "Comparison",
     "FunctionCheck",
     "FunctionSample",
@@ -102,6 +106,10 @@ def _function_ids(trace: TraceReader) -> list[int]:
     return [f for f in trace.functions if f not in detached]
 
 
+def _outputs(trace: TraceReader, function: int) -> set[int]:
+    return {int(v) for _, v in trace.graph.out_edges(function)}
+
+
 def _live(trace: TraceReader, node_id: int) -> Any:
     try:
         return trace.live(node_id)
@@ -124,9 +132,28 @@ def _function_checks(
     **options: Any,
 ) -> tuple[list[FunctionCheck], list[str]]:
     ids = _function_ids(trace)
-    ops = {fid: trace.node(fid)["op"] for fid in ids}
     checks: list[FunctionCheck] = []
     notes: list[str] = []
+    torch_ids = [fid for fid in ids if is_torch_function(trace, fid)]
+    if torch_ids:
+        # torch's nodes are torch's code: re-running an autodiff primitive of the same op name
+        # (or a sample of one) would check something else
+        # a cut of torch's (detach, .data, no_grad) made no autograd node: nothing to check
+        cut = set(trace.cuts())
+        ids = [
+            fid
+            for fid in ids
+            if fid not in set(torch_ids)
+            and not (trace.function_params(fid) == {} and _outputs(trace, fid) <= cut)
+        ]
+        by_torch_op: dict[str, list[int]] = {}
+        for fid in torch_ids:
+            by_torch_op.setdefault(trace.node(fid)["op"], []).append(fid)
+        for op, fids in by_torch_op.items():
+            custom = is_custom_function(trace, fids[0])
+            reason = TORCH_CUSTOM_REASON if custom else TORCH_OP_REASON
+            checks.append(FunctionCheck(tuple(fids), op, "skipped", message=reason))
+    ops = {fid: trace.node(fid)["op"] for fid in ids}
     by_op: dict[str, list[int]] = {}
     for fid in ids:
         by_op.setdefault(ops[fid], []).append(fid)
@@ -171,6 +198,19 @@ def _function_checks(
     return checks, notes
 
 
+TORCH_OP_REASON = (
+    "torch's op, recorded by autodiff.trace.pytorch: this check re-runs autodiff's Functions "
+    "and cannot re-run torch's nodes; its gradients are shown as torch computed them"
+)
+TORCH_CUSTOM_REASON = (
+    "a custom torch.autograd.Function, recorded by autodiff.trace.pytorch: this check re-runs "
+    "autodiff's Functions and cannot re-run it; torch.autograd.gradcheck checks it in float64"
+)
+TORCH_TRACE_REASON = (
+    "every Function here is torch's (a recording of autodiff.trace.pytorch): this check "
+    "re-runs autodiff's Functions, not torch's nodes, so nothing was checked. "
+    "torch.autograd.gradcheck checks a torch op or a custom autograd.Function in float64"
+)
 SAVED_TRACE_REASON = (
     "a saved trace holds no program to re-run, and its objects are gone: gradients can't be "
     "checked numerically. Open the expression or the script that recorded it to check it"
@@ -210,6 +250,9 @@ def check_trace(
     reason = ""
     if not checks:
         reason = "the graph has no Function to check (a leaf alone)"
+    elif all(c.message in (TORCH_OP_REASON, TORCH_CUSTOM_REASON) for c in checks):
+        reason = TORCH_TRACE_REASON
+        checks, notes = [], []
     elif all(c.status == "skipped" and c.source == "" for c in checks):
         # One row per op saying the same thing would contradict nothing-checked: drop them.
         reason = SAVED_TRACE_REASON if saved else OBJECTS_GONE_REASON

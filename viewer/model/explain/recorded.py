@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from autodiff import formulas
+from viewer.model.explain import torch_ops
 
 __all__ = [
     "NUMBER_FUNCTIONS",
@@ -125,7 +126,10 @@ def live_function(trace: Any, node: int) -> Any:
 
 def formulas_of(trace: Any, step: Any) -> tuple[str, ...] | None:
     """The formula texts of ``step``'s Function: its class's while it lives, else its op's
-    (a saved trace); None for a Function without (the user's own)."""
+    (a saved trace); None for a Function without (the user's own) and for torch's op, whose
+    backward is torch's code whatever autodiff's primitive of that name does."""
+    if torch_ops.is_torch_function(trace, step.function):
+        return None
     live = live_function(trace, step.function)
     n = len(step.inputs)
     return formulas.slot_formulas(live, n) if live is not None else _formulas_of_op(step.op, n)

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from autodiff import formulas
-from viewer.model.explain import recorded
+from viewer.model.explain import recorded, torch_ops
 from viewer.model.explain.recorded import Environment, format_number
 
 __all__ = [
@@ -125,15 +125,19 @@ def _explain(trace: Any, step_index: int, focus: Any, checks: Any) -> StepExplan
         return StepExplanation(step_index, step.function, step.op, (), _forward_note(step))
     env = recorded.environment(trace, step)
     texts = _formulas(trace, step)
+    by_torch = torch_ops.is_torch_function(trace, step.function)
     terms = []
     notes: list[str] = []
     for slot, grad in enumerate(step.input_grads):
         if grad is None:
             continue
         text = texts[slot] if texts is not None and slot < len(texts) else None
-        own = texts is None and _users_own(trace, step)
-        terms.append(_term(trace, step, env, slot, grad, text, own, focus, notes))
-    if texts is None and _users_own(trace, step):
+        own = texts is None and not by_torch and _users_own(trace, step)
+        terms.append(_term(trace, step, env, slot, grad, text, own, focus, notes, by_torch))
+    if by_torch:
+        first = torch_ops.torch_note(trace, step.function, step.op)
+        notes.append(_in_and_out_note(step, env, terms, first))
+    elif texts is None and _users_own(trace, step):
         notes.append(_own_code_note(step, env, terms, checks))
     elif texts is None:
         notes.append(_in_and_out_note(step, env, terms, f"No formula text is known for {step.op}."))
@@ -167,6 +171,7 @@ def _term(
     own: bool,
     focus: tuple[int, ...] | None,
     notes: list[str],
+    by_torch: bool = False,
 ) -> Term:
     node = step.inputs[slot]
     result_array = grad.array
@@ -181,11 +186,14 @@ def _term(
         want = float(result_array[element] if element else result_array)
     gx = f"gx{slot}" if len(step.inputs) > 1 else "gx"
     if text is None:
-        formula = (
-            f"{gx} comes from {step.op}.backward: its derivative is your own code"
-            if own
-            else f"{gx} comes from {step.op}'s derivative (no formula text for it)"
-        )
+        if by_torch and torch_ops.is_custom_function(trace, step.function):
+            formula = f"{gx} comes from {step.op}.backward: your own code, run by torch"
+        elif by_torch:
+            formula = f"{gx} comes from torch's backward of {step.op}"
+        elif own:
+            formula = f"{gx} comes from {step.op}.backward: its derivative is your own code"
+        else:
+            formula = f"{gx} comes from {step.op}'s derivative (no formula text for it)"
         names: list[str] = []
         numbers = ""
     else:
@@ -195,7 +203,11 @@ def _term(
         if want is not None and not math.isfinite(want):
             notes.append(_nonfinite_note(gx, want, names, env, element, in_shape))
     shapes = "" if scalar else _shapes(names, env, gx, in_shape)
-    broadcast = _broadcast(trace, node, slot, in_shape, env.out_shape)
+    broadcast = (
+        ""  # a convolution's or a matrix product's shapes differ without any broadcasting
+        if by_torch and step.op not in torch_ops.ELEMENTWISE
+        else _broadcast(trace, node, slot, in_shape, env.out_shape)
+    )
     links = tuple((name, env.nodes[name]) for name in names if name in env.nodes)
     return Term(
         input=node,

@@ -1,4 +1,5 @@
 """Find a node by its name, its op or its scope path (Ctrl+F), and step through the matches.
+A torch recording's nodes are also found by torch's name for them (``AddmmBackward0``).
 
 :class:`FindIndex` holds the searchable text of every node of a trace: the variable's name, the
 name the scene shows, the Function's op and the scope path it ran in (``node(nid)["scope"]``;
@@ -88,6 +89,19 @@ def _scope_paths(trace: TraceReader | None, ids: NDArray[np.int64]) -> list[str]
     return [paths[k] for k in scope_ids.tolist()]
 
 
+def _torch_names(trace: TraceReader | None) -> dict[int, str]:
+    """torch's name of each autograd node a torch recording made (``AddmmBackward0``), so
+    that it finds them too; {} for the engine's traces."""
+    if trace is None:
+        return {}
+    names = {}
+    for fid in trace.functions:
+        name = trace.function_params(fid).get("torch_node")
+        if name:
+            names[int(fid)] = str(name)
+    return names
+
+
 class FindIndex:
     """The searchable text of every node of ``trace``: its name, its op, its scope path.
 
@@ -125,6 +139,7 @@ class FindIndex:
         if hidden and scopes is not None:
             for nid, name, op in zip(hidden, trace.names(hidden), trace.ops(hidden), strict=True):
                 bulk[nid] = (str(name or ""), "", str(op or ""), scope_of.get(nid, ""))
+        torch_names = _torch_names(trace)
         lines = []
         for nid in listed:
             name = shown.get(nid)
@@ -135,6 +150,8 @@ class FindIndex:
                 fields = bulk[nid]
             else:
                 fields = _node_fields(trace.node(nid), name or "")
+            if nid in torch_names:
+                fields = (*fields, torch_names[nid])
             lines.append(_FIELD_SEP.join(fields))
         self._text = "\n".join(lines).lower()
         lengths = np.fromiter((len(line) + 1 for line in lines), dtype=np.int64, count=len(lines))

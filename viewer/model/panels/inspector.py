@@ -19,6 +19,7 @@ __all__ = [
     "describe_array",
     "inspect",
     "inspect_module",
+    "torch_rows",
 ]
 
 FULL_ARRAY_LIMIT = 64  # arrays up to this many elements are shown in full
@@ -88,6 +89,10 @@ class NodeInfo:
     # the detached history drawn behind it; '' for neither
     history: str = ""
     detached: bool = False  # in that detached history: no step of this graph touches it
+    scope: str = ""  # the module path it was made in ('Net/layer1/0/conv1'); '' for none
+    parameter: bool = False  # a Parameter leaf (an nn.Parameter: its name is named_parameters')
+    # a torch node's own words: its autograd node, aten op and saved tensors' shapes
+    torch_rows: tuple[tuple[str, str], ...] = ()
 
     @property
     def title(self) -> str:
@@ -112,10 +117,13 @@ class NodeInfo:
             return rows + list(self.module_rows)
         if self.kind == "function":
             rows.append(("op", str(self.op)))
+            rows.extend(self.torch_rows)
         else:
-            rows.append(("name", self.name or "—"))
+            rows.append(("parameter" if self.parameter else "name", self.name or "—"))
             rows.append(("shape", str(self.shape)))
             rows.append(("dtype", str(self.dtype)))
+        if self.scope:
+            rows.append(("module", self.scope))
         rows.append(("generation", str(self.generation)))
         rows.append(("state", self.state.value.replace("_", " ")))
         if self.value is not None:
@@ -194,7 +202,41 @@ def inspect(trace: TraceReader, node_id: int, step_index: int) -> NodeInfo:
         passing=passing,  # type: ignore[arg-type]
         history=_history(trace, node_id, kind),
         detached=node_id in trace.detached(),
+        scope=str(attrs.get("scope") or ""),
+        parameter=kind == "variable" and node_id in trace.parameters(),
+        torch_rows=torch_rows(_torch_params(trace, node_id, attrs)) if kind == "function" else (),
     )
+
+
+def _torch_params(trace: TraceReader, node_id: int, attrs: dict[str, Any]) -> dict[str, Any]:
+    """A function node's kept attributes, with the ``torch_node`` a live torch recording gives
+    its cuts (None: torch made no node) though it keeps no attribute of them."""
+    params = trace.function_params(node_id)
+    if "torch_node" in attrs and "torch_node" not in params:
+        params = {"torch_node": attrs["torch_node"], **params}
+    return params
+
+
+def torch_rows(params: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A torch node's rows, from what ``autodiff.trace.pytorch`` kept of it: torch's name for
+    the autograd node, the aten op, and each saved tensor's shape (``saved_input``); () for a
+    Function of the engine. A cut torch made no node for says so."""
+    if "torch_node" not in params:
+        return ()
+    node = params["torch_node"]
+    rows = [("torch node", str(node) if node else "none: a cut (no autograd node)")]
+    if params.get("aten"):
+        rows.append(("aten op", str(params["aten"])))
+    elif node:
+        rows.append(("aten op", "none: a custom autograd.Function (your own backward)"))
+    others = []
+    for key, value in params.items():
+        if key.startswith("saved_"):
+            shape = "() a scalar" if value == () else str(value)
+            rows.append((f"saved {key.removeprefix('saved_')}", shape))
+        elif key not in ("torch_node", "aten"):
+            others.append((key, str(value)))  # a saved non-tensor (padding, dim) as kept
+    return (*rows, *others)
 
 
 DETACHED_HISTORY = "cut off before this graph (unchain_backward): not run here"

@@ -584,6 +584,11 @@ class Scene:
 
     def node_tooltip(self, index: int, step: int) -> str:
         text = self._node_tooltip(index, step)
+        if self.kinds[index] == "function" and index not in self.modules:
+            params = self.trace.function_params(int(self.node_ids[index]))
+            if params.get("torch_node"):  # a torch recording's node, as torch names it
+                aten = f" ({params['aten']})" if params.get("aten") else ""
+                text += f"\ntorch: {params['torch_node']}{aten}"
         if self.detached[index]:
             text += "\n" + DETACHED_NOTE
         return text
