@@ -19,6 +19,8 @@ from autodiff.trace import NodeState
 from viewer.model import Document
 from viewer.model.panels.inspector import inspect
 from viewer.model.panels.legend import VARIABLE_STATES
+from viewer.model.scripts import pass_recording
+from viewer.model.scripts.run import ScriptRun
 
 _SCALAR = """
 import json
@@ -390,9 +392,11 @@ for i in range(PASSES):
 """
 
 
-@pytest.mark.parametrize("passes, max_passes", [(9, 4), (70, 6)])
+@pytest.mark.parametrize(
+    "passes, max_passes, in_process", [(9, 4, False), (70, 6, False), (70, 6, True)]
+)
 def test_a_sampled_long_run_shows_each_passs_carried_gradient_and_numbers_it_as_the_list(
-    tmp_path, passes, max_passes
+    tmp_path, monkeypatch, passes, max_passes, in_process
 ):
     """Past the first passes, a long run records the passes into traces of their own (a
     few short ones off the stride share one): the gradient a pass starts with is still the
@@ -403,13 +407,19 @@ def test_a_sampled_long_run_shows_each_passs_carried_gradient_and_numbers_it_as_
     doc = Document()
     # the first passes in one trace, then a sample of the rest: the passes on the stride in
     # a trace each, the others a few to a trace (the last of them kept)
-    doc.script_max_passes = max_passes
-    assert doc.run_script(path), doc.last_error
+    if in_process:  # sharing decided by the pass count alone, whatever the machine's load
+        monkeypatch.setattr(pass_recording, "SHARED_SECONDS", 60.0)
+        run = ScriptRun(path)
+        run.max_passes = max_passes
+        assert doc.apply_script_result(run.run()), doc.last_error
+    else:
+        doc.script_max_passes = max_passes
+        assert doc.run_script(path), doc.last_error
     records = [json.loads(line) for line in doc.script_result.stdout.splitlines()]
     graphs = doc.script_result.graphs
     assert len(records) == passes and max_passes // 2 + 1 <= len(graphs) < passes
     assert any(g.trace is not None for g in graphs)  # some passes were recorded on their own
-    if passes > 20:  # the last pass lies off the stride: it shares its trace with the one before
+    if in_process:  # the last pass lies off the stride: it shares a trace with the one before
         assert graphs[-1].number == passes - 1 and graphs[-1].backward_pass > 0
     for k, graph in enumerate(graphs):
         rec = records[graph.number]
