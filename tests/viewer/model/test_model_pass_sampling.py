@@ -26,7 +26,7 @@ from viewer.model.scripts.pass_sampling import (
     pass_label,
 )
 from viewer.model.scripts.process import ScriptProcess
-from viewer.model.scripts.run import ScriptRun
+from viewer.model.scripts.run import ScriptRun, _count_steps
 
 
 # ---------------------------------------------------------------------------- the rule
@@ -268,6 +268,31 @@ def test_a_pass_kept_in_a_shared_trace_keeps_it_to_itself_from_then_on(monkeypat
     assert len(trace.backward_roots) == recording.trace_pass[nan] + 1  # nothing after it
     assert all(t is not trace for p, t in recording.segments.items() if p > nan)
     assert len(made) < 400
+
+
+def test_a_cancelled_runs_step_count_counts_a_shared_trace_once(monkeypatch):
+    """What a cancel may send is counted by trace: one that two kept passes share (the
+    last, and the one before it, found held as it ended) is counted once."""
+    monkeypatch.setattr(pass_recording, "SHARED_SECONDS", 60.0)
+    gc.disable()
+    try:
+        recording = PassRecording(4096, max_passes=20, max_flagged=2)
+        x = Variable(np.array([1.0, 2.0]), name="w")
+        history = []
+        with recording:
+            for i in range(200):
+                x.cleargrad()
+                y = (x * x).sum()
+                y.backward()
+                if i == 198:  # off the stride: kept only because the program holds it
+                    history.append(y)
+    finally:
+        gc.enable()
+    assert recording.passes.flags[198] == FLAG_HELD
+    assert recording.segments[198] is recording.segments[199]
+    traces = {id(t): t for t in (recording.head, *recording.segments.values())}
+    total = sum(t.count_steps() for t in traces.values())
+    assert _count_steps(recording, 10**9) == total
 
 
 def test_without_sharing_each_pass_past_the_head_has_its_own_trace(monkeypatch):
