@@ -1,6 +1,7 @@
 """Heavy scripts in the app: wall time and memory of four scripts, plain python against the app.
 
-    python bench/heavy_scripts.py [--flood-ops 200000] [--full] [--only NAME ...] [--json FILE]
+    python bench/heavy_scripts.py [--flood-ops 200000] [--full] [--only NAME ...] [--repeat N]
+                                  [--json FILE]
 
 The four scripts of issue 25, each run once both ways:
 
@@ -24,7 +25,9 @@ issue's sizes (1 000 000 ops).
   holds it) minus before; its peak growth is its ``ru_maxrss`` after minus its ``VmRSS``
   before.
 
-Times are wall-clock seconds of one run each; ratios are app over plain.
+Times are wall-clock seconds of one run each, or with ``--repeat N`` the median of N runs
+(plain and app alternate, so a busy machine weighs on both alike); ratios are app over plain
+(the median of the runs' ratios).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -172,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--flood-ops", type=int, default=200_000, help="the flood's throwaway ops")
     p.add_argument("--full", action="store_true", help="the issue's sizes (1 000 000 ops)")
     p.add_argument("--only", nargs="*", help="run only these (flood, evaluation, tiny, sine)")
+    p.add_argument("--repeat", type=int, default=1, help="runs of each, medians reported")
     p.add_argument("--json", help="write the figures to this file")
     args = p.parse_args(argv)
     flood_ops = 1_000_000 if args.full else args.flood_ops
@@ -187,19 +192,27 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 path = Path(folder) / f"{name}.py"
                 path.write_text(textwrap.dedent(source).lstrip())
-            plain = run_plain(path)
-            app = run_app(path)
-            if not app["ok"]:
+            plains, apps = [], []
+            for _ in range(max(1, args.repeat)):
+                plains.append(run_plain(path))
+                apps.append(run_app(path))
+            plain, app = plains[-1], apps[-1]
+            if not all(a["ok"] for a in apps):
                 print(f"{name}: the app's run failed: {app['error']}", file=sys.stderr)
                 failed = True
             rows.append(
                 {
                     "name": name,
                     "script": description,
-                    "plain_wall_s": plain["wall_s"],
+                    "runs": len(apps),
+                    "plain_wall_s": statistics.median(p["wall_s"] for p in plains),
                     "plain_peak_mb": plain["peak_kb"] * mb,
-                    "app_wall_s": app["wall_s"],
-                    "ratio": app["wall_s"] / plain["wall_s"],
+                    "app_wall_s": statistics.median(a["wall_s"] for a in apps),
+                    "ratio": statistics.median(
+                        a["wall_s"] / p["wall_s"] for p, a in zip(plains, apps, strict=True)
+                    ),
+                    "plain_walls_s": [p["wall_s"] for p in plains],
+                    "app_walls_s": [a["wall_s"] for a in apps],
                     "worker_peak_mb": app["worker_peak_kb"] * mb,
                     "app_growth_mb": (app["after_kb"] - app["before_kb"]) * mb,
                     "app_peak_growth_mb": (app["peak_kb"] - app["before_kb"]) * mb,

@@ -14,6 +14,7 @@ from autodiff import core
 from autodiff.core import Variable
 from viewer.model.document.document import Document
 from viewer.model.panels import plots
+from viewer.model.scripts import pass_recording
 from viewer.model.scripts.pass_recording import PassRecording
 from viewer.model.scripts.pass_sampling import (
     FLAG_HELD,
@@ -25,7 +26,7 @@ from viewer.model.scripts.pass_sampling import (
     pass_label,
 )
 from viewer.model.scripts.process import ScriptProcess
-from viewer.model.scripts.run import ScriptRun
+from viewer.model.scripts.run import ScriptRun, _count_steps
 
 
 # ---------------------------------------------------------------------------- the rule
@@ -202,6 +203,112 @@ def test_a_dropped_pass_is_freed_at_once():
             assert ref() is None
     finally:
         gc.enable()
+
+
+def _counting_traces(monkeypatch):
+    made = []
+
+    class Counted(pass_recording.Trace):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(pass_recording, "Trace", Counted)
+    return made
+
+
+def test_short_passes_off_the_stride_cost_no_trace_each(monkeypatch):
+    """A pass the sample keeps only as the last one for now goes on in the trace of the one
+    before (a trace a pass was most of a tiny pass's recorded cost): a long run of tiny
+    passes makes a trace for every few dozen passes, and each kept pass still has its graph,
+    with the loss the program computed."""
+    made = _counting_traces(monkeypatch)
+    monkeypatch.setattr(pass_recording, "SHARED_SECONDS", 60.0)  # the pass count decides
+    gc.disable()
+    try:
+        recording = PassRecording(4096, max_passes=20, max_flagged=2)
+        with recording:
+            train(3000, nan_at=1500)
+    finally:
+        gc.enable()
+    # the head, each pass on the stride and the one after it, one per SHARED_PASSES (162
+    # here; a trace a pass past the head made 2991)
+    assert len(made) < 3000 // 10, len(made)
+    kept = recording.reservoir.kept
+    assert len(recording.passes) == 3000 and 1501 in kept and 2999 in kept  # NaN, last
+    assert set(recording.segments) == set(kept[10:])
+    loss = recording.passes.loss
+    shared = 0
+    for p in kept[10:]:
+        trace = recording.segments[p]
+        bpass = recording.trace_pass[p]
+        shared += bpass > 0
+        root = trace.backward_roots[bpass]
+        last = len(trace.steps) - 1
+        value = trace.value_at(root, last).array
+        assert np.sum(value) == loss[p] or (math.isnan(loss[p]) and np.isnan(value).any()), p
+    assert shared  # the last pass, at least, came after others in its trace
+
+
+def test_a_pass_kept_in_a_shared_trace_keeps_it_to_itself_from_then_on(monkeypatch):
+    """A pass kept for more than being the last (flagged, or on the stride) ends its trace:
+    the passes after it are recorded elsewhere, so what a kept pass holds stays bounded."""
+    made = _counting_traces(monkeypatch)
+    monkeypatch.setattr(pass_recording, "SHARED_SECONDS", 60.0)
+    gc.disable()
+    try:
+        recording = PassRecording(4096, max_passes=20, max_flagged=2)
+        with recording:
+            train(400, nan_at=300)
+    finally:
+        gc.enable()
+    nan = 301  # the pass after the one that set the NaN
+    assert recording.passes.flags[nan] == FLAG_NONFINITE and nan in recording.segments
+    trace = recording.segments[nan]
+    assert len(trace.backward_roots) == recording.trace_pass[nan] + 1  # nothing after it
+    assert all(t is not trace for p, t in recording.segments.items() if p > nan)
+    assert len(made) < 400
+
+
+def test_a_cancelled_runs_step_count_counts_a_shared_trace_once(monkeypatch):
+    """What a cancel may send is counted by trace: one that two kept passes share (the
+    last, and the one before it, found held as it ended) is counted once."""
+    monkeypatch.setattr(pass_recording, "SHARED_SECONDS", 60.0)
+    gc.disable()
+    try:
+        recording = PassRecording(4096, max_passes=20, max_flagged=2)
+        x = Variable(np.array([1.0, 2.0]), name="w")
+        history = []
+        with recording:
+            for i in range(200):
+                x.cleargrad()
+                y = (x * x).sum()
+                y.backward()
+                if i == 198:  # off the stride: kept only because the program holds it
+                    history.append(y)
+    finally:
+        gc.enable()
+    assert recording.passes.flags[198] == FLAG_HELD
+    assert recording.segments[198] is recording.segments[199]
+    traces = {id(t): t for t in (recording.head, *recording.segments.values())}
+    total = sum(t.count_steps() for t in traces.values())
+    assert _count_steps(recording, 10**9) == total
+
+
+def test_without_sharing_each_pass_past_the_head_has_its_own_trace(monkeypatch):
+    """SHARED_SECONDS 0: every pass is long enough to get a trace of its own (the rule for
+    long passes)."""
+    made = _counting_traces(monkeypatch)
+    monkeypatch.setattr(pass_recording, "SHARED_SECONDS", 0.0)
+    gc.disable()
+    try:
+        recording = PassRecording(4096, max_passes=20, max_flagged=2)
+        with recording:
+            train(100)
+    finally:
+        gc.enable()
+    assert len(made) == 1 + 1 + 90  # the head, one as it ends, one after each pass past it
+    assert all(recording.trace_pass[p] == 0 for p in recording.segments)
 
 
 def write(tmp_path, text):

@@ -19,6 +19,8 @@ from autodiff.trace import NodeState
 from viewer.model import Document
 from viewer.model.panels.inspector import inspect
 from viewer.model.panels.legend import VARIABLE_STATES
+from viewer.model.scripts import pass_recording
+from viewer.model.scripts.run import ScriptRun
 
 _SCALAR = """
 import json
@@ -381,7 +383,7 @@ import numpy as np
 from autodiff import Variable
 
 w = Variable(np.array(1.0), name="w")
-for i in range(9):
+for i in range(PASSES):
     before = None if w.grad is None else float(w.grad.data)
     y = w * w * float(i + 1)
     y.name = "y"
@@ -390,21 +392,35 @@ for i in range(9):
 """
 
 
+@pytest.mark.parametrize(
+    "passes, max_passes, in_process", [(9, 4, False), (70, 6, False), (70, 6, True)]
+)
 def test_a_sampled_long_run_shows_each_passs_carried_gradient_and_numbers_it_as_the_list(
-    tmp_path,
+    tmp_path, monkeypatch, passes, max_passes, in_process
 ):
-    """Past the first passes, a long run records each pass into a trace of its own: the
-    gradient it starts with is still the one the program printed, and the note numbers the
-    passes as the graph list does (not from 1 in every pass's own trace)."""
+    """Past the first passes, a long run records the passes into traces of their own (a
+    few short ones off the stride share one): the gradient a pass starts with is still the
+    one the program printed, and the note numbers the passes as the graph list does (not
+    from 1 in every trace)."""
     path = tmp_path / "script.py"
-    path.write_text(_CARRIED_LONG)
+    path.write_text(_CARRIED_LONG.replace("PASSES", str(passes)))
     doc = Document()
-    doc.script_max_passes = 4  # the first 2 passes in one trace, then a sample of the rest
-    assert doc.run_script(path), doc.last_error
+    # the first passes in one trace, then a sample of the rest: the passes on the stride in
+    # a trace each, the others a few to a trace (the last of them kept)
+    if in_process:  # sharing decided by the pass count alone, whatever the machine's load
+        monkeypatch.setattr(pass_recording, "SHARED_SECONDS", 60.0)
+        run = ScriptRun(path)
+        run.max_passes = max_passes
+        assert doc.apply_script_result(run.run()), doc.last_error
+    else:
+        doc.script_max_passes = max_passes
+        assert doc.run_script(path), doc.last_error
     records = [json.loads(line) for line in doc.script_result.stdout.splitlines()]
     graphs = doc.script_result.graphs
-    assert len(records) == 9 and 3 <= len(graphs) < 9
+    assert len(records) == passes and max_passes // 2 + 1 <= len(graphs) < passes
     assert any(g.own_trace for g in graphs)  # some passes were recorded on their own
+    if in_process:  # the last pass lies off the stride: it shares a trace with the one before
+        assert graphs[-1].number == passes - 1 and graphs[-1].backward_pass > 0
     for k, graph in enumerate(graphs):
         rec = records[graph.number]
         assert graph.title.startswith(f"#{graph.number + 1} ")
@@ -422,7 +438,9 @@ def test_a_sampled_long_run_shows_each_passs_carried_gradient_and_numbers_it_as_
                 assert _close(grad, rec["before"]), (graph.number, frame.labels[w])
                 assert scene.state(w, step) is NodeState.GRAD_CARRIED
                 assert f"before backward #{graph.number + 1}, which adds" in info.note
-                if not graph.own_trace:  # in the run's first trace: the pass it came from
+                if not graph.own_trace or graph.backward_pass > 0:
+                    # the pass it came from is in the same trace (the run's first, or one a
+                    # few short passes share): it is named
                     assert f"carried over from backward #{graph.number}:" in info.note
                 else:
                     assert "an earlier backward" in info.note

@@ -6,7 +6,9 @@ first passes (the :class:`~viewer.model.scripts.pass_sampling.PassReservoir`'s h
 holds whatever the script does after its last pass when the run is that short. From then on
 every pass (the operations since the previous pass ended, then its ``backward()``) is recorded
 into a trace of its own, a *segment*, kept while the reservoir keeps the pass and dropped
-(freed by reference counting, as the engine's graphs are) as soon as it does not.
+(freed by reference counting, as the engine's graphs are) as soon as it does not. Short
+passes off the reservoir's stride share one segment, a few at a time (see SHARED_PASSES):
+the last of them is the one kept, if any, and a pass sees the one before it in its trace.
 
 Besides the recorders, one observer of its own logs each pass's scalars in a
 :class:`~viewer.model.scripts.pass_sampling.PassLog`: the loss, the iteration, the NaN/Inf flag and
@@ -20,6 +22,7 @@ from __future__ import annotations
 import math
 import sys
 import threading
+import time
 import weakref
 from typing import Any
 
@@ -39,6 +42,15 @@ from viewer.model.scripts.pass_sampling import (
 )
 
 __all__ = ["PassRecording"]
+
+# A trace of its own costs each pass about as much as a tiny pass's whole recording (its
+# tables made, the engine's handlers rebound twice, the leaves registered anew, the whole
+# freed), so passes that are kept only as the last one for now go on in one trace: at most
+# SHARED_PASSES of them, and only while it has recorded for under SHARED_SECONDS (the time
+# spent recording bounds what the trace holds: a long pass, or much forward work between
+# passes, gets a trace of its own as before).
+SHARED_PASSES = 32
+SHARED_SECONDS = 0.005
 
 
 class PassRecording:
@@ -68,6 +80,11 @@ class PassRecording:
         self.names: dict[int, str] = {}
         self._current = self.head
         self._passes_in_current = 0  # backward passes begun in the current trace (any depth)
+        self._top_in_current = 0  # top-level passes ended in the current trace (not the head)
+        # the current trace holds a pass kept for more than being the last one (on the
+        # stride, flagged): the next pass must not add to it
+        self._pinned = False
+        self._current_began = 0.0  # perf_counter() when the current trace began
         self._depth = 0
         self._seen_at: dict[tuple, int] = {}  # (script line, root shape) -> passes so far
         self._loss = math.nan
@@ -203,21 +220,38 @@ class PassRecording:
             self.checker.priority = self.reservoir.likely_kept(index + 1)
         if index + 1 < self.reservoir.head:
             return
-        # The pass is recorded: from here on each pass gets a trace of its own.
         ended = self._current
+        if ended is not self.head:
+            if index not in dropped:
+                self.segments[index] = ended
+                if not self.reservoir.only_last(index):
+                    self._pinned = True
+            if late and self.segments.get(held) is ended:
+                self._pinned = True  # the pass before is kept as held: its trace with it
+            self._top_in_current += 1
+            if not (
+                self._pinned
+                or self._top_in_current >= SHARED_PASSES
+                or self._passes_in_current != self._top_in_current  # a pass ran inside one
+                or self.reservoir.likely_kept(index + 1)  # on the stride: a trace of its own
+                or time.perf_counter() - self._current_began >= SHARED_SECONDS
+            ):
+                return  # the next pass goes on in this trace (it may become its segment)
+        # A new trace for the next pass.
         with core.observers_changing():  # one rebinding of the engine's handlers, not four
             ended._stop()
-            if ended is not self.head and index not in dropped:
-                self.segments[index] = ended
             self._current = Trace(self.max_array_size)
             tables = self._current.tables
             tables.forward_only = self.forward_only
             tables.sample_forward_only = False  # a segment may be dropped: its sample with it
             self._back_steps = 0
             self._passes_in_current = 0
+            self._top_in_current = 0
+            self._pinned = False
             self._current._start()
             core.remove_observer(self)  # after the new recorder: it must see each pass first
             core.add_observer(self)
+        self._current_began = time.perf_counter()
 
     def _compact_if_worth_it(self) -> None:
         """At a pass's end: compact the current trace when it grew by much more than the

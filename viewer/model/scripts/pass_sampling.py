@@ -128,6 +128,11 @@ class PassReservoir:
         the first, or on the stride (a later doubling can still drop it)."""
         return index < self.head or (index - self.head) % self.stride == 0
 
+    def only_last(self, index: int) -> bool:
+        """Whether pass ``index`` is in the sample only as the last pass, for now: the next
+        pass's end drops it unless it turns out held."""
+        return self._last == index
+
     def offer(self, index: int, flagged: bool = False, previous_flagged: bool = False) -> list[int]:
         """Pass ``index`` (the next one: ``seen``) ended; the passes dropped from the sample.
         ``previous_flagged``: the pass before it turned out flagged (its graph still held)."""

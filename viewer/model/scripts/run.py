@@ -753,7 +753,8 @@ def _sampling_note(
 def _count_steps(recording: PassRecording, limit: int) -> int:
     """The steps the recording holds, counted up to just past ``limit``."""
     n = 0
-    for t in (recording.head, *recording.segments.values()):
+    traces = {id(t): t for t in (recording.head, *recording.segments.values())}  # shared once
+    for t in traces.values():
         n += t.count_steps(at_most=limit - n)
         if n > limit:
             break
