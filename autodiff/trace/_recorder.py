@@ -79,6 +79,7 @@ _CONSTANT_MEMORY = 200_000
 _MISSING = object()
 _OPERAND = 2  # _T_INPUT's constant field for a core.Constant (backward stores no gradient)
 _RECEIVED = object()  # in a backward step's input grads: the gradient the step received
+_KEYS = object()  # in a FWD entry's second input key: the first is the tuple of all of them
 
 
 class _Decoded:
@@ -350,16 +351,23 @@ class Recorder:
                 continue
             kind = e[0]
             if kind == FWD:  # one output, nearly every op: _node's work, inline
-                _, f_key, in_keys, values, during, cls, gen, meta, f_ref, y_ref, y_key = e
-                in_ids = tuple([nid_of[x] if x in nid_of else self._nid(x) for x in in_keys])
+                _, f_key, k0, k1, value, during, cls, gen, f_ref, y_ref, y_key = e
+                if k1 is None:  # one input
+                    in_ids = (nid_of[k0] if k0 in nid_of else self._nid(k0),)
+                elif k1 is _KEYS:  # three or more: k0 is their tuple
+                    in_ids = tuple([nid_of[x] if x in nid_of else self._nid(x) for x in k0])
+                else:
+                    in_ids = (
+                        nid_of[k0] if k0 in nid_of else self._nid(k0),
+                        nid_of[k1] if k1 in nid_of else self._nid(k1),
+                    )
                 fid = len(refs)
                 y_id = fid + 1
-                if meta is not None:
-                    shape, dtype = meta[0]
-                elif type(values[0]) is float:
+                if type(value) is float:
                     shape, dtype = (), _F64
-                else:
-                    shape, dtype = values[0].shape, values[0].dtype
+                else:  # an array kept whole (a summary takes _FWD_MANY)
+                    shape, dtype = value.shape, value.dtype
+                values = (value,)
                 out_ids = (y_id,)
                 refs.append(f_ref)
                 refs.append(y_ref)
@@ -717,66 +725,24 @@ class Recorder:
                     for key in list(mc)[: _CONSTANT_MEMORY // 2]:
                         del mc[key]
             return
-        if self._scan_pending:  # the first operation after a backward pass: a new segment
-            self._scan_pending = False
-            self._tape_append((_T_SEGMENT,))
-            self._scan_leaves()
-        # The hot path, once per operation: an input made by a step recorded here needs no
-        # lookup; one weak reference per new object and one tuple on the tape. The common
-        # one- and two-input, one-output shapes are spelled out.
-        start = self._start_order
-        n_in = len(inputs)
-        if n_in == 2:
-            x0, x1 = inputs
-            k0 = x0._order
-            if k0 < start or x0.creator is None:
-                k0 = self._input(x0)
-            k1 = x1._order
-            if k1 < start or x1.creator is None:
-                k1 = self._input(x1)
-            in_keys = (k0, k1)
-        elif n_in == 1:
-            x0 = inputs[0]
-            k0 = x0._order
-            if k0 < start or x0.creator is None:
-                k0 = self._input(x0)
-            in_keys = (k0,)
-        else:
-            keys = []
-            for x in inputs:  # a loop: cheaper than a comprehension for a few items
-                k = x._order
-                if k < start or x.creator is None:
-                    k = self._input(x)
-                keys.append(k)
-            in_keys = tuple(keys)
-        append = self._tape_append
         if len(outputs) == 1:
-            y = outputs[0]
-            data = y.data
-            # meta None: the shape and dtype are the value's own (a float: a 0-d float64)
-            if data.dtype is _F64 and not data.ndim:
-                values, meta = (data.item(),), None
-            elif data.size <= self.max_array_size:
-                values, meta = (data.copy(),), None
-            else:  # summarised
-                values, meta = (capture(data, -1),), ((data.shape, data.dtype),)
-            cls = type(f)
-            append(
-                (FWD, f._order, in_keys, values, self._during, cls, f.generation, meta,
-                 _ref(f, append), _ref(y, append), y._order)
-            )  # fmt: skip
-            # A Function's own attributes (the engine's are slots): most primitives have none,
-            # and this lookup is all they cost. Their __dict__ is not touched: reading it would
-            # make an empty one for each.
-            get = self._param_getter.get(cls)
-            if get is None:
-                get = self._class_params(f)
-            if get is not _NO_PARAMS:
-                try:
-                    append((_T_PARAMS, f._order, get, get(f.__dict__)))
-                except KeyError:  # an instance without one of its class's attributes
-                    self._note_params(f)
+            self.on_forward_one(f, inputs, outputs[0])
             return
+        if self._scan_pending:  # the first operation after a backward pass: a new segment
+            self._begin_segment()
+        self._forward_many(f, inputs, outputs)
+
+    def _forward_many(self, f: Any, inputs: list, outputs: Any) -> None:
+        """The general tape entry of a recorded operation: several outputs, or one output
+        summarised (its shape and dtype kept beside the summary)."""
+        start = self._start_order
+        keys = []
+        for x in inputs:
+            k = x._order
+            if k < start or x.creator is None:
+                k = self._input(x)
+            keys.append(k)
+        append = self._tape_append
         max_size = self.max_array_size
         values = []
         meta = []
@@ -788,11 +754,77 @@ class Recorder:
             else:
                 values.append(capture(data, max_size))
         append(
-            (_FWD_MANY, f._order, in_keys, tuple(values), self._during, type(f), f.generation,
-             tuple(meta), _ref(f, append), tuple([_ref(y, append) for y in outputs]),
+            (_FWD_MANY, f._order, tuple(keys), tuple(values), self._during, type(f),
+             f.generation, tuple(meta), _ref(f, append), tuple([_ref(y, append) for y in outputs]),
              tuple([y._order for y in outputs]))
         )  # fmt: skip
         self._note_params(f)
+
+    def _begin_segment(self) -> None:
+        """The first operation after a backward pass: a new segment begins."""
+        self._scan_pending = False
+        self._tape_append((_T_SEGMENT,))
+        self._scan_leaves()
+
+    def on_forward_one(self, f: Any, inputs: list, y: Any) -> None:
+        """A recorded operation with one output (the engine calls this instead of
+        :meth:`on_forward` for it)."""
+        if self._scan_pending:  # the first operation after a backward pass: a new segment
+            self._begin_segment()
+        # The hot path, once per operation: an input made by a step recorded here needs no
+        # lookup; one weak reference per new object and one flat tuple on the tape, the
+        # input keys and the value in it (no tuple of its own for either). The common one-
+        # and two-input shapes are spelled out.
+        data = y.data
+        # a 0-d float64: its float; an array kept whole: its copy
+        if data.dtype is _F64 and not data.ndim:
+            value = data.item()
+        elif data.size <= self.max_array_size:
+            value = data.copy()
+        else:  # summarised: the general entry, with its shape and dtype
+            self._forward_many(f, inputs, (y,))
+            return
+        start = self._start_order
+        n_in = len(inputs)
+        if n_in == 2:
+            x0, x1 = inputs
+            k0 = x0._order
+            if k0 < start or x0.creator is None:
+                k0 = self._input(x0)
+            k1 = x1._order
+            if k1 < start or x1.creator is None:
+                k1 = self._input(x1)
+        elif n_in == 1:
+            x0 = inputs[0]
+            k0 = x0._order
+            if k0 < start or x0.creator is None:
+                k0 = self._input(x0)
+            k1 = None  # one input
+        else:
+            keys = []
+            for x in inputs:  # a loop: cheaper than a comprehension for a few items
+                k = x._order
+                if k < start or x.creator is None:
+                    k = self._input(x)
+                keys.append(k)
+            k0, k1 = tuple(keys), _KEYS
+        append = self._tape_append
+        cls = type(f)
+        append(
+            (FWD, f._order, k0, k1, value, self._during, cls, f.generation,
+             _ref(f, append), _ref(y, append), y._order)
+        )  # fmt: skip
+        # A Function's own attributes (the engine's are slots): most primitives have none,
+        # and this lookup is all they cost. Their __dict__ is not touched: reading it would
+        # make an empty one for each.
+        get = self._param_getter.get(cls)
+        if get is None:
+            get = self._class_params(f)
+        if get is not _NO_PARAMS:
+            try:
+                append((_T_PARAMS, f._order, get, get(f.__dict__)))
+            except KeyError:  # an instance without one of its class's attributes
+                self._note_params(f)
 
     def _class_params(self, f: Any) -> Any:
         """The getter (``operator.itemgetter``) of the attributes kept of ``f``'s class, chosen
