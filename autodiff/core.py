@@ -165,13 +165,14 @@ _handlers: dict[str, tuple] = {}
 # The handlers of the events that fire once per operation, read directly where they fire: an
 # observer that does not handle one costs nothing there.
 _on_forward: tuple = ()
-# What a recorded operation with one output calls, ``(function, inputs, output)``: the one
-# observer's ``on_forward_one`` (or its ``on_forward`` wrapped), or a function calling each
-# observer's; None with no forward handler. One call, no loop and no list of outputs.
+# What a recorded operation with one output calls, ``(function, inputs, output)``: each
+# observer's ``on_forward_one``, or its ``on_forward`` wrapped (no list of outputs is built
+# for the observers that take one output); with exactly one, it is also ``_forward_one``,
+# called without a loop.
+_forward_ones: tuple = ()
 _forward_one: Any = None
 _on_backward_event: tuple = ()
-# What each backward step calls: the one ``on_backward_event`` handler, or a function calling
-# each; None with none.
+# The one ``on_backward_event`` handler, called without a loop; None with none or several.
 _backward_step: Any = None
 _on_rename: tuple = ()
 # (on_scope_begin, on_scope_end) of each observer that handles scopes: Layer.__call__ reads it
@@ -180,13 +181,13 @@ _on_scope: tuple = ()
 
 
 def _bind_handlers() -> None:
-    global _handlers, _on_forward, _forward_one, _on_backward_event, _backward_step
-    global _on_rename, _on_scope
+    global _handlers, _on_forward, _forward_ones, _forward_one, _on_backward_event
+    global _backward_step, _on_rename, _on_scope
     # Plain loops: every trace.record() binds twice (start and stop), a fixed cost a short
     # recorded block pays in full.
     if not _observers:
         _handlers = {}
-        _on_forward = _on_backward_event = _on_rename = _on_scope = ()
+        _on_forward = _forward_ones = _on_backward_event = _on_rename = _on_scope = ()
         _forward_one = _backward_step = None
         return
     handlers: dict[str, tuple] = {}
@@ -199,14 +200,16 @@ def _bind_handlers() -> None:
         handlers[event] = tuple(bound)
     _handlers = handlers
     _on_forward = handlers["on_forward"]
-    ones = [
-        _one_output_handler(o, h)
-        for o in _observers
-        if (h := getattr(o, "on_forward", None)) is not None
-    ]
-    _forward_one = None if not ones else ones[0] if len(ones) == 1 else _each(tuple(ones))
+    _forward_ones = tuple(
+        [
+            _one_output_handler(o, h)
+            for o in _observers
+            if (h := getattr(o, "on_forward", None)) is not None
+        ]
+    )
+    _forward_one = _forward_ones[0] if len(_forward_ones) == 1 else None
     _on_backward_event = steps = handlers["on_backward_event"]
-    _backward_step = None if not steps else steps[0] if len(steps) == 1 else _each(steps)
+    _backward_step = steps[0] if len(steps) == 1 else None
     _on_rename = handlers["on_rename"]
     _on_scope = tuple(
         [(o.on_scope_begin, o.on_scope_end) for o in _observers if hasattr(o, "on_scope_begin")]
@@ -222,15 +225,6 @@ def _one_output_handler(observer: Any, on_forward: Any) -> Any:
         on_forward(function, inputs, [output], True)
 
     return wrapped
-
-
-def _each(handlers: tuple) -> Any:
-    # several observers: one call that calls each in turn
-    def each(*args: Any) -> None:
-        for handler in handlers:
-            handler(*args)
-
-    return each
 
 
 def _begin_scope(part: Any) -> tuple:
@@ -763,8 +757,12 @@ class Function:
                 y.generation = generation + 1
                 self.inputs = inputs
                 self.outputs = [weakref.ref(y)]
-                if _forward_one is not None:
-                    _forward_one(self, inputs, y)
+                if _forward_ones:
+                    if _forward_one is not None:
+                        _forward_one(self, inputs, y)
+                    else:
+                        for handler in _forward_ones:
+                            handler(self, inputs, y)
             elif _on_forward:
                 for handler in _on_forward:
                     handler(self, inputs, [y], False)
@@ -924,8 +922,9 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
         output.grad = Variable(cuda.get_array_module(output.data).ones_like(output.data))
     seed = output.grad
     observers = _observers
-    step_event = _backward_step
-    emit = step_event is not None
+    step_event = _backward_step  # the only handler (None: none, or loop over several)
+    step_events = _on_backward_event
+    emit = bool(step_events)
     if observers:
         _notify("on_backward_begin", output, retain_grad, create_graph)
     creator = output.creator
@@ -1049,7 +1048,11 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
                     heappush(heap, (-c.generation, -c._order, c))
 
             if emit:
-                step_event(f, gys, gxs, accumulated, cleared)
+                if step_event is not None:
+                    step_event(f, gys, gxs, accumulated, cleared)
+                else:
+                    for handler in step_events:
+                        handler(f, gys, gxs, accumulated, cleared)
     finally:
         if create_graph:
             Config.enable_backprop = old_mode

@@ -806,4 +806,4 @@ def test_every_observer_hears_each_operation_by_the_handler_it_defines():
     assert steps == [
         (who, op) for op in ("Add", "Two", "Exp") for who in ("plain step", "fast step")
     ]
-    assert core._forward_one is None and core._backward_step is None  # none left listening
+    assert core._forward_ones == () and core._backward_step is None  # none left listening
