@@ -73,6 +73,9 @@ _VALUE, _GRAD, _CLEARED, _FREED, _EMPTIED = range(5)
     _FWD_MANY, _T_STEP, _T_NODE, _T_INFO, _T_INPUT, _T_EVENT, _T_GRAD_OF, _T_ROOT, _T_NAME,
     _T_LEAF, _T_SEGMENT, _T_SCOPE, _T_SCOPE_END, _T_PARAMETER, _T_PARAMS,
 ) = range(2, 17)  # fmt: skip
+# Tape entries that are steps have kinds up to this one: FWD, BWD, _FWD_MANY (several outputs,
+# or one summarised) and _T_STEP (a step of a graph adopted as steps)
+_LAST_STEP_KIND = _T_STEP
 # Cap on remembered no_grad outputs / operand constants (only needed if they later feed a
 # recorded graph; the oldest are almost always dead).
 _CONSTANT_MEMORY = 200_000
