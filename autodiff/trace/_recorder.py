@@ -64,6 +64,7 @@ _NDARRAY = np.ndarray
 _FLOAT64 = np.float64
 _FLOAT_BITS = struct.Struct("d")
 _ref = weakref.ref
+_VARIABLE = core.Variable
 
 # Event kinds in a node's history. _CLEARED: dropped by backward (retain_grad=False);
 # _EMPTIED: set to None by the program (cleargrad(), zero_grad(), ``x.grad = None``).
@@ -627,7 +628,14 @@ class Recorder:
             x = ref()
             if x is not None:
                 g = x.grad
-                leaf_grad[o] = _MISSING if g is None else _grad_mark(g)
+                if g is None:
+                    leaf_grad[o] = _MISSING
+                elif type(g) is _VARIABLE:  # what backward gives: _grad_mark's case, inline
+                    data = g.data
+                    first = data.item(0) if type(data) is _NDARRAY and data.size else None
+                    leaf_grad[o] = (g._order, first)
+                else:
+                    leaf_grad[o] = _grad_mark(g)
 
     def _adopt(self, creator: Any, as_steps: bool) -> None:
         """Register the not yet known graph upstream of ``creator`` (iteratively, no recursion).
@@ -803,12 +811,16 @@ class Recorder:
             if k0 < start or x0.creator is None:
                 k0 = self._input(x0)
             k1 = None  # one input
-        else:
+        else:  # e.g. linear's x, W, b: a layer's parameters, leaves
+            fresh = self._fresh
             keys = []
             for x in inputs:  # a loop: cheaper than a comprehension for a few items
                 k = x._order
                 if k < start or x.creator is None:
-                    k = self._input(x)
+                    if k in fresh:  # a leaf's first use since the segment's scan checked it
+                        fresh.discard(k)  # (_input's first case, without the call)
+                    else:
+                        k = self._input(x)
                 keys.append(k)
             k0, k1 = tuple(keys), _KEYS
         append = self._tape_append
@@ -1119,21 +1131,32 @@ def _variable_info(v: Any) -> tuple:
 
 def _grad_mark(g: Any) -> tuple:
     """What tells a gradient the program left alone: its object and its first element (an
-    in-place edit, ``x.grad.data[...] = 0``, shows in the first element)."""
-    data = g.data if isinstance(g, core.Variable) else g
+    in-place edit, ``x.grad.data[...] = 0``, shows in the first element). A Variable is known
+    by its creation order (never reused, and no weak reference to make for each gradient);
+    anything else by a weak reference (None for a number: compared by value each time)."""
+    if isinstance(g, _VARIABLE):
+        key = g._order
+        data = g.data
+    else:
+        data = g
+        try:
+            key = _ref(g)
+        except TypeError:  # not weak-referenceable
+            key = None
     first = data.item(0) if type(data) is _NDARRAY and data.size else None
-    try:
-        ref = _ref(g)
-    except TypeError:  # not weak-referenceable (a number): compared by value each time
-        ref = None
-    return ref, first
+    return key, first
 
 
 def _same_grad_object(g: Any, mark: tuple) -> bool:
-    ref, first = mark
-    if ref is None or ref() is not g:
+    key, first = mark
+    if type(key) is int:
+        if not isinstance(g, _VARIABLE) or g._order != key:
+            return False
+        data = g.data
+    elif key is None or key() is not g:
         return False
-    data = g.data if isinstance(g, core.Variable) else g
+    else:
+        data = g
     if type(data) is _NDARRAY and data.size:
         now = data.item(0)
         return now == first or (now != now and first != first)
