@@ -295,6 +295,21 @@ def test_changes_between_iterations_show_from_the_next_segment():
     assert list(t.grad_at(xid, last).array) == [11.0, 13.0]  # 5 + 2x, added to the hand-set
 
 
+def test_a_gradient_replaced_by_another_with_the_same_first_element_shows():
+    # the recorder knows a leaf's gradient by its object and its first element: another
+    # Variable that starts the same is still another gradient
+    x = Variable(np.array([1.0, 2.0]), name="x")
+    with trace.record() as t:
+        y = F.sum(F.square(x))
+        y.backward()  # x.grad = [2, 4]
+        x.grad = Variable(np.array([2.0, 7.0]))  # by hand: a new object, same first element
+        y = F.sum(F.square(x))  # the next segment begins
+        first = len(t.steps) - 2
+    xid = t.variables[0]
+    assert list(t.grad_at(xid, first, before=True).array) == [2.0, 7.0]
+    assert t.grad_origin(xid, first, before=True) is None  # set by the program
+
+
 def test_a_left_over_gradient_is_carried_only_where_a_later_backward_adds_to_it():
     # x is emptied before the second backward and not before the third: its gradient is a
     # previous one in the second window and carried over in the third, exactly there
