@@ -103,6 +103,9 @@ def add_observer(observer: Any) -> None:
     ``recorded`` is False under ``no_grad`` (the outputs are constants, no graph was built).
     An input the engine made to wrap a plain number or array operand (``x * 2``,
     ``matmul(x, ndarray)``) is a :class:`Constant`.
+    ``on_forward_one(function, inputs, output)``: optional, with ``on_forward``: called
+    instead of it for a recorded operation with one output (nearly all of them), so that
+    the engine builds no list of outputs for it.
     ``on_backward_begin(output, retain_grad, create_graph)`` and ``on_backward_end(output)``:
     around a backward pass.
     ``on_backward_event(function, output_grads, input_grads, accumulated, cleared)``: after
@@ -162,7 +165,15 @@ _handlers: dict[str, tuple] = {}
 # The handlers of the events that fire once per operation, read directly where they fire: an
 # observer that does not handle one costs nothing there.
 _on_forward: tuple = ()
+# What a recorded operation with one output calls, ``(function, inputs, output)``: each
+# observer's ``on_forward_one``, or its ``on_forward`` wrapped (no list of outputs is built
+# for the observers that take one output); with exactly one, it is also ``_forward_one``,
+# called without a loop.
+_forward_ones: tuple = ()
+_forward_one: Any = None
 _on_backward_event: tuple = ()
+# The one ``on_backward_event`` handler, called without a loop; None with none or several.
+_backward_step: Any = None
 _on_rename: tuple = ()
 # (on_scope_begin, on_scope_end) of each observer that handles scopes: Layer.__call__ reads it
 # once per call (empty: no scope is opened at all)
@@ -170,12 +181,14 @@ _on_scope: tuple = ()
 
 
 def _bind_handlers() -> None:
-    global _handlers, _on_forward, _on_backward_event, _on_rename, _on_scope
+    global _handlers, _on_forward, _forward_ones, _forward_one, _on_backward_event
+    global _backward_step, _on_rename, _on_scope
     # Plain loops: every trace.record() binds twice (start and stop), a fixed cost a short
     # recorded block pays in full.
     if not _observers:
         _handlers = {}
-        _on_forward = _on_backward_event = _on_rename = _on_scope = ()
+        _on_forward = _forward_ones = _on_backward_event = _on_rename = _on_scope = ()
+        _forward_one = _backward_step = None
         return
     handlers: dict[str, tuple] = {}
     for event in _EVENTS:
@@ -187,11 +200,31 @@ def _bind_handlers() -> None:
         handlers[event] = tuple(bound)
     _handlers = handlers
     _on_forward = handlers["on_forward"]
-    _on_backward_event = handlers["on_backward_event"]
+    _forward_ones = tuple(
+        [
+            _one_output_handler(o, h)
+            for o in _observers
+            if (h := getattr(o, "on_forward", None)) is not None
+        ]
+    )
+    _forward_one = _forward_ones[0] if len(_forward_ones) == 1 else None
+    _on_backward_event = steps = handlers["on_backward_event"]
+    _backward_step = steps[0] if len(steps) == 1 else None
     _on_rename = handlers["on_rename"]
     _on_scope = tuple(
         [(o.on_scope_begin, o.on_scope_end) for o in _observers if hasattr(o, "on_scope_begin")]
     )
+
+
+def _one_output_handler(observer: Any, on_forward: Any) -> Any:
+    one = getattr(observer, "on_forward_one", None)
+    if one is not None:
+        return one
+
+    def wrapped(function: Any, inputs: list, output: Variable) -> None:
+        on_forward(function, inputs, [output], True)
+
+    return wrapped
 
 
 def _begin_scope(part: Any) -> tuple:
@@ -724,9 +757,12 @@ class Function:
                 y.generation = generation + 1
                 self.inputs = inputs
                 self.outputs = [weakref.ref(y)]
-                if _on_forward:
-                    for handler in _on_forward:
-                        handler(self, inputs, [y], True)
+                if _forward_ones:
+                    if _forward_one is not None:
+                        _forward_one(self, inputs, y)
+                    else:
+                        for handler in _forward_ones:
+                            handler(self, inputs, y)
             elif _on_forward:
                 for handler in _on_forward:
                     handler(self, inputs, [y], False)
@@ -886,6 +922,7 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
         output.grad = Variable(cuda.get_array_module(output.data).ones_like(output.data))
     seed = output.grad
     observers = _observers
+    step_event = _backward_step  # the only handler (None: none, or loop over several)
     step_events = _on_backward_event
     emit = bool(step_events)
     if observers:
@@ -1011,8 +1048,11 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
                     heappush(heap, (-c.generation, -c._order, c))
 
             if emit:
-                for handler in step_events:
-                    handler(f, gys, gxs, accumulated, cleared)
+                if step_event is not None:
+                    step_event(f, gys, gxs, accumulated, cleared)
+                else:
+                    for handler in step_events:
+                        handler(f, gys, gxs, accumulated, cleared)
     finally:
         if create_graph:
             Config.enable_backprop = old_mode

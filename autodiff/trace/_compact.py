@@ -33,7 +33,10 @@ from autodiff.trace._rows import BWD, FWD
 
 __all__ = ["ForwardOnly", "compact", "forward_only_note"]
 
-# The tape's entry kinds, as the recorder numbers them (autodiff.trace._recorder)
+# The tape's entry kinds, as the recorder numbers them (autodiff.trace._recorder). A FWD
+# entry is (FWD, f_key, k0, k1, value, during, class, generation, f_ref, y_ref, y_key); a
+# _FWD_MANY one (_FWD_MANY, f_key, in_keys, values, during, class, generation, meta, f_ref,
+# y_refs, y_keys).
 (
     _FWD_MANY, _T_STEP, _T_NODE, _T_INFO, _T_INPUT, _T_EVENT, _T_GRAD_OF, _T_ROOT, _T_NAME,
     _T_LEAF, _T_SEGMENT, _T_SCOPE, _T_SCOPE_END, _T_PARAMETER, _T_PARAMS,
@@ -131,6 +134,20 @@ def compact(recorder: Any, summary: ForwardOnly, parameters: set[int]) -> int:
         return removed
 
 
+def _inputs(e: tuple) -> tuple:
+    """A step entry's input keys. A FWD entry holds one or two inline (the second None for
+    one input) or, past two, their tuple first (and the recorder's marker second);
+    _FWD_MANY holds their tuple."""
+    if e[0] != FWD:
+        return e[2]
+    k0, k1 = e[2], e[3]
+    if k1 is None:
+        return (k0,)
+    if type(k0) is tuple:
+        return k0
+    return (k0, k1)
+
+
 def _compact_chunk(
     chunk: list, summary: ForwardOnly, parameters: set[int], recorder: Any
 ) -> tuple[int, list, int]:
@@ -150,12 +167,12 @@ def _compact_chunk(
             continue
         kind = e[0]
         if kind == FWD:  # (a Function's and an output's reference are never None here)
-            if e[1] in reached or e[10] in needed or e[4] >= 0:  # >= 0: made by create_graph
-                needed.update(e[2])
+            if e[1] in reached or e[10] in needed or e[5] >= 0:  # >= 0: made by create_graph
+                needed.update(_inputs(e))
                 if e[1] not in reached:
                     first_alive = i
             elif e[8]() is not None or e[9]() is not None:
-                needed.update(e[2])
+                needed.update(_inputs(e))
                 first_alive = i
             else:
                 drop.append(i)
@@ -202,7 +219,7 @@ def _compact_chunk(
     step_group: list[int] = []
     for i in drop:
         e = chunk[i]
-        in_keys = e[2]
+        in_keys = _inputs(e)
         g = -1
         for k in in_keys:
             h = group_of.get(k)
@@ -256,7 +273,7 @@ def _compact_chunk(
     for i, g in zip(drop, step_group, strict=True):
         e = chunk[i]
         if sample and g in sample:
-            needed.update(e[2])  # its inputs stay, with it
+            needed.update(_inputs(e))  # its inputs stay, with it
             sample_root[g] = e[10][0] if e[0] == _FWD_MANY else e[10]  # its last step's
             continue
         chunk[i] = None
@@ -269,7 +286,7 @@ def _compact_chunk(
             gone_refs.update(id(r) for r in e[9])
             if keyed:
                 gone_keys.update(k for k in (e[1], *e[10]) if k in keyed)
-        cls = e[5]
+        cls = e[6] if e[0] == FWD else e[5]
         by_class[cls] = by_class.get(cls, 0) + 1
         removed += 1
     recorder._sample_keys.extend(sample_root.values())  # in the order of their first step

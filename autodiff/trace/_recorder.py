@@ -65,6 +65,7 @@ _NDARRAY = np.ndarray
 _FLOAT64 = np.float64
 _FLOAT_BITS = struct.Struct("d")
 _ref = weakref.ref
+_VARIABLE = core.Variable
 
 # Event kinds in a node's history. _CLEARED: dropped by backward (retain_grad=False);
 # _EMPTIED: set to None by the program (cleargrad(), zero_grad(), ``x.grad = None``).
@@ -74,12 +75,16 @@ _VALUE, _GRAD, _CLEARED, _FREED, _EMPTIED = range(5)
     _FWD_MANY, _T_STEP, _T_NODE, _T_INFO, _T_INPUT, _T_EVENT, _T_GRAD_OF, _T_ROOT, _T_NAME,
     _T_LEAF, _T_SEGMENT, _T_SCOPE, _T_SCOPE_END, _T_PARAMETER, _T_PARAMS,
 ) = range(2, 17)  # fmt: skip
+# Tape entries that are steps have kinds up to this one: FWD, BWD, _FWD_MANY (several outputs,
+# or one summarised) and _T_STEP (a step of a graph adopted as steps)
+_LAST_STEP_KIND = _T_STEP
 # Cap on remembered no_grad outputs / operand constants (only needed if they later feed a
 # recorded graph; the oldest are almost always dead).
 _CONSTANT_MEMORY = 200_000
 _MISSING = object()
 _OPERAND = 2  # _T_INPUT's constant field for a core.Constant (backward stores no gradient)
 _RECEIVED = object()  # in a backward step's input grads: the gradient the step received
+_KEYS = object()  # in a FWD entry's second input key: the first is the tuple of all of them
 
 
 class _Decoded:
@@ -367,16 +372,23 @@ class Recorder:
                 continue
             kind = e[0]
             if kind == FWD:  # one output, nearly every op: _node's work, inline
-                _, f_key, in_keys, values, during, cls, gen, meta, f_ref, y_ref, y_key = e
-                in_ids = tuple([nid_of[x] if x in nid_of else self._nid(x) for x in in_keys])
+                _, f_key, k0, k1, value, during, cls, gen, f_ref, y_ref, y_key = e
+                if k1 is None:  # one input
+                    in_ids = (nid_of[k0] if k0 in nid_of else self._nid(k0),)
+                elif k1 is _KEYS:  # three or more: k0 is their tuple
+                    in_ids = tuple([nid_of[x] if x in nid_of else self._nid(x) for x in k0])
+                else:
+                    in_ids = (
+                        nid_of[k0] if k0 in nid_of else self._nid(k0),
+                        nid_of[k1] if k1 in nid_of else self._nid(k1),
+                    )
                 fid = len(refs)
                 y_id = fid + 1
-                if meta is not None:
-                    shape, dtype = meta[0]
-                elif type(values[0]) is float:
+                if type(value) is float:
                     shape, dtype = (), _F64
-                else:
-                    shape, dtype = values[0].shape, values[0].dtype
+                else:  # an array kept whole (a summary takes _FWD_MANY)
+                    shape, dtype = value.shape, value.dtype
+                values = (value,)
                 out_ids = (y_id,)
                 refs.append(f_ref)
                 refs.append(y_ref)
@@ -634,7 +646,14 @@ class Recorder:
             x = ref()
             if x is not None:
                 g = x.grad
-                leaf_grad[o] = _MISSING if g is None else _grad_mark(g)
+                if g is None:
+                    leaf_grad[o] = _MISSING
+                elif type(g) is _VARIABLE:  # what backward gives: _grad_mark's case, inline
+                    data = g.data
+                    first = data.item(0) if type(data) is _NDARRAY and data.size else None
+                    leaf_grad[o] = (g._order, first)
+                else:
+                    leaf_grad[o] = _grad_mark(g)
 
     def _adopt(self, creator: Any, as_steps: bool) -> None:
         """Register the not yet known graph upstream of ``creator`` (iteratively, no recursion).
@@ -735,64 +754,24 @@ class Recorder:
                     for key in list(mc)[: _CONSTANT_MEMORY // 2]:
                         del mc[key]
             return
+        if len(outputs) == 1:
+            self.on_forward_one(f, inputs, outputs[0])
+            return
         if self._due:  # the first operation after a backward pass, or a compaction asked
             self._housekeeping()
-        # The hot path, once per operation: an input made by a step recorded here needs no
-        # lookup; one weak reference per new object and one tuple on the tape. The common
-        # one- and two-input, one-output shapes are spelled out.
+        self._forward_many(f, inputs, outputs)
+
+    def _forward_many(self, f: Any, inputs: list, outputs: Any) -> None:
+        """The general tape entry of a recorded operation: several outputs, or one output
+        summarised (its shape and dtype kept beside the summary)."""
         start = self._start_order
-        n_in = len(inputs)
-        if n_in == 2:
-            x0, x1 = inputs
-            k0 = x0._order
-            if k0 < start or x0.creator is None:
-                k0 = self._input(x0)
-            k1 = x1._order
-            if k1 < start or x1.creator is None:
-                k1 = self._input(x1)
-            in_keys = (k0, k1)
-        elif n_in == 1:
-            x0 = inputs[0]
-            k0 = x0._order
-            if k0 < start or x0.creator is None:
-                k0 = self._input(x0)
-            in_keys = (k0,)
-        else:
-            keys = []
-            for x in inputs:  # a loop: cheaper than a comprehension for a few items
-                k = x._order
-                if k < start or x.creator is None:
-                    k = self._input(x)
-                keys.append(k)
-            in_keys = tuple(keys)
+        keys = []
+        for x in inputs:
+            k = x._order
+            if k < start or x.creator is None:
+                k = self._input(x)
+            keys.append(k)
         append = self._tape_append
-        if len(outputs) == 1:
-            y = outputs[0]
-            data = y.data
-            # meta None: the shape and dtype are the value's own (a float: a 0-d float64)
-            if data.dtype is _F64 and not data.ndim:
-                values, meta = (data.item(),), None
-            elif data.size <= self.max_array_size:
-                values, meta = (data.copy(),), None
-            else:  # summarised
-                values, meta = (capture(data, -1),), ((data.shape, data.dtype),)
-            cls = type(f)
-            append(
-                (FWD, f._order, in_keys, values, self._during, cls, f.generation, meta,
-                 _ref(f, append), _ref(y, append), y._order)
-            )  # fmt: skip
-            # A Function's own attributes (the engine's are slots): most primitives have none,
-            # and this lookup is all they cost. Their __dict__ is not touched: reading it would
-            # make an empty one for each.
-            get = self._param_getter.get(cls)
-            if get is None:
-                get = self._class_params(f)
-            if get is not _NO_PARAMS:
-                try:
-                    append((_T_PARAMS, f._order, get, get(f.__dict__)))
-                except KeyError:  # an instance without one of its class's attributes
-                    self._note_params(f)
-            return
         max_size = self.max_array_size
         values = []
         meta = []
@@ -804,8 +783,8 @@ class Recorder:
             else:
                 values.append(capture(data, max_size))
         append(
-            (_FWD_MANY, f._order, in_keys, tuple(values), self._during, type(f), f.generation,
-             tuple(meta), _ref(f, append), tuple([_ref(y, append) for y in outputs]),
+            (_FWD_MANY, f._order, tuple(keys), tuple(values), self._during, type(f),
+             f.generation, tuple(meta), _ref(f, append), tuple([_ref(y, append) for y in outputs]),
              tuple([y._order for y in outputs]))
         )  # fmt: skip
         self._note_params(f)
@@ -825,10 +804,8 @@ class Recorder:
 
     def _housekeeping(self) -> None:
         self._due = False
-        if self._scan_pending:  # a new segment
-            self._scan_pending = False
-            self._tape_append((_T_SEGMENT,))
-            self._scan_leaves()
+        if self._scan_pending:
+            self._begin_segment()
         if self.compact_due:
             self.compact()
 
@@ -848,6 +825,76 @@ class Recorder:
                 self._leaf_grad.pop(o, None)
                 self._fresh.discard(o)
         return removed
+
+    def _begin_segment(self) -> None:
+        """The first operation after a backward pass: a new segment begins."""
+        self._scan_pending = False
+        self._tape_append((_T_SEGMENT,))
+        self._scan_leaves()
+
+    def on_forward_one(self, f: Any, inputs: list, y: Any) -> None:
+        """A recorded operation with one output (the engine calls this instead of
+        :meth:`on_forward` for it)."""
+        if self._due:  # the first operation after a backward pass, or a compaction asked
+            self._housekeeping()
+        # The hot path, once per operation: an input made by a step recorded here needs no
+        # lookup; one weak reference per new object and one flat tuple on the tape, the
+        # input keys and the value in it (no tuple of its own for either). The common one-
+        # and two-input shapes are spelled out.
+        data = y.data
+        # a 0-d float64: its float; an array kept whole: its copy
+        if data.dtype is _F64 and not data.ndim:
+            value = data.item()
+        elif data.size <= self.max_array_size:
+            value = data.copy()
+        else:  # summarised: the general entry, with its shape and dtype
+            self._forward_many(f, inputs, (y,))
+            return
+        start = self._start_order
+        n_in = len(inputs)
+        if n_in == 2:
+            x0, x1 = inputs
+            k0 = x0._order
+            if k0 < start or x0.creator is None:
+                k0 = self._input(x0)
+            k1 = x1._order
+            if k1 < start or x1.creator is None:
+                k1 = self._input(x1)
+        elif n_in == 1:
+            x0 = inputs[0]
+            k0 = x0._order
+            if k0 < start or x0.creator is None:
+                k0 = self._input(x0)
+            k1 = None  # one input
+        else:  # e.g. linear's x, W, b: a layer's parameters, leaves
+            fresh = self._fresh
+            keys = []
+            for x in inputs:  # a loop: cheaper than a comprehension for a few items
+                k = x._order
+                if k < start or x.creator is None:
+                    if k in fresh:  # a leaf's first use since the segment's scan checked it
+                        fresh.discard(k)  # (_input's first case, without the call)
+                    else:
+                        k = self._input(x)
+                keys.append(k)
+            k0, k1 = tuple(keys), _KEYS
+        append = self._tape_append
+        cls = type(f)
+        append(
+            (FWD, f._order, k0, k1, value, self._during, cls, f.generation,
+             _ref(f, append), _ref(y, append), y._order)
+        )  # fmt: skip
+        # A Function's own attributes (the engine's are slots): most primitives have none,
+        # and this lookup is all they cost. Their __dict__ is not touched: reading it would
+        # make an empty one for each.
+        get = self._param_getter.get(cls)
+        if get is None:
+            get = self._class_params(f)
+        if get is not _NO_PARAMS:
+            try:
+                append((_T_PARAMS, f._order, get, get(f.__dict__)))
+            except KeyError:  # an instance without one of its class's attributes
+                self._note_params(f)
 
     def _class_params(self, f: Any) -> Any:
         """The getter (``operator.itemgetter``) of the attributes kept of ``f``'s class, chosen
@@ -1140,21 +1187,32 @@ def _variable_info(v: Any) -> tuple:
 
 def _grad_mark(g: Any) -> tuple:
     """What tells a gradient the program left alone: its object and its first element (an
-    in-place edit, ``x.grad.data[...] = 0``, shows in the first element)."""
-    data = g.data if isinstance(g, core.Variable) else g
+    in-place edit, ``x.grad.data[...] = 0``, shows in the first element). A Variable is known
+    by its creation order (never reused, and no weak reference to make for each gradient);
+    anything else by a weak reference (None for a number: compared by value each time)."""
+    if isinstance(g, _VARIABLE):
+        key = g._order
+        data = g.data
+    else:
+        data = g
+        try:
+            key = _ref(g)
+        except TypeError:  # not weak-referenceable
+            key = None
     first = data.item(0) if type(data) is _NDARRAY and data.size else None
-    try:
-        ref = _ref(g)
-    except TypeError:  # not weak-referenceable (a number): compared by value each time
-        ref = None
-    return ref, first
+    return key, first
 
 
 def _same_grad_object(g: Any, mark: tuple) -> bool:
-    ref, first = mark
-    if ref is None or ref() is not g:
+    key, first = mark
+    if type(key) is int:
+        if not isinstance(g, _VARIABLE) or g._order != key:
+            return False
+        data = g.data
+    elif key is None or key() is not g:
         return False
-    data = g.data if isinstance(g, core.Variable) else g
+    else:
+        data = g
     if type(data) is _NDARRAY and data.size:
         now = data.item(0)
         return now == first or (now != now and first != first)

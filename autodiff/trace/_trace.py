@@ -16,8 +16,8 @@ import numpy as np
 from autodiff import core
 from autodiff.trace import _audit
 from autodiff.trace._index import TraceIndex, _bulk
-from autodiff.trace._recorder import _GRAD, _VALUE, Recorder, _same_raw
-from autodiff.trace._rows import BWD, FUNCTION, FWD, VARIABLE, BackwardRow, ForwardRow, ScopeRow
+from autodiff.trace._recorder import _GRAD, _LAST_STEP_KIND, _VALUE, Recorder, _same_raw
+from autodiff.trace._rows import FUNCTION, FWD, VARIABLE, BackwardRow, ForwardRow, ScopeRow
 from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
 from autodiff.trace.formats import json_io, npz
 
@@ -352,7 +352,7 @@ class Trace:
             end = len(tape) if rec._recording else rec._tape_end
             for i in range(end):
                 e = tape[i]
-                if type(e) is tuple and e[0] <= BWD:
+                if type(e) is tuple and e[0] <= _LAST_STEP_KIND:
                     n += 1
                     if at_most is not None and n > at_most:
                         return at_most + 1

@@ -747,3 +747,63 @@ def test_observers_changing_binds_the_handlers_once_at_its_end(monkeypatch):
     finally:
         core.remove_observer(a)
         core.remove_observer(b)
+
+
+def test_every_observer_hears_each_operation_by_the_handler_it_defines():
+    # A recorded one-output operation goes to on_forward_one where an observer defines it,
+    # to on_forward (outputs as a list, recorded True) where it does not; several outputs
+    # and no_grad go to on_forward. Each backward step reaches every observer, in order.
+    heard = []
+
+    class Plain:
+        def on_forward(self, function, inputs, outputs, recorded):
+            heard.append(("plain", type(function).__name__, len(outputs), recorded))
+
+        def on_backward_event(self, function, gys, gxs, accumulated, cleared):
+            heard.append(("plain step", type(function).__name__))
+
+    class Fast(Plain):
+        def on_forward(self, function, inputs, outputs, recorded):
+            heard.append(("fast", type(function).__name__, len(outputs), recorded))
+
+        def on_forward_one(self, function, inputs, output):
+            assert output is function.outputs[0]() and inputs is function.inputs
+            heard.append(("fast one", type(function).__name__))
+
+        def on_backward_event(self, function, gys, gxs, accumulated, cleared):
+            heard.append(("fast step", type(function).__name__))
+
+    class Two(Function):
+        def forward(self, x):
+            return x, 2 * x
+
+        def backward(self, gy0, gy1):
+            return gy0 + 2 * gy1
+
+    plain, fast = Plain(), Fast()
+    core.add_observer(plain)
+    core.add_observer(fast)
+    try:
+        x = Variable(np.array(1.0))
+        y = F.exp(x)
+        a, b = Two()(y)
+        with core.no_grad():
+            F.exp(x)
+        (a + b).backward()
+    finally:
+        core.remove_observer(plain)
+        core.remove_observer(fast)
+    assert heard[:6] == [
+        ("plain", "Exp", 1, True),
+        ("fast one", "Exp"),
+        ("plain", "Two", 2, True),
+        ("fast", "Two", 2, True),
+        ("plain", "Exp", 1, False),
+        ("fast", "Exp", 1, False),
+    ]
+    assert heard[6:8] == [("plain", "Add", 1, True), ("fast one", "Add")]
+    steps = [h for h in heard[8:] if h[0].endswith("step")]  # (Two's backward runs no_grad)
+    assert steps == [
+        (who, op) for op in ("Add", "Two", "Exp") for who in ("plain step", "fast step")
+    ]
+    assert core._forward_ones == () and core._backward_step is None  # none left listening

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import autodiff.functions as F
-from autodiff import Variable, no_grad, trace
+from autodiff import Function, Variable, no_grad, trace
 from autodiff.trace import NodeState, Snapshot, Step
 from autodiff.trace._recorder import _FREED
 
@@ -564,6 +564,24 @@ def test_step_count_is_the_number_of_steps_without_building_them():
     assert t.count_steps(at_most=10) == 11 and t.count_steps(at_most=100) == counts[-1]
     assert len(t.steps) == t.step_count == counts[-1]
     assert t.count_steps(at_most=10) == 11  # decoded now: the same answers
+
+
+def test_step_count_counts_steps_of_several_outputs_and_summarised_values_too():
+    class Two(Function):
+        def forward(self, x):
+            return x, 2 * x
+
+        def backward(self, gy0, gy1):
+            return gy0 + 2 * gy1
+
+    x = Variable(np.arange(6.0), name="x")
+    with trace.record(max_array_size=4) as t:
+        a, b = Two()(x)  # two outputs
+        y = F.sum(F.sin(a) * b)  # sin and mul: six elements, summarised
+        y.backward()
+        counted = t.step_count
+        assert t._tape  # counted on the tape, undecoded
+    assert counted == len(t.steps) == 8
 
 
 def test_a_trace_and_a_view_of_it_both_answer_the_reading_interface():

@@ -295,6 +295,39 @@ def test_changes_between_iterations_show_from_the_next_segment():
     assert list(t.grad_at(xid, last).array) == [11.0, 13.0]  # 5 + 2x, added to the hand-set
 
 
+def test_a_gradient_replaced_by_another_with_the_same_first_element_shows():
+    # the recorder knows a leaf's gradient by its object and its first element: another
+    # Variable that starts the same is still another gradient
+    x = Variable(np.array([1.0, 2.0]), name="x")
+    with trace.record() as t:
+        y = F.sum(F.square(x))
+        y.backward()  # x.grad = [2, 4]
+        x.grad = Variable(np.array([2.0, 7.0]))  # by hand: a new object, same first element
+        y = F.sum(F.square(x))  # the next segment begins
+        first = len(t.steps) - 2
+    xid = t.variables[0]
+    assert list(t.grad_at(xid, first, before=True).array) == [2.0, 7.0]
+    assert t.grad_origin(xid, first, before=True) is None  # set by the program
+
+
+def test_a_weight_changed_between_two_uses_in_one_segment_shows_at_the_second():
+    # the segment's scan checks each leaf once; its first use after that is free, a later
+    # use is checked again (linear's many-input path included)
+    x = np.ones((1, 2))
+    W = Variable(np.ones((2, 1)), name="W")
+    b = Variable(np.zeros(1), name="b")
+    with trace.record() as t:
+        F.sum(F.linear(x, W, b)).backward()
+        F.linear(x, W, b)  # a new segment: W's first use since its scan
+        first = len(t.steps) - 1
+        W.data[...] = 3.0  # changed in place before its second use
+        F.linear(x, W, b)
+        second = len(t.steps) - 1
+    wid = next(v for v in t.variables if t.graph.nodes[v]["name"] == "W")
+    assert t.value_at(wid, first).array.ravel().tolist() == [1.0, 1.0]
+    assert t.value_at(wid, second).array.ravel().tolist() == [3.0, 3.0]
+
+
 def test_a_left_over_gradient_is_carried_only_where_a_later_backward_adds_to_it():
     # x is emptied before the second backward and not before the third: its gradient is a
     # previous one in the second window and carried over in the third, exactly there

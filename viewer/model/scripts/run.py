@@ -391,6 +391,10 @@ class _CancelObserver:
         if self._run._cancel_requested:
             self._check()
 
+    def on_forward_one(self, function: Any, inputs: Any, output: Any) -> None:
+        if self._run._cancel_requested:
+            self._check()
+
     def on_backward_event(
         self, function: Any, output_grads: Any, input_grads: Any, accumulated: Any, cleared: Any
     ) -> None:
