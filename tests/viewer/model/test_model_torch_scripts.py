@@ -18,6 +18,7 @@ import pytest
 
 from viewer.model import Document
 from viewer.model.document.examples import list_examples
+from viewer.model.panels.plots import document_training_curves
 from viewer.model.scripts.pass_sampling import FLAG_HELD, FLAG_NONFINITE
 from viewer.model.scripts.run import ScriptRun
 
@@ -131,6 +132,10 @@ def test_a_torch_training_script_opened_through_the_document_is_torchs_own_backw
             assert result.passes.grad_norms[column, k] == pytest.approx(norm, rel=1e-6)
     assert not result.passes.flags.any()  # a correct loop: no NaN, no held graph
     assert result.leak_report is not None and result.leak_report.clean
+    # the Training plot draws every pass's loss and gradient norms, from the pass log
+    curves = document_training_curves(doc)
+    np.testing.assert_array_equal(curves.loss, result.passes.loss)
+    assert curves.labels == tuple(result.passes.parameter_labels)
     # the document shows the last graph, and plays its backward to the end
     doc.playback.to_end()
     assert doc.playback.at_end and doc.playback.n_steps > 0
