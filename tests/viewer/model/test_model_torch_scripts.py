@@ -214,6 +214,9 @@ def test_a_held_torch_graph_is_flagged_and_reported_as_a_leak(tmp_path):
     survivors = result.leak_report.survivors
     assert [s.label for s in survivors] == [f"torch loss of pass #{k}" for k in range(1, 5)]
     assert all("LOSSES" in s.held_by for s in survivors)
+    # a leaf outside any module is plotted too, by its number and shape: |w.grad| = 3 (i + 1)
+    assert result.passes.parameter_labels == ["leaf #1 (3,)"]
+    np.testing.assert_allclose(result.passes.grad_norms[0], np.sqrt(3) * np.arange(1, 5))
 
 
 def test_a_clean_torch_loop_is_not_flagged_held_nor_leaky(tmp_path):
@@ -254,7 +257,11 @@ def test_a_nan_in_a_torch_pass_is_flagged(tmp_path):
     result = ScriptRun(script, capture=True).run()
     assert result.ok, result.error
     assert [bool(f & FLAG_NONFINITE) for f in result.passes.flags] == [False, True, False]
-    assert result.passes.parameter_labels == ["weight (1, 2)", "bias (1,)"]
+    assert sorted(result.passes.parameter_labels) == ["bias (1,)", "weight (1, 2)"]
+    labels, norms = result.passes.parameter_labels, result.passes.grad_norms
+    weight, bias = norms[labels.index("weight (1, 2)")], norms[labels.index("bias (1,)")]
+    assert np.isnan(weight[1]) and np.isfinite(weight[[0, 2]]).all()  # the NaN is the weight's
+    np.testing.assert_array_equal(bias, [1.0, 1.0, 1.0])
 
 
 def test_a_script_using_both_engines_gets_both(tmp_path):

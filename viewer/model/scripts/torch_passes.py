@@ -12,8 +12,9 @@ Passes: ``torch.autograd.backward`` (which ``Tensor.backward`` calls) and
 script's thread is one pass, numbered with the engine's passes in the run's shared
 :class:`~viewer.model.scripts.pass_sampling.PassReservoir` and logged in its shared
 :class:`~viewer.model.scripts.pass_sampling.PassLog`: the loss (the root's sum), the
-iteration, the gradient norms of the ``nn.Parameter`` s of the modules the script called
-(those whose ``.grad`` the pass changed), the NaN/Inf flag, and the held flag (the previous
+iteration, the gradient norms of the leaves the pass reached whose ``.grad`` it changed
+(named as ``named_parameters()`` names them in the outermost module called, else
+``leaf #k``), the NaN/Inf flag, and the held flag (the previous
 pass of the same line still has its root alive: ``losses.append(loss)``).
 
 Memory: as the engine's, the first ``reservoir.head`` passes share one recording (so a
@@ -52,8 +53,6 @@ __all__ = ["TorchGraph", "TorchPasses"]
 
 # Survivors whose holders are looked for (gc.get_referrers scans the heap once per object).
 _MAX_HOLDERS = 5
-# Parameters watched before the dead ones are dropped from the list.
-_MAX_PARAMS = 10_000
 
 
 class TorchGraph:
@@ -130,7 +129,8 @@ class TorchPasses:
         self._patched: list[tuple[Any, str, Any]] = []
         self._hook: Any = None
         self._modules: set[int] = set()
-        self._params: list[tuple[Any, str]] = []  # (weakref of an nn.Parameter, its label)
+        self._labels: Any = None  # leaf tensor -> its label (weakly: a WeakTensorKeyDictionary)
+        self._leaf_count = 0
         self._columns: dict[str, int | None] = {}
         self._seen_at: dict[tuple, int] = {}
         self._last_root: dict[tuple, tuple[int, Any]] = {}
@@ -157,6 +157,9 @@ class TorchPasses:
 
         self._pytorch = pytorch
         self._torch = torch
+        from torch.utils.weak import WeakTensorKeyDictionary
+
+        self._labels = WeakTensorKeyDictionary()
         autograd = torch.autograd
         for name in ("backward", "grad"):
             original = getattr(autograd, name)
@@ -255,13 +258,14 @@ class TorchPasses:
                 except (RuntimeError, TypeError, ValueError):
                     loss = math.nan
                 ref = weakref.ref(root)
+                leaves = self._leaves_of(root)
             else:
                 ref = None
-            grads = {}
-            for i, (p_ref, _) in enumerate(self._params):
-                p = p_ref()
-                g = None if p is None else p.grad
-                grads[i] = None if g is None else (id(g), g._version)
+                leaves = []
+            grads = []  # (leaf, its label, its .grad before the pass)
+            for leaf in leaves:
+                g = leaf.grad
+                grads.append((leaf, self._label(leaf), None if g is None else (id(g), g._version)))
         iteration = self._seen_at.get(key, 0)
         self._seen_at[key] = iteration + 1
         last = self._last_root.get(key)
@@ -277,11 +281,10 @@ class TorchPasses:
         flags = 0 if math.isfinite(loss) else FLAG_NONFINITE
         norms: list[float] = []
         with torch._C._DisableTorchDispatch():
-            for i, (p_ref, label) in enumerate(self._params):
-                p = p_ref()
-                g = None if p is None else p.grad
-                if g is None or grads.get(i) == (id(g), g._version):
-                    continue  # this pass gave it no gradient
+            for leaf, label, was in grads:
+                g = leaf.grad
+                if g is None or was == (id(g), g._version):
+                    continue  # this pass gave it no gradient (torch.autograd.grad, a cut)
                 try:
                     norm = float(g.detach().double().norm().item())
                 except (RuntimeError, TypeError, ValueError):
@@ -326,14 +329,41 @@ class TorchPasses:
         self._roots.pop(index, None)
 
     def _module_called(self, module: Any, args: Any) -> None:
+        """Name the parameters of the outermost module called (as named_parameters does)."""
         if id(module) in self._modules or threading.get_ident() != self._thread:
             return
         for m in module.modules():
             self._modules.add(id(m))
         for name, p in module.named_parameters():
-            self._params.append((weakref.ref(p), f"{name} {tuple(p.shape)}"))
-        if len(self._params) > _MAX_PARAMS:  # a script that makes modules as it goes
-            self._params = [(ref, label) for ref, label in self._params if ref() is not None]
+            if p not in self._labels:
+                self._labels[p] = f"{name} {tuple(p.shape)}"
+
+    @staticmethod
+    def _leaves_of(root: Any) -> list[Any]:
+        """The leaves the backward from ``root`` accumulates into (its AccumulateGrad nodes'
+        tensors), walking torch's graph: a training step's few hundred nodes at most."""
+        leaves = []
+        seen: set[int] = set()
+        todo = [root.grad_fn]
+        while todo:
+            node = todo.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            leaf = getattr(node, "variable", None)  # AccumulateGrad's
+            if leaf is not None:
+                leaves.append(leaf)
+            else:
+                todo.extend(p for p, _ in node.next_functions)
+        return leaves
+
+    def _label(self, leaf: Any) -> str:
+        """A leaf's label in the plot: its parameter name, else ``leaf #k (shape)``."""
+        label = self._labels.get(leaf)
+        if label is None:
+            self._leaf_count += 1
+            label = self._labels[leaf] = f"leaf #{self._leaf_count} {tuple(leaf.shape)}"
+        return label
 
     def _call_line(self) -> int:
         """The script's line that called backward (-1 when it is not the script's own)."""
