@@ -385,3 +385,24 @@ def test_the_resnet_blocks_backward_runs_the_downsample_branch_before_bn2():
     forward = [view.node(s.function)["scope"] for s in view.steps if s.phase == "forward"]
     made = next(i for i, s in enumerate(forward) if "downsample" in s)
     assert made > next(i for i, s in enumerate(forward) if s.endswith("bn2"))
+
+
+def test_the_worker_lifts_its_address_space_backstop_once_torch_is_imported(tmp_path):
+    pytest.importorskip("torch")
+    script = _write(
+        tmp_path,
+        "limits.py",
+        """
+        import resource
+        before = resource.getrlimit(resource.RLIMIT_AS)[0]
+        import torch
+        after = resource.getrlimit(resource.RLIMIT_AS)[0]
+        print(before, after)
+        """,
+    )
+    doc = Document()
+    doc.script_memory_mb = 800  # the default: a resident limit, and an address space backstop
+    result = doc.prepare_script(script).run()  # (it builds no graph: its output is all)
+    assert result.ok, result.error
+    before, after = (int(v) for v in result.stdout.split())
+    assert 0 < before < 2**62 and (after > before or after == -1)

@@ -444,6 +444,9 @@ class ScriptRun(_RunState):
         self.output_written = Signal("output_written")
         self.stage_changed = Signal("stage_changed")
         self.finished = Signal("finished")
+        # emitted on the script's thread once its own ``import torch`` has run (the run
+        # records torch from then on)
+        self.torch_imported = Signal("torch_imported")
         self.result: ScriptResult | None = None
         self._cancel_requested = False
         self._thread: threading.Thread | None = None
@@ -560,7 +563,9 @@ class ScriptRun(_RunState):
                 if self._cancel_requested:
                     raise ScriptCancelled("the script was cancelled")
                 # torch's passes, once the script imports torch (never imported otherwise)
-                torch_passes = TorchPasses(self.max_array_size, recording, str(self.path))
+                torch_passes = TorchPasses(
+                    self.max_array_size, recording, str(self.path), self.torch_imported.emit
+                )
                 torch_passes.start()
                 try:
                     self._in_script = True

@@ -40,6 +40,7 @@ import sys
 import threading
 import types
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from autodiff.leaks import Survivor
@@ -110,8 +111,15 @@ class TorchPasses:
     """The torch side of one run: ``start()`` before the script, ``stop()`` after it (both on
     the script's thread), then ``graphs()`` (the kept passes), ``audit()`` and ``notes``."""
 
-    def __init__(self, max_array_size: int, recording: Any, script: str | None = None) -> None:
+    def __init__(
+        self,
+        max_array_size: int,
+        recording: Any,
+        script: str | None = None,
+        on_import: Callable[[], None] | None = None,
+    ) -> None:
         self.max_array_size = max_array_size
+        self._on_import = on_import  # called once torch is imported, before it is recorded
         self._engine = recording  # the run's PassRecording: its reservoir and log are shared
         self.reservoir = recording.reservoir
         self.log = recording.passes
@@ -151,6 +159,8 @@ class TorchPasses:
         if self.imported or threading.get_ident() != self._thread:
             return
         self.imported = True
+        if self._on_import is not None:
+            self._on_import()
         import torch
 
         from autodiff.trace import pytorch
