@@ -406,3 +406,40 @@ def test_the_worker_lifts_its_address_space_backstop_once_torch_is_imported(tmp_
     assert result.ok, result.error
     before, after = (int(v) for v in result.stdout.split())
     assert 0 < before < 2**62 and (after > before or after == -1)
+
+
+def test_a_cancelled_torch_loop_shows_the_passes_it_ran(tmp_path):
+    pytest.importorskip("torch")
+    import time
+
+    from viewer.model.scripts.process import ScriptProcess
+
+    script = _write(
+        tmp_path,
+        "forever.py",
+        """
+        import torch
+        lin = torch.nn.Linear(4, 1)
+        x = torch.randn(8, 4)
+        while True:
+            lin.zero_grad()
+            lin(x).pow(2).mean().backward()
+            print("pass", flush=True)
+        """,
+    )
+    run = ScriptProcess(script, max_passes=20)
+    printed: list[str] = []
+    run.output_written.connect(printed.append)
+    run.start()
+    deadline = time.monotonic() + 60
+    while "".join(printed).count("pass") < 30 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    run.cancel()
+    assert run.wait(60)
+    result = run.result
+    assert result.cancelled
+    assert len(result.passes) >= 2 and len(result.graphs) <= 20 + 1
+    last = result.graphs[-1]
+    assert last.number == len(result.passes) - 1  # the last pass it ran, numbered as the log
+    steps = [s for s in result.view(len(result.graphs) - 1).steps if s.phase == "backward"]
+    assert steps
