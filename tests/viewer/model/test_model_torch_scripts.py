@@ -443,3 +443,24 @@ def test_a_cancelled_torch_loop_shows_the_passes_it_ran(tmp_path):
     assert last.number == len(result.passes) - 1  # the last pass it ran, numbered as the log
     steps = [s for s in result.view(len(result.graphs) - 1).steps if s.phase == "backward"]
     assert steps
+
+
+def test_a_torch_script_where_torch_is_missing_fails_saying_what_to_install(tmp_path):
+    script = _write(
+        tmp_path,
+        "no_torch.py",
+        """
+        import sys
+        sys.modules["torch"] = None  # as if torch were not installed (this worker only)
+        import torch
+        """,
+    )
+    doc = Document()
+    result = doc.prepare_script(script).run()
+    assert not result.ok
+    assert result.error_summary == (
+        "no_torch.py line 4: ModuleNotFoundError: import of torch halted; None in sys.modules"
+        ' (install it: pip install "autodiff-viewer[torch]")'
+    )
+    assert not doc.apply_script_result(result)  # reported, and the app goes on
+    assert 'pip install "autodiff-viewer[torch]"' in str(doc.last_error)

@@ -589,6 +589,8 @@ class ScriptRun(_RunState):
             raw = e.msg if isinstance(e, SyntaxError) and e.msg else str(e)
             text = " ".join(str(raw).split())
             error_message = f"{type(e).__name__}: {text}" if text else type(e).__name__
+            if isinstance(e, ModuleNotFoundError) and e.name == "torch":
+                error_message += ' (install it: pip install "autodiff-viewer[torch]")'
         finally:
             with self._interrupt_lock:
                 self._in_script = False
