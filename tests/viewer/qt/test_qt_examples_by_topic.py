@@ -44,3 +44,11 @@ def test_an_example_that_needs_torch_says_so_where_torch_is_missing(qtbot, shown
     window.examples_by_topic.browser.anchorClicked.emit(QtCore.QUrl("example:torch_mlp"))
     assert 'pip install "autodiff-viewer[torch]"' in str(window.document.last_error)
     assert window.document.script_run is None
+
+
+def test_the_examples_menu_names_each_topic_as_the_list_does(qtbot, shown):
+    window = shown()
+    action = window.actions["example_torch_mlp"]
+    menu = next(w for w in action.associatedObjects() if hasattr(w, "title"))
+    assert menu.title() == "PyTorch"
+    assert window.actions["example_diamond"].associatedObjects()[0].title() == "Basics"
