@@ -464,3 +464,22 @@ def test_a_torch_script_where_torch_is_missing_fails_saying_what_to_install(tmp_
     )
     assert not doc.apply_script_result(result)  # reported, and the app goes on
     assert 'pip install "autodiff-viewer[torch]"' in str(doc.last_error)
+
+
+def test_a_torch_program_without_backward_shows_its_last_output(tmp_path):
+    pytest.importorskip("torch")
+    script = _write(
+        tmp_path,
+        "forward.py",
+        """
+        import torch
+        m = torch.nn.Linear(3, 2)
+        y = m(torch.ones(1, 3)).relu()
+        """,
+    )
+    doc = Document()
+    assert doc.run_script(script)
+    (graph,) = doc.script_result.graphs
+    assert graph.title.startswith("torch output #") and graph.backward_pass < 0
+    ops = [s.op for s in doc.trace.steps]
+    assert ops == ["t", "linear", "relu"] and all(s.phase == "forward" for s in doc.trace.steps)

@@ -126,7 +126,8 @@ class TorchPasses:
         self.script = script
         self.imported = False  # whether torch was (the recorder started)
         self.kept: dict[int, TorchGraph] = {}  # pass index -> its graph
-        self.outputs: list[TorchGraph] = []  # forward graphs, when torch never ran backward
+        # (trace, output node) of the last outputs, when no backward ran at all
+        self.outputs: list[tuple[Any, int]] = []
         self.notes: list[str] = []
         self._thread = 0
         self._finder: _TorchImportWatch | None = None
@@ -224,7 +225,7 @@ class TorchPasses:
             self._hook = None
         trace = self._end_recording()
         if not len(self.log) and trace is not None:  # no backward at all: its last outputs
-            self.outputs = [TorchGraph(trace, -1, int(nid)) for nid in trace.outputs(last=3)]
+            self.outputs = [(trace, int(nid)) for nid in trace.outputs(last=3)]
 
     # ------------------------------------------------------------------ passes
     def _wrap(self, original: Any, name: str) -> Any:
@@ -405,8 +406,8 @@ class TorchPasses:
                 int(log.flags[index]),
             )
             rows.append((index, title, g.trace, int(roots[g.backward_pass]), g.backward_pass))
-        for g in self.outputs:
-            rows.append((-1, f"torch output #{g.number}", g.trace, g.number, -1))
+        for trace, nid in self.outputs:
+            rows.append((-1, f"torch output #{nid}", trace, nid, -1))
         return rows
 
     def audit(self) -> list[Survivor]:
