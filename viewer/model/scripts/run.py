@@ -560,14 +560,14 @@ class ScriptRun(_RunState):
             )
             with recording:
                 trace = recording.head
-                if self._cancel_requested:
-                    raise ScriptCancelled("the script was cancelled")
                 # torch's passes, once the script imports torch (never imported otherwise)
                 torch_passes = TorchPasses(
                     self.max_array_size, recording, str(self.path), self.torch_imported.emit
                 )
-                torch_passes.start()
+                torch_passes.start()  # (where torch is imported already, this takes a while)
                 try:
+                    if self._cancel_requested:
+                        raise ScriptCancelled("the script was cancelled")
                     self._in_script = True
                     namespace = runpy.run_path(str(self.path), run_name="__main__")
                 finally:

@@ -238,10 +238,12 @@ class TorchPasses:
             begun = passes._begin_pass(root)
             passes._depth += 1
             try:
-                return original(*args, **kwargs)
+                result = original(*args, **kwargs)
             finally:
                 passes._depth -= 1
-                passes._end_pass(begun)
+            # a backward that raised (or was cancelled) is no pass, as the engine's is not
+            passes._end_pass(begun)
+            return result
 
         wrapper.__wrapped__ = original  # type: ignore[attr-defined]
         wrapper.__doc__ = original.__doc__
@@ -277,6 +279,10 @@ class TorchPasses:
             for leaf in leaves:
                 g = leaf.grad
                 grads.append((leaf, self._label(leaf), None if g is None else (id(g), g._version)))
+        return trace, before, index, loss, key, ref, grads
+
+    def _end_pass(self, begun: tuple) -> None:
+        trace, before, index, loss, key, ref, grads = begun
         iteration = self._seen_at.get(key, 0)
         self._seen_at[key] = iteration + 1
         last = self._last_root.get(key)
@@ -284,10 +290,6 @@ class TorchPasses:
         if ref is not None:
             self._last_root[key] = (index, ref)
             self._roots[index] = ref
-        return trace, before, index, loss, iteration, held, grads
-
-    def _end_pass(self, begun: tuple) -> None:
-        trace, before, index, loss, iteration, held, grads = begun
         torch = self._torch
         flags = 0 if math.isfinite(loss) else FLAG_NONFINITE
         norms: list[float] = []
