@@ -653,3 +653,22 @@ def test_the_runtime_never_imports_torch_unless_the_program_does():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_a_graph_an_earlier_recording_made_is_history_from_before_the_next_one():
+    # a hidden state carried from one recording into the next (as a script's recording,
+    # one per pass, meets it): its nodes are not the new recording's, the tensor is a leaf
+    w = torch.nn.Parameter(torch.ones(2))
+    with pytorch.record() as first:
+        h = w * 2
+    with pytorch.record() as t:
+        loss = (h * 3).sum()
+        log = _watch(loss)
+        loss.backward()
+    assert [t.node(s.function)["torch_node"] for s in first.steps] == ["MulBackward0"]
+    # torch runs the earlier graph's node last; this recording has only its own nodes
+    assert [name for name, _, _ in log] == ["SumBackward0", "MulBackward0", "MulBackward0"]
+    _assert_steps_match(t, log[:2])
+    (mul,) = [s for s in t.steps if s.phase == "forward" and s.op == "mul"]
+    assert t.node(mul.inputs[0])["shape"] == (2,) and t.creator_of(mul.inputs[0]) < 0
+    np.testing.assert_array_equal(w.grad.numpy(), [6.0, 6.0])

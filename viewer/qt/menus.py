@@ -19,6 +19,7 @@ from PySide6 import QtGui, QtWidgets
 
 from viewer.model.document.examples import list_examples
 from viewer.qt.drawing.plain_text import tooltip
+from viewer.qt.program.examples_dialog import topic_title
 
 __all__ = ["SHORTCUTS", "MenuSlots", "Toggle", "build_menus", "shortcuts_html", "show_shortcuts"]
 
@@ -359,7 +360,7 @@ def _examples_menu(
     for example in list_examples():
         submenu = submenus.get(example.category)
         if submenu is None:
-            submenu = menu.addMenu(example.category.replace("-", " ").capitalize())
+            submenu = menu.addMenu(topic_title(example.category))
             submenus[example.category] = submenu
         act = submenu.addAction(example.title)
         act.setStatusTip(example.description or example.title)

@@ -79,13 +79,13 @@ def queue_end_of_pass(callback: Callable[[], None]) -> None:
     torch.autograd.Variable._execution_engine.queue_callback(callback)
 
 
-def tag_node(node: Any, value: int) -> None:
-    node.metadata[_TAG] = value
+def tag_node(node: Any, value: int, key: str = _TAG) -> None:
+    node.metadata[key] = value
 
 
-def node_tag(node: Any) -> int | None:
-    """The id :func:`tag_node` gave ``node``, or None."""
-    return node.metadata.get(_TAG)
+def node_tag(node: Any, key: str = _TAG) -> int | None:
+    """The id :func:`tag_node` gave ``node`` under ``key``, or None."""
+    return node.metadata.get(key)
 
 
 def output_count(node: Any) -> int:

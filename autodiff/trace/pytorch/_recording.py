@@ -22,6 +22,7 @@ output is marked cut when a recorded op uses it.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
 from typing import Any
@@ -48,10 +49,13 @@ __all__ = ["TorchRecording"]
 SUMMARIES_KEPT = 8  # recent tensors whose statistics are shared (TorchRecording._summary)
 
 
-def _add_new(new: dict[int, tuple[Any, list]], t: Any) -> None:
+_RECORDINGS = itertools.count()
+
+
+def _add_new(new: dict[int, tuple[Any, list]], t: Any, key: str) -> None:
     """Note tensor ``t`` under its autograd node in ``new`` when the node is not recorded."""
     g = t.grad_fn
-    if g is not None and ti.node_tag(g) is None:
+    if g is not None and ti.node_tag(g, key) is None:
         entry = new.get(id(g))
         if entry is None:
             new[id(g)] = (g, [t])
@@ -65,6 +69,10 @@ class TorchRecording:
 
     def __init__(self, max_array_size: int) -> None:
         self.tables = Recorder(max_array_size)
+        # Each recording tags nodes under a key of its own: a graph an earlier recording
+        # made (a hidden state carried over, a held loss) is history from before this one,
+        # not nodes of its tables.
+        self._key = f"autodiff.trace#{next(_RECORDINGS)}"
         self.max_array_size = max_array_size
         self.notes: list[str] = []
         self.recording = False
@@ -136,7 +144,7 @@ class TorchRecording:
             if not torch.is_grad_enabled():
                 return out  # backward's own arithmetic (no create_graph): seen as its steps
             if not self._in_this_pass():  # create_graph: the root's node runs ops first
-                fid = ti.node_tag(node)
+                fid = ti.node_tag(node, self._key)
                 if fid is None:
                     return out
                 self._open_pass(fid, 0)
@@ -159,9 +167,9 @@ class TorchRecording:
             for t in outs:
                 base = ti.view_base(t)
                 if base is not None:
-                    _add_new(new, base)
+                    _add_new(new, base, self._key)
         for t in outs:
-            _add_new(new, t)
+            _add_new(new, t, self._key)
         if new:
             if self._pass_open and during < 0:  # a pass failed, and the program went on
                 self._end_pass()
@@ -194,7 +202,7 @@ class TorchRecording:
                     continue
                 vid = self._history_less(t)
             else:
-                fid = ti.node_tag(p)
+                fid = ti.node_tag(p, self._key)
                 if fid is not None:
                     vid = self._outputs[fid][nr]
                 else:
@@ -237,7 +245,7 @@ class TorchRecording:
         consumers = self._consumers
         for v in in_ids:
             consumers[v] = consumers.get(v, 0) + 1
-        ti.tag_node(g, fid)
+        ti.tag_node(g, fid, self._key)
         self._node_hooks.append(g.register_hook(self._node_ran(fid)))
         rec.add_forward_step(fid, tuple(values), during)
 
@@ -347,8 +355,8 @@ class TorchRecording:
                 g = t.grad_fn
                 if g is None:
                     sources.append(self._leaf(t))
-                elif ti.node_tag(g) is not None:
-                    sources.append(self._outputs[ti.node_tag(g)][t.output_nr])
+                elif ti.node_tag(g, self._key) is not None:
+                    sources.append(self._outputs[ti.node_tag(g, self._key)][t.output_nr])
             else:
                 earlier = self._cut_from.get(t)
                 if earlier is not None:

@@ -7,8 +7,14 @@ from viewer.model.document.examples import list_examples
 
 EXAMPLES = list_examples()
 # Scripts run the user's code with recording on; the training ones take a while.
+# A torch example is skipped where torch is not installed (opening one then says what to install).
 PARAMS = [
-    pytest.param(e, id=e.stem, marks=[pytest.mark.slow] if e.kind == "script" else [])
+    pytest.param(
+        e,
+        id=e.stem,
+        marks=[pytest.mark.slow] * (e.kind == "script")
+        + [pytest.mark.skipif(bool(e.missing), reason=f"needs {', '.join(e.missing)}")],
+    )
     for e in EXAMPLES
 ]
 

@@ -4,12 +4,14 @@ An example's title is the first line of its docstring (scripts) or of its leadin
 comment block (expressions); the rest of that paragraph is its description. Its category is,
 in order: a ``Category: name`` line in that header, the sub-folder it lives in
 (``examples/leaks/global_list.py`` -> ``leaks``), ``training`` for a script that loops over
-backward, else ``basics``.
+backward, else ``basics``. A ``Requires: torch`` line names the packages it needs beyond the
+app's own (:attr:`Example.missing` says which are not installed, without importing them).
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +23,7 @@ __all__ = ["Example", "find_example", "list_examples", "read_example"]
 _FOLDER = "examples"
 _KINDS = {".expr": "expression", ".py": "script"}
 _CATEGORY_LINE = re.compile(r"^\s*category\s*:\s*([\w-]+)\s*$", re.IGNORECASE | re.MULTILINE)
+_REQUIRES_LINE = re.compile(r"^\s*requires\s*:\s*([\w., -]+?)\s*$", re.IGNORECASE | re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -31,10 +34,16 @@ class Example:
     kind: str  # 'expression' | 'script'
     category: str
     path: Path
+    requires: tuple[str, ...] = ()  # packages it needs beyond the app's own ("torch")
 
     @property
     def stem(self) -> str:
         return self.path.stem
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The packages of ``requires`` that are not installed (found, never imported)."""
+        return tuple(name for name in self.requires if importlib.util.find_spec(name) is None)
 
     def read(self) -> str:
         return self.path.read_text(encoding="utf-8")
@@ -75,6 +84,9 @@ def _describe(name: str, kind: str) -> Example:
     header = _script_header(text) if kind == "script" else _comment_header(text)
     match = _CATEGORY_LINE.search(header)
     header = _CATEGORY_LINE.sub("", header)
+    needs = _REQUIRES_LINE.search(header)
+    header = _REQUIRES_LINE.sub("", header)
+    requires = tuple(n for n in re.split(r"[\s,]+", needs.group(1)) if n) if needs else ()
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", header.strip()) if p.strip()]
     first = paragraphs[0] if paragraphs else ""
     title_line, _, rest = first.partition("\n")
@@ -92,7 +104,7 @@ def _describe(name: str, kind: str) -> Example:
             category = "training"
         else:
             category = "basics"
-    return Example(name, title, description, kind, category, path)
+    return Example(name, title, description, kind, category, path, requires)
 
 
 def _loops_over_backward(text: str) -> bool:

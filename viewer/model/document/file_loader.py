@@ -83,8 +83,14 @@ def open_path(path: Path) -> ProgramText | PendingGraph | ScriptFile:
 
 def open_example(key: str) -> ProgramText | ScriptFile:
     """A bundled example by name or stem (see :mod:`viewer.model.document.examples`);
-    ValueError for an unknown one."""
+    ValueError for an unknown one, or one that needs a package not installed (torch)."""
     example = examples_module.find_example(key)
+    missing = example.missing
+    if missing:
+        raise ValueError(
+            f"the example {example.title!r} needs {', '.join(missing)}, which is not "
+            f'installed: pip install "autodiff-viewer[{missing[0]}]"'
+        )
     if example.kind == "script":
         return ScriptFile(example.path)
     return ProgramText(example.read(), example.path, example.title)

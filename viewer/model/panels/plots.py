@@ -430,8 +430,13 @@ def document_training_curves(document: Any, **options: Any) -> TrainingCurves:
     not only the graph on screen), or over the document's trace."""
     result = document.script_result
     log = None if result is None else result.passes
-    if document.kind == "script" and log is not None and result.sampling:
-        # a long run keeps the graphs of some passes only, and the scalars of all
+    if (
+        document.kind == "script"
+        and log is not None
+        and (result.sampling or any(g.own_trace for g in result.graphs))
+    ):
+        # a long run keeps the graphs of some passes only, and the scalars of all; a torch
+        # program's passes are recordings of their own, not in the run's (engine's) trace
         return pass_log_curves(log)
     if document.kind == "script" and result is not None and result.trace is not None:
         trace = result.trace

@@ -41,6 +41,7 @@ from autodiff.trace import Trace, TraceReader, TraceView, view_for_root
 from viewer.model.checks.function_check import FunctionSampler
 from viewer.model.scripts.pass_recording import PassRecording
 from viewer.model.scripts.pass_sampling import DEFAULT_MAX_PASSES, PassLog, pass_label
+from viewer.model.scripts.torch_passes import TorchPasses
 from viewer.model.signals import Signal
 
 if TYPE_CHECKING:
@@ -447,6 +448,9 @@ class ScriptRun(_RunState):
         self.output_written = Signal("output_written")
         self.stage_changed = Signal("stage_changed")
         self.finished = Signal("finished")
+        # emitted on the script's thread once its own ``import torch`` has run (the run
+        # records torch from then on)
+        self.torch_imported = Signal("torch_imported")
         self.result: ScriptResult | None = None
         self._cancel_requested = False
         self._thread: threading.Thread | None = None
@@ -528,6 +532,7 @@ class ScriptRun(_RunState):
         error_message: str | None = None
         trace = None
         recording: PassRecording | None = None
+        torch_passes: TorchPasses | None = None
         saved = (os.getcwd(), sys.argv, list(sys.path), sys.stdout, sys.stderr)
         stdout = _ThreadStream(sys.stdout, self._thread_id, out, self.output_written)
         stderr = _ThreadStream(sys.stderr, self._thread_id, err, self.output_written)
@@ -559,10 +564,18 @@ class ScriptRun(_RunState):
             )
             with recording:
                 trace = recording.head
-                if self._cancel_requested:
-                    raise ScriptCancelled("the script was cancelled")
-                self._in_script = True
-                namespace = runpy.run_path(str(self.path), run_name="__main__")
+                # torch's passes, once the script imports torch (never imported otherwise)
+                torch_passes = TorchPasses(
+                    self.max_array_size, recording, str(self.path), self.torch_imported.emit
+                )
+                torch_passes.start()  # (where torch is imported already, this takes a while)
+                try:
+                    if self._cancel_requested:
+                        raise ScriptCancelled("the script was cancelled")
+                    self._in_script = True
+                    namespace = runpy.run_path(str(self.path), run_name="__main__")
+                finally:
+                    torch_passes.stop()
             ok = True
             exit_code = 0
         except ScriptCancelled:
@@ -580,6 +593,8 @@ class ScriptRun(_RunState):
             raw = e.msg if isinstance(e, SyntaxError) and e.msg else str(e)
             text = " ".join(str(raw).split())
             error_message = f"{type(e).__name__}: {text}" if text else type(e).__name__
+            if isinstance(e, ModuleNotFoundError) and e.name == "torch":
+                error_message += ' (install it: pip install "autodiff-viewer[torch]")'
         finally:
             with self._interrupt_lock:
                 self._in_script = False
@@ -619,8 +634,9 @@ class ScriptRun(_RunState):
             else:
                 self.stage_changed.emit("collecting the graphs")
                 graphs = _collect_graphs(trace, self.stage_changed, recording)
+                graphs = _with_torch_graphs(graphs, torch_passes)
                 self.stage_changed.emit("auditing leaks")
-                leak_report, leak_error = _audit(trace)
+                leak_report, leak_error = _audit(trace, torch_passes)
         finally:
             if gc_was_enabled:
                 gc.enable()
@@ -863,11 +879,39 @@ def _root_label(trace: TraceReader, node_id: int) -> str:
     return f"variable #{node_id}"
 
 
-def _audit(trace: TraceReader) -> tuple[Any, str | None]:
+def _with_torch_graphs(graphs: list[ScriptGraph], torch: TorchPasses | None) -> list[ScriptGraph]:
+    """``graphs`` with the torch passes kept (each in its trace), in pass order; a torch
+    program that never ran backward adds its last outputs, unless some backward ran."""
+    if torch is None or not torch.imported:
+        return graphs
+    log = torch.log
+    added = []
+    for index, title, trace, root, bpass in torch.graphs():
+        if index < 0:
+            if any(g.backward_pass >= 0 for g in graphs):
+                continue
+            # numbered past every pass (there were none): its recording's file is named so
+            added.append(ScriptGraph(title, root, -1, len(log) + len(added), trace=trace))
+            continue
+        iteration, loss, flags = log.iteration[index], log.loss[index], log.flags[index]
+        added.append(
+            ScriptGraph(title, root, bpass, index, int(iteration), float(loss), int(flags), trace)
+        )
+    merged = graphs + added
+    merged.sort(key=lambda g: g.number)  # stable: forward graphs (-1) first, as listed
+    return merged
+
+
+def _audit(trace: TraceReader, torch: TorchPasses | None = None) -> tuple[Any, str | None]:
     if trace is None:
         return None, "no trace"
     try:
-        return trace.audit(), None
+        report = trace.audit()
+        if torch is not None and torch.imported:
+            found = torch.audit()
+            if found:
+                report = type(report)(list(report.survivors) + found, list(report.held_leaves))
+        return report, None
     except ImportError as e:
         return None, f"leak audit unavailable: {e}"
     except Exception as e:  # the audit must never take the app down

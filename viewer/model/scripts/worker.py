@@ -276,6 +276,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
     if watch is not None:
         # the run's first stage after the script comes once its objects are dropped
         run.stage_changed.connect(lambda text: setattr(watch, "sending", True))
+        # torch maps far more address space than it fills (a CUDA build reserves tens of GB):
+        # the backstop goes, the resident limit stays
+        run.torch_imported.connect(lambda: _limit_address_space(_LARGEST_RLIMIT))
         watch.start()
     result = run.run()
     if watch is not None:

@@ -91,6 +91,8 @@ class LeakBinding(PanelBinding):
     def _show_survivor(self, node_id: int) -> bool:
         """A survivor's node: of the run's audited trace for a script (its first passes),
         never a node of the same number in a pass recorded on its own."""
+        if node_id < 0:  # a torch object (its loss): in no graph's numbering
+            return False
         doc = self.document
         result = doc.script_result
         try:  # (read from the run's folder if no graph of it was shown yet)

@@ -23,13 +23,16 @@ TOPICS: dict[str, str] = {
     "debugging": "Finding what is wrong: a hand-written backward checked against central "
     "differences, and where NaN or Inf first appears.",
     "leaks": "What keeps a graph alive after you are done with it, and what lets it be freed.",
+    "pytorch": "Real PyTorch programs: each backward() is a graph, stepped through in the "
+    "order torch's engine runs it, with torch's own values and gradients (needs torch).",
 }
+_TITLES = {"pytorch": "PyTorch"}
 SCHEME = "example"
 
 
 def topic_title(category: str) -> str:
     """``higher-order`` -> ``Higher order``: as the Examples menu names it."""
-    return category.replace("-", " ").capitalize()
+    return _TITLES.get(category) or category.replace("-", " ").capitalize()
 
 
 class ExamplesByTopic(QtWidgets.QDialog):
@@ -75,6 +78,9 @@ class ExamplesByTopic(QtWidgets.QDialog):
                 parts.append(f"<p><i>{html.escape(TOPICS[category])}</i></p>")
             for example in members:
                 kind = "script" if example.kind == "script" else "expression"
+                missing = example.missing
+                if missing:  # opening it says so too, with what to install
+                    kind += f"; needs {', '.join(missing)}, not installed"
                 parts.append(
                     f"<p><a href='{SCHEME}:{html.escape(example.stem, quote=True)}'>"
                     f"<b>{html.escape(example.title)}</b></a> ({kind})<br>"
