@@ -421,7 +421,10 @@ def pass_log_curves(log: Any) -> TrainingCurves:
         parameters=tuple(range(len(norms))),
         labels=tuple(log.parameter_labels),
         grad_norms=norms,
-        notes=(f"{len(log):,} backward passes, from every pass's loss and gradients",),
+        notes=(
+            f"{len(log):,} backward pass{'es' if len(log) != 1 else ''}, from every pass's loss "
+            "and gradients",
+        ),
     )
 
 
