@@ -41,7 +41,7 @@ from viewer.model.scripts.pass_sampling import (
     PassReservoir,
 )
 
-__all__ = ["PassRecording"]
+__all__ = ["PassRecording", "call_line", "place_norm"]
 
 # A trace of its own costs each pass about as much as a tiny pass's whole recording (its
 # tables made, the engine's handlers rebound twice, the leaves registered anew, the whole
@@ -148,12 +148,8 @@ class PassRecording:
             self._loss = _total(data)
         except (TypeError, ValueError):
             self._loss = math.nan
-        key = (self._call_line(), getattr(data, "shape", None))
-        self._iteration = self._seen_at.get(key, 0)
-        self._seen_at[key] = self._iteration + 1
-        before = self._last_root.get(key)
-        self._held = before[0] if before is not None and before[1]() is not None else -1
-        self._last_root[key] = (index, weakref.ref(output))
+        key = (call_line(self.script), getattr(data, "shape", None))
+        self._iteration, self._held = self.count_pass(key, weakref.ref(output))
         if output.name:
             self.names[index] = str(output.name)
             self.passes.loss_label = str(output.name)
@@ -192,9 +188,7 @@ class PassRecording:
             norm = _norm(g)
             if not math.isfinite(norm):
                 flags |= FLAG_NONFINITE
-            if column is not None:
-                norms.extend([math.nan] * (column + 1 - len(norms)))
-                norms[column] = norm
+            place_norm(norms, column, norm)
         self._grads = {}
         self._compact_if_worth_it()
         end_pass = getattr(self.checker, "end_pass", None)
@@ -204,18 +198,9 @@ class PassRecording:
             self.wrong[index] = wrong
         elif end_pass is not None and self.checker.last_pass_missed:
             flags |= FLAG_UNCHECKED  # its label says so: no flag must not read as checked
-        self.passes.add(self._loss, self._iteration, flags, norms)
         held = self._held
-        if held >= 0:
-            self.passes.flag(held, FLAG_HELD)
-        # the pass before, when it was the one held, is still in the sample (as its last pass)
+        dropped = self.log_pass(self._loss, self._iteration, flags, norms, held)
         late = held >= 0 and held == index - 1
-        dropped = self.reservoir.offer(index, bool(flags & (FLAG_NONFINITE | FLAG_GRADCHECK)), late)
-        for gone in dropped:  # freed at once (reference counting: the worker's collector is off)
-            self.segments.pop(gone, None)
-            self.trace_pass.pop(gone, None)
-            self.names.pop(gone, None)
-            self.wrong.pop(gone, None)
         if end_pass is not None:  # the passes the sample will show are always checked
             self.checker.priority = self.reservoir.likely_kept(index + 1)
         if index + 1 < self.reservoir.head:
@@ -264,16 +249,40 @@ class PassRecording:
             tables.compact()
             self._back_steps = 0
 
-    def _call_line(self) -> int:
-        """The script's line that called backward (-1 when it is not the script's own)."""
-        if self.script is None:
-            return -1
-        frame: Any = sys._getframe(1)
-        while frame is not None:
-            if frame.f_code.co_filename == self.script:
-                return frame.f_lineno
-            frame = frame.f_back
-        return -1
+    # ------------------------------------------------------------------ a pass's log entry
+    # (the engine's passes and a torch program's, viewer.model.scripts.torch_passes, alike)
+    def count_pass(self, key: tuple, root: weakref.ref | None) -> tuple[int, int]:
+        """For the pass beginning now (``reservoir.seen``) whose ``key`` is (the script's
+        line that called backward, the root's shape): its iteration among the passes of that
+        key, and the pass of that key before it if the program still holds its root (-1:
+        none). ``root``, weakly, is remembered for the next."""
+        iteration = self._seen_at.get(key, 0)
+        self._seen_at[key] = iteration + 1
+        before = self._last_root.get(key)
+        held = before[0] if before is not None and before[1]() is not None else -1
+        if root is not None:
+            self._last_root[key] = (self.reservoir.seen, root)
+        return iteration, held
+
+    def log_pass(
+        self, loss: float, iteration: int, flags: int, norms: list[float], held: int
+    ) -> list[int]:
+        """Log the pass that ended (``reservoir.seen``), flag the one found ``held``, and
+        offer it to the sample; returns the passes the sample dropped, whose recordings are
+        freed here (reference counting: the worker's collector is off)."""
+        index = self.reservoir.seen
+        self.passes.add(loss, iteration, flags, norms)
+        if held >= 0:
+            self.passes.flag(held, FLAG_HELD)
+        # the pass before, when it was the one held, is still in the sample (as its last pass)
+        late = held >= 0 and held == index - 1
+        dropped = self.reservoir.offer(index, bool(flags & (FLAG_NONFINITE | FLAG_GRADCHECK)), late)
+        for gone in dropped:
+            self.segments.pop(gone, None)
+            self.trace_pass.pop(gone, None)
+            self.names.pop(gone, None)
+            self.wrong.pop(gone, None)
+        return dropped
 
 
 # Compaction at a pass's end needs this many tape entries more than its backward steps
@@ -307,6 +316,27 @@ class _CompactionWatch:
     def stop(self) -> None:
         self._done.set()
         self._thread.join(1.0)
+
+
+def call_line(script: str | None) -> int:
+    """The line of ``script`` (a file name) in the calls that led here, the innermost: the
+    line that called backward (-1 when none of them is the script's)."""
+    if script is None:
+        return -1
+    frame: Any = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename == script:
+            return frame.f_lineno
+        frame = frame.f_back
+    return -1
+
+
+def place_norm(norms: list[float], column: int | None, norm: float) -> None:
+    """Put a parameter's gradient norm in its PassLog ``column`` of a pass's ``norms``
+    (None: a parameter past the log's columns; the ones before it NaN)."""
+    if column is not None:
+        norms.extend([math.nan] * (column + 1 - len(norms)))
+        norms[column] = norm
 
 
 def _total(data: Any) -> float:

@@ -44,11 +44,8 @@ from collections.abc import Callable
 from typing import Any
 
 from autodiff.leaks import Survivor
-from viewer.model.scripts.pass_sampling import (
-    FLAG_HELD,
-    FLAG_NONFINITE,
-    pass_label,
-)
+from viewer.model.scripts.pass_recording import call_line, place_norm
+from viewer.model.scripts.pass_sampling import FLAG_NONFINITE, pass_label
 
 __all__ = ["TorchGraph", "TorchPasses"]
 
@@ -141,8 +138,6 @@ class TorchPasses:
         self._labels: Any = None  # leaf tensor -> its label (weakly: a WeakTensorKeyDictionary)
         self._leaf_count = 0
         self._columns: dict[str, int | None] = {}
-        self._seen_at: dict[tuple, int] = {}
-        self._last_root: dict[tuple, tuple[int, Any]] = {}
         self._roots: dict[int, Any] = {}  # pass index -> weakref of its root (for the audit)
         self._mp_main: Any = None
 
@@ -262,7 +257,7 @@ class TorchPasses:
         before = len(trace.backward_roots)
         index = self.reservoir.seen
         loss = math.nan
-        key: tuple = (self._call_line(), None)
+        key: tuple = (call_line(self.script), None)
         with torch._C._DisableTorchDispatch():  # the run's own arithmetic is no op of the script
             if isinstance(root, torch.Tensor):
                 key = (key[0], tuple(root.shape))
@@ -283,12 +278,9 @@ class TorchPasses:
 
     def _end_pass(self, begun: tuple) -> None:
         trace, before, index, loss, key, ref, grads = begun
-        iteration = self._seen_at.get(key, 0)
-        self._seen_at[key] = iteration + 1
-        last = self._last_root.get(key)
-        held = last[0] if last is not None and last[1]() is not None else -1
+        engine = self._engine  # one count and one log for both engines' passes
+        iteration, held = engine.count_pass(key, ref)
         if ref is not None:
-            self._last_root[key] = (index, ref)
             self._roots[index] = ref
         torch = self._torch
         flags = 0 if math.isfinite(loss) else FLAG_NONFINITE
@@ -307,23 +299,12 @@ class TorchPasses:
                 column = self._columns.get(label, -1)
                 if column == -1:
                     column = self._columns[label] = self.log.parameter(label)
-                if column is not None:
-                    norms.extend([math.nan] * (column + 1 - len(norms)))
-                    norms[column] = norm
-        self.log.add(loss, iteration, flags, norms)
-        if held >= 0:
-            self.log.flag(held, FLAG_HELD)
-        late = held >= 0 and held == index - 1
-        dropped = self.reservoir.offer(index, bool(flags & FLAG_NONFINITE), late)
+                place_norm(norms, column, norm)
+        dropped = engine.log_pass(loss, iteration, flags, norms, held)
         if trace is not None and len(trace.backward_roots) > before:
             self.kept[index] = TorchGraph(trace, before, index)
-        engine = self._engine
         for gone in dropped:  # freed at once, the engine's too (one reservoir for both)
             self._forget(gone)
-            engine.segments.pop(gone, None)
-            engine.trace_pass.pop(gone, None)
-            engine.names.pop(gone, None)
-            engine.wrong.pop(gone, None)
         if index + 1 < self.reservoir.head:
             return
         self._prune()
@@ -377,17 +358,6 @@ class TorchPasses:
             self._leaf_count += 1
             label = self._labels[leaf] = f"leaf #{self._leaf_count} {tuple(leaf.shape)}"
         return label
-
-    def _call_line(self) -> int:
-        """The script's line that called backward (-1 when it is not the script's own)."""
-        if self.script is None:
-            return -1
-        frame: Any = sys._getframe(1)
-        while frame is not None:
-            if frame.f_code.co_filename == self.script:
-                return frame.f_lineno
-            frame = frame.f_back
-        return -1
 
     # ------------------------------------------------------------------ results
     def graphs(self) -> list[tuple[int, str, Any, int, int]]:
