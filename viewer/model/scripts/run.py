@@ -885,6 +885,7 @@ def _with_torch_graphs(graphs: list[ScriptGraph], torch: TorchPasses | None) -> 
     if torch is None or not torch.imported:
         return graphs
     log = torch.log
+    iterations, losses, all_flags = log.iteration, log.loss, log.flags  # (copies: once)
     added = []
     for index, title, trace, root, bpass in torch.graphs():
         if index < 0:
@@ -893,7 +894,7 @@ def _with_torch_graphs(graphs: list[ScriptGraph], torch: TorchPasses | None) -> 
             # numbered past every pass (there were none): its recording's file is named so
             added.append(ScriptGraph(title, root, -1, len(log) + len(added), trace=trace))
             continue
-        iteration, loss, flags = log.iteration[index], log.loss[index], log.flags[index]
+        iteration, loss, flags = iterations[index], losses[index], all_flags[index]
         added.append(
             ScriptGraph(title, root, bpass, index, int(iteration), float(loss), int(flags), trace)
         )

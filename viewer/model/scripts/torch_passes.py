@@ -364,6 +364,7 @@ class TorchPasses:
         """``(pass index, title, trace, root, backward pass)`` of each kept pass, in order;
         then the last forward outputs when torch never ran a backward (index -1)."""
         log = self.log
+        iterations, losses, flags = log.iteration, log.loss, log.flags  # (copies: once)
         rows = []
         self._prune()
         for index in sorted(self.kept):
@@ -373,9 +374,9 @@ class TorchPasses:
                 continue
             title = pass_label(
                 index + 1,
-                int(log.iteration[index]),
-                float(log.loss[index]),
-                int(log.flags[index]),
+                int(iterations[index]),
+                float(losses[index]),
+                int(flags[index]),
             )
             rows.append((index, title, g.trace, int(roots[g.backward_pass]), g.backward_pass))
         for trace, nid in self.outputs:
