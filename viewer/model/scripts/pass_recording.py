@@ -318,12 +318,13 @@ class _CompactionWatch:
         self._thread.join(1.0)
 
 
-def call_line(script: str | None) -> int:
-    """The line of ``script`` (a file name) in the calls that led here, the innermost: the
-    line that called backward (-1 when none of them is the script's)."""
+def call_line(script: str | None, frame: Any = None) -> int:
+    """The line of ``script`` (a file name) in the calls that led here (or to ``frame``), the
+    innermost: e.g. the line that called backward (-1 when none of them is the script's)."""
     if script is None:
         return -1
-    frame: Any = sys._getframe(1)
+    if frame is None:
+        frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_filename == script:
             return frame.f_lineno

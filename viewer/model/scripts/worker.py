@@ -231,6 +231,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     # What sending the result needs, imported now: after a Cancel there is no time for it.
     import autodiff.trace.formats.npz  # noqa: F401
     import viewer.model.scripts.result_schema  # noqa: F401
+    from viewer.model.scripts.pass_recording import call_line
     from viewer.model.scripts.run import ScriptCancelled, ScriptRun
 
     # The script writes straight to this process's stdout and stderr, pipes to the app, a
@@ -263,11 +264,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
     stopped_at: list[int] = []  # the script's line it was stopped at
 
     def stop_for_memory(frame: Any) -> None:
-        target = str(run.path)
-        while frame is not None and frame.f_code.co_filename != target:
-            frame = frame.f_back
-        if frame is not None:
-            stopped_at.append(frame.f_lineno)
+        line = call_line(str(run.path), frame)
+        if line >= 0:
+            stopped_at.append(line)
         cancel(signal.SIGTERM, frame)
 
     # Set once the imports are done: the address space they mapped (BLAS threads' buffers,
