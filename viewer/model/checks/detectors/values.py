@@ -1,0 +1,2 @@
+"""Detectors of what the forward computed: dead-relu, saturated-activation, broadcast-shape,
+stale-value, redundant-computation."""

@@ -1,0 +1,353 @@
+"""Gradient bugs by name: the problem vocabulary, the detectors' registry, and one run over them.
+
+A **problem** is one finding of one kind (:data:`KINDS`, a contract: ``--check`` prints them and
+the Problems panel lists them), with a severity, a one-line message that names the culprit and
+what to do, the graph and step where it shows and the nodes involved.
+
+A **detector** is a small function that looks for one kind:
+
+* a *graph* detector reads one graph through its :class:`~autodiff.trace.TraceReader`
+  (``detect(graph: GraphInput, limits: Thresholds) -> list[Problem]``), on every source: a typed
+  expression, a script's kept passes, a saved trace, micrograd Values, a PyTorch recording;
+* a *run* detector reads what a script run logged for every pass, kept or not (``RunInput``).
+
+A detector that cannot run on what it was given raises :class:`CannotRun` with the reason ("the
+ReLU outputs were summarised, not kept"), so a clean report can say which detectors ran and which
+could not: silence is never a claim that was not checked.
+
+Detectors register themselves with :func:`graph_detector` / :func:`run_detector`;
+:func:`detect` runs them all over the graphs of a source and returns a :class:`ProblemReport`.
+This module is plain Python: no Qt.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+__all__ = [
+    "KINDS",
+    "SEVERITIES",
+    "CannotRun",
+    "GraphInput",
+    "Problem",
+    "ProblemReport",
+    "RunInput",
+    "Thresholds",
+    "detect",
+    "graph_detector",
+    "problem_from_json",
+    "run_detector",
+]
+
+#: The kinds of problem, a contract (``--check`` output, JSON ``kind``, the panel's filter).
+KINDS: tuple[str, ...] = (
+    "unreached-parameter",
+    "carried-gradient",
+    "dead-relu",
+    "saturated-activation",
+    "vanishing-gradient",
+    "exploding-gradient",
+    "nonfinite",
+    "wrong-backward",
+    "graph-held",
+    "broadcast-shape",
+    "stale-value",
+    "redundant-computation",
+    "diverging-loss",
+)
+
+#: Most severe first; a problem's ``severity`` is one of these.
+SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding. ``graph``: the index of the graph in the source's graph list (0 for a
+    single graph; None for a problem of the whole run that no kept graph shows); ``step``: the
+    step of that graph's reader where it shows (None: the whole graph); ``nodes``: node ids of
+    that graph's reader."""
+
+    kind: str
+    severity: str
+    message: str
+    graph: int | None = None
+    step: int | None = None
+    nodes: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown problem kind {self.kind!r}")
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"unknown severity {self.severity!r}")
+
+    @property
+    def rank(self) -> int:
+        """0 for an error, 1 a warning, 2 info: sorts most severe first."""
+        return SEVERITIES.index(self.severity)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object ``--check --json`` prints (its keys are a contract)."""
+        return {
+            "kind": self.kind,
+            "severity": self.severity,
+            "message": self.message,
+            "graph": self.graph,
+            "step": self.step,
+            "nodes": list(self.nodes),
+        }
+
+    def line(self) -> str:
+        """The line ``--check`` prints: the kind first."""
+        where = "" if self.graph is None else f" [graph {self.graph}" + (
+            "]" if self.step is None else f", step {self.step}]"
+        )
+        return f"{self.kind} {self.severity}: {self.message}{where}"
+
+
+def problem_from_json(data: Any) -> Problem:
+    """A Problem from :meth:`Problem.to_json`'s object, checked field by field (a result file
+    is data from another process): ValueError names what is wrong."""
+    if not isinstance(data, dict):
+        raise ValueError("a problem is not an object")
+    kind, severity, message = data.get("kind"), data.get("severity"), data.get("message")
+    if not isinstance(kind, str) or not isinstance(severity, str) or not isinstance(message, str):
+        raise ValueError("a problem's kind, severity or message is not text")
+    graph, step, nodes = data.get("graph"), data.get("step"), data.get("nodes", [])
+    for name, value in (("graph", graph), ("step", step)):
+        if value is not None and type(value) is not int:
+            raise ValueError(f"a problem's {name} is not an integer")
+    if not isinstance(nodes, list) or any(type(n) is not int for n in nodes):
+        raise ValueError("a problem's nodes are not a list of integers")
+    return Problem(kind, severity, message, graph, step, tuple(nodes))
+
+
+class CannotRun(Exception):
+    """Raised by a detector that cannot look at what it was given; the text says why."""
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a detector speaks up. Documented in the README and configurable (the app's
+    ``[problems]`` settings, ``--check``'s defaults are these)."""
+
+    dead_fraction: float = 0.5  # dead-relu: this share of a layer's units zero for every sample
+    saturated_fraction: float = 0.5  # saturated-activation: this share of outputs in the flat
+    saturated_level: float = 0.97  # region: |tanh| above this, sigmoid within 1 - this of 0/1
+    vanishing_orders: float = 4.0  # vanishing-gradient: this many orders below the largest layer
+    exploding_ratio: float = 10.0  # exploding-gradient: |grad| over |param| above this
+    diverging_passes: int = 5  # diverging-loss: the loss grew over this many passes in a row
+    budget_seconds: float = 10.0  # the time the graph detectors may take over one source
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any]) -> Thresholds:
+        """Thresholds from settings: unknown names and values that are not positive numbers are
+        ignored (the default stays)."""
+        known = {f.name: f for f in fields(cls)}
+        chosen: dict[str, Any] = {}
+        for name, value in values.items():
+            if name not in known:
+                continue
+            default = getattr(cls(), name)
+            try:
+                number = type(default)(value)
+            except (TypeError, ValueError):
+                continue
+            if number > 0:
+                chosen[name] = number
+        return replace(cls(), **chosen)
+
+
+@dataclass(frozen=True)
+class GraphInput:
+    """One graph for the graph detectors. ``graph``: its index in the source's graph list;
+    ``title``: its title there (``#12 · iter 11 · loss 0.42``); ``source``: ``"engine"``,
+    ``"micrograd"``, ``"torch"`` or ``"trace"`` (a saved trace); ``script``: the script's path
+    when the graph came from one (the messages name its lines)."""
+
+    reader: Any  # a TraceReader
+    graph: int = 0
+    title: str = ""
+    source: str = "engine"
+    script: str | None = None
+
+
+@dataclass(frozen=True)
+class RunInput:
+    """What a script run logged for every pass (kept or not), for the run detectors.
+    ``numbers[i]`` is pass i's number (from 1), ``losses``/``flags`` its loss and flags
+    (:mod:`viewer.model.scripts.pass_sampling`'s FLAG_*), ``graph_of_pass`` the graph list index
+    of each kept pass by number."""
+
+    losses: Sequence[float] = ()
+    flags: Sequence[int] = ()
+    numbers: Sequence[int] = ()
+    graph_of_pass: dict[int, int] = field(default_factory=dict)
+    script: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. the forward-only summary
+
+
+GraphDetector = Callable[[GraphInput, Thresholds], list[Problem]]
+RunDetector = Callable[[RunInput, Thresholds], list[Problem]]
+
+_GRAPH: dict[str, GraphDetector] = {}
+_RUN: dict[str, RunDetector] = {}
+
+
+def graph_detector(kind: str) -> Callable[[GraphDetector], GraphDetector]:
+    """Register ``fn`` as the graph detector of ``kind`` (one per kind)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown problem kind {kind!r}")
+
+    def register(fn: GraphDetector) -> GraphDetector:
+        _GRAPH[kind] = fn
+        return fn
+
+    return register
+
+
+def run_detector(kind: str) -> Callable[[RunDetector], RunDetector]:
+    """Register ``fn`` as the run detector of ``kind`` (one per kind)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown problem kind {kind!r}")
+
+    def register(fn: RunDetector) -> RunDetector:
+        _RUN[kind] = fn
+        return fn
+
+    return register
+
+
+@dataclass
+class ProblemReport:
+    """The problems of a source, most severe first, and what was looked at: ``ran`` the kinds
+    whose detector ran (on at least one graph, or on the run), ``skipped`` each kind that could
+    not run, with why (a kind that ran on some graphs but not others is in both), ``graphs``
+    how many graphs were looked at out of ``graphs_total`` (the time budget may stop early)."""
+
+    problems: list[Problem] = field(default_factory=list)
+    ran: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    graphs: int = 0
+    graphs_total: int = 0
+
+    @property
+    def worst(self) -> str | None:
+        """The most severe severity found, None when nothing was."""
+        return min((p.severity for p in self.problems), key=SEVERITIES.index, default=None)
+
+    def above_info(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity != "info"]
+
+    def summary(self) -> str:
+        """One line: what was found, or which detectors ran on how many graphs."""
+        count = {s: sum(p.severity == s for p in self.problems) for s in SEVERITIES}
+        looked = f"{len(self.ran)} detectors ran on {self.graphs} of {self.graphs_total} graphs"
+        if not self.problems:
+            return f"No problems found: {looked}."
+        found = ", ".join(f"{n} {s}{'s' if n != 1 and s != 'info' else ''}"
+                          for s, n in count.items() if n)
+        return f"{found}: {looked}."
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "problems": [p.to_json() for p in self.problems],
+            "ran": list(self.ran),
+            "skipped": dict(self.skipped),
+            "graphs": self.graphs,
+            "graphs_total": self.graphs_total,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> ProblemReport:
+        """Read :meth:`to_json`'s object back, checked: ValueError names what is wrong."""
+        if not isinstance(data, dict):
+            raise ValueError("the problem report is not an object")
+        problems = data.get("problems", [])
+        if not isinstance(problems, list):
+            raise ValueError("the problem list is not a list")
+        ran, skipped = data.get("ran", []), data.get("skipped", {})
+        if not isinstance(ran, list) or any(k not in KINDS for k in ran):
+            raise ValueError("the detectors that ran are not known kinds")
+        if not isinstance(skipped, dict) or any(
+            k not in KINDS or not isinstance(v, str) for k, v in skipped.items()
+        ):
+            raise ValueError("the detectors that could not run are not known kinds")
+        graphs, total = data.get("graphs", 0), data.get("graphs_total", 0)
+        if type(graphs) is not int or type(total) is not int:
+            raise ValueError("the graph counts are not integers")
+        return cls(
+            [problem_from_json(p) for p in problems], list(ran), dict(skipped), graphs, total
+        )
+
+
+def _load_detectors() -> None:
+    """Import the detector modules (they register on import)."""
+    import viewer.model.checks.detectors  # noqa: F401  (registers)
+
+
+def detect(
+    graphs: Iterable[GraphInput],
+    run: RunInput | None = None,
+    limits: Thresholds | None = None,
+    *,
+    total: int | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> ProblemReport:
+    """Run every graph detector over ``graphs`` (until ``limits.budget_seconds`` is spent) and
+    every run detector over ``run``; the problems sorted most severe first, then by graph and
+    step. A detector that fails with an unexpected error is reported as skipped with the error,
+    never raised: a bug in one detector must not hide the others' findings."""
+    _load_detectors()
+    limits = limits or Thresholds()
+    report = ProblemReport()
+    ran: set[str] = set()
+    start = clock()
+    graphs = list(graphs)
+    report.graphs_total = len(graphs) if total is None else total
+    for graph in graphs:
+        if report.graphs and clock() - start > limits.budget_seconds:
+            break
+        report.graphs += 1
+        for kind, fn in _GRAPH.items():
+            _call(kind, lambda fn=fn: fn(graph, limits), report, ran)
+    if run is not None:
+        for kind, fn in _RUN.items():
+            _call(kind, lambda fn=fn: fn(run, limits), report, ran)
+    elif not graphs:
+        pass
+    report.ran = [k for k in KINDS if k in ran]
+    report.problems = _dedupe(report.problems)
+    report.problems.sort(key=lambda p: (p.rank, _none_last(p.graph), _none_last(p.step)))
+    return report
+
+
+def _call(kind: str, fn: Callable[[], list[Problem]], report: ProblemReport, ran: set[str]) -> None:
+    try:
+        found = fn()
+    except CannotRun as why:
+        report.skipped.setdefault(kind, str(why))
+        return
+    except Exception as error:  # noqa: BLE001 (a detector's bug is reported, not raised)
+        report.skipped.setdefault(kind, f"the detector failed: {type(error).__name__}: {error}")
+        return
+    ran.add(kind)
+    report.problems.extend(found)
+
+
+def _none_last(value: int | None) -> int:
+    return (1 << 62) if value is None else value
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    """One problem shown once: the same kind, graph, step, nodes and message."""
+    seen: set[tuple[Any, ...]] = set()
+    kept = []
+    for p in problems:
+        key = (p.kind, p.graph, p.step, p.nodes, p.message)
+        if key not in seen:
+            seen.add(key)
+            kept.append(p)
+    return kept
