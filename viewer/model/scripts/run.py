@@ -152,6 +152,9 @@ class ScriptResult:
     # the forward work no backward reached, counted instead of recorded
     # (autodiff.trace.ForwardOnly.as_dict; None: none)
     forward_only: dict[str, Any] | None = None
+    # the problem detectors' findings over the run's kept graphs and its pass log
+    # (viewer.model.checks.problems.ProblemReport; None: the detectors did not run)
+    problems: Any = None
     # a worker's run: its folder, holding the recordings not read yet (ResultFolder); the
     # folder goes when this result goes. None: every recording is in memory.
     folder: ResultFolder | None = field(default=None, compare=False, repr=False)
