@@ -536,6 +536,13 @@ def test_the_viewer_reads_and_saves_a_torch_trace(tmp_path):
     fid = next(f for f in t.functions if t.node(f)["op"] == "conv2d")
     assert again.function_params(fid)["torch_node"] == "ConvolutionBackward0"
     assert "conv2d" in t.to_dot()
+    # torch's own node name travels into the exports, from the recording and from a saved one
+    assert "ConvolutionBackward0" in t.to_dot() and "ConvolutionBackward0" in again.to_dot()
+    again.to_graphml(tmp_path / "torch.graphml")
+    import networkx as nx
+
+    exported = nx.read_graphml(tmp_path / "torch.graphml")
+    assert exported.nodes[str(fid)]["torch_node"] == "ConvolutionBackward0"
     from autodiff.trace import trace_from_npz, trace_to_npz
 
     trace_to_npz(t, tmp_path / "torch.npz")  # what a script's worker sends

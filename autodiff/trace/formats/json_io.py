@@ -86,7 +86,9 @@ def to_dot(trace: TraceReader, step: int | None = None) -> str:
     node_lines: dict[int, str] = {}
     for nid, a in g.nodes(data=True):
         if a["kind"] == "function":
-            label = f"{a['op']}\ngen {a['generation']}"
+            torch_node = _torch_node(trace, nid)
+            label = f"{a['op']}\n" + (f"{torch_node}\n" if torch_node else "")
+            label += f"gen {a['generation']}"
             node_lines[nid] = (
                 f'{nid} [label="{_dot_escape(label)}", color=lightblue, style=filled, shape=box]'
             )
@@ -149,6 +151,13 @@ def to_dot(trace: TraceReader, step: int | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _torch_node(trace: TraceReader, nid: int) -> str | None:
+    """The autograd node's name torch gave a PyTorch recording's Function (``AddmmBackward0``),
+    None for the engine's and for a cut."""
+    name = trace.function_params(nid).get("torch_node")
+    return name if isinstance(name, str) else None
+
+
 def _flat_snapshot(prefix: str, snap: Snapshot | None, out: dict[str, Any]) -> None:
     out[prefix] = _fmt(snap)
     if snap is not None:
@@ -186,7 +195,10 @@ def to_graphml(trace: TraceReader, path: str | os.PathLike[str]) -> None:
             "scope": _xml_text(a["scope"]),
             "parameter": a["parameter"],
             "detached": nid in detached,
+            "torch_node": "",
         }
+        if a["kind"] == "function":
+            attrs["torch_node"] = _xml_text(_torch_node(trace, nid) or "")
         if a["kind"] == "variable":
             _flat_snapshot("value", a["value"], attrs)
             _flat_snapshot("grad", a["grad"], attrs)
