@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 import weakref
+from array import array
 from typing import Any
 
 import numpy as np
@@ -87,6 +88,12 @@ class PassRecording:
         self._current_began = 0.0  # perf_counter() when the current trace began
         self._depth = 0
         self._seen_at: dict[tuple, int] = {}  # (script line, root shape) -> passes so far
+        # Each pass's loss line (its key's index, 4 bytes a pass) and each key's script line:
+        # the run's problem detectors follow one loss line's trend (diverging-loss)
+        self.pass_keys = array("i")
+        self.key_lines: list[int] = []
+        self._key_index: dict[tuple, int] = {}
+        self._pending_key = -1  # the key of the pass begun, logged when it ends
         self._loss = math.nan
         self._iteration = -1
         self._grads: dict[int, Any] = {}  # leaf creation order -> its gradient this pass
@@ -258,6 +265,11 @@ class PassRecording:
         none). ``root``, weakly, is remembered for the next."""
         iteration = self._seen_at.get(key, 0)
         self._seen_at[key] = iteration + 1
+        index = self._key_index.get(key)
+        if index is None:
+            index = self._key_index[key] = len(self.key_lines)
+            self.key_lines.append(int(key[0]))
+        self._pending_key = index
         before = self._last_root.get(key)
         held = before[0] if before is not None and before[1]() is not None else -1
         if root is not None:
@@ -272,6 +284,7 @@ class PassRecording:
         freed here (reference counting: the worker's collector is off)."""
         index = self.reservoir.seen
         self.passes.add(loss, iteration, flags, norms)
+        self.pass_keys.append(self._pending_key)
         if held >= 0:
             self.passes.flag(held, FLAG_HELD)
         # the pass before, when it was the one held, is still in the sample (as its last pass)
