@@ -104,7 +104,7 @@ def _line_of(run: RunInput, position: int) -> int:
 
 def _on_line(run: RunInput, position: int) -> str:
     line = _line_of(run, position)
-    return f" (the backward on line {line})" if line >= 0 else ""
+    return f" (backward() on line {line})" if line >= 0 else ""
 
 
 def _graph_of(run: RunInput, number: int) -> int | None:
