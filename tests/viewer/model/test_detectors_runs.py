@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import textwrap
 
 import numpy as np
@@ -229,6 +230,23 @@ def test_a_held_loss_is_found_and_a_kept_number_is_not(tmp_path):
     twin = _run_script(tmp_path, _LINEAR.format(lr=0.1, kept="float(loss.data)"))
     assert _mine(twin.problems, "graph-held") == []
     assert "graph-held" in twin.problems.ran
+
+
+def test_the_leak_audit_names_what_holds_the_graphs(tmp_path):
+    """A list that outlives the script (a module's) still holds the losses when the audit
+    runs: the problem names it."""
+    source = _LINEAR.format(lr=0.1, kept="loss").replace(
+        "history = []",
+        "import sys, types\n"
+        "sys.modules['held_cache'] = cache = types.ModuleType('held_cache')\n"
+        "cache.history = history = []",
+    )
+    try:
+        result = _run_script(tmp_path, source)
+    finally:
+        sys.modules.pop("held_cache", None)
+    (p,) = _mine(result.problems, "graph-held")
+    assert "held by global 'history' in held_cache (list)" in p.message
 
 
 _CUSTOM = """

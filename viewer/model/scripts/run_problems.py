@@ -18,6 +18,7 @@ has a deadline to meet.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
@@ -108,7 +109,8 @@ def run_input(
     holders: list[str] = []
     report = result.leak_report
     for survivor in getattr(report, "survivors", ()) or ():
-        held_by = str(survivor.held_by)
+        # the first link of the chain names the holder: "global 'history' (list) [3] -> ..."
+        held_by = re.sub(r" \[\d+\]$", "", str(survivor.held_by).split(" -> ")[0])
         if held_by and held_by not in holders and len(holders) < _HOLDERS:
             holders.append(held_by)
     extra: dict[str, Any] = {

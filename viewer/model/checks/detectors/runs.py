@@ -262,7 +262,7 @@ def graph_held(run: RunInput, limits: Thresholds) -> list[Problem]:
     number = numbers[first]
     count = len(held)
     holders = [h for h in run.extra.get("held_by", ()) if h]
-    by = f"; the leak audit found it held by {holders[0]}" if holders else ""
+    by = f"; the leak audit found them held by {holders[0]}" if holders else ""
     passes = f"{count} passes" if count != 1 else "1 pass"
     message = (
         f"the graphs of {passes} stayed alive after their pass, the first pass #{number}"
