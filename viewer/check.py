@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -186,22 +186,24 @@ def _check_expression(path: Path, limits: Thresholds) -> CheckOutcome:
 
 def graph_inputs(
     trace: Any, title: str, source: str, script: str | None = None
-) -> list[GraphInput]:
-    """The graphs of a recording to check: one per backward pass when it holds several (each
-    its own view), else the whole recording."""
+) -> tuple[Iterator[GraphInput], int]:
+    """The graphs of a recording to check, and how many: one per backward pass when it holds
+    several (each its own view, made when the detectors get to it), else the whole recording."""
     from autodiff.trace import view_for_root
 
     roots = list(trace.backward_roots)
     if len(roots) <= 1:
-        return [GraphInput(trace, 0, title, source, script)]
-    return [
+        return iter([GraphInput(trace, 0, title, source, script)]), 1
+    views = (
         GraphInput(view_for_root(trace, root, k), k, f"{title} · backward #{k + 1}", source, script)
         for k, root in enumerate(roots)
-    ]
+    )
+    return views, len(roots)
 
 
-def _detect_single(inputs: list[GraphInput], limits: Thresholds) -> ProblemReport:
-    report = detect(inputs, None, limits)
+def _detect_single(inputs: tuple[Iterator[GraphInput], int], limits: Thresholds) -> ProblemReport:
+    graphs, total = inputs
+    report = detect(graphs, None, limits, total=total)
     for kind in RUN_KINDS:
         if kind not in report.ran:
             report.skipped.setdefault(kind, "needs a script's run (every pass's loss and flags)")

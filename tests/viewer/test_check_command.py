@@ -150,15 +150,17 @@ def test_an_expression_is_checked_without_running_python(tmp_path):
 def test_saved_traces_json_and_npz_are_checked(tmp_path):
     with record() as t:
         x = Variable(np.array([1.0, 2.0]), name="x")
-        y = F.sum(F.tanh(x) * x)
-        y.backward()
+        for _ in range(2):  # two backward passes: two graphs
+            y = F.sum(F.tanh(x) * x)
+            x.cleargrad()
+            y.backward()
     t.to_json(tmp_path / "t.json")
     trace_to_npz(t, tmp_path / "t.npz")
     for name in ("t.json", "t.npz"):
         done = _check(str(tmp_path / name), "--json")
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout) == []
-        assert "of 1 graphs" in done.stderr
+        assert "of 2 graphs" in done.stderr
 
 
 def test_check_needs_no_display_and_imports_no_qt(tmp_path):

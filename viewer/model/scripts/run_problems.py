@@ -120,7 +120,8 @@ def run_input(
         "wrong": dict(wrong or {}),
         "roots": roots,
         "held_by": tuple(holders),
-        "op_nodes": _op_nodes(result, wrong or {}, graph_of_pass),
+        # (a cancelled run has no time to read graphs: its problems name none of their nodes)
+        "op_nodes": {} if result.cancelled else _op_nodes(result, wrong or {}, graph_of_pass),
     }
     if keys is not None and key_lines is not None and len(keys) == n:
         extra["keys"] = list(keys)
