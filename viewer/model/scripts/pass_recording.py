@@ -101,6 +101,12 @@ class PassRecording:
         # alive when the next pass of its line ends means the program holds that iteration's
         # whole graph (FLAG_HELD): one iteration's loss is normally gone once the next is made
         self._last_root: dict[tuple, tuple[int, weakref.ref]] = {}
+        # ... and the one before it. A root alive still a whole pass later is kept on purpose
+        # or by mistake (``history.append(loss)``); one alive only while the next pass runs is
+        # the caller's variable not rebound yet (``loss = train_step()``): ``held_long`` lists
+        # the passes of the first kind (their index), for the graph-held problem
+        self._older_root: dict[tuple, tuple[int, weakref.ref]] = {}
+        self.held_long = array("q")
         self._held = -1  # the pass found held at this pass (-1: none)
         self._column: dict[int, int | None] = {}  # leaf creation order -> its PassLog column
         self._active = False
@@ -272,6 +278,11 @@ class PassRecording:
         self._pending_key = index
         before = self._last_root.get(key)
         held = before[0] if before is not None and before[1]() is not None else -1
+        older = self._older_root.pop(key, None)
+        if older is not None and older[1]() is not None:
+            self.held_long.append(older[0])
+        if held >= 0:
+            self._older_root[key] = before  # type: ignore[assignment]
         if root is not None:
             self._last_root[key] = (self.reservoir.seen, root)
         return iteration, held

@@ -91,11 +91,14 @@ def run_input(
     keys: Sequence[int] | None = None,
     key_lines: Sequence[int] | None = None,
     wrong: dict[int, Sequence[str]] | None = None,
+    held_long: Sequence[int] | None = None,
 ) -> RunInput | None:
     """The run detectors' input from ``result``'s pass log (None: no backward pass ran).
     ``keys``/``key_lines``: each pass's loss line and each line's script line (the
     recording's ``pass_keys``/``key_lines``); ``wrong``: kept pass -> the ops whose check
-    failed in it (the recording's ``wrong``)."""
+    failed in it (the recording's ``wrong``); ``held_long``: the passes whose root was alive
+    still a pass after the next (the recording's ``held_long``; without it every pass flagged
+    held is taken for a leak)."""
     log = result.passes
     if log is None or not len(log):
         return None
@@ -123,6 +126,8 @@ def run_input(
         # (a cancelled run has no time to read graphs: its problems name none of their nodes)
         "op_nodes": {} if result.cancelled else _op_nodes(result, wrong or {}, graph_of_pass),
     }
+    if held_long is not None:
+        extra["held_long"] = list(held_long)
     if keys is not None and key_lines is not None and len(keys) == n:
         extra["keys"] = list(keys)
         extra["lines"] = list(key_lines)
@@ -185,6 +190,7 @@ def script_problems(
         keys=None if recording is None else recording.pass_keys,
         key_lines=None if recording is None else recording.key_lines,
         wrong=None if recording is None else recording.wrong,
+        held_long=None if recording is None else recording.held_long,
     )
     total = len(result.graphs)
     if result.cancelled:

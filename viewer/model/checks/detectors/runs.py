@@ -18,7 +18,8 @@ CannotRun or falls back as said):
 * ``wrong``: kept pass index (from 0) -> the ops whose check failed in it;
 * ``op_nodes``: graph index -> op -> (its function node ids, the step of its first backward);
 * ``roots``: graph index -> the loss's node id in that graph;
-* ``held_by``: what the leak audit found holding the program's graphs (its words).
+* ``held_by``: what the leak audit found holding the program's graphs (its words);
+* ``held_long``: the passes (from 0) whose root was still alive a whole pass after the next.
 
 This module is plain Python and numpy: no Qt.
 """
@@ -248,16 +249,32 @@ def _grew(
 # =============================================================================
 @run_detector("graph-held")
 def graph_held(run: RunInput, limits: Thresholds) -> list[Problem]:
-    """Passes whose graph the program still held when the next pass of the same line ended
+    """Passes whose graph the program kept alive after the next pass of the same line
     (FLAG_HELD): the first, how many, the backward's line, and what held them if the leak
-    audit said."""
+    audit said (warning).
+
+    Given ``extra['held_long']`` (the passes whose root was alive still a whole pass later,
+    as the recording tells), only those are a warning: a loss alive only while the next pass
+    runs is a variable not rebound yet (``loss = train_step()``), one graph more in memory at
+    a time, which is said as info."""
     flags = _flags(run)
     if len(flags) < 2:
         raise CannotRun("fewer than 2 backward passes: a held graph shows at the next pass")
-    held = np.flatnonzero(flags & FLAG_HELD)
-    if not held.size:
+    flagged = np.flatnonzero(flags & FLAG_HELD)
+    if not flagged.size:
         return []
     numbers = _numbers(run, len(flags))
+    held_long = run.extra.get("held_long")
+    held = flagged if held_long is None else np.unique(np.asarray(held_long, dtype=np.int64))
+    if not held.size:
+        first = int(flagged[0])
+        message = (
+            f"each pass's loss was still referenced while the next pass ran, from pass "
+            f"#{numbers[first]}{_on_line(run, first)} (e.g. loss = train_step() keeps the "
+            "last loss until the call returns): one graph more in memory at a time, freed "
+            "after; not a leak"
+        )
+        return [Problem("graph-held", "info", message)]
     first = int(held[0])
     number = numbers[first]
     count = len(held)
