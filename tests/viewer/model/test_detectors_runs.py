@@ -392,6 +392,31 @@ def test_a_malformed_report_in_the_result_is_a_message_not_a_crash(tmp_path):
     assert back.problems is None and "malformed" in back.problems_error
 
 
+def test_graph_numbers_follow_the_graphs_the_app_lists():
+    """A graph whose recording could not be sent is not listed: the problems of the graphs
+    after it move up, and one of that graph keeps its message without the graph."""
+    from viewer.model.scripts.process import _problems_of
+
+    rows = tuple(
+        result_schema.GraphRow(f"#{k}", 1, 0, k, k, 1.0, 0, segment)
+        for k, segment in enumerate([result_schema.SEGMENT_NONE, result_schema.SEGMENT_LOST, 2, 3])
+    )
+    report = P.ProblemReport(
+        [P.Problem("graph-held", "warning", "m", g, 1, (5,)) for g in (0, 1, 3)] +
+        [P.Problem("diverging-loss", "warning", "d", None)]
+    )  # fmt: skip
+    meta = result_schema.ResultMeta(
+        ok=True, cancelled=False, error=None, trace_sent=True, trace_error=None, graphs=rows,
+        pass_labels=None, loss_label="loss", sampling=None, leaks=None, leak_error=None,
+        exit_code=0, error_line=None, error_message=None, samples=None, samples_per_class=0,
+        problems=report,
+    )  # fmt: skip
+    back = _problems_of(meta)
+    assert [(p.graph, p.step, p.nodes) for p in back.problems] == [
+        (0, 1, (5,)), (None, None, ()), (2, 1, (5,)), (None, None, ()),
+    ]  # fmt: skip
+
+
 # =============================================================================
 # PyTorch: the same bugs in torch scripts
 # =============================================================================

@@ -537,7 +537,7 @@ class ScriptProcess(_RunState):
             passes=read_passes(meta, folder.path),
             sampling=meta.sampling or "",
             forward_only=meta.forward_only,
-            problems=_problems_of(meta, graphs),
+            problems=_problems_of(meta),
             folder=folder,
         )
         if graphs:
@@ -580,7 +580,7 @@ class ScriptProcess(_RunState):
         return graphs
 
 
-def _problems_of(meta: ResultMeta, graphs: list[ScriptGraph]) -> ProblemReport | None:
+def _problems_of(meta: ResultMeta) -> ProblemReport | None:
     """The worker's problem report, its graph numbers those of the graphs listed here (a row
     whose recording could not be sent is not listed: the graphs after it move up)."""
     report = meta.problems
