@@ -6,6 +6,10 @@ autodiff-viewer FILE                     open an expression (.expr/.txt), a trac
 autodiff-viewer --export OUT.png|OUT.svg|OUT.pdf [--phase forward|backward] [--step N] [--yes]
                 [--verbose] INPUT        render INPUT without a window and exit (a .py INPUT
                                          runs only with --yes)
+autodiff-viewer --check PROGRAM --yes [--json]
+                                         print PROGRAM's gradient bugs without a window, one
+                                         line each (exit 1 when one is a warning or an error;
+                                         see viewer.check)
 """
 
 from __future__ import annotations
@@ -42,6 +46,20 @@ def _parser() -> argparse.ArgumentParser:
         "--export",
         metavar="OUT",
         help="render FILE to OUT (.png, .svg or .pdf) without showing a window, then exit",
+    )
+    p.add_argument(
+        "--check",
+        metavar="PROGRAM",
+        help="print the gradient bugs found in PROGRAM (a .py script, run only with --yes; a "
+        "saved trace .json/.npz; an expression .expr) without a window, one line per problem "
+        "beginning with its kind; exit 1 when a warning or an error was found, 0 when none, 2 "
+        "for a usage error",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="with --check: print the problems as one JSON array (kind, severity, message, "
+        "graph, step, nodes)",
     )
     p.add_argument(
         "--phase",
@@ -82,6 +100,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = _parser().parse_args(list(argv) if argv is not None else None)
     if args.export is not None and args.file is None:
         raise _UsageError("autodiff-viewer: error: --export needs an INPUT file to render\n")
+    if args.check is not None and (args.export is not None or args.file is not None):
+        raise _UsageError(
+            "autodiff-viewer: error: --check takes the PROGRAM to check, alone (no FILE, no "
+            "--export)\n"
+        )
+    if args.json and args.check is None:
+        raise _UsageError("autodiff-viewer: error: --json only goes with --check\n")
     if args.export is None and (args.phase is not None or args.step is not None):
         raise _UsageError("autodiff-viewer: error: --phase and --step only go with --export\n")
     if args.max_passes is not None and args.max_passes < 2:
@@ -180,6 +205,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     _remove_stale_run_folders()
+    if args.check is not None:
+        from viewer.check import run_check
+
+        return run_check(
+            args.check, run_scripts=args.yes, as_json=args.json, max_passes=args.max_passes
+        )
     if args.export is not None:
         return _export(args)
     if _no_display():

@@ -17,6 +17,9 @@ could not: silence is never a claim that was not checked.
 
 Detectors register themselves with :func:`graph_detector` / :func:`run_detector`;
 :func:`detect` runs them all over the graphs of a source and returns a :class:`ProblemReport`.
+The detector modules (:mod:`viewer.model.checks.detectors`) are imported by the ``checks``
+package itself, so they are registered before this module can be used, and they import this
+module without an import circle.
 This module is plain Python: no Qt.
 """
 
@@ -101,8 +104,10 @@ class Problem:
 
     def line(self) -> str:
         """The line ``--check`` prints: the kind first."""
-        where = "" if self.graph is None else f" [graph {self.graph}" + (
-            "]" if self.step is None else f", step {self.step}]"
+        where = (
+            ""
+            if self.graph is None
+            else f" [graph {self.graph}" + ("]" if self.step is None else f", step {self.step}]")
         )
         return f"{self.kind} {self.severity}: {self.message}{where}"
 
@@ -139,6 +144,7 @@ class Thresholds:
     vanishing_orders: float = 4.0  # vanishing-gradient: this many orders below the largest layer
     exploding_ratio: float = 10.0  # exploding-gradient: |grad| over |param| above this
     diverging_passes: int = 5  # diverging-loss: the loss grew over this many passes in a row
+    diverging_factor: float = 2.0  # diverging-loss: ... and by this factor over them
     budget_seconds: float = 10.0  # the time the graph detectors may take over one source
 
     @classmethod
@@ -247,8 +253,9 @@ class ProblemReport:
         looked = f"{len(self.ran)} detectors ran on {self.graphs} of {self.graphs_total} graphs"
         if not self.problems:
             return f"No problems found: {looked}."
-        found = ", ".join(f"{n} {s}{'s' if n != 1 and s != 'info' else ''}"
-                          for s, n in count.items() if n)
+        found = ", ".join(
+            f"{n} {s}{'s' if n != 1 and s != 'info' else ''}" for s, n in count.items() if n
+        )
         return f"{found}: {looked}."
 
     def to_json(self) -> dict[str, Any]:
@@ -283,11 +290,6 @@ class ProblemReport:
         )
 
 
-def _load_detectors() -> None:
-    """Import the detector modules (they register on import)."""
-    import viewer.model.checks.detectors  # noqa: F401  (registers)
-
-
 def detect(
     graphs: Iterable[GraphInput],
     run: RunInput | None = None,
@@ -299,25 +301,27 @@ def detect(
     """Run every graph detector over ``graphs`` (until ``limits.budget_seconds`` is spent) and
     every run detector over ``run``; the problems sorted most severe first, then by graph and
     step. A detector that fails with an unexpected error is reported as skipped with the error,
-    never raised: a bug in one detector must not hide the others' findings."""
-    _load_detectors()
+    never raised: a bug in one detector must not hide the others' findings. ``total``: how
+    many graphs the source has; given, ``graphs`` may be an iterator that makes each graph when
+    asked (a script's views), read only while the budget lasts."""
     limits = limits or Thresholds()
     report = ProblemReport()
     ran: set[str] = set()
     start = clock()
-    graphs = list(graphs)
-    report.graphs_total = len(graphs) if total is None else total
+    if total is None:
+        graphs = list(graphs)
+        total = len(graphs)
+    # (given a total, ``graphs`` is read lazily: a graph past the budget is never made)
+    report.graphs_total = total
     for graph in graphs:
         if report.graphs and clock() - start > limits.budget_seconds:
             break
         report.graphs += 1
         for kind, fn in _GRAPH.items():
-            _call(kind, lambda fn=fn: fn(graph, limits), report, ran)
+            _call(kind, lambda fn=fn, graph=graph: fn(graph, limits), report, ran)
     if run is not None:
         for kind, fn in _RUN.items():
             _call(kind, lambda fn=fn: fn(run, limits), report, ran)
-    elif not graphs:
-        pass
     report.ran = [k for k in KINDS if k in ran]
     report.problems = _dedupe(report.problems)
     report.problems.sort(key=lambda p: (p.rank, _none_last(p.graph), _none_last(p.step)))
@@ -330,7 +334,7 @@ def _call(kind: str, fn: Callable[[], list[Problem]], report: ProblemReport, ran
     except CannotRun as why:
         report.skipped.setdefault(kind, str(why))
         return
-    except Exception as error:  # noqa: BLE001 (a detector's bug is reported, not raised)
+    except Exception as error:
         report.skipped.setdefault(kind, f"the detector failed: {type(error).__name__}: {error}")
         return
     ran.add(kind)

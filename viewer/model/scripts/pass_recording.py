@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 import weakref
+from array import array
 from typing import Any
 
 import numpy as np
@@ -87,6 +88,12 @@ class PassRecording:
         self._current_began = 0.0  # perf_counter() when the current trace began
         self._depth = 0
         self._seen_at: dict[tuple, int] = {}  # (script line, root shape) -> passes so far
+        # Each pass's loss line (its key's index, 4 bytes a pass) and each key's script line:
+        # the run's problem detectors follow one loss line's trend (diverging-loss)
+        self.pass_keys = array("i")
+        self.key_lines: list[int] = []
+        self._key_index: dict[tuple, int] = {}
+        self._pending_key = -1  # the key of the pass begun, logged when it ends
         self._loss = math.nan
         self._iteration = -1
         self._grads: dict[int, Any] = {}  # leaf creation order -> its gradient this pass
@@ -94,6 +101,12 @@ class PassRecording:
         # alive when the next pass of its line ends means the program holds that iteration's
         # whole graph (FLAG_HELD): one iteration's loss is normally gone once the next is made
         self._last_root: dict[tuple, tuple[int, weakref.ref]] = {}
+        # ... and the one before it. A root alive still a whole pass later is kept on purpose
+        # or by mistake (``history.append(loss)``); one alive only while the next pass runs is
+        # the caller's variable not rebound yet (``loss = train_step()``): ``held_long`` lists
+        # the passes of the first kind (their index), for the graph-held problem
+        self._older_root: dict[tuple, tuple[int, weakref.ref]] = {}
+        self.held_long = array("q")
         self._held = -1  # the pass found held at this pass (-1: none)
         self._column: dict[int, int | None] = {}  # leaf creation order -> its PassLog column
         self._active = False
@@ -258,8 +271,18 @@ class PassRecording:
         none). ``root``, weakly, is remembered for the next."""
         iteration = self._seen_at.get(key, 0)
         self._seen_at[key] = iteration + 1
+        index = self._key_index.get(key)
+        if index is None:
+            index = self._key_index[key] = len(self.key_lines)
+            self.key_lines.append(int(key[0]))
+        self._pending_key = index
         before = self._last_root.get(key)
         held = before[0] if before is not None and before[1]() is not None else -1
+        older = self._older_root.pop(key, None)
+        if older is not None and older[1]() is not None:
+            self.held_long.append(older[0])
+        if held >= 0:
+            self._older_root[key] = before  # type: ignore[assignment]
         if root is not None:
             self._last_root[key] = (self.reservoir.seen, root)
         return iteration, held
@@ -272,6 +295,7 @@ class PassRecording:
         freed here (reference counting: the worker's collector is off)."""
         index = self.reservoir.seen
         self.passes.add(loss, iteration, flags, norms)
+        self.pass_keys.append(self._pending_key)
         if held >= 0:
             self.passes.flag(held, FLAG_HELD)
         # the pass before, when it was the one held, is still in the sample (as its last pass)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -50,12 +51,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from viewer.model.checks.problems import ProblemReport, Thresholds
 from viewer.model.scripts.pass_sampling import DEFAULT_MAX_PASSES
 from viewer.model.scripts.result_folder import ResultFolder, folder_in_use, hold_folder
 from viewer.model.scripts.result_schema import (
     RESULT_NAME,
     SEGMENT_NONE,
     GraphRow,
+    ResultMeta,
     read_meta,
     read_passes,
     read_samples,
@@ -185,6 +188,8 @@ class ScriptProcess(_RunState):
         self.max_array_size = max_array_size
         self.memory_mb = default_memory_mb() if memory_mb is None else max(0, int(memory_mb))
         self.sample_functions = 0  # >0: the worker keeps samples for the gradient check
+        # the problem detectors' limits in the worker (result.problems)
+        self.problem_limits = Thresholds()
         # a weak reference to the check asked at start: why this run may not start now (None:
         # it may). The Document that prepared it sets it, so a run it no longer follows cannot
         # start beside another; weak, for the run's thread must reach nothing of the window.
@@ -279,6 +284,7 @@ class ScriptProcess(_RunState):
             "memory_mb": int(self.memory_mb),
             "sample_functions": int(self.sample_functions),
             "max_passes": int(self.max_passes),
+            "problem_limits": dataclasses.asdict(self.problem_limits),
             "channel": channel_w,
             "lifeline": lifeline_r,
             "result": self._folder,
@@ -514,6 +520,8 @@ class ScriptProcess(_RunState):
         stderr = "".join(self._stderr)
         if meta.trace_error:
             stderr += f"\n[the recording could not be sent: {meta.trace_error}]\n"
+        if meta.problems_error:
+            stderr += f"\n[{meta.problems_error}]\n"
         result = self._base(
             ok=meta.ok,
             cancelled=meta.cancelled,
@@ -529,6 +537,7 @@ class ScriptProcess(_RunState):
             passes=read_passes(meta, folder.path),
             sampling=meta.sampling or "",
             forward_only=meta.forward_only,
+            problems=_problems_of(meta),
             folder=folder,
         )
         if graphs:
@@ -538,6 +547,8 @@ class ScriptProcess(_RunState):
                     result.trace_of(len(graphs) - 1).node(graphs[-1].root)
                 except (IndexError, KeyError):  # the worker's list does not fit its recording
                     result.graphs = _collect_graphs(result.trace, self.stage_changed)
+                    if result.problems is not None:  # its graph numbers are the worker's list's
+                        result.problems = _renumbered(result.problems, {})
                 if result.graphs:
                     result.view(len(result.graphs) - 1)
             except Exception as e:  # shown later, when the document asks for the view
@@ -567,6 +578,36 @@ class ScriptProcess(_RunState):
                 )
             )
         return graphs
+
+
+def _problems_of(meta: ResultMeta) -> ProblemReport | None:
+    """The worker's problem report, its graph numbers those of the graphs listed here (a row
+    whose recording could not be sent is not listed: the graphs after it move up)."""
+    report = meta.problems
+    if report is None:
+        return None
+    if not meta.trace_sent:
+        return _renumbered(report, {})
+    index: dict[int, int] = {}
+    for row_index, row in enumerate(meta.graphs):
+        if row.segment >= 0 or row.segment == SEGMENT_NONE:
+            index[row_index] = len(index)
+    if len(index) == len(meta.graphs):
+        return report
+    return _renumbered(report, index)
+
+
+def _renumbered(report: ProblemReport, index: dict[int, int]) -> ProblemReport:
+    """``report`` with each problem's graph renumbered by ``index``; a problem of a graph not
+    in it keeps its message, without the graph's step and nodes."""
+    problems = []
+    for p in report.problems:
+        if p.graph is None or p.graph in index:
+            graph = None if p.graph is None else index[p.graph]
+            problems.append(dataclasses.replace(p, graph=graph))
+        else:
+            problems.append(dataclasses.replace(p, graph=None, step=None, nodes=()))
+    return dataclasses.replace(report, problems=problems)
 
 
 def _signal_name(number: int) -> str:

@@ -3,7 +3,8 @@
 through the functions here, one ``write_*`` and one ``read_*`` per part.
 
 * ``result.json``: a :class:`ResultMeta` (the outcome, the graphs as :class:`GraphRow`, the
-  leak report's survivors, the pass log's labels, the samples' structure);
+  leak report's survivors, the pass log's labels, the samples' structure, the problem
+  detectors' report: :meth:`~viewer.model.checks.problems.ProblemReport.to_json`);
 * ``trace.npz``: the recording (:func:`autodiff.trace.trace_to_npz`); ``segment_N.npz``: the
   recording of pass N alone, for the passes a long run kept past its first ones
   (:mod:`viewer.model.scripts.pass_recording`);
@@ -25,6 +26,7 @@ import numpy as np
 
 from autodiff.leaks import LeakReport, Survivor
 from viewer.model.checks.function_check import FunctionSampler
+from viewer.model.checks.problems import ProblemReport
 from viewer.model.scripts.pass_sampling import PassLog
 from viewer.model.scripts.worker_data import pack_samples, unpack_samples
 
@@ -157,6 +159,10 @@ class ResultMeta:
     samples_per_class: int
     # the forward work no backward reached (autodiff.trace.ForwardOnly.as_dict); None: none
     forward_only: dict[str, Any] | None = None
+    # the problem detectors' report over the run; None: they did not run, or (read back) the
+    # report was malformed, which ``problems_error`` then says
+    problems: ProblemReport | None = None
+    problems_error: str | None = None
 
 
 def write_meta(meta: ResultMeta, folder: str | os.PathLike[str]) -> None:
@@ -181,6 +187,7 @@ def write_meta(meta: ResultMeta, folder: str | os.PathLike[str]) -> None:
         "samples": meta.samples,
         "samples_per_class": int(meta.samples_per_class),
         "forward_only": meta.forward_only,
+        "problems": None if meta.problems is None else meta.problems.to_json(),
     }
     path = os.path.join(folder, RESULT_NAME)
     with open(path + ".part", "w", encoding="utf-8") as f:
@@ -204,6 +211,7 @@ def read_meta(folder: str | os.PathLike[str]) -> ResultMeta:
         loss_label = _str(passes.get("loss_label", "loss"), "loss label")
     samples = data.get("samples")
     leaks = data.get("leaks")
+    problems, problems_error = _problems(data.get("problems"))
     return ResultMeta(
         ok=data.get("ok") is True,
         cancelled=data.get("cancelled") is True,
@@ -224,7 +232,20 @@ def read_meta(folder: str | os.PathLike[str]) -> ResultMeta:
         if samples is None
         else _int(data.get("samples_per_class", 2), "samples_per_class"),
         forward_only=_forward_only(data.get("forward_only")),
+        problems=problems,
+        problems_error=problems_error,
     )
+
+
+def _problems(value: Any) -> tuple[ProblemReport | None, str | None]:
+    """The problem report, checked (None: absent); a malformed one is left out with why, not a
+    failed result: the run's graphs are worth showing without it."""
+    if value is None:
+        return None, None
+    try:
+        return ProblemReport.from_json(value), None
+    except (ValueError, TypeError) as e:
+        return None, f"the problem report is malformed: {e}"
 
 
 _FORWARD_ONLY_COUNTS = ("operations", "graphs", "through_parameters", "sampled")

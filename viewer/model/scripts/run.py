@@ -39,8 +39,10 @@ from typing import TYPE_CHECKING, Any
 from autodiff import core
 from autodiff.trace import Trace, TraceReader, TraceView, view_for_root
 from viewer.model.checks.function_check import FunctionSampler
+from viewer.model.checks.problems import ProblemReport, Thresholds
 from viewer.model.scripts.pass_recording import PassRecording
 from viewer.model.scripts.pass_sampling import DEFAULT_MAX_PASSES, PassLog, pass_label
+from viewer.model.scripts.run_problems import script_problems
 from viewer.model.scripts.torch_passes import TorchPasses
 from viewer.model.signals import Signal
 
@@ -154,7 +156,7 @@ class ScriptResult:
     forward_only: dict[str, Any] | None = None
     # the problem detectors' findings over the run's kept graphs and its pass log
     # (viewer.model.checks.problems.ProblemReport; None: the detectors did not run)
-    problems: Any = None
+    problems: ProblemReport | None = None
     # a worker's run: its folder, holding the recordings not read yet (ResultFolder); the
     # folder goes when this result goes. None: every recording is in memory.
     folder: ResultFolder | None = field(default=None, compare=False, repr=False)
@@ -483,6 +485,10 @@ class ScriptRun(_RunState):
         # The graphs of at most about this many backward passes are kept (see
         # viewer.model.scripts.pass_sampling); every pass's scalars are.
         self.max_passes = DEFAULT_MAX_PASSES
+        # Run the problem detectors over the kept graphs and the pass log at the end
+        # (``result.problems``), within their time budget (run_problems), with these limits.
+        self.find_problems = True
+        self.problem_limits = Thresholds()
 
     def start(self) -> threading.Thread:
         """Run on a new daemon thread; returns it."""
@@ -663,6 +669,8 @@ class ScriptRun(_RunState):
             sampling=_sampling_note(recording, trace, sampler, len(graphs)),
             forward_only=_forward_only(recording),
         )
+        if self.find_problems:
+            self.result.problems = self._find_problems(self.result, recording, torch_passes)
         # A cancelled or failed run shows what it built up to then: its last graph too.
         if graphs and self.prepare_view:
             self.stage_changed.emit("preparing the last graph")
@@ -673,6 +681,25 @@ class ScriptRun(_RunState):
         self._done.set()
         self.finished.emit(self.result)
         return self.result
+
+    def _find_problems(
+        self, result: ScriptResult, recording: PassRecording | None, torch: TorchPasses | None
+    ) -> ProblemReport | None:
+        """The detectors' report over the run (None: they could not run at all, said as a
+        stage): a bug in them must not cost the user the run's result."""
+        if recording is None:
+            return None
+        self.stage_changed.emit("looking for problems")
+        traces = frozenset()
+        if torch is not None and torch.imported:
+            traces = frozenset(id(g.trace) for g in result.graphs if g.trace is not None) - {
+                id(t) for t in (recording.head, *recording.segments.values())
+            }
+        try:
+            return script_problems(result, recording, traces, self.problem_limits)
+        except Exception as e:
+            self.stage_changed.emit(f"could not look for problems: {type(e).__name__}: {e}")
+            return None
 
     def _restore(self, saved: tuple, stdout: _ThreadStream, stderr: _ThreadStream) -> None:
         cwd, argv, path, out, err = saved

@@ -231,6 +231,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     # What sending the result needs, imported now: after a Cancel there is no time for it.
     import autodiff.trace.formats.npz  # noqa: F401
     import viewer.model.scripts.result_schema  # noqa: F401
+    from viewer.model.checks.problems import Thresholds
     from viewer.model.scripts.pass_recording import call_line
     from viewer.model.scripts.run import ScriptCancelled, ScriptRun
 
@@ -252,6 +253,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
     run.cancel_on_operation = False  # SIGTERM's handler stops the script (below)
     run.keep_on_cancel = CANCEL_KEEP_STEPS
     run.max_passes = max(2, int(config.get("max_passes", run.max_passes)))
+    limits = config.get("problem_limits")
+    if isinstance(limits, dict):
+        run.problem_limits = Thresholds.from_mapping(limits)
     run.stage_changed.connect(lambda text: channel.send("stage", text))
 
     def cancel(signum: int, frame: Any) -> None:
@@ -367,5 +371,6 @@ def _write_result(result: Any, folder: str, channel: _Channel) -> None:
         samples=samples,
         samples_per_class=int(result.samples.per_class) if result.samples else 0,
         forward_only=result.forward_only,
+        problems=result.problems,
     )
     write_meta(meta, folder)
