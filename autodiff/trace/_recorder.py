@@ -595,12 +595,13 @@ class Recorder:
             g = g.data
         return capture(np.asarray(g), self.max_array_size)
 
-    def _scan_leaves(self, values: bool = True) -> None:
+    def _scan_leaves(self, values: bool = True, summaries: bool = True) -> None:
         """Record what the program changed on its live leaves since they were last seen: a
         new value (``x.data = ...``, an optimizer step), a gradient emptied (cleargrad) or
         set by hand. Runs once per segment, so a change made between two iterations shows
-        from the start of the next one, never in the iteration before it. ``values`` False
-        (a backward pass begins): only the gradients."""
+        from the start of the next one, never in the iteration before it. ``values`` False:
+        only the gradients; ``summaries`` False: values are compared only for the leaves kept
+        whole (summarising a large array again costs as much as recording it)."""
         append = self._tape_append
         fresh = self._fresh
         fresh.clear()
@@ -612,7 +613,7 @@ class Recorder:
             if x is None:
                 dead.append(o)
                 continue
-            if values:
+            if values and (summaries or type(self._leaf_raw[o]) is not Snapshot):
                 self._check_leaf(x, o)
                 fresh.add(o)
             g = x.grad
@@ -980,7 +981,10 @@ class Recorder:
         self._scan_pending = False
         self._due = self.compact_due
         if not self._backward_stack:  # (a pass inside a pass: its leaves are mid-update)
-            self._scan_leaves(values=False)
+            # Values too: a leaf the program changed in place (or rebound) after the forward
+            # read it gets a new value with this pass's first step, so a reader sees that the
+            # engine's backward will read the new one (TraceReader.stale_inputs).
+            self._scan_leaves(summaries=False)
         self._pass += 1
         root = self._var_key(output)
         append = self._tape_append
