@@ -414,6 +414,8 @@ class Trace:
         r = self._raw[step_index]
         if r.kind == FWD:
             return ()
+        if any(name == "torch_node" for name, _ in self._recorder._params.get(r.function, ())):
+            return None  # a torch recording, saved and loaded: see TorchTrace.stale_inputs
         forward = self._indexer.forward_step_of(r.function)
         if forward < 0:
             return ()

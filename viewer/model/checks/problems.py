@@ -15,8 +15,10 @@ A detector that cannot run on what it was given raises :class:`CannotRun` with t
 ReLU outputs were summarised, not kept"), so a clean report can say which detectors ran and which
 could not: silence is never a claim that was not checked.
 
-Detectors register themselves with :func:`graph_detector` / :func:`run_detector`;
-:func:`detect` runs them all over the graphs of a source and returns a :class:`ProblemReport`.
+Detectors register themselves with :func:`graph_detector` / :func:`run_detector` when their
+modules are imported, which the package ``viewer.model.checks`` does (this module imports none
+of them: they import it); :func:`detect` runs them all over the graphs of a source and returns
+a :class:`ProblemReport`.
 This module is plain Python: no Qt.
 """
 
@@ -136,6 +138,9 @@ class Thresholds:
     dead_fraction: float = 0.5  # dead-relu: this share of a layer's units zero for every sample
     saturated_fraction: float = 0.5  # saturated-activation: this share of outputs in the flat
     saturated_level: float = 0.97  # region: |tanh| above this, sigmoid within 1 - this of 0/1
+    min_batch: int = 8  # dead-relu: fewer samples than this say nothing about "every sample"
+    saturated_min_elements: int = 16  # saturated-activation: smaller outputs are not a layer
+    redundant_min_elements: int = 2  # redundant-computation: a warning from this many elements
     vanishing_orders: float = 4.0  # vanishing-gradient: this many orders below the largest layer
     exploding_ratio: float = 10.0  # exploding-gradient: |grad| over |param| above this
     diverging_passes: int = 5  # diverging-loss: the loss grew over this many passes in a row
@@ -283,11 +288,6 @@ class ProblemReport:
         )
 
 
-def _load_detectors() -> None:
-    """Import the detector modules (they register on import)."""
-    import viewer.model.checks.detectors  # noqa: F401  (registers)
-
-
 def detect(
     graphs: Iterable[GraphInput],
     run: RunInput | None = None,
@@ -300,7 +300,6 @@ def detect(
     every run detector over ``run``; the problems sorted most severe first, then by graph and
     step. A detector that fails with an unexpected error is reported as skipped with the error,
     never raised: a bug in one detector must not hide the others' findings."""
-    _load_detectors()
     limits = limits or Thresholds()
     report = ProblemReport()
     ran: set[str] = set()
@@ -312,7 +311,7 @@ def detect(
             break
         report.graphs += 1
         for kind, fn in _GRAPH.items():
-            _call(kind, lambda fn=fn: fn(graph, limits), report, ran)
+            _call(kind, lambda fn=fn, graph=graph: fn(graph, limits), report, ran)
     if run is not None:
         for kind, fn in _RUN.items():
             _call(kind, lambda fn=fn: fn(run, limits), report, ran)
@@ -330,7 +329,7 @@ def _call(kind: str, fn: Callable[[], list[Problem]], report: ProblemReport, ran
     except CannotRun as why:
         report.skipped.setdefault(kind, str(why))
         return
-    except Exception as error:  # noqa: BLE001 (a detector's bug is reported, not raised)
+    except Exception as error:  # a detector's bug is reported, not raised
         report.skipped.setdefault(kind, f"the detector failed: {type(error).__name__}: {error}")
         return
     ran.add(kind)
