@@ -123,6 +123,21 @@ def test_dead_relu_needs_a_batch():
         V.dead_relu(GraphInput(t, source="micrograd"), LIMITS)
 
 
+def test_values_summarised_cannot_be_judged():
+    def program():
+        x = Variable(np.full((16, 4), -1.0))
+        F.sum(F.relu(x) + F.tanh(x * 100)).backward()
+
+    with T.record(max_array_size=8) as t:
+        program()
+    with pytest.raises(CannotRun, match="not summarised"):
+        V.dead_relu(GraphInput(t), LIMITS)
+    with pytest.raises(CannotRun, match="summarised"):
+        V.saturated_activation(GraphInput(t), LIMITS)
+    assert V.dead_relu(GraphInput(engine(program)), LIMITS)
+    assert V.saturated_activation(GraphInput(engine(program)), LIMITS)
+
+
 def test_dead_relu_torch_planted_and_twin():
     def program(bias):
         def run(torch):
@@ -286,7 +301,10 @@ def test_stale_engine_planted(change):
     W = t.names(t.variables).index("W")
     assert p.severity == "error" and p.graph == 1 and p.step == mul.index
     assert p.nodes == (mul.function, t.variables[W])
-    assert p.message.startswith("W changed after Mul's forward") and "after backward()" in p.message
+    assert (
+        p.message.startswith("W changed after the forward of Mul")
+        and "after backward()" in p.message
+    )
 
 
 @pytest.mark.parametrize("change", ["before", "same value"])
@@ -355,8 +373,52 @@ def test_stale_cannot_run_without_backward_or_on_torch(tmp_path):
     with pytest.raises(CannotRun, match=r"\.data is not seen"):
         V.stale_value(GraphInput(t, source="torch"), LIMITS)
     t.to_json(tmp_path / "torch.json")  # saved and loaded: still cannot tell
-    with pytest.raises(CannotRun):
+    with pytest.raises(CannotRun, match=r"\.data is not seen"):
         V.stale_value(GraphInput(T.load(tmp_path / "torch.json"), source="trace"), LIMITS)
+
+
+TRAINING = """
+import numpy as np
+import autodiff.functions as F
+from autodiff import models, optimizers
+
+rng = np.random.default_rng(0)
+x = rng.uniform(size=(20, 1))
+y = np.sin(2 * np.pi * x)
+model = models.MLP((8, 1))
+optimizer = optimizers.SGD(0.2).setup(model)
+for i in range(4):
+    loss = F.mean_squared_error(model(x), y)
+    {order}
+"""
+
+
+@pytest.mark.parametrize("planted", [True, False])
+def test_stale_in_a_training_script(tmp_path, planted):
+    from viewer.model.scripts.run import run_script
+
+    order = "model.cleargrads()\n    loss.backward()\n    optimizer.update()"
+    if planted:  # the last pass's step taken between this pass's forward and its backward
+        order = "if i:\n        optimizer.update()\n    model.cleargrads()\n    loss.backward()"
+    path = tmp_path / "train.py"
+    path.write_text(TRAINING.replace("{order}", order))
+    result = run_script(path)
+    assert result.ok, result.error
+    found = {
+        i: V.stale_value(GraphInput(result.view(i), i, script=str(path)), LIMITS)
+        for i in range(len(result.graphs))
+    }
+    if not planted:
+        assert all(problems == [] for problems in found.values())
+        return
+    assert len(found) == 4 and found[0] == [] and all(found[i] for i in range(1, 4))
+    view = result.view(1)
+    problem = found[1][0]
+    assert problem.severity == "error" and problem.graph == 1
+    assert view.steps[problem.step].phase == "backward"
+    # linear's backward reads W, not b (its gradient is the sum of gy): only W is named
+    assert [view.names(p.nodes[1:]) for p in found[1]] == [["l1.W"], ["l0.W"]]
+    assert problem.message.startswith("l1.W changed after the forward of layer MLP/l1 (Linear)")
 
 
 # --- redundant-computation --------------------------------------------------------------

@@ -55,6 +55,8 @@ _RANDOM = frozenset(
     {"dropout", "feature_dropout", "alpha_dropout", "bernoulli", "rand_like", "randn_like",
      "randint_like", "normal", "uniform", "multinomial", "exponential"}
 )  # fmt: skip
+# argument slots whose value an op's backward does not read (linear's bias: gb = sum(gy))
+_VALUE_FREE_SLOTS = {"linear": frozenset({2})}
 # how many elementwise ops a broadcast result may pass through before the reduction it feeds
 _FOLLOW = 6
 
@@ -90,10 +92,11 @@ def dead_relu(graph: GraphInput, limits: Thresholds) -> list[Problem]:
     found: list[Problem] = []
     candidates = looked = 0
     for step in _forward_steps(reader):
-        if canonical_op(step.op) != "relu" or not step.values or step.values[0] is None:
+        if canonical_op(step.op) != "relu":
             continue
         candidates += 1
-        value = step.values[0].array
+        snap = step.values[0] if step.values else None
+        value = None if snap is None else snap.array
         if value is None or value.ndim < 2 or value.shape[0] < limits.min_batch:
             continue
         looked += 1
@@ -121,7 +124,7 @@ def dead_relu(graph: GraphInput, limits: Thresholds) -> list[Problem]:
     if candidates and not looked:
         raise CannotRun(
             f"no ReLU output could be looked at: a batch of at least {limits.min_batch} "
-            "samples, kept whole (not summarised), is needed"
+            "samples, kept whole (not summarised or left out), is needed"
         )
     return found
 
@@ -134,14 +137,17 @@ def saturated_activation(graph: GraphInput, limits: Thresholds) -> list[Problem]
     level = limits.saturated_level
     for step in _forward_steps(reader):
         op = canonical_op(step.op)
-        if op not in ("tanh", "sigmoid") or not step.values or step.values[0] is None:
+        if op not in ("tanh", "sigmoid") or not step.outputs:
             continue
-        snap = step.values[0]
-        if int(np.prod(snap.shape, dtype=np.int64)) < limits.saturated_min_elements:
+        shape = reader.shapes(step.outputs[:1])[0]
+        if shape is not None and _size(shape) < limits.saturated_min_elements:
             continue  # a scalar or a handful: not a layer
-        value = snap.array
+        snap = step.values[0] if step.values else None
+        value = None if snap is None else snap.array
         if value is None:
             summarised += 1
+            continue
+        if value.size < limits.saturated_min_elements:
             continue
         looked += 1
         if op == "tanh":
@@ -167,7 +173,7 @@ def saturated_activation(graph: GraphInput, limits: Thresholds) -> list[Problem]
                 )
             )
     if summarised and not looked:
-        raise CannotRun("the tanh / sigmoid outputs were summarised, not kept")
+        raise CannotRun("the tanh / sigmoid outputs were summarised or not recorded")
     return found
 
 
@@ -281,30 +287,34 @@ def stale_value(graph: GraphInput, limits: Thresholds) -> list[Problem]:
         raise CannotRun("the graph has no backward pass")
     for step in backward:
         stale = reader.stale_inputs(step.index)
-        if stale is None:
+        if stale is None:  # only a PyTorch recording cannot tell
             raise CannotRun(
-                "this recording cannot tell a value changed after the forward"
-                + (
-                    " (torch raises on an in-place change of a saved tensor itself; one made "
-                    "through .data is not seen)"
-                    if graph.source == "torch"
-                    else ""
-                )
+                "a PyTorch recording cannot tell a value changed after the forward: torch "
+                "raises on an in-place change of a saved tensor itself; one made through .data "
+                "is not seen"
             )
-        if not stale or canonical_op(step.op) in VALUE_FREE_BACKWARD:
+        op = canonical_op(step.op)
+        if not stale or op in VALUE_FREE_BACKWARD:
+            continue
+        free = _VALUE_FREE_SLOTS.get(op, ())
+        stale = tuple(
+            x for x in stale if any(i not in free for i, y in enumerate(step.inputs) if y == x)
+        )
+        if not stale:
             continue
         names = reader.names(stale)
         which = ", ".join(
             name if name else f"node {x}" for x, name in zip(stale, names, strict=True)
         )
+        where = _layer(reader, step.function)
         found.append(
             Problem(
                 "stale-value",
                 "error",
-                f"{which} changed after {step.op}'s forward used it and before the backward "
-                f"that reads it: {step.op}'s gradient was computed from the new value; change "
-                "the data only after backward() (the optimizer step after loss.backward()), "
-                "or compute the loss again after the change",
+                f"{which} changed after the forward of {where} used it and before the backward "
+                "that reads it, so its gradients come from the new value; change .data only "
+                "after backward() (the optimizer step after loss.backward()), or run the "
+                "forward again after the change",
                 graph.graph,
                 step.index,
                 (step.function, *stale),
