@@ -595,13 +595,12 @@ class Recorder:
             g = g.data
         return capture(np.asarray(g), self.max_array_size)
 
-    def _scan_leaves(self, values: bool = True, summaries: bool = True) -> None:
+    def _scan_leaves(self, values: bool = True) -> None:
         """Record what the program changed on its live leaves since they were last seen: a
         new value (``x.data = ...``, an optimizer step), a gradient emptied (cleargrad) or
         set by hand. Runs once per segment, so a change made between two iterations shows
-        from the start of the next one, never in the iteration before it. ``values`` False:
-        only the gradients; ``summaries`` False: values are compared only for the leaves kept
-        whole (summarising a large array again costs as much as recording it)."""
+        from the start of the next one, never in the iteration before it. ``values`` False
+        (a backward pass begins): only the gradients."""
         append = self._tape_append
         fresh = self._fresh
         fresh.clear()
@@ -613,7 +612,7 @@ class Recorder:
             if x is None:
                 dead.append(o)
                 continue
-            if values and (summaries or type(self._leaf_raw[o]) is not Snapshot):
+            if values:
                 self._check_leaf(x, o)
                 fresh.add(o)
             g = x.grad
@@ -981,10 +980,8 @@ class Recorder:
         self._scan_pending = False
         self._due = self.compact_due
         if not self._backward_stack:  # (a pass inside a pass: its leaves are mid-update)
-            # Values too: a leaf the program changed in place (or rebound) after the forward
-            # read it gets a new value with this pass's first step, so a reader sees that the
-            # engine's backward will read the new one (TraceReader.stale_inputs).
-            self._scan_leaves(summaries=False)
+            self._scan_leaves(values=False)
+            self._note_stale_leaves()
         self._pass += 1
         root = self._var_key(output)
         append = self._tape_append
@@ -997,6 +994,31 @@ class Recorder:
         append((_T_EVENT, output.creator is not None, root, _GRAD, self._grad_raw(grad)))
         if create_graph:
             append((_T_GRAD_OF, self._var_key(grad), root))
+
+    def _note_stale_leaves(self) -> None:
+        """A backward pass begins: a leaf kept whole whose data the program changed since it
+        was last seen (in place, or ``x.data`` rebound), after the forward read it, gets its
+        new value now, shown with the pass's first step: a reader sees that the engine's
+        backward reads the new one (TraceReader.stale_inputs). Summarised leaves are not
+        compared (summarising again costs as much as recording)."""
+        leaf_raw = self._leaf_raw
+        for o, ref in self._leaf_refs.items():
+            last = leaf_raw.get(o)
+            if type(last) is Snapshot:
+                continue
+            x = ref()
+            if x is None:
+                continue
+            data = x.data
+            if (
+                type(last) is _NDARRAY
+                and type(data) is _NDARRAY
+                and data.shape == last.shape
+                and data.dtype is last.dtype
+                and data.tobytes() == last.tobytes()  # bit for bit, faster than a memoryview's
+            ):
+                continue
+            self._check_leaf(x, o)
 
     def on_backward_event(
         self, f: Any, gys: tuple, gxs: tuple, accs: tuple, cleared: tuple
