@@ -324,6 +324,8 @@ def test_stale_reaches_views_and_saved_traces(tmp_path):
     assert only(V.stale_value(GraphInput(view), LIMITS), "stale-value").step == local
     t.to_json(tmp_path / "t.json")
     assert T.load(tmp_path / "t.json").stale_inputs(mul.index) == (W,)
+    T.trace_to_npz(t, tmp_path / "t.npz")  # the form a script's worker sends
+    assert T.trace_from_npz(tmp_path / "t.npz").stale_inputs(mul.index) == (W,)
 
 
 def test_stale_add_reads_no_value():
