@@ -86,6 +86,10 @@ class TraceReader(Protocol):
 
     def first_nonfinite(self) -> Any | None: ...  # the first Step with NaN/Inf
 
+    # the inputs of a backward step whose value the program changed after the forward read
+    # it (the engine's backward then reads the new one); None: the recording cannot tell
+    def stale_inputs(self, step_index: int) -> tuple[int, ...] | None: ...
+
     def cut_at(self, node_id: int) -> int | None: ...  # the base step its history was cut before
 
     def cuts(self) -> dict[int, int]: ...  # cut_at of each of this reader's cut variables

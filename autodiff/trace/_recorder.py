@@ -981,6 +981,7 @@ class Recorder:
         self._due = self.compact_due
         if not self._backward_stack:  # (a pass inside a pass: its leaves are mid-update)
             self._scan_leaves(values=False)
+            self._note_stale_leaves()
         self._pass += 1
         root = self._var_key(output)
         append = self._tape_append
@@ -993,6 +994,31 @@ class Recorder:
         append((_T_EVENT, output.creator is not None, root, _GRAD, self._grad_raw(grad)))
         if create_graph:
             append((_T_GRAD_OF, self._var_key(grad), root))
+
+    def _note_stale_leaves(self) -> None:
+        """A backward pass begins: a leaf kept whole whose data the program changed since it
+        was last seen (in place, or ``x.data`` rebound), after the forward read it, gets its
+        new value now, shown with the pass's first step: a reader sees that the engine's
+        backward reads the new one (TraceReader.stale_inputs). Summarised leaves are not
+        compared (summarising again costs as much as recording)."""
+        leaf_raw = self._leaf_raw
+        for o, ref in self._leaf_refs.items():
+            last = leaf_raw.get(o)
+            if type(last) is Snapshot:
+                continue
+            x = ref()
+            if x is None:
+                continue
+            data = x.data
+            if (
+                type(last) is _NDARRAY
+                and type(data) is _NDARRAY
+                and data.shape == last.shape
+                and data.dtype is last.dtype
+                and data.tobytes() == last.tobytes()  # bit for bit, faster than a memoryview's
+            ):
+                continue
+            self._check_leaf(x, o)
 
     def on_backward_event(
         self, f: Any, gys: tuple, gxs: tuple, accs: tuple, cleared: tuple

@@ -72,6 +72,13 @@ class Step:
     during_backward: int = -1
 
 
+def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal shapes, dtypes and elements (NaN where NaN was)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+
+
 def _snapshot(made: dict[int, Snapshot], raw: Any) -> Snapshot | None:
     """The Snapshot of ``raw``, from ``made`` (id(raw) -> Snapshot) or made and kept there."""
     if raw is None or type(raw) is Snapshot:
@@ -395,6 +402,34 @@ class Trace:
             k, "backward", fid, op, gen, in_ids, out_ids, (),
             tuple([snap(g) for g in gys]), input_grads, accumulations, cleared, bpass, nonfinite,
         )  # fmt: skip
+
+    def stale_inputs(self, step_index: int) -> tuple[int, ...] | None:
+        """The inputs of backward step ``step_index`` whose value the program changed (in
+        place, or ``x.data`` rebound) after the Function's forward step read it: the engine's
+        backward reads the new value, so the gradient it computes is not the forward's.
+        ``()`` for a forward step or none changed. Only what the trace kept is compared: the
+        leaves (inputs, parameters) kept whole, whose values the recorder checks when a
+        backward pass begins; an intermediate result changed in place is not seen. None:
+        this recording cannot tell (a PyTorch recording, see ``TorchTrace``)."""
+        r = self._raw[step_index]
+        if r.kind == FWD:
+            return ()
+        if any(name == "torch_node" for name, _ in self._recorder._params.get(r.function, ())):
+            return None  # a torch recording, saved and loaded: see TorchTrace.stale_inputs
+        forward = self._indexer.forward_step_of(r.function)
+        if forward < 0:
+            return ()
+        value_at = self._indexer.value_at
+        stale = []
+        for x in dict.fromkeys(self._info[r.function].inputs):
+            then, now = value_at(x, forward), value_at(x, step_index)
+            if then is None or now is None or then is now:
+                continue
+            if then.array is None or now.array is None:
+                continue  # summarised: not compared
+            if not _same_array(then.array, now.array):
+                stale.append(x)
+        return tuple(stale)
 
     def first_nonfinite(self) -> Step | None:
         """The first step (forward or backward) that produced NaN or Inf, or None."""

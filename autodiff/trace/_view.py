@@ -219,6 +219,12 @@ class TraceView:
             result.append((j, base[i][1] if i >= 0 else NodeState.NOT_COMPUTED))
         return result
 
+    def stale_inputs(self, step_index: int) -> tuple[int, ...] | None:
+        """The base trace's answer for the view's step (see ``Trace.stale_inputs``)."""
+        if not 0 <= step_index < len(self._global):
+            raise IndexError(f"step index {step_index} out of range ({len(self._global)} steps)")
+        return self.base.stale_inputs(self._global[step_index])
+
     def first_nonfinite(self) -> Any | None:
         for step in self._steps:
             if step.nonfinite:

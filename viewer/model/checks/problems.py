@@ -141,6 +141,9 @@ class Thresholds:
     dead_fraction: float = 0.5  # dead-relu: this share of a layer's units zero for every sample
     saturated_fraction: float = 0.5  # saturated-activation: this share of outputs in the flat
     saturated_level: float = 0.97  # region: |tanh| above this, sigmoid within 1 - this of 0/1
+    min_batch: int = 8  # dead-relu: fewer samples than this say nothing about "every sample"
+    saturated_min_elements: int = 16  # saturated-activation: smaller outputs are not a layer
+    redundant_min_elements: int = 2  # redundant-computation: a warning from this many elements
     vanishing_orders: float = 4.0  # vanishing-gradient: this many orders below the largest layer
     exploding_ratio: float = 10.0  # exploding-gradient: |grad| over |param| above this
     diverging_passes: int = 5  # diverging-loss: the loss grew over this many passes in a row
