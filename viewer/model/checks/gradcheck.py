@@ -150,9 +150,21 @@ def _function_checks(
         for fid in torch_ids:
             by_torch_op.setdefault(trace.node(fid)["op"], []).append(fid)
         for op, fids in by_torch_op.items():
-            custom = is_custom_function(trace, fids[0])
-            reason = TORCH_CUSTOM_REASON if custom else TORCH_OP_REASON
-            checks.append(FunctionCheck(tuple(fids), op, "skipped", message=reason))
+            if not is_custom_function(trace, fids[0]):
+                checks.append(FunctionCheck(tuple(fids), op, "skipped", message=TORCH_OP_REASON))
+                continue
+            # the program's own autograd.Function: torch.autograd.gradcheck ran on its first
+            # inputs while the script ran (its class is gone with the script)
+            found = samples.for_op(op, torch=True) if samples is not None else []
+            if not found:
+                checks.append(
+                    FunctionCheck(tuple(fids), op, "skipped", message=TORCH_CUSTOM_REASON)
+                )
+                continue
+            results = [s.check() for s in found]
+            status = _worst_status(r[0] for r in results)
+            worst = next(r for r in results if r[0] == status)
+            checks.append(FunctionCheck(tuple(fids), op, status, worst[1], worst[2], "sample"))
     ops = {fid: trace.node(fid)["op"] for fid in ids}
     by_op: dict[str, list[int]] = {}
     for fid in ids:
@@ -176,7 +188,7 @@ def _function_checks(
         freed = tuple(fid for fid in fids if all(fid != lf for lf, _ in live))
         if not freed:
             continue
-        found = samples.for_op(op) if samples is not None else []
+        found = samples.for_op(op) if samples is not None else []  # (autodiff's, not torch's)
         if not found:
             checks.append(
                 FunctionCheck(
@@ -203,13 +215,17 @@ TORCH_OP_REASON = (
     "and cannot re-run torch's nodes; its gradients are shown as torch computed them"
 )
 TORCH_CUSTOM_REASON = (
-    "a custom torch.autograd.Function, recorded by autodiff.trace.pytorch: this check re-runs "
-    "autodiff's Functions and cannot re-run it; torch.autograd.gradcheck checks it in float64"
+    "a custom torch.autograd.Function, not checked: torch.autograd.gradcheck checks one on "
+    "its first inputs while a script run from the viewer runs (File > Open Script), and this "
+    "recording kept no such check (made outside a script run, or saved): its class is not "
+    "reachable from the recording"
 )
 TORCH_TRACE_REASON = (
     "every Function here is torch's (a recording of autodiff.trace.pytorch): this check "
-    "re-runs autodiff's Functions, not torch's nodes, so nothing was checked. "
-    "torch.autograd.gradcheck checks a torch op or a custom autograd.Function in float64"
+    "re-runs autodiff's Functions, not torch's nodes, so nothing was checked. A custom "
+    "torch.autograd.Function is checked with torch.autograd.gradcheck (float64) while a "
+    "script run from the viewer runs; this recording kept no such check, and its classes are "
+    "not reachable from it"
 )
 SAVED_TRACE_REASON = (
     "a saved trace holds no program to re-run, and its objects are gone: gradients can't be "
