@@ -336,11 +336,47 @@ def test_a_correct_custom_function_passes_and_no_pass_is_flagged(tmp_path):
     assert report.summary.startswith("Gradient check passed: 1 Function agrees")
 
 
-def test_a_recording_made_outside_a_script_says_its_custom_function_is_not_reachable():
+def test_ctrl_g_on_a_recording_made_here_gradchecks_the_live_class_on_its_recorded_inputs():
+    x = torch.tensor([1.0, -2.0], requires_grad=True)
+    with pytorch.record() as t:
+        (HalfSquare.apply(x * 1.0) + Square.apply(x)).sum().backward()
+    doc = Document()
+    doc.load_trace(t, "custom")
+    report = gradient_checks.check_document(doc)
+    assert report is not None and [c.op for c in report.wrong_functions] == ["HalfSquare"]
+    by_op = {c.op: c for c in report.functions}
+    assert by_op["Square"].status == "ok" and by_op["Square"].source == "live"
+    half = by_op["HalfSquare"]
+    assert (
+        "for input 0" in half.message and "on the inputs recorded for HalfSquare #" in half.message
+    )
+    # the recorded inputs: x * 1.0 = [1, -2]; backprop gives gy·x, the numbers 2·gy·x
+    cmp = half.worst.comparison
+    np.testing.assert_allclose(cmp.numeric, 2 * cmp.analytic, rtol=1e-6)
+    assert np.all(np.abs(cmp.analytic) > 0)
+
+
+def test_a_custom_function_whose_inputs_were_not_all_recorded_is_not_checked_and_says_why():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with pytorch.record() as t:
+        ScaledProduct.apply(x, torch.ones(2), 3.0).sum().backward()
+    report = check_trace(t)
+    (row,) = [c for c in report.functions if c.op == "ScaledProduct"]
+    assert row.status == "skipped"
+    assert "input 1 of ScaledProduct #" in row.message and "does not require grad" in row.message
+    assert report.summary == f"Gradient check: {row.message}"
+
+
+def test_a_saved_recording_says_its_custom_function_is_not_reachable(tmp_path):
+
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     with pytorch.record() as t:
         HalfSquare.apply(x).sum().backward()
-    report = check_trace(t)
-    assert report.functions == ()
+    path = tmp_path / "custom.json"
+    t.to_json(path)
+    doc = Document()
+    assert doc.load_path(path)
+    report = gradient_checks.check_document(doc)
+    assert report is not None and report.functions == ()
     assert report.reason == TORCH_TRACE_REASON
     assert "not reachable" in report.summary and "passed" not in report.summary

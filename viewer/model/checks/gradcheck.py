@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -124,11 +125,25 @@ def _check_live(
     return _check_at(type(function), dict(vars(function)), inputs, **options)
 
 
+def _torch_recorded(
+    trace: TraceReader, fids: list[int], op: str, options: Mapping[str, Any]
+) -> tuple[str, tuple[SlotCheck, ...], str] | None:
+    """torch.autograd.gradcheck of custom Function ``op`` on its recorded inputs, where its
+    class is defined in this process; None where it is not (or torch was never imported:
+    then nothing here recorded a torch program)."""
+    if "torch" not in sys.modules:
+        return None
+    from viewer.model.checks.torch_check import check_recorded
+
+    return check_recorded(trace, fids, op, **options)
+
+
 def _function_checks(
     trace: TraceReader,
     samples: FunctionSampler | None,
     *,
     max_functions: int = MAX_FUNCTIONS,
+    classes_here: bool = False,
     **options: Any,
 ) -> tuple[list[FunctionCheck], list[str]]:
     ids = _function_ids(trace)
@@ -157,9 +172,14 @@ def _function_checks(
             # inputs while the script ran (its class is gone with the script)
             found = samples.for_op(op, torch=True) if samples is not None else []
             if not found:
-                checks.append(
-                    FunctionCheck(tuple(fids), op, "skipped", message=TORCH_CUSTOM_REASON)
-                )
+                # a recording made in this process: the live class on the recorded inputs
+                checked = _torch_recorded(trace, fids, op, options) if classes_here else None
+                if checked is None:
+                    checks.append(
+                        FunctionCheck(tuple(fids), op, "skipped", message=TORCH_CUSTOM_REASON)
+                    )
+                else:
+                    checks.append(FunctionCheck(tuple(fids), op, *checked, "live"))
                 continue
             results = [s.check() for s in found]
             status = _worst_status(r[0] for r in results)
@@ -243,6 +263,7 @@ def check_trace(
     samples: FunctionSampler | None = None,
     *,
     saved: bool = False,
+    classes_here: bool = True,
     rtol: float = RTOL,
     atol: float = ATOL,
     max_elements: int = MAX_ELEMENTS,
@@ -257,18 +278,34 @@ def check_trace(
     without the program that built the graph there is nothing to re-run (see
     :func:`check_program`).
 
+    A custom ``torch.autograd.Function`` of a torch recording is checked with
+    ``torch.autograd.gradcheck``: from ``samples`` (the check its script's run made), else,
+    with ``classes_here`` (the recording was made in this process, where its class is still
+    defined; never for a ``saved`` trace), on the inputs the recording kept.
+
     When no Function can be re-run at all (``saved``: the trace was loaded from a file) the
     report has no rows, only its ``reason``.
     """
     began = time.perf_counter()
     options = {"rtol": rtol, "atol": atol, "max_elements": max_elements, "seed": seed}
-    checks, notes = _function_checks(trace, samples, max_functions=max_functions, **options)
+    checks, notes = _function_checks(
+        trace,
+        samples,
+        max_functions=max_functions,
+        classes_here=classes_here and not saved,
+        **options,
+    )
     reason = ""
     if not checks:
         reason = "the graph has no Function to check (a leaf alone)"
     elif all(c.message in (TORCH_OP_REASON, TORCH_CUSTOM_REASON) for c in checks):
         reason = TORCH_TRACE_REASON
         checks, notes = [], []
+    elif all(c.message == TORCH_OP_REASON or c.source == "live" for c in checks) and not any(
+        c.status in ("ok", "kink", "wrong") for c in checks
+    ):
+        # torch's ops and custom Functions that could not be re-run: the rows say why
+        reason = next(c.message for c in checks if c.source == "live")
     elif all(c.status == "skipped" and c.source == "" for c in checks):
         # One row per op saying the same thing would contradict nothing-checked: drop them.
         reason = SAVED_TRACE_REASON if saved else OBJECTS_GONE_REASON
@@ -514,6 +551,7 @@ def check_graph(
     *,
     samples: FunctionSampler | None = None,
     saved: bool = False,
+    classes_here: bool = True,
     **options: Any,
 ) -> GradCheckReport:
     """Check a graph as the viewer shows it.
@@ -521,11 +559,12 @@ def check_graph(
     With the typed ``program`` that built ``trace``: :func:`check_program` at ``values``
     (leaves and Functions), keeping only the results whose node ids mean the same node in
     ``trace``. Without: :func:`check_trace` with a script's ``samples``; ``saved``: the trace
-    was loaded from a file (nothing of it can be re-run).
+    was loaded from a file (nothing of it can be re-run); ``classes_here``: it was recorded in
+    this process (a custom torch Function's class may still be defined here).
     """
     if program is not None:
         return _matched(check_program(program, values, **options), trace)
-    return check_trace(trace, samples, saved=saved, **options)
+    return check_trace(trace, samples, saved=saved, classes_here=classes_here, **options)
 
 
 def _matched(report: GradCheckReport, trace: TraceReader) -> GradCheckReport:

@@ -22,6 +22,7 @@ backward pass within the checks' time budget. Every later call costs one set loo
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
 import threading
@@ -33,6 +34,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
+from autodiff.trace import TraceReader
 from viewer.model.checks.function_check import (
     _PLAIN,
     ATOL,
@@ -48,7 +50,13 @@ from viewer.model.checks.function_check import (
     describe_error,
 )
 
-__all__ = ["FunctionInputs", "gradcheck_function", "is_own_function"]
+__all__ = [
+    "FunctionInputs",
+    "check_recorded",
+    "gradcheck_function",
+    "is_own_function",
+    "live_classes",
+]
 
 Result = tuple[str, tuple[SlotCheck, ...], str]
 
@@ -352,3 +360,103 @@ class FunctionInputs:
                 return gradcheck_function(cls, copies, named)
 
         self.sampler.queue_check(cls, check, arrays)
+
+
+# =============================================================================
+# A recording made in this process: the live class on the recorded inputs
+# =============================================================================
+def live_classes(name: str) -> list[type]:
+    """The program's own ``torch.autograd.Function`` classes named ``name`` defined in this
+    process now (a recording names a custom node by its class's name only)."""
+    found = []
+    todo = list(torch.autograd.Function.__subclasses__())
+    seen: set[type] = set()
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        todo.extend(cls.__subclasses__())
+        if cls.__name__ == name and is_own_function(cls):
+            found.append(cls)
+    return sorted(found, key=lambda c: (c.__module__, c.__qualname__))
+
+
+def _arity(cls: type) -> tuple[int, int] | None:
+    """How many positional arguments ``cls.apply`` takes (required, all); None when it
+    takes ``*args`` (the recording cannot say how many it was given)."""
+    try:
+        signature = inspect.signature(cls.forward)
+    except (TypeError, ValueError):
+        return None
+    params = list(signature.parameters.values())
+    if getattr(cls, "setup_context", None) is torch.autograd.Function.setup_context:
+        params = params[1:]  # ctx
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return None
+    positional = [p for p in params if p.kind in kinds]
+    required = sum(p.default is inspect.Parameter.empty for p in positional)
+    return required, len(positional)
+
+
+def _recorded_inputs(trace: TraceReader, fid: int, op: str) -> tuple[Any, ...] | str:
+    """Node ``fid``'s inputs as its recording kept them, as float64 tensors that require
+    grad, or why they cannot be (the recording keeps a custom Function's inputs that require
+    grad faithfully; a tensor that does not, or a plain argument, it does not keep)."""
+    slots = sorted(
+        (int(data.get("slot", 0)), int(u)) for u, _, data in trace.graph.in_edges(fid, data=True)
+    )
+    step = next((s.index for s in trace.steps if s.phase == "forward" and s.function == fid), -1)
+    if step < 0:
+        return f"{op} #{fid} has no forward step in this recording"
+    inputs = []
+    for k, (_, vid) in enumerate(slots):
+        creator = trace.creator_of(vid)
+        made_by_torch = creator >= 0 and "torch_node" in trace.function_params(creator)
+        leaf = creator < 0 and not trace.node(vid).get("constant")
+        if not (made_by_torch or leaf):
+            return (
+                f"input {k} of {op} #{fid} does not require grad, and the recording does not "
+                "keep such an input of a custom Function faithfully"
+            )
+        snap = trace.value_at(vid, step)
+        array = None if snap is None else snap.array
+        if array is None:
+            return (
+                f"input {k} of {op} #{fid} was kept as a summary (over max_array_size), not whole"
+            )
+        array = np.asarray(array)
+        if array.dtype.kind != "f":
+            return f"input {k} of {op} #{fid} is no floating-point tensor"
+        inputs.append(torch.tensor(array, dtype=torch.float64, requires_grad=True))
+    return tuple(inputs)
+
+
+def check_recorded(
+    trace: TraceReader, fids: Sequence[int], op: str, **options: Any
+) -> Result | None:
+    """gradcheck of custom Function ``op`` (nodes ``fids`` of a recording made in this
+    process) on the inputs recorded for its first node that has them whole: its live class,
+    found by name (None: no class of that name is defined here, or several are)."""
+    classes = live_classes(op)
+    if len(classes) != 1:
+        return None
+    (cls,) = classes
+    arity = _arity(cls)
+    why = ""
+    for fid in fids:
+        inputs = _recorded_inputs(trace, fid, op)
+        if isinstance(inputs, str):
+            why = why or inputs
+            continue
+        if arity is None or not arity[0] <= len(inputs) <= arity[1]:
+            why = why or (
+                f"{op}.forward takes other arguments than the {len(inputs)} tensor(s) the "
+                "recording kept (a plain argument, or one that does not require grad, is not "
+                "recorded)"
+            )
+            continue
+        status, slots, message = gradcheck_function(cls, inputs, **options)
+        return status, slots, f"{message} (on the inputs recorded for {op} #{fid})"
+    return "skipped", (), f"{op} was not checked: {why}"
