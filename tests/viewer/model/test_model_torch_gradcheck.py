@@ -163,6 +163,26 @@ def test_a_backward_that_raises_is_wrong():
     assert "Broken.backward raised ValueError: not written yet" in message
 
 
+def test_a_random_forward_is_skipped_and_the_programs_random_numbers_are_left_alone():
+    class Noisy(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * torch.rand_like(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    torch.manual_seed(3)
+    expected = torch.rand(4)
+    torch.manual_seed(3)
+    status, _, message = gradcheck_function(Noisy, (_x(1.0, 2.0),))  # it drew numbers
+    assert status == "skipped" and "random" in message
+    x = torch.linspace(-1, 1, 200, dtype=torch.float64).requires_grad_()
+    assert gradcheck_function(Square, (x,))[0] == "ok"  # (fast_mode: random directions)
+    assert torch.equal(torch.rand(4), expected)
+
+
 def test_big_inputs_go_to_gradchecks_fast_mode_and_still_catch_the_error():
     x = torch.linspace(-1, 1, 200, dtype=torch.float64).requires_grad_()
     status, slots, _ = gradcheck_function(HalfSquare, (x,))
