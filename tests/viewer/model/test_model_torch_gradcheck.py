@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 from autodiff.trace import pytorch  # noqa: E402
 from viewer.model import Document  # noqa: E402
 from viewer.model.checks.function_check import FunctionSampler  # noqa: E402
-from viewer.model.checks.gradcheck import TORCH_TRACE_REASON, check_trace  # noqa: E402
+from viewer.model.checks.gradcheck import check_trace, torch_unreachable_reason  # noqa: E402
 from viewer.model.checks.torch_check import FunctionInputs, gradcheck_function  # noqa: E402
 from viewer.model.document import gradient_checks  # noqa: E402
 from viewer.model.scripts.pass_sampling import FLAG_GRADCHECK, FLAG_UNCHECKED  # noqa: E402
@@ -398,5 +398,5 @@ def test_a_saved_recording_says_its_custom_function_is_not_reachable(tmp_path):
     assert doc.load_path(path)
     report = gradient_checks.check_document(doc)
     assert report is not None and report.functions == ()
-    assert report.reason == TORCH_TRACE_REASON
-    assert "not reachable" in report.summary and "passed" not in report.summary
+    assert report.reason == torch_unreachable_reason(["HalfSquare"])
+    assert "HalfSquare is not reachable" in report.summary and "passed" not in report.summary

@@ -90,6 +90,7 @@ __all__ = [
     "check_graph",
     "check_program",
     "check_trace",
+    "torch_unreachable_reason",
 ]
 
 MAX_FUNCTIONS = 400  # beyond this, a few Functions of each op stand for the rest
@@ -235,18 +236,29 @@ TORCH_OP_REASON = (
     "and cannot re-run torch's nodes; its gradients are shown as torch computed them"
 )
 TORCH_CUSTOM_REASON = (
-    "a custom torch.autograd.Function, not checked: torch.autograd.gradcheck checks one on "
-    "its first inputs while a script run from the viewer runs (File > Open Script), and this "
-    "recording kept no such check (made outside a script run, or saved): its class is not "
-    "reachable from the recording"
+    "a custom torch.autograd.Function, not checked: its class is not reachable from this "
+    "recording (a saved trace, or one recorded elsewhere), and no check of it was kept. A "
+    "script run from the viewer (File > Open Script) gradchecks it while it runs"
 )
 TORCH_TRACE_REASON = (
     "every Function here is torch's (a recording of autodiff.trace.pytorch): this check "
-    "re-runs autodiff's Functions, not torch's nodes, so nothing was checked. A custom "
-    "torch.autograd.Function is checked with torch.autograd.gradcheck (float64) while a "
-    "script run from the viewer runs; this recording kept no such check, and its classes are "
-    "not reachable from it"
+    "re-runs autodiff's Functions, not torch's nodes, so nothing was checked (your own "
+    "torch.autograd.Functions are checked, with torch.autograd.gradcheck in float64)"
 )
+
+
+def torch_unreachable_reason(ops: Sequence[str]) -> str:
+    """Why nothing of a torch recording was checked when its custom Functions ``ops`` could
+    not be: torch's own nodes are never re-run, and their classes are not reachable."""
+    names = ", ".join(ops)
+    return (
+        "nothing was checked: torch's own nodes are not re-run here, and the class of your "
+        f"custom torch.autograd.Function {names} is not reachable from this recording (a saved "
+        "trace, or one recorded elsewhere) and no check of it was kept. A script run from the "
+        "viewer (File > Open Script) gradchecks it while it runs"
+    )
+
+
 SAVED_TRACE_REASON = (
     "a saved trace holds no program to re-run, and its objects are gone: gradients can't be "
     "checked numerically. Open the expression or the script that recorded it to check it"
@@ -299,7 +311,8 @@ def check_trace(
     if not checks:
         reason = "the graph has no Function to check (a leaf alone)"
     elif all(c.message in (TORCH_OP_REASON, TORCH_CUSTOM_REASON) for c in checks):
-        reason = TORCH_TRACE_REASON
+        custom = sorted({c.op for c in checks if c.message == TORCH_CUSTOM_REASON})
+        reason = torch_unreachable_reason(custom) if custom else TORCH_TRACE_REASON
         checks, notes = [], []
     elif all(c.message == TORCH_OP_REASON or c.source == "live" for c in checks) and not any(
         c.status in ("ok", "kink", "wrong") for c in checks
