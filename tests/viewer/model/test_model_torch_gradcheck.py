@@ -18,7 +18,11 @@ torch = pytest.importorskip("torch")
 from autodiff.trace import pytorch  # noqa: E402
 from viewer.model import Document  # noqa: E402
 from viewer.model.checks.function_check import FunctionSampler  # noqa: E402
-from viewer.model.checks.gradcheck import check_trace, torch_unreachable_reason  # noqa: E402
+from viewer.model.checks.gradcheck import (  # noqa: E402
+    TORCH_NOTE,
+    check_trace,
+    torch_unreachable_reason,
+)
 from viewer.model.checks.torch_check import FunctionInputs, gradcheck_function  # noqa: E402
 from viewer.model.document import gradient_checks  # noqa: E402
 from viewer.model.scripts.pass_sampling import FLAG_GRADCHECK, FLAG_UNCHECKED  # noqa: E402
@@ -338,6 +342,7 @@ def test_a_wrong_custom_function_flags_its_pass_and_ctrl_g_names_it(tmp_path):
     assert math.isfinite(row.error) and row.error > 0.1
     # torch's own ops are listed as not checked, never as passed
     assert {c.status for c in report.functions if c.op != "Square"} == {"skipped"}
+    assert report.notes == (TORCH_NOTE,)
     (node,) = report.flagged_node_ids
     scene = doc.scene
     badges = dict(zip(*scene.overlay_arrays("gradcheck")[::2], strict=True))

@@ -75,6 +75,7 @@ __all__ = [
     "SAVED_TRACE_REASON",
     "STEP",
     "TORCH_CUSTOM_REASON",
+    "TORCH_NOTE",
     "TORCH_OP_REASON",
     "TORCH_TRACE_REASON",
     "Comparison",
@@ -259,6 +260,11 @@ def torch_unreachable_reason(ops: Sequence[str]) -> str:
     )
 
 
+TORCH_NOTE = (
+    "your own torch.autograd.Functions were checked with torch.autograd.gradcheck in float64 "
+    "(the figures: backward against central differences of forward); torch's own ops are not "
+    "re-run (a skipped row says why)"
+)
 SAVED_TRACE_REASON = (
     "a saved trace holds no program to re-run, and its objects are gone: gradients can't be "
     "checked numerically. Open the expression or the script that recorded it to check it"
@@ -324,11 +330,17 @@ def check_trace(
         reason = SAVED_TRACE_REASON if saved else OBJECTS_GONE_REASON
         checks, notes = [], []
     else:
-        notes.append(
-            "each Function's backward was compared with central differences of its own "
-            "forward (a skipped row says why it could not be); leaf gradients are re-derived "
-            "only for typed expressions"
-        )
+        torch_rows = [
+            c for c in checks if c.node_ids and all(is_torch_function(trace, n) for n in c.node_ids)
+        ]
+        if torch_rows:
+            notes.append(TORCH_NOTE)
+        if len(torch_rows) < len(checks):
+            notes.append(
+                "each Function's backward was compared with central differences of its own "
+                "forward (a skipped row says why it could not be); leaf gradients are "
+                "re-derived only for typed expressions"
+            )
     return GradCheckReport(
         "trace",
         (),
