@@ -207,7 +207,6 @@ def test_only_the_first_call_of_each_own_class_is_copied_in_float64():
         torch.utils.checkpoint.checkpoint(torch.sin, x, use_reentrant=True).sum().backward()
     finally:
         inputs.stop()
-    assert torch.autograd.Function.__dict__["apply"].__func__ is not None
     assert [q[0] for q in sampler._queued] == [Square]
     (arrays,) = [q[2] for q in sampler._queued]
     assert arrays[0].dtype == np.float64 and arrays[0].tolist() == [1.0, 2.0]
