@@ -225,12 +225,16 @@ def test_apply_is_restored_and_inputs_over_the_size_limit_are_not_copied():
     try:
         Square.apply(torch.ones(11, requires_grad=True))
         Pick.apply(torch.ones(3), torch.tensor([0]))  # nothing requires grad: waits
+        sparse = torch.eye(2).to_sparse().requires_grad_()
+        HalfSquare.apply(sparse)  # no float64 copy of it: the program's call still runs
     finally:
         inputs.stop()
     assert torch.autograd.Function.__dict__["apply"] is original
     sampler.run_queued()
     status, _, message = sampler.samples[Square][0].result
     assert status == "skipped" and "11 elements, over max_array_size (10)" in message
+    status, _, message = sampler.samples[HalfSquare][0].result
+    assert status == "skipped" and "could not be copied" in message
     status, _, message = sampler.samples[Pick][0].result
     assert status == "skipped" and "never called with a floating-point input" in message
 

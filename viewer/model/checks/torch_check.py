@@ -1,8 +1,10 @@
 """``torch.autograd.gradcheck`` on a program's own custom ``torch.autograd.Function``, reported
 as the project's own check reports an autodiff Function.
 
-Imported only once the program imported torch (:mod:`viewer.model.scripts.torch_passes` does,
-after the script's ``import torch``): the app never imports torch for a program that does not.
+Imported only once torch is: :mod:`viewer.model.scripts.torch_passes` after the script's own
+``import torch``, :mod:`viewer.model.checks.gradcheck` only where ``torch`` is in
+``sys.modules`` (a recording made in this process). The app never imports torch for a
+program that does not.
 
 :func:`gradcheck_function` runs ``torch.autograd.gradcheck(Cls.apply, inputs)`` in float64,
 with the project's step and tolerances (:data:`~viewer.model.checks.function_check.STEP`,
@@ -17,7 +19,9 @@ differentiable (a ``kink``: ``relu`` at 0), the row is a kink, not an error, as 
 call of each of the program's own Function classes has its inputs copied (float64 clones,
 ``requires_grad`` as they had) and its check queued on the run's
 :class:`~viewer.model.checks.function_check.FunctionSampler`, which runs it at the end of a
-backward pass within the checks' time budget. Every later call costs one set lookup.
+backward pass within the checks' time budget. Every later call costs one set lookup; torch's
+aten ops pay nothing. :func:`check_recorded` checks a recording made in this process, with
+the class still defined here, on the inputs the recording kept.
 """
 
 from __future__ import annotations
@@ -362,11 +366,12 @@ class FunctionInputs:
             try:
                 copies = tuple(_copy_argument(a, self.max_elements) for a in args)
                 named = {k: _copy_argument(v, self.max_elements) for k, v in kwargs.items()}
-            except _NotKept as e:
-                reason = f"{cls.__name__} was not checked: an argument of its first call {e}"
+                arrays = _as_arrays(copies)
+            except Exception as e:  # never the program's error: its call goes on unchecked
+                why = str(e) if isinstance(e, _NotKept) else f"could not be copied ({e})"
+                reason = f"{cls.__name__} was not checked: an argument of its first call {why}"
                 self.sampler.queue_check(cls, lambda: ("skipped", (), reason), ())
                 return
-        arrays = _as_arrays(copies)
 
         def check() -> Result:
             with torch._C._DisableTorchDispatch():
