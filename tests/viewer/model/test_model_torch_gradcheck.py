@@ -411,3 +411,29 @@ def test_a_saved_recording_says_its_custom_function_is_not_reachable(tmp_path):
     assert report is not None and report.functions == ()
     assert report.reason == torch_unreachable_reason(["HalfSquare"])
     assert "HalfSquare is not reachable" in report.summary and "passed" not in report.summary
+
+
+def test_a_pass_whose_check_the_budget_left_out_is_flagged_unchecked(tmp_path, monkeypatch):
+    from viewer.model.checks import function_check
+    from viewer.model.scripts.pass_sampling import PassReservoir
+    from viewer.model.scripts.run import ScriptRun
+
+    # every check is over the budget, and no pass after the first is sure to be kept
+    monkeypatch.setattr(function_check, "PASS_CHECK_GRACE", -1.0)
+    monkeypatch.setattr(PassReservoir, "likely_kept", lambda self, index: False)
+    path = tmp_path / "late.py"
+    path.write_text(
+        SCRIPT.format(backward="g * x").replace(
+            "loss = (torch.tanh(Square.apply(w)) * 3).sum()",
+            "loss = (torch.tanh(Square.apply(w) if step else w) * 3).sum()",
+        )
+    )
+    run = ScriptRun(path)
+    run.sample_functions = 2
+    result = run.run()
+    assert result.ok, result.error
+    flags = result.passes.flags
+    assert not flags[0] & (FLAG_GRADCHECK | FLAG_UNCHECKED)  # Square was not called yet
+    assert all(f & FLAG_UNCHECKED and not f & FLAG_GRADCHECK for f in flags[1:])
+    assert "backward not checked" in result.graphs[1].title
+    assert Square.__name__ not in {cls.__name__ for cls in result.samples.samples}
