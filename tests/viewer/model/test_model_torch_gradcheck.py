@@ -437,3 +437,61 @@ def test_a_pass_whose_check_the_budget_left_out_is_flagged_unchecked(tmp_path, m
     assert all(f & FLAG_UNCHECKED and not f & FLAG_GRADCHECK for f in flags[1:])
     assert "backward not checked" in result.graphs[1].title
     assert Square.__name__ not in {cls.__name__ for cls in result.samples.samples}
+
+
+BOTH_ENGINES = textwrap.dedent(
+    """
+    import numpy as np
+    import torch
+    from autodiff import Function, Variable
+    import autodiff.functions as F
+
+    class Square(Function):  # autodiff's, with the factor 2 missing
+        def forward(self, x):
+            return x * x
+
+        def backward(self, gy):
+            (x,) = self.inputs
+            return gy * x
+
+    y = F.sum(Square()(Variable(np.array([1.0, 2.0]))))
+    y.backward()
+
+    class Square(torch.autograd.Function):  # torch's, of the same name, right
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * g * x
+
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    Square.apply(w).sum().backward()
+    """
+)
+
+
+def test_a_script_of_both_engines_keeps_each_engines_own_check(tmp_path):
+    path = tmp_path / "both.py"
+    path.write_text(BOTH_ENGINES)
+    doc = Document()
+    gradient_checks.watch_scripts(doc)
+    assert doc.run_script(path)
+    result = doc.script_result
+    assert result.ok, result.error
+    assert [bool(f & FLAG_GRADCHECK) for f in result.passes.flags] == [True, False]
+    samples = result.samples
+    # one name, two engines: each graph's op is matched to its own engine's check
+    (autodiff_square,) = samples.for_op("Square")
+    assert autodiff_square.check()[0] == "wrong" and not autodiff_square.torch
+    (torch_square,) = samples.for_op("Square", torch=True)
+    assert torch_square.check()[0] == "ok"
+    doc.show_script_graph(0)
+    report = gradient_checks.check_document(doc)
+    assert [c.op for c in report.wrong_functions] == ["Square"]
+    doc.show_script_graph(1)
+    report = gradient_checks.check_document(doc)
+    assert report.ok and {c.op: c.status for c in report.functions}["Square"] == "ok"
