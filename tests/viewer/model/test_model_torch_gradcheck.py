@@ -398,6 +398,37 @@ def test_a_custom_function_whose_inputs_were_not_all_recorded_is_not_checked_and
     assert report.summary == f"Gradient check: {row.message}"
 
 
+def test_a_script_whose_custom_function_could_not_be_checked_says_why_not_that_it_was(tmp_path):
+    path = tmp_path / "noisy.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import torch
+
+            class Noisy(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    return x * torch.rand_like(x)
+
+                @staticmethod
+                def backward(ctx, g):
+                    return g
+
+            w = torch.nn.Parameter(torch.ones(3))
+            Noisy.apply(w).sum().backward()
+            """
+        )
+    )
+    doc = Document()
+    gradient_checks.watch_scripts(doc)
+    assert doc.run_script(path)
+    assert not doc.script_result.passes.flags[0] & FLAG_GRADCHECK
+    report = gradient_checks.check_document(doc)
+    (noisy,) = [c for c in report.functions if c.op == "Noisy"]
+    assert noisy.status == "skipped" and "random" in noisy.message
+    assert report.summary == f"Gradient check: {noisy.message}"
+
+
 def test_a_saved_recording_says_its_custom_function_is_not_reachable(tmp_path):
 
     x = torch.tensor([1.0, 2.0], requires_grad=True)

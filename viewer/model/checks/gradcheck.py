@@ -261,7 +261,7 @@ def torch_unreachable_reason(ops: Sequence[str]) -> str:
 
 
 TORCH_NOTE = (
-    "your own torch.autograd.Functions were checked with torch.autograd.gradcheck in float64 "
+    "your own torch.autograd.Functions are checked with torch.autograd.gradcheck in float64 "
     "(the figures: backward against central differences of forward); torch's own ops are not "
     "re-run (a skipped row says why)"
 )
@@ -320,11 +320,11 @@ def check_trace(
         custom = sorted({c.op for c in checks if c.message == TORCH_CUSTOM_REASON})
         reason = torch_unreachable_reason(custom) if custom else TORCH_TRACE_REASON
         checks, notes = [], []
-    elif all(c.message == TORCH_OP_REASON or c.source == "live" for c in checks) and not any(
-        c.status in ("ok", "kink", "wrong") for c in checks
+    elif all(c.message == TORCH_OP_REASON or c.source in ("live", "sample") for c in checks) and (
+        not any(c.status in ("ok", "kink", "wrong") for c in checks)
     ):
-        # torch's ops and custom Functions that could not be re-run: the rows say why
-        reason = next(c.message for c in checks if c.source == "live")
+        # torch's ops and custom Functions that could not be checked: the rows say why
+        reason = next(c.message for c in checks if c.source in ("live", "sample"))
     elif all(c.status == "skipped" and c.source == "" for c in checks):
         # One row per op saying the same thing would contradict nothing-checked: drop them.
         reason = SAVED_TRACE_REASON if saved else OBJECTS_GONE_REASON

@@ -317,9 +317,8 @@ class TorchPasses:
                 place_norm(norms, column, norm)
         flags |= self._check_functions(index)
         dropped = engine.log_pass(loss, iteration, flags, norms, held)
-        checker = engine.checker
         if self._inputs is not None:  # the passes the sample will show are always checked
-            checker.priority = self.reservoir.likely_kept(index + 1)
+            engine.checker.priority = self.reservoir.likely_kept(index + 1)
         if trace is not None and len(trace.backward_roots) > before:
             self.kept[index] = TorchGraph(trace, before, index)
         for gone in dropped:  # freed at once, the engine's too (one reservoir for both)
