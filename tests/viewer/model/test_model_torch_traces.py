@@ -12,7 +12,11 @@ TF = torch.nn.functional
 
 from autodiff import trace as autodiff_trace  # noqa: E402
 from autodiff.trace import pytorch  # noqa: E402
-from viewer.model.checks.gradcheck import TORCH_TRACE_REASON, check_trace  # noqa: E402
+from viewer.model.checks.gradcheck import (  # noqa: E402
+    TORCH_TRACE_REASON,
+    check_trace,
+    torch_unreachable_reason,
+)
 from viewer.model.document.document import Document  # noqa: E402
 from viewer.model.panels.find import FindIndex  # noqa: E402
 
@@ -306,8 +310,10 @@ def test_a_custom_function_is_the_programs_own_code_not_torchs():
     rows = dict(d.inspect(step.function).as_rows())
     assert rows["torch node"] == "_WrongSquareBackward"
     assert rows["aten op"] == "none: a custom autograd.Function (your own backward)"
+    # recorded in this process: torch.autograd.gradcheck of the live class on the inputs kept
     report = check_trace(t)
-    assert report.functions == () and report.reason == TORCH_TRACE_REASON
+    assert [(c.op, c.status) for c in report.wrong_functions] == [("_WrongSquare", "wrong")]
+    assert check_trace(t, saved=True).reason == torch_unreachable_reason(["_WrongSquare"])
 
 
 class _Layer(nn.Module):

@@ -1,6 +1,7 @@
 """Check gradients from the window: the wrong backward is flagged (panel and graph), the right
 one is not; typed expressions check their leaves; the NaN example jumps to its step."""
 
+import pytest
 from PySide6 import QtWidgets
 
 from viewer.model.checks.gradcheck import OVERLAY_KIND
@@ -162,3 +163,48 @@ def test_the_results_fit_a_narrow_dock_without_scrolling_sideways(qtbot, window,
     assert area.maximumHeight() >= panel.summary.heightForWidth(area.viewport().width())
     header = table.horizontalHeaderItem(2)
     assert header.text() == "Rel. err" and "central differences" in header.toolTip()
+
+
+TORCH_SCRIPT = """
+import torch
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x  # the factor 2 is missing
+
+w = torch.nn.Parameter(torch.tensor([1.0, -2.0, 0.5]))
+for step in range(2):
+    w.grad = None
+    torch.tanh(Square.apply(w)).sum().backward()
+"""
+
+
+def test_a_torch_scripts_wrong_custom_function_is_flagged_in_the_panel(
+    qtbot, window, wait_for_script, tmp_path
+):
+    pytest.importorskip("torch")
+    script = tmp_path / "custom_torch.py"
+    script.write_text(TORCH_SCRIPT)
+    assert window.open_path(script, confirm_scripts=False)
+    wait_for_script(window)
+    result = window.document.script_result
+    assert result.ok, result.error
+    assert "wrong backward: Square" in result.graphs[0].title
+    window.document.show_script_graph(0)
+    window.actions["check_gradients"].trigger()
+    panel = window.gradcheck_panel
+    assert panel.cell_text(0, 0).startswith("Square")  # wrong ones first
+    assert panel.cell_text(0, 1) == "wrong"
+    assert "for input 0" in panel.rows[0].detail
+    assert "torch.autograd.gradcheck" in panel.rows[0].detail
+    assert "the backward of Square is wrong" in panel.summary.text()
+    assert _overlay_badges(window)["Square"] == "wrong backward"
+    # torch's own ops are listed as not checked, never as passed
+    assert {row.status for row in panel.rows[1:]} == {"skipped"}

@@ -519,6 +519,9 @@ class FunctionSample:
     inputs: tuple[NDArray[Any], ...]
     dropped: tuple[str, ...] = ()  # attributes that were not plain data and were left out
     result: tuple[str, tuple[SlotCheck, ...], str] | None = None  # (status, slots, message)
+    # a custom torch.autograd.Function (checked with torch.autograd.gradcheck), not an
+    # autodiff Function: a graph's op of the same name is only matched to its own engine's
+    torch: bool = False
 
     @property
     def op(self) -> str:
@@ -581,6 +584,8 @@ class FunctionSampler:
         self.passes_unchecked = 0  # passes with a call of an own class the budget left out
         self._missed = False
         self.last_pass_missed = False  # the pass end_pass closed: the budget left one out
+        # checks another engine's recorder queued (custom torch Functions: queue_check)
+        self._queued: list[tuple[type, Callable[[], tuple], tuple[NDArray[Any], ...]]] = []
         # the pass being run will be kept (its graph shown): checked whatever the budget
         # (a bounded number: the sample's), so what the list shows is never unchecked
         self.priority = True
@@ -644,6 +649,44 @@ class FunctionSampler:
         if cls not in self._full:
             self._keep(cls, function, inputs, result)
 
+    def queue_check(
+        self,
+        cls: type,
+        check: Callable[[], tuple[str, tuple[SlotCheck, ...], str]],
+        inputs: tuple[NDArray[Any], ...],
+    ) -> None:
+        """Queue the check of a class another engine's recorder saw (a custom
+        ``torch.autograd.Function``'s first call, :mod:`viewer.model.checks.torch_check`):
+        ``check()`` gives (status, slot checks, message), made by :meth:`run_queued` at a
+        pass's end within the budget; ``inputs``: the call's arrays, kept with the result."""
+        self._queued.append((cls, check, inputs))
+
+    def run_queued(self) -> None:
+        """At a pass's end, before :meth:`end_pass`: the queued checks, while the budget
+        allows (the pass is then unchecked, and the rest wait for the next pass's end), or
+        whatever it says when the pass will be kept (``priority``)."""
+        while self._queued:
+            cls, check, inputs = self._queued[0]
+            self._checked.add(cls)
+            now = self._clock()
+            over = self._spent > self.budget * (now - self._began - self._spent) + PASS_CHECK_GRACE
+            if over and not self.priority:
+                self._missed = True
+                return
+            self._queued.pop(0)
+            try:
+                try:
+                    result = check()
+                except Exception as e:  # the check's own failure: no verdict on the class
+                    result = ("skipped", (), f"{cls.__name__} could not be checked: "
+                              f"{describe_error(e)}")  # fmt: skip
+            finally:
+                self._spent += self._clock() - now
+            if result[0] == "wrong":
+                self._wrong.append(cls.__name__)
+            sample = FunctionSample(cls, {}, inputs, (), result, torch=True)
+            self.samples.setdefault(cls, []).append(sample)
+
     def end_pass(self) -> tuple[str, ...]:
         """A backward pass ended: the ops of the script's own Functions whose check failed in
         it (since the last end_pass), and the next pass checks afresh."""
@@ -663,6 +706,13 @@ class FunctionSampler:
         self._wrong.clear()
         return wrong
 
-    def for_op(self, op: str) -> list[FunctionSample]:
-        """The samples of every class named ``op`` (a graph node knows only the name)."""
-        return [s for cls, found in self.samples.items() if cls.__name__ == op for s in found]
+    def for_op(self, op: str, torch: bool = False) -> list[FunctionSample]:
+        """The samples of every class named ``op`` (a graph node knows only the name), of
+        autodiff's Functions or (``torch``) of custom torch Functions."""
+        return [
+            s
+            for cls, found in self.samples.items()
+            if cls.__name__ == op
+            for s in found
+            if s.torch == torch
+        ]

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -74,6 +75,7 @@ __all__ = [
     "SAVED_TRACE_REASON",
     "STEP",
     "TORCH_CUSTOM_REASON",
+    "TORCH_NOTE",
     "TORCH_OP_REASON",
     "TORCH_TRACE_REASON",
     "Comparison",
@@ -89,6 +91,7 @@ __all__ = [
     "check_graph",
     "check_program",
     "check_trace",
+    "torch_unreachable_reason",
 ]
 
 MAX_FUNCTIONS = 400  # beyond this, a few Functions of each op stand for the rest
@@ -124,11 +127,25 @@ def _check_live(
     return _check_at(type(function), dict(vars(function)), inputs, **options)
 
 
+def _torch_recorded(
+    trace: TraceReader, fids: list[int], op: str, options: Mapping[str, Any]
+) -> tuple[str, tuple[SlotCheck, ...], str] | None:
+    """torch.autograd.gradcheck of custom Function ``op`` on its recorded inputs, where its
+    class is defined in this process; None where it is not (or torch was never imported:
+    then nothing here recorded a torch program)."""
+    if "torch" not in sys.modules:
+        return None
+    from viewer.model.checks.torch_check import check_recorded
+
+    return check_recorded(trace, fids, op, **options)
+
+
 def _function_checks(
     trace: TraceReader,
     samples: FunctionSampler | None,
     *,
     max_functions: int = MAX_FUNCTIONS,
+    classes_here: bool = False,
     **options: Any,
 ) -> tuple[list[FunctionCheck], list[str]]:
     ids = _function_ids(trace)
@@ -150,9 +167,26 @@ def _function_checks(
         for fid in torch_ids:
             by_torch_op.setdefault(trace.node(fid)["op"], []).append(fid)
         for op, fids in by_torch_op.items():
-            custom = is_custom_function(trace, fids[0])
-            reason = TORCH_CUSTOM_REASON if custom else TORCH_OP_REASON
-            checks.append(FunctionCheck(tuple(fids), op, "skipped", message=reason))
+            if not is_custom_function(trace, fids[0]):
+                checks.append(FunctionCheck(tuple(fids), op, "skipped", message=TORCH_OP_REASON))
+                continue
+            # the program's own autograd.Function: torch.autograd.gradcheck ran on its first
+            # inputs while the script ran (its class is gone with the script)
+            found = samples.for_op(op, torch=True) if samples is not None else []
+            if not found:
+                # a recording made in this process: the live class on the recorded inputs
+                checked = _torch_recorded(trace, fids, op, options) if classes_here else None
+                if checked is None:
+                    checks.append(
+                        FunctionCheck(tuple(fids), op, "skipped", message=TORCH_CUSTOM_REASON)
+                    )
+                else:
+                    checks.append(FunctionCheck(tuple(fids), op, *checked, "live"))
+                continue
+            results = [s.check() for s in found]
+            status = _worst_status(r[0] for r in results)
+            worst = next(r for r in results if r[0] == status)
+            checks.append(FunctionCheck(tuple(fids), op, status, worst[1], worst[2], "sample"))
     ops = {fid: trace.node(fid)["op"] for fid in ids}
     by_op: dict[str, list[int]] = {}
     for fid in ids:
@@ -176,7 +210,7 @@ def _function_checks(
         freed = tuple(fid for fid in fids if all(fid != lf for lf, _ in live))
         if not freed:
             continue
-        found = samples.for_op(op) if samples is not None else []
+        found = samples.for_op(op) if samples is not None else []  # (autodiff's, not torch's)
         if not found:
             checks.append(
                 FunctionCheck(
@@ -203,13 +237,33 @@ TORCH_OP_REASON = (
     "and cannot re-run torch's nodes; its gradients are shown as torch computed them"
 )
 TORCH_CUSTOM_REASON = (
-    "a custom torch.autograd.Function, recorded by autodiff.trace.pytorch: this check re-runs "
-    "autodiff's Functions and cannot re-run it; torch.autograd.gradcheck checks it in float64"
+    "a custom torch.autograd.Function, not checked: its class is not reachable from this "
+    "recording (a saved trace, or one recorded elsewhere), and no check of it was kept. A "
+    "script run from the viewer (File > Open Script) gradchecks it while it runs"
 )
 TORCH_TRACE_REASON = (
     "every Function here is torch's (a recording of autodiff.trace.pytorch): this check "
-    "re-runs autodiff's Functions, not torch's nodes, so nothing was checked. "
-    "torch.autograd.gradcheck checks a torch op or a custom autograd.Function in float64"
+    "re-runs autodiff's Functions, not torch's nodes, so nothing was checked (your own "
+    "torch.autograd.Functions are checked, with torch.autograd.gradcheck in float64)"
+)
+
+
+def torch_unreachable_reason(ops: Sequence[str]) -> str:
+    """Why nothing of a torch recording was checked when its custom Functions ``ops`` could
+    not be: torch's own nodes are never re-run, and their classes are not reachable."""
+    names = ", ".join(ops)
+    return (
+        "nothing was checked: torch's own nodes are not re-run here, and the class of your "
+        f"custom torch.autograd.Function {names} is not reachable from this recording (a saved "
+        "trace, or one recorded elsewhere) and no check of it was kept. A script run from the "
+        "viewer (File > Open Script) gradchecks it while it runs"
+    )
+
+
+TORCH_NOTE = (
+    "your own torch.autograd.Functions are checked with torch.autograd.gradcheck in float64 "
+    "(the figures: backward against central differences of forward); torch's own ops are not "
+    "re-run (a skipped row says why)"
 )
 SAVED_TRACE_REASON = (
     "a saved trace holds no program to re-run, and its objects are gone: gradients can't be "
@@ -227,6 +281,7 @@ def check_trace(
     samples: FunctionSampler | None = None,
     *,
     saved: bool = False,
+    classes_here: bool = True,
     rtol: float = RTOL,
     atol: float = ATOL,
     max_elements: int = MAX_ELEMENTS,
@@ -241,28 +296,51 @@ def check_trace(
     without the program that built the graph there is nothing to re-run (see
     :func:`check_program`).
 
+    A custom ``torch.autograd.Function`` of a torch recording is checked with
+    ``torch.autograd.gradcheck``: from ``samples`` (the check its script's run made), else,
+    with ``classes_here`` (the recording was made in this process, where its class is still
+    defined; never for a ``saved`` trace), on the inputs the recording kept.
+
     When no Function can be re-run at all (``saved``: the trace was loaded from a file) the
     report has no rows, only its ``reason``.
     """
     began = time.perf_counter()
     options = {"rtol": rtol, "atol": atol, "max_elements": max_elements, "seed": seed}
-    checks, notes = _function_checks(trace, samples, max_functions=max_functions, **options)
+    checks, notes = _function_checks(
+        trace,
+        samples,
+        max_functions=max_functions,
+        classes_here=classes_here and not saved,
+        **options,
+    )
     reason = ""
     if not checks:
         reason = "the graph has no Function to check (a leaf alone)"
     elif all(c.message in (TORCH_OP_REASON, TORCH_CUSTOM_REASON) for c in checks):
-        reason = TORCH_TRACE_REASON
+        custom = sorted({c.op for c in checks if c.message == TORCH_CUSTOM_REASON})
+        reason = torch_unreachable_reason(custom) if custom else TORCH_TRACE_REASON
         checks, notes = [], []
+    elif all(c.message == TORCH_OP_REASON or c.source in ("live", "sample") for c in checks) and (
+        not any(c.status in ("ok", "kink", "wrong") for c in checks)
+    ):
+        # torch's ops and custom Functions that could not be checked: the rows say why
+        reason = next(c.message for c in checks if c.source in ("live", "sample"))
     elif all(c.status == "skipped" and c.source == "" for c in checks):
         # One row per op saying the same thing would contradict nothing-checked: drop them.
         reason = SAVED_TRACE_REASON if saved else OBJECTS_GONE_REASON
         checks, notes = [], []
     else:
-        notes.append(
-            "each Function's backward was compared with central differences of its own "
-            "forward (a skipped row says why it could not be); leaf gradients are re-derived "
-            "only for typed expressions"
-        )
+        torch_rows = [
+            c for c in checks if c.node_ids and all(is_torch_function(trace, n) for n in c.node_ids)
+        ]
+        if torch_rows:
+            notes.append(TORCH_NOTE)
+        if len(torch_rows) < len(checks):
+            notes.append(
+                "each Function's backward was compared with central differences of its own "
+                "forward (a skipped row says why it could not be); leaf gradients are "
+                "re-derived only for typed expressions"
+            )
     return GradCheckReport(
         "trace",
         (),
@@ -498,6 +576,7 @@ def check_graph(
     *,
     samples: FunctionSampler | None = None,
     saved: bool = False,
+    classes_here: bool = True,
     **options: Any,
 ) -> GradCheckReport:
     """Check a graph as the viewer shows it.
@@ -505,11 +584,12 @@ def check_graph(
     With the typed ``program`` that built ``trace``: :func:`check_program` at ``values``
     (leaves and Functions), keeping only the results whose node ids mean the same node in
     ``trace``. Without: :func:`check_trace` with a script's ``samples``; ``saved``: the trace
-    was loaded from a file (nothing of it can be re-run).
+    was loaded from a file (nothing of it can be re-run); ``classes_here``: it was recorded in
+    this process (a custom torch Function's class may still be defined here).
     """
     if program is not None:
         return _matched(check_program(program, values, **options), trace)
-    return check_trace(trace, samples, saved=saved, **options)
+    return check_trace(trace, samples, saved=saved, classes_here=classes_here, **options)
 
 
 def _matched(report: GradCheckReport, trace: TraceReader) -> GradCheckReport:

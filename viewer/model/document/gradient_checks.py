@@ -69,9 +69,17 @@ def check_document(document: CheckedDocument, **options: Any) -> GradCheckReport
     samples = result.samples if document.kind == "script" and result is not None else None
     path = document.path
     saved = document.kind == "trace" and path is not None and path.suffix.lower() == ".json"
+    # a trace recorded in this process, not read from a file nor sent by a script's worker
+    here = document.kind == "trace" and path is None
     try:
         report = check_graph(
-            document.trace, program, values, samples=samples, saved=saved, **options
+            document.trace,
+            program,
+            values,
+            samples=samples,
+            saved=saved,
+            classes_here=here,
+            **options,
         )
     except Exception as e:  # ExpressionError, or a bug in a check: the app stays up
         return _refuse(document, f"the gradient check failed: {describe_error(e)}")

@@ -749,8 +749,11 @@ def _drop_namespace(namespace: dict[str, Any] | None, path: Path) -> None:
         functions: list[Any] = []
         if isinstance(value, types.FunctionType):
             functions.append(value)
-        elif isinstance(value, type):
-            functions.extend(v for v in vars(value).values() if isinstance(v, types.FunctionType))
+        elif isinstance(value, type):  # (a torch autograd.Function's are staticmethods)
+            for v in vars(value).values():
+                v = v.__func__ if isinstance(v, staticmethod | classmethod) else v
+                if isinstance(v, types.FunctionType):
+                    functions.append(v)
         for function in functions:
             g = function.__globals__
             if g.get("__file__") is not None and Path(g["__file__"]).resolve() == path:

@@ -45,7 +45,12 @@ from typing import Any
 
 from autodiff.leaks import Survivor
 from viewer.model.scripts.pass_recording import call_line, place_norm
-from viewer.model.scripts.pass_sampling import FLAG_NONFINITE, pass_label
+from viewer.model.scripts.pass_sampling import (
+    FLAG_GRADCHECK,
+    FLAG_NONFINITE,
+    FLAG_UNCHECKED,
+    pass_label,
+)
 
 __all__ = ["TorchGraph", "TorchPasses"]
 
@@ -140,6 +145,9 @@ class TorchPasses:
         self._columns: dict[str, int | None] = {}
         self._roots: dict[int, Any] = {}  # pass index -> weakref of its root (for the audit)
         self._mp_main: Any = None
+        # the first inputs of the program's own autograd.Functions, for the gradient check
+        # (viewer.model.checks.torch_check.FunctionInputs; only when the run keeps samples)
+        self._inputs: Any = None
 
     # ------------------------------------------------------------------ start and stop
     def start(self) -> None:
@@ -172,6 +180,11 @@ class TorchPasses:
             setattr(autograd, name, self._wrap(original, name))
             self._patched.append((autograd, name, original))
         self._hook = torch.nn.modules.module.register_module_forward_pre_hook(self._module_called)
+        if self._engine.checker is not None:
+            from viewer.model.checks.torch_check import FunctionInputs
+
+            self._inputs = FunctionInputs(self._engine.checker, self.max_array_size)
+            self._inputs.start()
         # The first op under a dispatch mode imports torch._dynamo: imported now, so that the
         # reference cycles of finished frames it leaves (a frame that keeps itself as a
         # local), whose callers are the script's frames, are collected below with torch's
@@ -218,6 +231,8 @@ class TorchPasses:
         if self._hook is not None:
             self._hook.remove()
             self._hook = None
+        if self._inputs is not None:
+            self._inputs.stop()
         trace = self._end_recording()
         if not len(self.log) and trace is not None:  # no backward at all: its last outputs
             self.outputs = [(trace, int(nid)) for nid in trace.outputs(last=3)]
@@ -300,7 +315,10 @@ class TorchPasses:
                 if column == -1:
                     column = self._columns[label] = self.log.parameter(label)
                 place_norm(norms, column, norm)
+        flags |= self._check_functions(index)
         dropped = engine.log_pass(loss, iteration, flags, norms, held)
+        if self._inputs is not None:  # the passes the sample will show are always checked
+            engine.checker.priority = self.reservoir.likely_kept(index + 1)
         if trace is not None and len(trace.backward_roots) > before:
             self.kept[index] = TorchGraph(trace, before, index)
         for gone in dropped:  # freed at once, the engine's too (one reservoir for both)
@@ -311,6 +329,24 @@ class TorchPasses:
         if self._torch._C._len_torch_dispatch_stack() == self._stack:
             self._end_recording()  # from here on each pass gets a recording of its own
             self._begin_recording()
+
+    def _check_functions(self, index: int) -> int:
+        """At pass ``index``'s end: gradcheck the program's own Functions first called since
+        (within the run's check budget); the pass's flags for what was found."""
+        if self._inputs is None:
+            return 0
+        checker = self._engine.checker
+        self._depth += 1  # gradcheck's own torch.autograd.grad calls are no passes
+        try:
+            with self._torch._C._DisableTorchDispatch():  # nor its ops the program's
+                checker.run_queued()
+        finally:
+            self._depth -= 1
+        wrong = checker.end_pass()
+        if wrong:
+            self._engine.wrong[index] = wrong
+            return FLAG_GRADCHECK
+        return FLAG_UNCHECKED if checker.last_pass_missed else 0
 
     def _prune(self) -> None:
         """Forget the passes the reservoir no longer keeps (the engine's passes drop ours)."""
@@ -377,6 +413,7 @@ class TorchPasses:
                 int(iterations[index]),
                 float(losses[index]),
                 int(flags[index]),
+                wrong=self._engine.wrong.get(index, ()),
             )
             rows.append((index, title, g.trace, int(roots[g.backward_pass]), g.backward_pass))
         for trace, nid in self.outputs:

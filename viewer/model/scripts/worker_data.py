@@ -148,7 +148,8 @@ def _number(v: Any) -> float:
 # =============================================================================
 def pack_samples(sampler: FunctionSampler, arrays: list[np.ndarray]) -> list[Any]:
     """Every sample of ``sampler`` as data: its class by module and name, its plain
-    attributes and inputs, and the check made during the run (the script's own classes)."""
+    attributes and inputs, the check made during the run (the script's own classes) and
+    whether it is a custom torch Function's (its check torch.autograd.gradcheck's)."""
     out = []
     for cls, found in sampler.samples.items():
         for sample in found:
@@ -168,6 +169,7 @@ def pack_samples(sampler: FunctionSampler, arrays: list[np.ndarray]) -> list[Any
                     "inputs": [pack(np.asarray(x), arrays) for x in sample.inputs],
                     "dropped": [str(d) for d in sample.dropped],
                     "result": result,
+                    "torch": bool(sample.torch),
                 }
             )
     return out
@@ -209,10 +211,13 @@ def unpack_samples(data: Any, arrays: Sequence[np.ndarray], per_class: int = 2) 
         params = unpack(row.get("params"), arrays)
         inputs = tuple(unpack(x, arrays) for x in _items(row.get("inputs")))
         dropped = tuple(str(d) for d in _items(row.get("dropped")))
+        from_torch = row.get("torch", False)
+        if type(from_torch) is not bool:
+            raise ValueError(f"sample {i}: a bad torch mark")
         if type(params) is not dict or not all(isinstance(x, np.ndarray) for x in inputs):
             raise ValueError(f"sample {i}: bad attributes or inputs")
         sampler.samples.setdefault(cls, []).append(
-            FunctionSample(cls, params, inputs, dropped, result)
+            FunctionSample(cls, params, inputs, dropped, result, torch=from_torch)
         )
     return sampler
 
