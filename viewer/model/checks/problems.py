@@ -138,6 +138,7 @@ class Thresholds:
     saturated_level: float = 0.97  # region: |tanh| above this, sigmoid within 1 - this of 0/1
     vanishing_orders: float = 4.0  # vanishing-gradient: this many orders below the largest layer
     exploding_ratio: float = 10.0  # exploding-gradient: |grad| over |param| above this
+    exploding_floor: float = 10.0  # exploding-gradient: and the gradient's RMS above this
     diverging_passes: int = 5  # diverging-loss: the loss grew over this many passes in a row
     budget_seconds: float = 10.0  # the time the graph detectors may take over one source
 
