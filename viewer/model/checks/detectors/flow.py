@@ -211,7 +211,10 @@ def _where_cut(
         # a copy that a cut then used (torch's nested no_grad ops): the cut names it better
         cut = _first_cut(_made_from(made | {copied[0]}, window), window, cuts)
     if cut is not None:
-        return _cut_words(reader, base, cut, cuts[cut], first_backward)
+        words, step, nodes = _cut_words(reader, base, cut, cuts[cut], first_backward)
+        if step is None:  # the cut ran outside the drawn graph: where its result enters it
+            step = _first_use(reader, _made_from(made | {cut}, window))
+        return words, step, nodes
     if copied is not None:
         leaf, source, step = copied
         return (
@@ -299,13 +302,14 @@ def _copied_leaf(
             continue
         for source, value in values.get(tuple(v.shape), ()):
             if value == v:
-                return leaf, source, _first_use(reader, leaf)
+                return leaf, source, _first_use(reader, {leaf})
     return None
 
 
-def _first_use(reader: Any, node: int) -> int | None:
+def _first_use(reader: Any, nodes: set[int]) -> int | None:
+    """The reader's first forward step that uses one of ``nodes``."""
     for step in reader.steps:
-        if step.phase == "forward" and node in step.inputs:
+        if step.phase == "forward" and any(n in nodes for n in step.inputs):
             return step.index
     return None
 
