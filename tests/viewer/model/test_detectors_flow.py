@@ -243,6 +243,28 @@ def test_forgotten_cleargrads_is_found_from_the_second_pass():
         assert step.phase == "backward" and set(step.inputs) & set(p.nodes)
 
 
+@pytest.mark.parametrize("clear", [False, True], ids=["forgotten", "cleared"])
+def test_a_plain_variable_updated_by_hand_is_a_weight_the_data_is_not(clear):
+    def program():
+        x = Variable(np.array([[0.5, -1.0, 2.0]]), name="x")
+        w = Variable(np.array([[0.1], [0.2], [-0.3]]), name="w")
+        for _ in range(2):
+            loss = F.sum(F.tanh(F.matmul(x, w)) ** 2)
+            if clear:
+                w.cleargrad()
+            loss.backward()  # x's gradient is carried over too: it is data, never updated
+            w.data -= 0.1 * w.grad.data
+
+    graphs = engine(program)
+    found = run(flow.carried_gradient, graphs)
+    if clear:
+        assert found == []
+    else:
+        (p,) = found
+        assert p.graph == 1 and "gradient of w," in p.message
+        assert [graphs[1].reader.node(n)["name"] for n in p.nodes] == ["w"]
+
+
 def test_cleargrads_before_backward_carries_nothing():
     assert run(flow.carried_gradient, engine(fit, seeded(TwoLayer), passes=3)) == []
 
@@ -479,10 +501,9 @@ def test_a_script_without_cleargrads_is_reported_through_detect(tmp_path):
     assert "carried-gradient" in report.ran
 
 
-BUGGY = {"wrong_backward", "nan_log"}
-CORRECT = [
-    e for e in list_examples() if e.stem not in BUGGY and e.category != "leaks" and not e.missing
-]
+# The examples meant to be correct, and those that demonstrate another kind's bug (a wrong
+# backward, a graph held): the flow detectors find nothing above info in any of them.
+SILENT = [e for e in list_examples() if e.stem != "nan_log" and not e.missing]
 
 
 def _inputs(example) -> list[GraphInput]:
@@ -495,8 +516,8 @@ def _inputs(example) -> list[GraphInput]:
     return [GraphInput(result.view(i), i) for i in picked]
 
 
-@pytest.mark.parametrize("example", CORRECT, ids=[e.stem for e in CORRECT])
-def test_correct_examples_report_nothing_above_info(example):
+@pytest.mark.parametrize("example", SILENT, ids=[e.stem for e in SILENT])
+def test_examples_report_nothing_above_info(example):
     graphs = _inputs(example)
     ran = False
     for detector in FLOW:

@@ -38,6 +38,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from autodiff.trace import NodeState
 from viewer.model.checks.problems import (
     CannotRun,
     GraphInput,
@@ -319,14 +320,15 @@ def _first_use(reader: Any, nodes: set[int]) -> int | None:
 # ------------------------------------------------------------------------------------------
 @graph_detector("carried-gradient")
 def carried_gradient(graph: GraphInput, limits: Thresholds) -> list[Problem]:
-    """A backward pass that added to gradients left over from an earlier pass."""
-    from autodiff.trace import NodeState
-
+    """A backward pass that added to gradients left over from an earlier pass: of parameters,
+    and of other leaves the program updates between the passes (a weight kept as a plain
+    Variable); a leaf it never changes (the data) is not trained, its gradient not used."""
     reader = graph.reader
     passes = _passes(reader)
     if not passes:
         raise CannotRun(_NO_BACKWARD)
     steps = reader.steps
+    params = reader.parameters()
     problems = []
     for bpass, indexes in sorted(passes.items()):
         first: dict[int, int] = {}  # leaf -> the pass's first step giving it a gradient
@@ -339,11 +341,12 @@ def carried_gradient(graph: GraphInput, limits: Thresholds) -> list[Problem]:
         for node, k in sorted(first.items(), key=lambda item: (item[1], item[0])):
             if reader.state_at(node, k - 1) is not NodeState.GRAD_CARRIED:
                 continue
-            if reader.grad_fate(node, k - 1).adder == bpass:
+            if reader.grad_fate(node, k - 1).adder != bpass:
+                continue
+            if node in params or _updated(reader, node, k - 1):
                 carried.append((node, k))
         if not carried:
             continue
-        params = reader.parameters()
         carried.sort(key=lambda item: (item[0] not in params, item[1], item[0]))
         nodes = tuple(n for n, _ in carried)
         verb = "is" if len(nodes) == 1 else "are"
@@ -361,6 +364,20 @@ def carried_gradient(graph: GraphInput, limits: Thresholds) -> list[Problem]:
             )
         )
     return problems
+
+
+def _updated(reader: Any, node: int, step: int) -> bool:
+    """Whether leaf ``node``'s value after the reader's ``step`` differs from its value when
+    the pass that left its gradient ended (False when that pass is not in the recording)."""
+    origin = reader.grad_origin(node, step)
+    base = reader.base
+    if origin is None or origin < 0 or base is None:
+        return False
+    steps = base.steps
+    for k in range(reader.global_step(step), -1, -1):
+        if steps[k].phase == "backward" and steps[k].backward_pass == origin:
+            return base.value_at(node, k) != reader.value_at(node, step)
+    return False
 
 
 # ------------------------------------------------------------------------------------------
