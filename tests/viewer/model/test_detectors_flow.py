@@ -42,8 +42,8 @@ def run(detector, graphs: list[GraphInput], limits: Thresholds | None = None) ->
     return found
 
 
-def engine(program, *args, **kwargs) -> list[GraphInput]:
-    with record() as t:
+def engine(program, *args, max_array_size: int = 4096, **kwargs) -> list[GraphInput]:
+    with record(max_array_size=max_array_size) as t:
         program(*args, **kwargs)
     return views(t)
 
@@ -310,6 +310,19 @@ def test_a_deep_stack_with_tiny_weights_vanishes_at_the_first_layers():
     assert g.reader.steps[first.step].phase == "backward"
     looser = Thresholds(vanishing_orders=30.0)
     assert flow.vanishing_gradient(g, looser) == []  # the threshold is the limit
+
+
+def test_summarised_arrays_are_read_through_their_statistics():
+    (g,) = engine(fit, seeded(Deep, True), passes=1, max_array_size=0)
+    w = next(n for n in g.reader.parameters() if g.reader.node(n)["name"] == "l0.W")
+    assert g.reader.grad_at(w, len(g.reader.steps) - 1).array is None  # a summary
+    found = flow.vanishing_gradient(g, Thresholds())
+    assert found and found[0].message.startswith("layer Deep/l0'")
+    graphs = engine(fit, seeded(Line), passes=1, lr=0.001, scale=30.0, max_array_size=0)
+    assert run(flow.exploding_gradient, graphs)
+    graphs = engine(fit, seeded(TwoLayer, "data"), passes=1, max_array_size=0)
+    (p,) = run(flow.unreached_parameter, graphs)
+    assert "Variable(h.data)" in p.message
 
 
 def test_the_same_stack_initialised_as_usual_does_not_vanish():

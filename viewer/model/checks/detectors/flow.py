@@ -170,7 +170,7 @@ def unreached_parameter(graph: GraphInput, limits: Thresholds) -> list[Problem]:
         candidates = sorted((used | shown) - reached)
         found: dict[tuple[str, int | None, tuple[int, ...]], list[int]] = {}
         for p in candidates:
-            why, step, cut_nodes = _where_cut(reader, base, p, window, drawn, indexes[0])
+            why, step, cut_nodes = _where_cut(reader, base, p, window, indexes[0])
             found.setdefault((why, step, cut_nodes), []).append(p)
         for (why, step, cut_nodes), group in found.items():
             verb = "gets" if len(group) == 1 else "get"
@@ -200,7 +200,7 @@ def _forward_window(reader: Any, base: Any, first_backward: int) -> list[Any]:
 
 
 def _where_cut(
-    reader: Any, base: Any, param: int, window: list[Any], drawn: set[int], first_backward: int
+    reader: Any, base: Any, param: int, window: list[Any], first_backward: int
 ) -> tuple[str, int | None, tuple[int, ...]]:
     """Why ``param``'s path to the loss was cut: (the words, the reader's step where it shows,
     the cut's nodes)."""
