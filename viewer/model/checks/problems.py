@@ -284,11 +284,6 @@ class ProblemReport:
         )
 
 
-def _load_detectors() -> None:
-    """Import the detector modules (they register on import)."""
-    import viewer.model.checks.detectors  # noqa: F401  (registers)
-
-
 def detect(
     graphs: Iterable[GraphInput],
     run: RunInput | None = None,
@@ -301,7 +296,6 @@ def detect(
     every run detector over ``run``; the problems sorted most severe first, then by graph and
     step. A detector that fails with an unexpected error is reported as skipped with the error,
     never raised: a bug in one detector must not hide the others' findings."""
-    _load_detectors()
     limits = limits or Thresholds()
     report = ProblemReport()
     ran: set[str] = set()
