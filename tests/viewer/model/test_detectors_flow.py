@@ -4,6 +4,8 @@ meant to be correct report nothing above info."""
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
@@ -276,6 +278,38 @@ def test_torch_forgotten_zero_grad_is_found_and_its_twin_is_silent():
     assert run(flow.carried_gradient, torch_run(torch_two_layer, passes=3)) == []
 
 
+def micrograd_fit(zero: bool) -> None:
+    from autodiff.micrograd.nn import MLP
+
+    random.seed(1337)
+    model = MLP(3, [4, 1])
+    xs = [[2.0, 3.0, -1.0], [3.0, -1.0, 0.5]]
+    for _ in range(3):
+        loss = sum((model(x) - y) ** 2 for x, y in zip(xs, [1.0, -1.0], strict=True))
+        if zero:
+            model.zero_grad()
+        loss.backward()
+        for p in model.parameters():
+            p.data -= 0.05 * p.grad
+
+
+def test_micrograd_forgotten_zero_grad_is_found_and_its_twin_is_silent():
+    with record() as t:
+        micrograd_fit(zero=False)
+    graphs = [GraphInput(g.reader, g.graph, source="micrograd") for g in views(t)]
+    found = run(flow.carried_gradient, graphs)
+    assert [p.graph for p in found] == [1, 2]
+    assert "model.zero_grad() (micrograd)" in found[0].message
+    assert len(found[0].nodes) == 4 * (3 + 1) + (4 + 1)  # every weight and bias of the MLP
+    with record() as t:
+        micrograd_fit(zero=True)
+    assert run(flow.carried_gradient, views(t, "micrograd")) == []
+    # micrograd's weights are plain Values: the detectors that need parameters say so
+    for detector in (flow.unreached_parameter, flow.vanishing_gradient, flow.exploding_gradient):
+        with pytest.raises(CannotRun, match="no parameters"):
+            detector(views(t, "micrograd")[0], Thresholds())
+
+
 # ------------------------------------------------------------------------------------------
 # vanishing-gradient
 # ------------------------------------------------------------------------------------------
@@ -444,6 +478,17 @@ def test_log_of_a_negative_is_the_first_nan_in_a_value():
     assert p.nodes == (step.function, *step.outputs)
 
 
+def test_a_nan_leaf_of_micrograd_is_found_where_it_is_first_used():
+    from autodiff.micrograd.engine import Value
+
+    with record() as t:
+        (Value(float("nan")) * Value(2.0) + Value(1.0)).backward()
+    (g,) = views(t, "micrograd")
+    (p,) = flow.nonfinite(g, Thresholds())
+    assert p.message.startswith("NaN first appears in the value") and "`Mul`" in p.message
+    assert "inputs already hold NaN" in p.message and p.step == 0
+
+
 def test_a_square_root_at_zero_is_the_first_inf_in_a_gradient():
     def program():
         x = Variable(np.array([0.0, 1.0, 4.0]), name="x")
@@ -470,6 +515,8 @@ def test_torch_log_of_a_negative_and_zero_over_zero_and_their_twin():
             y = torch.log(x - 2.0)
         elif bug == "0/0":
             y = (x - x) / (x - x)
+        elif bug == "sqrt(0)":
+            y = torch.sqrt(x * 0)
         else:
             y = torch.log(x + 2.0)
         y.sum().backward()
@@ -480,6 +527,10 @@ def test_torch_log_of_a_negative_and_zero_over_zero_and_their_twin():
     (g,) = torch_run(program, "0/0")
     (p,) = flow.nonfinite(g, Thresholds())
     assert "NaN" in p.message and "`div`" in p.message
+    (g,) = torch_run(program, "sqrt(0)")
+    (p,) = flow.nonfinite(g, Thresholds())
+    assert p.message.startswith("Inf first appears in the gradient") and "`sqrt`" in p.message
+    assert step_of(g, p).phase == "backward"
     (g,) = torch_run(program, "fine")
     assert flow.nonfinite(g, Thresholds()) == []
 

@@ -101,8 +101,10 @@ class Problem:
 
     def line(self) -> str:
         """The line ``--check`` prints: the kind first."""
-        where = "" if self.graph is None else f" [graph {self.graph}" + (
-            "]" if self.step is None else f", step {self.step}]"
+        where = (
+            ""
+            if self.graph is None
+            else f" [graph {self.graph}" + ("]" if self.step is None else f", step {self.step}]")
         )
         return f"{self.kind} {self.severity}: {self.message}{where}"
 
@@ -248,8 +250,9 @@ class ProblemReport:
         looked = f"{len(self.ran)} detectors ran on {self.graphs} of {self.graphs_total} graphs"
         if not self.problems:
             return f"No problems found: {looked}."
-        found = ", ".join(f"{n} {s}{'s' if n != 1 and s != 'info' else ''}"
-                          for s, n in count.items() if n)
+        found = ", ".join(
+            f"{n} {s}{'s' if n != 1 and s != 'info' else ''}" for s, n in count.items() if n
+        )
         return f"{found}: {looked}."
 
     def to_json(self) -> dict[str, Any]:
@@ -307,7 +310,7 @@ def detect(
             break
         report.graphs += 1
         for kind, fn in _GRAPH.items():
-            _call(kind, lambda fn=fn: fn(graph, limits), report, ran)
+            _call(kind, lambda fn=fn, graph=graph: fn(graph, limits), report, ran)
     if run is not None:
         for kind, fn in _RUN.items():
             _call(kind, lambda fn=fn: fn(run, limits), report, ran)
@@ -325,7 +328,7 @@ def _call(kind: str, fn: Callable[[], list[Problem]], report: ProblemReport, ran
     except CannotRun as why:
         report.skipped.setdefault(kind, str(why))
         return
-    except Exception as error:  # noqa: BLE001 (a detector's bug is reported, not raised)
+    except Exception as error:  # a detector's bug is reported, not raised
         report.skipped.setdefault(kind, f"the detector failed: {type(error).__name__}: {error}")
         return
     ran.add(kind)

@@ -350,14 +350,17 @@ def carried_gradient(graph: GraphInput, limits: Thresholds) -> list[Problem]:
         carried.sort(key=lambda item: (item[0] not in params, item[1], item[0]))
         nodes = tuple(n for n, _ in carried)
         verb = "is" if len(nodes) == 1 else "are"
+        if graph.source == "micrograd":
+            clear = "model.zero_grad() (micrograd)"
+        else:
+            clear = "model.cleargrads() (DeZero) / optimizer.zero_grad() (PyTorch)"
         problems.append(
             Problem(
                 "carried-gradient",
                 "warning",
                 f"this backward adds to the gradient of {_names(reader, nodes)}, which {verb} "
-                "left over from an earlier pass: call model.cleargrads() (DeZero) / "
-                "optimizer.zero_grad() (PyTorch) before backward(), unless you accumulate "
-                "gradients over passes on purpose",
+                f"left over from an earlier pass: call {clear} before backward(), unless you "
+                "accumulate gradients over passes on purpose",
                 graph.graph,
                 min(k for _, k in carried),
                 nodes,
