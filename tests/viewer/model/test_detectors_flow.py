@@ -272,9 +272,15 @@ def test_cleargrads_before_backward_carries_nothing():
 
 
 def test_torch_forgotten_zero_grad_is_found_and_its_twin_is_silent():
-    found = run(flow.carried_gradient, torch_run(torch_two_layer, passes=3, zero=False))
+    graphs = torch_run(torch_two_layer, passes=3, zero=False)
+    found = run(flow.carried_gradient, graphs)
     assert [p.graph for p in found] == [1, 2]
-    assert all("l1.weight" in p.message and "zero_grad()" in p.message for p in found)
+    for p, g in zip(found, graphs[1:], strict=True):
+        assert p.severity == "warning"
+        assert "l1.weight" in p.message and "optimizer.zero_grad()" in p.message
+        names = set(g.reader.names(p.nodes))
+        assert names == {"l1.weight", "l1.bias", "l2.weight", "l2.bias"}
+        assert step_of(g, p).phase == "backward"
     assert run(flow.carried_gradient, torch_run(torch_two_layer, passes=3)) == []
 
 
@@ -386,6 +392,8 @@ def test_torch_sigmoid_stack_with_tiny_init_vanishes_and_a_tanh_stack_does_not()
     found = flow.vanishing_gradient(g, Thresholds())
     assert found and found[0].message.startswith("layer Sequential/0'")
     assert "below Sequential/12" in found[0].message
+    assert set(g.reader.names(found[0].nodes)) == {"0.weight", "0.bias"}
+    assert found[0].severity == "warning" and step_of(g, found[0]).phase == "backward"
     (g,) = torch_run(program, False)
     assert flow.vanishing_gradient(g, Thresholds()) == []
 
@@ -453,8 +461,11 @@ def test_torch_unscaled_inputs_explode_and_scaled_ones_do_not():
             ((model(x) - 2 * x) ** 2).mean().backward()
             optimizer.step()
 
-    found = run(flow.exploding_gradient, torch_run(program, 30.0))
+    graphs = torch_run(program, 30.0)
+    found = run(flow.exploding_gradient, graphs)
     assert found and found[0].message.startswith("weight's gradient")
+    assert found[0].severity == "warning" and "clip" in found[0].message
+    assert graphs[found[0].graph].reader.names(found[0].nodes) == ["weight"]
     assert run(flow.exploding_gradient, torch_run(program, 1.0)) == []
 
 
@@ -524,6 +535,8 @@ def test_torch_log_of_a_negative_and_zero_over_zero_and_their_twin():
     (g,) = torch_run(program, "log")
     (p,) = flow.nonfinite(g, Thresholds())
     assert p.severity == "error" and "`log`" in p.message and "value" in p.message
+    step = step_of(g, p)
+    assert step.phase == "forward" and p.nodes == (step.function, *step.outputs)
     (g,) = torch_run(program, "0/0")
     (p,) = flow.nonfinite(g, Thresholds())
     assert "NaN" in p.message and "`div`" in p.message
