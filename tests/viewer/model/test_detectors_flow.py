@@ -210,6 +210,16 @@ def test_torch_cuts_are_named(cut, words):
         assert step_of(g, p).phase == "forward"
 
 
+def test_a_saved_torch_trace_still_names_no_grad(tmp_path):
+    pytorch = pytest.importorskip("autodiff.trace.pytorch")
+    with pytorch.record() as t:
+        torch_two_layer("no_grad")
+    t.to_json(tmp_path / "run.json")
+    found = run(flow.unreached_parameter, views(load(tmp_path / "run.json"), "trace"))
+    assert len(found) == 2
+    assert all("`linear` ran under `torch.no_grad()`" in p.message for p in found)
+
+
 def test_torch_correct_twin_reaches_every_parameter():
     assert run(flow.unreached_parameter, torch_run(torch_two_layer)) == []
 

@@ -254,11 +254,10 @@ def _cut_words(
     reader: Any, base: Any, node: int, cut_step: int, first_backward: int
 ) -> tuple[str, int | None, tuple[int, ...]]:
     creator = base.creator_of(node)
-    fnode = base.node(creator) if creator >= 0 else {}
-    op = fnode.get("op") or "?"
+    op = (base.node(creator).get("op") if creator >= 0 else None) or "?"
     if op == "detach":
         how = "`.detach()` (or `.data`) cut its path"
-    elif "torch_node" in fnode:  # a torch op that ran without autograd
+    elif _torch(reader):  # a torch op that ran without autograd made the cut
         how = f"`{op}` ran under `torch.no_grad()` and cut its path"
     else:
         how = f"`unchain()` / `unchain_backward()` cut its path after `{op}`"
@@ -266,6 +265,12 @@ def _cut_words(
     shown = 0 <= local < first_backward and reader.global_step(local) == cut_step
     step = local if shown else None
     return f"{how} ({_name(reader, node)}); backward stops there", step, (node,)
+
+
+def _torch(reader: Any) -> bool:
+    """Whether the graph is a PyTorch recording (live or saved): its functions name the
+    autograd node torch made (``torch_node``, kept with a saved trace)."""
+    return any("torch_node" in reader.function_params(f) for f in reader.functions)
 
 
 def _copied_leaf(
