@@ -441,7 +441,7 @@ def test_unscaled_inputs_give_gradients_far_larger_than_the_weights():
     p = found[0]
     g = graphs[p.graph]
     assert (p.kind, p.severity) == ("exploding-gradient", "warning")
-    assert p.message.startswith("fc.W's gradient")
+    assert p.message.startswith("fc.W's gradient") and "times its value's" in p.message
     assert "smaller learning rate" in p.message and "clip" in p.message
     assert g.reader.node(p.nodes[0])["name"] == "fc.W"
     assert g.reader.steps[p.step].phase == "backward"

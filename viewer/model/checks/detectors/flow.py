@@ -474,14 +474,17 @@ def exploding_gradient(graph: GraphInput, limits: Thresholds) -> list[Problem]:
                 continue
             if grad_rms <= limits.exploding_floor or grad_rms <= limits.exploding_ratio * value_rms:
                 continue
-            ratio = "" if value_rms == 0 else f", {grad_rms / value_rms:.3g} times its value's"
+            if value_rms == 0:
+                than = "while its value is 0"
+            else:
+                than = f"{grad_rms / value_rms:.3g} times its value's ({value_rms:.3g})"
             problems.append(
                 Problem(
                     "exploding-gradient",
                     "warning",
                     f"{_name(reader, p)}'s gradient is {grad_rms:.3g} per element (root mean "
-                    f"square){ratio} ({value_rms:.3g}): a step would throw it far away; use a "
-                    "smaller learning rate or clip the gradients",
+                    f"square), {than}: a step would throw it far away; use a smaller learning "
+                    "rate or clip the gradients",
                     graph.graph,
                     last,
                     (p,),
