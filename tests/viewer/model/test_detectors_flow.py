@@ -326,6 +326,34 @@ def test_micrograd_forgotten_zero_grad_is_found_and_its_twin_is_silent():
             detector(views(t, "micrograd")[0], Thresholds())
 
 
+@pytest.mark.parametrize(
+    ("stem", "line", "names"),
+    [
+        ("cnn_step", "        model.cleargrads()\n", {"conv.W", "fc.W"}),
+        ("torch_mlp", "        optimizer.zero_grad()\n", {"hidden.0.weight", "out.bias"}),
+    ],
+)
+def test_a_bundled_example_without_its_clearing_line_carries_its_gradients(
+    tmp_path, stem, line, names
+):
+    (example,) = [e for e in list_examples() if e.stem == stem]
+    if example.missing:
+        pytest.skip(f"needs {example.missing}")
+    source = example.read()
+    assert source.count(line) == 1
+    buggy = tmp_path / f"{stem}.py"
+    buggy.write_text(source.replace(line, ""))
+    for path, bug in ((example.path, False), (buggy, True)):
+        result = run_script(path)
+        assert result.ok, result.error
+        graphs = [GraphInput(result.view(i), i) for i in range(len(result.graphs))]
+        found = run(flow.carried_gradient, graphs)
+        # every pass after the first adds to what the one before left
+        assert [p.graph for p in found] == (list(range(1, len(graphs))) if bug else [])
+        for p in found:
+            assert names <= set(graphs[p.graph].reader.names(p.nodes))
+
+
 # ------------------------------------------------------------------------------------------
 # vanishing-gradient
 # ------------------------------------------------------------------------------------------
