@@ -334,6 +334,7 @@ def carried_gradient(graph: GraphInput, limits: Thresholds) -> list[Problem]:
         raise CannotRun(_NO_BACKWARD)
     steps = reader.steps
     params = reader.parameters()
+    ends: dict[int, int] = {}
     problems = []
     for bpass, indexes in sorted(passes.items()):
         first: dict[int, int] = {}  # leaf -> the pass's first step giving it a gradient
@@ -348,7 +349,7 @@ def carried_gradient(graph: GraphInput, limits: Thresholds) -> list[Problem]:
                 continue
             if reader.grad_fate(node, k - 1).adder != bpass:
                 continue
-            if node in params or _updated(reader, node, k - 1):
+            if node in params or _updated(reader, node, k - 1, ends):
                 carried.append((node, k))
         if not carried:
             continue
@@ -374,18 +375,26 @@ def carried_gradient(graph: GraphInput, limits: Thresholds) -> list[Problem]:
     return problems
 
 
-def _updated(reader: Any, node: int, step: int) -> bool:
+def _updated(reader: Any, node: int, step: int, ends: dict[int, int]) -> bool:
     """Whether leaf ``node``'s value after the reader's ``step`` differs from its value when
-    the pass that left its gradient ended (False when that pass is not in the recording)."""
+    the pass that left its gradient ended (False when that pass is not in the recording).
+    ``ends``: the base's last step of each pass looked up so far (-1: not found)."""
     origin = reader.grad_origin(node, step)
     base = reader.base
     if origin is None or origin < 0 or base is None:
         return False
-    steps = base.steps
-    for k in range(reader.global_step(step), -1, -1):
-        if steps[k].phase == "backward" and steps[k].backward_pass == origin:
-            return base.value_at(node, k) != reader.value_at(node, step)
-    return False
+    if origin not in ends:
+        steps = base.steps
+        ends[origin] = next(
+            (
+                k
+                for k in range(reader.global_step(step), -1, -1)
+                if steps[k].phase == "backward" and steps[k].backward_pass == origin
+            ),
+            -1,
+        )
+    end = ends[origin]
+    return end >= 0 and base.value_at(node, end) != reader.value_at(node, step)
 
 
 # ------------------------------------------------------------------------------------------
