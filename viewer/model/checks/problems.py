@@ -146,6 +146,7 @@ class Thresholds:
     redundant_min_elements: int = 2  # redundant-computation: a warning from this many elements
     vanishing_orders: float = 4.0  # vanishing-gradient: this many orders below the largest layer
     exploding_ratio: float = 10.0  # exploding-gradient: |grad| over |param| above this
+    exploding_floor: float = 10.0  # exploding-gradient: and the gradient's RMS above this
     diverging_passes: int = 5  # diverging-loss: the loss grew over this many passes in a row
     diverging_factor: float = 2.0  # diverging-loss: ... and by this factor over them
     budget_seconds: float = 10.0  # the time the graph detectors may take over one source
@@ -337,7 +338,7 @@ def _call(kind: str, fn: Callable[[], list[Problem]], report: ProblemReport, ran
     except CannotRun as why:
         report.skipped.setdefault(kind, str(why))
         return
-    except Exception as error:
+    except Exception as error:  # a detector's bug is reported, not raised
         report.skipped.setdefault(kind, f"the detector failed: {type(error).__name__}: {error}")
         return
     ran.add(kind)
