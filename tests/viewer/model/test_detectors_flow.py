@@ -650,3 +650,18 @@ def test_the_nan_example_reports_its_nan():
     (example,) = [e for e in list_examples() if e.stem == "nan_log"]
     (p,) = flow.nonfinite(_inputs(example)[0], Thresholds())
     assert p.kind == "nonfinite" and "`Log`" in p.message
+
+
+def test_a_bias_beside_its_weight_is_not_a_vanishing_layer():
+    """W's gradient ~1 and b's ~1e-6 in one linear: b ran no earlier than W, so its small
+    gradient did not vanish on the way back (a diverging run's first pass looks like this)."""
+    from autodiff import Parameter
+
+    x = Variable(np.linspace(-1, 1, 8).reshape(8, 1))
+    t = Variable(3 * x.data + 1e-6)
+    W = Parameter(np.zeros((1, 1)), name="W")
+    b = Parameter(np.zeros(1), name="b")
+    with record() as tr:
+        F.mean_squared_error(F.linear(x, W, b), t).backward()
+    assert 0 < float(np.abs(b.grad.data).max()) < 1e-4 < float(np.abs(W.grad.data).max())
+    assert flow.vanishing_gradient(GraphInput(tr), Thresholds()) == []

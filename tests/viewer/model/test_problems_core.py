@@ -9,9 +9,18 @@ from viewer.model.checks import problems as P
 
 def test_kinds_are_the_contract():
     assert P.KINDS == (
-        "unreached-parameter", "carried-gradient", "dead-relu", "saturated-activation",
-        "vanishing-gradient", "exploding-gradient", "nonfinite", "wrong-backward",
-        "graph-held", "broadcast-shape", "stale-value", "redundant-computation",
+        "unreached-parameter",
+        "carried-gradient",
+        "dead-relu",
+        "saturated-activation",
+        "vanishing-gradient",
+        "exploding-gradient",
+        "nonfinite",
+        "wrong-backward",
+        "graph-held",
+        "broadcast-shape",
+        "stale-value",
+        "redundant-computation",
         "diverging-loss",
     )
 
@@ -24,12 +33,16 @@ def test_problem_json_round_trip_and_line():
     assert p.line().startswith("dead-relu ")
 
 
-@pytest.mark.parametrize("bad", [
-    [], {"kind": "nope", "severity": "error", "message": ""},
-    {"kind": "nonfinite", "severity": "fatal", "message": ""},
-    {"kind": "nonfinite", "severity": "error", "message": "m", "graph": "1"},
-    {"kind": "nonfinite", "severity": "error", "message": "m", "nodes": [1.5]},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [],
+        {"kind": "nope", "severity": "error", "message": ""},
+        {"kind": "nonfinite", "severity": "fatal", "message": ""},
+        {"kind": "nonfinite", "severity": "error", "message": "m", "graph": "1"},
+        {"kind": "nonfinite", "severity": "error", "message": "m", "nodes": [1.5]},
+    ],
+)
 def test_malformed_problem_is_refused(bad):
     with pytest.raises(ValueError):
         P.problem_from_json(bad)
@@ -68,13 +81,17 @@ def test_detect_sorts_reports_cannot_run_and_contains_a_failing_detector(monkeyp
 def test_budget_stops_after_at_least_one_graph(monkeypatch):
     monkeypatch.setattr(P, "_GRAPH", {})
     ticks = iter(range(100))
-    report = P.detect([P.GraphInput(None, i) for i in range(5)],
-                      limits=P.Thresholds(budget_seconds=1.5), clock=lambda: next(ticks))
+    report = P.detect(
+        [P.GraphInput(None, i) for i in range(5)],
+        limits=P.Thresholds(budget_seconds=1.5),
+        clock=lambda: next(ticks),
+    )
     assert 1 <= report.graphs < 5 and report.graphs_total == 5
     assert "of 5 graphs" in report.summary()
 
 
 def test_thresholds_from_settings_ignore_bad_values():
-    t = P.Thresholds.from_mapping({"dead_fraction": "0.7", "vanishing_orders": -1, "x": 3,
-                                   "diverging_passes": "many"})
+    t = P.Thresholds.from_mapping(
+        {"dead_fraction": "0.7", "vanishing_orders": -1, "x": 3, "diverging_passes": "many"}
+    )
     assert t.dead_fraction == 0.7 and t.vanishing_orders == 4.0 and t.diverging_passes == 5

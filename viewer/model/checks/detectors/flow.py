@@ -21,7 +21,9 @@ The rules, with the limits of :class:`~viewer.model.checks.problems.Thresholds`:
 * **vanishing-gradient** (warning): the parameters' gradient norms summed per layer (the scope
   of the function that uses the parameter: ``Net/l1``; its name's prefix, ``l1``, outside any
   scope); a layer whose norm is more than ``vanishing_orders`` orders of magnitude below the
-  largest layer's. A layer whose gradient is exactly zero is left to the detectors of dead
+  largest layer's, among the layers that ran before the largest in the forward (a gradient
+  vanishes on its way back: a bias beside its weight, or a later layer, is not that). A layer
+  whose gradient is exactly zero is left to the detectors of dead
   units; one that got none is unreached-parameter's.
 * **exploding-gradient** (warning): a parameter whose gradient's root mean square is more than
   ``exploding_ratio`` times its value's *and* above ``exploding_floor`` (so a bias initialised
@@ -109,16 +111,24 @@ def _drawn(reader: Any) -> set[int]:
     return set(reader.variables) | set(reader.functions)
 
 
-def _layers(reader: Any, params: Iterable[int]) -> dict[int, str]:
-    """Each parameter's layer: the scope path of the first function of the reader that uses
-    it (a parameter itself, a leaf, is in no scope); outside any scope, the prefix of its name
-    (``l1`` of ``l1.W``, ``hidden.0`` of ``hidden.0.weight``), else its name."""
+def _first_users(reader: Any, params: Iterable[int]) -> dict[int, int]:
+    """Each parameter's first function in the reader (node ids grow in the order the program
+    made them, so the smallest is the earliest in the forward)."""
     params = set(params)
     pairs, _ = reader.edges()
     user: dict[int, int] = {}
     for source, target in pairs.tolist():
         if source in params and (source not in user or target < user[source]):
             user[source] = target
+    return user
+
+
+def _layers(reader: Any, params: Iterable[int]) -> dict[int, str]:
+    """Each parameter's layer: the scope path of the first function of the reader that uses
+    it (a parameter itself, a leaf, is in no scope); outside any scope, the prefix of its name
+    (``l1`` of ``l1.W``, ``hidden.0`` of ``hidden.0.weight``), else its name."""
+    params = set(params)
+    user = _first_users(reader, params)
     scope_of = reader.node_scopes()
     scopes = reader.scopes()
     layers: dict[int, str] = {}
@@ -430,6 +440,7 @@ def vanishing_gradient(graph: GraphInput, limits: Thresholds) -> list[Problem]:
     compared = False
     for last, grads in _parameter_grads(reader):
         layers = _layers(reader, [p for p, _ in grads])
+        first = _first_users(reader, [p for p, _ in grads])
         squares: dict[str, float] = {}
         members: dict[str, list[int]] = {}
         for p, g in grads:
@@ -445,8 +456,15 @@ def vanishing_gradient(graph: GraphInput, limits: Thresholds) -> list[Problem]:
         top_layer = max(norms, key=lambda layer: norms[layer])
         top = norms[top_layer]
         floor = top * 10.0 ** (-limits.vanishing_orders)
+        # where each layer starts in the forward: a gradient vanishes on its way back, so
+        # only a layer that ran before the largest one can have lost it (a bias beside its
+        # weight in the same op, or a layer after, is a different story)
+        start = {
+            layer: min((first.get(p, 1 << 62) for p in ps), default=1 << 62)
+            for layer, ps in members.items()
+        }
         for layer, norm in norms.items():
-            if norm == 0.0 or norm >= floor:
+            if norm == 0.0 or norm >= floor or start[layer] >= start[top_layer]:
                 continue
             orders = math.log10(top / norm)
             problems.append(
