@@ -30,6 +30,8 @@ from viewer.model.document.examples import list_examples
 from viewer.model.expression.program import ExpressionError
 from viewer.model.scripts.process import ScriptProcess
 from viewer.qt import dialogs
+from viewer.qt.checks.gradcheck import GradCheckPanel
+from viewer.qt.checks.gradcheck_binding import GradCheckBinding
 from viewer.qt.dock_fit import DockFit
 from viewer.qt.drawing.icons import media_icon
 from viewer.qt.drawing.themes import Theme, apply_theme, theme_named
@@ -45,8 +47,6 @@ from viewer.qt.graph.scene_binding import SceneBinding
 from viewer.qt.graph.scope_binding import ScopeBinding
 from viewer.qt.graph.view import GraphView
 from viewer.qt.menus import MenuSlots, Toggle, build_menus
-from viewer.qt.panels.gradcheck import GradCheckPanel
-from viewer.qt.panels.gradcheck_binding import GradCheckBinding
 from viewer.qt.panels.inspector import InspectorPanel
 from viewer.qt.panels.leaks import LeakPanel
 from viewer.qt.panels.leaks_binding import LeakBinding
