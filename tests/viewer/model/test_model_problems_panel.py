@@ -50,7 +50,7 @@ def test_a_typed_expression_is_looked_at_and_its_problem_marks_its_node(registry
     assert [p.kind for p in problems] == ["dead-relu"]
     fn = doc.trace.functions[0]
     (mark,) = [o for o in doc.scene.overlays[fn] if o.kind == OVERLAY_KIND]
-    assert mark.badge == "dead-relu" and "problem dead-relu (warning)" in mark.tooltip
+    assert mark.badge == "dead-relu" and mark.tooltip.startswith("dead-relu (warning): ")
     summary = doc.problem_summary()
     assert summary.problems == problems and "dead-relu" in summary.ran
     # another program: another report, and the old marks go with the old scene
@@ -231,7 +231,8 @@ def test_rows_list_the_graph_on_screen_first_then_the_run_most_severe_first():
     assert [r.message for r in rows] == ["b", "d", "e", "c", "a"]
     assert [r.here for r in rows] == [True, True, False, False, False]
     assert rows[0].where == "step 6" and rows[1].where == "this graph"
-    assert rows[2].where == "#1 · loss 1, step 2" and rows[3].where == "the whole run"
+    assert rows[2].where == "#1, step 2" and rows[3].where == "the whole run"
+    assert "#1 · loss 1" in rows[2].tooltip  # the whole title
     assert "#4" in rows[0].tooltip
 
 

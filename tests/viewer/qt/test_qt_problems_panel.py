@@ -108,12 +108,16 @@ def test_messages_are_plain_text(window, registry):
     plant(name="<b>bold</b> & <i>x</i>")
     assert window.document.run_expression("x = 0.5\ny = exp(x)\n")
     item = window.problems_panel.items()[0]
-    assert item.text(3) == "<b>bold</b> & <i>x</i>: units dead"
-    assert "&lt;b&gt;bold&lt;/b&gt;" in item.toolTip(3) or "<b>" not in item.toolTip(3)
+    assert item.text(2) == "<b>bold</b> & <i>x</i>: units dead" and item.text(0) == "dead-relu"
+    assert "&lt;b&gt;bold&lt;/b&gt;" in item.toolTip(2) or "<b>" not in item.toolTip(2)
     # the node's mark carries the problem, literally too
     fn = window.document.trace.functions[0]
     (mark,) = [o for o in window.document.scene.overlays[fn] if o.kind == OVERLAY_KIND]
     assert mark.badge == "dead-relu" and "<b>bold</b>" in mark.tooltip
+    # the node's inspector names the problem
+    window.problems_panel.click_row(0)
+    assert window.document.selection == fn
+    assert "problem: dead-relu (warning)" in window.inspector.text()
 
 
 def test_no_graph_and_no_report_shows_a_line_and_no_rows(qtbot, registry):
@@ -156,7 +160,8 @@ def test_a_runs_problems_list_its_graph_first_and_a_click_goes_to_another_graph(
         (False, "error", 1),
         (False, "warning", 0),
     ]
-    assert rows[1].where.startswith(result.graphs[1].title)
+    assert rows[1].where == f"#{result.graphs[1].number + 1}, step 3"
+    assert result.graphs[1].title in rows[1].tooltip
     # a click: the pass's graph, the step, the node; the graph list follows
     target = rows[1].problem
     panel.click_row(1)
@@ -203,3 +208,37 @@ def test_the_problems_settings_group_sets_the_thresholds(qtbot, isolated_setting
     limits = window.document.problem_limits
     assert limits.dead_fraction == 0.7 and limits.budget_seconds == P.Thresholds().budget_seconds
     assert [p.key for p in window.settings.problems] == ["problems/budget_seconds"]
+
+
+def test_the_wrong_backward_mark_and_ctrl_g_are_one_problem(
+    qtbot, window, wait_for_script, registry
+):
+    window.load_example("wrong_backward")
+    wait_for_script(window)
+    qtbot.waitUntil(lambda: not window.document.problems_running, timeout=30_000)
+    doc, panel = window.document, window.problems_panel
+    shown = doc.shown_graph()
+    wrong = [r.problem for r in panel.rows if r.kind == "wrong-backward"]
+    assert shown in {p.graph for p in wrong}  # the pass's flag, as a problem
+    flagged = len(wrong)
+    window.actions["check_gradients"].trigger()
+    wrong = [r.problem for r in panel.rows if r.kind == "wrong-backward"]
+    assert len(wrong) == flagged  # the check's finding stands for the flag: listed once
+    (here,) = [p for p in wrong if p.graph == shown]
+    assert "Softplus" in here.message and here.nodes
+    node = here.nodes[0]
+    kinds = [o.kind for o in doc.scene.overlays[node]]
+    assert "gradcheck" in kinds and OVERLAY_KIND not in kinds  # its own mark, not a second
+    (check,) = [o for o in doc.scene.overlays[node] if o.kind == "gradcheck"]
+    assert "problem wrong-backward" in check.tooltip
+
+
+def test_the_chosen_problems_whole_message_shows_below_the_list(window, registry):
+    plant(name="a long name " * 12)
+    assert window.document.run_expression("x = 0.5\ny = exp(x)\n")
+    panel = window.problems_panel
+    assert panel.chosen_area.isHidden()
+    panel.click_row(0)
+    assert not panel.chosen_area.isHidden()
+    assert panel.chosen.text().startswith("dead-relu (warning): a long name a long name")
+    assert panel.chosen.text().count("a long name") == 12

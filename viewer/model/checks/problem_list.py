@@ -58,7 +58,8 @@ def problem_rows(
     for p in sorted(problems, key=order):
         here = graph is not None and p.graph == graph
         where = _where(p, here, titles)
-        tooltip = f"{p.kind} ({p.severity}): {p.message}\n{where}"
+        full = titles[p.graph] if p.graph is not None and 0 <= p.graph < len(titles) else where
+        tooltip = f"{p.kind} ({p.severity}): {p.message}\n{full if not here else where}"
         if p.nodes:
             shown = ", ".join(f"#{n}" for n in p.nodes[:8])
             tooltip += f"\nnodes {shown}{' …' if len(p.nodes) > 8 else ''}"
@@ -73,6 +74,7 @@ def _where(p: Problem, here: bool, titles: Sequence[str]) -> str:
     if here:
         return step or "this graph"
     title = titles[p.graph] if 0 <= p.graph < len(titles) else f"graph {p.graph + 1}"
+    title = title.split(" · ")[0]  # a pass's number ("#12"); its whole title is the tooltip's
     return f"{title}, {step}" if step else title
 
 

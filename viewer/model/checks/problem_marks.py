@@ -125,7 +125,7 @@ def mark_problems(reader: Any, graph: int = 0, gradient_check: Any = None) -> li
     carried = _carried(reader)
     if carried:
         ids = tuple(nid for nid, _ in carried)
-        step = min(step for _, step in carried)
+        step = max(0, min(step for _, step in carried))  # (-1: before the first step)
         names = _names(reader, ids)
         found.append(
             Problem(
@@ -229,6 +229,6 @@ def mark_scene(scene: Any, problems: Iterable[Problem], graph: int) -> int:
             rest.sort(key=lambda p: p.rank)
             worst = rest[0]
             colour = problem_colour(worst.severity, palette.error, palette.edge)
-            tip = "; ".join(f"problem {p.kind} ({p.severity}): {p.message}" for p in rest)
+            tip = "; ".join(f"{p.kind} ({p.severity}): {p.message}" for p in rest)
             scene.set_overlay(nid, Overlay(OVERLAY_KIND, worst.kind, colour, tip))
     return len(notes)

@@ -184,6 +184,7 @@ class Document:
         self.problem_report: ProblemReport | None = None
         self.problem_limits = Thresholds()  # the window reads them from the settings
         self.problems_running = False  # the detectors run on the runner
+        self.problem_note = ""  # what the report did not look at, when it is not the whole
         self._problems_of: Any = None  # the ScriptResult or the trace the report is of
         self._graph_marks: dict[int, list[Problem]] = {}
         self._flag_marks: list[Problem] = []
@@ -1015,6 +1016,7 @@ class Document:
             self._graph_marks = {}
             self._flag_marks = problem_marks.flag_problems(result.graphs) if result else []
             self.problem_report = None
+            self.problem_note = ""
             self._detect(key, result)
         self._mark_graph()
 
@@ -1028,7 +1030,12 @@ class Document:
                 self.problem_report = report
                 return
             inputs = problem_finder.script_inputs(result)
-            total = len(result.graphs)
+            total = len(problem_finder.loaded_graphs(result))
+            if total < len(result.graphs):
+                self.problem_note = (
+                    f"The run brought no report: its {total} graphs in memory of "
+                    f"{len(result.graphs)} were looked at."
+                )
             big = True
         else:
             graphs = problem_finder.graph_inputs(self.trace, self.kind, self.title, self.path)

@@ -2,8 +2,9 @@
 found in what is shown, by name.
 
 It lists :class:`~viewer.model.checks.problem_list.ProblemRow` rows in two groups, the graph on
-screen's and the rest of the run's, each most severe first: the severity (an icon and its
-word), the kind, where it shows and the message. Above them, the report's summary line and
+screen's and the rest of the run's, each most severe first: the kind with its severity's icon
+(the word in its tooltip and accessible name), where it shows and the message, wrapped to the
+dock's width (a narrow dock shows all of it). Above them, the report's summary line and
 which detectors ran and which could not. A click on a row, or Enter, asks for its problem
 (``problem_chosen``): the binder goes to its graph, step and nodes. Every text is set as plain
 text: a message quotes the user's own names.
@@ -20,7 +21,7 @@ from viewer.qt.drawing.plain_text import SummaryArea, tooltip
 
 __all__ = ["COLUMNS", "ProblemsPanel"]
 
-COLUMNS = ("Severity", "Kind", "Where", "Message")
+COLUMNS = ("Problem", "Where", "Message")
 _ROW_ROLE = QtCore.Qt.ItemDataRole.UserRole
 _ICONS = {
     "error": QtWidgets.QStyle.StandardPixmap.SP_MessageBoxCritical,
@@ -60,7 +61,18 @@ class ProblemsPanel(QtWidgets.QWidget):
         header = self.tree.header()
         for column in range(len(COLUMNS) - 1):
             header.setSectionResizeMode(column, QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        # the message takes the width left, cut short: the chosen problem's whole message is
+        # below the list (no sideways scrolling to read it)
+        header.setSectionResizeMode(len(COLUMNS) - 1, QtWidgets.QHeaderView.ResizeMode.Stretch)
         header.setStretchLastSection(True)
+        self.tree.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.tree.currentItemChanged.connect(self._on_current)
+        self.chosen = QtWidgets.QLabel(self)
+        self.chosen.setObjectName("problemsChosen")
+        self.chosen.setWordWrap(True)
+        self.chosen.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+        self.chosen.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.chosen_area = SummaryArea(self.chosen, self, preferred_lines=3)
         self.tree.itemClicked.connect(self._on_item)
         self.tree.itemActivated.connect(self._on_item)  # Enter, or a double click
 
@@ -68,6 +80,7 @@ class ProblemsPanel(QtWidgets.QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.summary_area)
         layout.addWidget(self.tree, 1)
+        layout.addWidget(self.chosen_area)
         layout.addWidget(self.details_area)
         self._rows: list[ProblemRow] = []
         self.show_rows([], "", "")
@@ -89,14 +102,18 @@ class ProblemsPanel(QtWidgets.QWidget):
                 group.setFont(0, font)
                 group.setExpanded(True)
                 groups[row.here] = group
-            texts = [row.severity, row.kind, row.where, row.message]
-            item = QtWidgets.QTreeWidgetItem(group, texts)
+            item = QtWidgets.QTreeWidgetItem(group, [row.kind, row.where, row.message])
             item.setIcon(0, style.standardIcon(_ICONS[row.severity]))
+            item.setData(
+                0, QtCore.Qt.ItemDataRole.AccessibleTextRole, f"{row.severity}: {row.kind}"
+            )
             item.setData(1, _ROW_ROLE, k)
             for column in range(len(COLUMNS)):
                 item.setToolTip(column, tooltip(row.tooltip))
         self.tree.setRootIsDecorated(False)
         self.tree.setVisible(bool(rows))
+        self.chosen_area.set_text("")
+        self.chosen_area.setVisible(False)
         self.summary_area.set_text(summary)
         self.details.setVisible(bool(details))
         self.details_area.setVisible(bool(details))
@@ -104,6 +121,12 @@ class ProblemsPanel(QtWidgets.QWidget):
 
     def _item_rows(self, group: QtWidgets.QTreeWidgetItem) -> list[QtWidgets.QTreeWidgetItem]:
         return [group.child(k) for k in range(group.childCount())]
+
+    def _on_current(self, item: QtWidgets.QTreeWidgetItem | None, *_: object) -> None:
+        index = None if item is None else item.data(1, _ROW_ROLE)
+        text = "" if index is None else self._rows[int(index)].tooltip
+        self.chosen_area.set_text(text)
+        self.chosen_area.setVisible(bool(text))
 
     def _on_item(self, item: QtWidgets.QTreeWidgetItem, _column: int = 0) -> None:
         index = item.data(1, _ROW_ROLE)

@@ -46,6 +46,7 @@ class ProblemsBinding(PanelBinding):
         summary_report = doc.problem_summary()
         rows = problem_rows(doc.problems(), doc.shown_graph(), doc.problem_titles())
         summary, details = report_lines(summary_report)
+        details = f"{details} {doc.problem_note}".strip()
         if doc.problems_running:
             summary = f"Looking for problems… {summary if summary_report else ''}".strip()
         self.panel.show_rows(rows, summary, details)
