@@ -82,6 +82,8 @@ class ProblemsPanel(QtWidgets.QWidget):
         layout.addWidget(self.tree, 1)
         layout.addWidget(self.chosen_area)
         layout.addWidget(self.details_area)
+        # with no rows (a clean run) the lines keep to the top instead of the middle
+        layout.addStretch(0)
         self._rows: list[ProblemRow] = []
         self.show_rows([], "", "")
 
