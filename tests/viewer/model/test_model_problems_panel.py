@@ -140,6 +140,21 @@ def test_a_scripts_own_report_is_used_and_not_detected_again(tmp_path, registry)
     assert found in doc.problems()
 
 
+def test_a_runs_held_passes_are_its_detectors_finding_when_they_ran(tmp_path, registry):
+    held = CLEARS.replace("    loss.backward()", "    loss.backward()\n    kept.append(loss)")
+    result = run_script(tmp_path, "kept = []\n" + textwrap.dedent(held))
+    assert sum(g.flags & FLAG_HELD != 0 for g in result.graphs) == 2
+    doc = Document()
+    assert doc.apply_script_result(result)
+    assert [p.graph for p in doc.problems() if p.kind == "graph-held"] == [0, 1]  # the flags
+    # the run's detector read the same flags and said it once, for the whole run
+    once = P.Problem("graph-held", "warning", "passes #1 and #2 kept: history.append(loss)")
+    result.problems = P.ProblemReport([once], ["graph-held"], {}, 3, 3)
+    doc = Document()
+    assert doc.apply_script_result(result)
+    assert [p for p in doc.problems() if p.kind == "graph-held"] == [once]
+
+
 def test_a_script_without_a_report_is_looked_at_over_its_graphs_in_memory(tmp_path, registry):
     seen = []
     dead_relu_on_first_function(seen)

@@ -963,7 +963,11 @@ class Document:
         report = self.problem_report
         marks = [p for graph in sorted(self._graph_marks) for p in self._graph_marks[graph]]
         found = report.problems if report is not None else []
-        return problem_marks.unify(found, [*marks, *self._flag_marks])
+        # The passes' flags are what a run's detectors read: when they ran, their findings
+        # stand for the flags (however they group the passes)
+        ran = set(report.ran) if report is not None else set()
+        flags = [p for p in self._flag_marks if p.kind not in ran]
+        return problem_marks.unify(found, [*marks, *flags])
 
     def problem_summary(self) -> ProblemReport | None:
         """The report as the Problems panel's header counts it: :meth:`problems`, and the
