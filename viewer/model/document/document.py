@@ -784,6 +784,7 @@ class Document:
         self.leaves_changed.emit(self.leaf_rows())
         self.graph_loaded.emit(self)
         self.status_changed.emit(self._loaded_message())
+        self._refresh_problems()  # (before the leaks' badges, which name their problem)
         result = self.script_result
         if (
             pending.kind == "script"
@@ -795,7 +796,6 @@ class Document:
             # another graph chosen later, or one laid out in a worker after the run ended). A
             # pass a long run recorded on its own has its own node ids: the audit is not its.
             self.flag_leaks(result.leak_report)
-        self._refresh_problems()
         return True
 
     def layout_failed(self, trace: TraceReader, error: BaseException) -> None:
