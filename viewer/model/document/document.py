@@ -186,6 +186,7 @@ class Document:
         self.problems_running = False  # the detectors run on the runner
         self.problem_note = ""  # what the report did not look at, when it is not the whole
         self._problems_of: Any = None  # the ScriptResult or the trace the report is of
+        self._problems_token: object = None  # the runner's detectors' work now followed
         self._graph_marks: dict[int, list[Problem]] = {}
         self._flag_marks: list[Problem] = []
         self._pending: PendingGraph | None = None
@@ -1021,13 +1022,14 @@ class Document:
             self._flag_marks = problem_marks.flag_problems(result.graphs) if result else []
             self.problem_report = None
             self.problem_note = ""
-            self._detect(key, result)
+            self._detect(result)
         self._mark_graph()
 
-    def _detect(self, key: Any, result: ScriptResult | None) -> None:
+    def _detect(self, result: ScriptResult | None) -> None:
         if self.runner is not None:
             self.runner.cancel("problems")
         self.problems_running = False
+        self._problems_token = None
         if result is not None:
             report = problem_finder.report_of_result(result)
             if report is not None:
@@ -1051,15 +1053,17 @@ class Document:
             )
             return
         self.problems_running = True
-        finish = functools.partial(self._problems_found, key)
+        # (the runner's job may outlive the source: it holds a token, never the run)
+        token = self._problems_token = object()
+        finish = functools.partial(self._problems_found, token)
         work = problem_finder.problem_work(
             inputs, self.problem_limits, total, finish, lambda: self.runner.cancel("problems")
         )
         self.runner.submit(work)
 
-    def _problems_found(self, key: Any, outcome: Outcome) -> None:
-        """On the GUI thread: the runner's detectors ended (for ``key``'s source)."""
-        if key is not self._problems_of:
+    def _problems_found(self, token: object, outcome: Outcome) -> None:
+        """On the GUI thread: the runner's detectors ended (for the source of ``token``)."""
+        if token is not self._problems_token:
             return  # another source came meanwhile
         self.problems_running = False
         if outcome.kind == "succeeded":

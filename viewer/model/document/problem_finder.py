@@ -72,16 +72,19 @@ def loaded_graphs(result: Any) -> list[int]:
 def script_inputs(result: Any) -> Callable[[], list[GraphInput]]:
     """The graphs of a run without a report, made when called (on the worker thread: a view
     of a long run's head trace takes a while), from the recordings already in memory; each
-    view is made afresh, never the run's cached one, which the GUI thread reads."""
-    indexes = loaded_graphs(result)
+    view is made afresh, never the run's cached one, which the GUI thread reads. What it
+    holds is the graphs and their traces, never the run: the run (and its folder) goes when
+    the Document lets it go, even while this is still running."""
+    held = [
+        (index, result.graphs[index], result.trace_of(index)) for index in loaded_graphs(result)
+    ]
     script = str(result.path)
 
     def make() -> list[GraphInput]:
         inputs = []
-        for index in indexes:
-            graph = result.graphs[index]
+        for index, graph, trace in held:
             try:
-                view = graph.view(result.trace_of(index))
+                view = graph.view(trace)
             except Exception:  # a broken recording: the others are still looked at
                 continue
             inputs.append(GraphInput(view, index, graph.title, "engine", script))
