@@ -258,3 +258,17 @@ def test_a_clean_report_says_which_detectors_ran_and_which_could_not():
     assert "Ran: dead-relu, nonfinite." in details
     assert "stale-value (no values)" in details and "2 of 5 graphs" in details
     assert report_lines(None)[0].startswith("No problems looked for")
+
+
+def test_only_the_graphs_in_memory_of_a_run_are_looked_at_app_side():
+    folder = SimpleNamespace(loaded_segment=lambda k: "segment" if k == 1 else None)
+    graphs = [
+        SimpleNamespace(trace="own", segment=-1),  # recorded alone, in memory
+        SimpleNamespace(trace=None, segment=0),  # still in the run's folder
+        SimpleNamespace(trace=None, segment=1),  # read already
+        SimpleNamespace(trace=None, segment=-1),  # in the head trace, not read yet
+    ]
+    result = SimpleNamespace(folder=folder, graphs=graphs, loaded_trace=None)
+    assert loaded_graphs(result) == [0, 2]
+    result.loaded_trace = "head"
+    assert loaded_graphs(result) == [0, 2, 3]

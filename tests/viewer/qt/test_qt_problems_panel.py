@@ -242,3 +242,42 @@ def test_the_chosen_problems_whole_message_shows_below_the_list(window, registry
     assert not panel.chosen_area.isHidden()
     assert panel.chosen.text().startswith("dead-relu (warning): a long name a long name")
     assert panel.chosen.text().count("a long name") == 12
+
+
+def test_the_panel_says_it_is_looking_while_the_runner_works(qtbot, registry):
+    from viewer.model.document.document import Document
+    from viewer.model.document.work import Outcome
+    from viewer.qt.checks.problems import ProblemsPanel
+    from viewer.qt.checks.problems_binding import ProblemsBinding
+    from viewer.qt.graph.scene_binding import SceneBinding
+    from viewer.qt.graph.view import GraphView
+    from viewer.qt.panels.inspector import InspectorPanel
+
+    plant()
+    kept = []
+
+    class Runner:
+        def submit(self, work):
+            if work.kind == "problems":
+                kept.append(work)
+                return
+            work.finish(
+                Outcome("succeeded", work.function(*work.args, lambda *a: None, lambda: False))
+            )
+
+        def cancel(self, kind):
+            pass
+
+    doc = Document()
+    doc.runner, doc.sync_layout_limit = Runner(), 2
+    panel, view, inspector = ProblemsPanel(), GraphView(), InspectorPanel()
+    for widget in (panel, view, inspector):
+        qtbot.addWidget(widget)
+    scene = SceneBinding(doc, view, inspector)
+    binding = ProblemsBinding(doc, panel, None, scene)  # (kept: the document's are weak)
+    assert doc.run_expression("x = 0.5\ny = exp(x)\n")
+    (work,) = kept
+    assert panel.summary.text().startswith("Looking for problems")
+    work.finish(Outcome("succeeded", work.function(*work.args, lambda *a: None, lambda: False)))
+    assert panel.summary.text().startswith("1 warning")
+    assert [r.kind for r in panel.rows] == ["dead-relu"] and binding.document is doc
