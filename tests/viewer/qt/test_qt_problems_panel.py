@@ -101,7 +101,12 @@ def test_a_clean_program_says_which_detectors_ran_and_which_could_not(window, re
     assert panel.summary.text().startswith("No problems found")
     assert "Ran: carried-gradient, dead-relu, nonfinite." in panel.details.text()
     assert "stale-value (the recording keeps no versions)" in panel.details.text()
+    assert not panel.details_area.isHidden()
     assert window.docks["problemsDock"].windowTitle() == "Problems"
+    # with a problem listed, the rows get the height and the lines go to the tooltip
+    assert window.document.run_expression("x = 0.0\ny = log(x)\n")
+    assert panel.rows and panel.details_area.isHidden()
+    assert "Ran: carried-gradient, dead-relu, nonfinite." in panel.summary.toolTip()
 
 
 def test_messages_are_plain_text(window, registry):

@@ -88,7 +88,8 @@ class ProblemsPanel(QtWidgets.QWidget):
         self.show_rows([], "", "")
 
     def show_rows(self, rows: Sequence[ProblemRow], summary: str, details: str) -> None:
-        """``rows`` (the graph on screen's first), under ``summary``, above ``details``."""
+        """``rows`` (the graph on screen's first), under ``summary``; ``details`` (which
+        detectors ran) below them when there are none, else in the summary's tooltip."""
         self._rows = list(rows)
         self.tree.clear()
         groups: dict[bool, QtWidgets.QTreeWidgetItem] = {}
@@ -117,9 +118,13 @@ class ProblemsPanel(QtWidgets.QWidget):
         self.chosen_area.set_text("")
         self.chosen_area.setVisible(False)
         self.summary_area.set_text(summary)
-        self.details.setVisible(bool(details))
-        self.details_area.setVisible(bool(details))
+        # Which detectors ran is what a clean run says; with problems listed, the rows need
+        # the height, and the lines stay one hover away (the summary's tooltip)
+        shown = bool(details) and not rows
+        self.details.setVisible(shown)
+        self.details_area.setVisible(shown)
         self.details_area.set_text(details)
+        self.summary.setToolTip(tooltip(details) if details and rows else "")
 
     def _item_rows(self, group: QtWidgets.QTreeWidgetItem) -> list[QtWidgets.QTreeWidgetItem]:
         return [group.child(k) for k in range(group.childCount())]
