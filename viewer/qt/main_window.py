@@ -30,6 +30,10 @@ from viewer.model.document.examples import list_examples
 from viewer.model.expression.program import ExpressionError
 from viewer.model.scripts.process import ScriptProcess
 from viewer.qt import dialogs
+from viewer.qt.checks.gradcheck import GradCheckPanel
+from viewer.qt.checks.gradcheck_binding import GradCheckBinding
+from viewer.qt.checks.problems import ProblemsPanel
+from viewer.qt.checks.problems_binding import ProblemsBinding
 from viewer.qt.dock_fit import DockFit
 from viewer.qt.drawing.icons import media_icon
 from viewer.qt.drawing.themes import Theme, apply_theme, theme_named
@@ -45,8 +49,6 @@ from viewer.qt.graph.scene_binding import SceneBinding
 from viewer.qt.graph.scope_binding import ScopeBinding
 from viewer.qt.graph.view import GraphView
 from viewer.qt.menus import MenuSlots, Toggle, build_menus
-from viewer.qt.panels.gradcheck import GradCheckPanel
-from viewer.qt.panels.gradcheck_binding import GradCheckBinding
 from viewer.qt.panels.inspector import InspectorPanel
 from viewer.qt.panels.leaks import LeakPanel
 from viewer.qt.panels.leaks_binding import LeakBinding
@@ -101,6 +103,7 @@ class MainWindow(QtWidgets.QMainWindow):
         document.step_budget = self.settings.step_budget()
         document.script_memory_mb = self.settings.script_memory_mb()
         document.script_max_passes = self.settings.script_max_passes()
+        document.problem_limits = self.settings.problem_thresholds()
         speed = self.settings.speed()
         if speed is not None:
             self.document.playback.set_speed(speed)
@@ -118,6 +121,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.script_panel = ScriptPanel(self)
         self.leak_panel = LeakPanel(self)
         self.gradcheck_panel = GradCheckPanel(self)
+        self.problems_panel = ProblemsPanel(self)
         self.plot_panel = PlotPanel(self)
         self.runner = ThreadRunner(self)
         self.document.runner = self.runner
@@ -136,6 +140,7 @@ class MainWindow(QtWidgets.QMainWindow):
                 "plotPanel": self.plot_panel,
                 "leakPanel": self.leak_panel,
                 "gradCheckPanel": self.gradcheck_panel,
+                "problemsDock": self.problems_panel,
                 "playbackDock": self.playback_bar,
             },
         )
@@ -191,6 +196,9 @@ class MainWindow(QtWidgets.QMainWindow):
         )
         self.gradcheck_binding = GradCheckBinding(
             doc, self.gradcheck_panel, docks["gradCheckPanel"], scene, self
+        )
+        self.problems_binding = ProblemsBinding(
+            doc, self.problems_panel, docks["problemsDock"], scene, self
         )
         self.nonfinite_binding = NonfiniteBinding(doc, scene, status_bar, self)
         self.find_binding = FindBinding(doc, self.find_bar, scene, self)

@@ -68,7 +68,13 @@ SHORTCUTS: dict[str, tuple[tuple[str, ...], str]] = {
         "Show or hide the overview (the whole graph, while part of it is out of view)",
     ),
     "shortcuts": (("F1",), "Show the keyboard shortcuts"),
+    "problems": (
+        ("Ctrl+Shift+P",),
+        "Show or hide the Problems panel: the gradient bugs found, by name; a click goes there",
+    ),
 }
+# A dock's View-menu toggle that has a key of its own: dock objectName -> SHORTCUTS' name.
+DOCK_SHORTCUTS = {"problemsDock": "problems"}
 
 
 def shortcuts_html() -> str:
@@ -330,7 +336,16 @@ def _dock_toggles(
     actions: dict[str, QtGui.QAction],
 ) -> None:
     for dock in slots.docks:
-        menu.addAction(dock.toggleViewAction())
+        toggle = dock.toggleViewAction()
+        name = DOCK_SHORTCUTS.get(dock.objectName())
+        if name is not None:
+            keys, tip = SHORTCUTS[name]
+            toggle.setShortcuts([QtGui.QKeySequence(k) for k in keys])
+            toggle.setStatusTip(tip)
+            toggle.setToolTip(f"{tip} ({keys[0]})")
+            window.addAction(toggle)  # active whichever dock has the focus
+            actions[name] = toggle
+        menu.addAction(toggle)
 
 
 def _debug_toolbar(

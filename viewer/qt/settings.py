@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from PySide6 import QtCore
 
+from viewer.model.checks.problems import Thresholds
 from viewer.model.document.playback import MAX_SPEED, MIN_SPEED
 from viewer.model.expression.rules import MAX_STEPS, MAX_TOTAL_ELEMENTS
 from viewer.model.scripts.pass_sampling import DEFAULT_MAX_PASSES
@@ -150,6 +151,22 @@ def _recent(value: Any) -> list[str]:
     return [_path(entry) for entry in entries if entry][:MAX_RECENT]
 
 
+def _threshold(name: str, default: float) -> Callable[[Any], Any]:
+    """The check of the ``[problems]`` key ``name``: a positive number (a whole one where the
+    default is), at most 1 for a share (``*_fraction``, ``*_level``), else at most 10**9."""
+    high = 1.0 if name.endswith(("_fraction", "_level")) else 1e9
+
+    def check(value: Any) -> Any:
+        if isinstance(default, int):
+            return _integer(value, 1, int(high))
+        number = _number(value)
+        if not 0 < number <= high:
+            raise _Invalid(f"{_shown(value)} is outside 0 (excluded) to {high:g}")
+        return number
+
+    return check
+
+
 @dataclass(frozen=True)
 class _Key:
     default: Any
@@ -177,6 +194,11 @@ KEYS: dict[str, _Key] = {
     "limits/stepBudget": _Key(MAX_STEPS, lambda v: _integer(v, 1, 10**8)),
     "limits/scriptMaxPasses": _Key(DEFAULT_MAX_PASSES, lambda v: _integer(v, 2, 10**7)),
     "limits/scriptMemoryMB": _Key(None, lambda v: _integer(v, 0, MAX_SCRIPT_MEMORY_MB)),
+    # when each problem detector speaks up (viewer.model.checks.problems.Thresholds)
+    **{
+        f"problems/{f.name}": _Key(f.default, _threshold(f.name, f.default))
+        for f in fields(Thresholds)
+    },
 }
 
 
@@ -356,6 +378,13 @@ class AppSettings:
         """The resident memory a script's process may use, in MiB (``limits/scriptMemoryMB``):
         0 for no limit; None (the default, 800 MiB) when unset or invalid."""
         return self.read("limits/scriptMemoryMB")
+
+    def problem_thresholds(self) -> Thresholds:
+        """When the problem detectors speak up: the ``[problems]`` group (``dead_fraction``,
+        ``budget_seconds``...: the fields of :class:`Thresholds`); a value that fails its
+        check keeps its default."""
+        values = {f.name: self.read(f"problems/{f.name}") for f in fields(Thresholds)}
+        return Thresholds.from_mapping(values)
 
     def sync(self) -> None:
         self.store.sync()

@@ -28,6 +28,7 @@ DOCKS: tuple[tuple[str, str, QtCore.Qt.DockWidgetArea], ...] = (
     ("plotPanel", "Plots", _AREA.RightDockWidgetArea),
     ("leakPanel", "Leaks", _AREA.RightDockWidgetArea),
     ("gradCheckPanel", "Gradients", _AREA.RightDockWidgetArea),
+    ("problemsDock", "Problems", _AREA.RightDockWidgetArea),
     ("playbackDock", "Playback", _AREA.BottomDockWidgetArea),
 )
 
@@ -50,7 +51,7 @@ def place_docks(
     window.tabifyDockWidget(docks["inspectorDock"], docks["scriptDock"])
     docks["inspectorDock"].raise_()
     # the debugging panels share a second tab group, below the inspector's
-    for name in ("leakPanel", "gradCheckPanel"):
+    for name in ("leakPanel", "gradCheckPanel", "problemsDock"):
         window.tabifyDockWidget(docks["plotPanel"], docks[name])
     docks["plotPanel"].raise_()
     docks["playbackDock"].setFeatures(QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable)

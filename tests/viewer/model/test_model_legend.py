@@ -145,7 +145,7 @@ def test_marks_cover_every_overlay_and_outline():
     # a state, listed once: with the variables, not again among the marks
     assert "grad_carried" not in kinds
     assert "grad_carried" in {e.state for e in VARIABLE_STATES}
-    assert {m.overlay for m in MARKS} == {"leak", "nonfinite", "gradcheck", "cut", ""}
+    assert {m.overlay for m in MARKS} == {"leak", "nonfinite", "gradcheck", "cut", "problem", ""}
 
 
 def test_badges_name_their_mark():
@@ -158,3 +158,4 @@ def test_badges_name_their_mark():
     assert mark_for_badge("3.2e-05").kind == "gradcheck"
     assert mark_for_badge("wrong backward").kind == "wrong_backward"
     assert mark_for_badge("leak") is None
+    assert mark_for_badge("dead-relu").kind == "problem"  # a problem's mark: its kind

@@ -13,7 +13,14 @@ from viewer.qt.settings import AppSettings
 
 LEFT = QtCore.Qt.DockWidgetArea.LeftDockWidgetArea
 RIGHT = QtCore.Qt.DockWidgetArea.RightDockWidgetArea
-RIGHT_DOCKS = ("inspectorDock", "scriptDock", "plotPanel", "leakPanel", "gradCheckPanel")
+RIGHT_DOCKS = (
+    "inspectorDock",
+    "scriptDock",
+    "plotPanel",
+    "leakPanel",
+    "gradCheckPanel",
+    "problemsDock",
+)
 
 
 def _resize(qtbot, window, width, height):
@@ -59,10 +66,10 @@ def test_a_narrow_window_folds_the_right_docks_into_the_left_tabs_and_unfolds(qt
     assert window.docks["inspectorDock"] in window.tabifiedDockWidgets(
         window.docks["variablesDock"]
     )
-    # the column's tabs (eight but the hidden Leaks) keep their whole names, none cut to "Va…"
+    # the column's tabs (nine but the hidden Leaks) keep their whole names, none cut to "Va…"
     direct = QtCore.Qt.FindChildOption.FindDirectChildrenOnly
     bars = [b for b in window.findChildren(QtWidgets.QTabBar, options=direct) if b.isVisible()]
-    assert max(bar.count() for bar in bars) == 7
+    assert max(bar.count() for bar in bars) == 8
     for bar in bars:
         for i in range(bar.count()):
             text = bar.tabText(i)
@@ -74,6 +81,7 @@ def test_a_narrow_window_folds_the_right_docks_into_the_left_tabs_and_unfolds(qt
     # the tab groups as they were: the inspector with the script, the plots with the checks
     assert window.tabifiedDockWidgets(window.docks["inspectorDock"]) == [window.docks["scriptDock"]]
     assert window.docks["gradCheckPanel"] in window.tabifiedDockWidgets(window.docks["plotPanel"])
+    assert window.docks["problemsDock"] in window.tabifiedDockWidgets(window.docks["plotPanel"])
     assert window.docks["leakPanel"].isHidden()
     assert window.docks["inspectorDock"].y() < window.docks["plotPanel"].y()
 

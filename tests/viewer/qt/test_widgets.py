@@ -204,7 +204,7 @@ def test_placeholders_are_readable_in_both_themes_enabled_or_not():
 
 def test_a_panels_message_stays_at_its_top(qtbot):
     """QA: with no rows, the Gradients and Leaks panels' message floated mid-panel."""
-    from viewer.qt.panels.gradcheck import GradCheckPanel
+    from viewer.qt.checks.gradcheck import GradCheckPanel
     from viewer.qt.panels.leaks import LeakPanel
 
     for cls in (GradCheckPanel, LeakPanel):

@@ -32,6 +32,8 @@ Signals (synchronous, on the caller's thread):
 * ``script_started(run)`` / ``script_finished(result)``: a script run began / ended.
 * ``overlays_changed()``: leak flags or gradient-check colours changed on the scene.
 * ``leaks_found(report)``: the leak audit after a release ran (report may list nothing).
+* ``problems_changed(document)``: the problem report of the source shown, or the marks of the
+  graph shown, changed (re-read :meth:`Document.problems`, :attr:`Document.problem_report`).
 """
 
 from __future__ import annotations
@@ -53,12 +55,15 @@ from numpy.typing import NDArray
 
 from autodiff.leaks import LeakReport
 from autodiff.trace import TraceReader
+from viewer.model.checks import problem_marks
 from viewer.model.checks.gradcheck import apply_overlays
+from viewer.model.checks.problems import KINDS, Problem, ProblemReport, Thresholds
 from viewer.model.checks.report import GradCheckReport
 from viewer.model.document import (
     data_export,
     expression_loader,
     file_loader,
+    problem_finder,
     scope_control,
     script_loader,
 )
@@ -135,6 +140,7 @@ class Document:
         self.script_finished = Signal("script_finished")
         self.overlays_changed = Signal("overlays_changed")
         self.leaks_found = Signal("leaks_found")
+        self.problems_changed = Signal("problems_changed")
         self.playback = PlaybackState()
         self.selection_changed = self.playback.selection_changed
 
@@ -172,6 +178,17 @@ class Document:
         # the array element explanations give numbers for (None: the largest in magnitude)
         self.focus_element: tuple[int, ...] | None = None
         self.gradient_check: GradCheckReport | None = None  # the last one of the graph shown
+        # The problems of the source shown (a typed program, a trace, a script's whole run):
+        # the detectors' report (None: not yet, or running) and the existing marks read as
+        # problems, by graph (see problems()).
+        self.problem_report: ProblemReport | None = None
+        self.problem_limits = Thresholds()  # the window reads them from the settings
+        self.problems_running = False  # the detectors run on the runner
+        self.problem_note = ""  # what the report did not look at, when it is not the whole
+        self._problems_of: Any = None  # the ScriptResult or the trace the report is of
+        self._problems_token: object = None  # the runner's detectors' work now followed
+        self._graph_marks: dict[int, list[Problem]] = {}
+        self._flag_marks: list[Problem] = []
         self._pending: PendingGraph | None = None
         # what to put back when the running job fails or is cancelled (a leaf edit's old
         # value); kept here, not on the job, which the worker holds
@@ -235,6 +252,7 @@ class Document:
         self.palette = name
         if self.scene is not None:
             self.scene.set_palette(name)
+            self._mark_scene()  # a problem's colour is the palette's
             self.overlays_changed.emit()  # badges take the palette's colours
 
     def leaf_rows(self) -> list[LeafRow]:
@@ -767,6 +785,7 @@ class Document:
         self.leaves_changed.emit(self.leaf_rows())
         self.graph_loaded.emit(self)
         self.status_changed.emit(self._loaded_message())
+        self._refresh_problems()  # (before the leaks' badges, which name their problem)
         result = self.script_result
         if (
             pending.kind == "script"
@@ -920,6 +939,7 @@ class Document:
                 tip = f"{reason}: {held_by}" if held_by else reason
                 overlay = Overlay("leak", leak_badge(reason), self.scene.palette.error, tip)
                 self.scene.set_overlay(survivor.node_id, overlay)
+            self._mark_scene()
             self.overlays_changed.emit()
         self.leaks_found.emit(report)
 
@@ -931,8 +951,146 @@ class Document:
         self.gradient_check = report
         if self.scene is not None:
             apply_overlays(self.scene, report)
-            self.overlays_changed.emit()
+            self._mark_graph(again=True)  # its wrong backwards are problems
         self.status_changed.emit(report.summary)
+
+    # ------------------------------------------------------------------ problems
+    # A source's problems: the detectors' report (a script's run brings its own; another
+    # source is looked at here, or on the runner when big) and the existing marks of each
+    # graph shown (first NaN/Inf, carried gradients, Ctrl+G's wrong backwards, the passes'
+    # flags), each finding once (problem_marks.unify); the graph shown marks its nodes.
+    def problems(self) -> list[Problem]:
+        """Every problem of the source shown, most severe first, each finding once."""
+        report = self.problem_report
+        marks = [p for graph in sorted(self._graph_marks) for p in self._graph_marks[graph]]
+        found = report.problems if report is not None else []
+        # The passes' flags are what a run's detectors read: when they ran, their findings
+        # stand for the flags (however they group the passes)
+        ran = set(report.ran) if report is not None else set()
+        flags = [p for p in self._flag_marks if p.kind not in ran]
+        return problem_marks.unify(found, [*marks, *flags])
+
+    def problem_summary(self) -> ProblemReport | None:
+        """The report as the Problems panel's header counts it: :meth:`problems`, and the
+        kinds the detectors and the marks looked for (None: no source)."""
+        if self._problems_of is None:
+            return None
+        report = self.problem_report or ProblemReport()
+        ran = set(report.ran)
+        if self._graph_marks:
+            ran |= {"nonfinite", "carried-gradient"}
+        if self.gradient_check is not None or self.kind == "script":
+            ran.add("wrong-backward")
+        if self.kind == "script":
+            ran |= {"nonfinite", "graph-held"}
+        graphs = report.graphs if self.problem_report is not None else len(self._graph_marks)
+        total = report.graphs_total or max(graphs, 1)
+        return ProblemReport(
+            self.problems(),
+            [k for k in KINDS if k in ran],
+            dict(report.skipped),
+            graphs,
+            total,
+        )
+
+    def shown_graph(self) -> int | None:
+        """The index of the graph on screen in its source's list (a script's pass; 0 for a
+        single graph), None without one."""
+        if self.trace is None:
+            return None
+        if self.kind == "script" and self.script_result is not None:
+            index = self.script_result.graph_index(self.trace)
+            return index if index >= 0 else None
+        return 0
+
+    def problem_titles(self) -> list[str]:
+        """The titles of the source's graphs, by index (the panel's "where")."""
+        if self.kind == "script" and self.script_result is not None:
+            return [g.title for g in self.script_result.graphs]
+        return [self.title] if self.trace is not None else []
+
+    def set_problem_limits(self, limits: Thresholds) -> None:
+        self.problem_limits = limits
+
+    def _refresh_problems(self) -> None:
+        """After a graph was installed: a new source is looked at; the graph's marks."""
+        result = self.script_result if self.kind == "script" else None
+        key = result if result is not None else self.trace
+        if key is not self._problems_of:
+            self._problems_of = key
+            self._graph_marks = {}
+            self._flag_marks = problem_marks.flag_problems(result.graphs) if result else []
+            self.problem_report = None
+            self.problem_note = ""
+            self._detect(result)
+        self._mark_graph()
+
+    def _detect(self, result: ScriptResult | None) -> None:
+        if self.runner is not None:
+            self.runner.cancel("problems")
+        self.problems_running = False
+        self._problems_token = None
+        if result is not None:
+            report = problem_finder.report_of_result(result)
+            if report is not None:
+                self.problem_report = report
+                return
+            inputs = problem_finder.script_inputs(result)
+            total = len(problem_finder.loaded_graphs(result))
+            if total < len(result.graphs):
+                self.problem_note = (
+                    f"The run brought no report: its {total} graphs in memory of "
+                    f"{len(result.graphs)} were looked at."
+                )
+            big = True
+        else:
+            graphs = problem_finder.graph_inputs(self.trace, self.kind, self.title, self.path)
+            inputs, total = (lambda: graphs), len(graphs)
+            big = len(self.trace.variables) + len(self.trace.functions) > self.sync_layout_limit
+        if self.runner is None or not big:
+            self.problem_report = problem_finder.find_problems(
+                inputs, self.problem_limits, total, None, None
+            )
+            return
+        self.problems_running = True
+        # (the runner's job may outlive the source: it holds a token, never the run)
+        token = self._problems_token = object()
+        finish = functools.partial(self._problems_found, token)
+        work = problem_finder.problem_work(
+            inputs, self.problem_limits, total, finish, lambda: self.runner.cancel("problems")
+        )
+        self.runner.submit(work)
+
+    def _problems_found(self, token: object, outcome: Outcome) -> None:
+        """On the GUI thread: the runner's detectors ended (for the source of ``token``)."""
+        if token is not self._problems_token:
+            return  # another source came meanwhile
+        self.problems_running = False
+        if outcome.kind == "succeeded":
+            self.problem_report = outcome.result
+        elif outcome.kind == "failed":
+            self.status_changed.emit(f"The problem detectors failed: {outcome.error}")
+        self._mark_graph()
+
+    def _mark_graph(self, again: bool = False) -> None:
+        """The marks of the graph shown as problems (``again``: the gradient check changed),
+        its nodes marked, and ``problems_changed``."""
+        index = self.shown_graph()
+        if index is not None and (again or index not in self._graph_marks):
+            try:
+                marks = problem_marks.mark_problems(self.trace, index, self.gradient_check)
+            except Exception as e:  # a debugging aid: never fatal
+                self.status_changed.emit(f"The graph's marks could not be read: {e}")
+                marks = []
+            self._graph_marks[index] = marks
+        self._mark_scene()
+        self.overlays_changed.emit()
+        self.problems_changed.emit(self)
+
+    def _mark_scene(self) -> None:
+        index = self.shown_graph()
+        if self.scene is not None and index is not None:
+            problem_marks.mark_scene(self.scene, self.problems(), index)
 
     # ------------------------------------------------------------------ errors
     def fail(self, error: BaseException) -> bool:

@@ -62,6 +62,7 @@ class Work:
     'program') says which work it replaces (one of each kind runs at a time); ``title``,
     ``text`` and ``steps`` (0: a busy indicator) are the progress dialog's; ``cancel`` is what
     its Cancel button does and ``finish`` takes the :class:`Outcome`, both on the GUI thread.
+    ``quiet``: no dialog (work the user need not wait for, whose view says it runs).
     """
 
     kind: str
@@ -72,6 +73,7 @@ class Work:
     steps: int
     finish: Callable[[Outcome], object]
     cancel: Callable[[], None]
+    quiet: bool = False
 
 
 class Runner(Protocol):

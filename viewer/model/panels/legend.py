@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from viewer.model.checks.problems import KINDS
+
 __all__ = [
     "FUNCTION_STATES",
     "LEAK_BADGES",
@@ -58,7 +60,7 @@ class LegendMark:
     """A mark drawn on top of a node's state.
 
     ``kind``: 'leak_cycle' | 'leak_held' | 'nonfinite' | 'cut' | 'detached' | 'gradcheck' |
-    'wrong_backward' | 'current' | 'selection' | 'grad_carried'. ``overlay``: the Scene
+    'wrong_backward' | 'current' | 'selection' | 'problem'. ``overlay``: the Scene
     overlay kind that makes it ('' for marks the view draws itself). ``badges``: the texts of
     its badge (several for the colour scale of a gradient check; none for an outline)."""
 
@@ -157,6 +159,16 @@ MARKS: tuple[LegendMark, ...] = (
         "current", "", (), "current step", "the Function of the current step and its operands"
     ),
     LegendMark("selection", "", (), "selection", "the node the inspector shows"),
+    LegendMark(
+        "problem",
+        "problem",
+        ("dead-relu",),
+        "problem",
+        "a problem the Problems panel lists, its kind as the badge, ringed in its severity's "
+        "colour (red: error, amber: warning, grey: info); its tooltip says what to do. A "
+        "finding with a mark of its own (NaN, wrong backward, leak) keeps that mark, whose "
+        "tooltip names the problem",
+    ),
 )  # the carried-over gradient is a state: it is listed with the variables, once
 
 
@@ -169,6 +181,8 @@ def mark_for_badge(badge: str) -> LegendMark | None:
     """The mark a badge on the graph stands for (a number: a gradient-check error)."""
     if badge in ("NaN", "Inf", "-Inf", "±Inf"):
         return _MARKS_BY_KIND["nonfinite"]
+    if badge in KINDS:  # a problem's mark is badged with its kind
+        return _MARKS_BY_KIND["problem"]
     for mark in MARKS:
         if badge in mark.badges:
             return mark

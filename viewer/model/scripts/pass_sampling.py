@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 from array import array
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,6 +62,12 @@ FLAG_NONFINITE = 1  # NaN or Inf in the loss or in a parameter's gradient
 FLAG_HELD = 2  # the program still held the pass's graph (its root) when the next pass ended
 FLAG_GRADCHECK = 4  # a Function of the script's own failed its gradient check in the pass
 FLAG_UNCHECKED = 8  # a Function of the script's own ran, but the checks' time budget was spent
+# the problem kinds (viewer.model.checks.problems.KINDS) a pass's own flags stand for
+_KIND_FLAGS = {
+    "nonfinite": FLAG_NONFINITE,
+    "graph-held": FLAG_HELD,
+    "wrong-backward": FLAG_GRADCHECK,
+}
 
 
 def format_loss(value: float) -> str:
@@ -309,7 +315,10 @@ class GraphFilter:
     compare a field (``<``, ``<=``, ``>``, ``>=``, ``=``); ``nan`` (or ``inf``) finds the
     passes with NaN/Inf, ``held`` (or ``leak``) those whose graph the program still held,
     ``wrong`` (or ``gradcheck``) those where a Function of the script's own failed its
-    gradient check; anything else is a case-insensitive substring of the label."""
+    gradient check; a problem kind (``dead-relu``, ``graph-held``: see
+    :data:`viewer.model.checks.problems.KINDS`) those showing a problem of that kind, the
+    passes' own flags included (``nonfinite``, ``graph-held``, ``wrong-backward``); anything
+    else is a case-insensitive substring of the label."""
 
     text: str
 
@@ -320,11 +329,13 @@ class GraphFilter:
     )
 
     def matches(self, label: str, number: int = -1, iteration: int = -1, loss: float = math.nan,
-                flags: int = 0) -> bool:  # fmt: skip
+                flags: int = 0, kinds: Collection[str] = ()) -> bool:  # fmt: skip
         text = self.text.strip()
         if not text:
             return True
         lowered = text.lower()
+        if lowered in kinds or flags & _KIND_FLAGS.get(lowered, 0):
+            return True
         if lowered in ("nan", "inf", "nan/inf"):
             return (
                 bool(flags & FLAG_NONFINITE)
@@ -356,10 +367,14 @@ class GraphFilter:
         ]
 
 
-def filter_entries(entries: Sequence[object], text: str) -> list[int]:
+def filter_entries(
+    entries: Sequence[object], text: str, kinds: Mapping[int, Collection[str]] | None = None
+) -> list[int]:
     """The indexes of ``entries`` (objects with ``title`` and, for passes, ``number``,
-    ``iteration``, ``loss`` and ``flags``) that the filter ``text`` lets through."""
+    ``iteration``, ``loss`` and ``flags``) that the filter ``text`` lets through; ``kinds``:
+    the problem kinds each entry (by index) shows, for a filter by kind."""
     wanted = GraphFilter(text)
+    kinds = kinds or {}
     out = []
     for k, e in enumerate(entries):
         number = int(getattr(e, "number", -1))
@@ -369,6 +384,7 @@ def filter_entries(entries: Sequence[object], text: str) -> list[int]:
             int(getattr(e, "iteration", -1)),
             float(getattr(e, "loss", math.nan)),
             int(getattr(e, "flags", 0)),
+            kinds.get(k, ()),
         ):
             out.append(k)
     return out

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from viewer.model.checks.problem_marks import problem_colour
 from viewer.model.node_states import STATE_NAMES
 from viewer.model.panels.legend import (
     FUNCTION_STATES,
@@ -99,6 +100,10 @@ def _mark_entry(theme: Theme, mark: LegendMark) -> LegendEntry:
         code = STATE_NAMES.index("value")
         greyed = style_of_key(theme, code + DETACHED_KEY, STATE_NAMES)
         sample = dataclasses.replace(greyed, fill=_colour(grey).name())
+    elif mark.kind == "problem":  # a warning's colour, as problem_marks draws one
+        amber = _colour(problem_colour("warning", theme.graph.error, theme.graph.edge))
+        badges = tuple((b, amber) for b in mark.badges)
+        ring, dashed = amber.name(), True
     elif mark.kind == "cut":  # the overlay the scene sets: a ring and badge in the edge colour
         edge = _colour(theme.graph.edge)
         badges = tuple((b, edge) for b in mark.badges)

@@ -49,12 +49,13 @@ class ScriptPanel(QtWidgets.QWidget):
         self.graphs.currentIndexChanged.connect(self._on_current_changed)
         self.filter = QtWidgets.QLineEdit(self)
         self.filter.setObjectName("graphFilter")
-        self.filter.setPlaceholderText("filter: text, loss>0.5, iter<100, nan, wrong")
+        self.filter.setPlaceholderText("filter: text, loss>0.5, iter<100, nan, dead-relu")
         self.filter.setToolTip(
             "Show only the graphs whose label holds this text (any case), or compare a field: "
             "loss>0.5, iter<=10, #>=100; nan lists the passes with NaN or Inf, held those whose "
             "graph the program kept, wrong those where a Function of the script's own failed "
-            "its gradient check"
+            "its gradient check; a problem's kind (dead-relu, graph-held, nonfinite...) those "
+            "where the Problems panel found one"
         )
         self.filter.setClearButtonEnabled(True)
         self.filter.setEnabled(False)

@@ -14,6 +14,7 @@ import functools
 
 from PySide6 import QtCore, QtWidgets
 
+from viewer.model.checks.problem_list import kinds_by_graph
 from viewer.model.document.document import Document
 from viewer.model.scripts.pass_sampling import filter_entries
 from viewer.model.scripts.process import ScriptProcess
@@ -58,6 +59,7 @@ class ScriptBinding(PanelBinding):
         self.stage.connect(panel.show_stage)
         self.finished.connect(self._on_finished)
         document.graph_loaded.connect(self._on_graph_loaded)
+        document.problems_changed.connect(self._on_problems_changed)
 
     def attach(self, run: ScriptProcess) -> None:
         """Show ``run`` as running in the panel and carry its signals over (the caller starts
@@ -147,6 +149,14 @@ class ScriptBinding(PanelBinding):
                 self.panel.select_graph(index)
 
     def _on_filter_changed(self, text: str) -> None:
-        result = self.document.script_result
+        doc = self.document
+        result = doc.script_result
         graphs = result.graphs if result is not None else []
-        self.panel.show_entries(filter_entries(graphs, text))
+        kinds = kinds_by_graph(doc.problems()) if result is not None else {}
+        self.panel.show_entries(filter_entries(graphs, text, kinds))
+
+    def _on_problems_changed(self, document: Document) -> None:
+        # a filter by kind lists what the run's report now says
+        text = self.panel.filter.text()
+        if text and self._listed is document.script_result:
+            self._on_filter_changed(text)

@@ -49,7 +49,7 @@ class ThreadRunner(QtCore.QObject):
         job.cancelled.connect(lambda: self._finished(work, Outcome("cancelled")))
         self.jobs[work.kind] = job
         self._works[work.kind] = work
-        if self.show_dialog and self._window is not None:
+        if self.show_dialog and self._window is not None and not work.quiet:
             dialog = job_dialog(
                 self._window, work.text, work.title, f"{work.kind}Progress", work.steps
             )

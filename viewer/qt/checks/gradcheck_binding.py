@@ -15,8 +15,8 @@ from PySide6 import QtCore, QtWidgets
 
 from viewer.model.document import gradient_checks
 from viewer.model.document.document import Document
+from viewer.qt.checks.gradcheck import GradCheckPanel
 from viewer.qt.graph.scene_binding import SceneBinding
-from viewer.qt.panels.gradcheck import GradCheckPanel
 from viewer.qt.panels.panel_binding import PanelBinding
 
 __all__ = ["GradCheckBinding"]

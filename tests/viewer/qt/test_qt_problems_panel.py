@@ -1,0 +1,288 @@
+"""The Problems panel (objectName problemsDock): what it lists and in which order, its header on a
+clean run, a click (or Enter) going to the problem's graph, step and node, the graph list's
+filter by kind, plain-text messages, and its View-menu toggle."""
+
+import textwrap
+
+import pytest
+from PySide6 import QtCore, QtWidgets
+
+import viewer.model.checks.detectors  # noqa: F401  (registered before the registry is swapped)
+from viewer.model.checks import problems as P
+from viewer.model.checks.problem_marks import OVERLAY_KIND
+from viewer.model.document import problem_finder
+from viewer.qt.checks.problems import ELSEWHERE, HERE
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    """An empty detector registry the test fills; a script's run is looked at app-side (its
+    worker's report, when it brings one, is the model tests' concern)."""
+    monkeypatch.setattr(P, "_GRAPH", {})
+    monkeypatch.setattr(P, "_RUN", {})
+    monkeypatch.setattr(problem_finder, "report_of_result", lambda result: None)
+    return P
+
+
+TRAIN = """
+import numpy as np
+from autodiff import Variable
+w = Variable(np.array([1.0, 2.0]), name="w")
+for epoch in range(4):
+    w.cleargrad()
+    loss = (w * w).sum()
+    loss.backward()
+    w.data = w.data - 0.05 * w.grad.data
+"""
+
+
+def run_train(qtbot, window, wait_for_script, tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent(TRAIN))
+    assert window.open_path(path, confirm_scripts=False)
+    wait_for_script(window)
+    assert window.document.script_result.ok
+    # a run is looked at on the runner, off the GUI thread
+    qtbot.waitUntil(lambda: not window.document.problems_running, timeout=30_000)
+    return window.document.script_result
+
+
+def plant(graphs_with_problem=(0,), severity="warning", name="<b>layer</b>"):
+    """A dead-relu detector that finds one on each graph of ``graphs_with_problem``, at its
+    step 1, on its first Function, naming ``name``."""
+
+    @P.graph_detector("dead-relu")
+    def detector(g, limits):
+        if g.graph not in graphs_with_problem:
+            return []
+        fn = g.reader.functions[0]
+        return [P.Problem("dead-relu", severity, f"{name}: units dead", g.graph, 1, (fn,))]
+
+
+def test_the_dock_is_there_with_a_view_menu_toggle_and_its_key(window):
+    dock = window.findChild(QtWidgets.QDockWidget, "problemsDock")
+    assert dock is not None and dock.widget() is window.problems_panel
+    toggle = window.actions["problems"]
+    assert toggle is dock.toggleViewAction()
+    assert toggle.shortcut().toString() == "Ctrl+Shift+P"
+    view_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&View")
+    assert toggle in view_menu.actions()
+    shown = dock.isVisible()
+    toggle.trigger()
+    assert dock.isVisible() != shown
+
+
+def test_an_expressions_nan_is_listed_and_a_click_goes_to_its_step_and_node(window, registry):
+    doc, panel = window.document, window.problems_panel
+    assert doc.run_expression("x = 0.0\ny = log(x) * 2\n")
+    first = doc.trace.first_nonfinite()
+    assert [r.kind for r in panel.rows] == ["nonfinite"] and panel.groups() == [HERE]
+    assert panel.summary.text().startswith("1 error")
+    assert window.docks["problemsDock"].windowTitle() == "Problems (1)"
+    doc.playback.to_start()
+    doc.select(None)
+    panel.click_row(0)
+    assert doc.playback.index == first.index and doc.selection == first.function
+    # the node's own NaN badge names the problem (one mark for one finding)
+    (badge,) = doc.scene.overlays[first.function]
+    assert badge.kind == "nonfinite" and "problem nonfinite" in badge.tooltip
+
+
+def test_a_clean_program_says_which_detectors_ran_and_which_could_not(window, registry):
+    plant(graphs_with_problem=())
+
+    @P.graph_detector("stale-value")
+    def cannot(g, limits):
+        raise P.CannotRun("the recording keeps no versions")
+
+    assert window.document.run_expression("x = 0.5\ny = exp(x)\n")
+    panel = window.problems_panel
+    assert panel.rows == [] and panel.tree.isHidden()
+    assert panel.summary.text().startswith("No problems found")
+    assert "Ran: carried-gradient, dead-relu, nonfinite." in panel.details.text()
+    assert "stale-value (the recording keeps no versions)" in panel.details.text()
+    assert not panel.details_area.isHidden()
+    assert window.docks["problemsDock"].windowTitle() == "Problems"
+    # with a problem listed, the rows get the height and the lines go to the tooltip
+    assert window.document.run_expression("x = 0.0\ny = log(x)\n")
+    assert panel.rows and panel.details_area.isHidden()
+    assert "Ran: carried-gradient, dead-relu, nonfinite." in panel.summary.toolTip()
+
+
+def test_messages_are_plain_text(window, registry):
+    plant(name="<b>bold</b> & <i>x</i>")
+    assert window.document.run_expression("x = 0.5\ny = exp(x)\n")
+    item = window.problems_panel.items()[0]
+    assert item.text(2) == "<b>bold</b> & <i>x</i>: units dead" and item.text(0) == "dead-relu"
+    assert "&lt;b&gt;bold&lt;/b&gt;" in item.toolTip(2) or "<b>" not in item.toolTip(2)
+    # the node's mark carries the problem, literally too
+    fn = window.document.trace.functions[0]
+    (mark,) = [o for o in window.document.scene.overlays[fn] if o.kind == OVERLAY_KIND]
+    assert mark.badge == "dead-relu" and "<b>bold</b>" in mark.tooltip
+    # the node's inspector names the problem
+    window.problems_panel.click_row(0)
+    assert window.document.selection == fn
+    assert "problem: dead-relu (warning)" in window.inspector.text()
+
+
+def test_no_graph_and_no_report_shows_a_line_and_no_rows(qtbot, registry):
+    from viewer.model.document.document import Document
+    from viewer.qt.checks.problems import ProblemsPanel
+    from viewer.qt.checks.problems_binding import ProblemsBinding
+    from viewer.qt.graph.scene_binding import SceneBinding
+    from viewer.qt.graph.view import GraphView
+    from viewer.qt.panels.inspector import InspectorPanel
+
+    doc = Document()
+    panel, view, inspector = ProblemsPanel(), GraphView(), InspectorPanel()
+    for widget in (panel, view, inspector):
+        qtbot.addWidget(widget)
+    scene = SceneBinding(doc, view, inspector)
+    binding = ProblemsBinding(doc, panel, None, scene)
+    assert panel.rows == [] and panel.summary.text().startswith("No problems looked for")
+    doc.problems_changed.emit(doc)  # nothing to show: no crash
+    assert not binding.go_to(P.Problem("diverging-loss", "warning", "m", 3))
+
+
+def test_a_runs_problems_list_its_graph_first_and_a_click_goes_to_another_graph(
+    qtbot, window, wait_for_script, tmp_path, registry
+):
+    plant(graphs_with_problem=(0, 3), severity="warning")
+
+    @P.graph_detector("nonfinite")
+    def error_on_one(g, limits):
+        if g.graph != 1:
+            return []
+        return [P.Problem("nonfinite", "error", "NaN in pass 2", 1, 2, (g.reader.functions[-1],))]
+
+    result = run_train(qtbot, window, wait_for_script, tmp_path)
+    doc, panel = window.document, window.problems_panel
+    assert doc.shown_graph() == 3
+    rows = panel.rows
+    assert panel.groups() == [HERE, ELSEWHERE]
+    assert [(r.here, r.severity, r.problem.graph) for r in rows] == [
+        (True, "warning", 3),
+        (False, "error", 1),
+        (False, "warning", 0),
+    ]
+    assert rows[1].where == f"#{result.graphs[1].number + 1}, step 3"
+    assert result.graphs[1].title in rows[1].tooltip
+    # a click: the pass's graph, the step, the node; the graph list follows
+    target = rows[1].problem
+    panel.click_row(1)
+    assert doc.shown_graph() == 1
+    assert window.script_panel.selected_graph() == 1
+    assert doc.playback.index == target.step and doc.selection == target.nodes[0]
+    assert window.scene_binding.selected_index() == doc.scene.index_of(target.nodes[0])
+    # now graph 1 is the one on screen: its problem heads the list
+    assert panel.rows[0].problem == target and panel.rows[0].here
+    # Enter on a row does the same
+    items = panel.items()
+    index = next(k for k, r in enumerate(panel.rows) if r.problem.graph == 0)
+    panel.tree.setCurrentItem(items[index])
+    panel.tree.setFocus()
+    qtbot.keyClick(panel.tree, QtCore.Qt.Key.Key_Return)
+    assert doc.shown_graph() == 0 and doc.playback.index == 1
+
+
+def test_the_graph_filter_lists_the_graphs_with_a_kind(
+    qtbot, window, wait_for_script, tmp_path, registry
+):
+    plant(graphs_with_problem=(1, 2))
+    result = run_train(qtbot, window, wait_for_script, tmp_path)
+    panel = window.script_panel
+    box = panel.findChild(QtWidgets.QLineEdit, "graphFilter")
+    box.setText("dead-relu")
+    listed = [panel.graphs.itemData(k) for k in range(panel.graphs.count())]
+    assert listed == [1, 2]
+    assert panel.graphs.itemText(0) == result.graphs[1].title
+    box.setText("stale-value")
+    assert panel.graphs.count() == 0
+
+
+def test_the_problems_settings_group_sets_the_thresholds(qtbot, isolated_settings):
+    from viewer.app import build_window
+    from viewer.qt.settings import AppSettings
+
+    settings = AppSettings()
+    settings.store.setValue("problems/dead_fraction", "0.7")
+    settings.store.setValue("problems/budget_seconds", "-1")  # refused: the default stays
+    settings.sync()
+    window = build_window([])
+    qtbot.addWidget(window)
+    limits = window.document.problem_limits
+    assert limits.dead_fraction == 0.7 and limits.budget_seconds == P.Thresholds().budget_seconds
+    assert [p.key for p in window.settings.problems] == ["problems/budget_seconds"]
+
+
+def test_the_wrong_backward_mark_and_ctrl_g_are_one_problem(
+    qtbot, window, wait_for_script, registry
+):
+    window.load_example("wrong_backward")
+    wait_for_script(window)
+    qtbot.waitUntil(lambda: not window.document.problems_running, timeout=30_000)
+    doc, panel = window.document, window.problems_panel
+    shown = doc.shown_graph()
+    wrong = [r.problem for r in panel.rows if r.kind == "wrong-backward"]
+    assert shown in {p.graph for p in wrong}  # the pass's flag, as a problem
+    flagged = len(wrong)
+    window.actions["check_gradients"].trigger()
+    wrong = [r.problem for r in panel.rows if r.kind == "wrong-backward"]
+    assert len(wrong) == flagged  # the check's finding stands for the flag: listed once
+    (here,) = [p for p in wrong if p.graph == shown]
+    assert "Softplus" in here.message and here.nodes
+    node = here.nodes[0]
+    kinds = [o.kind for o in doc.scene.overlays[node]]
+    assert "gradcheck" in kinds and OVERLAY_KIND not in kinds  # its own mark, not a second
+    (check,) = [o for o in doc.scene.overlays[node] if o.kind == "gradcheck"]
+    assert "problem wrong-backward" in check.tooltip
+
+
+def test_the_chosen_problems_whole_message_shows_below_the_list(window, registry):
+    plant(name="a long name " * 12)
+    assert window.document.run_expression("x = 0.5\ny = exp(x)\n")
+    panel = window.problems_panel
+    assert panel.chosen_area.isHidden()
+    panel.click_row(0)
+    assert not panel.chosen_area.isHidden()
+    assert panel.chosen.text().startswith("dead-relu (warning): a long name a long name")
+    assert panel.chosen.text().count("a long name") == 12
+
+
+def test_the_panel_says_it_is_looking_while_the_runner_works(qtbot, registry):
+    from viewer.model.document.document import Document
+    from viewer.model.document.work import Outcome
+    from viewer.qt.checks.problems import ProblemsPanel
+    from viewer.qt.checks.problems_binding import ProblemsBinding
+    from viewer.qt.graph.scene_binding import SceneBinding
+    from viewer.qt.graph.view import GraphView
+    from viewer.qt.panels.inspector import InspectorPanel
+
+    plant()
+    kept = []
+
+    class Runner:
+        def submit(self, work):
+            if work.kind == "problems":
+                kept.append(work)
+                return
+            work.finish(
+                Outcome("succeeded", work.function(*work.args, lambda *a: None, lambda: False))
+            )
+
+        def cancel(self, kind):
+            pass
+
+    doc = Document()
+    doc.runner, doc.sync_layout_limit = Runner(), 2
+    panel, view, inspector = ProblemsPanel(), GraphView(), InspectorPanel()
+    for widget in (panel, view, inspector):
+        qtbot.addWidget(widget)
+    scene = SceneBinding(doc, view, inspector)
+    binding = ProblemsBinding(doc, panel, None, scene)  # (kept: the document's are weak)
+    assert doc.run_expression("x = 0.5\ny = exp(x)\n")
+    (work,) = kept
+    assert panel.summary.text().startswith("Looking for problems")
+    work.finish(Outcome("succeeded", work.function(*work.args, lambda *a: None, lambda: False)))
+    assert panel.summary.text().startswith("1 warning")
+    assert [r.kind for r in panel.rows] == ["dead-relu"] and binding.document is doc

@@ -1,0 +1,166 @@
+"""The Problems panel (its dock's objectName ``problemsDock`` is a contract): the gradient bugs
+found in what is shown, by name.
+
+It lists :class:`~viewer.model.checks.problem_list.ProblemRow` rows in two groups, the graph on
+screen's and the rest of the run's, each most severe first: the kind with its severity's icon
+(the word in its tooltip and accessible name), where it shows and the message, wrapped to the
+dock's width (a narrow dock shows all of it). Above them, the report's summary line and
+which detectors ran and which could not. A click on a row, or Enter, asks for its problem
+(``problem_chosen``): the binder goes to its graph, step and nodes. Every text is set as plain
+text: a message quotes the user's own names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PySide6 import QtCore, QtWidgets
+
+from viewer.model.checks.problem_list import ProblemRow
+from viewer.qt.drawing.plain_text import SummaryArea, tooltip
+
+__all__ = ["COLUMNS", "ProblemsPanel"]
+
+COLUMNS = ("Problem", "Where", "Message")
+_ROW_ROLE = QtCore.Qt.ItemDataRole.UserRole
+_ICONS = {
+    "error": QtWidgets.QStyle.StandardPixmap.SP_MessageBoxCritical,
+    "warning": QtWidgets.QStyle.StandardPixmap.SP_MessageBoxWarning,
+    "info": QtWidgets.QStyle.StandardPixmap.SP_MessageBoxInformation,
+}
+HERE = "This graph"
+ELSEWHERE = "Other graphs and the whole run"
+
+
+class ProblemsPanel(QtWidgets.QWidget):
+    problem_chosen = QtCore.Signal(object)  # the row's Problem
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("problemsPanelContents")
+        self.summary = QtWidgets.QLabel(self)
+        self.summary.setObjectName("problemsSummary")
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+        self.summary_area = SummaryArea(self.summary, self, preferred_lines=2)
+        self.details = QtWidgets.QLabel(self)
+        self.details.setObjectName("problemsDetails")
+        self.details.setWordWrap(True)
+        self.details.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+        self.details_area = SummaryArea(self.details, self, preferred_lines=2)
+
+        self.tree = QtWidgets.QTreeWidget(self)
+        self.tree.setObjectName("problemsList")
+        self.tree.setColumnCount(len(COLUMNS))
+        self.tree.setHeaderLabels(list(COLUMNS))
+        self.tree.setRootIsDecorated(False)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self.tree.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
+        self.tree.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        header = self.tree.header()
+        for column in range(len(COLUMNS) - 1):
+            header.setSectionResizeMode(column, QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        # the message takes the width left, cut short: the chosen problem's whole message is
+        # below the list (no sideways scrolling to read it)
+        header.setSectionResizeMode(len(COLUMNS) - 1, QtWidgets.QHeaderView.ResizeMode.Stretch)
+        header.setStretchLastSection(True)
+        self.tree.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.tree.currentItemChanged.connect(self._on_current)
+        self.chosen = QtWidgets.QLabel(self)
+        self.chosen.setObjectName("problemsChosen")
+        self.chosen.setWordWrap(True)
+        self.chosen.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+        self.chosen.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.chosen_area = SummaryArea(self.chosen, self, preferred_lines=3)
+        self.tree.itemClicked.connect(self._on_item)
+        self.tree.itemActivated.connect(self._on_item)  # Enter, or a double click
+
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.summary_area)
+        layout.addWidget(self.tree, 1)
+        layout.addWidget(self.chosen_area)
+        layout.addWidget(self.details_area)
+        # with no rows (a clean run) the lines keep to the top instead of the middle
+        layout.addStretch(0)
+        self._rows: list[ProblemRow] = []
+        self.show_rows([], "", "")
+
+    def show_rows(self, rows: Sequence[ProblemRow], summary: str, details: str) -> None:
+        """``rows`` (the graph on screen's first), under ``summary``; ``details`` (which
+        detectors ran) below them when there are none, else in the summary's tooltip."""
+        self._rows = list(rows)
+        self.tree.clear()
+        groups: dict[bool, QtWidgets.QTreeWidgetItem] = {}
+        style = self.style()
+        for k, row in enumerate(rows):
+            group = groups.get(row.here)
+            if group is None:
+                group = QtWidgets.QTreeWidgetItem(self.tree, [HERE if row.here else ELSEWHERE])
+                group.setFirstColumnSpanned(True)
+                group.setFlags(QtCore.Qt.ItemFlag.ItemIsEnabled)
+                font = group.font(0)
+                font.setBold(True)
+                group.setFont(0, font)
+                group.setExpanded(True)
+                groups[row.here] = group
+            item = QtWidgets.QTreeWidgetItem(group, [row.kind, row.where, row.message])
+            item.setIcon(0, style.standardIcon(_ICONS[row.severity]))
+            item.setData(
+                0, QtCore.Qt.ItemDataRole.AccessibleTextRole, f"{row.severity}: {row.kind}"
+            )
+            item.setData(1, _ROW_ROLE, k)
+            for column in range(len(COLUMNS)):
+                item.setToolTip(column, tooltip(row.tooltip))
+        self.tree.setRootIsDecorated(False)
+        self.tree.setVisible(bool(rows))
+        self.chosen_area.set_text("")
+        self.chosen_area.setVisible(False)
+        self.summary_area.set_text(summary)
+        # Which detectors ran is what a clean run says; with problems listed, the rows need
+        # the height, and the lines stay one hover away (the summary's tooltip)
+        shown = bool(details) and not rows
+        self.details.setVisible(shown)
+        self.details_area.setVisible(shown)
+        self.details_area.set_text(details)
+        self.summary.setToolTip(tooltip(details) if details and rows else "")
+
+    def _item_rows(self, group: QtWidgets.QTreeWidgetItem) -> list[QtWidgets.QTreeWidgetItem]:
+        return [group.child(k) for k in range(group.childCount())]
+
+    def _on_current(self, item: QtWidgets.QTreeWidgetItem | None, *_: object) -> None:
+        index = None if item is None else item.data(1, _ROW_ROLE)
+        text = "" if index is None else self._rows[int(index)].tooltip
+        self.chosen_area.set_text(text)
+        self.chosen_area.setVisible(bool(text))
+
+    def _on_item(self, item: QtWidgets.QTreeWidgetItem, _column: int = 0) -> None:
+        index = item.data(1, _ROW_ROLE)
+        if index is None:
+            return  # a group's heading
+        self.problem_chosen.emit(self._rows[int(index)].problem)
+
+    # ---------------------------------------------------------------- reading (tests)
+    @property
+    def rows(self) -> list[ProblemRow]:
+        return list(self._rows)
+
+    def items(self) -> list[QtWidgets.QTreeWidgetItem]:
+        """The problem rows' items, in the order shown."""
+        out = []
+        for g in range(self.tree.topLevelItemCount()):
+            out += self._item_rows(self.tree.topLevelItem(g))
+        return out
+
+    def groups(self) -> list[str]:
+        return [self.tree.topLevelItem(g).text(0) for g in range(self.tree.topLevelItemCount())]
+
+    def click_row(self, row: int) -> None:
+        item = self.items()[row]
+        self.tree.setCurrentItem(item)
+        self._on_item(item)
+
+    def text(self) -> str:
+        """The summary and the details as shown."""
+        return f"{self.summary.text()}\n{self.details.text()}"
