@@ -82,7 +82,8 @@ def _graph_inputs(
             continue
         graph = result.graphs[i]
         source = "torch" if id(graph.trace) in torch_traces else "engine"
-        yield GraphInput(view, i, graph.title, source, script)
+        number = graph.number + 1 if graph.number >= 0 else None
+        yield GraphInput(view, i, graph.title, source, script, number)
 
 
 def run_input(
