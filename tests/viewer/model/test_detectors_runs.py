@@ -12,6 +12,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from bug_demos import demonstrates
 
 from viewer.model.checks import problems as P
 from viewer.model.checks.detectors import runs
@@ -511,7 +512,7 @@ _DEMOS = {"wrong_backward", "custom_function_gradcheck"}
 _CORRECT = sorted(
     e.stem
     for e in list_examples()
-    if e.kind == "script" and e.category != "leaks" and e.stem not in _DEMOS
+    if e.kind == "script" and e.category != "leaks" and not demonstrates(e.stem, RUN_KINDS)
 )
 
 
