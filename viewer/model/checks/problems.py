@@ -415,6 +415,8 @@ class _Labels:
     def __init__(self, reader: Any) -> None:
         self._reader = reader
         self._ranks: dict[int, int] | None = None
+        self._paths: list[str] | None = None  # the scope paths and each node's scope, read
+        self._node_scopes: Any = None  # once per graph (node_scopes() builds an array)
 
     def culprit(self, p: Problem) -> tuple[Any, ...]:
         """What makes ``p`` the same problem in another graph: its kind and its nodes' labels;
@@ -440,9 +442,15 @@ class _Labels:
         return (info.get("kind"), "", op, scope, self._rank(node))
 
     def _scope(self, node: int) -> str:
+        if self._paths is None:
+            try:
+                self._paths = [str(row.path) for row in self._reader.scopes()]
+                self._node_scopes = self._reader.node_scopes()
+            except Exception:  # a reader without scopes: no layers
+                self._paths, self._node_scopes = [], ()
         try:
-            return str(self._reader.scopes()[int(self._reader.node_scopes()[node])].path)
-        except Exception:
+            return self._paths[int(self._node_scopes[node])]
+        except (IndexError, TypeError, ValueError):
             return ""
 
     def _rank(self, node: int) -> int:
@@ -456,10 +464,12 @@ class _Labels:
                 key = ("function", op, self._scope(f))
                 ranks[f] = seen.get(key, 0)
                 seen[key] = ranks[f] + 1
-            for v in sorted(int(v) for v in reader.variables):
-                creator = reader.creator_of(v)
-                op = reader.node(creator).get("op") if creator >= 0 else ""
-                key = ("variable", op, self._scope(v))
+            variables = sorted(int(v) for v in reader.variables)
+            creators = [reader.creator_of(v) for v in variables]
+            made = [c for c in creators if c >= 0]
+            op_of = dict(zip(made, reader.ops(made), strict=True))
+            for v, creator in zip(variables, creators, strict=True):
+                key = ("variable", op_of.get(creator, ""), self._scope(v))
                 ranks[v] = seen.get(key, 0)
                 seen[key] = ranks[v] + 1
             self._ranks = ranks
