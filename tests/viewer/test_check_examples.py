@@ -201,3 +201,30 @@ def test_the_seed_training_loop_reports_nothing_above_info(tmp_path, program):
         path.write_text(textwrap.dedent(program).replace("model.cleargrads()", "pass"))
     status, problems = _check(path)
     assert "carried-gradient" in {p.kind for p in _loud(problems)} and status == EXIT_FOUND
+
+
+def test_a_grouped_problem_names_its_first_pass_by_the_runs_number_not_the_graphs(tmp_path):
+    """A long run keeps a sample of its passes: the graph list's index is not the pass's
+    number. cleargrads() stops at pass 60: the carried gradients are one problem, first in
+    the first kept pass after it, named by its number in the run."""
+    from viewer.model.scripts.run import ScriptRun
+
+    path = tmp_path / "train.py"
+    path.write_text(
+        textwrap.dedent(_SEED_LOOP)
+        .replace("range(100)", "range(150)")
+        .replace("    model.cleargrads()", "    if i < 60:\n        model.cleargrads()")
+    )
+    run = ScriptRun(path)
+    run.max_passes = 12
+    result = run.run()
+    assert result.ok, result.error
+    report = result.problems
+    assert report.graphs_total == len(result.graphs) < 150
+    (carried,) = [p for p in report.problems if p.kind == "carried-gradient"]
+    first = result.graphs[carried.graph].number + 1  # the pass's number in the run
+    assert first > 60 and first != carried.graph + 1
+    assert f"first in pass #{first})" in carried.message
+    shown = [k for k in range(len(result.graphs)) if report.for_graph(k)]
+    looked = report.graphs
+    assert f"(in {len(shown)} of {looked} kept passes" in carried.message
