@@ -12,6 +12,8 @@ A lint for gradient bugs a user can put in their own CI. ``PROGRAM`` is
 
 Output (stdout): one line per problem, beginning with its kind (``Problem.line``), most
 severe first; with ``--json``, one JSON array of ``Problem.to_json`` objects and nothing else.
+A bug seen in many passes is one problem (``ProblemReport.problems`` groups the same culprit's
+findings across graphs; its message says in how many passes and in which first).
 Which detectors ran, which could not and why, and a failing program's error go to stderr, as
 does a script's own output.
 

@@ -12,6 +12,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from bug_demos import demonstrates
 
 from viewer.model.checks import problems as P
 from viewer.model.checks.detectors import runs
@@ -148,6 +149,52 @@ def test_held_passes_name_the_first_the_count_the_line_and_the_holder():
     assert p.severity == "warning" and "2 passes" in p.message and "pass #3" in p.message
     (p,) = runs.graph_held(_run_input([1.0] * 5, flags, held_long=[]), P.Thresholds())
     assert p.severity == "info"
+
+
+_HELD = ("referenced", "global 'cache' in lib (list)", 4, 1, (5, 6))
+_CYCLE = ("cycle", "cycle: Variable 'x' .grad", 3, 1, (0,))
+
+
+def test_graphs_the_leak_audit_found_referenced_at_the_end_are_held_a_cycle_is_info():
+    """What the leak audit found alive at the program's end: referenced (an intermediate in a
+    list, a callback's closure) is a held graph; kept only by a reference cycle, info."""
+    run = _run_input([1.0, 0.5, 0.25], audit=[_HELD, _CYCLE], roots={1: 9})
+    held, cycle = runs.graph_held(run, P.Thresholds())
+    assert (held.severity, held.graph, held.nodes) == ("warning", 1, (5, 6))
+    assert "4 nodes" in held.message and "global 'cache' in lib (list)" in held.message
+    assert "float(v.data)" in held.message
+    assert (cycle.severity, cycle.graph, cycle.nodes) == ("info", 1, (0,))
+    assert "3 nodes" in cycle.message and "reference cycle" in cycle.message
+    # a program that never called backward, and graphs survived: said all the same
+    (p,) = runs.graph_held(_run_input([], audit=[_HELD]), P.Thresholds())
+    assert p.severity == "warning"
+    with pytest.raises(P.CannotRun):
+        runs.graph_held(_run_input([], audit=[]), P.Thresholds())
+    # the held passes already said it, naming the line: not said twice
+    flags = [FLAG_HELD] * 4 + [0]
+    run = _run_input([1.0] * 5, flags, {1: 0}, audit=[_HELD], held_by=["global 'cache'"])
+    (p,) = runs.graph_held(run, P.Thresholds())
+    assert p.severity == "warning" and "4 passes" in p.message
+
+
+def test_a_script_that_never_called_backward_still_gets_the_audit(tmp_path):
+    path = tmp_path / "keep.py"
+    path.write_text(
+        "import numpy as np\n"
+        "import autodiff\n"
+        "import autodiff.functions as F\n"
+        "from autodiff import Variable\n"
+        "autodiff.kept_for_later = [F.tanh(Variable(np.ones(3), name='x')) * 2.0]\n"
+    )
+    result = ScriptRun(path).run()
+    assert result.ok, result.error
+    (p,) = _mine(result.problems, "graph-held")
+    assert p.severity == "warning" and "kept_for_later" in p.message
+    assert p.graph == 0 and p.nodes
+    clean = tmp_path / "clean.py"
+    clean.write_text(path.read_text().replace("autodiff.kept_for_later = ", "y = "))
+    result = ScriptRun(clean).run()
+    assert result.ok and _mine(result.problems, "graph-held") == []
 
 
 class _Sample:
@@ -465,7 +512,7 @@ _DEMOS = {"wrong_backward", "custom_function_gradcheck"}
 _CORRECT = sorted(
     e.stem
     for e in list_examples()
-    if e.kind == "script" and e.category != "leaks" and e.stem not in _DEMOS
+    if e.kind == "script" and e.category != "leaks" and not demonstrates(e.stem, RUN_KINDS)
 )
 
 

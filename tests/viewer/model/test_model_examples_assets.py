@@ -45,6 +45,11 @@ def test_examples_have_titles_kinds_and_categories():
         "micrograd_mlp",
     ):
         assert stem in examples
+    # the planted bugs: one classic gradient bug each, with a header saying what to look for
+    for stem in ("forgot_cleargrads", "broadcast_loss", "dead_relu", "history_append"):
+        assert examples[stem].category == "debugging" and examples[stem].kind == "script"
+        assert "What to look for" in examples[stem].read()
+    assert examples["diverging_lr"].category == "debugging"
     assert examples["diamond"].kind == "expression"
     assert examples["newton"].kind == "script"
     assert examples["higher_order"].category == "higher-order"

@@ -25,6 +25,7 @@ This module is plain Python: no Qt.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -175,13 +176,16 @@ class GraphInput:
     """One graph for the graph detectors. ``graph``: its index in the source's graph list;
     ``title``: its title there (``#12 · iter 11 · loss 0.42``); ``source``: ``"engine"``,
     ``"micrograd"``, ``"torch"`` or ``"trace"`` (a saved trace); ``script``: the script's path
-    when the graph came from one (the messages name its lines)."""
+    when the graph came from one (the messages name its lines); ``number``: the pass's number
+    in the run when it is one of a script's passes (a problem seen in several graphs says in
+    which pass it showed first)."""
 
     reader: Any  # a TraceReader
     graph: int = 0
     title: str = ""
     source: str = "engine"
     script: str | None = None
+    number: int | None = None  # the pass's number in the run (from 1); None: graph + 1
 
 
 @dataclass(frozen=True)
@@ -235,13 +239,25 @@ class ProblemReport:
     """The problems of a source, most severe first, and what was looked at: ``ran`` the kinds
     whose detector ran (on at least one graph, or on the run), ``skipped`` each kind that could
     not run, with why (a kind that ran on some graphs but not others is in both), ``graphs``
-    how many graphs were looked at out of ``graphs_total`` (the time budget may stop early)."""
+    how many graphs were looked at out of ``graphs_total`` (the time budget may stop early).
+
+    ``problems`` says one bug once: the graph detectors' findings of one kind about one culprit
+    (the same parameter, layer or op by name, not by node id) in several graphs are one problem
+    there, the first graph's, whose message says in how many passes it showed. ``per_graph``
+    keeps each graph's own problems as its detectors found them (with its node ids), and the
+    run's problems that point at that graph: :meth:`for_graph` is what a graph on screen
+    shows."""
 
     problems: list[Problem] = field(default_factory=list)
     ran: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     graphs: int = 0
     graphs_total: int = 0
+    per_graph: dict[int, list[Problem]] = field(default_factory=dict)
+
+    def for_graph(self, graph: int) -> list[Problem]:
+        """Graph ``graph``'s own problems, most severe first (none: an empty list)."""
+        return list(self.per_graph.get(graph, ()))
 
     @property
     def worst(self) -> str | None:
@@ -269,6 +285,9 @@ class ProblemReport:
             "skipped": dict(self.skipped),
             "graphs": self.graphs,
             "graphs_total": self.graphs_total,
+            "per_graph": {
+                str(k): [p.to_json() for p in found] for k, found in self.per_graph.items()
+            },
         }
 
     @classmethod
@@ -289,9 +308,9 @@ class ProblemReport:
         graphs, total = data.get("graphs", 0), data.get("graphs_total", 0)
         if type(graphs) is not int or type(total) is not int:
             raise ValueError("the graph counts are not integers")
-        return cls(
-            [problem_from_json(p) for p in problems], list(ran), dict(skipped), graphs, total
-        )
+        listed = [problem_from_json(p) for p in problems]
+        per_graph = _per_graph_from_json(data.get("per_graph"), listed)
+        return cls(listed, list(ran), dict(skipped), graphs, total, per_graph)
 
 
 def detect(
@@ -317,19 +336,39 @@ def detect(
         total = len(graphs)
     # (given a total, ``graphs`` is read lazily: a graph past the budget is never made)
     report.graphs_total = total
+    # each graph problem's culprit, read from its graph while the graph is at hand (a
+    # script's views are made one at a time): what the grouping across graphs compares
+    culprits: dict[int, tuple[Any, ...]] = {}
+    numbers: dict[int, int] = {}
     for graph in graphs:
         if report.graphs and clock() - start > limits.budget_seconds:
             break
         report.graphs += 1
+        before = len(report.problems)
         for kind, fn in _GRAPH.items():
             _call(kind, lambda fn=fn, graph=graph: fn(graph, limits), report, ran)
+        labels = _Labels(graph.reader)
+        for p in report.problems[before:]:
+            culprits[id(p)] = labels.culprit(p)
+        numbers[graph.graph] = graph.number if graph.number is not None else graph.graph + 1
     if run is not None:
         for kind, fn in _RUN.items():
             _call(kind, lambda fn=fn: fn(run, limits), report, ran)
     report.ran = [k for k in KINDS if k in ran]
-    report.problems = _dedupe(report.problems)
-    report.problems.sort(key=lambda p: (p.rank, _none_last(p.graph), _none_last(p.step)))
+    found = _dedupe(report.problems)
+    found.sort(key=_order)
+    per_graph: dict[int, list[Problem]] = {}
+    for p in found:
+        if p.graph is not None:
+            per_graph.setdefault(p.graph, []).append(p)
+    report.per_graph = per_graph
+    report.problems = _grouped(found, culprits, numbers, report)
+    report.problems.sort(key=_order)
     return report
+
+
+def _order(p: Problem) -> tuple[int, int, int]:
+    return (p.rank, _none_last(p.graph), _none_last(p.step))
 
 
 def _call(kind: str, fn: Callable[[], list[Problem]], report: ProblemReport, ran: set[str]) -> None:
@@ -359,3 +398,151 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
             seen.add(key)
             kept.append(p)
     return kept
+
+
+# =============================================================================
+# One bug, one problem: the same culprit's findings across graphs, grouped
+# =============================================================================
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])", re.IGNORECASE)
+
+
+class _Labels:
+    """Names the nodes of one graph's problems by what stays the same from graph to graph:
+    a node's name, op and layer (scope path), and for a node that has no name its rank among
+    the graph's nodes of that op and layer (the second unnamed ReLU of ``Net/fc2``). Node ids
+    differ between graphs; these do not."""
+
+    def __init__(self, reader: Any) -> None:
+        self._reader = reader
+        self._ranks: dict[int, int] | None = None
+        self._paths: list[str] | None = None  # the scope paths and each node's scope, read
+        self._node_scopes: Any = None  # once per graph (node_scopes() builds an array)
+
+    def culprit(self, p: Problem) -> tuple[Any, ...]:
+        """What makes ``p`` the same problem in another graph: its kind and its nodes' labels;
+        for a problem with no nodes (or an unreadable graph) its message, numbers left out."""
+        if p.nodes:
+            try:
+                return (p.kind, tuple(self._label(n) for n in p.nodes))
+            except Exception:  # a reader that cannot name its nodes: fall back on the message
+                pass
+        return (p.kind, _NUMBER.sub("#", p.message))
+
+    def _label(self, node: int) -> tuple[Any, ...]:
+        reader = self._reader
+        info = reader.node(node)
+        name = info.get("name") or ""
+        op = info.get("op") or ""
+        if info.get("kind") != "function" and not op:
+            creator = reader.creator_of(node)
+            op = (reader.node(creator).get("op") or "") if creator >= 0 else ""
+        scope = self._scope(node)
+        if name:
+            return (info.get("kind"), name, op, scope)
+        return (info.get("kind"), "", op, scope, self._rank(node))
+
+    def _scope(self, node: int) -> str:
+        if self._paths is None:
+            try:
+                self._paths = [str(row.path) for row in self._reader.scopes()]
+                self._node_scopes = self._reader.node_scopes()
+            except Exception:  # a reader without scopes: no layers
+                self._paths, self._node_scopes = [], ()
+        try:
+            return self._paths[int(self._node_scopes[node])]
+        except (IndexError, TypeError, ValueError):
+            return ""
+
+    def _rank(self, node: int) -> int:
+        """The node's place among this graph's nodes of its kind, op and layer, in id order."""
+        if self._ranks is None:
+            reader = self._reader
+            seen: dict[tuple[Any, ...], int] = {}
+            ranks: dict[int, int] = {}
+            functions = sorted(int(f) for f in reader.functions)
+            for f, op in zip(functions, reader.ops(functions), strict=True):
+                key = ("function", op, self._scope(f))
+                ranks[f] = seen.get(key, 0)
+                seen[key] = ranks[f] + 1
+            variables = sorted(int(v) for v in reader.variables)
+            creators = [reader.creator_of(v) for v in variables]
+            made = [c for c in creators if c >= 0]
+            op_of = dict(zip(made, reader.ops(made), strict=True))
+            for v, creator in zip(variables, creators, strict=True):
+                key = ("variable", op_of.get(creator, ""), self._scope(v))
+                ranks[v] = seen.get(key, 0)
+                seen[key] = ranks[v] + 1
+            self._ranks = ranks
+        return self._ranks.get(node, -1)
+
+
+def _grouped(
+    found: list[Problem],
+    culprits: dict[int, tuple[Any, ...]],
+    numbers: dict[int, int],
+    report: ProblemReport,
+) -> list[Problem]:
+    """``found`` (sorted) with each culprit's graph problems in several graphs made one: the
+    first graph's graph, step and nodes, the worst severity, and the message saying in how
+    many of the passes looked at it showed and in which first. The run's problems stay as
+    they are."""
+    groups: dict[tuple[Any, ...], list[Problem]] = {}
+    order: list[Problem | tuple[Any, ...]] = []
+    for p in found:
+        key = culprits.get(id(p))
+        if key is None or p.graph is None:
+            order.append(p)
+            continue
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(p)
+    merged: list[Problem] = []
+    for item in order:
+        if isinstance(item, Problem):
+            merged.append(item)
+            continue
+        members = groups[item]
+        graphs = sorted({p.graph for p in members if p.graph is not None})
+        first = min(members, key=lambda p: (_none_last(p.graph), _none_last(p.step)))
+        if len(graphs) < 2:
+            merged.append(first)
+            continue
+        worst = min((p.severity for p in members), key=SEVERITIES.index)
+        merged.append(
+            replace(first, severity=worst, message=first.message + _spread(graphs, numbers, report))
+        )
+    return merged
+
+
+def _spread(graphs: list[int], numbers: dict[int, int], report: ProblemReport) -> str:
+    """`` (in 813 of 1,001 kept passes, first in pass #2)``: where a grouped problem showed."""
+    looked = f"{report.graphs:,} kept passes"
+    if report.graphs < report.graphs_total:
+        looked = f"{report.graphs:,} kept passes looked at, of {report.graphs_total:,};"
+    else:
+        looked += ","
+    first = numbers.get(graphs[0], graphs[0] + 1)
+    return f" (in {len(graphs):,} of {looked} first in pass #{first})"
+
+
+def _per_graph_from_json(value: Any, listed: list[Problem]) -> dict[int, list[Problem]]:
+    """:attr:`ProblemReport.per_graph` read back, checked (each problem's graph is its key);
+    a report written without it (an older result): its listed problems by graph."""
+    per_graph: dict[int, list[Problem]] = {}
+    if value is None:
+        for p in listed:
+            if p.graph is not None:
+                per_graph.setdefault(p.graph, []).append(p)
+        return per_graph
+    if not isinstance(value, dict):
+        raise ValueError("the problems per graph are not an object")
+    for key, items in value.items():
+        if not isinstance(key, str) or not key.isdigit() or not isinstance(items, list):
+            raise ValueError("the problems per graph are not lists by graph index")
+        graph = int(key)
+        found = [problem_from_json(p) for p in items]
+        if any(p.graph != graph for p in found):
+            raise ValueError(f"a problem listed under graph {graph} names another graph")
+        per_graph[graph] = found
+    return per_graph

@@ -82,7 +82,8 @@ def _graph_inputs(
             continue
         graph = result.graphs[i]
         source = "torch" if id(graph.trace) in torch_traces else "engine"
-        yield GraphInput(view, i, graph.title, source, script)
+        number = graph.number + 1 if graph.number >= 0 else None
+        yield GraphInput(view, i, graph.title, source, script, number)
 
 
 def run_input(
@@ -93,15 +94,19 @@ def run_input(
     wrong: dict[int, Sequence[str]] | None = None,
     held_long: Sequence[int] | None = None,
 ) -> RunInput | None:
-    """The run detectors' input from ``result``'s pass log (None: no backward pass ran).
+    """The run detectors' input from ``result``'s pass log (None: no backward pass ran and
+    the leak audit found nothing; with no backward pass but an audit's survivors, a RunInput
+    of no passes whose ``extra['audit']`` says what survived).
     ``keys``/``key_lines``: each pass's loss line and each line's script line (the
     recording's ``pass_keys``/``key_lines``); ``wrong``: kept pass -> the ops whose check
     failed in it (the recording's ``wrong``); ``held_long``: the passes whose root was alive
     still a pass after the next (the recording's ``held_long``; without it every pass flagged
     held is taken for a leak)."""
     log = result.passes
+    audit = [] if result.cancelled else _audit(result)
     if log is None or not len(log):
-        return None
+        # no backward ran: only what the leak audit found is left to say (graph-held)
+        return RunInput(script=str(result.path), extra={"audit": audit}) if audit else None
     n = len(log)
     graph_of_pass: dict[int, int] = {}
     roots: dict[int, int] = {}
@@ -123,6 +128,7 @@ def run_input(
         "wrong": dict(wrong or {}),
         "roots": roots,
         "held_by": tuple(holders),
+        "audit": audit,
         # (a cancelled run has no time to read graphs: its problems name none of their nodes)
         "op_nodes": {} if result.cancelled else _op_nodes(result, wrong or {}, graph_of_pass),
     }
@@ -139,6 +145,37 @@ def run_input(
         script=str(result.path),
         extra=extra,
     )
+
+
+def _audit(result: RunResult) -> list[tuple[str, str, int, int | None, tuple[int, ...]]]:
+    """What the leak audit found alive once the program's names were dropped, by holder:
+    (reason, ``'cycle'`` or ``'referenced'``; the holder, the first link of its chain without
+    the item index; how many nodes; the graph (the last that holds any of them); their node
+    ids there)."""
+    survivors = getattr(result.leak_report, "survivors", ()) or ()
+    if not survivors:
+        return []
+    nodes: set[int] = set()
+    graph: int | None = None
+    for index in reversed(range(len(result.graphs))):
+        try:
+            view = _view(result, index)
+            nodes = {int(n) for n in view.variables} | {int(n) for n in view.functions}
+        except Exception:
+            continue
+        if any(int(s.node_id) in nodes for s in survivors):
+            graph = index
+            break
+    by_holder: dict[tuple[str, str], list[int]] = {}
+    for survivor in survivors:
+        first = str(survivor.held_by).split(" -> ")[0]
+        holder = re.sub(r" \[\d+\]", "", first)
+        by_holder.setdefault((str(survivor.reason), holder), []).append(int(survivor.node_id))
+    found = []
+    for (reason, holder), ids in by_holder.items():
+        inside = tuple(n for n in ids if graph is not None and n in nodes)
+        found.append((reason, holder, len(ids), graph, inside))
+    return found
 
 
 def _op_nodes(

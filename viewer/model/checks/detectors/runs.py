@@ -19,7 +19,10 @@ CannotRun or falls back as said):
 * ``op_nodes``: graph index -> op -> (its function node ids, the step of its first backward);
 * ``roots``: graph index -> the loss's node id in that graph;
 * ``held_by``: what the leak audit found holding the program's graphs (its words);
-* ``held_long``: the passes (from 0) whose root was still alive a whole pass after the next.
+* ``held_long``: the passes (from 0) whose root was still alive a whole pass after the next;
+* ``audit``: what the leak audit found alive once the program's names were dropped, one entry
+  per (reason, holder): ``(reason, holder, how many nodes, graph, node ids in that graph)``,
+  the reason ``'referenced'`` (something still holds it) or ``'cycle'`` (a reference cycle).
 
 This module is plain Python and numpy: no Qt.
 """
@@ -56,6 +59,7 @@ MAX_BLOCKS = 50
 # A growth smaller than this share of the line's largest loss is noise around convergence
 # (a loss of 1e-6 doubling), not divergence.
 NOISE_FLOOR = 1e-3
+_HOLDERS_NAMED = 2  # graph-held: what holds the graphs at the program's end, named at most
 
 
 def _flags(run: RunInput) -> np.ndarray:
@@ -256,10 +260,54 @@ def graph_held(run: RunInput, limits: Thresholds) -> list[Problem]:
     Given ``extra['held_long']`` (the passes whose root was alive still a whole pass later,
     as the recording tells), only those are a warning: a loss alive only while the next pass
     runs is a variable not rebound yet (``loss = train_step()``), one graph more in memory at
-    a time, which is said as info."""
+    a time, which is said as info.
+
+    Given ``extra['audit']``, graphs something still referenced when the program ended (an
+    intermediate kept in a list, a Variable captured by a callback) are a warning too, when
+    the passes did not show it already; graphs kept only by a reference cycle (freed when
+    the cycle collector runs: memory held longer, no wrong number) are said as info."""
     flags = _flags(run)
-    if len(flags) < 2:
+    audit = run.extra.get("audit") or []
+    if len(flags) < 2 and not audit:
         raise CannotRun("fewer than 2 backward passes: a held graph shows at the next pass")
+    found = _held_passes(run, flags) if len(flags) >= 2 else []
+    if not any(p.severity == "warning" for p in found):
+        found += _held_at_end(audit)
+    return found
+
+
+def _held_at_end(audit: Sequence[Any]) -> list[Problem]:
+    """The leak audit's survivors as graph-held problems: one for what is still referenced
+    (warning), one for what only a reference cycle keeps (info)."""
+    found = []
+    for reason, severity in (("referenced", "warning"), ("cycle", "info")):
+        entries = [a for a in audit if a[0] == reason]
+        if not entries:
+            continue
+        count = sum(int(a[2]) for a in entries)
+        graph = next((a[3] for a in entries if a[3] is not None), None)
+        nodes = tuple(n for a in entries if a[3] == graph for n in a[4])
+        holders = list(dict.fromkeys(a[1] for a in entries))
+        if reason == "referenced":
+            named = ", ".join(holders[:_HOLDERS_NAMED])
+            message = (
+                f"{count} nodes of the program's graphs were still alive when it ended, held by "
+                f"{named}: a Variable kept there keeps its creator and everything upstream "
+                "alive; keep numbers (float(v.data)) instead, or drop the reference when done"
+            )
+        else:
+            message = (
+                f"{count} nodes of the program's graphs outlived it in a reference cycle, freed "
+                "only when the cycle collector runs: memory held longer, no wrong gradient; "
+                "break the cycle (x.cleargrad() after backward(create_graph=True), no Function "
+                "keeping its outputs)"
+            )
+        found.append(Problem("graph-held", severity, message, graph, None, nodes))
+    return found
+
+
+def _held_passes(run: RunInput, flags: np.ndarray) -> list[Problem]:
+    """The passes flagged held (see :func:`graph_held`)."""
     flagged = np.flatnonzero(flags & FLAG_HELD)
     if not flagged.size:
         return []
