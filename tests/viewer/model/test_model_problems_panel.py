@@ -166,7 +166,10 @@ def test_a_script_without_a_report_is_looked_at_over_its_graphs_in_memory(tmp_pa
     assert doc.apply_script_result(result)
     assert sorted(g for g, _, _ in seen) == loaded_graphs(result) == list(range(3))
     assert [t for _, _, t in seen] == [g.title for g in result.graphs]
-    kinds = kinds_by_graph(doc.problems())
+    # one bug, named once in the run's list at its first graph, and by the graph on screen
+    # (the last) as its own; the filter finds every graph of it
+    assert kinds_by_graph(doc.problems()) == {0: {"dead-relu"}, 2: {"dead-relu"}}
+    kinds = doc.problem_kinds()
     assert kinds == {0: {"dead-relu"}, 1: {"dead-relu"}, 2: {"dead-relu"}}
     # choosing another graph keeps the run's report (one source)
     report = doc.problem_report
@@ -301,3 +304,23 @@ def test_the_marks_raise_no_problem_on_a_correct_example(name, registry):
     else:
         assert doc.load_path(path)
     assert doc.problems() == []
+
+
+def test_each_graph_on_screen_lists_its_own_finding_of_a_bug_the_run_names_once(tmp_path):
+    """The real detectors group a forgotten cleargrad into one problem at its first graph;
+    showing a later graph lists that graph's own finding (its nodes, its step) and marks it."""
+    doc = Document()
+    result = run_script(tmp_path, CARRIES)
+    assert doc.apply_script_result(result)
+    report = result.problems
+    grouped = [p for p in report.problems if p.kind == "carried-gradient"]
+    assert len(grouped) == 1
+    first = grouped[0].graph
+    later = len(result.graphs) - 1
+    assert later != first and report.for_graph(later)
+    assert doc.show_script_graph(later)
+    here = [p for p in doc.problems() if p.kind == "carried-gradient" and p.graph == later]
+    assert len(here) == 1 and here[0].nodes == report.for_graph(later)[0].nodes
+    assert [p for p in doc.problems() if p.graph == first and p.kind == "carried-gradient"]
+    assert doc.show_script_graph(first)
+    assert len([p for p in doc.problems() if p.kind == "carried-gradient"]) == 1

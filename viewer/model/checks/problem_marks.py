@@ -179,13 +179,16 @@ def _names(reader: Any, ids: Sequence[int]) -> str:
     return shown + (f" and {len(names) - 4} more" if len(names) > 4 else "")
 
 
-def unify(found: Iterable[Problem], marks: Iterable[Problem]) -> list[Problem]:
+def unify(
+    found: Iterable[Problem], marks: Iterable[Problem], covers: Iterable[Problem] = ()
+) -> list[Problem]:
     """``found`` (the detectors') and the ``marks``' problems, each finding once, most severe
-    first: a mark's problem goes when a detector found the same kind on the same graph, and
-    of two marks' problems of one kind and graph the first given stays (give the graph's own
-    marks, with nodes and a step, before the pass flags)."""
+    first: a mark's problem goes when a detector found the same kind on the same graph (in
+    ``found``, or in ``covers``: the detectors' findings per graph that a grouped list names
+    once, at their first graph), and of two marks' problems of one kind and graph the first
+    given stays (give the graph's own marks, with nodes and a step, before the pass flags)."""
     kept = list(found)
-    covered = {(p.kind, p.graph) for p in kept}
+    covered = {(p.kind, p.graph) for p in kept} | {(p.kind, p.graph) for p in covers}
     for mark in marks:
         if (mark.kind, mark.graph) not in covered:
             covered.add((mark.kind, mark.graph))

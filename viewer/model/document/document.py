@@ -57,6 +57,7 @@ from autodiff.leaks import LeakReport
 from autodiff.trace import TraceReader
 from viewer.model.checks import problem_marks
 from viewer.model.checks.gradcheck import apply_overlays
+from viewer.model.checks.problem_list import kinds_by_graph
 from viewer.model.checks.problems import KINDS, Problem, ProblemReport, Thresholds
 from viewer.model.checks.report import GradCheckReport
 from viewer.model.document import (
@@ -963,12 +964,28 @@ class Document:
         """Every problem of the source shown, most severe first, each finding once."""
         report = self.problem_report
         marks = [p for graph in sorted(self._graph_marks) for p in self._graph_marks[graph]]
-        found = report.problems if report is not None else []
+        found = list(report.problems) if report is not None else []
+        shown = self.shown_graph()
+        if report is not None and shown is not None:
+            # the run's list names a bug once, at the first graph it showed in; the graph on
+            # screen lists its own findings (its node ids, its step) beside that
+            listed = {(p.kind, p.nodes) for p in found if p.graph == shown}
+            found += [p for p in report.for_graph(shown) if (p.kind, p.nodes) not in listed]
         # The passes' flags are what a run's detectors read: when they ran, their findings
         # stand for the flags (however they group the passes)
         ran = set(report.ran) if report is not None else set()
         flags = [p for p in self._flag_marks if p.kind not in ran]
-        return problem_marks.unify(found, [*marks, *flags])
+        covers = [p for own in report.per_graph.values() for p in own] if report else []
+        return problem_marks.unify(found, [*marks, *flags], covers)
+
+    def problem_kinds(self) -> dict[int, set[str]]:
+        """graph index -> the kinds of problem it shows (the graph list's filter by kind):
+        :meth:`problems`' and, for a bug the run names once, every graph it showed in."""
+        kinds = kinds_by_graph(self.problems())
+        report = self.problem_report
+        for graph, own in report.per_graph.items() if report is not None else ():
+            kinds.setdefault(graph, set()).update(p.kind for p in own)
+        return kinds
 
     def problem_summary(self) -> ProblemReport | None:
         """The report as the Problems panel's header counts it: :meth:`problems`, and the

@@ -14,7 +14,6 @@ import functools
 
 from PySide6 import QtCore, QtWidgets
 
-from viewer.model.checks.problem_list import kinds_by_graph
 from viewer.model.document.document import Document
 from viewer.model.scripts.pass_sampling import filter_entries
 from viewer.model.scripts.process import ScriptProcess
@@ -152,7 +151,7 @@ class ScriptBinding(PanelBinding):
         doc = self.document
         result = doc.script_result
         graphs = result.graphs if result is not None else []
-        kinds = kinds_by_graph(doc.problems()) if result is not None else {}
+        kinds = doc.problem_kinds() if result is not None else {}
         self.panel.show_entries(filter_entries(graphs, text, kinds))
 
     def _on_problems_changed(self, document: Document) -> None:
