@@ -150,7 +150,10 @@ class Recorder:
         self._scope_depth = 0  # recording: scopes open now
         self._scope_now = 0  # decoding: the scope the tape is in
         self._tape: list = []
-        self._tape_append = self._tape.append
+        # The engine makes each recorded output's weak reference with this callback while this
+        # recorder is its one observer that gives one (core._output_ref_callback): the tape
+        # keeps that reference, and a death reaches the tape through it, as through its own.
+        self._tape_append = self.output_ref_callback = self._tape.append
         self._sync_lock = threading.Lock()  # one decoder at a time
         self._tape_end = 0  # after recording: the tape entries that belong to it
         self._nid_of: dict[int, int] = {}  # creation order (or pseudo key) -> node id
@@ -782,9 +785,12 @@ class Recorder:
                 values.append(data.item())
             else:
                 values.append(capture(data, max_size))
+        y_refs = tuple(f.outputs)
+        if len(y_refs) != len(outputs) or y_refs[0].__callback__ is not append:
+            y_refs = tuple([_ref(y, append) for y in outputs])  # plain: the tape needs its own
         append(
             (_FWD_MANY, f._order, tuple(keys), tuple(values), self._during, type(f),
-             f.generation, tuple(meta), _ref(f, append), tuple([_ref(y, append) for y in outputs]),
+             f.generation, tuple(meta), _ref(f, append), y_refs,
              tuple([y._order for y in outputs]))
         )  # fmt: skip
         self._note_params(f)
@@ -880,9 +886,12 @@ class Recorder:
             k0, k1 = tuple(keys), _KEYS
         append = self._tape_append
         cls = type(f)
+        y_ref = f.outputs[0]
+        if y_ref.__callback__ is not append:  # a plain reference: the tape needs its own
+            y_ref = _ref(y, append)
         append(
             (FWD, f._order, k0, k1, value, self._during, cls, f.generation,
-             _ref(f, append), _ref(y, append), y._order)
+             _ref(f, append), y_ref, y._order)
         )  # fmt: skip
         # A Function's own attributes (the engine's are slots): most primitives have none,
         # and this lookup is all they cost. Their __dict__ is not touched: reading it would

@@ -212,6 +212,72 @@ def test_freed_during_recording():
     assert t.live(t.variables[0]) is x
 
 
+def test_a_recorded_output_has_one_weak_reference_the_tape_keeps():
+    # The engine makes the output's reference with the recorder's callback: the recorder
+    # keeps it instead of a second one, and the death still reaches the tape in its place.
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        y = F.exp(x)
+        assert weakref.getweakrefcount(y) == 1
+        assert t.live(t.variables[1]) is y and y.creator.outputs[0]() is y
+        n_steps = len(t.steps)
+        del y
+        F.sin(x)
+    assert t.state_at(t.variables[1], n_steps - 1) is NodeState.VALUE
+    assert t.state_at(t.variables[1], n_steps) is NodeState.FREED
+
+
+def test_each_output_of_a_two_output_function_has_one_weak_reference():
+    class Halves(Function):
+        def forward(self, x):
+            return x / 2, x / 2
+
+        def backward(self, gy0, gy1):
+            return (gy0 + gy1) / 2
+
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        a, b = Halves()(x)
+        assert [weakref.getweakrefcount(v) for v in (a, b)] == [1, 1]
+        n_steps = len(t.steps)
+        del b
+        F.sin(a)
+    assert t.state_at(t.variables[1], n_steps) is NodeState.VALUE
+    assert t.state_at(t.variables[2], n_steps) is NodeState.FREED
+    del a
+
+
+def test_an_output_outliving_its_function_is_freed_in_its_place():
+    # unchain() frees the Function while its output lives on: the output's death, later,
+    # is still written where it happened
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        h = F.exp(x)
+        f = weakref.ref(h.creator)
+        h.unchain()
+        assert f() is None
+        F.sin(x)
+        n_steps = len(t.steps)
+        del h
+        F.cos(x)
+    hid = t.variables[1]
+    assert t.state_at(hid, n_steps - 1) is NodeState.VALUE
+    assert t.state_at(hid, n_steps) is NodeState.FREED
+    assert t.freed(t.functions[0])
+
+
+def test_two_recorders_at_once_each_see_every_death():
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as outer, trace.record() as inner:
+        y = F.exp(x)
+        assert weakref.getweakrefcount(y) == 3  # the engine's plain one and each tape's
+        n_steps = len(inner.steps)
+        del y
+        F.sin(x)
+    for t in (outer, inner):
+        assert t.state_at(t.variables[1], n_steps) is NodeState.FREED
+
+
 def test_names_given_after_the_op_are_picked_up():
     x = Variable(np.array(0.5), name="x")
     with trace.record() as t:
