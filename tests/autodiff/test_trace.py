@@ -420,6 +420,41 @@ def test_leaf_updated_between_uses_gets_a_new_value():
     assert t.value_at(wid, second).array.tolist() == pytest.approx([0.8, 1.6])
 
 
+def test_a_leaf_changed_past_its_first_element_gets_a_new_value_an_unchanged_one_none():
+    w = Variable(np.array([1.0, 2.0, 3.0]), name="w")
+    x = Variable(np.array([0.5, 0.5, 0.5]), name="x")  # the same input every iteration
+    with trace.record() as t:
+        for i in range(3):
+            F.sum(w * x).backward()
+            if i == 0:
+                w.data[2] = 7.0  # in place, the first element unchanged
+    wid, xid = t.variables[0], t.variables[1]
+    firsts = [s.index for s in t.steps if s.phase == "forward" and s.op == "Mul"]
+    assert [t.value_at(wid, k).array.tolist() for k in firsts] == [
+        [1.0, 2.0, 3.0],
+        [1.0, 2.0, 7.0],
+        [1.0, 2.0, 7.0],
+    ]
+    x_values = {id(t.value_at(xid, k)) for k in firsts}
+    assert len(x_values) == 1  # one value: nothing new was recorded for the unchanged input
+
+
+def test_same_raw_compares_bits_small_and_large():
+    from autodiff.trace import _recorder
+
+    for n in (3, 300_000):  # as bytes, and (over a megabyte) as unsigned integers
+        a = np.linspace(-1.0, 1.0, n)
+        b = a.copy()
+        assert _recorder._same_raw(a, b)
+        b[-1] = np.nextafter(b[-1], 2.0)
+        assert not _recorder._same_raw(a, b)
+        z, nz = np.zeros(n), np.zeros(n)
+        nz[n // 2] = -0.0  # equal values, other bits: a change
+        assert not _recorder._same_raw(z, nz)
+        c = a[::-1]  # not contiguous
+        assert _recorder._same_raw(c, c.copy())
+
+
 # ----------------------------------------------------------------------------------------
 # create_graph=True: gradient graphs recorded inside the backward pass
 # ----------------------------------------------------------------------------------------
