@@ -66,6 +66,8 @@ _FLOAT64 = np.float64
 _FLOAT_BITS = struct.Struct("d")
 _ref = weakref.ref
 _VARIABLE = core.Variable
+_CONSTANT = core.Constant
+_PARAMETER = core.Parameter
 
 # Event kinds in a node's history. _CLEARED: dropped by backward (retain_grad=False);
 # _EMPTIED: set to None by the program (cleargrad(), zero_grad(), ``x.grad = None``).
@@ -630,16 +632,22 @@ class Recorder:
         constant = o in maybe_constant
         if constant:
             del maybe_constant[o]
-        if type(x) is core.Constant:
+        if type(x) is _CONSTANT:
             constant = _OPERAND
+        data = x.data
         max_size = self.max_array_size
-        raw = capture(x.data, max_size)
+        if type(data) is _NDARRAY and data.size <= max_size:  # capture and _variable_info, inline
+            info = (VARIABLE, x.generation, data.shape, data.dtype)
+            raw = data.item() if data.dtype is _F64 and not data.ndim else data.copy()
+        else:
+            info = _variable_info(x)
+            raw = capture(data, max_size)
         grad = _MISSING if constant or x.grad is None else self._grad_of_leaf(x)
         append = self._tape_append
         ref = _ref(x, append)
         in_backward = self._during >= 0  # e.g. the seed of a create_graph backward
-        append((_T_INPUT, o, ref, _variable_info(x), x._name, raw, constant, grad, in_backward))
-        if isinstance(x, core.Parameter):
+        append((_T_INPUT, o, ref, info, x._name, raw, constant, grad, in_backward))
+        if isinstance(x, _PARAMETER):
             append((_T_PARAMETER, o))
             self._parameter_keys.add(o)
         self._registered.add(o)
@@ -955,13 +963,20 @@ class Recorder:
         # and this lookup is all they cost. Their __dict__ is not touched: reading it would
         # make an empty one for each.
         get = self._param_getter.get(cls)
+        if get is not _NO_PARAMS:
+            self._forward_params(f, get)
+
+    def _forward_params(self, f: Any, get: Any) -> None:
+        """Put the small attributes of ``f``, just recorded, on the tape (``get``: its class's
+        getter, None when the class is new)."""
         if get is None:
             get = self._class_params(f)
-        if get is not _NO_PARAMS:
-            try:
-                append((_T_PARAMS, f._order, get, get(f.__dict__)))
-            except KeyError:  # an instance without one of its class's attributes
-                self._note_params(f)
+            if get is _NO_PARAMS:
+                return
+        try:
+            self._tape_append((_T_PARAMS, f._order, get, get(f.__dict__)))
+        except KeyError:  # an instance without one of its class's attributes
+            self._note_params(f)
 
     def _class_params(self, f: Any) -> Any:
         """The getter (``operator.itemgetter``) of the attributes kept of ``f``'s class, chosen
