@@ -910,7 +910,8 @@ class Recorder:
         if self._due:  # the first operation after a backward pass, or a compaction asked
             self._housekeeping()
         # The hot path, once per operation: an input made by a step recorded here needs no
-        # lookup; one weak reference per new object and one flat tuple on the tape, the
+        # lookup; one weak reference per new object (the output's is the engine's, made with
+        # the tape's callback when this is the one recorder) and one flat tuple on the tape, the
         # input keys and the value in it (no tuple of its own for either). The common one-
         # and two-input shapes are spelled out.
         data = y.data
@@ -1191,7 +1192,10 @@ class Recorder:
         # The tape's weak references call the tape's own append when their object dies: tape
         # and references are a cycle only the cycle collector would free (a worker runs with
         # it off). Dropped with its trace, the recorder empties the tape, so reference
-        # counting frees what it held at once.
+        # counting frees what it held at once. An output's reference is also its Function's
+        # (core._output_ref_callback): while such a Function lives, the emptied list does,
+        # and takes the dead references of its outputs (a reference's callback goes when it
+        # is called), so it is freed with the last of them.
         self._tape.clear()
 
     def on_scope_begin(self, part: Any) -> None:

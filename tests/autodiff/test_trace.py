@@ -627,6 +627,26 @@ def test_dropped_trace_is_freed_by_refcount():
         gc.enable()
 
 
+def test_outputs_outliving_their_trace_leave_no_cycle_behind():
+    # Their weak references are their Functions' and carry the dropped tape's append: what
+    # they append after the trace is gone is freed with the last of them, by refcount
+    x = Variable(np.array(0.5))
+    gc.collect()
+    gc.disable()
+    try:
+        with trace.record() as t:
+            ys = [F.exp(x) for _ in range(3)]
+        tape = ys[0].creator.outputs[0].__callback__.__self__
+        del t
+        assert tape == []
+        ys.pop()  # dies after its trace: its reference goes to the emptied tape
+        assert len(tape) == 1
+        del tape, ys
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
 def test_core_does_not_import_networkx():
     code = "import sys, autodiff, autodiff.core; print('networkx' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
