@@ -538,6 +538,24 @@ def test_snapshot_copies_are_independent_of_later_mutation():
         t.steps[0].values[0].array[0] = 5.0
 
 
+def test_each_step_keeps_the_value_the_program_held_then_through_in_place_writes():
+    x = Variable(np.array([1.0, 2.0]), name="x")
+    with trace.record() as t:
+        y = x * 2.0  # [2, 4]
+        y.data[...] = 0.0  # written in place while recording
+        z = F.exp(y)  # reads the written array: exp(0) = 1
+        z.data += 1.0
+        s = F.sum(z)  # 4.0, from the written z
+        s.data += 10.0  # a 0-d output, in place
+        with no_grad():
+            z += 5.0  # the engine's own in-place update under no_grad
+        w = z * 1.0  # [7, 7]
+    values = [step.values[0].array.tolist() for step in t.steps]
+    assert values == [[2.0, 4.0], [1.0, 1.0], 4.0, [7.0, 7.0]]
+    assert (y.data.tolist(), z.data.tolist(), float(s.data)) == ([0.0, 0.0], [7.0, 7.0], 14.0)
+    del w
+
+
 def test_snapshot_statistics_ignore_nonfinite_elements():
     s = Snapshot.of(np.array([1.0, np.nan, np.inf, 3.0]))
     assert (s.nan, s.inf, s.min, s.max, s.mean) == (1, 1, 1.0, 3.0, 2.0)
