@@ -178,42 +178,50 @@ _on_rename: tuple = ()
 # (on_scope_begin, on_scope_end) of each observer that handles scopes: Layer.__call__ reads it
 # once per call (empty: no scope is opened at all)
 _on_scope: tuple = ()
+# The callback of each recorded output's weak reference (``Function.outputs``): the
+# ``output_ref_callback`` of the one observer that has one (None: none, or several, and the
+# references are plain). A recorder that gives its own keeps the engine's reference instead of
+# making a second one per output.
+_output_ref_callback: Any = None
 
 
 def _bind_handlers() -> None:
     global _handlers, _on_forward, _forward_ones, _forward_one, _on_backward_event
-    global _backward_step, _on_rename, _on_scope
-    # Plain loops: every trace.record() binds twice (start and stop), a fixed cost a short
-    # recorded block pays in full.
+    global _backward_step, _on_rename, _on_scope, _output_ref_callback
+    # Plain loops, one pass over the observers: every trace.record() binds twice (start and
+    # stop), a fixed cost a short recorded block pays in full.
     if not _observers:
         _handlers = {}
         _on_forward = _forward_ones = _on_backward_event = _on_rename = _on_scope = ()
-        _forward_one = _backward_step = None
+        _forward_one = _backward_step = _output_ref_callback = None
         return
-    handlers: dict[str, tuple] = {}
-    for event in _EVENTS:
-        bound = []
-        for o in _observers:
+    handlers: dict[str, tuple] = dict.fromkeys(_EVENTS, ())
+    forward_ones: tuple = ()
+    scopes: tuple = ()
+    callbacks: tuple = ()
+    for o in _observers:
+        for event in _EVENTS:
             h = getattr(o, event, None)
             if h is not None:
-                bound.append(h)
-        handlers[event] = tuple(bound)
+                handlers[event] += (h,)
+        on_forward = getattr(o, "on_forward", None)
+        if on_forward is not None:
+            forward_ones += (_one_output_handler(o, on_forward),)
+        begin = getattr(o, "on_scope_begin", None)
+        if begin is not None:
+            scopes += ((begin, o.on_scope_end),)
+        callback = getattr(o, "output_ref_callback", None)
+        if callback is not None:
+            callbacks += (callback,)
     _handlers = handlers
     _on_forward = handlers["on_forward"]
-    _forward_ones = tuple(
-        [
-            _one_output_handler(o, h)
-            for o in _observers
-            if (h := getattr(o, "on_forward", None)) is not None
-        ]
-    )
-    _forward_one = _forward_ones[0] if len(_forward_ones) == 1 else None
+    _forward_ones = forward_ones
+    _forward_one = forward_ones[0] if len(forward_ones) == 1 else None
     _on_backward_event = steps = handlers["on_backward_event"]
     _backward_step = steps[0] if len(steps) == 1 else None
     _on_rename = handlers["on_rename"]
-    _on_scope = tuple(
-        [(o.on_scope_begin, o.on_scope_end) for o in _observers if hasattr(o, "on_scope_begin")]
-    )
+    _on_scope = scopes
+    _output_ref_callback = callbacks[0] if len(callbacks) == 1 else None
 
 
 def _one_output_handler(observer: Any, on_forward: Any) -> Any:
@@ -756,13 +764,15 @@ class Function:
                 y.creator = self
                 y.generation = generation + 1
                 self.inputs = inputs
-                self.outputs = [weakref.ref(y)]
                 if _forward_ones:
+                    self.outputs = [weakref.ref(y, _output_ref_callback)]
                     if _forward_one is not None:
                         _forward_one(self, inputs, y)
                     else:
                         for handler in _forward_ones:
                             handler(self, inputs, y)
+                else:
+                    self.outputs = [weakref.ref(y)]
             elif _on_forward:
                 for handler in _on_forward:
                     handler(self, inputs, [y], False)
@@ -776,7 +786,7 @@ class Function:
                 output.creator = self
                 output.generation = generation + 1
             self.inputs = inputs
-            self.outputs = [weakref.ref(output) for output in outputs]
+            self.outputs = [weakref.ref(output, _output_ref_callback) for output in outputs]
             if _on_forward:
                 for handler in _on_forward:
                     handler(self, inputs, outputs, True)

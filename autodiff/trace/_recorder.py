@@ -66,6 +66,8 @@ _FLOAT64 = np.float64
 _FLOAT_BITS = struct.Struct("d")
 _ref = weakref.ref
 _VARIABLE = core.Variable
+_CONSTANT = core.Constant
+_PARAMETER = core.Parameter
 
 # Event kinds in a node's history. _CLEARED: dropped by backward (retain_grad=False);
 # _EMPTIED: set to None by the program (cleargrad(), zero_grad(), ``x.grad = None``).
@@ -109,6 +111,64 @@ class Recorder:
     its decoding into the tables below, and the recording state. A :class:`Trace` owns one
     and reads the tables; the recorder knows nothing of what reads them."""
 
+    # Slots: a recording makes one (a long run's, one per backward pass) and reads its state
+    # on every operation
+    __slots__ = (
+        "__weakref__",
+        "_backward_stack",
+        "_compact_from",
+        "_create_graph",
+        "_due",
+        "_during",
+        "_forward_samples",
+        "_fresh",
+        "_last_grad",
+        "_late_names",
+        "_leaf_grad",
+        "_leaf_raw",
+        "_leaf_refs",
+        "_maybe_constant",
+        "_nid_of",
+        "_nid_of_ref",
+        "_param_getter",
+        "_param_names",
+        "_parameter_keys",
+        "_params_memo",
+        "_pass",
+        "_pseudo",
+        "_recording",
+        "_registered",
+        "_sample_keys",
+        "_scan_pending",
+        "_scope_depth",
+        "_scope_now",
+        "_segment_start",
+        "_start_order",
+        "_sync_lock",
+        "_t_constants",
+        "_t_cut",
+        "_t_extra",
+        "_t_grad_of",
+        "_t_info",
+        "_t_names",
+        "_t_operands",
+        "_t_parameters",
+        "_t_params",
+        "_t_raw",
+        "_t_refs",
+        "_t_scope_of",
+        "_t_scopes",
+        "_tape",
+        "_tape_append",
+        "_tape_end",
+        "_tbackward_roots",
+        "_track_nograd",
+        "compact_due",
+        "forward_only",
+        "max_array_size",
+        "output_ref_callback",
+        "sample_forward_only",
+    )
     max_array_size: int  # arrays of up to this many elements are kept whole (capture)
     # The decoded tables, indexed by node id where they are lists; their rows are _rows'.
     _raw = _Decoded()  # steps: ForwardRow or BackwardRow, in order
@@ -150,7 +210,10 @@ class Recorder:
         self._scope_depth = 0  # recording: scopes open now
         self._scope_now = 0  # decoding: the scope the tape is in
         self._tape: list = []
-        self._tape_append = self._tape.append
+        # The engine makes each recorded output's weak reference with this callback while this
+        # recorder is its one observer that gives one (core._output_ref_callback): the tape
+        # keeps that reference, and a death reaches the tape through it, as through its own.
+        self._tape_append = self.output_ref_callback = self._tape.append
         self._sync_lock = threading.Lock()  # one decoder at a time
         self._tape_end = 0  # after recording: the tape entries that belong to it
         self._nid_of: dict[int, int] = {}  # creation order (or pseudo key) -> node id
@@ -569,16 +632,22 @@ class Recorder:
         constant = o in maybe_constant
         if constant:
             del maybe_constant[o]
-        if type(x) is core.Constant:
+        if type(x) is _CONSTANT:
             constant = _OPERAND
+        data = x.data
         max_size = self.max_array_size
-        raw = capture(x.data, max_size)
+        if type(data) is _NDARRAY and data.size <= max_size:  # capture and _variable_info, inline
+            info = (VARIABLE, x.generation, data.shape, data.dtype)
+            raw = data.item() if data.dtype is _F64 and not data.ndim else data.copy()
+        else:
+            info = _variable_info(x)
+            raw = capture(data, max_size)
         grad = _MISSING if constant or x.grad is None else self._grad_of_leaf(x)
         append = self._tape_append
         ref = _ref(x, append)
         in_backward = self._during >= 0  # e.g. the seed of a create_graph backward
-        append((_T_INPUT, o, ref, _variable_info(x), x._name, raw, constant, grad, in_backward))
-        if isinstance(x, core.Parameter):
+        append((_T_INPUT, o, ref, info, x._name, raw, constant, grad, in_backward))
+        if isinstance(x, _PARAMETER):
             append((_T_PARAMETER, o))
             self._parameter_keys.add(o)
         self._registered.add(o)
@@ -782,9 +851,12 @@ class Recorder:
                 values.append(data.item())
             else:
                 values.append(capture(data, max_size))
+        y_refs = tuple(f.outputs)
+        if len(y_refs) != len(outputs) or y_refs[0].__callback__ is not append:
+            y_refs = tuple([_ref(y, append) for y in outputs])  # plain: the tape needs its own
         append(
             (_FWD_MANY, f._order, tuple(keys), tuple(values), self._during, type(f),
-             f.generation, tuple(meta), _ref(f, append), tuple([_ref(y, append) for y in outputs]),
+             f.generation, tuple(meta), _ref(f, append), y_refs,
              tuple([y._order for y in outputs]))
         )  # fmt: skip
         self._note_params(f)
@@ -838,7 +910,8 @@ class Recorder:
         if self._due:  # the first operation after a backward pass, or a compaction asked
             self._housekeeping()
         # The hot path, once per operation: an input made by a step recorded here needs no
-        # lookup; one weak reference per new object and one flat tuple on the tape, the
+        # lookup; one weak reference per new object (the output's is the engine's, made with
+        # the tape's callback when this is the one recorder) and one flat tuple on the tape, the
         # input keys and the value in it (no tuple of its own for either). The common one-
         # and two-input shapes are spelled out.
         data = y.data
@@ -880,21 +953,31 @@ class Recorder:
             k0, k1 = tuple(keys), _KEYS
         append = self._tape_append
         cls = type(f)
+        y_ref = f.outputs[0]
+        if y_ref.__callback__ is not append:  # a plain reference: the tape needs its own
+            y_ref = _ref(y, append)
         append(
             (FWD, f._order, k0, k1, value, self._during, cls, f.generation,
-             _ref(f, append), _ref(y, append), y._order)
+             _ref(f, append), y_ref, y._order)
         )  # fmt: skip
         # A Function's own attributes (the engine's are slots): most primitives have none,
         # and this lookup is all they cost. Their __dict__ is not touched: reading it would
         # make an empty one for each.
         get = self._param_getter.get(cls)
+        if get is not _NO_PARAMS:
+            self._forward_params(f, get)
+
+    def _forward_params(self, f: Any, get: Any) -> None:
+        """Put the small attributes of ``f``, just recorded, on the tape (``get``: its class's
+        getter, None when the class is new)."""
         if get is None:
             get = self._class_params(f)
-        if get is not _NO_PARAMS:
-            try:
-                append((_T_PARAMS, f._order, get, get(f.__dict__)))
-            except KeyError:  # an instance without one of its class's attributes
-                self._note_params(f)
+            if get is _NO_PARAMS:
+                return
+        try:
+            self._tape_append((_T_PARAMS, f._order, get, get(f.__dict__)))
+        except KeyError:  # an instance without one of its class's attributes
+            self._note_params(f)
 
     def _class_params(self, f: Any) -> Any:
         """The getter (``operator.itemgetter``) of the attributes kept of ``f``'s class, chosen
@@ -1135,7 +1218,10 @@ class Recorder:
         # The tape's weak references call the tape's own append when their object dies: tape
         # and references are a cycle only the cycle collector would free (a worker runs with
         # it off). Dropped with its trace, the recorder empties the tape, so reference
-        # counting frees what it held at once.
+        # counting frees what it held at once. An output's reference is also its Function's
+        # (core._output_ref_callback): while such a Function lives, the emptied list does,
+        # and takes the dead references of its outputs (a reference's callback goes when it
+        # is called), so it is freed with the last of them.
         self._tape.clear()
 
     def on_scope_begin(self, part: Any) -> None:
@@ -1182,6 +1268,7 @@ class Recorder:
 
 
 _ELIDED = "/…/"
+_COMPARE_AS_BYTES = 1 << 20  # _same_raw: arrays of up to this many bytes compared as bytes
 
 
 _NO_PARAMS = object()  # a class with no attribute kept
@@ -1261,6 +1348,10 @@ def _same_raw(data: Any, last: Any) -> bool:
         return last is None and data is None
     if data.shape != last.shape or data.dtype != last.dtype:
         return False
-    if data.flags.c_contiguous and last.flags.c_contiguous and data.dtype.kind in "biuf":
-        return memoryview(data).cast("B") == memoryview(last).cast("B")  # memcmp, no copy
+    if data.nbytes > _COMPARE_AS_BYTES and data.dtype.kind in "biuf":
+        # a large array: its bits as unsigned integers, without two copies of it as bytes
+        bits = np.dtype(f"u{data.dtype.itemsize}")
+        return bool(np.array_equal(data.view(bits), last.view(bits)))
+    # two copies and one memcmp: some 50 times faster than comparing memoryviews, which
+    # compare item by item
     return data.tobytes() == last.tobytes()

@@ -212,6 +212,72 @@ def test_freed_during_recording():
     assert t.live(t.variables[0]) is x
 
 
+def test_a_recorded_output_has_one_weak_reference_the_tape_keeps():
+    # The engine makes the output's reference with the recorder's callback: the recorder
+    # keeps it instead of a second one, and the death still reaches the tape in its place.
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        y = F.exp(x)
+        assert weakref.getweakrefcount(y) == 1
+        assert t.live(t.variables[1]) is y and y.creator.outputs[0]() is y
+        n_steps = len(t.steps)
+        del y
+        F.sin(x)
+    assert t.state_at(t.variables[1], n_steps - 1) is NodeState.VALUE
+    assert t.state_at(t.variables[1], n_steps) is NodeState.FREED
+
+
+def test_each_output_of_a_two_output_function_has_one_weak_reference():
+    class Halves(Function):
+        def forward(self, x):
+            return x / 2, x / 2
+
+        def backward(self, gy0, gy1):
+            return (gy0 + gy1) / 2
+
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        a, b = Halves()(x)
+        assert [weakref.getweakrefcount(v) for v in (a, b)] == [1, 1]
+        n_steps = len(t.steps)
+        del b
+        F.sin(a)
+    assert t.state_at(t.variables[1], n_steps) is NodeState.VALUE
+    assert t.state_at(t.variables[2], n_steps) is NodeState.FREED
+    del a
+
+
+def test_an_output_outliving_its_function_is_freed_in_its_place():
+    # unchain() frees the Function while its output lives on: the output's death, later,
+    # is still written where it happened
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        h = F.exp(x)
+        f = weakref.ref(h.creator)
+        h.unchain()
+        assert f() is None
+        F.sin(x)
+        n_steps = len(t.steps)
+        del h
+        F.cos(x)
+    hid = t.variables[1]
+    assert t.state_at(hid, n_steps - 1) is NodeState.VALUE
+    assert t.state_at(hid, n_steps) is NodeState.FREED
+    assert t.freed(t.functions[0])
+
+
+def test_two_recorders_at_once_each_see_every_death():
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as outer, trace.record() as inner:
+        y = F.exp(x)
+        assert weakref.getweakrefcount(y) == 3  # the engine's plain one and each tape's
+        n_steps = len(inner.steps)
+        del y
+        F.sin(x)
+    for t in (outer, inner):
+        assert t.state_at(t.variables[1], n_steps) is NodeState.FREED
+
+
 def test_names_given_after_the_op_are_picked_up():
     x = Variable(np.array(0.5), name="x")
     with trace.record() as t:
@@ -354,6 +420,41 @@ def test_leaf_updated_between_uses_gets_a_new_value():
     assert t.value_at(wid, second).array.tolist() == pytest.approx([0.8, 1.6])
 
 
+def test_a_leaf_changed_past_its_first_element_gets_a_new_value_an_unchanged_one_none():
+    w = Variable(np.array([1.0, 2.0, 3.0]), name="w")
+    x = Variable(np.array([0.5, 0.5, 0.5]), name="x")  # the same input every iteration
+    with trace.record() as t:
+        for i in range(3):
+            F.sum(w * x).backward()
+            if i == 0:
+                w.data[2] = 7.0  # in place, the first element unchanged
+    wid, xid = t.variables[0], t.variables[1]
+    firsts = [s.index for s in t.steps if s.phase == "forward" and s.op == "Mul"]
+    assert [t.value_at(wid, k).array.tolist() for k in firsts] == [
+        [1.0, 2.0, 3.0],
+        [1.0, 2.0, 7.0],
+        [1.0, 2.0, 7.0],
+    ]
+    x_values = {id(t.value_at(xid, k)) for k in firsts}
+    assert len(x_values) == 1  # one value: nothing new was recorded for the unchanged input
+
+
+def test_same_raw_compares_bits_small_and_large():
+    from autodiff.trace import _recorder
+
+    for n in (3, 300_000):  # as bytes, and (over a megabyte) as unsigned integers
+        a = np.linspace(-1.0, 1.0, n)
+        b = a.copy()
+        assert _recorder._same_raw(a, b)
+        b[-1] = np.nextafter(b[-1], 2.0)
+        assert not _recorder._same_raw(a, b)
+        z, nz = np.zeros(n), np.zeros(n)
+        nz[n // 2] = -0.0  # equal values, other bits: a change
+        assert not _recorder._same_raw(z, nz)
+        c = a[::-1]  # not contiguous
+        assert _recorder._same_raw(c, c.copy())
+
+
 # ----------------------------------------------------------------------------------------
 # create_graph=True: gradient graphs recorded inside the backward pass
 # ----------------------------------------------------------------------------------------
@@ -435,6 +536,24 @@ def test_snapshot_copies_are_independent_of_later_mutation():
     assert t.steps[0].values[0].array.tolist() == [1.0, 2.0]
     with pytest.raises(ValueError):
         t.steps[0].values[0].array[0] = 5.0
+
+
+def test_each_step_keeps_the_value_the_program_held_then_through_in_place_writes():
+    x = Variable(np.array([1.0, 2.0]), name="x")
+    with trace.record() as t:
+        y = x * 2.0  # [2, 4]
+        y.data[...] = 0.0  # written in place while recording
+        z = F.exp(y)  # reads the written array: exp(0) = 1
+        z.data += 1.0
+        s = F.sum(z)  # 4.0, from the written z
+        s.data += 10.0  # a 0-d output, in place
+        with no_grad():
+            z += 5.0  # the engine's own in-place update under no_grad
+        w = z * 1.0  # [7, 7]
+    values = [step.values[0].array.tolist() for step in t.steps]
+    assert values == [[2.0, 4.0], [1.0, 1.0], 4.0, [7.0, 7.0]]
+    assert (y.data.tolist(), z.data.tolist(), float(s.data)) == ([0.0, 0.0], [7.0, 7.0], 14.0)
+    del w
 
 
 def test_snapshot_statistics_ignore_nonfinite_elements():
@@ -522,6 +641,26 @@ def test_dropped_trace_is_freed_by_refcount():
         del t
         assert r() is None
         del y  # the weakref callbacks find no trace and do nothing
+    finally:
+        gc.enable()
+
+
+def test_outputs_outliving_their_trace_leave_no_cycle_behind():
+    # Their weak references are their Functions' and carry the dropped tape's append: what
+    # they append after the trace is gone is freed with the last of them, by refcount
+    x = Variable(np.array(0.5))
+    gc.collect()
+    gc.disable()
+    try:
+        with trace.record() as t:
+            ys = [F.exp(x) for _ in range(3)]
+        tape = ys[0].creator.outputs[0].__callback__.__self__
+        del t
+        assert tape == []
+        ys.pop()  # dies after its trace: its reference goes to the emptied tape
+        assert len(tape) == 1
+        del tape, ys
+        assert gc.collect() == 0
     finally:
         gc.enable()
 
