@@ -46,6 +46,7 @@ __all__ = ["PassRecording", "call_line", "place_norm"]
 _NDARRAY = np.ndarray
 _F64 = np.dtype(np.float64)
 _VARIABLE = core.Variable
+_CONSTANT = core.Constant
 
 # A trace of its own costs each pass about as much as a tiny pass's whole recording (its
 # tables made, the engine's handlers rebound twice, the leaves registered anew, the whole
@@ -174,12 +175,10 @@ class PassRecording:
         self._back_steps += 1
         inputs = function.inputs
         grads = self._grads
-        constant = core.Constant
-        for slot, x in enumerate(inputs):
-            if x.creator is None and type(x) is not constant and slot < len(input_grads):
-                g = input_grads[slot]
-                if g is not None:
-                    grads[x._order] = (x, g)
+        constant = _CONSTANT
+        for x, g in zip(inputs, input_grads, strict=False):  # a slot past them: no gradient
+            if g is not None and x.creator is None and type(x) is not constant:
+                grads[x._order] = (x, g)
         for slot, _, new in accumulated:
             x = inputs[slot]
             if x.creator is None and type(x) is not constant:
@@ -369,6 +368,8 @@ def _norm(g: Any) -> float:
     try:
         if type(data) is np.float64 or (type(data) is np.ndarray and data.size == 1):
             return abs(float(data.item()))
+        if type(data) is np.ndarray and data.dtype is _F64:
+            return math.sqrt(np.vdot(data, data))  # one call, any layout
         flat = np.asarray(data, dtype=np.float64).reshape(-1)
         return math.sqrt(float(np.dot(flat, flat)))
     except (TypeError, ValueError):
