@@ -489,3 +489,46 @@ def test_the_note_counts_as_dropped_only_flagged_passes_it_did_not_keep():
     assert "flagged (NaN/Inf, graph still held or wrong backward)" in note
     assert "the first" not in note.split("flagged", 1)[1]  # every flagged pass is kept
     assert all(i in r.kept for i in range(1, 40, 2))
+
+
+def test_the_pass_log_holds_each_passs_loss_norms_and_flags_whatever_their_types():
+    # a float64 scalar loss, a float32 one and a vector root (its sum); scalar and vector
+    # gradients; a leaf first reached in a later pass gets a column of its own, NaN before
+    a = Variable(np.array(3.0), name="a")
+    w = Variable(np.array([1.0, -2.0]), name="w")
+    b = Variable(np.array(2.0, dtype=np.float32), name="b")
+    m = Variable(np.array([[0.0, 3.0], [4.0, 0.0]]), name="m")
+    recording = PassRecording(4096, max_passes=20, max_flagged=2)
+    with recording:
+        loss = a * a  # d/da = 2a = 6
+        loss.name = "L"
+        loss.backward()
+        del loss  # not held: no pass of this line is flagged as such
+        a.cleargrad()
+        (w * w).backward()  # a vector root: its loss is the sum, 5; gradient 2w
+        (b * b).backward()  # float32: loss 4, gradient 4
+        (m * m.T).backward()  # m reached twice (summed): its gradient 2 m.T, norm 2 * 5
+        a.data = np.array(np.nan)
+        a.cleargrad()
+        (a * a).backward()  # NaN in the loss and in a scalar gradient
+    log = recording.passes
+    assert log.parameter_labels == ["a", "w (2,)", "b", "m (2, 2)"]
+    assert log.loss.tolist()[:4] == [9.0, 5.0, 4.0, 24.0] and math.isnan(log.loss[4])
+    assert log.loss_label == "L" and recording.names == {0: "L"}
+    norms = log.grad_norms
+    assert norms[0, 0] == 6.0 and np.isnan(norms[0, 1:]).all()
+    assert norms[1, 1] == pytest.approx(math.sqrt(20.0)) and np.isnan(norms[1, [0, 2, 3, 4]]).all()
+    assert norms[2, 2] == 4.0 and np.isnan(norms[2, [0, 1, 3, 4]]).all()
+    assert norms[3, 3] == pytest.approx(10.0) and np.isnan(norms[3, [0, 1, 2, 4]]).all()
+    assert log.flags.tolist() == [0, 0, 0, 0, FLAG_NONFINITE]
+
+
+def test_a_nan_in_a_scalar_gradient_flags_a_pass_whose_loss_is_finite():
+    x = Variable(np.array(1.0), name="x")
+    recording = PassRecording(4096, max_passes=20, max_flagged=2)
+    with recording:
+        (x * x).backward()
+        x.cleargrad()
+        (x * x).backward(np.array(np.inf))  # the loss is 1, its seed (and x's gradient) Inf
+    assert recording.passes.flags.tolist() == [0, FLAG_NONFINITE]
+    assert recording.passes.loss.tolist() == [1.0, 1.0]

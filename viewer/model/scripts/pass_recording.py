@@ -44,6 +44,11 @@ from viewer.model.scripts.pass_sampling import (
 
 __all__ = ["PassRecording", "call_line", "place_norm"]
 
+_NDARRAY = np.ndarray
+_F64 = np.dtype(np.float64)
+_VARIABLE = core.Variable
+_CONSTANT = core.Constant
+
 # A trace of its own costs each pass about as much as a tiny pass's whole recording (its
 # tables made, the engine's handlers rebound twice, the leaves registered anew, the whole
 # freed), so passes that are kept only as the last one for now go on in one trace: at most
@@ -70,6 +75,7 @@ class PassRecording:
         self.max_array_size = max_array_size
         # a FunctionSampler checking the script's own Functions once a pass (end_pass)
         self.checker = checker
+        self._end_pass = getattr(checker, "end_pass", None)
         self.wrong: dict[int, tuple[str, ...]] = {}  # kept pass -> its ops that failed
         self.reservoir = PassReservoir(max_passes, max_flagged)
         self.passes = PassLog()
@@ -157,12 +163,18 @@ class PassRecording:
         index = self.reservoir.seen
         self.trace_pass[index] = self._passes_in_current - 1
         data = output.data
-        try:
-            self._loss = _total(data)
-        except (TypeError, ValueError):
-            self._loss = math.nan
-        key = (call_line(self.script), getattr(data, "shape", None))
-        self._iteration, self._held = self.count_pass(key, weakref.ref(output))
+        if type(data) is _NDARRAY and data.dtype is _F64 and data.size == 1:
+            self._loss = data.item()  # a scalar loss, the usual case: _total without a call
+            shape = data.shape
+        else:
+            try:
+                self._loss = _total(data)
+            except (TypeError, ValueError):
+                self._loss = math.nan
+            shape = getattr(data, "shape", None)
+        self._iteration, self._held = self.count_pass(
+            (call_line(self.script), shape), weakref.ref(output)
+        )
         if output.name:
             self.names[index] = str(output.name)
             self.passes.loss_label = str(output.name)
@@ -176,12 +188,10 @@ class PassRecording:
         self._back_steps += 1
         inputs = function.inputs
         grads = self._grads
-        constant = core.Constant
-        for slot, x in enumerate(inputs):
-            if x.creator is None and type(x) is not constant and slot < len(input_grads):
-                g = input_grads[slot]
-                if g is not None:
-                    grads[x._order] = (x, g)
+        constant = _CONSTANT
+        for x, g in zip(inputs, input_grads, strict=False):  # a slot past them: no gradient
+            if g is not None and x.creator is None and type(x) is not constant:
+                grads[x._order] = (x, g)
         for slot, _, new in accumulated:
             x = inputs[slot]
             if x.creator is None and type(x) is not constant:
@@ -194,23 +204,40 @@ class PassRecording:
         index = self.reservoir.seen
         flags = 0 if math.isfinite(self._loss) else FLAG_NONFINITE
         norms: list[float] = []
-        for order, (x, g) in self._grads.items():
-            column = self._column.get(order, -1)
-            if column == -1:
-                column = self._column[order] = self.passes.parameter(_parameter_label(x))
-            norm = _norm(g)
-            if not math.isfinite(norm):
-                flags |= FLAG_NONFINITE
-            place_norm(norms, column, norm)
-        self._grads = {}
-        self._compact_if_worth_it()
-        end_pass = getattr(self.checker, "end_pass", None)
-        wrong = end_pass() if end_pass is not None else ()
-        if wrong:
-            flags |= FLAG_GRADCHECK
-            self.wrong[index] = wrong
-        elif end_pass is not None and self.checker.last_pass_missed:
-            flags |= FLAG_UNCHECKED  # its label says so: no flag must not read as checked
+        if self._grads:
+            columns = self._column
+            for order, (x, g) in self._grads.items():
+                column = columns.get(order, -1)
+                if column == -1:
+                    column = columns[order] = self.passes.parameter(_parameter_label(x))
+                data = g.data if type(g) is _VARIABLE else g
+                if type(data) is _NDARRAY and data.dtype is _F64 and data.size == 1:
+                    norm = abs(data.item())  # a scalar's: _norm's first case without a call
+                else:
+                    norm = _norm(g)
+                if not math.isfinite(norm):
+                    flags |= FLAG_NONFINITE
+                if column == len(norms):
+                    norms.append(norm)  # the columns in order, the usual case
+                else:
+                    place_norm(norms, column, norm)
+            self._grads = {}
+        # Compacted when the trace grew by much more than the backward steps since its last
+        # compaction explain (about 5 tape entries a step: its forward, its backward, the
+        # deaths), i.e. forward-only work is likely there. A training step's own graph, alive
+        # now, is never removed.
+        tables = self._current.tables
+        if tables.uncompacted > 8 * self._back_steps + _COMPACT_SLACK:
+            tables.compact()
+            self._back_steps = 0
+        end_pass = self._end_pass
+        if end_pass is not None:
+            wrong = end_pass()
+            if wrong:
+                flags |= FLAG_GRADCHECK
+                self.wrong[index] = wrong
+            elif self.checker.last_pass_missed:
+                flags |= FLAG_UNCHECKED  # its label says so: no flag must not read as checked
         held = self._held
         dropped = self.log_pass(self._loss, self._iteration, flags, norms, held)
         late = held >= 0 and held == index - 1
@@ -250,17 +277,6 @@ class PassRecording:
             core.remove_observer(self)  # after the new recorder: it must see each pass first
             core.add_observer(self)
         self._current_began = time.perf_counter()
-
-    def _compact_if_worth_it(self) -> None:
-        """At a pass's end: compact the current trace when it grew by much more than the
-        backward steps since its last compaction explain (about 5 tape entries a step: its
-        forward, its backward, the deaths), i.e. forward-only work is likely there. A
-        training step's own graph, alive now, is never removed."""
-        tables = self._current.tables
-        grown = tables.uncompacted
-        if grown > 8 * self._back_steps + _COMPACT_SLACK:
-            tables.compact()
-            self._back_steps = 0
 
     # ------------------------------------------------------------------ a pass's log entry
     # (the engine's passes and a torch program's, viewer.model.scripts.torch_passes, alike)
@@ -376,6 +392,8 @@ def _norm(g: Any) -> float:
     try:
         if type(data) is np.float64 or (type(data) is np.ndarray and data.size == 1):
             return abs(float(data.item()))
+        if type(data) is np.ndarray and data.dtype is _F64:
+            return math.sqrt(np.vdot(data, data))  # one call, any layout
         flat = np.asarray(data, dtype=np.float64).reshape(-1)
         return math.sqrt(float(np.dot(flat, flat)))
     except (TypeError, ValueError):
