@@ -18,6 +18,8 @@ def _window(qtbot, size, argv=()):
     win.resize(*size)
     win.show()
     qtbot.waitExposed(win)
+    # settled: no work left on the window's threads (a loaded machine finishes it later)
+    qtbot.waitUntil(lambda: not win.runner.running, timeout=10000)
     qtbot.wait(20)
     return win
 
