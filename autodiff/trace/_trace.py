@@ -421,7 +421,7 @@ class Trace:
         backward pass begins; an intermediate result changed in place is not seen. In a
         PyTorch recording an input that is a view of a leaf (``W.t()``, which ``linear``
         reads) shares the leaf's memory: it is compared as the leaf. None: this recording
-        cannot tell (a PyTorch recording that kept no value of a leaf the step reads:
+        cannot tell (a PyTorch recording that kept no value of an input of the step:
         statistics only; or no forward step of the Function: made before recording began)."""
         r = self._raw[step_index]
         if r.kind == FWD:
@@ -436,8 +436,8 @@ class Trace:
         for x in dict.fromkeys(self._info[r.function].inputs):
             source = self._viewed_leaf(x) if torch else x
             then, now = value_at(source, forward), value_at(source, step_index)
-            if torch and then is None and self._indexer.creator_of(source) < 0:
-                return None  # a leaf without a value: statistics only
+            if torch and then is None:
+                return None  # an input without a value: statistics only
             if then is None or now is None or then is now:
                 continue
             if then.array is None or now.array is None:
