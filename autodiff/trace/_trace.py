@@ -71,6 +71,16 @@ class Step:
     during_backward: int = -1
 
 
+# torch ops whose output shares its input's memory: an in-place change of the input is one
+# of the output
+_TORCH_VIEWS = frozenset(
+    {"t", "transpose", "permute", "view", "reshape", "_unsafe_view", "expand", "squeeze",
+     "unsqueeze", "select", "slice", "alias", "as_strided", "unflatten", "flatten", "narrow",
+     "diagonal", "unfold", "view_as", "expand_as"}
+)  # fmt: skip
+_VIEW_DEPTH = 8  # views of views followed back to a leaf
+
+
 def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
     """Equal shapes, dtypes and elements (NaN where NaN was)."""
     if a.shape != b.shape or a.dtype != b.dtype:
@@ -408,20 +418,26 @@ class Trace:
         backward reads the new value, so the gradient it computes is not the forward's.
         ``()`` for a forward step or none changed. Only what the trace kept is compared: the
         leaves (inputs, parameters) kept whole, whose values the recorder checks when a
-        backward pass begins; an intermediate result changed in place is not seen. None:
-        this recording cannot tell (a PyTorch recording, see ``TorchTrace``)."""
+        backward pass begins; an intermediate result changed in place is not seen. In a
+        PyTorch recording an input that is a view of a leaf (``W.t()``, which ``linear``
+        reads) shares the leaf's memory: it is compared as the leaf. None: this recording
+        cannot tell (a PyTorch recording that kept no value of an input of the step:
+        statistics only; or no forward step of the Function: made before recording began)."""
         r = self._raw[step_index]
         if r.kind == FWD:
             return ()
-        if any(name == "torch_node" for name, _ in self._recorder._params.get(r.function, ())):
-            return None  # a torch recording, saved and loaded: see TorchTrace.stale_inputs
+        params = self._recorder._params
+        torch = any(name == "torch_node" for name, _ in params.get(r.function, ()))
         forward = self._indexer.forward_step_of(r.function)
         if forward < 0:
-            return ()
+            return None if torch else ()
         value_at = self._indexer.value_at
         stale = []
         for x in dict.fromkeys(self._info[r.function].inputs):
-            then, now = value_at(x, forward), value_at(x, step_index)
+            source = self._viewed_leaf(x) if torch else x
+            then, now = value_at(source, forward), value_at(source, step_index)
+            if torch and then is None:
+                return None  # an input without a value: statistics only
             if then is None or now is None or then is now:
                 continue
             if then.array is None or now.array is None:
@@ -429,6 +445,19 @@ class Trace:
             if not _same_array(then.array, now.array):
                 stale.append(x)
         return tuple(stale)
+
+    def _viewed_leaf(self, x: int) -> int:
+        """The leaf whose memory torch's view ``x`` shares (through views of views), else
+        ``x``."""
+        source = x
+        for _ in range(_VIEW_DEPTH):
+            creator = self._indexer.creator_of(source)
+            if creator < 0:
+                return source
+            if self._info[creator].op not in _TORCH_VIEWS or len(self._info[creator].inputs) != 1:
+                return x
+            source = self._info[creator].inputs[0]
+        return x
 
     def first_nonfinite(self) -> Step | None:
         """The first step (forward or backward) that produced NaN or Inf, or None."""

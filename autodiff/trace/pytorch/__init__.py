@@ -40,12 +40,6 @@ class TorchTrace(Trace):
 
     notes: list[str]
 
-    def stale_inputs(self, step_index: int) -> tuple[int, ...] | None:
-        """None: not known. torch itself refuses a backward that would read a saved tensor
-        changed in place (its version counter), except through ``.data``, which bypasses the
-        counter and which the recording does not see."""
-        return None
-
     def _attrs(self, nid: int) -> dict[str, Any]:
         attrs = super()._attrs(nid)
         if attrs["kind"] == "function":

@@ -35,6 +35,7 @@ from autodiff.trace._recorder import _EMPTIED, _GRAD, _VALUE, Recorder
 from autodiff.trace._snapshot import Snapshot, capture
 from autodiff.trace.pytorch import _internals as ti
 from autodiff.trace.pytorch._ops import SHAPE_ONLY, op_name, plain_inputs, tensors
+from autodiff.trace.pytorch._stale import note_changed_leaves
 from autodiff.trace.pytorch._values import (
     HALF,
     SUMMED,
@@ -480,6 +481,7 @@ class TorchRecording:
         self._seed_pending = True
         self.tables.backward_roots.append(self._outputs[fid][slot])
         ti.queue_end_of_pass(self._end_pass)
+        note_changed_leaves(self)  # a .data change since the forward: stale_inputs sees it
 
     def _seed(self, grad_outputs: tuple) -> None:
         """The gradient the pass began with, shown with its first step."""

@@ -104,7 +104,7 @@ def seeded(model_class, *args):
 # ------------------------------------------------------------------------------------------
 # PyTorch programs
 # ------------------------------------------------------------------------------------------
-def torch_two_layer(cut: str | None = None, passes: int = 2, zero: bool = True):
+def torch_two_layer(cut: str | None = None, passes: int = 2, zero: bool | str = True):
     torch = pytest.importorskip("torch")
     from torch import nn
 
@@ -131,9 +131,11 @@ def torch_two_layer(cut: str | None = None, passes: int = 2, zero: bool = True):
     model = Net()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for _ in range(passes):
-        if zero:
+        if zero is True:
             optimizer.zero_grad()
         loss = ((model(x) - y) ** 2).mean()
+        if zero == "after forward":  # PyTorch's own tutorials' order
+            optimizer.zero_grad()
         loss.backward()
         optimizer.step()
 
@@ -293,6 +295,11 @@ def test_torch_forgotten_zero_grad_is_found_and_its_twin_is_silent():
         assert names == {"l1.weight", "l1.bias", "l2.weight", "l2.bias"}
         assert step_of(g, p).phase == "backward"
     assert run(flow.carried_gradient, torch_run(torch_two_layer, passes=3)) == []
+
+
+def test_torch_zero_grad_between_forward_and_backward_carries_nothing():
+    graphs = torch_run(torch_two_layer, passes=3, zero="after forward")
+    assert run(flow.carried_gradient, graphs) == []
 
 
 def micrograd_fit(zero: bool) -> None:

@@ -359,25 +359,129 @@ def test_stale_micrograd_planted_and_twin():
     assert a.grad == -3.0 and V.stale_value(GraphInput(t, source="micrograd"), LIMITS) == []
 
 
-def test_stale_cannot_run_without_backward_or_on_torch(tmp_path):
+def test_stale_cannot_run_without_backward():
     def forward_only():
         F.sum(Variable(np.ones(3)) * 2)
 
     with pytest.raises(CannotRun, match="no backward"):
         V.stale_value(GraphInput(engine(forward_only)), LIMITS)
 
+
+def torch_training(change):
+    """Two steps of a small torch net; ``change`` says what the program does to fc2's weight
+    between a forward and its backward (``.data``), or ``None``: the update after backward."""
+
+    def run(torch):
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1 = torch.nn.Linear(3, 4)
+                self.fc2 = torch.nn.Linear(4, 1)
+
+            def forward(self, x):
+                return self.fc2(torch.tanh(self.fc1(x)))
+
+        net = Net()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        x, y = torch.randn(8, 3), torch.randn(8, 1)
+        for i in range(2):
+            loss = torch.nn.functional.mse_loss(net(x), y)
+            if change == "fc2 .data" and i == 1:
+                net.fc2.weight.data.sub_(0.5)  # torch's version counter does not see .data
+            elif change == "fc1 .data" and i == 1:
+                net.fc1.weight.data.sub_(0.5)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    return torch_trace(run)
+
+
+def test_stale_torch_planted_data_change_names_the_parameter_and_layer():
+    t = torch_training("fc2 .data")
+    p = only(V.stale_value(GraphInput(t, 0, source="torch"), LIMITS), "stale-value")
+    linear = step_of(t, "linear", "backward", nth=2)  # pass 1's first: fc2's
+    assert p.severity == "error" and p.step == linear.index and t.steps[p.step].backward_pass == 1
+    weight = t.variables[t.names(t.variables).index("fc2.weight")]
+    assert weight in t.parameters()
+    # the linear's input is fc2.weight.t(), a view of the weight: the weight is named
+    assert p.nodes[0] == linear.function and p.nodes[-1] == weight
+    assert p.message.startswith(
+        "fc2.weight changed after the forward of layer Net/fc2 (linear) used it"
+    )
+
+
+@pytest.mark.parametrize("change", [None, "fc1 .data"])
+def test_stale_torch_twins(change):
+    # None: the update after backward; fc1: its linear saved x, not the weight (x needs no
+    # gradient), so torch's backward reads no changed value
+    t = torch_training(change)
+    assert V.stale_value(GraphInput(t, source="torch"), LIMITS) == []
+    if change:
+        linear = step_of(t, "linear", "backward", nth=3)  # pass 1's fc1
+        assert t.stale_inputs(linear.index)  # changed, but not read
+
+
+def test_stale_torch_change_torch_sees_raises_itself():
+    torch = pytest.importorskip("torch")
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    x = torch.randn(5, 3)
+    net(x).sum().backward()
+    loss = net(x).sum()
+    opt.step()  # in place on the saved weight of the second linear: its version changes
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def test_stale_torch_saved_trace_and_view_same_finding(tmp_path):
+    t = torch_training("fc2 .data")
+    live = only(V.stale_value(GraphInput(t, source="torch"), LIMITS), "stale-value")
+    t.to_json(tmp_path / "torch.json")
+    loaded = T.load(tmp_path / "torch.json")
+    again = only(V.stale_value(GraphInput(loaded, source="trace"), LIMITS), "stale-value")
+    assert (again.step, again.nodes, again.message) == (live.step, live.nodes, live.message)
+    view = view_for_root(t, t.backward_roots[1], 1)
+    in_view = only(V.stale_value(GraphInput(view, 1, source="torch"), LIMITS), "stale-value")
+    assert view.global_step(in_view.step) == live.step and in_view.message == live.message
+    first = view_for_root(t, t.backward_roots[0], 0)
+    assert V.stale_value(GraphInput(first, 0, source="torch"), LIMITS) == []
+
+
+def test_stale_torch_reported_only_where_torch_saved_the_value():
     def run(torch):
         w = torch.randn(3, requires_grad=True)
-        y = (w * torch.randn(3)).sum()
-        w.data.mul_(0)  # torch's version counter does not see .data
+        y = (w * torch.randn(3)).sum()  # mul saves the other factor only: w's grad is right
+        w.data.mul_(0)
         y.backward()
 
     t = torch_trace(run)
-    with pytest.raises(CannotRun, match=r"\.data is not seen"):
+    mul = step_of(t, "mul", "backward")
+    assert t.stale_inputs(mul.index) == (mul.inputs[0],)  # w changed, but not read
+    assert V.stale_value(GraphInput(t, source="torch"), LIMITS) == []
+
+
+def test_stale_torch_statistics_only_cannot_run():
+    pytest.importorskip("torch")
+    import inspect
+
+    from autodiff.trace import pytorch
+
+    if "statistics_only" not in inspect.signature(pytorch.record).parameters:
+        pytest.skip("pytorch.record has no statistics_only option here")
+
+    def run(torch):
+        w = torch.nn.Linear(3, 1)
+        loss = w(torch.randn(4, 3)).sum()
+        w.weight.data.sub_(1.0)
+        loss.backward()
+
+    import torch
+
+    with pytorch.record(statistics_only=True) as t:
+        run(torch)
+    with pytest.raises(CannotRun, match=r"statistics_only=True"):
         V.stale_value(GraphInput(t, source="torch"), LIMITS)
-    t.to_json(tmp_path / "torch.json")  # saved and loaded: still cannot tell
-    with pytest.raises(CannotRun, match=r"\.data is not seen"):
-        V.stale_value(GraphInput(T.load(tmp_path / "torch.json"), source="trace"), LIMITS)
 
 
 TRAINING = """

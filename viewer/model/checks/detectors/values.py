@@ -19,7 +19,11 @@ works on every source; op names go through :func:`op_names.canonical_op`. The li
   its input first: an ``expand`` of ``(N, 1)`` to ``(N, N)`` feeding a loss is the same bug.
 * **stale-value** (error): a backward step that read an input the program changed after the
   forward used it (:meth:`~autodiff.trace.TraceReader.stale_inputs`); ops whose backward reads
-  no input value (add, sub, sum, views) are not affected and not reported.
+  no input value (add, sub, sum, views) are not affected and not reported. On PyTorch (where
+  only a change through ``.data`` gets past torch's own check) a torch op is reported only
+  for an input its autograd node saved (``linear`` saves the weight only when its input needs
+  a gradient), and a weight reached through its ``.t()`` view is named. A recording that
+  kept no values (``statistics_only=True``) cannot run it.
 * **redundant-computation**: the same op on the same input nodes with the same attributes
   twice in one graph, both results used. A warning when its output has at least
   ``redundant_min_elements`` elements, info for a scalar (a typed expression's
@@ -57,6 +61,12 @@ _RANDOM = frozenset(
 )  # fmt: skip
 # argument slots whose value an op's backward does not read (linear's bias: gb = sum(gy))
 _VALUE_FREE_SLOTS = {"linear": frozenset({2})}
+# a torch op's input slots by the names its autograd node saves them under (saved_mat2)
+_TORCH_SLOTS = {
+    "addmm": ("self", "mat1", "mat2"), "mm": ("self", "mat2"), "bmm": ("self", "mat2"),
+    "mul": ("self", "other"), "div": ("self", "other"), "matmul": ("self", "other"),
+    "mv": ("self", "vec"), "dot": ("self", "tensor"),
+}  # fmt: skip
 # how many elementwise ops a broadcast result may pass through before the reduction it feeds
 _FOLLOW = 6
 
@@ -278,6 +288,35 @@ def broadcast_shape(graph: GraphInput, limits: Thresholds) -> list[Problem]:
     return found
 
 
+def _torch_reads(params: dict[str, Any], n_inputs: int) -> frozenset[int] | None:
+    """The input slots whose value a torch node's backward reads, from what it saved
+    (``saved_mat2``...); None: not known (all may be read); ``frozenset()``: none (torch
+    saved no tensor: ``sub``, ``mean``, a view)."""
+    saved = {k[len("saved_") :] for k in params if k.startswith("saved_")}
+    if not saved:
+        return frozenset()
+    aten = str(params.get("aten", "")).split(".")  # aten.addmm.default
+    names = _TORCH_SLOTS.get(aten[1]) if len(aten) > 1 else None
+    if names is None or len(names) != n_inputs:
+        return None
+    return frozenset(i for i, name in enumerate(names) if name in saved)
+
+
+def _viewed_name(reader: Any, x: int, inputs_of: dict[int, tuple[int, ...]]) -> int | None:
+    """The named variable (a parameter) torch's unnamed view ``x`` (``W.t()``) was made of."""
+    for _ in range(_FOLLOW):
+        fid = reader.creator_of(x)
+        if fid < 0 or canonical_op(reader.ops([fid])[0]) not in VIEWS:
+            return None
+        made_of = inputs_of.get(fid, ())
+        if len(made_of) != 1:
+            return None
+        x = made_of[0]
+        if reader.names([x])[0]:
+            return x
+    return None
+
+
 @graph_detector("stale-value")
 def stale_value(graph: GraphInput, limits: Thresholds) -> list[Problem]:
     reader = graph.reader
@@ -285,24 +324,38 @@ def stale_value(graph: GraphInput, limits: Thresholds) -> list[Problem]:
     backward = [s for s in reader.steps if s.phase == "backward"]
     if not backward:
         raise CannotRun("the graph has no backward pass")
+    told = 0
+    inputs_of: dict[int, tuple[int, ...]] | None = None
     for step in backward:
         stale = reader.stale_inputs(step.index)
-        if stale is None:  # only a PyTorch recording cannot tell
-            raise CannotRun(
-                "a PyTorch recording cannot tell a value changed after the forward: torch "
-                "raises on an in-place change of a saved tensor itself; one made through .data "
-                "is not seen"
-            )
+        if stale is None:  # a PyTorch recording without the values: that step cannot tell
+            continue
+        told += 1
         op = canonical_op(step.op)
         if not stale or op in VALUE_FREE_BACKWARD:
             continue
-        free = _VALUE_FREE_SLOTS.get(op, ())
+        params = reader.function_params(step.function)
+        if "aten" in params:  # a torch op: what its backward reads is what it saved
+            reads = _torch_reads(params, len(step.inputs))
+            free = () if reads is None else frozenset(range(len(step.inputs))) - reads
+        else:
+            free = _VALUE_FREE_SLOTS.get(op, ())
         stale = tuple(
             x for x in stale if any(i not in free for i, y in enumerate(step.inputs) if y == x)
         )
         if not stale:
             continue
         names = reader.names(stale)
+        viewed: list[int] = []
+        for k, x in enumerate(stale):
+            if names[k]:
+                continue
+            if inputs_of is None:
+                inputs_of = {s.function: s.inputs for s in _forward_steps(reader)}
+            leaf = _viewed_name(reader, x, inputs_of)
+            if leaf is not None:
+                names[k] = reader.names([leaf])[0]
+                viewed.append(leaf)
         which = ", ".join(
             name if name else f"node {x}" for x, name in zip(stale, names, strict=True)
         )
@@ -317,8 +370,14 @@ def stale_value(graph: GraphInput, limits: Thresholds) -> list[Problem]:
                 "forward again after the change",
                 graph.graph,
                 step.index,
-                (step.function, *stale),
+                (step.function, *stale, *viewed),
             )
+        )
+    if not told:
+        raise CannotRun(
+            "the PyTorch recording kept no value of the leaves its backward steps read "
+            "(pytorch.record(statistics_only=True) keeps only gradients' statistics): a value "
+            "changed after the forward cannot be seen"
         )
     return found
 
