@@ -286,3 +286,29 @@ def test_the_panel_says_it_is_looking_while_the_runner_works(qtbot, registry):
     work.finish(Outcome("succeeded", work.function(*work.args, lambda *a: None, lambda: False)))
     assert panel.summary.text().startswith("1 warning")
     assert [r.kind for r in panel.rows] == ["dead-relu"] and binding.document is doc
+
+
+def _front_tab_of(window, title_start):
+    """The current tab's text of the tab bar that holds a tab starting with ``title_start``."""
+    for bar in window.findChildren(QtWidgets.QTabBar):
+        texts = [bar.tabText(i) for i in range(bar.count())]
+        if any(t.startswith(title_start) for t in texts):
+            return bar.tabText(bar.currentIndex())
+    return None
+
+
+def test_a_source_that_opens_with_a_bug_brings_the_panel_forward_once(window, registry, qtbot):
+    doc = window.document
+    docks = window.docks
+    assert doc.run_expression("x = 0.5\ny = exp(x)\n")  # clean: the panel stays behind
+    docks["plotPanel"].raise_()
+    qtbot.wait(10)
+    assert _front_tab_of(window, "Problems") == "Plots"
+    assert doc.run_expression("x = 0.0\ny = log(x) * 2\n")
+    qtbot.wait(10)
+    assert _front_tab_of(window, "Problems").startswith("Problems (1)")
+    # once per report: the user's choice of tab stands while the same source is shown
+    docks["plotPanel"].raise_()
+    doc.playback.to_end()
+    qtbot.wait(10)
+    assert _front_tab_of(window, "Problems") == "Plots"

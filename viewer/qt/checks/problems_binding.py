@@ -36,6 +36,7 @@ class ProblemsBinding(PanelBinding):
         super().__init__(document, panel, dock, parent)
         self.scene = scene
         self._waiting: Problem | None = None  # chosen, its graph still being laid out
+        self._raised_for: object | None = None  # the report whose problems brought it forward
         document.problems_changed.connect(self._on_problems_changed)
         document.graph_loaded.connect(self._on_graph_loaded)
         panel.problem_chosen.connect(self.go_to)
@@ -53,6 +54,13 @@ class ProblemsBinding(PanelBinding):
         if self.dock is not None:
             worst = [r for r in rows if r.severity != "info"]
             self.dock.setWindowTitle(f"{TITLE} ({len(worst)})" if worst else TITLE)
+            report = doc.problem_report
+            if worst and report is not None and report is not self._raised_for:
+                # a source that opens with a bug shows it: the panel comes to the front of
+                # its tab group once per report (a dock the user closed stays closed)
+                self._raised_for = report
+                if self.dock.isVisible():
+                    self.dock.raise_()
 
     def _on_problems_changed(self, _document: Document) -> None:
         self.refresh()
