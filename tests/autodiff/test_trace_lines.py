@@ -265,3 +265,20 @@ def test_ops_of_other_files_have_no_line(tmp_path):
         y = F.exp(Variable(np.array(1.0)))
     del y
     assert set(ops_and_lines(t).values()) == {None}
+
+
+def test_micrograd_values_get_their_lines(tmp_path):
+    program = textwrap.dedent(
+        """\
+        from autodiff.micrograd.engine import Value
+        a = Value(2.0)
+        b = Value(-3.0)
+        c = a * b
+        d = (c + a).tanh()
+        d.backward()
+        """
+    )
+    path = write(tmp_path, program)
+    with T.record(lines=path) as t:
+        runpy.run_path(path)
+    assert ops_and_lines(t) == {"Mul": 4, "Add": 5, "Tanh": 5}

@@ -127,3 +127,23 @@ def test_only_the_head_records_lines(tmp_path):
     assert recording.segments
     assert all(type(s.tables) is Recorder for s in recording.segments.values())
     assert type(PassRecording(64).head.tables) is Recorder  # no script: no lines
+
+
+def test_redundant_computation_names_both_lines(tmp_path):
+    program = textwrap.dedent(
+        """\
+        import numpy as np
+        import autodiff.functions as F
+        from autodiff import Variable
+        x = Variable(np.linspace(-1, 1, 2000).reshape(40, 50), name="x")
+        a = F.tanh(x)
+        b = F.tanh(x)
+        F.sum(a * b).backward()
+        """
+    )
+    path = _write(tmp_path, program)
+    with T.record(lines=str(path)) as t:
+        runpy.run_path(str(path))
+    (p,) = values.redundant_computation(GraphInput(t), LIMITS)
+    assert "Tanh" in p.message and "on line 6 on x is computed twice" in p.message, p.message
+    assert "(steps 0 and 1, the first on line 5, 2000 elements each)" in p.message, p.message

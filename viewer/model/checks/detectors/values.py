@@ -372,11 +372,15 @@ def redundant_computation(graph: GraphInput, limits: Thresholds) -> list[Problem
         what = _layer(reader, step.function, step.outputs[0])
         if names:
             what += f" on {', '.join(names)}"
+        steps = f"steps {earlier.index} and {step.index}"
+        line = reader.line_of(earlier.function)
+        if line is not None and line != reader.line_of(step.function):
+            steps += f", the first on line {line}"
         found.append(
             Problem(
                 "redundant-computation",
                 severity,
-                f"{what} is computed twice (steps {earlier.index} and {step.index}, "
+                f"{what} is computed twice ({steps}, "
                 f"{elements} element{'s' if elements != 1 else ''} each), both results used: "
                 "compute it once and reuse the variable",
                 graph.graph,
