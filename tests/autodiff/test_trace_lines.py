@@ -282,3 +282,13 @@ def test_micrograd_values_get_their_lines(tmp_path):
     with T.record(lines=path) as t:
         runpy.run_path(path)
     assert ops_and_lines(t) == {"Mul": 4, "Add": 5, "Tanh": 5}
+
+
+def test_a_pytorch_recording_answers_none():
+    torch = pytest.importorskip("torch")
+    from autodiff.trace import pytorch
+
+    with pytorch.record() as t:
+        x = torch.ones(3, requires_grad=True)
+        (x.sin() * x).sum().backward()
+    assert t.functions and all(t.line_of(n) is None for n in (*t.functions, *t.variables))
