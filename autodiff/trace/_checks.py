@@ -35,6 +35,7 @@ MAX_OP = 200  # a Function's class name, a scope's Layer class name
 # part and its last ones around "/…/", so a deep nest costs at most this much per scope.
 MAX_SCOPE_PATH = 1_000
 MAX_DTYPE = 64  # a dtype's name
+MAX_LINE = (1 << 31) - 1  # a Function's source line (CPython's line numbers are C ints)
 _ARRAY_DTYPES = frozenset(
     ["bool"]
     + [f"int{n}" for n in (8, 16, 32, 64)]

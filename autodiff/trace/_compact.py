@@ -14,11 +14,11 @@ step that
 * no step that stays used as an input.
 
 The entries that only described what went (the constants and leaves such a step alone read,
-their names, attributes and deaths, a module scope left empty) go with it. The steps removed
-are counted in a :class:`ForwardOnly`: operations by op, the graphs they formed (steps linked
-by the values they passed), and how many of those graphs read a ``Parameter`` (a model run
-forward without ``no_grad()``: an evaluation loop). Its first few graphs are kept whole as a
-sample (:attr:`ForwardOnly.sample_left`), so the viewer can show one.
+their names, attributes, source lines and deaths, a module scope left empty) go with it. The
+steps removed are counted in a :class:`ForwardOnly`: operations by op, the graphs they formed
+(steps linked by the values they passed), and how many of those graphs read a ``Parameter`` (a
+model run forward without ``no_grad()``: an evaluation loop). Its first few graphs are kept
+whole as a sample (:attr:`ForwardOnly.sample_left`), so the viewer can show one.
 
 What stays is what a trace without the forward-only work would have recorded: the decoder
 reads the compacted tape as it reads any other.
@@ -41,6 +41,7 @@ __all__ = ["ForwardOnly", "compact", "forward_only_note"]
     _FWD_MANY, _T_STEP, _T_NODE, _T_INFO, _T_INPUT, _T_EVENT, _T_GRAD_OF, _T_ROOT, _T_NAME,
     _T_LEAF, _T_SEGMENT, _T_SCOPE, _T_SCOPE_END, _T_PARAMETER, _T_PARAMS,
 ) = range(2, 17)  # fmt: skip
+_T_LINE = 17
 
 # Graphs kept whole as a sample, per run
 DEFAULT_SAMPLE = 3
@@ -188,7 +189,7 @@ def _compact_chunk(
                 drop.append(i)
         elif kind == BWD:
             reached.add(e[1])
-        elif kind in (_T_NAME, _T_PARAMS, _T_PARAMETER, _T_LEAF):
+        elif kind in (_T_NAME, _T_PARAMS, _T_PARAMETER, _T_LEAF, _T_LINE):
             keyed.add(e[1])
         elif kind == _T_STEP:
             needed.update(e[1][2])
@@ -320,7 +321,7 @@ def _compact_chunk(
                 registered.discard(key)
                 add_ref(id(e[2]))  # its death comes later in the chunk
                 continue
-        elif kind in (_T_NAME, _T_PARAMS, _T_PARAMETER, _T_LEAF):
+        elif kind in (_T_NAME, _T_PARAMS, _T_PARAMETER, _T_LEAF, _T_LINE):
             if e[1] in gone_keys:
                 continue
         elif kind == _T_SCOPE:

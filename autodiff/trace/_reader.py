@@ -101,6 +101,10 @@ class TraceReader(Protocol):
     # a function node's small attributes as recorded ({"c": 2} of Pow; {}: none kept)
     def function_params(self, node_id: int) -> dict[str, Any]: ...
 
+    # the line of the program's source a function node ran on (a variable's: its creator's);
+    # None when not recorded (autodiff.trace.record(lines=...) records it)
+    def line_of(self, node_id: int) -> int | None: ...
+
     def alive(self) -> list[int]: ...  # the nodes whose engine object is still alive
 
     def freed(self, node_id: int) -> bool: ...

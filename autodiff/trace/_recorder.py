@@ -24,9 +24,12 @@ from 0 in registration order.
 from __future__ import annotations
 
 import operator
+import os
 import struct
+import sys
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -77,6 +80,8 @@ _VALUE, _GRAD, _CLEARED, _FREED, _EMPTIED = range(5)
     _FWD_MANY, _T_STEP, _T_NODE, _T_INFO, _T_INPUT, _T_EVENT, _T_GRAD_OF, _T_ROOT, _T_NAME,
     _T_LEAF, _T_SEGMENT, _T_SCOPE, _T_SCOPE_END, _T_PARAMETER, _T_PARAMS,
 ) = range(2, 17)  # fmt: skip
+# A recorded Function's source line (LineRecorder only): (_T_LINE, function order, line)
+_T_LINE = 17
 # Tape entries that are steps have kinds up to this one: FWD, BWD, _FWD_MANY (several outputs,
 # or one summarised) and _T_STEP (a step of a graph adopted as steps)
 _LAST_STEP_KIND = _T_STEP
@@ -127,6 +132,11 @@ class Recorder:
         "_leaf_grad",
         "_leaf_raw",
         "_leaf_refs",
+        "_line_budget",
+        "_line_file",
+        "_line_files",
+        "_line_test",
+        "_lines_left",
         "_maybe_constant",
         "_nid_of",
         "_nid_of_ref",
@@ -150,6 +160,7 @@ class Recorder:
         "_t_extra",
         "_t_grad_of",
         "_t_info",
+        "_t_lines",
         "_t_names",
         "_t_operands",
         "_t_parameters",
@@ -187,6 +198,9 @@ class Recorder:
     # function node -> its small attributes, ((name, value), ...) (_checks.small_params); only
     # Functions that have some (most primitives have none)
     _params = _Decoded()
+    # function node -> the line of the program's source it ran on (a LineRecorder's, or a
+    # loaded trace's; most recordings keep none)
+    _lines = _Decoded()
 
     def __init__(self, max_array_size: int) -> None:
         self.max_array_size = max_array_size
@@ -204,6 +218,7 @@ class Recorder:
         self._t_parameters: set[int] = set()
         self._t_cut: dict[int, int] = {}
         self._t_params: dict[int, tuple[tuple[str, Any], ...]] = {}
+        self._t_lines: dict[int, int] = {}
         self._param_getter: dict[type, Any] = {}  # recording: per class, see _class_params
         self._param_names: dict[Any, tuple[str, ...]] = {}  # getter -> the names it gets
         self._params_memo: dict[tuple, tuple] = {}  # decoding: see _decode_params
@@ -295,6 +310,10 @@ class Recorder:
         """Function ``fid``'s small attributes, ``(name, value)`` pairs (none: nothing kept)."""
         if params:
             self._t_params[fid] = params
+
+    def set_line(self, fid: int, line: int) -> None:
+        """Function ``fid`` ran on line ``line`` of the program's source."""
+        self._t_lines[fid] = line
 
     def set_name(self, node: int, name: str) -> None:
         self._t_names[node] = name
@@ -588,6 +607,10 @@ class Recorder:
             elif kind == _T_GRAD_OF:
                 if e[1] in nid_of and e[2] in nid_of:
                     self._t_grad_of[nid_of[e[1]]] = nid_of[e[2]]
+            elif kind == _T_LINE:
+                nid = nid_of.get(e[1])
+                if nid is not None:
+                    self._t_lines[nid] = e[2]
             else:  # _T_ROOT
                 roots = self._tbackward_roots
                 roots.append(self._nid(e[1]))
@@ -1265,6 +1288,117 @@ class Recorder:
                 obj = ref()
                 if obj is not None and isinstance(obj, variable) and obj.name is not None:
                     names[nid] = obj.name
+
+
+LineSource = str | os.PathLike[str] | Callable[[str], bool]
+"""Which source lines a :class:`LineRecorder` notes: a file name (the program's), or a test of
+a code object's ``co_filename``."""
+
+
+class LineRecorder(Recorder):
+    """A recorder that also notes, for each Function recorded forward, the line of the
+    program's source it ran on: the innermost frame of that source in the calls that led to
+    the Function (a layer's, a helper's or the engine's own frames are skipped). A plain
+    :class:`Recorder` notes none and pays nothing for this: the engine binds the handlers
+    of the recorder it is given (:func:`autodiff.core.add_observer`).
+
+    ``line_budget`` (None: no limit) bounds the operations noted between two backward passes:
+    past it the recorder becomes a :class:`_PausedLines` (a plain recorder's handlers, so a
+    flood of forward-only work pays no stack walk per operation) until the next backward pass
+    ends. Its state lives in the Recorder's slots, so the class can change in place."""
+
+    __slots__ = ()
+
+    def __init__(self, max_array_size: int, lines: LineSource) -> None:
+        super().__init__(max_array_size)
+        if callable(lines):
+            self._line_file = None
+            self._line_test = lines
+        else:
+            self._line_file = os.fspath(lines)
+            self._line_test = None
+        self._line_files = {}  # co_filename -> the test's answer
+        self._line_budget = None
+        self._lines_left = -1  # counted down to 0 (pause); below 0: no budget
+
+    @property
+    def line_budget(self) -> int | None:
+        return self._line_budget
+
+    @line_budget.setter
+    def line_budget(self, budget: int | None) -> None:
+        self._line_budget = budget
+        self._renew_budget()
+
+    def _line(self) -> int:
+        """The line of the innermost frame of the program's source below the handler
+        (-1: none of them is)."""
+        frame = sys._getframe(2)  # the engine's Function.__call__, or on_forward's
+        file = self._line_file
+        if file is not None:
+            while frame is not None:
+                if frame.f_code.co_filename == file:
+                    return frame.f_lineno
+                frame = frame.f_back
+            return -1
+        known = self._line_files
+        while frame is not None:
+            name = frame.f_code.co_filename
+            ok = known.get(name)
+            if ok is None:
+                ok = known[name] = bool(self._line_test(name))  # type: ignore[misc]
+            if ok:
+                return frame.f_lineno
+            frame = frame.f_back
+        return -1
+
+    def on_forward_one(self, f: Any, inputs: list, y: Any) -> None:
+        Recorder.on_forward_one(self, f, inputs, y)
+        line = self._line()
+        if line >= 0:
+            self._tape_append((_T_LINE, f._order, line))
+        self._lines_left -= 1
+        if not self._lines_left:
+            self._switch(_PausedLines)
+
+    def on_forward(self, f: Any, inputs: list, outputs: list, recorded: bool) -> None:
+        # one output: Recorder.on_forward hands it to on_forward_one above
+        Recorder.on_forward(self, f, inputs, outputs, recorded)
+        if recorded and len(outputs) != 1:
+            line = self._line()
+            if line >= 0:
+                self._tape_append((_T_LINE, f._order, line))
+
+    def on_backward_end(self, output: Any) -> None:
+        Recorder.on_backward_end(self, output)
+        if not self._backward_stack:
+            self._renew_budget()
+
+    def _renew_budget(self) -> None:
+        budget = self._line_budget
+        self._lines_left = -1 if budget is None else max(1, int(budget))
+
+    def _switch(self, cls: type) -> None:
+        """Become ``cls`` (LineRecorder or _PausedLines) and have the engine bind its handlers."""
+        self.__class__ = cls
+        if self._recording:
+            with core.observers_changing():  # binds the handlers again when it ends
+                pass
+
+
+class _PausedLines(LineRecorder):
+    """A :class:`LineRecorder` past its ``line_budget``: a plain recorder's handlers until the
+    backward pass that ends the segment, then a LineRecorder again."""
+
+    __slots__ = ()
+    on_forward_one = Recorder.on_forward_one
+    on_forward = Recorder.on_forward
+
+    def on_backward_end(self, output: Any) -> None:
+        Recorder.on_backward_end(self, output)
+        if not self._backward_stack:
+            self._renew_budget()
+            self._switch(LineRecorder)
 
 
 _ELIDED = "/…/"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from autodiff.trace._checks import _fail, _int
+from autodiff.trace._checks import MAX_LINE, _fail, _int
 from autodiff.trace._recorder import _EMPTIED
 from autodiff.trace._rows import BWD, FUNCTION, VARIABLE
 
@@ -33,7 +33,7 @@ def check_tables(tables: Recorder, graph: bool = True) -> None:
       ``pass`` name a backward pass that exists (0 to the number of roots - 1; -1: none);
     - backward roots, cuts, names, constants, parameters and ``grad_of`` (both ends) are
       variables; operands are constants; a node's scope exists; attributes (``params``)
-      belong to function nodes;
+      belong to function nodes, and so do source lines (``lines``, 0 to MAX_LINE);
     - events come in stamp order, each shown at a step from -1 up to its stamp.
     """
     is_variable = check_graph(tables) if graph else _variables(tables._info)
@@ -70,6 +70,10 @@ def check_tables(tables: Recorder, graph: bool = True) -> None:
     for node in tables._params:
         if type(node) is not int or not 0 <= node < n or is_variable[node]:
             raise _fail(f"graph.nodes[{node}].params", "only a function node has attributes")
+    for node, line in tables._lines.items():
+        if type(node) is not int or not 0 <= node < n or is_variable[node]:
+            raise _fail(f"graph.nodes[{node}].line", "only a function node has a source line")
+        _int(line, f"graph.nodes[{node}].line", 0, MAX_LINE)
 
 
 def check_graph(tables: Recorder) -> bytearray:

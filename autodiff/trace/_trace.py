@@ -15,7 +15,15 @@ import numpy as np
 from autodiff import core
 from autodiff.trace import _audit
 from autodiff.trace._index import TraceIndex, _bulk
-from autodiff.trace._recorder import _GRAD, _LAST_STEP_KIND, _VALUE, Recorder, _same_raw
+from autodiff.trace._recorder import (
+    _GRAD,
+    _LAST_STEP_KIND,
+    _VALUE,
+    LineRecorder,
+    LineSource,
+    Recorder,
+    _same_raw,
+)
 from autodiff.trace._rows import FUNCTION, FWD, VARIABLE, BackwardRow, ForwardRow, ScopeRow
 from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, raw_nonfinite, to_snapshot
 from autodiff.trace.formats import json_io, npz
@@ -126,17 +134,28 @@ class Trace:
     """
 
     def __init__(
-        self, max_array_size: int = DEFAULT_MAX_ARRAY_SIZE, *, tables: Recorder | None = None
+        self,
+        max_array_size: int = DEFAULT_MAX_ARRAY_SIZE,
+        *,
+        tables: Recorder | None = None,
+        lines: LineSource | None = None,
     ) -> None:
         """``tables``: a loader's filled tables to read instead of a fresh recorder (their
-        ``max_array_size`` is then the trace's)."""
+        ``max_array_size`` is then the trace's). ``lines``: record each Function's line of
+        this source file (or of the files this test of a ``co_filename`` accepts), see
+        :meth:`line_of`; None records none."""
         if tables is not None:
             max_array_size = tables.max_array_size
         if max_array_size < 0:
             raise ValueError(f"max_array_size must be >= 0, got {max_array_size}")
         self.max_array_size = int(max_array_size)
         # the tape, the decoded tables and the recording state
-        self._recorder = Recorder(self.max_array_size) if tables is None else tables
+        if tables is not None:
+            self._recorder = tables
+        elif lines is None:
+            self._recorder = Recorder(self.max_array_size)
+        else:
+            self._recorder = LineRecorder(self.max_array_size, lines)
         self._steps: list[Step] = []
         self._some_steps: dict[int, Step] = {}  # steps built one by one (Trace.step)
         self._snapshots: dict[int, Snapshot] = {}  # id(raw value) -> its Snapshot
@@ -252,6 +271,21 @@ class Trace:
     def cuts(self) -> dict[int, int]:
         """Every variable whose history was cut, and the step before which (see cut_at)."""
         return dict(self._recorder._cut)
+
+    def line_of(self, node_id: int) -> int | None:
+        """The line of the program's source a function node ran on; a variable's is its
+        creator's. None when not known: a leaf, or a trace recorded without ``lines``
+        (:func:`record`) or saved without them."""
+        rec = self._recorder
+        lines = rec._lines  # (decodes the tape)
+        info = rec._t_info
+        if not 0 <= node_id < len(info):
+            raise IndexError(f"node {node_id} does not exist (the trace has {len(info)} nodes)")
+        if not lines:
+            return None
+        if info[node_id].kind == VARIABLE:
+            node_id = self.creator_of(node_id)
+        return lines.get(node_id)
 
     # --- as a reader (TraceReader): the whole recording, its own base -------------------
     pass_offset = 0  # its backward pass 0 is the run's
@@ -661,13 +695,17 @@ class Trace:
 
 
 def record(
-    max_array_size: int = DEFAULT_MAX_ARRAY_SIZE,
+    max_array_size: int = DEFAULT_MAX_ARRAY_SIZE, *, lines: LineSource | None = None
 ) -> contextlib.AbstractContextManager[Trace]:
     """Record every graph built and every backward run inside the block.
 
     Arrays with at most ``max_array_size`` elements are copied; larger ones are summarised.
+    ``lines``: a source file (``__file__``), or a test of a code object's ``co_filename``:
+    each Function also records the line of that source it ran on, the innermost in the calls
+    that led to it (:meth:`Trace.line_of`). Each operation then costs a walk up the stack;
+    None (the default) records no line and costs nothing.
     """
-    return _Recording(Trace(max_array_size))
+    return _Recording(Trace(max_array_size, lines=lines))
 
 
 class _Recording:

@@ -237,6 +237,9 @@ class TraceView:
     def function_params(self, node_id: int) -> dict[str, Any]:
         return self.base.function_params(node_id)
 
+    def line_of(self, node_id: int) -> int | None:
+        return self.base.line_of(node_id)
+
     def alive(self) -> list[int]:
         nodes = self._node_set
         return [nid for nid in self.base.alive() if nid in nodes]

@@ -19,6 +19,7 @@ import numpy as np
 from autodiff.trace._checks import (
     _MAX_NDIM,
     MAX_DTYPE,
+    MAX_LINE,
     MAX_NAME,
     MAX_OP,
     TraceFormatError,
@@ -47,7 +48,8 @@ FORMAT = "autodiff-trace"
 # gradient on); an event's 'visible' may be any step from -1 up to its stamp. Files of version
 # 1 load as they are.
 # 3: scopes (a table, each node's scope id), the parameter flag; 4: flat arrays; 5: a function
-# node's small attributes ("params")
+# node's small attributes ("params"), and its source line ("line", optional: a reader that
+# does not know it ignores it)
 SCHEMA_VERSION = 5
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 7 + _MAX_NDIM  # what the format needs: an accumulation's array nests 6 + ndim
@@ -225,6 +227,7 @@ def trace_to_dict(trace: RecordedTrace) -> dict[str, Any]:
     scope_of = rec._scope_of
     parameters = rec._parameters
     params = rec._params
+    lines = rec._lines
     nodes = []
     for nid in range(len(rec._info)):
         a = g.nodes[nid]
@@ -246,6 +249,8 @@ def trace_to_dict(trace: RecordedTrace) -> dict[str, Any]:
         )
         if nid in params:
             nodes[-1]["params"] = params_to_plain(params[nid])
+        if nid in lines:
+            nodes[-1]["line"] = lines[nid]
     links = [
         {"source": u, "target": v, "slot": d["slot"]}
         for u, v, d in sorted(g.edges(data=True), key=lambda e: (e[1], e[0], e[2]["slot"]))
@@ -466,6 +471,10 @@ def _load_graph(rows: Recorder, g: Any) -> None:
             if kind != "function":
                 raise _fail(f"{p}.params", "only a function node has attributes")
             rows.set_params(i, check_params(n["params"], f"{p}.params"))
+        if n.get("line") is not None:  # a function's source line (optional, schema 5)
+            if kind != "function":
+                raise _fail(f"{p}.line", "only a function node has a source line")
+            rows.set_line(i, _int(n["line"], f"{p}.line", lo=0, hi=MAX_LINE))
     for nid, (target, p) in grad_of.items():
         rows.set_grad_of(nid, _int(target, p))
     links = _list(g["links"], "graph.links")

@@ -17,8 +17,10 @@ value as a *reference* ``kind + 3 * index`` (-1: None) into ``scalars`` (float64
 ``arrays`` (rows ``(dtype, offset, size)`` into the flat buffer ``data_<dtype>``, shapes in
 the header) or ``summaries`` (rows ``min, max, mean, norm`` and ``nan, inf``, shapes and
 dtypes in the header). The arrays of one dtype lie back to back in its buffer, in order.
-The header's ``params`` lists ``[function node, attributes]``, the attributes as the JSON
-format writes them (``[name, kind, value]`` rows, :func:`autodiff.trace._checks.check_params`).
+The optional ``line_nodes`` and ``line_numbers`` pair each function node that has one with its
+source line (:meth:`autodiff.trace.Trace.line_of`). The header's ``params`` lists ``[function
+node, attributes]``, the attributes as the JSON format writes them (``[name, kind, value]``
+rows, :func:`autodiff.trace._checks.check_params`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from autodiff.trace._checks import (
     _ARRAY_DTYPES,
     _MAX_NDIM,
     MAX_DTYPE,
+    MAX_LINE,
     MAX_NAME,
     MAX_OP,
     TraceFormatError,
@@ -77,7 +80,11 @@ _TABLES = {  # member -> (dtype, columns: None for 1-D)
     "summary_counts": ("int64", 2),
     "scope_nodes": ("int64", None),
     "scope_ids": ("int64", None),
+    "line_nodes": ("int64", None),
+    "line_numbers": ("int64", None),
 }
+# members a file may lack: one written before scopes (version 1), or before source lines
+_OPTIONAL = frozenset({"scope_nodes", "scope_ids", "line_nodes", "line_numbers"})
 
 
 @functools.cache
@@ -232,6 +239,10 @@ def _write(rec: Recorder, file: str | os.PathLike[str] | io.BytesIO) -> None:
     scope_of = rec._scope_of
     out["scope_nodes"] = np.fromiter(scope_of.keys(), np.int64, len(scope_of))
     out["scope_ids"] = np.fromiter(scope_of.values(), np.int64, len(scope_of))
+    lines = rec._lines
+    if lines:  # most recordings keep none: no members, as a file from before them
+        out["line_nodes"] = np.fromiter(lines.keys(), np.int64, len(lines))
+        out["line_numbers"] = np.fromiter(lines.values(), np.int64, len(lines))
     values.write(header, out)
     text = json.dumps(header, allow_nan=True, separators=(",", ":")).encode("utf-8")
     out["header"] = np.frombuffer(text, dtype=np.uint8)
@@ -372,7 +383,7 @@ def _read(file: str | os.PathLike[str] | io.BytesIO) -> Recorder:
         tables = {
             name: members.read(name, dtype, columns)
             for name, (dtype, columns) in _TABLES.items()
-            if not name.startswith("scope_") or name in members  # version 1 before scopes
+            if name not in _OPTIONAL or name in members
         }
         dtypes = _list(header.get("array_dtypes"), "array_dtypes")
         for i, d in enumerate(dtypes):
@@ -450,6 +461,14 @@ def _read(file: str | os.PathLike[str] | io.BytesIO) -> Recorder:
         if sid == 0:
             raise _fail("scope_ids", f"node {node} is in scope 0 (the root): never written")
         rows.set_scope(node, sid)
+    line_nodes = tables.get("line_nodes", np.zeros(0, np.int64))
+    line_numbers = tables.get("line_numbers", np.zeros(0, np.int64))
+    if line_nodes.shape != line_numbers.shape:
+        raise _fail("line_nodes", "expected as many node ids as line_numbers has lines")
+    for i, (node, line) in enumerate(zip(line_nodes.tolist(), line_numbers.tolist(), strict=True)):
+        rows.set_line(
+            function(node, f"line_nodes[{i}]"), _int(line, f"line_numbers[{i}]", 0, MAX_LINE)
+        )
     for v in _list(header.get("parameters", []), "parameters"):
         rows.mark_parameter(_int(v, "parameters"))
     for i, pair in enumerate(_list(header.get("params", []), "params")):

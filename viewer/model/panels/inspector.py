@@ -93,6 +93,7 @@ class NodeInfo:
     parameter: bool = False  # a Parameter leaf (an nn.Parameter: its name is named_parameters')
     # a torch node's own words: its autograd node, aten op and saved tensors' shapes
     torch_rows: tuple[tuple[str, str], ...] = ()
+    line: int | None = None  # a function's line of the script it ran on, when recorded
 
     @property
     def title(self) -> str:
@@ -117,6 +118,8 @@ class NodeInfo:
             return rows + list(self.module_rows)
         if self.kind == "function":
             rows.append(("op", str(self.op)))
+            if self.line is not None:
+                rows.append(("script", f"line {self.line}"))
             rows.extend(self.torch_rows)
         else:
             rows.append(("parameter" if self.parameter else "name", self.name or "—"))
@@ -205,6 +208,7 @@ def inspect(trace: TraceReader, node_id: int, step_index: int) -> NodeInfo:
         scope=str(attrs.get("scope") or ""),
         parameter=kind == "variable" and node_id in trace.parameters(),
         torch_rows=torch_rows(_torch_params(trace, node_id, attrs)) if kind == "function" else (),
+        line=trace.line_of(node_id) if kind == "function" else None,
     )
 
 

@@ -57,6 +57,10 @@ _CONSTANT = core.Constant
 # passes, gets a trace of its own as before).
 SHARED_PASSES = 32
 SHARED_SECONDS = 0.005
+# The head notes the script's line of at most this many operations between two passes (a
+# training step's forward, with room to spare); past it, until the next pass ends, none: a
+# loop of throwaway operations costs what it did without lines.
+LINE_BUDGET = 10_000
 
 
 class PassRecording:
@@ -80,7 +84,12 @@ class PassRecording:
         self.reservoir = PassReservoir(max_passes, max_flagged)
         self.passes = PassLog()
         self.script = script  # the script's file: iterations count its backward() lines
-        self.head = Trace(max_array_size)
+        # The head (the first passes, the forward-only samples) records each op's line of
+        # the script, for the problems' messages and the inspector; the segments, recorded
+        # past the head all run long, do not: they pay no stack walk per op.
+        self.head = Trace(max_array_size, lines=script)
+        if script is not None:  # a flood of forward-only work pays for LINE_BUDGET ops at most
+            self.head.tables.line_budget = LINE_BUDGET
         self.segments: dict[int, Trace] = {}
         # per top-level pass: its backward pass number in its own trace, and its root's name
         self.trace_pass: dict[int, int] = {}

@@ -41,6 +41,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from autodiff.trace import NodeState
+from viewer.model.checks.detectors.op_names import on_line
 from viewer.model.checks.problems import (
     CannotRun,
     GraphInput,
@@ -229,7 +230,8 @@ def _where_cut(
     if copied is not None:
         leaf, source, step = copied
         return (
-            f"the value of {_name(reader, source)} reached the loss as a new leaf "
+            f"the value of {_name(reader, source)}{on_line(base, source)} reached the loss as "
+            "a new leaf "
             f"({_name(reader, leaf)}, as `Variable(h.data)` or an op on `.data` makes one), "
             "which backward stops at; use the Variable itself",
             step,
@@ -274,7 +276,11 @@ def _cut_words(
     local = reader.local_step(cut_step)
     shown = 0 <= local < first_backward and reader.global_step(local) == cut_step
     step = local if shown else None
-    return f"{how} ({_name(reader, node)}); backward stops there", step, (node,)
+    return (
+        f"{how} ({_name(reader, node)}{on_line(base, node)}); backward stops there",
+        step,
+        (node,),
+    )
 
 
 def _torch(reader: Any) -> bool:
@@ -579,8 +585,8 @@ def nonfinite(graph: GraphInput, limits: Thresholds) -> list[Problem]:
         Problem(
             "nonfinite",
             "error",
-            f"{found} first appears in the {what}{where} made by `{op}` ({step.phase} step "
-            f"{step.index}): {cause}",
+            f"{found} first appears in the {what}{where} made by `{op}`"
+            f"{on_line(reader, step.function)} ({step.phase} step {step.index}): {cause}",
             graph.graph,
             step.index,
             (step.function, *nodes),

@@ -4,12 +4,13 @@ The engine names a function node after its Function class (``ReLU``, ``MeanSquar
 micrograd's Values are recorded as the same classes (or a class named after a hand-made op's
 label), a PyTorch recording after the function a user called (``relu``, ``mse_loss``,
 ``linear``). Detectors compare :func:`canonical_op` of a node's op with the names below (torch's
-spelling), never the raw op.
+spelling), never the raw op. :func:`on_line` words where a step ran, for every detector.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 __all__ = [
     "ELEMENTWISE_BINARY",
@@ -18,6 +19,7 @@ __all__ = [
     "VALUE_FREE_BACKWARD",
     "VIEWS",
     "canonical_op",
+    "on_line",
 ]
 
 # the op's letters and digits, lower case -> its name here (torch's where torch has it)
@@ -94,3 +96,11 @@ def canonical_op(op: str | None) -> str:
         return ""
     key = re.sub(r"[^a-z0-9]", "", op.lower())
     return _ALIASES.get(key, op.lower())
+
+
+def on_line(reader: Any, node_id: int) -> str:
+    """`` on line N`` for a message about ``node_id`` when the reader knows the line of the
+    script it ran on (a function's, a variable's creator's:
+    :meth:`~autodiff.trace.TraceReader.line_of`); '' when not."""
+    line = reader.line_of(node_id)
+    return "" if line is None else f" on line {line}"

@@ -45,6 +45,7 @@ from viewer.model.checks.detectors.op_names import (
     VALUE_FREE_BACKWARD,
     VIEWS,
     canonical_op,
+    on_line,
 )
 from viewer.model.checks.problems import (
     CannotRun,
@@ -77,7 +78,8 @@ def _forward_steps(reader: Any) -> list[Any]:
 
 def _layer(reader: Any, fid: int, out: int | None = None) -> str:
     """How a message names the op: its scope path and op (``layer Net/fc1 (relu)``), else
-    the op and the variable it made (``relu -> h``), else the op and node."""
+    the op and the variable it made (``relu -> h``), else the op and node; then the script's
+    line it ran on, when known (``on line 7``)."""
     op = reader.ops([fid])[0] or "op"
     path = ""
     scope_of = reader.node_scopes()
@@ -86,10 +88,11 @@ def _layer(reader: Any, fid: int, out: int | None = None) -> str:
         scopes = reader.scopes()
         if 0 < sid < len(scopes):
             path = scopes[sid].path
+    at = on_line(reader, fid)
     if path:
-        return f"layer {path} ({op})"
+        return f"layer {path} ({op}){at}"
     name = reader.names([out])[0] if out is not None else None
-    return f"{op} -> {name}" if name else f"{op} (node {fid})"
+    return f"{op} -> {name}{at}" if name else f"{op} (node {fid}){at}"
 
 
 def _share(fraction: float) -> str:
@@ -428,11 +431,15 @@ def redundant_computation(graph: GraphInput, limits: Thresholds) -> list[Problem
         what = _layer(reader, step.function, step.outputs[0])
         if names:
             what += f" on {', '.join(names)}"
+        steps = f"steps {earlier.index} and {step.index}"
+        line = reader.line_of(earlier.function)
+        if line is not None and line != reader.line_of(step.function):
+            steps += f", the first on line {line}"
         found.append(
             Problem(
                 "redundant-computation",
                 severity,
-                f"{what} is computed twice (steps {earlier.index} and {step.index}, "
+                f"{what} is computed twice ({steps}, "
                 f"{elements} element{'s' if elements != 1 else ''} each), both results used: "
                 "compute it once and reuse the variable",
                 graph.graph,
