@@ -40,7 +40,10 @@ def test_a_global_list_holder_is_badged_held():
     assert {o.badge for o in overlays.values()} == {"held"}
     for nid, overlay in overlays.items():
         assert overlay.tooltip.startswith("referenced: global 'debug_cache'")
-        assert overlay.tooltip.endswith(survivors[nid].held_by)
+        # the chain, then the problem this badge stands for where one is listed on its graph
+        chain, _, problem = overlay.tooltip.partition("; problem ")
+        assert chain.endswith(survivors[nid].held_by)
+        assert not problem or problem.startswith("graph-held")
     _, _, badges = doc.scene.overlay_arrays("leak")  # what the view draws
     assert badges and set(badges) == {"held"}
     # the script's other graph gets the same badges from the same audit
