@@ -503,6 +503,44 @@ def test_torch_scripts_planted_and_correct(tmp_path, lr, kept, expected):
             assert result.graphs[p.graph].root in p.nodes
 
 
+_TORCH_FUNCTION = """
+import torch
+
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, gy):
+        (x,) = ctx.saved_tensors
+        return {factor} * x * gy
+
+
+w = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+for i in range(3):
+    w.grad = None
+    loss = Square.apply(w).sum()
+    loss.backward()
+"""
+
+
+@pytest.mark.parametrize(("factor", "wrong"), [("1.0", True), ("2.0", False)])
+def test_torch_custom_function_with_a_wrong_backward_is_named(tmp_path, factor, wrong):
+    """torch.autograd.gradcheck's verdict on the program's own autograd.Function reaches the
+    wrong-backward problem, naming the class; the right derivative (2x) stays silent."""
+    pytest.importorskip("torch")
+    result = _run_script(tmp_path, _TORCH_FUNCTION.format(factor=factor))
+    found = [p for p in result.problems.problems if p.kind == "wrong-backward"]
+    if wrong:
+        (p,) = found
+        assert p.severity == "error" and "Square" in p.message
+    else:
+        assert found == [] and "wrong-backward" in result.problems.ran
+
+
 # =============================================================================
 # No false alarms on the bundled examples
 # =============================================================================
