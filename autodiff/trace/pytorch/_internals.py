@@ -15,11 +15,15 @@ test_trace_pytorch.py`` checks each of them directly.
 - ``AccumulateGrad.variable`` and a custom Function's node class's ``_forward_cls``;
 - a node's ``_saved_*`` attributes (what it saved for its backward), a view's ``_base``;
 - the global module hooks of ``torch.nn.modules.module`` (``always_call``);
-- ``torch._C._DisableTorchDispatch``: runs the recorder's own ops unseen by its mode.
+- ``torch._C._DisableTorchDispatch``: runs the recorder's own ops unseen by its mode;
+- ``torch.autograd.backward`` and ``torch.autograd.grad`` as module attributes that
+  ``Tensor.backward`` looks up when called (the statistics-only recorder wraps them), the
+  ``AccumulateGrad`` node class, and ``node._input_metadata``'s ``shape`` and ``dtype``.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +32,7 @@ from torch.nn.modules import module as _module
 from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = [
+    "ACCUMULATE_GRAD",
     "DispatchMode",
     "accumulated_leaf",
     "current_autograd_node",
@@ -38,10 +43,12 @@ __all__ = [
     "no_dispatch",
     "node_tag",
     "output_count",
+    "output_metadata",
     "queue_end_of_pass",
     "saved",
     "tag_node",
     "view_base",
+    "wrap_backward",
 ]
 
 _TAG = "autodiff.trace"  # the key of a recorded node's id in node.metadata
@@ -91,6 +98,49 @@ def node_tag(node: Any, key: str = _TAG) -> int | None:
 def output_count(node: Any) -> int:
     """How many outputs ``node`` has (the length of the grad_outputs its hooks receive)."""
     return len(node._input_metadata)
+
+
+def output_metadata(node: Any) -> list[tuple[tuple[int, ...] | None, Any]]:
+    """The shape and torch dtype of each output of ``node`` (None, None where torch has no
+    plain shape: a nested tensor)."""
+    found = []
+    for m in node._input_metadata:
+        try:
+            found.append((tuple(m.shape), m.dtype))
+        except (RuntimeError, TypeError):
+            found.append((None, None))
+    return found
+
+
+ACCUMULATE_GRAD: type = torch._C._functions.AccumulateGrad  # a leaf's node in a graph
+
+
+def wrap_backward(around: Callable[..., Any]) -> Callable[[], None]:
+    """Make ``torch.autograd.backward`` and ``torch.autograd.grad`` (and so
+    ``Tensor.backward``, which calls the first) run ``around(original, roots, *args,
+    **kwargs)`` instead; returns the function that puts the originals back. A reference taken
+    before (``from torch.autograd import grad``) keeps calling the original."""
+    autograd = torch.autograd
+    originals = (autograd.backward, autograd.grad)
+
+    def wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def call(roots: Any, *args: Any, **kwargs: Any) -> Any:
+            return around(original, roots, *args, **kwargs)
+
+        return call
+
+    wrappers = (wrapper(originals[0]), wrapper(originals[1]))
+    autograd.backward, autograd.grad = wrappers
+
+    def restore() -> None:
+        # a recording started later and still running keeps its own wrappers
+        if autograd.backward is wrappers[0]:
+            autograd.backward = originals[0]
+        if autograd.grad is wrappers[1]:
+            autograd.grad = originals[1]
+
+    return restore
 
 
 def accumulated_leaf(node: Any) -> Any:

@@ -67,6 +67,11 @@ class TorchRecording:
     """One recording: the dispatch mode, the hooks and the tables they fill. ``start()`` on
     the thread to record, ``stop()`` on the same thread."""
 
+    COMPILE_NOTE = (
+        "torch.compile: recorded as the eager ops it runs (under the recorder's dispatch mode "
+        "compiled code runs eagerly)"
+    )
+
     def __init__(self, max_array_size: int) -> None:
         self.tables = Recorder(max_array_size)
         # Each recording tags nodes under a key of its own: a graph an earlier recording
@@ -111,9 +116,7 @@ class TorchRecording:
     # Start and stop
     # ------------------------------------------------------------------------------
     def start(self) -> None:
-        self.recording = True
-        self._thread = threading.get_ident()
-        self._handles.extend(ti.module_hooks(self._module_before, self._module_after))
+        self.start_hooks()
         self._mode.__enter__()
 
     def stop(self) -> None:
@@ -121,14 +124,24 @@ class TorchRecording:
             self._mode.__exit__(None, None, None)
         finally:
             self._flush()
-            self.recording = False
-            for handle in self._handles + self._node_hooks:
-                handle.remove()
-            self._handles.clear()
-            self._node_hooks.clear()
-            self._held.clear()
-            self._summaries.clear()
-            self._scopes.clear()
+            self.stop_hooks()
+
+    def start_hooks(self) -> None:
+        """Start recording on this thread, with the module hooks (not the dispatch mode)."""
+        self.recording = True
+        self._thread = threading.get_ident()
+        self._handles.extend(ti.module_hooks(self._module_before, self._module_after))
+
+    def stop_hooks(self) -> None:
+        """Stop recording: every hook removed, no tensor held."""
+        self.recording = False
+        for handle in self._handles + self._node_hooks:
+            handle.remove()
+        self._handles.clear()
+        self._node_hooks.clear()
+        self._held.clear()
+        self._summaries.clear()
+        self._scopes.clear()
 
     # ------------------------------------------------------------------------------
     # Forward
@@ -288,7 +301,11 @@ class TorchRecording:
         cache = self._summaries
         hit = cache.get(key)
         if hit is not None:
-            return hit[0]
+            snap = hit[0]
+            shape = tuple(t.shape)
+            if snap.shape != shape:  # a permutation: the same numbers, its own shape
+                snap = Snapshot(shape, snap.dtype, None, *snap._stats)
+            return snap
         snap = summary(t)
         if snap is not None:
             if len(cache) >= SUMMARIES_KEPT:
@@ -304,15 +321,8 @@ class TorchRecording:
         vid = self._leaves.get(t)
         if vid is not None:
             return vid
+        vid = self._new_leaf(t)
         rec = self.tables
-        vid = rec.add_variable(0, tuple(t.shape), numpy_dtype(t))
-        self._generation.append(0)
-        self._leaves[t] = vid
-        if isinstance(t, torch.nn.Parameter):
-            rec.mark_parameter(vid)
-            named = self._param_names.get(id(t))
-            if named is not None and named[0]() is t:
-                rec.set_name(vid, named[1])
         stamp = len(rec._raw)
         raw = self._raw(t)
         rec.add_event(stamp, self._segment_start - 1, vid, _VALUE, raw, None)
@@ -322,6 +332,20 @@ class TorchRecording:
         self._leaf_list.append((weakref.ref(t), vid))
         self._leaf_last[vid] = (raw, has_grad)
         self._handles.append(t.register_post_accumulate_grad_hook(self._leaf_grad(vid)))
+        return vid
+
+    def _new_leaf(self, t: Any) -> int:
+        """A variable node for leaf ``t``: a parameter marked and named as its module names
+        it."""
+        rec = self.tables
+        vid = rec.add_variable(0, tuple(t.shape), numpy_dtype(t))
+        self._generation.append(0)
+        self._leaves[t] = vid
+        if isinstance(t, torch.nn.Parameter):
+            rec.mark_parameter(vid)
+            named = self._param_names.get(id(t))
+            if named is not None and named[0]() is t:
+                rec.set_name(vid, named[1])
         return vid
 
     def _leaf_grad(self, vid: int) -> Any:
@@ -514,12 +538,8 @@ class TorchRecording:
         if not self.recording or threading.get_ident() != self._thread:
             return
         if ti.is_compiled_module(module):
-            note = (
-                "torch.compile: recorded as the eager ops it runs (under the recorder's "
-                "dispatch mode compiled code runs eagerly)"
-            )
-            if note not in self.notes:
-                self.notes.append(note)
+            if self.COMPILE_NOTE not in self.notes:
+                self.notes.append(self.COMPILE_NOTE)
             # the wrapper is no scope: its ops are its parent's, its module the root
             self._scopes.append((self._scopes[-1][0] if self._scopes else 0, None))
             return

@@ -10,9 +10,9 @@ import numpy as np
 import torch
 
 from autodiff.trace._recorder import _same_raw
-from autodiff.trace._snapshot import Snapshot, _dtype_name
+from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, summarize
 
-__all__ = ["HALF", "SUMMED", "dtype_of", "numpy_dtype", "same", "summary"]
+__all__ = ["HALF", "SUMMED", "dtype_of", "numpy_dtype", "same", "statistics", "summary"]
 
 HALF = (torch.float16, torch.bfloat16)
 
@@ -64,6 +64,30 @@ def summary(t: Any) -> Snapshot | None:
         0,
         0,
     )
+
+
+# up to this many elements numpy's reductions (on the tensor's own memory) beat torch's, whose
+# fixed cost per call is larger; beyond, torch's vectorised kernels win
+NUMPY_UP_TO = 1024
+
+
+def statistics(t: Any) -> Snapshot:
+    """The Snapshot (statistics only) of tensor ``t``, by whichever of numpy and torch
+    computes them faster, with the care NaN and Inf need."""
+    if t.requires_grad:
+        t = t.detach()
+    cpu = t.device.type == "cpu"
+    if cpu and t.numel() <= NUMPY_UP_TO and t.dtype not in HALF and not t.is_conj():
+        return summarize(t.numpy(), keep_array=False)
+    if t.numel() and t.dtype in SUMMED:
+        snap = summary(t)
+        if snap is not None:
+            return snap
+    if not cpu:
+        t = t.cpu()
+    if t.dtype in HALF:
+        t = t.float()
+    return capture(t.resolve_conj().numpy(), 0)
 
 
 def same(raw: Any, last: Any) -> bool:
