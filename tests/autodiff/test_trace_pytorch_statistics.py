@@ -296,8 +296,8 @@ def test_the_torch_internals_the_statistics_recorder_uses_still_answer():
     original = torch.autograd.backward
     calls = []
 
-    def around(call, roots, *args, **kwargs):
-        calls.append(roots)
+    def around(call, is_grad, roots, *args, **kwargs):
+        calls.append((roots, is_grad))
         return call(roots, *args, **kwargs)
 
     restore = ti.wrap_backward(around)
@@ -306,7 +306,7 @@ def test_the_torch_internals_the_statistics_recorder_uses_still_answer():
         torch.autograd.grad(y, x)
     finally:
         restore()
-    assert len(calls) == 2 and calls[0] is y and calls[1] is y
+    assert [(r is y, is_grad) for r, is_grad in calls] == [(True, False), (True, True)]
     assert torch.autograd.backward is original
 
 

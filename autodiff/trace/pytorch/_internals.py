@@ -117,20 +117,20 @@ ACCUMULATE_GRAD: type = torch._C._functions.AccumulateGrad  # a leaf's node in a
 
 def wrap_backward(around: Callable[..., Any]) -> Callable[[], None]:
     """Make ``torch.autograd.backward`` and ``torch.autograd.grad`` (and so
-    ``Tensor.backward``, which calls the first) run ``around(original, roots, *args,
+    ``Tensor.backward``, which calls the first) run ``around(original, is_grad, roots, *args,
     **kwargs)`` instead; returns the function that puts the originals back. A reference taken
     before (``from torch.autograd import grad``) keeps calling the original."""
     autograd = torch.autograd
     originals = (autograd.backward, autograd.grad)
 
-    def wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(original: Callable[..., Any], is_grad: bool) -> Callable[..., Any]:
         @functools.wraps(original)
         def call(roots: Any, *args: Any, **kwargs: Any) -> Any:
-            return around(original, roots, *args, **kwargs)
+            return around(original, is_grad, roots, *args, **kwargs)
 
         return call
 
-    wrappers = (wrapper(originals[0]), wrapper(originals[1]))
+    wrappers = (wrapper(originals[0], False), wrapper(originals[1], True))
     autograd.backward, autograd.grad = wrappers
 
     def restore() -> None:

@@ -66,19 +66,25 @@ def summary(t: Any) -> Snapshot | None:
     )
 
 
-# up to this many elements numpy's reductions (on the tensor's own memory) beat torch's, whose
-# fixed cost per call is larger; beyond, torch's vectorised kernels win
+# up to this many elements numpy's summary (in float64) costs least; beyond, one pass each
+# for min, max, sum and the sum of squares over the tensor's own memory (see _dense_stats)
 NUMPY_UP_TO = 1024
+_FLOATS = (torch.float32, torch.float64)
 
 
 def statistics(t: Any) -> Snapshot:
-    """The Snapshot (statistics only) of tensor ``t``, by whichever of numpy and torch
-    computes them faster, with the care NaN and Inf need."""
+    """The Snapshot (statistics only) of tensor ``t``, computed the cheapest way its layout
+    allows, with the care NaN and Inf need."""
     if t.requires_grad:
         t = t.detach()
     cpu = t.device.type == "cpu"
-    if cpu and t.numel() <= NUMPY_UP_TO and t.dtype not in HALF and not t.is_conj():
-        return summarize(t.numpy(), keep_array=False)
+    if cpu and t.dtype in _FLOATS:
+        n = t.numel()
+        if n <= NUMPY_UP_TO:
+            return summarize(t.numpy(), keep_array=False)
+        snap = _dense_stats(t, n)
+        if snap is not None:
+            return snap
     if t.numel() and t.dtype in SUMMED:
         snap = summary(t)
         if snap is not None:
@@ -88,6 +94,28 @@ def statistics(t: Any) -> Snapshot:
     if t.dtype in HALF:
         t = t.float()
     return capture(t.resolve_conj().numpy(), 0)
+
+
+def _dense_stats(t: Any, n: int) -> Snapshot | None:
+    """The statistics of a CPU float tensor whose elements fill one block of memory (a
+    contiguous tensor, or a transpose or permutation of one), read as one flat array: numpy's
+    min and max, torch's sum, BLAS's dot for the norm (each several times torch's min, max
+    and norm on a large array). None for other layouts, or for NaN, Inf or overflow."""
+    shape = tuple(t.shape)
+    if not t.is_contiguous():
+        order = sorted(range(t.ndim), key=lambda d: -t.stride(d))
+        t = t.permute(order)
+        if not t.is_contiguous():
+            return None
+    flat = t.reshape(-1)
+    a = flat.numpy()
+    lo = float(a.min())
+    hi = float(a.max())
+    total = float(flat.sum())
+    squares = float(np.dot(a, a))
+    if not all(map(math.isfinite, (lo, hi, total, squares))):
+        return None
+    return Snapshot(shape, _dtype_name(a.dtype), None, lo, hi, total / n, math.sqrt(squares), 0, 0)
 
 
 def same(raw: Any, last: Any) -> bool:
