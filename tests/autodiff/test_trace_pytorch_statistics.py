@@ -321,3 +321,46 @@ def test_a_transposes_summarised_gradient_has_its_own_shape(statistics_only):
     _assert_stats(step.input_grads[0], lin.weight.grad.numpy(), "t")
     weight = _param(t, "weight")
     _assert_stats(t.grad_at(weight, len(t.steps) - 1), lin.weight.grad.numpy(), "weight")
+
+
+def test_gradients_summarised_early_when_many_are_held(monkeypatch):
+    from autodiff.trace.pytorch import _gradients
+
+    monkeypatch.setattr(_gradients, "HELD_ELEMENTS", 0)  # summarise after every step
+    torch.manual_seed(4)
+    model = MLP()
+    x, y = torch.randn(5, 6), torch.tensor([0, 2, 1, 1, 0])
+    with pytorch.record(statistics_only=True) as t:
+        loss = nn.functional.cross_entropy(model(x), y)
+        log = _watch(loss)
+        loss.backward()
+    _assert_steps_match(t, log)
+    last = len(t.steps) - 1
+    for name, p in model.named_parameters():
+        _assert_stats(t.grad_at(_param(t, name), last), p.grad.numpy(), name)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.randn(300, 70),
+        lambda: torch.randn(70, 300).t(),  # a transpose: read as its memory
+        lambda: torch.randn(4, 30, 20, 8).permute(0, 3, 1, 2),
+        lambda: torch.randn(100, 300)[:, :200],  # a slice: not one block of memory
+        lambda: torch.randn(300, 70, dtype=torch.float64),
+        lambda: torch.randn(300, 70, dtype=torch.bfloat16),
+    ],
+)
+def test_a_large_tensors_statistics_whatever_its_layout(make):
+    from autodiff.trace.pytorch._values import statistics
+
+    t = make()
+    a = t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy()
+    _assert_stats(statistics(t), a, str(t.dtype))
+    t = t.clone()  # the same layout
+    every_7th = torch.arange(t.numel()).reshape(t.shape) % 7 == 0
+    t.masked_fill_(every_7th, float("nan"))
+    t[(0,) * t.ndim] = float("-inf")
+    t[(1,) * t.ndim] = float("inf")
+    a = t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy()
+    _assert_stats(statistics(t), a, "with NaN and Inf")
