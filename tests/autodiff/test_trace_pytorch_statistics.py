@@ -4,7 +4,8 @@ gradients' statistics, without forward values.
 Each test runs a torch program once, with the recorder and with torch's own hooks on every
 node in the same run, and compares the trace with what torch reported: the order, each
 step's gradients' statistics, the leaves' ``.grad`` after each pass; and checks that no
-forward value is made up."""
+forward value is made up. Also: what the values recording's shortcuts for speed keep (its
+dispatch mode off during a backward pass that runs no forward op)."""
 
 from __future__ import annotations
 
@@ -364,3 +365,33 @@ def test_a_large_tensors_statistics_whatever_its_layout(make):
     t[(1,) * t.ndim] = float("inf")
     a = t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy()
     _assert_stats(statistics(t), a, "with NaN and Inf")
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_a_backward_that_recomputes_forward_ops_is_recorded_with_them(reentrant):
+    # the values recording runs a backward pass with its dispatch mode off (its arithmetic
+    # is the steps), except where the pass runs forward ops of the program: a checkpoint's
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(6)
+    lin = nn.Linear(3, 3)
+    x = torch.randn(2, 3, requires_grad=True)
+    with pytorch.record() as t:
+        y = checkpoint(lambda a: torch.tanh(lin(a)), x, use_reentrant=reentrant).sum()
+        y.backward()
+    again = [s.op for s in t.steps if s.phase == "forward" and s.during_backward == 0]
+    assert again == ["t", "linear", "tanh"]
+
+
+def test_a_values_recording_leaves_torch_as_it_was():
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    backward, grad = torch.autograd.backward, torch.autograd.grad
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with pytorch.record() as t:
+        (x * 2).sum().backward()
+        assert _get_current_dispatch_mode() is not None  # back on after the pass
+        (x * 3).sum().backward()
+    assert len(t.backward_roots) == 2 and len([s for s in t.steps if s.op == "mul"]) == 4
+    assert _get_current_dispatch_mode() is None
+    assert torch.autograd.backward is backward and torch.autograd.grad is grad

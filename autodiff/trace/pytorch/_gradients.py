@@ -109,7 +109,6 @@ class GradientRecording(TorchRecording):
     def __init__(self) -> None:
         super().__init__(0)  # every gradient summarised
         self._scope_key = f"{_SCOPES}#{self._key}"
-        self._restore: Any = None
         self._passes: list[_Pass] = []  # the passes running now (nested: a backward in one)
         self._inputs: dict[int, tuple[int, ...]] = {}  # function node -> its input variables
         self._producer: dict[int, int] = {}  # variable -> the function node that made it
@@ -119,17 +118,15 @@ class GradientRecording(TorchRecording):
         self._names_of: dict[type, tuple[str, str, bool]] = {}  # node class -> names
 
     def start(self) -> None:
-        super().start_hooks()
+        self.start_hooks()
         self._restore = ti.wrap_backward(self._backward)
 
     def stop(self) -> None:
         try:
-            if self._restore is not None:
-                self._restore()
+            self._restore()
         finally:
-            self._restore = None
             self._passes.clear()
-            super().stop_hooks()
+            self.stop_hooks()
 
     # ------------------------------------------------------------------------------
     # Module scopes

@@ -16,6 +16,8 @@ test_trace_pytorch.py`` checks each of them directly.
 - a node's ``_saved_*`` attributes (what it saved for its backward), a view's ``_base``;
 - the global module hooks of ``torch.nn.modules.module`` (``always_call``);
 - ``torch._C._DisableTorchDispatch``: runs the recorder's own ops unseen by its mode;
+  ``_python_dispatch._get_current_dispatch_mode`` (the mode on top of this thread's stack),
+  ``torch._C._autograd._top_saved_tensors_default_hooks`` (saved-tensor hooks on);
 - ``torch.autograd.backward`` and ``torch.autograd.grad`` as module attributes that
   ``Tensor.backward`` looks up when called (the statistics-only recorder wraps them), the
   ``AccumulateGrad`` node class, and ``node._input_metadata``'s ``shape`` and ``dtype``.
@@ -23,12 +25,14 @@ test_trace_pytorch.py`` checks each of them directly.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 from torch.nn.modules import module as _module
+from torch.utils import _python_dispatch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = [
@@ -46,6 +50,8 @@ __all__ = [
     "output_metadata",
     "queue_end_of_pass",
     "saved",
+    "saved_tensor_hooks_active",
+    "suspended",
     "tag_node",
     "view_base",
     "wrap_backward",
@@ -64,6 +70,26 @@ class DispatchMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
         return self._handle(func, args, kwargs or {})
+
+
+@contextlib.contextmanager
+def suspended(mode: Any) -> Iterator[None]:
+    """Take ``mode`` off this thread's dispatch mode stack while the block runs, if it is on
+    top (else leave the stack as it is)."""
+    if _python_dispatch._get_current_dispatch_mode() is not mode:
+        yield
+        return
+    mode.__exit__(None, None, None)
+    try:
+        yield
+    finally:
+        mode.__enter__()
+
+
+def saved_tensor_hooks_active() -> bool:
+    """Whether saved-tensor hooks are on (``torch.utils.checkpoint`` without reentrance:
+    the backward recomputes the forward ops run now)."""
+    return torch._C._autograd._top_saved_tensors_default_hooks(False) is not None
 
 
 def no_dispatch() -> Any:

@@ -111,6 +111,9 @@ class TorchRecording:
         self._summaries: dict[tuple, tuple[Snapshot, Any]] = {}  # see _summary
         self._segment_start = 0
         self._scan_pending = False
+        self._restore: Any = None  # puts torch's backward functions back
+        # a backward pass may run forward ops (see _backward): the mode stays on for it
+        self._may_run_forward = False
 
     # ------------------------------------------------------------------------------
     # Start and stop
@@ -118,13 +121,33 @@ class TorchRecording:
     def start(self) -> None:
         self.start_hooks()
         self._mode.__enter__()
+        self._restore = ti.wrap_backward(self._backward)
 
     def stop(self) -> None:
         try:
+            self._restore()
             self._mode.__exit__(None, None, None)
         finally:
             self._flush()
             self.stop_hooks()
+
+    def _backward(self, original: Any, is_grad: bool, roots: Any, *args: Any, **kwargs: Any) -> Any:
+        """A backward pass runs with the dispatch mode off, its arithmetic unseen (the steps
+        show it) unless it may run forward ops to record: ``create_graph``, a custom Function's
+        backward (a reentrant checkpoint), a checkpoint's recomputation."""
+        at = 3 if is_grad else 2  # create_graph's position after the roots
+        create_graph = kwargs.get("create_graph", args[at] if len(args) > at else False)
+        if (
+            create_graph
+            or self._may_run_forward
+            or not self.recording
+            or threading.get_ident() != self._thread
+        ):
+            return original(roots, *args, **kwargs)
+        if self._pending is not None:
+            self._flush()
+        with ti.suspended(self._mode):
+            return original(roots, *args, **kwargs)
 
     def start_hooks(self) -> None:
         """Start recording on this thread, with the module hooks (not the dispatch mode)."""
@@ -190,6 +213,8 @@ class TorchRecording:
                 self._scan_pending = False
                 self._scan_leaves()
             inputs = tensors(args)
+            if not self._may_run_forward and ti.saved_tensor_hooks_active():
+                self._may_run_forward = True  # a checkpoint's backward recomputes this op
             for g, made in new.values():
                 self._add_function(g, func, args, inputs, made, scope, during)
         elif (
@@ -230,6 +255,8 @@ class TorchRecording:
             slots.append(i)
         gen = max([self._generation[v] for v in in_ids], default=0)
         custom = ti.forward_class_name(g)
+        if custom is not None:
+            self._may_run_forward = True  # its backward is the program's own Python
         fid = rec.add_function(gen, custom or op_name(func, args))
         self._generation.append(gen)
         by_slot = {t.output_nr: t for t in made}

@@ -15,6 +15,7 @@ from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, summarize
 __all__ = ["HALF", "SUMMED", "dtype_of", "numpy_dtype", "same", "statistics", "summary"]
 
 HALF = (torch.float16, torch.bfloat16)
+_FLOATS = (torch.float32, torch.float64)
 
 
 def numpy_dtype(t: Any) -> np.dtype:
@@ -42,9 +43,14 @@ SUMMED = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
 def summary(t: Any) -> Snapshot | None:
-    """The Snapshot (statistics only) of a large floating tensor, by torch's kernels on its
-    own device; None when it holds NaN or Inf (or values whose squares overflow), which
-    ``capture`` summarises with the care they need."""
+    """The Snapshot (statistics only) of a large floating tensor, computed where it is (a
+    dense CPU tensor read as one flat array, see _dense_stats; else by torch's kernels); None
+    when it holds NaN or Inf (or values whose squares overflow), which ``capture`` summarises
+    with the care they need."""
+    if t.device.type == "cpu" and t.dtype in _FLOATS:
+        snap = _dense_stats(t, t.numel())
+        if snap is not None:
+            return snap
     dtype = _dtype_name(dtype_of(t.dtype))
     if t.dtype in HALF:
         t = t.float()
@@ -69,7 +75,6 @@ def summary(t: Any) -> Snapshot | None:
 # up to this many elements numpy's summary (in float64) costs least; beyond, one pass each
 # for min, max, sum and the sum of squares over the tensor's own memory (see _dense_stats)
 NUMPY_UP_TO = 1024
-_FLOATS = (torch.float32, torch.float64)
 
 
 def statistics(t: Any) -> Snapshot:
@@ -82,9 +87,6 @@ def statistics(t: Any) -> Snapshot:
         n = t.numel()
         if n <= NUMPY_UP_TO:
             return summarize(t.numpy(), keep_array=False)
-        snap = _dense_stats(t, n)
-        if snap is not None:
-            return snap
     if t.numel() and t.dtype in SUMMED:
         snap = summary(t)
         if snap is not None:
@@ -101,6 +103,8 @@ def _dense_stats(t: Any, n: int) -> Snapshot | None:
     contiguous tensor, or a transpose or permutation of one), read as one flat array: numpy's
     min and max, torch's sum, BLAS's dot for the norm (each several times torch's min, max
     and norm on a large array). None for other layouts, or for NaN, Inf or overflow."""
+    if not n:
+        return None
     shape = tuple(t.shape)
     if not t.is_contiguous():
         order = sorted(range(t.ndim), key=lambda d: -t.stride(d))
