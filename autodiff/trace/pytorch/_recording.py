@@ -114,6 +114,8 @@ class TorchRecording:
         self._restore: Any = None  # puts torch's backward functions back
         # a backward pass may run forward ops (see _backward): the mode stays on for it
         self._may_run_forward = False
+        self._fresh: set[int] = set()  # see _note_fresh
+        self._incoming: dict[int, Any] = {}  # fresh leaf -> the raw gradient that reached it
 
     # ------------------------------------------------------------------------------
     # Start and stop
@@ -137,12 +139,10 @@ class TorchRecording:
         backward (a reentrant checkpoint), a checkpoint's recomputation."""
         at = 3 if is_grad else 2  # create_graph's position after the roots
         create_graph = kwargs.get("create_graph", args[at] if len(args) > at else False)
-        if (
-            create_graph
-            or self._may_run_forward
-            or not self.recording
-            or threading.get_ident() != self._thread
-        ):
+        if not self.recording or threading.get_ident() != self._thread:
+            return original(roots, *args, **kwargs)
+        self._note_fresh(accumulates=not is_grad and kwargs.get("inputs") is None)
+        if create_graph or self._may_run_forward:
             return original(roots, *args, **kwargs)
         if self._pending is not None:
             self._flush()
@@ -503,6 +503,8 @@ class TorchRecording:
             raw = self._raw(g)
             gxs.append(raw)
             vid = in_ids[slot]
+            if vid in self._fresh:
+                self._incoming[vid] = raw
             if self._consumers.get(vid, 0) > 1:
                 old = held.get(vid)
                 if old is None:
@@ -548,13 +550,31 @@ class TorchRecording:
         self._summaries.clear()
         self._scan_pending = True
 
+    def _note_fresh(self, accumulates: bool) -> None:
+        """Before a backward pass: the leaves whose ``.grad`` it will set to the one gradient
+        that reaches them (None before, one use in the graph): their ``.grad`` is shown with
+        the numbers already kept of that gradient, not summarised again."""
+        fresh = self._fresh
+        fresh.clear()
+        self._incoming.clear()
+        if not accumulates:
+            return
+        consumers = self._consumers
+        for ref, vid in self._leaf_list:
+            if consumers.get(vid) == 1:
+                t = ref()
+                if t is not None and t.grad is None:
+                    fresh.add(vid)
+
     def _on_leaf_grad(self, vid: int, t: Any) -> None:
         if not self.recording or not self._pass_open:
             return
         rec = self.tables
         k = len(rec._raw)
-        with ti.no_dispatch():
-            raw = self._raw(t.grad)
+        raw = self._incoming.pop(vid, None) if vid in self._fresh else None
+        if raw is None:
+            with ti.no_dispatch():
+                raw = self._raw(t.grad)
         rec.add_event(k, k - 1, vid, _GRAD, raw, self._pass)
         self._leaf_last[vid] = (self._leaf_last[vid][0], True)
 
