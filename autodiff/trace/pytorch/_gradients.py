@@ -29,7 +29,7 @@ from autodiff.trace._snapshot import Snapshot
 from autodiff.trace.pytorch import _internals as ti
 from autodiff.trace.pytorch._ops import node_op_name, tensors
 from autodiff.trace.pytorch._recording import TorchRecording
-from autodiff.trace.pytorch._values import dtype_of, statistics
+from autodiff.trace.pytorch._values import dtype_of, statistics_of
 
 __all__ = ["GradientRecording"]
 
@@ -78,8 +78,7 @@ class _Pass:
     def summarise(self) -> None:
         """Compute the statistics of the gradients held, and let them go."""
         values = self.values
-        for i in range(self.done, len(values)):
-            values[i] = statistics(values[i])
+        values[self.done :] = statistics_of(values[self.done :])
         self.done = len(values)
         self.held = 0
 

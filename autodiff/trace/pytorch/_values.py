@@ -12,7 +12,16 @@ import torch
 from autodiff.trace._recorder import _same_raw
 from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, summarize
 
-__all__ = ["HALF", "SUMMED", "dtype_of", "numpy_dtype", "same", "statistics", "summary"]
+__all__ = [
+    "HALF",
+    "SUMMED",
+    "dtype_of",
+    "numpy_dtype",
+    "same",
+    "statistics",
+    "statistics_of",
+    "summary",
+]
 
 HALF = (torch.float16, torch.bfloat16)
 _FLOATS = (torch.float32, torch.float64)
@@ -96,6 +105,46 @@ def statistics(t: Any) -> Snapshot:
     if t.dtype in HALF:
         t = t.float()
     return capture(t.resolve_conj().numpy(), 0)
+
+
+def statistics_of(ts: list) -> list[Snapshot]:
+    """:func:`statistics` of each tensor in ``ts``; the small CPU float ones all at once (one
+    numpy reduction over their elements laid end to end, per statistic, rather than one set
+    per tensor)."""
+    snaps: list[Any] = [None] * len(ts)
+    small = []
+    for i, t in enumerate(ts):
+        if t.requires_grad:
+            t = t.detach()
+        if t.device.type == "cpu" and t.dtype in _FLOATS and 0 < t.numel() <= NUMPY_UP_TO:
+            small.append((i, t.numpy()))
+        else:
+            snaps[i] = statistics(t)
+    if small:
+        arrays = [a for _, a in small]
+        sizes = [a.size for a in arrays]
+        flat = np.concatenate([a.ravel() for a in arrays], dtype=np.float64)
+        starts = np.cumsum([0, *sizes[:-1]])
+        stats = np.stack(
+            [
+                np.minimum.reduceat(flat, starts),
+                np.maximum.reduceat(flat, starts),
+                np.add.reduceat(flat, starts),
+                np.add.reduceat(flat * flat, starts),
+            ]
+        )
+        finite = np.isfinite(stats).all(axis=0).tolist()
+        for (i, a), (lo, hi, total, squares), n, ok in zip(
+            small, stats.T.tolist(), sizes, finite, strict=True
+        ):
+            if ok:
+                snaps[i] = Snapshot(
+                    tuple(a.shape), _dtype_name(a.dtype), None, lo, hi, total / n,
+                    math.sqrt(squares), 0, 0,
+                )  # fmt: skip
+            else:  # NaN, Inf or squares that overflow: summarised with the care they need
+                snaps[i] = summarize(a, keep_array=False)
+    return snaps
 
 
 def _dense_stats(t: Any, n: int) -> Snapshot | None:
