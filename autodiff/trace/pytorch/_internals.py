@@ -25,9 +25,8 @@ test_trace_pytorch.py`` checks each of them directly.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -43,15 +42,16 @@ __all__ = [
     "forward_class_name",
     "graph_task_id",
     "is_compiled_module",
+    "is_torchs_backward",
     "module_hooks",
     "no_dispatch",
     "node_tag",
+    "on_top",
     "output_count",
     "output_metadata",
     "queue_end_of_pass",
     "saved",
     "saved_tensor_hooks_active",
-    "suspended",
     "tag_node",
     "view_base",
     "wrap_backward",
@@ -72,18 +72,9 @@ class DispatchMode(TorchDispatchMode):
         return self._handle(func, args, kwargs or {})
 
 
-@contextlib.contextmanager
-def suspended(mode: Any) -> Iterator[None]:
-    """Take ``mode`` off this thread's dispatch mode stack while the block runs, if it is on
-    top (else leave the stack as it is)."""
-    if _python_dispatch._get_current_dispatch_mode() is not mode:
-        yield
-        return
-    mode.__exit__(None, None, None)
-    try:
-        yield
-    finally:
-        mode.__enter__()
+def on_top(mode: Any) -> bool:
+    """Whether ``mode`` is the innermost dispatch mode on this thread."""
+    return _python_dispatch._get_current_dispatch_mode() is mode
 
 
 def saved_tensor_hooks_active() -> bool:
@@ -139,6 +130,15 @@ def output_metadata(node: Any) -> list[tuple[tuple[int, ...] | None, Any]]:
 
 
 ACCUMULATE_GRAD: type = torch._C._functions.AccumulateGrad  # a leaf's node in a graph
+
+
+_TORCH_BACKWARDS = (torch.autograd.backward, torch.autograd.grad)
+
+
+def is_torchs_backward(fn: Any) -> bool:
+    """Whether ``fn`` is torch's own ``autograd.backward`` or ``autograd.grad`` (not another
+    wrapper of them, which may look at the dispatch modes when the pass ends)."""
+    return any(fn is f for f in _TORCH_BACKWARDS)
 
 
 def wrap_backward(around: Callable[..., Any]) -> Callable[[], None]:

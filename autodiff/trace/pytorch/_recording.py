@@ -114,6 +114,7 @@ class TorchRecording:
         self._restore: Any = None  # puts torch's backward functions back
         # a backward pass may run forward ops (see _backward): the mode stays on for it
         self._may_run_forward = False
+        self._mode_off = False  # the dispatch mode taken off for a backward pass
         self._fresh: set[int] = set()  # see _note_fresh
         self._incoming: dict[int, Any] = {}  # fresh leaf -> the raw gradient that reached it
 
@@ -128,7 +129,8 @@ class TorchRecording:
     def stop(self) -> None:
         try:
             self._restore()
-            self._mode.__exit__(None, None, None)
+            if not self._mode_off:  # (stopped during a pass: the pass leaves it off)
+                self._mode.__exit__(None, None, None)
         finally:
             self._flush()
             self.stop_hooks()
@@ -136,7 +138,8 @@ class TorchRecording:
     def _backward(self, original: Any, is_grad: bool, roots: Any, *args: Any, **kwargs: Any) -> Any:
         """A backward pass runs with the dispatch mode off, its arithmetic unseen (the steps
         show it) unless it may run forward ops to record: ``create_graph``, a custom Function's
-        backward (a reentrant checkpoint), a checkpoint's recomputation."""
+        backward (a reentrant checkpoint), a checkpoint's recomputation. (Also not when
+        another mode is above it, or another wrapper of torch's backward is inside this one.)"""
         at = 3 if is_grad else 2  # create_graph's position after the roots
         create_graph = kwargs.get("create_graph", args[at] if len(args) > at else False)
         if not self.recording or threading.get_ident() != self._thread:
@@ -144,10 +147,20 @@ class TorchRecording:
         self._note_fresh(accumulates=not is_grad and kwargs.get("inputs") is None)
         if create_graph or self._may_run_forward:
             return original(roots, *args, **kwargs)
+        # left as it is: under another mode above it, or inside another wrapper of torch's
+        # backward (a script's pass log, which checks the mode stack when a pass ends)
+        if self._mode_off or not ti.on_top(self._mode) or not ti.is_torchs_backward(original):
+            return original(roots, *args, **kwargs)
         if self._pending is not None:
             self._flush()
-        with ti.suspended(self._mode):
+        self._mode.__exit__(None, None, None)
+        self._mode_off = True
+        try:
             return original(roots, *args, **kwargs)
+        finally:
+            self._mode_off = False
+            if self.recording:  # not stopped during the pass (a script's next recording)
+                self._mode.__enter__()
 
     def start_hooks(self) -> None:
         """Start recording on this thread, with the module hooks (not the dispatch mode)."""
