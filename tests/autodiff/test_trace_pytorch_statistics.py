@@ -395,3 +395,21 @@ def test_a_values_recording_leaves_torch_as_it_was():
     assert len(t.backward_roots) == 2 and len([s for s in t.steps if s.op == "mul"]) == 4
     assert _get_current_dispatch_mode() is None
     assert torch.autograd.backward is backward and torch.autograd.grad is grad
+
+
+def test_one_step_feeding_two_fresh_leaves_shows_both_grads(monkeypatch):
+    from autodiff.trace.pytorch import _gradients
+
+    monkeypatch.setattr(_gradients, "HELD_ELEMENTS", 0)
+    a = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    b = torch.tensor([0.5, 4.0, -1.0], requires_grad=True)
+    with pytorch.record(statistics_only=True) as t:
+        y = (a * b).exp().sum()
+        log = _watch(y)
+        y.backward()
+    _assert_steps_match(t, log)
+    last = len(t.steps) - 1
+    leaves = [v for v in t.variables if t.creator_of(v) < 0]
+    assert len(leaves) == 2
+    got = sorted([t.grad_at(v, last).norm for v in leaves])
+    np.testing.assert_allclose(got, sorted([float(a.grad.norm()), float(b.grad.norm())]), 1e-6)

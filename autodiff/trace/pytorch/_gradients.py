@@ -229,8 +229,8 @@ class GradientRecording(TorchRecording):
             kind = row[0]
             if kind == _STEP:
                 _, fid, gys, gxs, waits = row
-                if waits is not None and waits not in now.leaf_grads and not final:
-                    break  # the leaf's AccumulateGrad has not run yet
+                if not final and any(v not in now.leaf_grads for v in waits):
+                    break  # a leaf's AccumulateGrad has not run yet
                 rec.add_backward_step(
                     fid,
                     tuple([snapshot(r) for r in gys]),
@@ -386,7 +386,7 @@ class GradientRecording(TorchRecording):
             now.rows.append((_SEED, now.root, gys[self._outputs[fid].index(now.root)]))
         consumers = now.consumers
         fresh = now.fresh
-        waits = None
+        waits = []  # fresh leaves whose .grad this step's gradients become
         gxs = []
         for vid, edge in zip(self._inputs[fid], self._slots[fid], strict=True):
             g = grad_inputs[edge] if edge < len(grad_inputs) else None
@@ -399,14 +399,14 @@ class GradientRecording(TorchRecording):
                     now.leaf_grads[vid] = ref
             elif vid in fresh:
                 ref = -1 - vid
-                waits = vid
+                waits.append(vid)
             else:
                 ref = hold(g)
             gxs.append(ref)
             if consumers.get(vid) == 1:
                 passing[vid] = ref
         now.rows.append((_STEP, fid, gys, gxs, waits))
-        if now.held > HELD_ELEMENTS and waits is None:
+        if now.held > HELD_ELEMENTS and not waits:
             now.summarise()
             self._write(now)
 
