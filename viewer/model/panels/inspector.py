@@ -93,6 +93,7 @@ class NodeInfo:
     parameter: bool = False  # a Parameter leaf (an nn.Parameter: its name is named_parameters')
     # a torch node's own words: its autograd node, aten op and saved tensors' shapes
     torch_rows: tuple[tuple[str, str], ...] = ()
+    values_kept: bool = True  # False: a recording of gradients' statistics only
 
     @property
     def title(self) -> str:
@@ -128,6 +129,8 @@ class NodeInfo:
         rows.append(("state", self.state.value.replace("_", " ")))
         if self.value is not None:
             rows.append(("value", self.value.text))
+        elif self.kind == "variable" and not self.values_kept:
+            rows.append(("value", "not recorded (statistics only)"))
         if self.grad is not None:
             rows.append(("grad", self.grad.text))
         for op, slot, info in self.passing:
@@ -205,7 +208,19 @@ def inspect(trace: TraceReader, node_id: int, step_index: int) -> NodeInfo:
         scope=str(attrs.get("scope") or ""),
         parameter=kind == "variable" and node_id in trace.parameters(),
         torch_rows=torch_rows(_torch_params(trace, node_id, attrs)) if kind == "function" else (),
+        values_kept=_values_kept(trace),
     )
+
+
+def _values_kept(trace: Any) -> bool:
+    """False for a recording that keeps no forward value (``pytorch.record(
+    statistics_only=True)``), seen through a view of one of its passes too."""
+    while trace is not None:
+        kept = getattr(trace, "values_kept", None)
+        if kept is not None:
+            return bool(kept)
+        trace = getattr(trace, "base", None)
+    return True
 
 
 def _torch_params(trace: TraceReader, node_id: int, attrs: dict[str, Any]) -> dict[str, Any]:
