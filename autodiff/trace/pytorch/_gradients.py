@@ -8,13 +8,16 @@ The graph comes from the autograd nodes themselves. ``torch.autograd.backward`` 
 reachable from its roots (``next_functions``) that are not recorded yet become function nodes,
 named from the node (``AddmmBackward0``: ``linear``), their outputs variables shaped as torch
 says (``_input_metadata``), the leaf behind each ``AccumulateGrad`` a variable; a hook on each
-node writes its step when torch has run it. Module scopes come from the global module hooks:
+node notes its step when torch has run it. Module scopes come from the global module hooks:
 at each module's entry and exit the nodes made since the last boundary that its inputs (at
 entry) or outputs (at exit) reach are tagged with the scope they were made in.
 
-A gradient's statistics (min, max, mean, norm) are computed by torch when its step runs; a
-gradient that reaches its only consumer unchanged (most of them) is summarised once, as the
-consumer's input gradient and as the producer's output gradient.
+A pass's gradients are held until it ends (or until many are held) and summarised together
+(min, max, mean, norm, NaN/Inf counts; see _Pass); its steps are written then, in torch's
+order. A gradient that reaches its only consumer unchanged (most of them) is summarised once,
+as the consumer's input gradient and as the producer's output gradient; a transpose's
+gradient shares its input's summary, and a leaf's first ``.grad`` the summary of the one
+gradient torch made it from.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ Backward: a hook on each recorded node writes a step when torch has run it, so t
 in the engine's own order with the gradients torch passed (``grad_outputs``) and produced
 (``grad_inputs``). A leaf's ``.grad`` is read by its post-accumulate hook and shown after the
 step after which torch accumulated it. A callback queued at a pass's first step ends it.
+While torch's engine runs a pass, the dispatch mode is taken off (its arithmetic is what the
+steps show) unless the pass may run forward ops of the program (see ``_backward``).
 
 Cuts: an op that makes a tensor without history from one that has it (``detach``, ``.data``,
 any op under ``no_grad``) is remembered, and becomes a function node (named by its op) whose
