@@ -15,33 +15,46 @@ test_trace_pytorch.py`` checks each of them directly.
 - ``AccumulateGrad.variable`` and a custom Function's node class's ``_forward_cls``;
 - a node's ``_saved_*`` attributes (what it saved for its backward), a view's ``_base``;
 - the global module hooks of ``torch.nn.modules.module`` (``always_call``);
-- ``torch._C._DisableTorchDispatch``: runs the recorder's own ops unseen by its mode.
+- ``torch._C._DisableTorchDispatch``: runs the recorder's own ops unseen by its mode;
+  ``_python_dispatch._get_current_dispatch_mode`` (the mode on top of this thread's stack),
+  ``torch._C._autograd._top_saved_tensors_default_hooks`` (saved-tensor hooks on);
+- ``torch.autograd.backward`` and ``torch.autograd.grad`` as module attributes that
+  ``Tensor.backward`` looks up when called (the statistics-only recorder wraps them), the
+  ``AccumulateGrad`` node class, and ``node._input_metadata``'s ``shape`` and ``dtype``.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch.nn.modules import module as _module
+from torch.utils import _python_dispatch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = [
+    "ACCUMULATE_GRAD",
     "DispatchMode",
     "accumulated_leaf",
     "current_autograd_node",
     "forward_class_name",
     "graph_task_id",
     "is_compiled_module",
+    "is_torchs_backward",
     "module_hooks",
     "no_dispatch",
     "node_tag",
+    "on_top",
     "output_count",
+    "output_metadata",
     "queue_end_of_pass",
     "saved",
+    "saved_tensor_hooks_active",
     "tag_node",
     "view_base",
+    "wrap_backward",
 ]
 
 _TAG = "autodiff.trace"  # the key of a recorded node's id in node.metadata
@@ -57,6 +70,17 @@ class DispatchMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
         return self._handle(func, args, kwargs or {})
+
+
+def on_top(mode: Any) -> bool:
+    """Whether ``mode`` is the innermost dispatch mode on this thread."""
+    return _python_dispatch._get_current_dispatch_mode() is mode
+
+
+def saved_tensor_hooks_active() -> bool:
+    """Whether saved-tensor hooks are on (``torch.utils.checkpoint`` without reentrance:
+    the backward recomputes the forward ops run now)."""
+    return torch._C._autograd._top_saved_tensors_default_hooks(False) is not None
 
 
 def no_dispatch() -> Any:
@@ -91,6 +115,58 @@ def node_tag(node: Any, key: str = _TAG) -> int | None:
 def output_count(node: Any) -> int:
     """How many outputs ``node`` has (the length of the grad_outputs its hooks receive)."""
     return len(node._input_metadata)
+
+
+def output_metadata(node: Any) -> list[tuple[tuple[int, ...] | None, Any]]:
+    """The shape and torch dtype of each output of ``node`` (None, None where torch has no
+    plain shape: a nested tensor)."""
+    found = []
+    for m in node._input_metadata:
+        try:
+            found.append((tuple(m.shape), m.dtype))
+        except (RuntimeError, TypeError):
+            found.append((None, None))
+    return found
+
+
+ACCUMULATE_GRAD: type = torch._C._functions.AccumulateGrad  # a leaf's node in a graph
+
+
+_TORCH_BACKWARDS = (torch.autograd.backward, torch.autograd.grad)
+
+
+def is_torchs_backward(fn: Any) -> bool:
+    """Whether ``fn`` is torch's own ``autograd.backward`` or ``autograd.grad`` (not another
+    wrapper of them, which may look at the dispatch modes when the pass ends)."""
+    return any(fn is f for f in _TORCH_BACKWARDS)
+
+
+def wrap_backward(around: Callable[..., Any]) -> Callable[[], None]:
+    """Make ``torch.autograd.backward`` and ``torch.autograd.grad`` (and so
+    ``Tensor.backward``, which calls the first) run ``around(original, is_grad, roots, *args,
+    **kwargs)`` instead; returns the function that puts the originals back. A reference taken
+    before (``from torch.autograd import grad``) keeps calling the original."""
+    autograd = torch.autograd
+    originals = (autograd.backward, autograd.grad)
+
+    def wrapper(original: Callable[..., Any], is_grad: bool) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def call(roots: Any, *args: Any, **kwargs: Any) -> Any:
+            return around(original, is_grad, roots, *args, **kwargs)
+
+        return call
+
+    wrappers = (wrapper(originals[0], False), wrapper(originals[1], True))
+    autograd.backward, autograd.grad = wrappers
+
+    def restore() -> None:
+        # a recording started later and still running keeps its own wrappers
+        if autograd.backward is wrappers[0]:
+            autograd.backward = originals[0]
+        if autograd.grad is wrappers[1]:
+            autograd.grad = originals[1]
+
+    return restore
 
 
 def accumulated_leaf(node: Any) -> Any:

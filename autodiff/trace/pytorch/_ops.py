@@ -3,11 +3,12 @@ arguments are tensors and feed which edge of its autograd node."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from torch import Tensor
 
-__all__ = ["SHAPE_ONLY", "op_name", "plain_inputs", "tensors"]
+__all__ = ["SHAPE_ONLY", "node_op_name", "op_name", "plain_inputs", "tensors"]
 
 # aten names a user does not recognise -> the name of the function they called
 _FRIENDLY = {
@@ -27,6 +28,10 @@ _FRIENDLY = {
     "native_dropout": "dropout",
     "_to_copy": "to",
     "_unsafe_view": "view",
+    "unsafe_view": "view",
+    "reshape_alias": "view",
+    "cudnn_batch_norm": "batch_norm",
+    "miopen_batch_norm": "batch_norm",
 }
 
 
@@ -50,6 +55,27 @@ def op_name(func: Any, args: tuple) -> str:
         transposed = len(args) > 6 and args[6] is True
         return f"conv_transpose{dims}d" if transposed else f"conv{dims}d"
     return _FRIENDLY.get(name, name)
+
+
+_NODE_NAMES: dict[str, str] = {}  # autograd node name -> the op name node_op_name gives
+
+
+def node_op_name(node_name: str, output_dims: int = 0, transposed: bool = False) -> str:
+    """The name a user knows the op behind an autograd node by, from the node's name
+    (``AddmmBackward0`` -> ``linear``, ``MaxPool2DWithIndicesBackward0`` -> ``max_pool2d``):
+    what :func:`op_name` gives the aten op that made it, where the name says which.
+    ``output_dims``: the number of dimensions of the node's first output (a convolution's
+    ``conv2d`` from a 4-d output), ``transposed``: a transposed convolution."""
+    if node_name.startswith("Convolution"):
+        dims = max(output_dims - 2, 1)
+        return f"conv_transpose{dims}d" if transposed else f"conv{dims}d"
+    found = _NODE_NAMES.get(node_name)
+    if found is None:
+        base = re.sub(r"Backward\d*$", "", node_name.rsplit("::", 1)[-1])
+        base = re.sub(r"(\d)D", r"\1d", base)  # MaxPool2D -> MaxPool2d
+        snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", base).lower()
+        found = _NODE_NAMES[node_name] = _FRIENDLY.get(snake, snake)
+    return found
 
 
 def plain_inputs(edges: tuple, args: tuple, inputs: list) -> dict[int, Any]:

@@ -14,6 +14,8 @@ Backward: a hook on each recorded node writes a step when torch has run it, so t
 in the engine's own order with the gradients torch passed (``grad_outputs``) and produced
 (``grad_inputs``). A leaf's ``.grad`` is read by its post-accumulate hook and shown after the
 step after which torch accumulated it. A callback queued at a pass's first step ends it.
+While torch's engine runs a pass, the dispatch mode is taken off (its arithmetic is what the
+steps show) unless the pass may run forward ops of the program (see ``_backward``).
 
 Cuts: an op that makes a tensor without history from one that has it (``detach``, ``.data``,
 any op under ``no_grad``) is remembered, and becomes a function node (named by its op) whose
@@ -68,6 +70,11 @@ class TorchRecording:
     """One recording: the dispatch mode, the hooks and the tables they fill. ``start()`` on
     the thread to record, ``stop()`` on the same thread."""
 
+    COMPILE_NOTE = (
+        "torch.compile: recorded as the eager ops it runs (under the recorder's dispatch mode "
+        "compiled code runs eagerly)"
+    )
+
     def __init__(self, max_array_size: int) -> None:
         self.tables = Recorder(max_array_size)
         # Each recording tags nodes under a key of its own: a graph an earlier recording
@@ -107,29 +114,73 @@ class TorchRecording:
         self._summaries: dict[tuple, tuple[Snapshot, Any]] = {}  # see _summary
         self._segment_start = 0
         self._scan_pending = False
+        self._restore: Any = None  # puts torch's backward functions back
+        # a backward pass may run forward ops (see _backward): the mode stays on for it
+        self._may_run_forward = False
+        self._mode_off = False  # the dispatch mode taken off for a backward pass
+        self._fresh: set[int] = set()  # see _note_fresh
+        self._incoming: dict[int, Any] = {}  # fresh leaf -> the raw gradient that reached it
 
     # ------------------------------------------------------------------------------
     # Start and stop
     # ------------------------------------------------------------------------------
     def start(self) -> None:
-        self.recording = True
-        self._thread = threading.get_ident()
-        self._handles.extend(ti.module_hooks(self._module_before, self._module_after))
+        self.start_hooks()
         self._mode.__enter__()
+        self._restore = ti.wrap_backward(self._backward)
 
     def stop(self) -> None:
         try:
-            self._mode.__exit__(None, None, None)
+            self._restore()
+            if not self._mode_off:  # (stopped during a pass: the pass leaves it off)
+                self._mode.__exit__(None, None, None)
         finally:
             self._flush()
-            self.recording = False
-            for handle in self._handles + self._node_hooks:
-                handle.remove()
-            self._handles.clear()
-            self._node_hooks.clear()
-            self._held.clear()
-            self._summaries.clear()
-            self._scopes.clear()
+            self.stop_hooks()
+
+    def _backward(self, original: Any, is_grad: bool, roots: Any, *args: Any, **kwargs: Any) -> Any:
+        """A backward pass runs with the dispatch mode off, its arithmetic unseen (the steps
+        show it) unless it may run forward ops to record: ``create_graph``, a custom Function's
+        backward (a reentrant checkpoint), a checkpoint's recomputation. (Also not when
+        another mode is above it, or another wrapper of torch's backward is inside this one.)"""
+        at = 3 if is_grad else 2  # create_graph's position after the roots
+        create_graph = kwargs.get("create_graph", args[at] if len(args) > at else False)
+        if not self.recording or threading.get_ident() != self._thread:
+            return original(roots, *args, **kwargs)
+        self._note_fresh(accumulates=not is_grad and kwargs.get("inputs") is None)
+        if create_graph or self._may_run_forward:
+            return original(roots, *args, **kwargs)
+        # left as it is: under another mode above it, or inside another wrapper of torch's
+        # backward (a script's pass log, which checks the mode stack when a pass ends)
+        if self._mode_off or not ti.on_top(self._mode) or not ti.is_torchs_backward(original):
+            return original(roots, *args, **kwargs)
+        if self._pending is not None:
+            self._flush()
+        self._mode.__exit__(None, None, None)
+        self._mode_off = True
+        try:
+            return original(roots, *args, **kwargs)
+        finally:
+            self._mode_off = False
+            if self.recording:  # not stopped during the pass (a script's next recording)
+                self._mode.__enter__()
+
+    def start_hooks(self) -> None:
+        """Start recording on this thread, with the module hooks (not the dispatch mode)."""
+        self.recording = True
+        self._thread = threading.get_ident()
+        self._handles.extend(ti.module_hooks(self._module_before, self._module_after))
+
+    def stop_hooks(self) -> None:
+        """Stop recording: every hook removed, no tensor held."""
+        self.recording = False
+        for handle in self._handles + self._node_hooks:
+            handle.remove()
+        self._handles.clear()
+        self._node_hooks.clear()
+        self._held.clear()
+        self._summaries.clear()
+        self._scopes.clear()
 
     # ------------------------------------------------------------------------------
     # Forward
@@ -178,6 +229,8 @@ class TorchRecording:
                 self._scan_pending = False
                 self._scan_leaves()
             inputs = tensors(args)
+            if not self._may_run_forward and ti.saved_tensor_hooks_active():
+                self._may_run_forward = True  # a checkpoint's backward recomputes this op
             for g, made in new.values():
                 self._add_function(g, func, args, inputs, made, scope, during)
         elif (
@@ -218,6 +271,8 @@ class TorchRecording:
             slots.append(i)
         gen = max([self._generation[v] for v in in_ids], default=0)
         custom = ti.forward_class_name(g)
+        if custom is not None:
+            self._may_run_forward = True  # its backward is the program's own Python
         fid = rec.add_function(gen, custom or op_name(func, args))
         self._generation.append(gen)
         by_slot = {t.output_nr: t for t in made}
@@ -289,7 +344,11 @@ class TorchRecording:
         cache = self._summaries
         hit = cache.get(key)
         if hit is not None:
-            return hit[0]
+            snap = hit[0]
+            shape = tuple(t.shape)
+            if snap.shape != shape:  # a permutation: the same numbers, its own shape
+                snap = Snapshot(shape, snap.dtype, None, *snap._stats)
+            return snap
         snap = summary(t)
         if snap is not None:
             if len(cache) >= SUMMARIES_KEPT:
@@ -305,15 +364,8 @@ class TorchRecording:
         vid = self._leaves.get(t)
         if vid is not None:
             return vid
+        vid = self._new_leaf(t)
         rec = self.tables
-        vid = rec.add_variable(0, tuple(t.shape), numpy_dtype(t))
-        self._generation.append(0)
-        self._leaves[t] = vid
-        if isinstance(t, torch.nn.Parameter):
-            rec.mark_parameter(vid)
-            named = self._param_names.get(id(t))
-            if named is not None and named[0]() is t:
-                rec.set_name(vid, named[1])
         stamp = len(rec._raw)
         raw = self._raw(t)
         rec.add_event(stamp, self._segment_start - 1, vid, _VALUE, raw, None)
@@ -323,6 +375,20 @@ class TorchRecording:
         self._leaf_list.append((weakref.ref(t), vid))
         self._leaf_last[vid] = (raw, has_grad)
         self._handles.append(t.register_post_accumulate_grad_hook(self._leaf_grad(vid)))
+        return vid
+
+    def _new_leaf(self, t: Any) -> int:
+        """A variable node for leaf ``t``: a parameter marked and named as its module names
+        it."""
+        rec = self.tables
+        vid = rec.add_variable(0, tuple(t.shape), numpy_dtype(t))
+        self._generation.append(0)
+        self._leaves[t] = vid
+        if isinstance(t, torch.nn.Parameter):
+            rec.mark_parameter(vid)
+            named = self._param_names.get(id(t))
+            if named is not None and named[0]() is t:
+                rec.set_name(vid, named[1])
         return vid
 
     def _leaf_grad(self, vid: int) -> Any:
@@ -453,6 +519,8 @@ class TorchRecording:
             raw = self._raw(g)
             gxs.append(raw)
             vid = in_ids[slot]
+            if vid in self._fresh:
+                self._incoming[vid] = raw
             if self._consumers.get(vid, 0) > 1:
                 old = held.get(vid)
                 if old is None:
@@ -499,13 +567,31 @@ class TorchRecording:
         self._summaries.clear()
         self._scan_pending = True
 
+    def _note_fresh(self, accumulates: bool) -> None:
+        """Before a backward pass: the leaves whose ``.grad`` it will set to the one gradient
+        that reaches them (None before, one use in the graph): their ``.grad`` is shown with
+        the numbers already kept of that gradient, not summarised again."""
+        fresh = self._fresh
+        fresh.clear()
+        self._incoming.clear()
+        if not accumulates:
+            return
+        consumers = self._consumers
+        for ref, vid in self._leaf_list:
+            if consumers.get(vid) == 1:
+                t = ref()
+                if t is not None and t.grad is None:
+                    fresh.add(vid)
+
     def _on_leaf_grad(self, vid: int, t: Any) -> None:
         if not self.recording or not self._pass_open:
             return
         rec = self.tables
         k = len(rec._raw)
-        with ti.no_dispatch():
-            raw = self._raw(t.grad)
+        raw = self._incoming.pop(vid, None) if vid in self._fresh else None
+        if raw is None:
+            with ti.no_dispatch():
+                raw = self._raw(t.grad)
         rec.add_event(k, k - 1, vid, _GRAD, raw, self._pass)
         self._leaf_last[vid] = (self._leaf_last[vid][0], True)
 
@@ -516,12 +602,8 @@ class TorchRecording:
         if not self.recording or threading.get_ident() != self._thread:
             return
         if ti.is_compiled_module(module):
-            note = (
-                "torch.compile: recorded as the eager ops it runs (under the recorder's "
-                "dispatch mode compiled code runs eagerly)"
-            )
-            if note not in self.notes:
-                self.notes.append(note)
+            if self.COMPILE_NOTE not in self.notes:
+                self.notes.append(self.COMPILE_NOTE)
             # the wrapper is no scope: its ops are its parent's, its module the root
             self._scopes.append((self._scopes[-1][0] if self._scopes else 0, None))
             return

@@ -10,11 +10,21 @@ import numpy as np
 import torch
 
 from autodiff.trace._recorder import _same_raw
-from autodiff.trace._snapshot import Snapshot, _dtype_name
+from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, summarize
 
-__all__ = ["HALF", "SUMMED", "dtype_of", "numpy_dtype", "same", "summary"]
+__all__ = [
+    "HALF",
+    "SUMMED",
+    "dtype_of",
+    "numpy_dtype",
+    "same",
+    "statistics",
+    "statistics_of",
+    "summary",
+]
 
 HALF = (torch.float16, torch.bfloat16)
+_FLOATS = (torch.float32, torch.float64)
 
 
 def numpy_dtype(t: Any) -> np.dtype:
@@ -42,9 +52,14 @@ SUMMED = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
 def summary(t: Any) -> Snapshot | None:
-    """The Snapshot (statistics only) of a large floating tensor, by torch's kernels on its
-    own device; None when it holds NaN or Inf (or values whose squares overflow), which
-    ``capture`` summarises with the care they need."""
+    """The Snapshot (statistics only) of a large floating tensor, computed where it is (a
+    dense CPU tensor read as one flat array, see _dense_stats; else by torch's kernels); None
+    when it holds NaN or Inf (or values whose squares overflow), which ``capture`` summarises
+    with the care they need."""
+    if t.device.type == "cpu" and t.dtype in _FLOATS:
+        snap = _dense_stats(t, t.numel())
+        if snap is not None:
+            return snap
     dtype = _dtype_name(dtype_of(t.dtype))
     if t.dtype in HALF:
         t = t.float()
@@ -64,6 +79,96 @@ def summary(t: Any) -> Snapshot | None:
         0,
         0,
     )
+
+
+# up to this many elements numpy's summary (in float64) costs least; beyond, one pass each
+# for min, max, sum and the sum of squares over the tensor's own memory (see _dense_stats)
+NUMPY_UP_TO = 1024
+
+
+def statistics(t: Any) -> Snapshot:
+    """The Snapshot (statistics only) of tensor ``t``, computed the cheapest way its layout
+    allows, with the care NaN and Inf need."""
+    if t.requires_grad:
+        t = t.detach()
+    cpu = t.device.type == "cpu"
+    if cpu and t.dtype in _FLOATS:
+        n = t.numel()
+        if n <= NUMPY_UP_TO:
+            return summarize(t.numpy(), keep_array=False)
+    if t.numel() and t.dtype in SUMMED:
+        snap = summary(t)
+        if snap is not None:
+            return snap
+    if not cpu:
+        t = t.cpu()
+    if t.dtype in HALF:
+        t = t.float()
+    return capture(t.resolve_conj().numpy(), 0)
+
+
+def statistics_of(ts: list) -> list[Snapshot]:
+    """:func:`statistics` of each tensor in ``ts``; the small CPU float ones all at once (one
+    numpy reduction over their elements laid end to end, per statistic, rather than one set
+    per tensor)."""
+    snaps: list[Any] = [None] * len(ts)
+    small = []
+    for i, t in enumerate(ts):
+        if t.requires_grad:
+            t = t.detach()
+        if t.device.type == "cpu" and t.dtype in _FLOATS and 0 < t.numel() <= NUMPY_UP_TO:
+            small.append((i, t.numpy()))
+        else:
+            snaps[i] = statistics(t)
+    if small:
+        arrays = [a for _, a in small]
+        sizes = [a.size for a in arrays]
+        flat = np.concatenate([a.ravel() for a in arrays], dtype=np.float64)
+        starts = np.cumsum([0, *sizes[:-1]])
+        stats = np.stack(
+            [
+                np.minimum.reduceat(flat, starts),
+                np.maximum.reduceat(flat, starts),
+                np.add.reduceat(flat, starts),
+                np.add.reduceat(flat * flat, starts),
+            ]
+        )
+        finite = np.isfinite(stats).all(axis=0).tolist()
+        for (i, a), (lo, hi, total, squares), n, ok in zip(
+            small, stats.T.tolist(), sizes, finite, strict=True
+        ):
+            if ok:
+                snaps[i] = Snapshot(
+                    tuple(a.shape), _dtype_name(a.dtype), None, lo, hi, total / n,
+                    math.sqrt(squares), 0, 0,
+                )  # fmt: skip
+            else:  # NaN, Inf or squares that overflow: summarised with the care they need
+                snaps[i] = summarize(a, keep_array=False)
+    return snaps
+
+
+def _dense_stats(t: Any, n: int) -> Snapshot | None:
+    """The statistics of a CPU float tensor whose elements fill one block of memory (a
+    contiguous tensor, or a transpose or permutation of one), read as one flat array: numpy's
+    min and max, torch's sum, BLAS's dot for the norm (each several times torch's min, max
+    and norm on a large array). None for other layouts, or for NaN, Inf or overflow."""
+    if not n:
+        return None
+    shape = tuple(t.shape)
+    if not t.is_contiguous():
+        order = sorted(range(t.ndim), key=lambda d: -t.stride(d))
+        t = t.permute(order)
+        if not t.is_contiguous():
+            return None
+    flat = t.reshape(-1)
+    a = flat.numpy()
+    lo = float(a.min())
+    hi = float(a.max())
+    total = float(flat.sum())
+    squares = float(np.dot(a, a))
+    if not all(map(math.isfinite, (lo, hi, total, squares))):
+        return None
+    return Snapshot(shape, _dtype_name(a.dtype), None, lo, hi, total / n, math.sqrt(squares), 0, 0)
 
 
 def same(raw: Any, last: Any) -> bool:

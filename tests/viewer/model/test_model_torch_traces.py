@@ -402,3 +402,27 @@ def test_data_exports_of_a_torch_trace_keep_its_modules_and_parameter_names(doc,
     assert "subgraph cluster" in text and "layer1.0.conv1.weight" in text and "conv2d" in text
     xml = graphml.read_text()
     assert "Net/layer1/0/downsample/1" in xml and "layer1.0.downsample.1.bias" in xml
+
+
+def test_a_statistics_only_recording_shows_no_value_and_says_it_was_not_recorded():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    with pytorch.record(statistics_only=True) as t:
+        net(torch.randn(5, 4)).sum().backward()
+    d = Document()
+    d.load_trace(t, "statistics")
+    d.playback.to_end()
+    weight = next(v for v in t.parameters() if t.node(v)["name"] == "0.weight")
+    rows = dict(d.inspect(weight).as_rows())
+    assert rows["value"] == "not recorded (statistics only)"
+    grad = d.inspect(weight).grad
+    assert grad is not None and grad.array is None  # statistics, no copy
+    assert grad.norm == pytest.approx(float(net[0].weight.grad.norm()), rel=1e-5)
+    linear = next(f for f in t.functions if t.node(f)["op"] == "linear")
+    assert "value" not in dict(d.inspect(linear).as_rows())  # a function has none to miss
+    with pytorch.record() as kept:
+        net(torch.randn(5, 4)).sum().backward()
+    d.load_trace(kept, "values")
+    d.playback.to_end()
+    weight = next(v for v in kept.parameters() if kept.node(v)["name"] == "0.weight")
+    assert dict(d.inspect(weight).as_rows())["value"] != "not recorded (statistics only)"

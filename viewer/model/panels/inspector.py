@@ -94,6 +94,7 @@ class NodeInfo:
     # a torch node's own words: its autograd node, aten op and saved tensors' shapes
     torch_rows: tuple[tuple[str, str], ...] = ()
     line: int | None = None  # a function's line of the script it ran on, when recorded
+    values_kept: bool = True  # False: a recording of gradients' statistics only
 
     @property
     def title(self) -> str:
@@ -131,6 +132,8 @@ class NodeInfo:
         rows.append(("state", self.state.value.replace("_", " ")))
         if self.value is not None:
             rows.append(("value", self.value.text))
+        elif self.kind == "variable" and not self.values_kept:
+            rows.append(("value", "not recorded (statistics only)"))
         if self.grad is not None:
             rows.append(("grad", self.grad.text))
         for op, slot, info in self.passing:
@@ -209,7 +212,19 @@ def inspect(trace: TraceReader, node_id: int, step_index: int) -> NodeInfo:
         parameter=kind == "variable" and node_id in trace.parameters(),
         torch_rows=torch_rows(_torch_params(trace, node_id, attrs)) if kind == "function" else (),
         line=trace.line_of(node_id) if kind == "function" else None,
+        values_kept=_values_kept(trace),
     )
+
+
+def _values_kept(trace: Any) -> bool:
+    """False for a recording that keeps no forward value (``pytorch.record(
+    statistics_only=True)``), seen through a view of one of its passes too."""
+    while trace is not None:
+        kept = getattr(trace, "values_kept", None)
+        if kept is not None:
+            return bool(kept)
+        trace = getattr(trace, "base", None)
+    return True
 
 
 def _torch_params(trace: TraceReader, node_id: int, attrs: dict[str, Any]) -> dict[str, Any]:
