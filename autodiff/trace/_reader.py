@@ -47,6 +47,10 @@ class TraceReader(Protocol):
     # the run's number of this reader's backward pass 0 (0 but for a pass recorded alone)
     pass_offset: int
 
+    # False for a recording that keeps no forward value (pytorch.record(statistics_only=True))
+    @property
+    def values_kept(self) -> bool: ...
+
     def global_step(self, step_index: int) -> int: ...  # the base's index of a step of this
 
     def local_step(self, global_index: int) -> int: ...  # this reader's step at/before it, or -1

@@ -295,6 +295,10 @@ class Trace:
         """The whole recording: this trace."""
         return self
 
+    # the engine's recordings keep their forward values (a statistics-only torch recording,
+    # pytorch.record(statistics_only=True), sets this False on its instance)
+    values_kept: bool = True
+
     def global_step(self, step_index: int) -> int:
         return step_index
 

@@ -60,6 +60,11 @@ class TraceView:
         self._kinds: tuple[list[int], list[int]] | None = None  # (variables, functions)
         self.max_array_size = getattr(trace, "max_array_size", None)
 
+    @property
+    def values_kept(self) -> bool:
+        """Whether the recording keeps forward values (its base's answer)."""
+        return bool(self.base.values_kept)
+
     def __repr__(self) -> str:
         return f"<TraceView {len(self._nodes)} nodes, {len(self._steps)} steps of {self.base!r}>"
 

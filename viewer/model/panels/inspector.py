@@ -212,19 +212,8 @@ def inspect(trace: TraceReader, node_id: int, step_index: int) -> NodeInfo:
         parameter=kind == "variable" and node_id in trace.parameters(),
         torch_rows=torch_rows(_torch_params(trace, node_id, attrs)) if kind == "function" else (),
         line=trace.line_of(node_id) if kind == "function" else None,
-        values_kept=_values_kept(trace),
+        values_kept=trace.values_kept,
     )
-
-
-def _values_kept(trace: Any) -> bool:
-    """False for a recording that keeps no forward value (``pytorch.record(
-    statistics_only=True)``), seen through a view of one of its passes too."""
-    while trace is not None:
-        kept = getattr(trace, "values_kept", None)
-        if kept is not None:
-            return bool(kept)
-        trace = getattr(trace, "base", None)
-    return True
 
 
 def _torch_params(trace: TraceReader, node_id: int, attrs: dict[str, Any]) -> dict[str, Any]:
