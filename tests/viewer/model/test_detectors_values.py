@@ -629,3 +629,34 @@ def test_correct_examples_report_nothing_above_info(name):
     assert n
     for i in sorted({0, 1, n - 2, n - 1} & set(range(n))):  # first passes and last ones
         assert quiet(GraphInput(result.view(i), i)) == [], (name, i)
+
+
+def test_redundant_is_within_one_pass_and_on_unchanged_inputs():
+    """A recording of a training loop repeats `w * w` once per pass: each pass's own work, not
+    the same computation twice; within a pass, an input changed in between is new work too."""
+    import autodiff.functions as F
+    from autodiff import Parameter
+    from autodiff.trace import record
+    from viewer.model.checks.detectors import values
+    from viewer.model.checks.problems import GraphInput, Thresholds
+
+    with record() as t:
+        w = Parameter(np.array([1.0, 2.0]), name="w")
+        for _ in range(4):
+            w.cleargrad()
+            loss = F.sum(w * w)
+            loss.backward()
+            w.data = w.data - 0.1 * w.grad.data
+    assert values.redundant_computation(GraphInput(t), Thresholds()) == []
+    with record() as t2:
+        w = Parameter(np.array([1.0, 2.0]), name="w")
+        a = w * w
+        w.data = w.data * 2.0
+        b = w * w
+        F.sum(a + b).backward()
+    assert values.redundant_computation(GraphInput(t2), Thresholds()) == []
+    with record() as t3:  # the planted twin: the same product twice in one pass
+        w = Parameter(np.array([1.0, 2.0]), name="w")
+        F.sum(w * w + w * w).backward()
+    (p,) = values.redundant_computation(GraphInput(t3), Thresholds())
+    assert p.kind == "redundant-computation" and p.severity == "warning"

@@ -393,11 +393,28 @@ def _params_key(reader: Any, fid: int) -> Any:
         return None
 
 
+def _same_values(reader: Any, inputs: Any, before: int, after: int) -> bool:
+    """Whether every input held the same value at step ``before`` as at step ``after`` (their
+    arrays, or their statistics where only those were kept; unknown counts as the same)."""
+    for node in inputs:
+        a, b = reader.value_at(node, before), reader.value_at(node, after)
+        if a is None or b is None or a is b:
+            continue
+        if a.array is not None and b.array is not None:
+            if not np.array_equal(a.array, b.array):
+                return False
+        elif (a.min, a.max, a.mean, a.norm) != (b.min, b.max, b.mean, b.norm):
+            return False
+    return True
+
+
 @graph_detector("redundant-computation")
 def redundant_computation(graph: GraphInput, limits: Thresholds) -> list[Problem]:
     reader = graph.reader
     found: list[Problem] = []
-    steps = [s for s in _forward_steps(reader) if s.during_backward < 0]
+    # every step in order: a backward step ends a pass, and an op of the next pass repeating
+    # one of this pass's (a training loop's forward) is not redundant
+    steps = [s for s in reader.steps if s.phase != "forward" or s.during_backward < 0]
     used: set[int] = set()
     pairs, _ = reader.edges()
     functions = set(reader.functions)
@@ -408,6 +425,10 @@ def redundant_computation(graph: GraphInput, limits: Thresholds) -> list[Problem
     first: dict[Any, Any] = {}
     same: dict[int, int] = {}  # a view made twice -> the first one (torch's W.t() per call)
     for step in steps:
+        if step.phase != "forward":
+            first.clear()
+            same.clear()
+            continue
         op = canonical_op(step.op)
         if not step.inputs or op in _RANDOM or len(step.outputs) != 1:
             continue
@@ -423,6 +444,9 @@ def redundant_computation(graph: GraphInput, limits: Thresholds) -> list[Problem
             same[step.outputs[0]] = same.get(earlier.outputs[0], earlier.outputs[0])
             continue
         if earlier.outputs[0] not in used or step.outputs[0] not in used:
+            continue
+        if not _same_values(reader, step.inputs, earlier.index, step.index):
+            first[key] = step  # its inputs changed in between (w.data = ...): new work
             continue
         shape = reader.shapes(step.outputs)[0] or ()
         elements = _size(shape)
