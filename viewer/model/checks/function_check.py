@@ -632,9 +632,7 @@ class FunctionSampler:
         """Check the pass's first call of the script's own ``cls``, within the budget."""
         self._checked.add(cls)
         now = self._clock()
-        over = self._spent > self.budget * (now - self._began - self._spent) + PASS_CHECK_GRACE
-        if over and not self.priority:
-            self._missed = True
+        if self._over_budget(now):
             return
         try:
             result = _check_at(cls, dict(vars(function)), tuple(x.data for x in inputs))
@@ -648,6 +646,15 @@ class FunctionSampler:
                 return
         if cls not in self._full:
             self._keep(cls, function, inputs, result)
+
+    def _over_budget(self, now: float) -> bool:
+        """Whether the checks spent their share of the run's time (plus the grace) and this
+        pass will not be kept: it is then unchecked (``_missed``)."""
+        over = self._spent > self.budget * (now - self._began - self._spent) + PASS_CHECK_GRACE
+        if over and not self.priority:
+            self._missed = True
+            return True
+        return False
 
     def queue_check(
         self,
@@ -669,9 +676,7 @@ class FunctionSampler:
             cls, check, inputs = self._queued[0]
             self._checked.add(cls)
             now = self._clock()
-            over = self._spent > self.budget * (now - self._began - self._spent) + PASS_CHECK_GRACE
-            if over and not self.priority:
-                self._missed = True
+            if self._over_budget(now):
                 return
             self._queued.pop(0)
             try:
