@@ -62,6 +62,13 @@ def _parser() -> argparse.ArgumentParser:
         "graph, step, nodes)",
     )
     p.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="with --check: stop a script that runs longer than this and report what it "
+        "recorded until then (the run counts as failed: exit 1)",
+    )
+    p.add_argument(
         "--phase",
         choices=("forward", "backward"),
         help="with --export: show the end of this phase (default: the last step)",
@@ -107,6 +114,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         )
     if args.json and args.check is None:
         raise _UsageError("autodiff-viewer: error: --json only goes with --check\n")
+    if args.timeout is not None and (args.check is None or not args.timeout > 0):
+        raise _UsageError("autodiff-viewer: error: --timeout takes seconds (> 0) with --check\n")
     if args.export is None and (args.phase is not None or args.step is not None):
         raise _UsageError("autodiff-viewer: error: --phase and --step only go with --export\n")
     if args.max_passes is not None and args.max_passes < 2:
@@ -209,7 +218,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from viewer.check import run_check
 
         return run_check(
-            args.check, run_scripts=args.yes, as_json=args.json, max_passes=args.max_passes
+            args.check,
+            run_scripts=args.yes,
+            as_json=args.json,
+            max_passes=args.max_passes,
+            timeout=args.timeout,
         )
     if args.export is not None:
         return _export(args)

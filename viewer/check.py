@@ -55,6 +55,7 @@ __all__ = [
 EXIT_CLEAN = 0
 EXIT_FOUND = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # Ctrl+C, as a shell reports SIGINT
 
 SCRIPT_SUFFIXES = (".py",)
 TRACE_SUFFIXES = (".json", ".npz")
@@ -93,9 +94,11 @@ def check_path(
     limits: Thresholds | None = None,
     max_passes: int | None = None,
     echo: Callable[[str], Any] | None = None,
+    timeout: float | None = None,
 ) -> CheckOutcome:
     """Check the program at ``path`` (see the module's docstring); CheckUsageError when it
-    cannot be. ``echo``: where a script's own output goes as it runs (None: dropped)."""
+    cannot be. ``echo``: where a script's own output goes as it runs (None: dropped);
+    ``timeout``: seconds after which a script is stopped (what it recorded is still checked)."""
     path = Path(path)
     suffix = path.suffix.lower()
     known = SCRIPT_SUFFIXES + TRACE_SUFFIXES + EXPRESSION_SUFFIXES
@@ -114,15 +117,21 @@ def check_path(
                 f"{path.name} is Python code and --check would run it: scripts are run only "
                 "with --yes (only for scripts you trust)"
             )
-        return _check_script(path, limits, max_passes, echo)
+        return _check_script(path, limits, max_passes, echo, timeout)
     if suffix in TRACE_SUFFIXES:
         return _check_trace(path, limits)
     return _check_expression(path, limits)
 
 
 def _check_script(
-    path: Path, limits: Thresholds, max_passes: int | None, echo: Callable[[str], Any] | None
+    path: Path,
+    limits: Thresholds,
+    max_passes: int | None,
+    echo: Callable[[str], Any] | None,
+    timeout: float | None = None,
 ) -> CheckOutcome:
+    import threading
+
     from viewer.model.scripts.process import ScriptProcess
 
     process = ScriptProcess(path, **({} if max_passes is None else {"max_passes": max_passes}))
@@ -130,7 +139,20 @@ def _check_script(
     process.problem_limits = limits
     if echo is not None:
         process.output_written.connect(echo)
-    result = process.run()
+    # a script that hangs is stopped as the window's Cancel stops it: its worker is told to
+    # stop, and killed a moment later; Ctrl+C does the same, then ends the command
+    timer = threading.Timer(timeout, process.cancel) if timeout is not None else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        result = process.run()
+    except KeyboardInterrupt:
+        process.cancel()
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
     try:
         report = result.problems
         notes = []
@@ -139,7 +161,9 @@ def _check_script(
             notes.append("the worker sent no problem report: nothing was checked")
         failure = None
         details = ""
-        if not result.ok:
+        if result.cancelled:
+            failure = f"{path.name} was stopped after {timeout:g} s (--timeout)"
+        elif not result.ok:
             failure = result.error_summary or result.summary
             details = result.error or ""
         return CheckOutcome(report, failure, details, notes)
@@ -223,15 +247,22 @@ def run_check(
     max_passes: int | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    timeout: float | None = None,
 ) -> int:
-    """``--check``: print what :func:`check_path` found and return the exit status."""
+    """``--check``: print what :func:`check_path` found and return the exit status (130 when
+    interrupted with Ctrl+C: the script's worker is stopped first)."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
     try:
-        outcome = check_path(path, run_scripts=run_scripts, max_passes=max_passes, echo=err.write)
+        outcome = check_path(
+            path, run_scripts=run_scripts, max_passes=max_passes, echo=err.write, timeout=timeout
+        )
     except CheckUsageError as e:
         print(f"autodiff-viewer: {e}", file=err)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("autodiff-viewer: interrupted", file=err)
+        return EXIT_INTERRUPTED
     report = outcome.report
     if as_json:
         print(json.dumps([p.to_json() for p in report.problems], indent=1), file=out)

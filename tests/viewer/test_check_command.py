@@ -187,3 +187,14 @@ def test_check_refuses_a_second_file_and_json_alone():
     assert main(["--check", "a.expr", "b.expr"]) == 2
     assert main(["--json", "a.expr"]) == 2
     assert main(["--check", "a.expr", "--export", "out.png"]) == 2
+
+
+def test_a_hanging_script_is_stopped_by_timeout_and_fails(tmp_path):
+    path = tmp_path / "hang.py"
+    path.write_text("import numpy as np\nprint('started', flush=True)\nwhile True:\n    pass\n")
+    done = _check(str(path), "--yes", "--timeout", "2")
+    assert done.returncode == 1, done.stderr
+    assert "hang.py was stopped after 2 s (--timeout)" in done.stderr
+    assert done.stdout == ""
+    bad = _check(str(path), "--yes", "--timeout", "0")
+    assert bad.returncode == 2 and "--timeout" in bad.stderr
