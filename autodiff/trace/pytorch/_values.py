@@ -108,18 +108,44 @@ def statistics(t: Any) -> Snapshot:
 
 
 def statistics_of(ts: list) -> list[Snapshot]:
-    """:func:`statistics` of each tensor in ``ts``; the small CPU float ones all at once (one
-    numpy reduction over their elements laid end to end, per statistic, rather than one set
-    per tensor)."""
+    """:func:`statistics` of each tensor in ``ts``, with as few calls as their layouts allow:
+    the small CPU float ones all at once (one numpy reduction over their elements laid end to
+    end, per statistic), the larger dense ones three torch reductions each (``aminmax``,
+    ``sum``, ``dot``) whose results are read back together, in one ``tolist``."""
     snaps: list[Any] = [None] * len(ts)
     small = []
+    dense: list[tuple[int, Any]] = []  # (index, the tensor's elements as one flat view)
+    parts: list[Any] = []  # 0-d tensors: min, max, sum, sum of squares of each dense one
     for i, t in enumerate(ts):
         if t.requires_grad:
             t = t.detach()
-        if t.device.type == "cpu" and t.dtype in _FLOATS and 0 < t.numel() <= NUMPY_UP_TO:
-            small.append((i, t.numpy()))
-        else:
-            snaps[i] = statistics(t)
+        if t.device.type == "cpu" and t.dtype in _FLOATS:
+            n = t.numel()
+            if 0 < n <= NUMPY_UP_TO:
+                small.append((i, t.numpy()))
+                continue
+            flat = _flat(t) if n else None
+            if flat is not None:
+                lo, hi = torch.aminmax(flat)
+                parts += (lo, hi, flat.sum(), torch.dot(flat, flat))
+                dense.append((i, t))
+                continue
+        snaps[i] = statistics(t)
+    if dense:
+        if len({p.dtype for p in parts}) > 1:
+            parts = [p.double() for p in parts]
+        stats = torch.stack(parts).tolist()
+        for j, (i, t) in enumerate(dense):
+            lo, hi, total, squares = stats[4 * j : 4 * j + 4]
+            if math.isfinite(lo) and math.isfinite(hi) and math.isfinite(total) and (
+                math.isfinite(squares)
+            ):
+                snaps[i] = Snapshot(
+                    tuple(t.shape), _dtype_name(dtype_of(t.dtype)), None, lo, hi,
+                    total / t.numel(), math.sqrt(squares), 0, 0,
+                )  # fmt: skip
+            else:  # NaN, Inf or squares that overflow: summarised with the care they need
+                snaps[i] = capture(t.detach().resolve_conj().numpy(), 0)
     if small:
         arrays = [a for _, a in small]
         sizes = [a.size for a in arrays]
@@ -147,28 +173,35 @@ def statistics_of(ts: list) -> list[Snapshot]:
     return snaps
 
 
-def _dense_stats(t: Any, n: int) -> Snapshot | None:
-    """The statistics of a CPU float tensor whose elements fill one block of memory (a
-    contiguous tensor, or a transpose or permutation of one), read as one flat array: numpy's
-    min and max, torch's sum, BLAS's dot for the norm (each several times torch's min, max
-    and norm on a large array). None for other layouts, or for NaN, Inf or overflow."""
-    if not n:
-        return None
-    shape = tuple(t.shape)
+def _flat(t: Any) -> Any:
+    """The elements of ``t`` as one flat view when they fill one block of memory (a
+    contiguous tensor, or a transpose or permutation of one; statistics do not depend on the
+    order), else None."""
     if not t.is_contiguous():
         order = sorted(range(t.ndim), key=lambda d: -t.stride(d))
         t = t.permute(order)
         if not t.is_contiguous():
             return None
-    flat = t.reshape(-1)
-    a = flat.numpy()
-    lo = float(a.min())
-    hi = float(a.max())
-    total = float(flat.sum())
-    squares = float(np.dot(a, a))
-    if not all(map(math.isfinite, (lo, hi, total, squares))):
+    return t.reshape(-1)
+
+
+def _dense_stats(t: Any, n: int) -> Snapshot | None:
+    """The statistics of a CPU float tensor whose elements fill one block of memory, from
+    three torch reductions over its flat view (``aminmax``, ``sum``, ``dot``: a pass each,
+    read back in one ``tolist``). None for other layouts, or for NaN, Inf or overflow."""
+    flat = _flat(t) if n else None
+    if flat is None:
         return None
-    return Snapshot(shape, _dtype_name(a.dtype), None, lo, hi, total / n, math.sqrt(squares), 0, 0)
+    lo, hi = torch.aminmax(flat)
+    lo, hi, total, squares = torch.stack([lo, hi, flat.sum(), torch.dot(flat, flat)]).tolist()
+    if not (
+        math.isfinite(lo) and math.isfinite(hi) and math.isfinite(total) and math.isfinite(squares)
+    ):
+        return None
+    return Snapshot(
+        tuple(t.shape), _dtype_name(dtype_of(t.dtype)), None, lo, hi, total / n,
+        math.sqrt(squares), 0, 0,
+    )  # fmt: skip
 
 
 def same(raw: Any, last: Any) -> bool:
