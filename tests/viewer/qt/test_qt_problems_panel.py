@@ -1,17 +1,20 @@
 """The Problems panel (objectName problemsDock): what it lists and in which order, its header on a
 clean run, a click (or Enter) going to the problem's graph, step and node, the graph list's
-filter by kind, plain-text messages, and its View-menu toggle."""
+filter by kind, plain-text messages, its View-menu toggle, its layout in a narrow dock, and
+the problems' badges on the graph kept apart."""
 
+import itertools
 import textwrap
 
+import numpy as np
 import pytest
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 import viewer.model.checks.detectors  # noqa: F401  (registered before the registry is swapped)
 from viewer.model.checks import problems as P
 from viewer.model.checks.problem_marks import OVERLAY_KIND
 from viewer.model.document import problem_finder
-from viewer.qt.checks.problems import ELSEWHERE, HERE
+from viewer.qt.checks.problems import ELSEWHERE, HERE, MESSAGE_LINES
 
 
 @pytest.fixture
@@ -312,3 +315,104 @@ def test_a_source_that_opens_with_a_bug_brings_the_panel_forward_once(window, re
     doc.playback.to_end()
     qtbot.wait(10)
     assert _front_tab_of(window, "Problems") == "Plots"
+
+
+def _rect(coords):
+    left, top, right, bottom = coords
+    return QtCore.QRectF(left, top, right - left, bottom - top)
+
+
+def test_dead_relus_badges_cover_no_other_badge_and_no_nodes_text_at_any_zoom(
+    qtbot, window, wait_for_script
+):
+    """The ReLU and its output both carry a dead-relu badge: zoomed out, the two pills (17 px
+    high whatever the zoom) once sat on each other and on the ReLU's text."""
+    window.load_example("dead_relu")
+    wait_for_script(window)
+    qtbot.waitUntil(lambda: not window.document.problems_running, timeout=30_000)
+    view = window.graph_view
+    layer = view._overlays
+    assert [b for b in layer._badges] == ["dead-relu", "dead-relu"]
+    n = view.geometry_data.n_nodes
+    view.fit()
+    painted_at = []
+    for _ in range(8):
+        view.grab()  # a paint at this zoom
+        pills = [pill for _, pill in layer.painted_badges]
+        boxes = layer.node_boxes_px(np.arange(n), layer.deviceTransform(view.viewportTransform()))
+        for a, b in itertools.combinations(pills, 2):
+            assert not a.intersects(b), (a, b)
+        for pill in pills:
+            hit = [i for i, box in enumerate(boxes) if pill.intersects(_rect(box))]
+            assert not hit, (pill, hit)
+        painted_at.append(len(pills))
+        view.zoom_by(0.8)
+    # both drawn while there is room, then one shared by the two neighbours, then none (the
+    # nodes too small for badges): never two on top of each other
+    assert painted_at[0] == 2 and 1 in painted_at and painted_at[-1] == 0, painted_at
+
+
+def test_a_narrow_dock_wraps_messages_fits_its_columns_and_tooltips_the_whole_message(
+    qtbot, window, registry
+):
+    plant(name="a long name " * 12)
+    assert window.document.run_expression("x = 0.5\ny = exp(x)\n")
+    dock = window.docks["problemsDock"]
+    window.docks["plotPanel"].raise_()
+    window.resize(800, 560)  # the right column folds into the left one's tab group
+    qtbot.wait(50)
+    dock.raise_()
+    qtbot.wait(50)
+    panel = window.problems_panel
+    tree, header = panel.tree, panel.tree.header()
+    width = tree.viewport().width()
+    assert 0 < width <= 340
+    # no sideways scrolling: the columns fit, the message keeps the most of them
+    sections = [header.sectionSize(c) for c in range(tree.columnCount())]
+    assert sum(sections) <= width and sections[2] >= 0.35 * width, (sections, width)
+    # the kind reads whole beside its icon
+    (item,) = panel.items()
+    kind_width = tree.fontMetrics().horizontalAdvance(item.text(0))
+    assert sections[0] >= kind_width + tree.iconSize().width(), sections
+    # the message wraps: its row is taller than one line, at most MESSAGE_LINES lines
+    line = tree.fontMetrics().lineSpacing()
+    height = tree.visualItemRect(item).height()
+    assert line * 1.5 < height <= MESSAGE_LINES * line + 8, (height, line)
+    # what the row cannot show is in its tooltip, as plain text
+    shown = QtGui.QTextDocumentFragment.fromHtml(item.toolTip(2)).toPlainText()
+    assert item.text(2) in shown and shown.count("a long name") == 12
+
+
+def test_the_summary_line_reads_whole_after_the_window_shrinks(qtbot, window, wait_for_script):
+    """While the right column folds into the left one, the summary's area passes through a
+    width that wraps its line in two; it once kept that height for its viewport around the
+    one line it needs at the end, and showed the line cut in half."""
+    window.load_example("dead_relu")
+    wait_for_script(window)
+    qtbot.waitUntil(lambda: not window.document.problems_running, timeout=30_000)
+    window.docks["plotPanel"].raise_()
+    window.resize(800, 560)
+    qtbot.wait(50)
+    window.docks["problemsDock"].raise_()
+    qtbot.wait(50)
+    panel = window.problems_panel
+    area, summary = panel.summary_area, panel.summary
+    qtbot.wait(50)
+    needed = summary.heightForWidth(area.viewport().width())
+    assert summary.height() <= area.viewport().height() == area.height()
+    assert area.height() >= needed
+
+
+def test_the_key_that_shows_the_panel_brings_it_to_the_front(qtbot, window, registry):
+    plant()
+    assert window.document.run_expression("x = 0.5\ny = exp(x)\n")
+    dock, toggle = window.docks["problemsDock"], window.actions["problems"]
+    window.resize(800, 560)  # one tab group for the side docks: the easiest to lose it in
+    qtbot.wait(50)
+    if dock.isVisible():
+        toggle.trigger()  # hidden
+    window.docks["plotPanel"].raise_()
+    qtbot.wait(10)
+    toggle.trigger()
+    qtbot.wait(10)
+    assert dock.isVisible() and _front_tab_of(window, "Problems").startswith("Problems")

@@ -4,10 +4,13 @@ found in what is shown, by name.
 It lists :class:`~viewer.model.checks.problem_list.ProblemRow` rows in two groups, the graph on
 screen's and the rest of the run's, each most severe first: the kind with its severity's icon
 (the word in its tooltip and accessible name), where it shows and the message, wrapped to the
-dock's width (a narrow dock shows all of it). Above them, the report's summary line and
-which detectors ran and which could not. A click on a row, or Enter, asks for its problem
-(``problem_chosen``): the binder goes to its graph, step and nodes. Every text is set as plain
-text: a message quotes the user's own names.
+message column's width up to :data:`MESSAGE_LINES` lines, the last one cut short with an
+ellipsis (every cell's tooltip holds all of it, and so does the line below the list once the
+row is chosen). The kind and where columns take what their text needs up to a share of the
+width, so the message keeps at least half of a narrow dock and nothing scrolls sideways.
+Above them, the report's summary line and which detectors ran and which could not. A click on
+a row, or Enter, asks for its problem (``problem_chosen``): the binder goes to its graph, step
+and nodes. Every text is set as plain text: a message quotes the user's own names.
 """
 
 from __future__ import annotations
@@ -19,9 +22,15 @@ from PySide6 import QtCore, QtWidgets
 from viewer.model.checks.problem_list import ProblemRow
 from viewer.qt.drawing.plain_text import SummaryArea, tooltip
 
-__all__ = ["COLUMNS", "ProblemsPanel"]
+__all__ = ["COLUMNS", "MESSAGE_LINES", "ProblemsPanel"]
 
 COLUMNS = ("Problem", "Where", "Message")
+MESSAGE = COLUMNS.index("Message")
+#: The most lines a row's message wraps to in the list (the rest: its tooltip, the line below).
+MESSAGE_LINES = 2
+# The most of the list's width the kind and where columns take (each), so that the message
+# keeps the rest in a narrow dock; their text is cut short with an ellipsis past it.
+_COLUMN_SHARE = (0.36, 0.24)
 _ROW_ROLE = QtCore.Qt.ItemDataRole.UserRole
 _ICONS = {
     "error": QtWidgets.QStyle.StandardPixmap.SP_MessageBoxCritical,
@@ -30,6 +39,43 @@ _ICONS = {
 }
 HERE = "This graph"
 ELSEWHERE = "Other graphs and the whole run"
+
+
+class _MessageRows(QtWidgets.QStyledItemDelegate):
+    """Makes a row as tall as its message wrapped to the message column's width, up to
+    ``MESSAGE_LINES`` lines (the style elides the last line shown when there are more); the
+    other columns stay on one line."""
+
+    def __init__(self, tree: QtWidgets.QTreeWidget) -> None:
+        super().__init__(tree)
+        self._tree = tree
+
+    def initStyleOption(
+        self, option: QtWidgets.QStyleOptionViewItem, index: QtCore.QModelIndex
+    ) -> None:
+        super().initStyleOption(option, index)
+        if index.column() != MESSAGE:
+            # a kind ('dead-relu') or a place breaks badly: cut short instead, like the last
+            # line of a message
+            option.features &= ~QtWidgets.QStyleOptionViewItem.ViewItemFeature.WrapText
+
+    def sizeHint(
+        self, option: QtWidgets.QStyleOptionViewItem, index: QtCore.QModelIndex
+    ) -> QtCore.QSize:
+        hint = super().sizeHint(option, index)
+        text = index.data()
+        if index.column() != MESSAGE or not text:
+            return hint
+        metrics = option.fontMetrics
+        # the style's text margins: a frame's width on each side, plus one pixel
+        margin = 2 * (
+            self._tree.style().pixelMetric(QtWidgets.QStyle.PixelMetric.PM_FocusFrameHMargin) + 1
+        )
+        width = max(1, self._tree.header().sectionSize(MESSAGE) - margin)
+        wrap = int(QtCore.Qt.TextFlag.TextWordWrap)
+        tall = metrics.boundingRect(QtCore.QRect(0, 0, width, 1 << 20), wrap, str(text)).height()
+        tall = min(tall, MESSAGE_LINES * metrics.lineSpacing())
+        return QtCore.QSize(hint.width(), max(hint.height(), tall + 4))
 
 
 class ProblemsPanel(QtWidgets.QWidget):
@@ -54,17 +100,22 @@ class ProblemsPanel(QtWidgets.QWidget):
         self.tree.setColumnCount(len(COLUMNS))
         self.tree.setHeaderLabels(list(COLUMNS))
         self.tree.setRootIsDecorated(False)
-        self.tree.setUniformRowHeights(True)
+        self.tree.setIndentation(8)  # rows under their group's heading: width is scarce
+        self.tree.setUniformRowHeights(False)  # a message wraps to up to MESSAGE_LINES
+        self.tree.setWordWrap(True)
+        self.tree.setItemDelegate(_MessageRows(self.tree))
         self.tree.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
         self.tree.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
         self.tree.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
         header = self.tree.header()
         for column in range(len(COLUMNS) - 1):
-            header.setSectionResizeMode(column, QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
-        # the message takes the width left, cut short: the chosen problem's whole message is
-        # below the list (no sideways scrolling to read it)
-        header.setSectionResizeMode(len(COLUMNS) - 1, QtWidgets.QHeaderView.ResizeMode.Stretch)
+            header.setSectionResizeMode(column, QtWidgets.QHeaderView.ResizeMode.Interactive)
+        # the message takes the width left (no sideways scrolling to read it)
+        header.setSectionResizeMode(MESSAGE, QtWidgets.QHeaderView.ResizeMode.Stretch)
         header.setStretchLastSection(True)
+        # the rows' heights follow the message column's width
+        header.sectionResized.connect(self._on_section_resized)
+        self.tree.viewport().installEventFilter(self)
         self.tree.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.tree.currentItemChanged.connect(self._on_current)
         self.chosen = QtWidgets.QLabel(self)
@@ -115,6 +166,7 @@ class ProblemsPanel(QtWidgets.QWidget):
                 item.setToolTip(column, tooltip(row.tooltip))
         self.tree.setRootIsDecorated(False)
         self.tree.setVisible(bool(rows))
+        self._fit_columns()
         self.chosen_area.set_text("")
         self.chosen_area.setVisible(False)
         self.summary_area.set_text(summary)
@@ -125,6 +177,24 @@ class ProblemsPanel(QtWidgets.QWidget):
         self.details_area.setVisible(shown)
         self.details_area.set_text(details)
         self.summary.setToolTip(tooltip(details) if details and rows else "")
+
+    def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
+        if watched is self.tree.viewport() and event.type() == QtCore.QEvent.Type.Resize:
+            self._fit_columns()
+        return super().eventFilter(watched, event)
+
+    def _fit_columns(self) -> None:
+        """The kind and where columns as wide as their text, up to their share of the list's
+        width; the message gets the rest."""
+        width = self.tree.viewport().width()
+        header = self.tree.header()
+        for column, share in enumerate(_COLUMN_SHARE):
+            wanted = max(self.tree.sizeHintForColumn(column), header.sectionSizeHint(column))
+            header.resizeSection(column, max(24, min(wanted, int(width * share))))
+
+    def _on_section_resized(self, column: int, _old: int, _new: int) -> None:
+        if column == MESSAGE:
+            self.tree.doItemsLayout()  # the rows' wrapped heights at the new width
 
     def _item_rows(self, group: QtWidgets.QTreeWidgetItem) -> list[QtWidgets.QTreeWidgetItem]:
         return [group.child(k) for k in range(group.childCount())]

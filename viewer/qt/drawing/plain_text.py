@@ -49,7 +49,10 @@ class SummaryArea(QtWidgets.QScrollArea):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        self.fit()
+        # Not now: a height set inside the resize event is never passed on to the viewport,
+        # which kept the old height (two lines at a narrower width) and showed one line cut
+        # in half.
+        QtCore.QTimer.singleShot(0, self, self.fit)
 
     def fit(self) -> None:
         """Ask for every line the text needs at this width (at least three of them)."""
