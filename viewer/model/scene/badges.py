@@ -17,7 +17,7 @@ text and maps the boxes; this module only decides. No Qt.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -79,11 +79,12 @@ class _Grid:
         self.cell = cell
         self.cells: dict[tuple[int, int], list[tuple[float, float, float, float]]] = {}
 
-    def _keys(self, rect: tuple[float, float, float, float]) -> Iterator[tuple[int, int]]:
+    def _keys(self, rect: tuple[float, float, float, float]) -> list[tuple[int, int]]:
+        """The cells ``rect`` grown by ``GAP`` covers."""
         c = self.cell
-        for i in range(math.floor(rect[0] / c), math.floor(rect[2] / c) + 1):
-            for j in range(math.floor(rect[1] / c), math.floor(rect[3] / c) + 1):
-                yield i, j
+        cols = range(math.floor((rect[0] - GAP) / c), math.floor((rect[2] + GAP) / c) + 1)
+        rows = range(math.floor((rect[1] - GAP) / c), math.floor((rect[3] + GAP) / c) + 1)
+        return [(i, j) for i in cols for j in rows]
 
     def add(self, rect: tuple[float, float, float, float]) -> None:
         for key in self._keys(rect):
@@ -94,8 +95,9 @@ class _Grid:
         included)."""
         left, top, right, bottom = rect
         g = GAP - 1e-9
+        cells = self.cells
         for key in self._keys(rect):
-            for o in self.cells.get(key, ()):
+            for o in cells.get(key, ()):
                 if left < o[2] + g and o[0] < right + g and top < o[3] + g and o[1] < bottom + g:
                     return True
         return False
@@ -126,8 +128,10 @@ def place_badges(
     drawn = np.ones(k, dtype=bool)
     if k == 0:
         return placed, drawn
+    ring_rows, box_rows, width_list = rings.tolist(), boxes.tolist(), widths.tolist()
     candidates = [
-        spots(tuple(rings[i]), tuple(boxes[i]), float(widths[i]), float(height)) for i in range(k)
+        spots(tuple(ring_rows[i]), tuple(box_rows[i]), width_list[i], float(height))
+        for i in range(k)
     ]
     # only the obstacles near some badge matter: those crossing the candidates' extent
     every = np.asarray([s for c in candidates for s in c], dtype=np.float64)
@@ -140,23 +144,24 @@ def place_badges(
     )
     cell = max(64.0, 2.0 * float(height), float(widths.max()))
     boxes_grid, badges_grid = _Grid(cell), _Grid(cell)
-    for rect in obstacles[near]:
-        # a box far bigger than the screen is filed only where the badges may go
-        clipped = (
-            max(rect[0], lo[0]),
-            max(rect[1], lo[1]),
-            min(rect[2], hi[0]),
-            min(rect[3], hi[1]),
-        )
-        boxes_grid.add(clipped)
+    # a box far bigger than the screen is filed only where the badges may go
+    clipped = np.concatenate(
+        [np.maximum(obstacles[near, :2], lo), np.minimum(obstacles[near, 2:], hi)], 1
+    )
+    for rect in clipped.tolist():
+        boxes_grid.add(tuple(rect))
+
+    def clear(spot: tuple[float, float, float, float]) -> bool:
+        return not boxes_grid.hits(spot) and not badges_grid.hits(spot)
+
     for i, options in enumerate(candidates):
-        clear = [not boxes_grid.hits(s) and not badges_grid.hits(s) for s in options]
-        if not any(clear[:_AROUND]):
+        chosen = next((s for s in options[:_AROUND] if clear(s)), None)
+        if chosen is None:
             twin = _twin(placed[:i][drawn[:i]], np.flatnonzero(drawn[:i]), options, texts, i)
             if twin >= 0:
                 placed[i], drawn[i] = placed[twin], False
                 continue
-        chosen = next((s for s, ok in zip(options, clear, strict=True) if ok), options[0])
+            chosen = next((s for s in options[_AROUND:] if clear(s)), options[0])
         badges_grid.add(chosen)
         placed[i] = chosen
     return placed, drawn

@@ -857,6 +857,10 @@ def _place_pills(
     return placed
 
 
+def _transform_key(t: QtGui.QTransform) -> tuple[float, ...]:
+    return (t.m11(), t.m12(), t.m21(), t.m22(), t.dx(), t.dy())
+
+
 def _overlapping(
     positions: NDArray[np.floating], half: NDArray[np.floating], rect: QtCore.QRectF
 ) -> NDArray[np.bool_]:
@@ -889,6 +893,8 @@ class OverlayLayer(pg.GraphicsObject):
         self._pad_px = 0.0
         self._bounds: QtCore.QRectF | None = None
         self._painted_badges: list[tuple[str, QtCore.QRectF]] = []
+        self._version = 0  # counts the changes of nodes and overlays (the places' cache key)
+        self._placed: tuple[tuple, tuple[NDArray, NDArray]] | None = None
         self.setAcceptedMouseButtons(QtCore.Qt.MouseButton.NoButton)
         self.setZValue(5)
 
@@ -922,6 +928,7 @@ class OverlayLayer(pg.GraphicsObject):
             self._boxes = QtCore.QRectF()
         self._pad_px = self._reach(self._font())
         self._bounds = None
+        self._version += 1
         self.update()
 
     @property
@@ -1037,14 +1044,21 @@ class OverlayLayer(pg.GraphicsObject):
         around = np.flatnonzero(_overlapping(self._positions, self._half, area))
         nodes = self._nodes[shown]
         texts = [self._badges[k] for k in shown]
-        pills, drawn = place_badges(
-            [rings[k].getCoords() for k in shown],
-            self.node_boxes_px(nodes, transform),
-            texts,
-            [self._pill_width(metrics, text) for text in texts],
-            self.node_boxes_px(around, transform),
-            BADGE_HEIGHT,
-        )
+        # a step of playback repaints with the same view: the places stay
+        key = (_transform_key(transform), near.getCoords(), self._version)
+        if self._placed is None or self._placed[0] != key:
+            self._placed = (
+                key,
+                place_badges(
+                    [rings[k].getCoords() for k in shown],
+                    self.node_boxes_px(nodes, transform),
+                    texts,
+                    [self._pill_width(metrics, text) for text in texts],
+                    self.node_boxes_px(around, transform),
+                    BADGE_HEIGHT,
+                ),
+            )
+        pills, drawn = self._placed[1]
         radius = BADGE_HEIGHT / 2 - 0.5
         for k, (left, top, right, bottom), draw in zip(
             shown, pills.tolist(), drawn.tolist(), strict=True
