@@ -383,7 +383,9 @@ def test_a_narrow_dock_wraps_messages_fits_its_columns_and_tooltips_the_whole_me
     assert item.text(2) in shown and shown.count("a long name") == 12
 
 
-def test_the_summary_line_reads_whole_after_the_window_shrinks(qtbot, window, wait_for_script):
+def test_after_the_window_shrinks_the_summary_reads_whole_and_the_rows_keep_their_room(
+    qtbot, window, wait_for_script
+):
     """While the right column folds into the left one, the summary's area passes through a
     width that wraps its line in two; it once kept that height for its viewport around the
     one line it needs at the end, and showed the line cut in half."""
@@ -401,6 +403,14 @@ def test_the_summary_line_reads_whole_after_the_window_shrinks(qtbot, window, wa
     needed = summary.heightForWidth(area.viewport().width())
     assert summary.height() <= area.viewport().height() == area.height()
     assert area.height() >= needed
+    # a problem chosen: its whole message below the list takes three lines (the rest
+    # scrolls), not a scroll area's own minimum (68 px), which took it from the list's rows
+    panel.click_row(0)
+    qtbot.wait(50)
+    tree, chosen = panel.tree, panel.chosen_area
+    assert not chosen.isHidden()
+    assert chosen.height() <= 3 * panel.chosen.fontMetrics().lineSpacing() + 4
+    assert tree.height() >= 2 * chosen.height()  # the rows keep the room left
 
 
 def test_the_key_that_shows_the_panel_brings_it_to_the_front(qtbot, window, registry):

@@ -65,6 +65,11 @@ class SummaryArea(QtWidgets.QScrollArea):
             self.setMaximumHeight(needed)
             self.updateGeometry()
 
+    def minimumSizeHint(self) -> QtCore.QSize:
+        # QAbstractScrollArea's own is room for its scroll bars' buttons (68 px high), which
+        # the layout took as the least it may give, whatever the lines asked for
+        return QtCore.QSize(super().minimumSizeHint().width(), self.minimumHeight())
+
     def sizeHint(self) -> QtCore.QSize:
         height = self._needed
         if self.preferred_lines is not None:
