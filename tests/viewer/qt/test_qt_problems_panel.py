@@ -14,7 +14,8 @@ import viewer.model.checks.detectors  # noqa: F401  (registered before the regis
 from viewer.model.checks import problems as P
 from viewer.model.checks.problem_marks import OVERLAY_KIND
 from viewer.model.document import problem_finder
-from viewer.qt.checks.problems import ELSEWHERE, HERE, MESSAGE_LINES
+from viewer.qt.checks.problem_rows import MESSAGE_LINES, message_lines
+from viewer.qt.checks.problems import ELSEWHERE, HERE
 
 
 @pytest.fixture
@@ -352,35 +353,65 @@ def test_dead_relus_badges_cover_no_other_badge_and_no_nodes_text_at_any_zoom(
     assert painted_at[0] == 2 and 1 in painted_at and painted_at[-1] == 0, painted_at
 
 
-def test_a_narrow_dock_wraps_messages_fits_its_columns_and_tooltips_the_whole_message(
-    qtbot, window, registry
-):
-    plant(name="a long name " * 12)
-    assert window.document.run_expression("x = 0.5\ny = exp(x)\n")
-    dock = window.docks["problemsDock"]
-    window.docks["plotPanel"].raise_()
-    window.resize(800, 560)  # the right column folds into the left one's tab group
-    qtbot.wait(50)
-    dock.raise_()
-    qtbot.wait(50)
-    panel = window.problems_panel
+def test_a_wide_list_has_columns_and_a_narrow_one_stacks_each_problem_on_its_lines(qtbot):
+    from viewer.model.checks.problem_list import problem_rows
+    from viewer.qt.checks.problems import ProblemsPanel
+
+    message = "layer <b>Net</b> " + "a long name " * 12 + "units dead"
+    rows = problem_rows([P.Problem("exploding-gradient", "warning", message, 0, 1, ())], 0)
+    panel = ProblemsPanel()
+    qtbot.addWidget(panel)
+    panel.show_rows(rows, "1 warning", "")
+    panel.resize(900, 300)
+    panel.show()
+    qtbot.waitExposed(panel)
     tree, header = panel.tree, panel.tree.header()
-    width = tree.viewport().width()
-    assert 0 < width <= 340
-    # no sideways scrolling: the columns fit, the message keeps the most of them
-    sections = [header.sectionSize(c) for c in range(tree.columnCount())]
-    assert sum(sections) <= width and sections[2] >= 0.35 * width, (sections, width)
-    # the kind reads whole beside its icon
     (item,) = panel.items()
-    kind_width = tree.fontMetrics().horizontalAdvance(item.text(0))
-    assert sections[0] >= kind_width + tree.iconSize().width(), sections
-    # the message wraps: its row is taller than one line, at most MESSAGE_LINES lines
     line = tree.fontMetrics().lineSpacing()
+
+    def no_sideways_scroll():
+        width = tree.viewport().width()
+        shown = [header.sectionSize(c) for c in range(3) if not tree.isColumnHidden(c)]
+        return sum(shown) <= width and tree.horizontalScrollBar().maximum() == 0
+
+    # wide: three columns, the kind whole, the message most of the width, on two lines
+    qtbot.waitUntil(lambda: header.sectionSize(2) >= 0.5 * tree.viewport().width())
+    assert not panel.rows_drawn.stacked and header.isVisible()
+    assert no_sideways_scroll()
+    kind_width = tree.fontMetrics().horizontalAdvance(item.text(0))
+    assert header.sectionSize(0) >= kind_width + tree.iconSize().width()
     height = tree.visualItemRect(item).height()
     assert line * 1.5 < height <= MESSAGE_LINES * line + 8, (height, line)
-    # what the row cannot show is in its tooltip, as plain text
-    shown = QtGui.QTextDocumentFragment.fromHtml(item.toolTip(2)).toPlainText()
-    assert item.text(2) in shown and shown.count("a long name") == 12
+    # narrow (a side dock): one column, the kind and where above the message's lines
+    panel.resize(300, 300)
+    qtbot.waitUntil(lambda: panel.rows_drawn.stacked)
+    assert tree.isColumnHidden(1) and tree.isColumnHidden(2) and not header.isVisible()
+    assert no_sideways_scroll()
+    height = tree.visualItemRect(item).height()
+    assert (1 + MESSAGE_LINES) * line <= height <= (1 + MESSAGE_LINES) * line + 8, height
+    width = tree.viewport().width() - 40
+    lines = message_lines(message, tree.font(), width, MESSAGE_LINES)
+    assert len(lines) == MESSAGE_LINES and lines[-1].endswith("…")
+    assert lines[0].startswith("layer <b>Net</b>")  # as typed: plain text
+    # whatever a row cannot show is in its tooltips, as plain text
+    for column in range(3):
+        shown = QtGui.QTextDocumentFragment.fromHtml(item.toolTip(column)).toPlainText()
+        assert message in shown
+    # and back
+    panel.resize(900, 300)
+    qtbot.waitUntil(lambda: not panel.rows_drawn.stacked)
+    assert not tree.isColumnHidden(2) and header.isVisible()
+
+
+def test_the_side_dock_at_800x560_stacks_the_rows(qtbot, window, registry):
+    plant(name="a long name " * 12)
+    assert window.document.run_expression("x = 0.5\ny = exp(x)\n")
+    window.resize(800, 560)  # the right column folds into the left one's tab group
+    qtbot.wait(50)
+    window.docks["problemsDock"].raise_()
+    panel = window.problems_panel
+    qtbot.waitUntil(lambda: panel.rows_drawn.stacked)
+    assert panel.tree.horizontalScrollBar().maximum() == 0
 
 
 def test_after_the_window_shrinks_the_summary_reads_whole_and_the_rows_keep_their_room(

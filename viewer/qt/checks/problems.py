@@ -3,11 +3,12 @@ found in what is shown, by name.
 
 It lists :class:`~viewer.model.checks.problem_list.ProblemRow` rows in two groups, the graph on
 screen's and the rest of the run's, each most severe first: the kind with its severity's icon
-(the word in its tooltip and accessible name), where it shows and the message, wrapped to the
-message column's width up to :data:`MESSAGE_LINES` lines, the last one cut short with an
+(the word in its tooltip and accessible name), where it shows and the message, wrapped to up
+to :data:`~viewer.qt.checks.problem_rows.MESSAGE_LINES` lines, the last one cut short with an
 ellipsis (every cell's tooltip holds all of it, and so does the line below the list once the
-row is chosen). The kind and where columns take what their text needs up to a share of the
-width, so the message keeps at least half of a narrow dock and nothing scrolls sideways.
+row is chosen). In a wide list these are three columns, the kind and where taking what their
+text needs up to a share of the width; in a narrow one (a side dock) each row is stacked, kind
+and where above the message (:mod:`~viewer.qt.checks.problem_rows`). Nothing scrolls sideways.
 Above them, the report's summary line and which detectors ran and which could not. A click on
 a row, or Enter, asks for its problem (``problem_chosen``): the binder goes to its graph, step
 and nodes. Every text is set as plain text: a message quotes the user's own names.
@@ -20,18 +21,16 @@ from collections.abc import Sequence
 from PySide6 import QtCore, QtWidgets
 
 from viewer.model.checks.problem_list import ProblemRow
+from viewer.qt.checks.problem_rows import NARROW_PX, ROW_ROLE, ProblemRowDelegate
 from viewer.qt.drawing.plain_text import SummaryArea, tooltip
 
-__all__ = ["COLUMNS", "MESSAGE_LINES", "ProblemsPanel"]
+__all__ = ["COLUMNS", "ProblemsPanel"]
 
 COLUMNS = ("Problem", "Where", "Message")
 MESSAGE = COLUMNS.index("Message")
-#: The most lines a row's message wraps to in the list (the rest: its tooltip, the line below).
-MESSAGE_LINES = 2
 # The most of the list's width the kind and where columns take (each), so that the message
-# keeps the rest in a narrow dock; their text is cut short with an ellipsis past it.
-_COLUMN_SHARE = (0.36, 0.24)
-_ROW_ROLE = QtCore.Qt.ItemDataRole.UserRole
+# keeps the rest; their text is cut short with an ellipsis past it.
+_COLUMN_SHARE = (0.3, 0.2)
 _ICONS = {
     "error": QtWidgets.QStyle.StandardPixmap.SP_MessageBoxCritical,
     "warning": QtWidgets.QStyle.StandardPixmap.SP_MessageBoxWarning,
@@ -39,43 +38,6 @@ _ICONS = {
 }
 HERE = "This graph"
 ELSEWHERE = "Other graphs and the whole run"
-
-
-class _MessageRows(QtWidgets.QStyledItemDelegate):
-    """Makes a row as tall as its message wrapped to the message column's width, up to
-    ``MESSAGE_LINES`` lines (the style elides the last line shown when there are more); the
-    other columns stay on one line."""
-
-    def __init__(self, tree: QtWidgets.QTreeWidget) -> None:
-        super().__init__(tree)
-        self._tree = tree
-
-    def initStyleOption(
-        self, option: QtWidgets.QStyleOptionViewItem, index: QtCore.QModelIndex
-    ) -> None:
-        super().initStyleOption(option, index)
-        if index.column() != MESSAGE:
-            # a kind ('dead-relu') or a place breaks badly: cut short instead, like the last
-            # line of a message
-            option.features &= ~QtWidgets.QStyleOptionViewItem.ViewItemFeature.WrapText
-
-    def sizeHint(
-        self, option: QtWidgets.QStyleOptionViewItem, index: QtCore.QModelIndex
-    ) -> QtCore.QSize:
-        hint = super().sizeHint(option, index)
-        text = index.data()
-        if index.column() != MESSAGE or not text:
-            return hint
-        metrics = option.fontMetrics
-        # the style's text margins: a frame's width on each side, plus one pixel
-        margin = 2 * (
-            self._tree.style().pixelMetric(QtWidgets.QStyle.PixelMetric.PM_FocusFrameHMargin) + 1
-        )
-        width = max(1, self._tree.header().sectionSize(MESSAGE) - margin)
-        wrap = int(QtCore.Qt.TextFlag.TextWordWrap)
-        tall = metrics.boundingRect(QtCore.QRect(0, 0, width, 1 << 20), wrap, str(text)).height()
-        tall = min(tall, MESSAGE_LINES * metrics.lineSpacing())
-        return QtCore.QSize(hint.width(), max(hint.height(), tall + 4))
 
 
 class ProblemsPanel(QtWidgets.QWidget):
@@ -103,7 +65,8 @@ class ProblemsPanel(QtWidgets.QWidget):
         self.tree.setIndentation(8)  # rows under their group's heading: width is scarce
         self.tree.setUniformRowHeights(False)  # a message wraps to up to MESSAGE_LINES
         self.tree.setWordWrap(True)
-        self.tree.setItemDelegate(_MessageRows(self.tree))
+        self.rows_drawn = ProblemRowDelegate(self.tree)
+        self.tree.setItemDelegate(self.rows_drawn)
         self.tree.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
         self.tree.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
         self.tree.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -161,7 +124,7 @@ class ProblemsPanel(QtWidgets.QWidget):
             item.setData(
                 0, QtCore.Qt.ItemDataRole.AccessibleTextRole, f"{row.severity}: {row.kind}"
             )
-            item.setData(1, _ROW_ROLE, k)
+            item.setData(1, ROW_ROLE, k)
             for column in range(len(COLUMNS)):
                 item.setToolTip(column, tooltip(row.tooltip))
         self.tree.setRootIsDecorated(False)
@@ -184,29 +147,40 @@ class ProblemsPanel(QtWidgets.QWidget):
         return super().eventFilter(watched, event)
 
     def _fit_columns(self) -> None:
-        """The kind and where columns as wide as their text, up to their share of the list's
-        width; the message gets the rest."""
+        """Narrower than NARROW_PX, the rows stacked in the first column (the header and the
+        other columns hidden); else the kind and where columns as wide as their text, up to
+        their share of the list's width, and the message the rest."""
         width = self.tree.viewport().width()
         header = self.tree.header()
-        for column, share in enumerate(_COLUMN_SHARE):
-            wanted = max(self.tree.sizeHintForColumn(column), header.sectionSizeHint(column))
-            header.resizeSection(column, max(24, min(wanted, int(width * share))))
+        stacked = 0 < width < NARROW_PX
+        if stacked != self.rows_drawn.stacked:
+            self.rows_drawn.stacked = stacked
+            header.setVisible(not stacked)
+            for column in range(1, len(COLUMNS)):
+                self.tree.setColumnHidden(column, stacked)
+        if stacked:
+            header.resizeSection(0, width)
+        else:
+            for column, share in enumerate(_COLUMN_SHARE):
+                wanted = max(self.tree.sizeHintForColumn(column), header.sectionSizeHint(column))
+                header.resizeSection(column, max(24, min(wanted, int(width * share))))
+        self.tree.doItemsLayout()  # the rows' wrapped heights at the new widths
 
     def _on_section_resized(self, column: int, _old: int, _new: int) -> None:
-        if column == MESSAGE:
+        if column == MESSAGE or self.rows_drawn.stacked:
             self.tree.doItemsLayout()  # the rows' wrapped heights at the new width
 
     def _item_rows(self, group: QtWidgets.QTreeWidgetItem) -> list[QtWidgets.QTreeWidgetItem]:
         return [group.child(k) for k in range(group.childCount())]
 
     def _on_current(self, item: QtWidgets.QTreeWidgetItem | None, *_: object) -> None:
-        index = None if item is None else item.data(1, _ROW_ROLE)
+        index = None if item is None else item.data(1, ROW_ROLE)
         text = "" if index is None else self._rows[int(index)].tooltip
         self.chosen_area.set_text(text)
         self.chosen_area.setVisible(bool(text))
 
     def _on_item(self, item: QtWidgets.QTreeWidgetItem, _column: int = 0) -> None:
-        index = item.data(1, _ROW_ROLE)
+        index = item.data(1, ROW_ROLE)
         if index is None:
             return  # a group's heading
         self.problem_chosen.emit(self._rows[int(index)].problem)
