@@ -1039,19 +1039,18 @@ class OverlayLayer(pg.GraphicsObject):
         ]
         if not shown:
             return
-        inverse, _ = transform.inverted()
-        area = inverse.mapRect(near.adjusted(-reach, -reach, reach, reach))
-        around = np.flatnonzero(_overlapping(self._positions, self._half, area))
-        nodes = self._nodes[shown]
-        texts = [self._badges[k] for k in shown]
         # a step of playback repaints with the same view: the places stay
         key = (_transform_key(transform), near.getCoords(), self._version)
         if self._placed is None or self._placed[0] != key:
+            inverse, _ = transform.inverted()
+            area = inverse.mapRect(near.adjusted(-reach, -reach, reach, reach))
+            around = np.flatnonzero(_overlapping(self._positions, self._half, area))
+            texts = [self._badges[k] for k in shown]
             self._placed = (
                 key,
                 place_badges(
                     [rings[k].getCoords() for k in shown],
-                    self.node_boxes_px(nodes, transform),
+                    self.node_boxes_px(self._nodes[shown], transform),
                     texts,
                     [self._pill_width(metrics, text) for text in texts],
                     self.node_boxes_px(around, transform),
