@@ -20,12 +20,16 @@ test_trace_pytorch.py`` checks each of them directly.
   ``torch._C._autograd._top_saved_tensors_default_hooks`` (saved-tensor hooks on);
 - ``torch.autograd.backward`` and ``torch.autograd.grad`` as module attributes that
   ``Tensor.backward`` looks up when called (the statistics-only recorder wraps them), the
-  ``AccumulateGrad`` node class, and ``node._input_metadata``'s ``shape`` and ``dtype``.
+  ``AccumulateGrad`` node class, and ``node._input_metadata``'s ``shape`` and ``dtype``;
+- ``autograd.Function.apply`` as a classmethod the custom Functions inherit (wrapped while
+  recording: ``wrap_function_apply``), whose node's edges are the tensors among its
+  arguments in order (``function_inputs``).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +44,7 @@ __all__ = [
     "accumulated_leaf",
     "current_autograd_node",
     "forward_class_name",
+    "function_inputs",
     "graph_task_id",
     "is_compiled_module",
     "is_torchs_backward",
@@ -53,8 +58,10 @@ __all__ = [
     "saved",
     "saved_tensor_hooks_active",
     "tag_node",
+    "undo_all",
     "view_base",
     "wrap_backward",
+    "wrap_function_apply",
 ]
 
 _TAG = "autodiff.trace"  # the key of a recorded node's id in node.metadata
@@ -167,6 +174,55 @@ def wrap_backward(around: Callable[..., Any]) -> Callable[[], None]:
             autograd.grad = originals[1]
 
     return restore
+
+
+def wrap_function_apply(around: Callable[..., Any]) -> Callable[[], None]:
+    """Make a custom ``autograd.Function``'s ``apply`` (``MyFn.apply(x, w)``) run
+    ``around(original, cls, args, kwargs)`` instead, where ``original(*args, **kwargs)`` is
+    torch's ``apply`` for ``cls``; returns the function that puts torch's back. The inputs of
+    a custom Function's node are only known from its call: its forward runs its own ops on
+    them, and the node is made once it returns. (A class with an ``apply`` of its own is not
+    seen.)"""
+    function = torch.autograd.Function
+    original = function.__dict__["apply"]  # a classmethod
+
+    @functools.wraps(original.__func__)
+    def call(cls: type, *args: Any, **kwargs: Any) -> Any:
+        return around(original.__get__(None, cls), cls, args, kwargs)
+
+    wrapper = classmethod(call)
+    function.apply = wrapper
+
+    def restore() -> None:
+        if function.__dict__.get("apply") is wrapper:  # (a later recording's stays)
+            function.apply = original
+
+    return restore
+
+
+def function_inputs(cls: type, args: tuple, kwargs: dict) -> list:
+    """The tensors among the arguments of ``cls.apply(*args, **kwargs)``, in the order of its
+    node's edges (torch makes one edge per tensor argument, keyword arguments bound to
+    ``forward``'s parameters first)."""
+    if kwargs:
+        try:
+            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+        except (TypeError, ValueError):
+            return []
+        bound.apply_defaults()
+        args = bound.args
+    return [a for a in args if isinstance(a, torch.Tensor)]
+
+
+def undo_all(*undos: Callable[[], None]) -> Callable[[], None]:
+    """One function that runs each of ``undos`` (what the ``wrap_*`` functions return), the
+    last first."""
+
+    def undo() -> None:
+        for u in reversed(undos):
+            u()
+
+    return undo
 
 
 def accumulated_leaf(node: Any) -> Any:

@@ -120,6 +120,9 @@ class TorchRecording:
         self._mode_off = False  # the dispatch mode taken off for a backward pass
         self._fresh: set[int] = set()  # see _note_fresh
         self._incoming: dict[int, Any] = {}  # fresh leaf -> the raw gradient that reached it
+        # the tensors among the arguments of the custom Function being recorded (see
+        # _function_applied)
+        self._applied: list | None = None
 
     # ------------------------------------------------------------------------------
     # Start and stop
@@ -127,7 +130,10 @@ class TorchRecording:
     def start(self) -> None:
         self.start_hooks()
         self._mode.__enter__()
-        self._restore = ti.wrap_backward(self._backward)
+        self._restore = ti.undo_all(
+            ti.wrap_backward(self._backward),
+            ti.wrap_function_apply(self._function_applied),
+        )
 
     def stop(self) -> None:
         try:
@@ -223,16 +229,7 @@ class TorchRecording:
         for t in outs:
             _add_new(new, t, self._key)
         if new:
-            if self._pass_open and during < 0:  # a pass failed, and the program went on
-                self._end_pass()
-            if self._scan_pending and during < 0:  # the first node of the next graph
-                self._scan_pending = False
-                self._scan_leaves()
-            inputs = tensors(args)
-            if not self._may_run_forward and ti.saved_tensor_hooks_active():
-                self._may_run_forward = True  # a checkpoint's backward recomputes this op
-            for g, made in new.values():
-                self._add_function(g, func, args, inputs, made, scope, during)
+            self._add_functions(new, func, args, tensors(args), scope, during)
         elif (
             during < 0
             and outs
@@ -241,11 +238,51 @@ class TorchRecording:
         ):
             self._note_cut(func, args, outs)
 
+    def _add_functions(
+        self, new: dict, func: Any, args: tuple, inputs: list, scope: int, during: int
+    ) -> None:
+        """Record the autograd nodes ``new`` (see ``_add_new``) that op ``func`` made."""
+        if self._pass_open and during < 0:  # a pass failed, and the program went on
+            self._end_pass()
+        if self._scan_pending and during < 0:  # the first node of the next graph
+            self._scan_pending = False
+            self._scan_leaves()
+        if not self._may_run_forward and ti.saved_tensor_hooks_active():
+            self._may_run_forward = True  # a checkpoint's backward recomputes this op
+        for g, made in new.values():
+            self._add_function(g, func, args, inputs, made, scope, during)
+
+    def _function_applied(self, original: Any, cls: type, args: tuple, kwargs: dict) -> Any:
+        """``cls.apply(*args, **kwargs)`` of a custom Function: its node is recorded when it
+        returns, its inputs matched with the call's arguments. (The ops its forward ran are
+        not its node's: the last of them may not even make its output.)"""
+        out = original(*args, **kwargs)
+        if not self.recording or threading.get_ident() != self._thread:
+            return out
+        with ti.no_dispatch():  # the recorder's own ops are not the program's
+            self._applied = ti.function_inputs(cls, args, kwargs)
+            try:
+                self._flush()  # the forward's last op, whose output may be the Function's
+                new: dict[int, tuple[Any, list]] = {}
+                for t in tensors(out):
+                    if t.grad_fn is not None and ti.forward_class_name(t.grad_fn) is not None:
+                        _add_new(new, t, self._key)
+                if new:
+                    scope = self._scopes[-1][0] if self._scopes else 0
+                    during = self._pass if ti.current_autograd_node() is not None else -1
+                    self._add_functions(new, None, (), self._applied, scope, during)
+            finally:
+                self._applied = None
+        return out
+
     def _add_function(
         self, g: Any, func: Any, args: tuple, inputs: list, made: list, scope: int, during: int
     ) -> None:
         rec = self.tables
         edges = g.next_functions
+        applied = self._applied
+        if applied is not None and ti.forward_class_name(g) is not None:
+            args = inputs = applied  # a custom Function's node: its edges are its arguments
         plain_of = plain_inputs(edges, args, inputs)
         in_ids: list[int] = []
         slots: list[int] = []

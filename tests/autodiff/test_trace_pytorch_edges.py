@@ -1,0 +1,130 @@
+"""autodiff.trace.pytorch, both recorders: which tensor each edge of a custom
+``autograd.Function``'s node links (a plain tensor and a number among its arguments).
+
+As in test_trace_pytorch.py, each program runs once, with the recorder and torch's own hooks
+in the same run, and the trace is compared with what torch reported: the gradients each step
+produced, edge by edge, and each leaf's ``.grad``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+from test_trace_pytorch_statistics import _assert_stats, _watch  # noqa: E402
+
+from autodiff.trace import pytorch  # noqa: E402
+from autodiff.trace.pytorch import _internals  # noqa: E402
+
+RECORDERS = pytest.mark.parametrize("statistics_only", [False, True], ids=["values", "stats"])
+
+
+def _assert_same(snap, a, statistics_only, what=""):
+    """The trace's gradient ``snap`` is torch's ``a``: its copy, or its statistics."""
+    if statistics_only:
+        _assert_stats(snap, np.asarray(a), what)
+    else:
+        assert snap is not None, what
+        np.testing.assert_array_equal(snap.array, a, err_msg=what)
+
+
+def _inputs_by_slot(t, fid):
+    edges = sorted((d["slot"], u) for u, _, d in t.graph.in_edges(fid, data=True))
+    return [u for _, u in edges]
+
+
+class ScaledMulAdd(torch.autograd.Function):
+    """``(x * w + b) * scale``, called with a plain tensor first and a number in between: the
+    last op of its forward is on a tensor the forward made, not on its arguments."""
+
+    @staticmethod
+    def forward(ctx, x, scale, w, b):
+        ctx.save_for_backward(x, w)
+        ctx.scale = scale
+        return (x * w + b) * scale
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w * ctx.scale, None, g * x * ctx.scale, g * ctx.scale
+
+
+class ScaledMulAddThenNorm(ScaledMulAdd):
+    """The same, with one more op after the one that makes its output."""
+
+    @staticmethod
+    def forward(ctx, x, scale, w, b):
+        out = ScaledMulAdd.forward(ctx, x, scale, w, b)
+        ctx.norm = out.norm()
+        return out
+
+
+@RECORDERS
+@pytest.mark.parametrize("fn", [ScaledMulAdd, ScaledMulAddThenNorm])
+def test_a_custom_functions_edges_link_the_tensors_it_was_called_with(fn, statistics_only):
+    torch.manual_seed(3)
+    x = torch.randn(3)
+    w = nn.Parameter(torch.randn(3))
+    b = torch.randn(3, requires_grad=True)
+    with pytorch.record(statistics_only=statistics_only) as t:
+        y = fn.apply(x, 2.0, w, b)
+        node = y.grad_fn
+        out = (y * y).sum()
+        log = _watch(out)
+        out.backward()
+    name = fn.__name__
+    assert [n for n, _, _ in log] == ["SumBackward0", "MulBackward0", f"{name}Backward"]
+    (fid,) = [f for f in t.functions if t.node(f)["op"] == name]
+    assert t.node(fid)["torch_node"] == f"{name}Backward"
+    assert {t.node(f)["op"] for f in t.functions} == {name, "mul", "sum"}
+    assert not t.cuts()  # the ops its forward ran are not the program's
+    # torch's edges: x (no producer), w, b; the recorded inputs by slot
+    assert [p is None for p, _ in node.next_functions] == [True, False, False]
+    ins = _inputs_by_slot(t, fid)
+    if statistics_only:  # no input data recorded: the edges with a producer only
+        plain, (wid, bid) = None, ins
+        edge_of = [1, 2]
+    else:
+        plain, wid, bid = ins
+        edge_of = [0, 1, 2]
+        assert t.node(plain)["constant"]
+        np.testing.assert_array_equal(t.value_at(plain, 0).array, x.numpy())
+        np.testing.assert_array_equal(t.value_at(wid, 0).array, w.detach().numpy())
+        np.testing.assert_array_equal(t.value_at(bid, 0).array, b.detach().numpy())
+        (yid,) = t.graph.successors(fid)
+        np.testing.assert_array_equal(t.value_at(yid, len(t.steps) - 1).array, y.detach())
+    assert t.node(wid)["parameter"] and not t.node(bid)["parameter"]
+    # each slot's gradient is what torch produced for that edge
+    (step,) = [s for s in t.steps if s.phase == "backward" and s.function == fid]
+    gxs = log[-1][2]
+    assert len(step.input_grads) == len(edge_of)
+    for slot, edge in enumerate(edge_of):
+        _assert_same(step.input_grads[slot], gxs[edge], statistics_only, f"slot {slot}")
+    last = len(t.steps) - 1
+    _assert_same(t.grad_at(wid, last), w.grad.numpy(), statistics_only, "w")
+    _assert_same(t.grad_at(bid, last), b.grad.numpy(), statistics_only, "b")
+
+
+def test_the_wrapped_apply_answers_and_is_put_back():
+    calls = []
+
+    def around(original, cls, args, kwargs):
+        calls.append((cls.__name__, _internals.function_inputs(cls, args, kwargs)))
+        return original(*args, **kwargs)
+
+    x, w = torch.randn(3), torch.randn(3, requires_grad=True)
+    apply = torch.autograd.Function.__dict__["apply"]
+    undo = _internals.wrap_function_apply(around)
+    try:
+        y = ScaledMulAdd.apply(x, 2.0, w, w)
+    finally:
+        undo()
+    ((name, inputs),) = calls
+    assert name == "ScaledMulAdd"
+    assert all(a is b for a, b in zip(inputs, (x, w, w), strict=True))
+    assert len(y.grad_fn.next_functions) == len(inputs)  # one edge per tensor argument
+    assert torch.autograd.Function.__dict__["apply"] is apply
+    ScaledMulAdd.apply(x, 2.0, w, w)
+    assert len(calls) == 1
