@@ -1,9 +1,11 @@
 """autodiff.trace.pytorch, both recorders: which tensor each edge of a custom
-``autograd.Function``'s node links (a plain tensor and a number among its arguments).
+``autograd.Function``'s node links (a plain tensor and a number among its arguments), and a
+non-leaf's gradient kept by ``retain_grad()``.
 
 As in test_trace_pytorch.py, each program runs once, with the recorder and torch's own hooks
 in the same run, and the trace is compared with what torch reported: the gradients each step
-produced, edge by edge, and each leaf's ``.grad``."""
+produced, edge by edge, each leaf's ``.grad``, and a retained non-leaf's ``.grad`` after each
+pass."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ nn = torch.nn
 
 from test_trace_pytorch_statistics import _assert_stats, _watch  # noqa: E402
 
-from autodiff.trace import pytorch  # noqa: E402
+from autodiff.trace import NodeState, pytorch  # noqa: E402
 from autodiff.trace.pytorch import _internals  # noqa: E402
 
 RECORDERS = pytest.mark.parametrize("statistics_only", [False, True], ids=["values", "stats"])
@@ -107,7 +109,49 @@ def test_a_custom_functions_edges_link_the_tensors_it_was_called_with(fn, statis
     _assert_same(t.grad_at(bid, last), b.grad.numpy(), statistics_only, "b")
 
 
-def test_the_wrapped_apply_answers_and_is_put_back():
+@RECORDERS
+def test_a_non_leaf_that_retains_its_grad_shows_it_kept_after_each_pass(statistics_only):
+    x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    with pytorch.record(statistics_only=statistics_only) as t:
+        h = x * 3
+        h.retain_grad()
+        u = h.sin()
+        loss = (u * h).sum()
+        loss.backward(retain_graph=True)
+        first = h.grad.clone()
+        loss.backward()
+    assert h.retains_grad and not u.retains_grad
+    made = [s.outputs[0] for s in t.steps if s.phase == "forward"]  # h, u, u * h, loss
+    hid, uid = made[0], made[1]
+    for k, held in ((0, first), (1, h.grad)):
+        end = t.steps_of_pass(k)[-1]
+        # h: torch's .grad after the pass (the second adds to the first)
+        _assert_same(t.grad_at(hid, end), held.numpy(), statistics_only, f"pass {k}")
+        assert t.state_at(hid, end) != NodeState.GRAD_CLEARED
+        # u: dropped once used, as torch keeps no gradient of it
+        assert t.grad_at(uid, end) is None
+        assert t.state_at(uid, end) == NodeState.GRAD_CLEARED
+    # h's gradient shows from its producer's step on, not before
+    (mul_step,) = [i for i in t.steps_of_pass(0) if t.steps[i].function == t.creator_of(hid)]
+    _assert_same(t.grad_at(hid, mul_step), first.numpy(), statistics_only, "after mul")
+
+
+def test_retain_grad_after_an_in_place_op_keeps_the_new_nodes_output():
+    x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    with pytorch.record() as t:
+        h = x * 3
+        h.retain_grad()
+        h.mul_(2)  # torch moves the hook that keeps .grad to the new node
+        (h.sin() * h).sum().backward()
+    muls = [f for f in t.functions if t.node(f)["op"] in ("mul", "mul_")]
+    (before_id,) = t.graph.successors(muls[0])
+    (after_id,) = t.graph.successors(muls[1])
+    last = len(t.steps) - 1
+    np.testing.assert_array_equal(t.grad_at(after_id, last).array, h.grad.numpy())
+    assert t.grad_at(before_id, last) is None
+
+
+def test_the_wrapped_apply_and_retain_grad_answer_and_are_put_back():
     calls = []
 
     def around(original, cls, args, kwargs):
@@ -116,15 +160,21 @@ def test_the_wrapped_apply_answers_and_is_put_back():
 
     x, w = torch.randn(3), torch.randn(3, requires_grad=True)
     apply = torch.autograd.Function.__dict__["apply"]
-    undo = _internals.wrap_function_apply(around)
+    undo = _internals.undo_all(
+        _internals.wrap_function_apply(around),
+        _internals.wrap_retain_grad(lambda t: calls.append(("retained", t))),
+    )
     try:
         y = ScaledMulAdd.apply(x, 2.0, w, w)
+        y.retain_grad()
     finally:
         undo()
-    ((name, inputs),) = calls
+    (name, inputs), (what, retained) = calls
     assert name == "ScaledMulAdd"
     assert all(a is b for a, b in zip(inputs, (x, w, w), strict=True))
     assert len(y.grad_fn.next_functions) == len(inputs)  # one edge per tensor argument
+    assert what == "retained" and retained is y and y.retains_grad
+    assert "retain_grad" not in torch.Tensor.__dict__
     assert torch.autograd.Function.__dict__["apply"] is apply
-    ScaledMulAdd.apply(x, 2.0, w, w)
-    assert len(calls) == 1
+    ScaledMulAdd.apply(x, 2.0, w, w).retain_grad()
+    assert len(calls) == 2

@@ -21,9 +21,10 @@ test_trace_pytorch.py`` checks each of them directly.
 - ``torch.autograd.backward`` and ``torch.autograd.grad`` as module attributes that
   ``Tensor.backward`` looks up when called (the statistics-only recorder wraps them), the
   ``AccumulateGrad`` node class, and ``node._input_metadata``'s ``shape`` and ``dtype``;
-- ``autograd.Function.apply`` as a classmethod the custom Functions inherit (wrapped while
-  recording: ``wrap_function_apply``), whose node's edges are the tensors among its
-  arguments in order (``function_inputs``).
+- ``autograd.Function.apply`` as a classmethod the custom Functions inherit, whose node's
+  edges are the tensors among its arguments in order (``function_inputs``), and
+  ``Tensor.retain_grad`` as a method of torch's C base class that ``torch.Tensor`` may
+  override (both wrapped while recording: ``wrap_function_apply``, ``wrap_retain_grad``).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ __all__ = [
     "view_base",
     "wrap_backward",
     "wrap_function_apply",
+    "wrap_retain_grad",
 ]
 
 _TAG = "autodiff.trace"  # the key of a recorded node's id in node.metadata
@@ -212,6 +214,31 @@ def function_inputs(cls: type, args: tuple, kwargs: dict) -> list:
         bound.apply_defaults()
         args = bound.args
     return [a for a in args if isinstance(a, torch.Tensor)]
+
+
+def wrap_retain_grad(after: Callable[[Any], None]) -> Callable[[], None]:
+    """Make ``tensor.retain_grad()`` call ``after(tensor)`` once torch's has run; returns the
+    function that puts torch's back. (torch says which non-leaf keeps its ``.grad`` nowhere
+    else: the hook that keeps it is on its node, out of Python's sight.)"""
+    tensor = torch.Tensor
+    had = "retain_grad" in tensor.__dict__
+    original = tensor.retain_grad
+
+    @functools.wraps(original)
+    def retain_grad(self: Any) -> None:
+        original(self)
+        after(self)
+
+    tensor.retain_grad = retain_grad
+
+    def restore() -> None:
+        if tensor.__dict__.get("retain_grad") is retain_grad:
+            if had:
+                tensor.retain_grad = original
+            else:
+                del tensor.retain_grad
+
+    return restore
 
 
 def undo_all(*undos: Callable[[], None]) -> Callable[[], None]:

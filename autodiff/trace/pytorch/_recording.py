@@ -37,6 +37,7 @@ from autodiff.trace._recorder import _EMPTIED, _GRAD, _VALUE, Recorder
 from autodiff.trace._snapshot import Snapshot, capture
 from autodiff.trace.pytorch import _internals as ti
 from autodiff.trace.pytorch._ops import SHAPE_ONLY, op_name, plain_inputs, tensors
+from autodiff.trace.pytorch._retained import RetainedGrads
 from autodiff.trace.pytorch._stale import note_changed_leaves
 from autodiff.trace.pytorch._values import (
     HALF,
@@ -123,6 +124,7 @@ class TorchRecording:
         # the tensors among the arguments of the custom Function being recorded (see
         # _function_applied)
         self._applied: list | None = None
+        self._retained = RetainedGrads()  # the non-leaves whose .grad retain_grad() keeps
 
     # ------------------------------------------------------------------------------
     # Start and stop
@@ -133,6 +135,7 @@ class TorchRecording:
         self._restore = ti.undo_all(
             ti.wrap_backward(self._backward),
             ti.wrap_function_apply(self._function_applied),
+            ti.wrap_retain_grad(self._note_retained),
         )
 
     def stop(self) -> None:
@@ -187,6 +190,7 @@ class TorchRecording:
         self._held.clear()
         self._summaries.clear()
         self._scopes.clear()
+        self._retained.clear()
 
     # ------------------------------------------------------------------------------
     # Forward
@@ -567,8 +571,11 @@ class TorchRecording:
                     held[vid] = new
                     accs.append((vid, slot, self._raw(old), raw, self._raw(new)))
         # torch keeps no gradient of a non-leaf (unless retain_grad()): dropped once used
-        outs = self._outputs[fid]
-        rec.add_backward_step(fid, gys, tuple(gxs), tuple(accs), outs, self._pass)
+        cleared, kept = self._retained.after_step(self._outputs[fid])
+        rec.add_backward_step(fid, gys, tuple(gxs), tuple(accs), cleared, self._pass)
+        for vid, g in kept:
+            k = len(rec._raw)
+            rec.add_event(k, k - 1, vid, _GRAD, self._raw(g), self._pass)
 
     def _in_this_pass(self) -> bool:
         """Whether the backward running now is the pass open (a pass that failed never ran
@@ -586,6 +593,8 @@ class TorchRecording:
         self._seed_pending = True
         self.tables.backward_roots.append(self._outputs[fid][slot])
         ti.queue_end_of_pass(self._end_pass)
+        if self._retained.waiting():
+            self._retained.resolve(self._key, self._outputs)
         note_changed_leaves(self)  # a .data change since the forward: stale_inputs sees it
 
     def _seed(self, grad_outputs: tuple) -> None:
@@ -631,6 +640,12 @@ class TorchRecording:
                 raw = self._raw(t.grad)
         rec.add_event(k, k - 1, vid, _GRAD, raw, self._pass)
         self._leaf_last[vid] = (self._leaf_last[vid][0], True)
+
+    def _note_retained(self, t: Any) -> None:
+        """``t.retain_grad()`` ran: on the program's thread, ``t`` is noted (see
+        ``_retained``)."""
+        if self.recording and threading.get_ident() == self._thread and t.grad_fn is not None:
+            self._retained.note(t)
 
     # ------------------------------------------------------------------------------
     # Module scopes
