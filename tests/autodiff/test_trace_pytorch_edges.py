@@ -178,3 +178,25 @@ def test_the_wrapped_apply_and_retain_grad_answer_and_are_put_back():
     assert torch.autograd.Function.__dict__["apply"] is apply
     ScaledMulAdd.apply(x, 2.0, w, w).retain_grad()
     assert len(calls) == 2
+
+
+# parameters of no module, bound at the top level as a script binds them
+FREE_W = nn.Parameter(torch.tensor([1.0, 2.0]))
+SHARED_A = SHARED_B = nn.Parameter(torch.tensor([3.0, 4.0, 5.0]))  # two names: neither says it
+LIN = nn.Linear(2, 1)
+LIN_WEIGHT = LIN.weight  # its module names it
+
+
+@RECORDERS
+def test_a_parameter_of_no_module_is_named_by_its_one_module_level_name(statistics_only):
+    for p in (FREE_W, SHARED_A, LIN_WEIGHT):
+        p.grad = None
+    local = nn.Parameter(torch.tensor([6.0, 7.0, 8.0, 9.0]))  # a local names none
+    with pytorch.record(statistics_only=statistics_only) as t:
+        # LIN_WEIGHT is used before its module runs
+        loss = (LIN_WEIGHT**2).sum() + (FREE_W**2).sum() + (SHARED_A**2).sum()
+        loss = loss + (local**2).sum() + LIN(FREE_W).sum()
+        loss.backward()
+    by_shape = {t.node(v)["shape"]: t.node(v)["name"] for v in t.parameters()}
+    assert by_shape == {(2,): "FREE_W", (3,): None, (4,): None, (1, 2): "weight", (1,): "bias"}
+    assert (SHARED_A is SHARED_B) and LIN_WEIGHT is LIN.weight

@@ -36,6 +36,7 @@ from autodiff.trace._checks import small_params
 from autodiff.trace._recorder import _EMPTIED, _GRAD, _VALUE, Recorder
 from autodiff.trace._snapshot import Snapshot, capture
 from autodiff.trace.pytorch import _internals as ti
+from autodiff.trace.pytorch._names import module_level_name
 from autodiff.trace.pytorch._ops import SHAPE_ONLY, op_name, plain_inputs, tensors
 from autodiff.trace.pytorch._retained import RetainedGrads
 from autodiff.trace.pytorch._stale import note_changed_leaves
@@ -103,6 +104,7 @@ class TorchRecording:
         self._handles: list[Any] = []
         self._node_hooks: list[Any] = []
         self._param_names: dict[int, tuple[Any, str]] = {}  # id(param) -> (weakref, name)
+        self._script_named: set[int] = set()  # parameters named by module_level_name
         self._module_names: dict[int, tuple[Any, dict[int, str]]] = {}  # root id -> names
         # open scopes: (scope id, qualified name; None for torch.compile's wrapper)
         self._scopes: list[tuple[int, str | None]] = []
@@ -430,6 +432,11 @@ class TorchRecording:
             named = self._param_names.get(id(t))
             if named is not None and named[0]() is t:
                 rec.set_name(vid, named[1])
+            else:  # no module named it (yet): the program's own name for it, if one says it
+                name = module_level_name(t)
+                if name is not None:
+                    rec.set_name(vid, name)
+                    self._script_named.add(vid)
         return vid
 
     def _leaf_grad(self, vid: int) -> Any:
@@ -695,6 +702,7 @@ class TorchRecording:
             if id(p) not in self._param_names:
                 self._param_names[id(p)] = (weakref.ref(p), q)
                 vid = self._leaves.get(p)
-                if vid is not None and vid not in rec._names:  # used before its module ran
+                # used before its module ran: its module's name, not the program's
+                if vid is not None and (vid not in rec._names or vid in self._script_named):
                     rec.set_name(vid, q)
         return names

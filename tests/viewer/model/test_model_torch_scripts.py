@@ -494,6 +494,35 @@ def test_a_cancelled_torch_runs_steps_count_against_what_cancel_may_send(tmp_pat
         assert sum(t.count_steps() for t in traces) > 20  # what the cap of 20 counted
 
 
+def test_a_scripts_own_parameter_is_named_by_its_one_top_level_name(tmp_path):
+    pytest.importorskip("torch")
+    script = _write(
+        tmp_path,
+        "free.py",
+        """
+        import torch
+        w = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+        a = b = torch.nn.Parameter(torch.tensor([0.5]))  # two names: neither is shown
+
+        def step():
+            loss = (w * w).sum() + (a * w).sum()
+            loss.backward()
+
+        for _ in range(3):
+            step()
+        """,
+    )
+    run = ScriptRun(script, capture=True)
+    run.max_passes = 2  # passes past the first in recordings of their own
+    result = run.run()
+    assert result.ok, result.error
+    assert len(result.graphs) >= 2
+    for k in range(len(result.graphs)):
+        view = result.view(k)
+        names = {view.node(v)["shape"]: view.node(v)["name"] for v in view.parameters()}
+        assert names == {(2,): "w", (1,): None}, k
+
+
 def test_a_torch_script_where_torch_is_missing_fails_saying_what_to_install(tmp_path):
     script = _write(
         tmp_path,
