@@ -109,6 +109,20 @@ def test_a_custom_functions_edges_link_the_tensors_it_was_called_with(fn, statis
     _assert_same(t.grad_at(bid, last), b.grad.numpy(), statistics_only, "b")
 
 
+def test_a_custom_function_called_with_dispatch_disabled_is_not_the_programs():
+    """What runs with torch's dispatch disabled is not the program's (the viewer's gradient
+    check of a script's Function at a pass's end): no node of it is recorded."""
+    x, w = torch.randn(3), torch.randn(3, requires_grad=True)
+    with pytorch.record() as t:
+        with _internals.no_dispatch():
+            assert _internals.dispatch_disabled()
+            unseen = ScaledMulAdd.apply(x, 2.0, w, w)
+        assert not _internals.dispatch_disabled()
+        (ScaledMulAdd.apply(x, 3.0, w, w) * 2).sum().backward()
+    assert unseen.grad_fn is not None
+    assert [t.node(f)["op"] for f in t.functions] == ["ScaledMulAdd", "mul", "sum"]
+
+
 @RECORDERS
 def test_a_non_leaf_that_retains_its_grad_shows_it_kept_after_each_pass(statistics_only):
     x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)

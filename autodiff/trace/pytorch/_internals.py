@@ -15,7 +15,8 @@ test_trace_pytorch.py`` checks each of them directly.
 - ``AccumulateGrad.variable`` and a custom Function's node class's ``_forward_cls``;
 - a node's ``_saved_*`` attributes (what it saved for its backward), a view's ``_base``;
 - the global module hooks of ``torch.nn.modules.module`` (``always_call``);
-- ``torch._C._DisableTorchDispatch``: runs the recorder's own ops unseen by its mode;
+- ``torch._C._DisableTorchDispatch``: runs the recorder's own ops unseen by its mode (and
+  ``_dispatch_tls_is_dispatch_key_excluded(DispatchKey.Python)`` says it is on);
   ``_python_dispatch._get_current_dispatch_mode`` (the mode on top of this thread's stack),
   ``torch._C._autograd._top_saved_tensors_default_hooks`` (saved-tensor hooks on);
 - ``torch.autograd.backward`` and ``torch.autograd.grad`` as module attributes that
@@ -44,6 +45,7 @@ __all__ = [
     "DispatchMode",
     "accumulated_leaf",
     "current_autograd_node",
+    "dispatch_disabled",
     "forward_class_name",
     "function_inputs",
     "graph_task_id",
@@ -90,6 +92,12 @@ def saved_tensor_hooks_active() -> bool:
     """Whether saved-tensor hooks are on (``torch.utils.checkpoint`` without reentrance:
     the backward recomputes the forward ops run now)."""
     return torch._C._autograd._top_saved_tensors_default_hooks(False) is not None
+
+
+def dispatch_disabled() -> bool:
+    """Whether :func:`no_dispatch` (torch's ``_DisableTorchDispatch``) is on here: ops run
+    now are no dispatch mode's (the recorder's own, a gradient check the viewer runs)."""
+    return torch._C._dispatch_tls_is_dispatch_key_excluded(torch._C.DispatchKey.Python)
 
 
 def no_dispatch() -> Any:

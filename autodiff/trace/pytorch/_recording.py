@@ -263,8 +263,8 @@ class TorchRecording:
         returns, its inputs matched with the call's arguments. (The ops its forward ran are
         not its node's: the last of them may not even make its output.)"""
         out = original(*args, **kwargs)
-        if not self.recording or threading.get_ident() != self._thread:
-            return out
+        if not self.recording or threading.get_ident() != self._thread or ti.dispatch_disabled():
+            return out  # (with dispatch disabled, the ops it ran were not the program's)
         with ti.no_dispatch():  # the recorder's own ops are not the program's
             self._applied = ti.function_inputs(cls, args, kwargs)
             try:
