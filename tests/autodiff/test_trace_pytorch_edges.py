@@ -109,6 +109,38 @@ def test_a_custom_functions_edges_link_the_tensors_it_was_called_with(fn, statis
     _assert_same(t.grad_at(bid, last), b.grad.numpy(), statistics_only, "b")
 
 
+class SplitSign(torch.autograd.Function):
+    """``2 a`` and ``|a| + 1``, the second marked non-differentiable."""
+
+    @staticmethod
+    def forward(ctx, a):
+        magnitude = a.abs() + 1.0
+        ctx.mark_non_differentiable(magnitude)
+        return a * 2, magnitude
+
+    @staticmethod
+    def backward(ctx, g, _):
+        return g * 2
+
+
+def test_a_custom_functions_output_without_history_is_its_cut():
+    w = torch.tensor([1.0, -2.0], requires_grad=True)
+    v = torch.tensor([3.0, 0.5], requires_grad=True)
+    with pytorch.record() as t:
+        s, m = SplitSign.apply(w)
+        with torch.no_grad():
+            _, m2 = SplitSign.apply(v)
+        (s * m * m2).sum().backward()
+    # each output without history shows as one cut made by the Function from its input, not
+    # as the ops its forward ran
+    cuts = t.cuts()
+    assert sorted(t.node(t.creator_of(c))["op"] for c in cuts) == ["SplitSign", "SplitSign"]
+    assert {t.node(f)["op"] for f in t.functions} == {"SplitSign", "mul", "sum"}
+    for c, leaf in zip(sorted(cuts), (w, v), strict=True):
+        (source,) = t.graph.predecessors(t.creator_of(c))
+        np.testing.assert_array_equal(t.value_at(source, 0).array, leaf.detach().numpy())
+
+
 def test_a_custom_function_called_with_dispatch_disabled_is_not_the_programs():
     """What runs with torch's dispatch disabled is not the program's (the viewer's gradient
     check of a script's Function at a pass's end): no node of it is recorded."""

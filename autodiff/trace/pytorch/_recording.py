@@ -277,6 +277,9 @@ class TorchRecording:
                     scope = self._scopes[-1][0] if self._scopes else 0
                     during = self._pass if ti.current_autograd_node() is not None else -1
                     self._add_functions(new, None, (), self._applied, scope, during)
+                # an output without history (non-differentiable, or under no_grad) is the
+                # Function's cut, not one of the ops its forward ran
+                self._note_cut(None, self._applied, tensors(out), cls.__name__)
             finally:
                 self._applied = None
         return out
@@ -460,10 +463,10 @@ class TorchRecording:
         self._constants[t] = vid
         return vid
 
-    def _note_cut(self, func: Any, args: tuple, outs: list) -> None:
+    def _note_cut(self, func: Any, args: Any, outs: list, name: str | None = None) -> None:
         """Remember outputs made without history from an input that has it: a cut, if a
-        recorded op uses them later. Inputs are kept as node ids (or a cut not yet used:
-        ``no_grad`` chains), never as tensors."""
+        recorded op uses them later, named ``name`` (else by ``func``, the op). Inputs are
+        kept as node ids (or a cut not yet used: ``no_grad`` chains), never as tensors."""
         sources = []
         for t in tensors(args):
             if t.requires_grad:
@@ -477,7 +480,7 @@ class TorchRecording:
                 if earlier is not None:
                     sources.append(earlier)
         if sources:
-            note = (op_name(func, args), tuple(sources))
+            note = (name or op_name(func, args), tuple(sources))
             for t in outs:
                 # a mask or an index carries no gradient: no cut
                 if not t.requires_grad and (t.is_floating_point() or t.is_complex()):
