@@ -224,6 +224,28 @@ def test_the_wrapped_apply_and_retain_grad_answer_and_are_put_back():
     assert torch.autograd.Function.__dict__["apply"] is apply
     ScaledMulAdd.apply(x, 2.0, w, w).retain_grad()
     assert len(calls) == 2
+    # keyword arguments, as a Function with setup_context takes them: bound to forward's
+    # parameters, in order
+    y = Scaled.apply(x, scale=2.0, w=w)
+    inputs = _internals.function_inputs(Scaled, (x,), {"scale": 2.0, "w": w})
+    assert len(inputs) == 2 and inputs[0] is x and inputs[1] is w
+    assert [p is None for p, _ in y.grad_fn.next_functions] == [True, False]
+
+
+class Scaled(torch.autograd.Function):
+    @staticmethod
+    def forward(x, w, scale=1.0):
+        return x * w * scale
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.scale = inputs[2]
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return None, g * x * ctx.scale, None
 
 
 # parameters of no module, bound at the top level as a script binds them
@@ -246,3 +268,15 @@ def test_a_parameter_of_no_module_is_named_by_its_one_module_level_name(statisti
     by_shape = {t.node(v)["shape"]: t.node(v)["name"] for v in t.parameters()}
     assert by_shape == {(2,): "FREE_W", (3,): None, (4,): None, (1, 2): "weight", (1,): "bias"}
     assert (SHARED_A is SHARED_B) and LIN_WEIGHT is LIN.weight
+
+
+def test_a_custom_function_called_with_keywords_links_each_to_its_edge():
+    x = torch.tensor([1.0, 2.0])
+    w = nn.Parameter(torch.tensor([3.0, -1.0]))
+    with pytorch.record() as t:
+        Scaled.apply(x, scale=2.0, w=w).sum().backward()
+    (fid,) = [f for f in t.functions if t.node(f)["op"] == "Scaled"]
+    plain, wid = _inputs_by_slot(t, fid)
+    np.testing.assert_array_equal(t.value_at(plain, 0).array, x.numpy())
+    assert t.node(wid)["parameter"]
+    np.testing.assert_array_equal(t.grad_at(wid, len(t.steps) - 1).array, w.grad.numpy())
