@@ -39,8 +39,9 @@ __all__ = ["GradientRecording"]
 _SCOPES = "autodiff.trace.scope"  # node.metadata key: the scope a node was made in
 
 
-# rows a pass writes once its gradients' statistics are known (see _Pass)
-_STEP, _SEED, _LEAF = 0, 1, 2
+# rows a pass writes once its gradients' statistics are known (see _Pass); _KEPT: a
+# non-leaf's .grad kept by retain_grad()
+_STEP, _SEED, _LEAF, _KEPT = 0, 1, 2, 3
 
 # gradients held for their statistics before they are computed: at most this many elements
 # (beyond, the statistics of those held so far are computed at once, and they are let go)
@@ -56,8 +57,8 @@ class _Pass:
     without a copy); ``(reference, shape)`` for the same elements in another order."""
 
     __slots__ = (
-        "consumers", "done", "fresh", "held", "index", "leaf_grads", "passing", "root", "rows",
-        "seed", "values",
+        "cleared", "consumers", "done", "fresh", "held", "index", "leaf_grads", "passing",
+        "root", "rows", "seed", "values",
     )  # fmt: skip
 
     def __init__(self, index: int, consumers: dict, fresh: set, root: int, seed: int) -> None:
@@ -72,6 +73,9 @@ class _Pass:
         self.held = 0  # elements held
         self.leaf_grads: dict[int, Any] = {}  # fresh leaf -> its .grad's reference
         self.rows: list[tuple] = []  # steps and events not written yet
+        # function node -> its outputs whose gradient is dropped after its step, where
+        # retain_grad() keeps one (else all of them)
+        self.cleared: dict[int, tuple[int, ...]] = {}
 
     def hold(self, g: Any) -> int:
         self.values.append(g)
@@ -121,7 +125,9 @@ class GradientRecording(TorchRecording):
 
     def start(self) -> None:
         self.start_hooks()
-        self._restore = ti.wrap_backward(self._backward)
+        self._restore = ti.undo_all(
+            ti.wrap_backward(self._backward), ti.wrap_retain_grad(self._note_retained)
+        )
 
     def stop(self) -> None:
         try:
@@ -186,6 +192,8 @@ class GradientRecording(TorchRecording):
                 self._has_grad[vid] = False
         self._leaf_refs = alive
         reached = self._add_graph([t.grad_fn for t in roots if t.grad_fn is not None])
+        if self._retained.waiting():
+            self._retained.resolve(self._key, self._outputs)
         consumers: dict[int, int] = {}
         inputs = self._inputs
         for fid in reached:
@@ -239,7 +247,7 @@ class GradientRecording(TorchRecording):
                     tuple([snapshot(r) for r in gys]),
                     tuple([snapshot(r) for r in gxs]),
                     (),
-                    self._outputs[fid],
+                    now.cleared.get(fid, self._outputs[fid]),
                     now.index,
                 )
             else:
@@ -249,7 +257,8 @@ class GradientRecording(TorchRecording):
                     rec.add_event(k, k, vid, _GRAD, snapshot(ref), now.index)
                 else:
                     rec.add_event(k, k - 1, vid, _GRAD, snapshot(ref), now.index)
-                    self._has_grad[vid] = True
+                    if kind == _LEAF:
+                        self._has_grad[vid] = True
             written += 1
         del now.rows[:written]
 
@@ -409,6 +418,11 @@ class GradientRecording(TorchRecording):
             if consumers.get(vid) == 1:
                 passing[vid] = ref
         now.rows.append((_STEP, fid, gys, gxs, waits))
+        cleared, kept = self._retained.after_step(self._outputs[fid])
+        if kept:
+            now.cleared[fid] = cleared
+            for vid, g in kept:
+                now.rows.append((_KEPT, vid, hold(g)))
         if now.held > HELD_ELEMENTS and not waits:
             now.summarise()
             self._write(now)
