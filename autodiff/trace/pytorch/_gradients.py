@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from functools import partial
 from typing import Any
 
 from autodiff.trace._checks import MAX_PARAM_STR
@@ -117,7 +118,7 @@ class GradientRecording(TorchRecording):
         self._has_grad: dict[int, bool] = {}  # leaf -> whether .grad was set after its pass
         self._leaf_refs: list[tuple[Any, int]] = []  # (weakref of the leaf, its node)
         self._leaf_ids: dict[int, tuple[Any, int]] = {}  # id(leaf) -> (weakref, its node)
-        self._names_of: dict[type, tuple[str, str, bool]] = {}  # node class -> names
+        self._names_of: dict[type, tuple] = {}  # node class -> its names (see _names)
 
     def start(self) -> None:
         self.start_hooks()
@@ -271,7 +272,7 @@ class GradientRecording(TorchRecording):
             if entry is not None:  # its inputs are recorded (or it was met before)
                 stack.pop()
                 if entry[1]:
-                    order.append(node)
+                    order.append((node, entry[2]))
                     entry[1] = False
                 continue
             fid = node.metadata.get(key)
@@ -285,8 +286,8 @@ class GradientRecording(TorchRecording):
             for p, _ in edges:
                 if p is not None and type(p) is not accumulate and id(p) not in seen:
                     stack.append(p)
-        for node in order:
-            reached[self._add_node(node, seen[id(node)][2])] = None
+        if order:
+            reached = dict.fromkeys(self._add_nodes(order))
         # nodes an earlier pass recorded (a retained graph): reached through their inputs
         producer = self._producer
         while old:
@@ -297,61 +298,83 @@ class GradientRecording(TorchRecording):
             old.extend([producer[v] for v in self._inputs[fid] if v in producer])
         return list(reached)
 
-    def _add_node(self, g: Any, edges: tuple) -> int:
+    def _add_nodes(self, order: list) -> list[int]:
+        """Record the autograd nodes of ``order``, ``(node, its next_functions)`` with each
+        node's inputs before it: a function node each, its outputs variables, and a hook that
+        notes its step. One loop with everything it reads at hand: it runs at every pass of a
+        training loop, for every node the forward made."""
         rec = self.tables
-        key = self._key
-        outputs = self._outputs
-        in_ids: list[int] = []
-        slots: list[int] = []
-        for i, (p, nr) in enumerate(edges):
-            if p is None:
-                continue
-            if type(p) is ti.ACCUMULATE_GRAD:
-                leaf = ti.accumulated_leaf(p)
-                if leaf is None:
+        key, scope_key = self._key, self._scope_key
+        accumulate = ti.ACCUMULATE_GRAD
+        outputs, slots_of, inputs_of = self._outputs, self._slots, self._inputs
+        generation, producer = self._generation, self._producer
+        leaf_ids, names_of = self._leaf_ids, self._names_of
+        add_function, add_variable = rec.add_function, rec.add_variable
+        set_scope, set_params, add_forward_step = rec.set_scope, rec.set_params, rec.add_forward_step
+        hooks = self._node_hooks
+        ran = self._on_backward_step
+        made = []
+        for g, edges in order:
+            in_ids: list[int] = []
+            slots: list[int] = []
+            gen = 0
+            for i, (p, nr) in enumerate(edges):
+                if p is None:
                     continue
-                vid = self._leaf(leaf)
-            else:
-                vid = outputs[p.metadata[key]][nr]
-            in_ids.append(vid)
-            slots.append(i)
-        generation = self._generation
-        gen = max([generation[v] for v in in_ids], default=0)
-        shapes = ti.output_metadata(g)
-        named = self._names_of.get(type(g))
-        if named is None:
-            name = g.name()
-            op = ti.forward_class_name(g) or node_op_name(name)
-            named = self._names_of[type(g)] = (name, op, name.startswith("Convolution"))
-        name, op, conv = named
-        if conv:
-            dims = len(shapes[0][0] or ()) if shapes else 0
-            op = node_op_name(name, dims, bool(getattr(g, "_saved_transposed", False)))
-        fid = len(rec._t_info)
-        inputs = tuple(in_ids)
-        out_ids = tuple(range(fid + 1, fid + 1 + len(shapes)))
-        rec.add_function(gen, op, inputs, out_ids)
-        generation.append(gen)
-        meta = g.metadata
-        scope = meta.get(self._scope_key, 0)
-        producer = self._producer
-        for vid, (shape, dtype) in zip(out_ids, shapes, strict=True):
-            rec.add_variable(gen + 1, shape, None if dtype is None else dtype_of(dtype))
-            generation.append(gen + 1)
-            producer[vid] = fid
+                if type(p) is accumulate:
+                    leaf = ti.accumulated_leaf(p)
+                    if leaf is None:
+                        continue
+                    found = leaf_ids.get(id(leaf))
+                    vid = found[1] if found is not None and found[0]() is leaf else self._leaf(leaf)
+                else:
+                    vid = outputs[p.metadata[key]][nr]
+                in_ids.append(vid)
+                slots.append(i)
+                if generation[vid] > gen:
+                    gen = generation[vid]
+            shapes = ti.output_metadata(g)
+            named = names_of.get(type(g))
+            if named is None:
+                named = names_of[type(g)] = self._names(g)
+            name, op, params, conv = named
+            if conv:
+                dims = len(shapes[0][0] or ()) if shapes else 0
+                op = node_op_name(name, dims, bool(getattr(g, "_saved_transposed", False)))
+            fid = len(rec._t_info)
+            inputs = tuple(in_ids)
+            out_ids = tuple(range(fid + 1, fid + 1 + len(shapes)))
+            add_function(gen, op, inputs, out_ids)
+            generation.append(gen)
+            meta = g.metadata
+            scope = meta.get(scope_key, 0)
+            for vid, (shape, dtype) in zip(out_ids, shapes, strict=True):
+                add_variable(gen + 1, shape, None if dtype is None else dtype_of(dtype))
+                producer[vid] = fid
+                if scope:
+                    set_scope(vid, scope)
+            generation.extend([gen + 1] * len(out_ids))
+            set_params(fid, params)
             if scope:
-                rec.set_scope(vid, scope)
-        if len(name) <= MAX_PARAM_STR:  # as small_params keeps a string
-            rec.set_params(fid, (("torch_node", name),))
-        if scope:
-            rec.set_scope(fid, scope)
-        outputs[fid] = out_ids
-        self._slots[fid] = tuple(slots)
-        self._inputs[fid] = inputs
-        meta[key] = fid
-        self._node_hooks.append(g.register_hook(self._node_ran(fid)))
-        rec.add_forward_step(fid, (None,) * len(out_ids))
-        return fid
+                set_scope(fid, scope)
+            outputs[fid] = out_ids
+            slots_of[fid] = tuple(slots)
+            inputs_of[fid] = inputs
+            meta[key] = fid
+            hooks.append(g.register_hook(partial(ran, fid)))  # called (fid, grads in, out)
+            add_forward_step(fid, (None,) * len(out_ids))
+            made.append(fid)
+        return made
+
+    @staticmethod
+    def _names(g: Any) -> tuple[str, str, tuple, bool]:
+        """What the nodes of ``g``'s class are called: torch's name, the op a user knows, the
+        node's parameters (torch's name, as ``small_params`` would keep it), and whether the
+        op depends on the node (a convolution's dimensions and transposition)."""
+        name = g.name()
+        op = ti.forward_class_name(g) or node_op_name(name)
+        params = (("torch_node", name),) if len(name) <= MAX_PARAM_STR else ()
+        return name, op, params, name.startswith("Convolution")
 
     def _new_leaf(self, t: Any) -> int:
         vid = super()._new_leaf(t)
@@ -359,7 +382,7 @@ class GradientRecording(TorchRecording):
         self._leaf_ids[id(t)] = (ref, vid)
         self._leaf_refs.append((ref, vid))
         self._has_grad[vid] = t.grad is not None
-        self._handles.append(t.register_post_accumulate_grad_hook(self._leaf_grad(vid)))
+        self._handles.append(t.register_post_accumulate_grad_hook(partial(self._on_leaf_grad, vid)))
         return vid
 
     def _leaf(self, t: Any) -> int:
