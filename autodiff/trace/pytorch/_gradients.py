@@ -140,9 +140,10 @@ class GradientRecording(TorchRecording):
         super()._module_before(module, args)
 
     def _module_after(self, module: Any, args: Any, output: Any) -> None:
-        if self.recording and threading.get_ident() == self._thread and self._scopes:
+        # (all the base class does here, the scope's pop, done here: one call per module)
+        if self.recording and self._scopes and threading.get_ident() == self._thread:
             self._tag_scope(output, self._scopes[-1][0])
-        super()._module_after(module, args, output)
+            self._scopes.pop()
 
     def _tag_scope(self, items: Any, scope: int) -> None:
         """Tag the nodes behind ``items`` not tagged yet with ``scope``: made since the last
@@ -309,8 +310,10 @@ class GradientRecording(TorchRecording):
         outputs, slots_of, inputs_of = self._outputs, self._slots, self._inputs
         generation, producer = self._generation, self._producer
         leaf_ids, names_of = self._leaf_ids, self._names_of
-        add_function, add_variable = rec.add_function, rec.add_variable
-        set_scope, set_params, add_forward_step = rec.set_scope, rec.set_params, rec.add_forward_step
+        add_function, add_variable, add_forward_step = (
+            rec.add_function, rec.add_variable, rec.add_forward_step
+        )  # fmt: skip
+        set_scope, set_params = rec.set_scope, rec.set_params
         hooks = self._node_hooks
         ran = self._on_backward_step
         made = []
@@ -395,13 +398,16 @@ class GradientRecording(TorchRecording):
     # Backward steps
     # ------------------------------------------------------------------------------
     def _on_backward_step(self, fid: int, grad_inputs: tuple, grad_outputs: tuple) -> None:
+        """Node ``fid`` ran: a step with references to the gradients it received and made
+        (runs once per node per pass: what it reads is at hand in locals)."""
         if not self.recording or not self._passes:
             return  # a pass not begun through the wrapped functions
         now = self._passes[-1]
         passing = now.passing
         hold = now.hold
+        outs = self._outputs[fid]
         gys = []
-        for vid, g in zip(self._outputs[fid], grad_outputs, strict=False):
+        for vid, g in zip(outs, grad_outputs, strict=False):
             if g is None:
                 gys.append(None)
                 continue
@@ -409,17 +415,21 @@ class GradientRecording(TorchRecording):
             gys.append(hold(g) if ref is None else ref)
         if now.seed == fid:
             now.seed = -1
-            now.rows.append((_SEED, now.root, gys[self._outputs[fid].index(now.root)]))
+            now.rows.append((_SEED, now.root, gys[outs.index(now.root)]))
+        # one gradient in: an input gradient may be it, transposed (see _permuted)
+        gy = grad_outputs[0] if len(gys) == 1 and gys[0] is not None else None
+        at = -1 if gy is None else gy.data_ptr()
         consumers = now.consumers
         fresh = now.fresh
         waits = []  # fresh leaves whose .grad this step's gradients become
         gxs = []
+        count = len(grad_inputs)
         for vid, edge in zip(self._inputs[fid], self._slots[fid], strict=True):
-            g = grad_inputs[edge] if edge < len(grad_inputs) else None
+            g = grad_inputs[edge] if edge < count else None
             if g is None:
                 gxs.append(None)
                 continue
-            if len(gys) == 1 and gys[0] is not None and _permuted(g, grad_outputs[0]):
+            if g.data_ptr() == at and _permuted(g, gy):
                 ref = (gys[0], tuple(g.shape))
                 if vid in fresh:  # the leaf's .grad will be these numbers
                     now.leaf_grads[vid] = ref

@@ -118,31 +118,31 @@ def statistics_of(ts: list) -> list[Snapshot]:
     small = []
     dense: list[tuple[int, Any, float]] = []  # (index, the tensor, its sum of squares)
     parts: list[Any] = []  # 0-d tensors: min, max and sum of each dense one
-    for i, t in enumerate(ts):
-        if t.requires_grad:
-            t = t.detach()
-        if t.dtype in _FLOATS and t.device.type == "cpu":
-            n = t.numel()
-            if 0 < n <= NUMPY_UP_TO:
-                small.append((i, t.numpy()))
-                continue
-            flat = _flat(t) if n else None
-            if flat is not None:
-                lo, hi = torch.aminmax(flat)
-                parts += (lo, hi, flat.sum())
-                a = flat.numpy()
-                dense.append((i, t, float(np.dot(a, a))))
-                continue
-        snaps[i] = statistics(t)
+    with np.errstate(over="ignore", invalid="ignore"):  # (a sum of squares may overflow)
+        for i, t in enumerate(ts):
+            if t.requires_grad:
+                t = t.detach()
+            if t.dtype in _FLOATS and t.device.type == "cpu":
+                n = t.numel()
+                if 0 < n <= NUMPY_UP_TO:
+                    small.append((i, t.numpy()))
+                    continue
+                flat = _flat(t) if n else None
+                if flat is not None:
+                    lo, hi = torch.aminmax(flat)
+                    parts += (lo, hi, flat.sum())
+                    a = flat.numpy()
+                    dense.append((i, t, float(np.dot(a, a))))
+                    continue
+            snaps[i] = statistics(t)
     if dense:
         if len({p.dtype for p in parts}) > 1:
             parts = [p.double() for p in parts]
         stats = torch.stack(parts).tolist()
         for j, (i, t, squares) in enumerate(dense):
             lo, hi, total = stats[3 * j : 3 * j + 3]
-            if math.isfinite(lo) and math.isfinite(hi) and math.isfinite(total) and (
-                math.isfinite(squares)
-            ):
+            finite = math.isfinite
+            if finite(lo) and finite(hi) and finite(total) and finite(squares):
                 snaps[i] = Snapshot(
                     tuple(t.shape), _dtype_name(dtype_of(t.dtype)), None, lo, hi,
                     total / t.numel(), math.sqrt(squares), 0, 0,
@@ -184,10 +184,8 @@ def _flat(t: Any) -> Any:
     contiguous tensor, or a transpose or permutation of one; statistics do not depend on the
     order), else None."""
     if not t.is_contiguous():
-        if t.ndim == 2:  # (a transpose: the common case, a weight's gradient)
-            t = t.t()
-        else:
-            t = t.permute(sorted(range(t.ndim), key=lambda d: -t.stride(d)))
+        # a 2-D one (a weight's gradient, transposed: the common case) needs no sort
+        t = t.t() if t.ndim == 2 else t.permute(sorted(range(t.ndim), key=lambda d: -t.stride(d)))
         if not t.is_contiguous():
             return None
     return t.reshape(-1)
