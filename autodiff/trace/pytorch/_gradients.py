@@ -309,7 +309,7 @@ class GradientRecording(TorchRecording):
         accumulate = ti.ACCUMULATE_GRAD
         outputs, slots_of, inputs_of = self._outputs, self._slots, self._inputs
         generation, producer = self._generation, self._producer
-        leaf_ids, names_of = self._leaf_ids, self._names_of
+        names_of = self._names_of
         add_function, add_variable, add_forward_step = (
             rec.add_function, rec.add_variable, rec.add_forward_step
         )  # fmt: skip
@@ -328,8 +328,7 @@ class GradientRecording(TorchRecording):
                     leaf = ti.accumulated_leaf(p)
                     if leaf is None:
                         continue
-                    found = leaf_ids.get(id(leaf))
-                    vid = found[1] if found is not None and found[0]() is leaf else self._leaf(leaf)
+                    vid = self._leaf(leaf)
                 else:
                     vid = outputs[p.metadata[key]][nr]
                 in_ids.append(vid)
