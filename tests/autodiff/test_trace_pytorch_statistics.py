@@ -446,3 +446,34 @@ def test_a_pass_worth_of_statistics_at_once_are_each_tensors_own():
         t = t.detach()
         a = t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy()
         _assert_stats(snap, a, f"tensor {i}")
+
+
+def test_scopes_of_ops_between_modules_and_of_a_module_with_two_arguments():
+    # a module boundary tags the nodes made since the last one: at a module's entry those
+    # its arguments reach (made in the scope around it), at its exit those its output reaches
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, a, b):
+            return self.lin(a) * b
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.two = Two()
+
+        def forward(self, x):
+            return self.two(torch.tanh(x), x.exp())  # both made in Outer, before Two runs
+
+    torch.manual_seed(9)
+    model = Outer()
+    x = torch.randn(2, 3, requires_grad=True)
+    with pytorch.record(statistics_only=True) as t:
+        model(x).sum().backward()
+    scopes = {t.node(f)["op"]: t.node(f)["scope"] for f in t.functions}
+    assert scopes["tanh"] == "Outer" and scopes["exp"] == "Outer"
+    assert scopes["linear"] == "Outer/two/lin"
+    assert scopes["mul"] == "Outer/two"
+    assert scopes["sum"] == ""

@@ -27,6 +27,8 @@ import weakref
 from functools import partial
 from typing import Any
 
+from torch import Tensor
+
 from autodiff.trace._checks import MAX_PARAM_STR
 from autodiff.trace._recorder import _EMPTIED, _GRAD
 from autodiff.trace._snapshot import Snapshot
@@ -147,9 +149,19 @@ class GradientRecording(TorchRecording):
 
     def _tag_scope(self, items: Any, scope: int) -> None:
         """Tag the nodes behind ``items`` not tagged yet with ``scope``: made since the last
-        module boundary, in the scope open until now."""
+        module boundary, in the scope open until now. Twice per module call: a module's one
+        tensor (its argument, its output) whose node is tagged already (nothing was made
+        since the last boundary, the common case) costs one dict look-up."""
         key = self._scope_key
-        stack = [t.grad_fn for t in tensors(items)]
+        if type(items) is tuple and len(items) == 1:
+            items = items[0]
+        if isinstance(items, Tensor):
+            node = items.grad_fn  # (never an AccumulateGrad: a leaf has none)
+            if node is None or key in node.metadata:
+                return
+            stack = [node]
+        else:
+            stack = [t.grad_fn for t in tensors(items)]
         while stack:
             node = stack.pop()
             if node is None or type(node) is ti.ACCUMULATE_GRAD:
