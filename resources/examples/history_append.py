@@ -7,7 +7,8 @@ holds its creator, the creator its inputs, and so on back to the data: each entr
 keeps that iteration's entire graph in memory, so memory grows with every step of training.
 
 What to look for: --check (and the Problems panel) reports one graph-held warning: the graphs
-of the passes stayed alive after their pass, from pass #1, on the line of loss.backward().
+of the passes stayed alive after their pass, from pass #1, on the line of loss.backward(),
+held by `history` (a list, line 28: history.append(loss)).
 The fix is to keep the number, not the Variable: history.append(float(loss.data))
 (loss.item() in PyTorch).
 """

@@ -156,6 +156,18 @@ def test_a_runs_held_passes_are_its_detectors_finding_when_they_ran(tmp_path, re
     assert [p for p in doc.problems() if p.kind == "graph-held"] == [once]
 
 
+def test_the_panels_held_graph_names_the_global_list_that_held_the_losses(tmp_path):
+    """The real detectors over a run whose loop keeps each loss in a global list: the
+    Document's graph-held problem names the list and the line that fills it."""
+    held = CLEARS.replace("    loss.backward()", "    loss.backward()\n    kept.append(loss)")
+    result = run_script(tmp_path, "kept = []\n" + textwrap.dedent(held))
+    doc = Document()
+    assert doc.apply_script_result(result)
+    (problem,) = [p for p in doc.problems() if p.kind == "graph-held"]
+    assert problem.severity == "warning"
+    assert "held by `kept` (a list, line 10: kept.append(loss))" in problem.message
+
+
 def test_a_script_without_a_report_is_looked_at_over_its_graphs_in_memory(tmp_path, registry):
     seen = []
     dead_relu_on_first_function(seen)
