@@ -40,6 +40,7 @@ from autodiff import core
 from autodiff.trace import Trace, TraceReader, TraceView, view_for_root
 from viewer.model.checks.function_check import FunctionSampler
 from viewer.model.checks.problems import ProblemReport, Thresholds
+from viewer.model.scripts.carried_lines import carry_lines
 from viewer.model.scripts.global_holders import held_loss_holder
 from viewer.model.scripts.pass_recording import PassRecording
 from viewer.model.scripts.pass_sampling import DEFAULT_MAX_PASSES, PassLog, pass_label
@@ -837,7 +838,12 @@ def _collect_graphs(
     try:
         samples = _forward_only_graphs(trace)
         if recording is not None and len(recording.passes):
-            return samples + _recorded_graphs(recording)
+            graphs = samples + _recorded_graphs(recording)
+            try:  # the passes kept past the head: their ops' lines, from a head pass alike
+                carry_lines(graphs, recording.head, recording.pass_keys, recording.reservoir.head)
+            except Exception as e:  # only lines are lost: the graphs stay
+                stage_changed.emit(f"could not carry the script's lines over: {e}")
+            return graphs
         own = {g.root for g in samples}
         return samples + [g for g in _graphs_of(trace) if g.root not in own]
     except Exception as e:
