@@ -174,6 +174,7 @@ def _check_script(
 
 def _check_trace(path: Path, limits: Thresholds) -> CheckOutcome:
     from autodiff.trace import TraceFormatError, load, trace_from_npz
+    from viewer.model.checks.pass_graphs import pass_inputs
     from viewer.model.document.file_loader import MAX_TRACE_BYTES
 
     try:
@@ -183,10 +184,11 @@ def _check_trace(path: Path, limits: Thresholds) -> CheckOutcome:
             trace = load(path, max_bytes=MAX_TRACE_BYTES)
     except (TraceFormatError, OSError, ValueError) as e:
         raise CheckUsageError(f"cannot read {path.name} as a saved trace: {e}") from None
-    return CheckOutcome(_detect_single(graph_inputs(trace, path.name, "trace"), limits))
+    return CheckOutcome(_detect_single(pass_inputs(trace, path.name, "trace"), limits))
 
 
 def _check_expression(path: Path, limits: Thresholds) -> CheckOutcome:
+    from viewer.model.checks.pass_graphs import pass_inputs
     from viewer.model.document.file_loader import read_text_bounded
     from viewer.model.expression.program import MAX_SOURCE_CHARS, ExpressionError, parse
 
@@ -204,27 +206,10 @@ def _check_expression(path: Path, limits: Thresholds) -> CheckOutcome:
         evaluation = program.run()
     except ExpressionError as e:
         return CheckOutcome(ProblemReport(), f"{path.name}: {e}")
-    inputs = graph_inputs(evaluation.trace, path.name, "engine", str(path))
+    inputs = pass_inputs(evaluation.trace, path.name, "engine", str(path))
     report = _detect_single(inputs, limits)
     evaluation.release()
     return CheckOutcome(report)
-
-
-def graph_inputs(
-    trace: Any, title: str, source: str, script: str | None = None
-) -> tuple[Iterator[GraphInput], int]:
-    """The graphs of a recording to check, and how many: one per backward pass when it holds
-    several (each its own view, made when the detectors get to it), else the whole recording."""
-    from autodiff.trace import view_for_root
-
-    roots = list(trace.backward_roots)
-    if len(roots) <= 1:
-        return iter([GraphInput(trace, 0, title, source, script)]), 1
-    views = (
-        GraphInput(view_for_root(trace, root, k), k, f"{title} · backward #{k + 1}", source, script)
-        for k, root in enumerate(roots)
-    )
-    return views, len(roots)
 
 
 def _detect_single(inputs: tuple[Iterator[GraphInput], int], limits: Thresholds) -> ProblemReport:

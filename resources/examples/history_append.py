@@ -6,8 +6,8 @@ A training loop that logs its losses by appending the loss Variable itself to a 
 holds its creator, the creator its inputs, and so on back to the data: each entry of the list
 keeps that iteration's entire graph in memory, so memory grows with every step of training.
 
-What to look for: --check (and the Problems panel) reports one graph-held warning: the graphs
-of the passes stayed alive after their pass, from pass #1, on the line of loss.backward().
+What to look for: --check (and the Problems panel) reports one graph-held warning: the passes'
+graphs stayed alive from pass #1 (backward() on line 26), held by `history` (line 28).
 The fix is to keep the number, not the Variable: history.append(float(loss.data))
 (loss.item() in PyTorch).
 """

@@ -91,6 +91,23 @@ def test_json_is_an_array_of_problems_and_nothing_else(tmp_path):
         assert p["severity"] == "warning" and isinstance(p["nodes"], list)
 
 
+def test_the_held_graphs_name_the_scripts_global_that_holds_the_losses(tmp_path):
+    """history.append(loss): the JSON's graph-held message names the list and the statement
+    that fills it; a loss kept in a function's local list names no global."""
+    done = _check(str(_script(tmp_path, lr=0.1)), "--yes", "--json")
+    assert done.returncode == 1, done.stderr
+    (held,) = [p for p in json.loads(done.stdout) if p["kind"] == "graph-held"]
+    line = _PLANTED.splitlines().index("    history.append({kept})") + 1
+    assert f"held by `history` (a list, line {line}: history.append(loss))" in held["message"]
+    assert "pass #1" in held["message"]
+    local = tmp_path / "local.py"
+    body = textwrap.indent(textwrap.dedent(_PLANTED.format(lr=0.1, kept="loss", tail="")), "    ")
+    local.write_text("def main():\n" + body + "\nmain()\n")
+    done = _check(str(local), "--yes", "--json")
+    (held,) = [p for p in json.loads(done.stdout) if p["kind"] == "graph-held"]
+    assert "held by" not in held["message"] and "history.append(loss)" in held["message"]
+
+
 def test_a_correct_script_prints_nothing_and_exits_0(tmp_path):
     done = _check(str(_script(tmp_path, lr=0.1, kept="float(loss.data)")), "--yes")
     assert (done.returncode, done.stdout) == (0, ""), done.stderr

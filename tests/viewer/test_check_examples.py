@@ -89,7 +89,7 @@ _NAMED = {
     ],
     "broadcast_loss": ["(50, 1)", "(50,)", "reshape"],
     "dead_relu": ["ReLU", "80%", "(in 5 of 5 kept passes, first in pass #1)"],
-    "history_append": ["history.append(loss)", "pass #1"],
+    "history_append": ["held by `history` (a list, line 28: history.append(loss))", "pass #1"],
     "diverging_lr": ["learning rate", "pass #1"],
 }
 

@@ -1,6 +1,6 @@
-"""The flow detectors (viewer/model/checks/detectors/flow.py): for each kind a program with the
-bug planted and a correct twin close to it, on the engine and on PyTorch; the bundled examples
-meant to be correct report nothing above info."""
+"""The flow detectors (viewer/model/checks/detectors/flow.py, gradient_size.py): for each kind a
+program with the bug planted and a correct twin close to it, on the engine and on PyTorch; the
+bundled examples meant to be correct report nothing above info."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import autodiff.layers as L
 from autodiff import Variable, optimizers
 from autodiff.models import Model
 from autodiff.trace import load, record, view_for_root
-from viewer.model.checks.detectors import flow
+from viewer.model.checks.detectors import flow, gradient_size
 from viewer.model.checks.problems import CannotRun, GraphInput, Thresholds, detect
 from viewer.model.document.examples import list_examples
 from viewer.model.expression.program import parse
@@ -24,8 +24,8 @@ from viewer.model.scripts.run import run_script
 FLOW = (
     flow.unreached_parameter,
     flow.carried_gradient,
-    flow.vanishing_gradient,
-    flow.exploding_gradient,
+    gradient_size.vanishing_gradient,
+    gradient_size.exploding_gradient,
     flow.nonfinite,
 )
 
@@ -329,7 +329,11 @@ def test_micrograd_forgotten_zero_grad_is_found_and_its_twin_is_silent():
         micrograd_fit(zero=True)
     assert run(flow.carried_gradient, views(t, "micrograd")) == []
     # micrograd's weights are plain Values: the detectors that need parameters say so
-    for detector in (flow.unreached_parameter, flow.vanishing_gradient, flow.exploding_gradient):
+    for detector in (
+        flow.unreached_parameter,
+        gradient_size.vanishing_gradient,
+        gradient_size.exploding_gradient,
+    ):
         with pytest.raises(CannotRun, match="no parameters"):
             detector(views(t, "micrograd")[0], Thresholds())
 
@@ -386,7 +390,7 @@ class Deep(Model):
 
 def test_a_deep_stack_with_tiny_weights_vanishes_at_the_first_layers():
     (g,) = engine(fit, seeded(Deep, True), passes=1)
-    found = flow.vanishing_gradient(g, Thresholds())
+    found = gradient_size.vanishing_gradient(g, Thresholds())
     layers = [p.message.split("'")[0] for p in found]
     assert layers and layers[0] == "layer Deep/l0"
     assert all(p.kind == "vanishing-gradient" and p.severity == "warning" for p in found)
@@ -395,17 +399,17 @@ def test_a_deep_stack_with_tiny_weights_vanishes_at_the_first_layers():
     assert {g.reader.node(n)["name"] for n in first.nodes} == {"l0.W", "l0.b"}
     assert g.reader.steps[first.step].phase == "backward"
     looser = Thresholds(vanishing_orders=30.0)
-    assert flow.vanishing_gradient(g, looser) == []  # the threshold is the limit
+    assert gradient_size.vanishing_gradient(g, looser) == []  # the threshold is the limit
 
 
 def test_summarised_arrays_are_read_through_their_statistics():
     (g,) = engine(fit, seeded(Deep, True), passes=1, max_array_size=0)
     w = next(n for n in g.reader.parameters() if g.reader.node(n)["name"] == "l0.W")
     assert g.reader.grad_at(w, len(g.reader.steps) - 1).array is None  # a summary
-    found = flow.vanishing_gradient(g, Thresholds())
+    found = gradient_size.vanishing_gradient(g, Thresholds())
     assert found and found[0].message.startswith("layer Deep/l0'")
     graphs = engine(fit, seeded(Line), passes=1, lr=0.001, scale=30.0, max_array_size=0)
-    assert run(flow.exploding_gradient, graphs)
+    assert run(gradient_size.exploding_gradient, graphs)
     graphs = engine(fit, seeded(TwoLayer, "data"), passes=1, max_array_size=0)
     (p,) = run(flow.unreached_parameter, graphs)
     assert "Variable(h.data)" in p.message
@@ -413,7 +417,7 @@ def test_summarised_arrays_are_read_through_their_statistics():
 
 def test_the_same_stack_initialised_as_usual_does_not_vanish():
     (g,) = engine(fit, seeded(Deep, False), passes=1)
-    assert flow.vanishing_gradient(g, Thresholds()) == []
+    assert gradient_size.vanishing_gradient(g, Thresholds()) == []
 
 
 def test_torch_sigmoid_stack_with_tiny_init_vanishes_and_a_tanh_stack_does_not():
@@ -435,13 +439,13 @@ def test_torch_sigmoid_stack_with_tiny_init_vanishes_and_a_tanh_stack_does_not()
         ((model(x) - 1.0) ** 2).mean().backward()
 
     (g,) = torch_run(program, True)
-    found = flow.vanishing_gradient(g, Thresholds())
+    found = gradient_size.vanishing_gradient(g, Thresholds())
     assert found and found[0].message.startswith("layer Sequential/0'")
     assert "below Sequential/12" in found[0].message
     assert set(g.reader.names(found[0].nodes)) == {"0.weight", "0.bias"}
     assert found[0].severity == "warning" and step_of(g, found[0]).phase == "backward"
     (g,) = torch_run(program, False)
-    assert flow.vanishing_gradient(g, Thresholds()) == []
+    assert gradient_size.vanishing_gradient(g, Thresholds()) == []
 
 
 def test_one_layer_cannot_compare():
@@ -455,7 +459,7 @@ def test_one_layer_cannot_compare():
 
     (g,) = engine(fit, seeded(One), passes=1)
     with pytest.raises(CannotRun, match="fewer than 2 layers"):
-        flow.vanishing_gradient(g, Thresholds())
+        gradient_size.vanishing_gradient(g, Thresholds())
 
 
 # ------------------------------------------------------------------------------------------
@@ -472,7 +476,7 @@ class Line(Model):
 
 def test_unscaled_inputs_give_gradients_far_larger_than_the_weights():
     graphs = engine(fit, seeded(Line), passes=2, lr=0.001, scale=30.0)
-    found = run(flow.exploding_gradient, graphs)
+    found = run(gradient_size.exploding_gradient, graphs)
     assert found and {p.graph for p in found} == {0, 1}
     p = found[0]
     g = graphs[p.graph]
@@ -485,7 +489,7 @@ def test_unscaled_inputs_give_gradients_far_larger_than_the_weights():
 
 def test_the_same_fit_on_scaled_inputs_is_silent_even_with_a_zero_bias():
     graphs = engine(fit, seeded(Line), passes=3, lr=0.1)
-    assert run(flow.exploding_gradient, graphs) == []
+    assert run(gradient_size.exploding_gradient, graphs) == []
     # the bias starts at 0 (its gradient is many times its value) but stays under the floor
     g = graphs[0]
     bias = next(n for n in g.reader.parameters() if g.reader.node(n)["name"] == "fc.b")
@@ -508,11 +512,11 @@ def test_torch_unscaled_inputs_explode_and_scaled_ones_do_not():
             optimizer.step()
 
     graphs = torch_run(program, 30.0)
-    found = run(flow.exploding_gradient, graphs)
+    found = run(gradient_size.exploding_gradient, graphs)
     assert found and found[0].message.startswith("weight's gradient")
     assert found[0].severity == "warning" and "clip" in found[0].message
     assert graphs[found[0].graph].reader.names(found[0].nodes) == ["weight"]
-    assert run(flow.exploding_gradient, torch_run(program, 1.0)) == []
+    assert run(gradient_size.exploding_gradient, torch_run(program, 1.0)) == []
 
 
 # ------------------------------------------------------------------------------------------
@@ -684,4 +688,4 @@ def test_a_bias_beside_its_weight_is_not_a_vanishing_layer():
     with record() as tr:
         F.mean_squared_error(F.linear(x, W, b), t).backward()
     assert 0 < float(np.abs(b.grad.data).max()) < 1e-4 < float(np.abs(W.grad.data).max())
-    assert flow.vanishing_gradient(GraphInput(tr), Thresholds()) == []
+    assert gradient_size.vanishing_gradient(GraphInput(tr), Thresholds()) == []

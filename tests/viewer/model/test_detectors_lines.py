@@ -1,5 +1,6 @@
-"""A script run knows the line of each op of its first passes (the head of its recording), and
-the problems and the inspector say it: "on line 7"."""
+"""A script run knows the line of each op of its first passes (the head of its recording) and of
+the passes kept later with the same ops (carried over), and the problems and the inspector say
+it: "on line 7"."""
 
 from __future__ import annotations
 
@@ -147,3 +148,70 @@ def test_redundant_computation_names_both_lines(tmp_path):
     (p,) = values.redundant_computation(GraphInput(t), LIMITS)
     assert "Tanh" in p.message and "on line 6 on x is computed twice" in p.message, p.message
     assert "(steps 0 and 1, the first on line 5, 2000 elements each)" in p.message, p.message
+
+
+# A NaN from pass #31 on (log of a negative), long past a 4-pass run's head of 2 passes; the
+# same ops in every pass. Line 9: the Log; line 11: backward().
+LATE_NAN = """\
+import numpy as np
+import autodiff.functions as F
+from autodiff import Parameter, Variable
+x = Variable(np.linspace(1, 2, 8).reshape(8, 1))
+W = Parameter(np.ones((1, 1)), name="W")
+for i in range(40):
+    shift = 10.0 if i >= 30 else 0.0
+    h = F.matmul(x, W) - shift
+    loss = F.sum(F.log(h))
+    W.cleargrad()
+    loss.backward()
+"""
+
+
+def _late_run(tmp_path, text):
+    from viewer.model.scripts.run import ScriptRun
+
+    run = ScriptRun(_write(tmp_path, text))
+    run.max_passes = 4
+    with np.errstate(all="ignore"):
+        result = run.run()
+    assert result.ok, result.error
+    return result
+
+
+def test_a_pass_kept_past_the_head_gets_the_lines_of_a_head_pass_of_the_same_ops(tmp_path):
+    result = _late_run(tmp_path, LATE_NAN)
+    head = [g for g in result.graphs if not g.own_trace]
+    later = [g for g in result.graphs if g.own_trace]
+    assert head and later and max(g.number for g in later) == 39
+    first = _lines(result.view(result.graphs.index(head[0])))
+    assert first == {"MatMul": 8, "Sub": 8, "Log": 9, "Sum": 9}
+    for g in later:
+        assert _lines(result.view(result.graphs.index(g))) == first, g.title
+    # the first NaN, found in pass #31 (kept: flagged), names its op's line
+    nan = result.graphs.index(next(g for g in later if g.number == 30))
+    (problem,) = [p for p in result.problems.for_graph(nan) if p.kind == "nonfinite"]
+    assert "`Log`" in problem.message and "on line 9" in problem.message, problem.message
+
+
+def test_a_later_pass_of_other_ops_gets_no_lines(tmp_path):
+    """Past pass #20 the loss is made by other ops (tanh for log): no head pass has that
+    structure, so those passes name no line rather than a wrong one."""
+    other = LATE_NAN.replace("F.log(h)", "(F.tanh(h) if i >= 20 else F.log(h))").replace(
+        "10.0 if i >= 30", "0.0 if i >= 30"
+    )
+    result = _late_run(tmp_path, other)
+    for g in result.graphs:
+        lines = _lines(result.view(result.graphs.index(g)))
+        if g.number >= 20:
+            assert "Tanh" in lines and set(lines.values()) == {None}, g.title
+        else:
+            assert lines["Log"] == 9, g.title
+
+
+def test_carried_lines_travel_in_the_workers_files(tmp_path):
+    path = _write(tmp_path, LATE_NAN.replace("10.0 if i >= 30", "0.0 if i >= 30"))
+    result = ScriptProcess(path, max_passes=4).run()
+    assert result.ok, result.error
+    last = len(result.graphs) - 1
+    assert result.graphs[last].number == 39
+    assert _lines(result.view(last)) == {"MatMul": 8, "Sub": 8, "Log": 9, "Sum": 9}

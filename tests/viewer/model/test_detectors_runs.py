@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 from bug_demos import demonstrates
 
+from autodiff import Variable
+from autodiff import functions as F
 from viewer.model.checks import problems as P
 from viewer.model.checks.detectors import runs
 from viewer.model.document.examples import list_examples
-from viewer.model.scripts import result_schema
+from viewer.model.scripts import global_holders, result_schema
 from viewer.model.scripts.pass_sampling import (
     FLAG_GRADCHECK,
     FLAG_HELD,
@@ -149,6 +151,78 @@ def test_held_passes_name_the_first_the_count_the_line_and_the_holder():
     assert p.severity == "warning" and "2 passes" in p.message and "pass #3" in p.message
     (p,) = runs.graph_held(_run_input([1.0] * 5, flags, held_long=[]), P.Thresholds())
     assert p.severity == "info"
+
+
+def test_the_scripts_global_holding_the_first_held_loss_is_named_before_the_audit():
+    """``held_in`` (found in the script's globals before they are dropped) is the holder the
+    message names, and the audit's holder too when the graphs outlived the program."""
+    flags = [FLAG_HELD] * 4 + [0]
+    run = _run_input(
+        [1.0] * 5, flags, {1: 0}, held_long=[0, 1, 2], held_by=["global 'cache' (list)"],
+        held_in="`history` (a list, line 9: history.append(loss))",
+    )  # fmt: skip
+    (p,) = runs.graph_held(run, P.Thresholds())
+    assert p.severity == "warning" and "3 passes" in p.message
+    assert "held by `history` (a list, line 9: history.append(loss))" in p.message
+    assert "found them still held by global 'cache' (list)" in p.message
+    assert "float(loss.data)" in p.message
+
+
+class _Log:
+    def __init__(self):
+        self.entries = []
+
+
+def test_global_holder_finds_the_global_reaching_the_object_through_containers():
+    target = Variable(np.ones(1))
+    other = Variable(np.ones(1))
+    log = _Log()
+    log.entries.append({"loss": target})
+    namespace = {
+        "__name__": "__main__",
+        "loss": target,  # the object itself: no holder
+        "np": np,  # modules are not entered
+        "chain": F.exp(target),  # a graph reaching it is not a holder a user wrote
+        "numbers": [1.0, 2.0],
+        "log": log,
+    }
+    assert global_holders.global_holder(namespace, target) == ("log", "_Log")
+    assert global_holders.global_holder({"history": [other, target]}, target) == (
+        "history",
+        "list",
+    )
+    assert global_holders.global_holder({"chain": F.exp(target)}, target) is None
+    deep = [[[[[target]]]]]  # past MAX_DEPTH containers
+    assert global_holders.global_holder({"deep": deep}, target) is None
+    assert global_holders.global_holder(namespace, None) is None
+
+
+def test_the_statements_filling_a_global_are_read_from_the_script(tmp_path):
+    source = textwrap.dedent(
+        """
+        history = []
+        seen = {}
+        for i in range(3):
+            history.append(i)
+            seen[i] = i
+        history += [4]
+        other.append(history)
+        """
+    )
+    assert global_holders.adding_lines(source, "history") == [
+        (5, "history.append(i)"),
+        (7, "history += [4]"),
+    ]
+    assert global_holders.adding_lines(source, "seen") == [(6, "seen[i] = i")]
+    assert global_holders.adding_lines("def broken(:\n", "history") == []
+    script = tmp_path / "s.py"
+    script.write_text(source)
+    words = global_holders.describe_holder(("history", "list"), script)
+    assert words == "`history` (a list, filled on lines 5, 7)"
+    assert global_holders.describe_holder(("seen", "dict"), script) == (
+        "`seen` (a dict, line 6: seen[i] = i)"
+    )
+    assert global_holders.describe_holder(("log", "OrderedDict"), None) == "`log` (an OrderedDict)"
 
 
 _HELD = ("referenced", "global 'cache' in lib (list)", 4, 1, (5, 6))
@@ -329,6 +403,7 @@ def test_the_leak_audit_names_what_holds_the_graphs(tmp_path):
         sys.modules.pop("held_cache", None)
     (p,) = _mine(result.problems, "graph-held")
     assert "held by global 'history' in held_cache (list)" in p.message
+    assert "held by `history` (a list, line" in p.message  # the script's name for it
 
 
 _CUSTOM = """
@@ -501,6 +576,9 @@ def test_torch_scripts_planted_and_correct(tmp_path, lr, kept, expected):
     for p in result.problems.problems:
         if p.kind in RUN_KINDS and p.graph is not None:
             assert result.graphs[p.graph].root in p.nodes
+        if p.kind == "graph-held":  # the holder named from the script's globals, as on the engine
+            line = _line_of(_TORCH, "history.append")
+            assert f"held by `history` (a list, line {line}: history.append(loss))" in p.message
 
 
 _TORCH_FUNCTION = """

@@ -6,9 +6,13 @@ import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 import viewer.model.checks.detectors  # noqa: F401  (registered before the registry is swapped)
+from autodiff import Variable
+from autodiff.trace import record, view_for_root
+from viewer.check import check_path
 from viewer.model.checks import problems as P
 from viewer.model.checks.problem_list import kinds_by_graph, problem_rows, report_lines
 from viewer.model.checks.problem_marks import OVERLAY_KIND, flag_problems, unify
@@ -154,6 +158,51 @@ def test_a_runs_held_passes_are_its_detectors_finding_when_they_ran(tmp_path, re
     doc = Document()
     assert doc.apply_script_result(result)
     assert [p for p in doc.problems() if p.kind == "graph-held"] == [once]
+
+
+def test_the_panels_held_graph_names_the_global_list_that_held_the_losses(tmp_path):
+    """The real detectors over a run whose loop keeps each loss in a global list: the
+    Document's graph-held problem names the list and the line that fills it."""
+    held = CLEARS.replace("    loss.backward()", "    loss.backward()\n    kept.append(loss)")
+    result = run_script(tmp_path, "kept = []\n" + textwrap.dedent(held))
+    doc = Document()
+    assert doc.apply_script_result(result)
+    (problem,) = [p for p in doc.problems() if p.kind == "graph-held"]
+    assert problem.severity == "warning"
+    assert "held by `kept` (a list, line 10: kept.append(loss))" in problem.message
+
+
+def test_a_saved_multi_pass_trace_lists_what_check_prints_per_pass(tmp_path):
+    """Three passes without cleargrad(), saved: the panel looks at each pass as --check does
+    and lists the same problem (kind, message with its pass count, nodes), on the one graph
+    shown at the whole recording's step of that pass's accumulation."""
+    w = Variable(np.array([1.0, 2.0]), name="weights")
+    with record() as t:
+        for _ in range(3):
+            loss = (w * w).sum()
+            loss.backward()
+            w.data = w.data - 0.01 * w.grad.data
+    path = tmp_path / "carried.json"  # (the app opens saved traces as .json)
+    t.to_json(path)
+    checked = check_path(path, run_scripts=False).report
+    (printed,) = checked.problems
+    assert printed.kind == "carried-gradient" and printed.graph == 1
+    assert "(in 2 of 3 kept passes, first in pass #2)" in printed.message
+    doc = Document()
+    assert doc.load_path(str(path))
+    (shown,) = doc.problems()
+    assert (shown.kind, shown.severity, shown.message, shown.nodes) == (
+        printed.kind,
+        printed.severity,
+        printed.message,
+        printed.nodes,
+    )
+    assert shown.graph == doc.shown_graph() == 0
+    second = view_for_root(doc.trace, doc.trace.backward_roots[1], 1)
+    assert shown.step == second.global_step(printed.step)
+    step = doc.trace.steps[shown.step]
+    assert step.phase == "backward" and step.accumulations  # the carried sum itself
+    assert doc.problem_summary().graphs == 3
 
 
 def test_a_script_without_a_report_is_looked_at_over_its_graphs_in_memory(tmp_path, registry):

@@ -1061,12 +1061,14 @@ class Document:
                 )
             big = True
         else:
-            graphs = problem_finder.graph_inputs(self.trace, self.kind, self.title, self.path)
-            inputs, total = (lambda: graphs), len(graphs)
+            inputs, total = problem_finder.graph_inputs(
+                self.trace, self.kind, self.title, self.path
+            )
             big = len(self.trace.variables) + len(self.trace.functions) > self.sync_layout_limit
+        one_graph = result is None  # the passes of the one graph shown
         if self.runner is None or not big:
             self.problem_report = problem_finder.find_problems(
-                inputs, self.problem_limits, total, None, None
+                inputs, self.problem_limits, total, None, None, one_graph
             )
             return
         self.problems_running = True
@@ -1074,7 +1076,12 @@ class Document:
         token = self._problems_token = object()
         finish = functools.partial(self._problems_found, token)
         work = problem_finder.problem_work(
-            inputs, self.problem_limits, total, finish, lambda: self.runner.cancel("problems")
+            inputs,
+            self.problem_limits,
+            total,
+            finish,
+            lambda: self.runner.cancel("problems"),
+            one_graph,
         )
         self.runner.submit(work)
 

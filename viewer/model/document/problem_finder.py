@@ -2,7 +2,8 @@
 the work that runs them off the GUI thread.
 
 A typed expression, a saved trace and micrograd Values are one graph each: the detectors run
-over it (:func:`graph_inputs`). A script's run brings its own report (``ScriptResult.problems``,
+over each of its backward passes, as ``--check`` does, and their report is moved onto it
+(:func:`graph_inputs`). A script's run brings its own report (``ScriptResult.problems``,
 made by the worker over the run's kept passes and its pass log); a run without one (an older
 result, a run whose detectors did not run) is looked at here, over the graphs whose recordings
 are already in memory (:func:`loaded_graphs`): nothing is read from the run's folder for it.
@@ -14,9 +15,12 @@ over the Document's ``sync_layout_limit`` nodes, it goes to the Document's runne
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from autodiff.trace import Trace
+from viewer.model.checks.pass_graphs import onto_one_graph, pass_inputs
 from viewer.model.checks.problems import GraphInput, ProblemReport, Thresholds, detect
 from viewer.model.document.work import Outcome, Progress, ShouldCancel, Work
 
@@ -44,13 +48,19 @@ def report_of_result(result: Any) -> ProblemReport | None:
     return None
 
 
-def graph_inputs(trace: Any, kind: str, title: str, path: Any = None) -> list[GraphInput]:
-    """The one graph of a typed expression (``kind`` 'expression') or a trace ('trace': a
-    saved one when it came from a file, else the engine's or micrograd's Values)."""
+def graph_inputs(
+    trace: Any, kind: str, title: str, path: Any = None
+) -> tuple[Callable[[], Iterator[GraphInput]], int]:
+    """The graphs of a typed expression (``kind`` 'expression') or a trace ('trace': a saved
+    one when it came from a file, else the engine's or micrograd's Values), made when called,
+    and how many: one per backward pass when it holds several, as ``--check`` looks at it
+    (:func:`~viewer.model.checks.pass_graphs.pass_inputs`); the report is moved back onto
+    the one graph shown (:func:`find_problems` with ``one_graph``)."""
     if trace is None:
-        return []
+        return (lambda: iter(())), 0
     source = "trace" if kind == "trace" and path is not None else "engine"
-    return [GraphInput(trace, 0, title, source)]
+    roots = len(trace.backward_roots) if isinstance(trace, Trace) else 0
+    return (lambda: pass_inputs(trace, title, source)[0]), max(1, roots)
 
 
 def loaded_graphs(result: Any) -> list[int]:
@@ -94,27 +104,40 @@ def script_inputs(result: Any) -> Callable[[], list[GraphInput]]:
 
 
 def find_problems(
-    inputs: Callable[[], list[GraphInput]],
+    inputs: Callable[[], Iterable[GraphInput]],
     limits: Thresholds,
     total: int,
     _progress: Progress,
     _should_cancel: ShouldCancel,
+    one_graph: bool = False,
 ) -> ProblemReport:
-    """The Work's function: the detectors over what ``inputs`` gives, within the budget."""
-    return detect(inputs(), None, limits, total=total)
+    """The Work's function: the detectors over what ``inputs`` gives, within the budget.
+    ``one_graph``: the inputs are the passes of the one graph shown (:func:`graph_inputs`),
+    and the report is moved onto it (:func:`~viewer.model.checks.pass_graphs.onto_one_graph`)."""
+    if not one_graph:
+        return detect(inputs(), None, limits, total=total)
+    readers: dict[int, Any] = {}
+
+    def seen() -> Iterator[GraphInput]:
+        for g in inputs():
+            readers[g.graph] = g.reader
+            yield g
+
+    return onto_one_graph(detect(seen(), None, limits, total=total), readers)
 
 
 def problem_work(
-    inputs: Callable[[], list[GraphInput]],
+    inputs: Callable[[], Iterable[GraphInput]],
     limits: Thresholds,
     total: int,
     finish: Callable[[Outcome], object],
     cancel: Callable[[], None],
+    one_graph: bool = False,
 ) -> Work:
     """The detectors over a source too big to look at on the GUI thread."""
     return Work(
         "problems",
-        find_problems,
+        functools.partial(find_problems, one_graph=one_graph),
         (inputs, limits, total),
         "Problems",
         "Looking for problems…",

@@ -122,6 +122,9 @@ class PassRecording:
         # the passes of the first kind (their index), for the graph-held problem
         self._older_root: dict[tuple, tuple[int, weakref.ref]] = {}
         self.held_long = array("q")
+        # the earliest of those passes and its root, weakly: the run asks the script's globals
+        # which one holds it before they are dropped (graph-held names the holder)
+        self.first_held: tuple[int, weakref.ref] | None = None
         self._held = -1  # the pass found held at this pass (-1: none)
         self._column: dict[int, int | None] = {}  # leaf creation order -> its PassLog column
         self._active = False
@@ -306,6 +309,8 @@ class PassRecording:
         older = self._older_root.pop(key, None)
         if older is not None and older[1]() is not None:
             self.held_long.append(older[0])
+            if self.first_held is None or older[0] < self.first_held[0]:
+                self.first_held = older
         if held >= 0:
             self._older_root[key] = before  # type: ignore[assignment]
         if root is not None:

@@ -40,6 +40,8 @@ from autodiff import core
 from autodiff.trace import Trace, TraceReader, TraceView, view_for_root
 from viewer.model.checks.function_check import FunctionSampler
 from viewer.model.checks.problems import ProblemReport, Thresholds
+from viewer.model.scripts.carried_lines import carry_lines
+from viewer.model.scripts.global_holders import held_loss_holder
 from viewer.model.scripts.pass_recording import PassRecording
 from viewer.model.scripts.pass_sampling import DEFAULT_MAX_PASSES, PassLog, pass_label
 from viewer.model.scripts.run_problems import script_problems
@@ -619,6 +621,11 @@ class ScriptRun(_RunState):
                 if flusher is not None:
                     flusher.stop()
                 self._restore(saved, stdout, stderr)
+        # Before the script's names go (the audit cannot see them): the global holding the loss
+        # of the first pass whose graph outlived it, for graph-held's message.
+        held_in = held_loss_holder(
+            namespace, None if recording is None else recording.first_held, self.path
+        )
         # Drop the script's objects as the interpreter would at exit, then see what survives.
         _drop_namespace(namespace, self.path)
         namespace = None
@@ -670,7 +677,9 @@ class ScriptRun(_RunState):
             forward_only=_forward_only(recording),
         )
         if self.find_problems:
-            self.result.problems = self._find_problems(self.result, recording, torch_passes)
+            self.result.problems = self._find_problems(
+                self.result, recording, torch_passes, held_in
+            )
         # A cancelled or failed run shows what it built up to then: its last graph too.
         if graphs and self.prepare_view:
             self.stage_changed.emit("preparing the last graph")
@@ -683,7 +692,11 @@ class ScriptRun(_RunState):
         return self.result
 
     def _find_problems(
-        self, result: ScriptResult, recording: PassRecording | None, torch: TorchPasses | None
+        self,
+        result: ScriptResult,
+        recording: PassRecording | None,
+        torch: TorchPasses | None,
+        held_in: str | None = None,
     ) -> ProblemReport | None:
         """The detectors' report over the run (None: they could not run at all, said as a
         stage): a bug in them must not cost the user the run's result."""
@@ -696,7 +709,7 @@ class ScriptRun(_RunState):
                 id(t) for t in (recording.head, *recording.segments.values())
             }
         try:
-            return script_problems(result, recording, traces, self.problem_limits)
+            return script_problems(result, recording, traces, self.problem_limits, held_in)
         except Exception as e:
             self.stage_changed.emit(f"could not look for problems: {type(e).__name__}: {e}")
             return None
@@ -830,7 +843,12 @@ def _collect_graphs(
     try:
         samples = _forward_only_graphs(trace)
         if recording is not None and len(recording.passes):
-            return samples + _recorded_graphs(recording)
+            graphs = samples + _recorded_graphs(recording)
+            try:  # the passes kept past the head: their ops' lines, from a head pass alike
+                carry_lines(graphs, recording.head, recording.pass_keys, recording.reservoir.head)
+            except Exception as e:  # only lines are lost: the graphs stay
+                stage_changed.emit(f"could not carry the script's lines over: {e}")
+            return graphs
         own = {g.root for g in samples}
         return samples + [g for g in _graphs_of(trace) if g.root not in own]
     except Exception as e:

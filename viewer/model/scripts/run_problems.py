@@ -93,6 +93,7 @@ def run_input(
     key_lines: Sequence[int] | None = None,
     wrong: dict[int, Sequence[str]] | None = None,
     held_long: Sequence[int] | None = None,
+    held_in: str | None = None,
 ) -> RunInput | None:
     """The run detectors' input from ``result``'s pass log (None: no backward pass ran and
     the leak audit found nothing; with no backward pass but an audit's survivors, a RunInput
@@ -101,7 +102,8 @@ def run_input(
     recording's ``pass_keys``/``key_lines``); ``wrong``: kept pass -> the ops whose check
     failed in it (the recording's ``wrong``); ``held_long``: the passes whose root was alive
     still a pass after the next (the recording's ``held_long``; without it every pass flagged
-    held is taken for a leak)."""
+    held is taken for a leak); ``held_in``: the script's global that held the first of those
+    passes' loss, in words (:mod:`~viewer.model.scripts.global_holders`)."""
     log = result.passes
     audit = [] if result.cancelled else _audit(result)
     if log is None or not len(log):
@@ -134,6 +136,8 @@ def run_input(
     }
     if held_long is not None:
         extra["held_long"] = list(held_long)
+    if held_in:
+        extra["held_in"] = held_in
     if keys is not None and key_lines is not None and len(keys) == n:
         extra["keys"] = list(keys)
         extra["lines"] = list(key_lines)
@@ -214,11 +218,13 @@ def script_problems(
     recording: Any = None,
     torch_traces: frozenset[int] = frozenset(),
     limits: Thresholds | None = None,
+    held_in: str | None = None,
 ) -> ProblemReport:
     """Every detector over ``result``'s graphs and pass log (see the module's docstring).
     ``recording``: the run's :class:`~viewer.model.scripts.pass_recording.PassRecording`, for
     each pass's loss line and the ops that failed their check (without it the detectors fall
-    back on the iterations); ``torch_traces``: the ``id()`` of the torch passes' traces."""
+    back on the iterations); ``torch_traces``: the ``id()`` of the torch passes' traces;
+    ``held_in``: the global that held the first held pass's loss (:func:`run_input`)."""
     limits = limits or Thresholds()
     budget = min(limits.budget_seconds, PROBLEMS_GRACE + PROBLEMS_SHARE * result.duration)
     limits = replace(limits, budget_seconds=budget)
@@ -228,6 +234,7 @@ def script_problems(
         key_lines=None if recording is None else recording.key_lines,
         wrong=None if recording is None else recording.wrong,
         held_long=None if recording is None else recording.held_long,
+        held_in=held_in,
     )
     total = len(result.graphs)
     if result.cancelled:

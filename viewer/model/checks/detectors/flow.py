@@ -1,5 +1,5 @@
-"""Detectors of how gradients flow: unreached-parameter, carried-gradient, vanishing-gradient,
-exploding-gradient, nonfinite.
+"""Detectors of how gradients flow: unreached-parameter, carried-gradient, nonfinite (the
+gradients' sizes, vanishing and exploding, are :mod:`.gradient_size`'s).
 
 Each reads one graph through the :class:`~autodiff.trace.TraceReader` protocol only, so it runs
 on every source (the engine, micrograd, saved traces, PyTorch recordings). A graph is usually
@@ -18,16 +18,6 @@ The rules, with the limits of :class:`~viewer.model.checks.problems.Thresholds`:
 * **carried-gradient** (warning): the pass added to a gradient a leaf held from an earlier
   pass (the trace's GRAD_CARRIED): ``cleargrads()`` / ``zero_grad()`` forgotten, unless the
   program accumulates over passes on purpose.
-* **vanishing-gradient** (warning): the parameters' gradient norms summed per layer (the scope
-  of the function that uses the parameter: ``Net/l1``; its name's prefix, ``l1``, outside any
-  scope); a layer whose norm is more than ``vanishing_orders`` orders of magnitude below the
-  largest layer's, among the layers that ran before the largest in the forward (a gradient
-  vanishes on its way back: a bias beside its weight, or a later layer, is not that). A layer
-  whose gradient is exactly zero is left to the detectors of dead
-  units; one that got none is unreached-parameter's.
-* **exploding-gradient** (warning): a parameter whose gradient's root mean square is more than
-  ``exploding_ratio`` times its value's *and* above ``exploding_floor`` (so a bias initialised
-  at zero, whose first gradients are ordinary, does not fire).
 * **nonfinite** (error): the first step whose value or gradient holds NaN or Inf, with its op.
 
 Each uses what a Snapshot always carries (shape, norm, NaN and Inf counts), so arrays summarised
@@ -36,12 +26,19 @@ beyond the trace's ``max_array_size`` are read too.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
 from typing import Any
 
 from autodiff.trace import NodeState
 from viewer.model.checks.detectors.op_names import on_line
+from viewer.model.checks.detectors.reading import (
+    NO_BACKWARD,
+    NO_PARAMETERS,
+    backward_passes,
+    drawn_nodes,
+    node_name,
+    node_names,
+    reached_by,
+)
 from viewer.model.checks.problems import (
     CannotRun,
     GraphInput,
@@ -50,107 +47,7 @@ from viewer.model.checks.problems import (
     graph_detector,
 )
 
-__all__ = [
-    "carried_gradient",
-    "exploding_gradient",
-    "nonfinite",
-    "unreached_parameter",
-    "vanishing_gradient",
-]
-
-_NO_BACKWARD = "the graph has no backward pass"
-_NO_PARAMETERS = "the graph has no parameters (Parameter, nn.Parameter)"
-
-
-# ------------------------------------------------------------------------------------------
-# What the detectors share: the passes of a reader, names, layers
-# ------------------------------------------------------------------------------------------
-def _passes(reader: Any) -> dict[int, list[int]]:
-    """The reader's backward passes: pass number -> its backward steps' indexes, ascending."""
-    found: dict[int, list[int]] = {}
-    for step in reader.steps:
-        if step.phase == "backward":
-            found.setdefault(step.backward_pass, []).append(step.index)
-    return found
-
-
-def _reached(reader: Any, indexes: Iterable[int]) -> set[int]:
-    """The nodes a backward step of ``indexes`` gave a gradient to."""
-    steps = reader.steps
-    got: set[int] = set()
-    for k in indexes:
-        step = steps[k]
-        for node, grad in zip(step.inputs, step.input_grads, strict=False):
-            if grad is not None:
-                got.add(node)
-    return got
-
-
-def _name(reader: Any, node_id: int) -> str:
-    """A node as the user knows it: its name, else ``op #id`` after its creator."""
-    node = reader.node(node_id)
-    if node.get("name"):
-        return str(node["name"])
-    if node.get("kind") == "function":
-        return f"{node.get('op')} #{node_id}"
-    base = reader.base if reader.base is not None else reader  # a view's leaf may have one
-    creator = base.creator_of(node_id)
-    if creator < 0:
-        return f"variable #{node_id}"
-    return f"{base.node(creator).get('op')} #{node_id}"
-
-
-def _names(reader: Any, nodes: Iterable[int], at_most: int = 4) -> str:
-    """``a, b and c`` (``a, b, c, d and 3 more`` past ``at_most``)."""
-    names = [_name(reader, n) for n in nodes]
-    if len(names) > at_most:
-        names = [*names[:at_most], f"{len(names) - at_most} more"]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
-def _drawn(reader: Any) -> set[int]:
-    return set(reader.variables) | set(reader.functions)
-
-
-def _first_users(reader: Any, params: Iterable[int]) -> dict[int, int]:
-    """Each parameter's first function in the reader (node ids grow in the order the program
-    made them, so the smallest is the earliest in the forward)."""
-    params = set(params)
-    pairs, _ = reader.edges()
-    user: dict[int, int] = {}
-    for source, target in pairs.tolist():
-        if source in params and (source not in user or target < user[source]):
-            user[source] = target
-    return user
-
-
-def _layers(reader: Any, params: Iterable[int]) -> dict[int, str]:
-    """Each parameter's layer: the scope path of the first function of the reader that uses
-    it (a parameter itself, a leaf, is in no scope); outside any scope, the prefix of its name
-    (``l1`` of ``l1.W``, ``hidden.0`` of ``hidden.0.weight``), else its name."""
-    params = set(params)
-    user = _first_users(reader, params)
-    scope_of = reader.node_scopes()
-    scopes = reader.scopes()
-    layers: dict[int, str] = {}
-    for p in params:
-        path = ""
-        fid = user.get(p)
-        if fid is not None and 0 <= fid < len(scope_of):
-            sid = int(scope_of[fid])
-            if 0 < sid < len(scopes):
-                path = scopes[sid].path
-        if not path:
-            name = _name(reader, p)
-            path = name.rsplit(".", 1)[0] if "." in name else name
-        layers[p] = path
-    return layers
-
-
-def _rms(snapshot: Any) -> float:
-    """The root mean square of a Snapshot's finite elements (NaN when it has none)."""
-    size = max(1, snapshot.size)
-    return float(snapshot.norm) / math.sqrt(size)
+__all__ = ["carried_gradient", "nonfinite", "unreached_parameter"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -161,17 +58,17 @@ def unreached_parameter(graph: GraphInput, limits: Thresholds) -> list[Problem]:
     """Parameters that got no gradient in a pass where others did, and where their path to
     the loss was cut (see the module's docstring)."""
     reader = graph.reader
-    passes = _passes(reader)
+    passes = backward_passes(reader)
     if not passes:
-        raise CannotRun(_NO_BACKWARD)
+        raise CannotRun(NO_BACKWARD)
     base = reader.base if reader.base is not None else reader
     params = base.parameters()
     if not params:
-        raise CannotRun(_NO_PARAMETERS)
-    drawn = _drawn(reader)
+        raise CannotRun(NO_PARAMETERS)
+    drawn = drawn_nodes(reader)
     problems = []
     for _, indexes in sorted(passes.items()):
-        reached = _reached(reader, indexes)
+        reached = reached_by(reader, indexes)
         if not reached & params:
             continue  # no parameter got a gradient: nothing to compare with
         window = _forward_window(reader, base, indexes[0])
@@ -190,7 +87,8 @@ def unreached_parameter(graph: GraphInput, limits: Thresholds) -> list[Problem]:
                 Problem(
                     "unreached-parameter",
                     "warning",
-                    f"{_names(reader, group)} {verb} no gradient from this backward pass: {why}",
+                    f"{node_names(reader, group)} {verb} no gradient from this backward pass: "
+                    f"{why}",
                     graph.graph,
                     indexes[0] if step is None else step,
                     nodes,
@@ -230,9 +128,9 @@ def _where_cut(
     if copied is not None:
         leaf, source, step = copied
         return (
-            f"the value of {_name(reader, source)}{on_line(base, source)} reached the loss as "
+            f"the value of {node_name(reader, source)}{on_line(base, source)} reached the loss as "
             "a new leaf "
-            f"({_name(reader, leaf)}, as `Variable(h.data)` or an op on `.data` makes one), "
+            f"({node_name(reader, leaf)}, as `Variable(h.data)` or an op on `.data` makes one), "
             "which backward stops at; use the Variable itself",
             step,
             (leaf,),
@@ -277,7 +175,7 @@ def _cut_words(
     shown = 0 <= local < first_backward and reader.global_step(local) == cut_step
     step = local if shown else None
     return (
-        f"{how} ({_name(reader, node)}{on_line(base, node)}); backward stops there",
+        f"{how} ({node_name(reader, node)}{on_line(base, node)}); backward stops there",
         step,
         (node,),
     )
@@ -345,9 +243,9 @@ def carried_gradient(graph: GraphInput, limits: Thresholds) -> list[Problem]:
     and of other leaves the program updates between the passes (a weight kept as a plain
     Variable); a leaf it never changes (the data) is not trained, its gradient not used."""
     reader = graph.reader
-    passes = _passes(reader)
+    passes = backward_passes(reader)
     if not passes:
-        raise CannotRun(_NO_BACKWARD)
+        raise CannotRun(NO_BACKWARD)
     steps = reader.steps
     params = reader.parameters()
     ends: dict[int, int] = {}
@@ -380,7 +278,7 @@ def carried_gradient(graph: GraphInput, limits: Thresholds) -> list[Problem]:
             Problem(
                 "carried-gradient",
                 "warning",
-                f"this backward adds to the gradient of {_names(reader, nodes)}, which {verb} "
+                f"this backward adds to the gradient of {node_names(reader, nodes)}, which {verb} "
                 f"left over from an earlier pass: call {clear} before backward(), unless you "
                 "accumulate gradients over passes on purpose",
                 graph.graph,
@@ -411,119 +309,6 @@ def _updated(reader: Any, node: int, step: int, ends: dict[int, int]) -> bool:
         )
     end = ends[origin]
     return end >= 0 and base.value_at(node, end) != reader.value_at(node, step)
-
-
-# ------------------------------------------------------------------------------------------
-# vanishing-gradient and exploding-gradient
-# ------------------------------------------------------------------------------------------
-def _parameter_grads(reader: Any) -> list[tuple[int, list[tuple[int, Any]]]]:
-    """Per backward pass of the reader: (its last step, [(parameter, the gradient it holds
-    after the pass)]) for the parameters the pass gave a gradient."""
-    passes = _passes(reader)
-    if not passes:
-        raise CannotRun(_NO_BACKWARD)
-    params = reader.parameters()
-    if not params:
-        raise CannotRun(_NO_PARAMETERS)
-    out = []
-    for _, indexes in sorted(passes.items()):
-        last = indexes[-1]
-        grads = []
-        for p in sorted(_reached(reader, indexes) & params):
-            g = reader.grad_at(p, last)
-            if g is not None:
-                grads.append((p, g))
-        out.append((last, grads))
-    return out
-
-
-@graph_detector("vanishing-gradient")
-def vanishing_gradient(graph: GraphInput, limits: Thresholds) -> list[Problem]:
-    """Layers whose gradient norm is more than ``vanishing_orders`` orders of magnitude below
-    the largest layer's (see the module's docstring)."""
-    reader = graph.reader
-    problems = []
-    compared = False
-    for last, grads in _parameter_grads(reader):
-        layers = _layers(reader, [p for p, _ in grads])
-        first = _first_users(reader, [p for p, _ in grads])
-        squares: dict[str, float] = {}
-        members: dict[str, list[int]] = {}
-        for p, g in grads:
-            norm = float(g.norm)
-            if not math.isfinite(norm) or not g.finite:
-                continue  # NaN/Inf: nonfinite's
-            squares[layers[p]] = squares.get(layers[p], 0.0) + norm * norm
-            members.setdefault(layers[p], []).append(p)
-        norms = {layer: math.sqrt(s) for layer, s in squares.items()}
-        if len(norms) < 2:
-            continue
-        compared = True
-        top_layer = max(norms, key=lambda layer: norms[layer])
-        top = norms[top_layer]
-        floor = top * 10.0 ** (-limits.vanishing_orders)
-        # where each layer starts in the forward: a gradient vanishes on its way back, so
-        # only a layer that ran before the largest one can have lost it (a bias beside its
-        # weight in the same op, or a layer after, is a different story)
-        start = {
-            layer: min((first.get(p, 1 << 62) for p in ps), default=1 << 62)
-            for layer, ps in members.items()
-        }
-        for layer, norm in norms.items():
-            if norm == 0.0 or norm >= floor or start[layer] >= start[top_layer]:
-                continue
-            orders = math.log10(top / norm)
-            problems.append(
-                Problem(
-                    "vanishing-gradient",
-                    "warning",
-                    f"layer {layer}'s gradient norm {norm:.3g} is {orders:.1f} orders of "
-                    f"magnitude below {top_layer}'s ({top:.3g}): its parameters barely learn; "
-                    "try ReLU instead of tanh/sigmoid, a larger initialisation (He/Xavier), "
-                    "normalisation or residual connections",
-                    graph.graph,
-                    last,
-                    tuple(members[layer]),
-                )
-            )
-    if not compared:
-        raise CannotRun("fewer than 2 layers got a finite gradient")
-    return problems
-
-
-@graph_detector("exploding-gradient")
-def exploding_gradient(graph: GraphInput, limits: Thresholds) -> list[Problem]:
-    """Parameters whose gradient is far larger than their value (see the module's
-    docstring)."""
-    reader = graph.reader
-    problems = []
-    for last, grads in _parameter_grads(reader):
-        for p, g in grads:
-            value = reader.value_at(p, last)
-            if value is None or not g.finite:
-                continue
-            grad_rms, value_rms = _rms(g), _rms(value)
-            if not math.isfinite(value_rms):
-                continue
-            if grad_rms <= limits.exploding_floor or grad_rms <= limits.exploding_ratio * value_rms:
-                continue
-            if value_rms == 0:
-                than = "while its value is 0"
-            else:
-                than = f"{grad_rms / value_rms:.3g} times its value's ({value_rms:.3g})"
-            problems.append(
-                Problem(
-                    "exploding-gradient",
-                    "warning",
-                    f"{_name(reader, p)}'s gradient is {grad_rms:.3g} per element (root mean "
-                    f"square), {than}: a step would throw it far away; use a smaller learning "
-                    "rate or clip the gradients",
-                    graph.graph,
-                    last,
-                    (p,),
-                )
-            )
-    return problems
 
 
 # ------------------------------------------------------------------------------------------
@@ -580,7 +365,7 @@ def nonfinite(graph: GraphInput, limits: Thresholds) -> list[Problem]:
     if any(s.inf for _, s in bad):
         kinds.append("Inf")
     found = "/".join(kinds) or "NaN/Inf"
-    where = f" of {_names(reader, nodes)}" if nodes else ""
+    where = f" of {node_names(reader, nodes)}" if nodes else ""
     return [
         Problem(
             "nonfinite",

@@ -20,6 +20,9 @@ CannotRun or falls back as said):
 * ``roots``: graph index -> the loss's node id in that graph;
 * ``held_by``: what the leak audit found holding the program's graphs (its words);
 * ``held_long``: the passes (from 0) whose root was still alive a whole pass after the next;
+* ``held_in``: the script's global that held the first of those roots, in words
+  ("`history` (a list, line 28: history.append(loss))"), found before the script's names
+  were dropped (the audit, run after, cannot see them);
 * ``audit``: what the leak audit found alive once the program's names were dropped, one entry
   per (reason, holder): ``(reason, holder, how many nodes, graph, node ids in that graph)``,
   the reason ``'referenced'`` (something still holds it) or ``'cycle'`` (a reference cycle).
@@ -326,14 +329,21 @@ def _held_passes(run: RunInput, flags: np.ndarray) -> list[Problem]:
     first = int(held[0])
     number = numbers[first]
     count = len(held)
+    held_in = run.extra.get("held_in")
     holders = [h for h in run.extra.get("held_by", ()) if h]
-    by = f"; the leak audit found them held by {holders[0]}" if holders else ""
+    by = f", held by {held_in}" if held_in else ""
+    if holders:  # still alive when the program ended: a module outliving the script holds them
+        by += f"; the leak audit found them{' still' if held_in else ''} held by {holders[0]}"
+    what = (
+        "it keeps each iteration's loss"
+        if held_in
+        else "something keeps each iteration's loss (e.g. history.append(loss))"
+    )
     passes = f"{count} passes" if count != 1 else "1 pass"
     message = (
         f"the graphs of {passes} stayed alive after their pass, the first pass #{number}"
-        f"{_on_line(run, first)}{by}: something keeps each iteration's loss (e.g. "
-        "history.append(loss)), and with it the whole graph; keep the number instead: "
-        "float(loss.data) (loss.item() in PyTorch)"
+        f"{_on_line(run, first)}{by}: {what}, and with it the whole graph; keep the number "
+        "instead: float(loss.data) (loss.item() in PyTorch)"
     )
     graph = _graph_of(run, number)
     return [Problem("graph-held", "warning", message, graph, None, _root_nodes(run, graph))]
