@@ -14,7 +14,9 @@ test_trace_pytorch.py`` checks each of them directly.
 - ``node._input_metadata``: one entry per output of the node (its number of outputs);
 - ``AccumulateGrad.variable`` and a custom Function's node class's ``_forward_cls``;
 - a node's ``_saved_*`` attributes (what it saved for its backward), a view's ``_base``;
-- the global module hooks of ``torch.nn.modules.module`` (``always_call``);
+- the global module hooks of ``torch.nn.modules.module`` (``always_call``), and the global
+  optimizer step hooks of ``torch.optim.optimizer`` (called with the step's ``args``, the
+  optimizer first, and ``kwargs``);
 - ``torch._C._DisableTorchDispatch``: runs the recorder's own ops unseen by its mode;
   ``_python_dispatch._get_current_dispatch_mode`` (the mode on top of this thread's stack),
   ``torch._C._autograd._top_saved_tensors_default_hooks`` (saved-tensor hooks on);
@@ -48,6 +50,7 @@ __all__ = [
     "node_tag",
     "on_top",
     "output_count",
+    "optimizer_hooks",
     "output_metadata",
     "queue_end_of_pass",
     "saved",
@@ -229,4 +232,18 @@ def module_hooks(
     return (
         _module.register_module_forward_pre_hook(before),
         _module.register_module_forward_hook(after, always_call=True),
+    )
+
+
+def optimizer_hooks(
+    before: Callable[[Any, tuple, dict], None], after: Callable[[Any, tuple, dict], None]
+) -> tuple[Any, Any]:
+    """Call ``before(optimizer, args, kwargs)`` and ``after(optimizer, args, kwargs)`` around
+    every ``torch.optim.Optimizer.step`` (every thread; ``after`` not when the step raised);
+    returns the two handles (``.remove()`` them)."""
+    from torch.optim import optimizer
+
+    return (
+        optimizer.register_optimizer_step_pre_hook(before),
+        optimizer.register_optimizer_step_post_hook(after),
     )

@@ -34,23 +34,13 @@ from torch.utils.weak import WeakTensorKeyDictionary
 
 from autodiff.trace._checks import small_params
 from autodiff.trace._recorder import _EMPTIED, _GRAD, _VALUE, Recorder
-from autodiff.trace._snapshot import Snapshot, capture
 from autodiff.trace.pytorch import _internals as ti
+from autodiff.trace.pytorch._capture import ValueCapture
 from autodiff.trace.pytorch._ops import SHAPE_ONLY, op_name, plain_inputs, tensors
 from autodiff.trace.pytorch._stale import note_changed_leaves
-from autodiff.trace.pytorch._values import (
-    HALF,
-    SUMMED,
-    dtype_of,
-    numpy_dtype,
-    same,
-    summary,
-)
+from autodiff.trace.pytorch._values import dtype_of, numpy_dtype, same
 
 __all__ = ["TorchRecording"]
-
-SUMMARIES_KEPT = 8  # recent tensors whose statistics are shared (TorchRecording._summary)
-
 
 _RECORDINGS = itertools.count()
 
@@ -111,13 +101,15 @@ class TorchRecording:
         self._task = -1  # the graph task of the pass open
         self._root_id = 0  # the outermost module running now
         self._held: dict[int, Any] = {}  # this pass: variable -> the sum of its gradients
-        self._summaries: dict[tuple, tuple[Snapshot, Any]] = {}  # see _summary
+        self._values = ValueCapture(max_array_size)
+        self._raw = self._values.one  # the raw value kept of a tensor (see ValueCapture)
         self._segment_start = 0
         self._scan_pending = False
         self._restore: Any = None  # puts torch's backward functions back
         # a backward pass may run forward ops (see _backward): the mode stays on for it
         self._may_run_forward = False
-        self._mode_off = False  # the dispatch mode taken off for a backward pass
+        self._mode_off = False  # the dispatch mode taken off for a backward pass or a step
+        self._step_off = False  # taken off for an optimizer's step (see _step_before)
         self._fresh: set[int] = set()  # see _note_fresh
         self._incoming: dict[int, Any] = {}  # fresh leaf -> the raw gradient that reached it
 
@@ -147,6 +139,8 @@ class TorchRecording:
         create_graph = kwargs.get("create_graph", args[at] if len(args) > at else False)
         if not self.recording or threading.get_ident() != self._thread:
             return original(roots, *args, **kwargs)
+        if self._step_off:  # an optimizer's step raised: its end never came
+            self._put_mode_back()
         self._note_fresh(accumulates=not is_grad and kwargs.get("inputs") is None)
         if create_graph or self._may_run_forward:
             return original(roots, *args, **kwargs)
@@ -154,22 +148,53 @@ class TorchRecording:
         # backward (a script's pass log, which checks the mode stack when a pass ends)
         if self._mode_off or not ti.on_top(self._mode) or not ti.is_torchs_backward(original):
             return original(roots, *args, **kwargs)
+        self._take_mode_off()
+        try:
+            return original(roots, *args, **kwargs)
+        finally:
+            self._put_mode_back()
+
+    def _take_mode_off(self) -> None:
+        """Take the dispatch mode off this thread (its last op recorded first)."""
         if self._pending is not None:
             self._flush()
         self._mode.__exit__(None, None, None)
         self._mode_off = True
-        try:
-            return original(roots, *args, **kwargs)
-        finally:
-            self._mode_off = False
-            if self.recording:  # not stopped during the pass (a script's next recording)
-                self._mode.__enter__()
+
+    def _put_mode_back(self) -> None:
+        self._mode_off = self._step_off = False
+        if self.recording:  # not stopped meanwhile (a script's next recording)
+            self._mode.__enter__()
+
+    def _step_before(self, optimizer: Any, args: tuple, kwargs: dict) -> None:
+        """An optimizer's step runs with the dispatch mode off: its ops make no graph (it
+        changes the parameters in place, under no_grad), and what it did to the parameters is
+        read when the next graph begins (``_scan_leaves``) or a backward pass does (the stale
+        check). Not a step given a closure (it runs the program's forward and backward), nor
+        one under another mode, on another thread or inside a backward pass."""
+        if (
+            not self.recording
+            or self._mode_off
+            or threading.get_ident() != self._thread
+            or len(args) > 1
+            or kwargs.get("closure") is not None
+            or not ti.on_top(self._mode)
+        ):
+            return
+        self._take_mode_off()
+        self._values.forget()  # the step changes tensors in place
+        self._step_off = True
+
+    def _step_after(self, optimizer: Any, args: tuple, kwargs: dict) -> None:
+        if self._step_off and threading.get_ident() == self._thread:
+            self._put_mode_back()
 
     def start_hooks(self) -> None:
         """Start recording on this thread, with the module hooks (not the dispatch mode)."""
         self.recording = True
         self._thread = threading.get_ident()
         self._handles.extend(ti.module_hooks(self._module_before, self._module_after))
+        self._handles.extend(ti.optimizer_hooks(self._step_before, self._step_after))
 
     def stop_hooks(self) -> None:
         """Stop recording: every hook removed, no tensor held."""
@@ -179,7 +204,7 @@ class TorchRecording:
         self._handles.clear()
         self._node_hooks.clear()
         self._held.clear()
-        self._summaries.clear()
+        self._values.forget()
         self._scopes.clear()
 
     # ------------------------------------------------------------------------------
@@ -188,8 +213,8 @@ class TorchRecording:
     def _on_op(self, func: Any, args: tuple, kwargs: dict) -> Any:
         if self._pending is not None:
             self._flush()
-        if self._summaries and func._schema.is_mutable:
-            self._summaries.clear()  # (``.data.add_()`` changes a tensor, not its version)
+        if func._schema.is_mutable:
+            self._values.forget()  # (``.data.add_()`` changes a tensor, not its version)
         out = func(*args, **kwargs)
         node = ti.current_autograd_node()
         if node is not None:
@@ -311,51 +336,6 @@ class TorchRecording:
 
         return hook
 
-    def _raw(self, t: Any) -> Any:
-        """The raw value the trace keeps of tensor ``t`` (see ``capture``): a copy up to
-        ``max_array_size`` elements; beyond, the statistics, computed by torch where it is
-        on (numpy's pass over a large array costs many times torch's)."""
-        if t.requires_grad:
-            t = t.detach()
-        if t.numel() > self.max_array_size and t.dtype in SUMMED:
-            snap = self._summary(t)
-            if snap is not None:
-                return snap
-        if t.device.type != "cpu":
-            t = t.cpu()
-        if t.dtype in HALF:
-            t = t.float()
-        if t.is_conj():
-            t = t.resolve_conj()
-        return capture(t.numpy(), self.max_array_size)
-
-    def _summary(self, t: Any) -> Snapshot | None:
-        """``_summary(t)``, shared by the tensors that hold the same numbers now: a weight and
-        its ``.t()``, a gradient handed from one node to the next, and on to ``.grad``. A few
-        recent ones are kept, with their tensors (so no new tensor takes their memory); any
-        in-place op empties them."""
-        key = (
-            t.untyped_storage().data_ptr(),
-            t.storage_offset(),
-            tuple(sorted(zip(t.shape, t.stride(), strict=True))),  # a permutation's too
-            t.dtype,
-            t._version,
-        )
-        cache = self._summaries
-        hit = cache.get(key)
-        if hit is not None:
-            snap = hit[0]
-            shape = tuple(t.shape)
-            if snap.shape != shape:  # a permutation: the same numbers, its own shape
-                snap = Snapshot(shape, snap.dtype, None, *snap._stats)
-            return snap
-        snap = summary(t)
-        if snap is not None:
-            if len(cache) >= SUMMARIES_KEPT:
-                del cache[next(iter(cache))]
-            cache[key] = (snap, t)
-        return snap
-
     # ------------------------------------------------------------------------------
     # Leaves, tensors without history and cuts
     # ------------------------------------------------------------------------------
@@ -468,13 +448,14 @@ class TorchRecording:
         k = len(rec._raw)
         self._segment_start = k
         alive = []
+        leaves = []
         for ref, vid in self._leaf_list:
             t = ref()
-            if t is None:
-                continue
-            alive.append((ref, vid))
+            if t is not None:
+                alive.append((ref, vid))
+                leaves.append(t)
+        for (_, vid), t, raw in zip(alive, leaves, self._values.many(leaves), strict=True):
             last, had_grad = self._leaf_last[vid]
-            raw = self._raw(t)
             changed = not same(raw, last)
             if changed:
                 rec.add_event(k, k, vid, _VALUE, raw, None)
@@ -506,18 +487,21 @@ class TorchRecording:
             self._open_pass(fid, slot)
         if self._seed_pending:
             self._seed(grad_outputs)
-        gys = tuple([None if g is None else self._raw(g) for g in grad_outputs])
+        count = len(grad_inputs)
+        produced = [grad_inputs[e] if e < count else None for e in self._slots[fid]]
+        # the values of the gradients it received and produced, the large ones' statistics
+        # computed together
+        raws = self._values.many(list(grad_outputs) + produced)
+        split = len(grad_outputs)
+        gys = tuple(raws[:split])
         in_ids = rec._info[fid].inputs
-        gxs = []
+        gxs = raws[split:]
         accs = []
         held = self._held
-        for slot, edge in enumerate(self._slots[fid]):
-            g = grad_inputs[edge] if edge < len(grad_inputs) else None
+        for slot, g in enumerate(produced):
             if g is None:
-                gxs.append(None)
                 continue
-            raw = self._raw(g)
-            gxs.append(raw)
+            raw = gxs[slot]
             vid = in_ids[slot]
             if vid in self._fresh:
                 self._incoming[vid] = raw
@@ -564,7 +548,7 @@ class TorchRecording:
         self._pass_open = False
         self._seed_pending = False
         self._held.clear()
-        self._summaries.clear()
+        self._values.forget()
         self._scan_pending = True
 
     def _note_fresh(self, accumulates: bool) -> None:
@@ -601,6 +585,8 @@ class TorchRecording:
     def _module_before(self, module: Any, args: Any) -> None:
         if not self.recording or threading.get_ident() != self._thread:
             return
+        if self._step_off:  # an optimizer's step raised: its end never came
+            self._put_mode_back()
         if ti.is_compiled_module(module):
             if self.COMPILE_NOTE not in self.notes:
                 self.notes.append(self.COMPILE_NOTE)
