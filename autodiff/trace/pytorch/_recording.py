@@ -36,7 +36,7 @@ from autodiff.trace._checks import small_params
 from autodiff.trace._recorder import _EMPTIED, _GRAD, _VALUE, Recorder
 from autodiff.trace.pytorch import _internals as ti
 from autodiff.trace.pytorch._capture import ValueCapture
-from autodiff.trace.pytorch._ops import SHAPE_ONLY, op_name, plain_inputs, tensors
+from autodiff.trace.pytorch._ops import op_info, op_name, plain_inputs, tensors
 from autodiff.trace.pytorch._stale import note_changed_leaves
 from autodiff.trace.pytorch._values import dtype_of, numpy_dtype, same
 
@@ -213,7 +213,7 @@ class TorchRecording:
     def _on_op(self, func: Any, args: tuple, kwargs: dict) -> Any:
         if self._pending is not None:
             self._flush()
-        if func._schema.is_mutable:
+        if op_info(func)[0]:
             self._values.forget()  # (``.data.add_()`` changes a tensor, not its version)
         out = func(*args, **kwargs)
         node = ti.current_autograd_node()
@@ -238,7 +238,8 @@ class TorchRecording:
         func, args, out, scope, during = pending
         outs = tensors(out)
         new: dict[int, tuple[Any, list]] = {}
-        if func._schema.is_mutable:
+        mutable, may_cut, _ = op_info(func)
+        if mutable:
             # an in-place op on a view: its base's new node (CopySlices) comes first, as the
             # view's new node takes its input from it
             for t in outs:
@@ -258,12 +259,7 @@ class TorchRecording:
                 self._may_run_forward = True  # a checkpoint's backward recomputes this op
             for g, made in new.values():
                 self._add_function(g, func, args, inputs, made, scope, during)
-        elif (
-            during < 0
-            and outs
-            and not func._schema.is_mutable
-            and func.overloadpacket.__name__ not in SHAPE_ONLY
-        ):
+        elif during < 0 and outs and may_cut and not mutable:
             self._note_cut(func, args, outs)
 
     def _add_function(
@@ -271,17 +267,20 @@ class TorchRecording:
     ) -> None:
         rec = self.tables
         edges = g.next_functions
-        plain_of = plain_inputs(edges, args, inputs)
+        plain_of = None  # read at the first edge without a producer
         in_ids: list[int] = []
         slots: list[int] = []
+        key = self._key
         for i, (p, nr) in enumerate(edges):
             if p is None:
+                if plain_of is None:
+                    plain_of = plain_inputs(edges, args, inputs)
                 t = plain_of.get(i)
                 if t is None:
                     continue
                 vid = self._history_less(t)
             else:
-                fid = ti.node_tag(p, self._key)
+                fid = ti.node_tag(p, key)
                 if fid is not None:
                     vid = self._outputs[fid][nr]
                 else:
@@ -315,18 +314,18 @@ class TorchRecording:
             rec.set_scope(vid, scope)
             out_ids.append(vid)
         rec.link_function(fid, tuple(in_ids), tuple(out_ids))
-        params = {"torch_node": g.name()}
+        params = [("torch_node", g.name())]
         if custom is None:
-            params["aten"] = str(func)
-            params.update(ti.saved(g))
-        rec.set_params(fid, small_params(params))
+            params.append(("aten", op_info(func)[2]))
+            params += ti.saved(g)
+        rec.set_params(fid, small_params(dict(params)))
         rec.set_scope(fid, scope)
         self._outputs[fid] = tuple(out_ids)
         self._slots[fid] = tuple(slots)
         consumers = self._consumers
         for v in in_ids:
             consumers[v] = consumers.get(v, 0) + 1
-        ti.tag_node(g, fid, self._key)
+        ti.tag_node(g, fid, key)
         self._node_hooks.append(g.register_hook(self._node_ran(fid)))
         rec.add_forward_step(fid, tuple(values), during)
 
