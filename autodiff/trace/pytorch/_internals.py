@@ -38,6 +38,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = [
     "ACCUMULATE_GRAD",
+    "RUNS_WITH_MODE_OFF",
     "DispatchMode",
     "accumulated_leaf",
     "current_autograd_node",
@@ -137,10 +138,17 @@ ACCUMULATE_GRAD: type = torch._C._functions.AccumulateGrad  # a leaf's node in a
 
 _TORCH_BACKWARDS = (torch.autograd.backward, torch.autograd.grad)
 
+# set True on a wrapper of torch's backward (its ``__wrapped__`` the function it wraps) that
+# runs as well while the recorder's dispatch mode is off (a script's pass log)
+RUNS_WITH_MODE_OFF = "autodiff_runs_with_mode_off"
+
 
 def is_torchs_backward(fn: Any) -> bool:
-    """Whether ``fn`` is torch's own ``autograd.backward`` or ``autograd.grad`` (not another
-    wrapper of them, which may look at the dispatch modes when the pass ends)."""
+    """Whether ``fn`` is torch's own ``autograd.backward`` or ``autograd.grad``, or a wrapper
+    of one marked ``RUNS_WITH_MODE_OFF`` (not another wrapper, which may look at the dispatch
+    modes when the pass ends)."""
+    while getattr(fn, RUNS_WITH_MODE_OFF, False):
+        fn = fn.__wrapped__
     return any(fn is f for f in _TORCH_BACKWARDS)
 
 

@@ -145,7 +145,7 @@ class TorchRecording:
         if create_graph or self._may_run_forward:
             return original(roots, *args, **kwargs)
         # left as it is: under another mode above it, or inside another wrapper of torch's
-        # backward (a script's pass log, which checks the mode stack when a pass ends)
+        # backward that is not marked to run with the mode off (see ti.is_torchs_backward)
         if self._mode_off or not ti.on_top(self._mode) or not ti.is_torchs_backward(original):
             return original(roots, *args, **kwargs)
         self._take_mode_off()
