@@ -16,13 +16,15 @@ statistics, no forward values); the order alternates run by run. The table shows
 each recorded time over the plain one, and whether the issue's targets are met (2x with
 values kept, 1.3x with statistics only). ``--base REF`` also times that commit's recorder
 (loaded beside this tree's by ``bench/baseline.py``) in the same runs: its values recording
-and its ``max_array_size=0``, the statistics it could record before ``statistics_only``.
+and its ``max_array_size=0``, the statistics it could record before ``statistics_only`` (and
+its ``statistics_only`` recording, where it has one).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import inspect
 import statistics
 import sys
 import time
@@ -104,6 +106,9 @@ def main(argv: list[str] | None = None) -> None:
         # the base's values recording, and its max_array_size=0 (every value summarised: what
         # statistics meant before statistics_only)
         columns += ["values@base", "summarised@base"]
+        recorder = base.module("autodiff.trace.pytorch").record
+        if "statistics_only" in inspect.signature(recorder).parameters:
+            columns.append("stats@base")  # the base's statistics_only recording
         print(f"@base: {base.commit}'s autodiff.trace.pytorch, loaded beside this tree's")
     print(f"{'workload':<10} {'plain':>8}" + "".join(f" {c:>16} {'':>6}" for c in columns))
     for name, make in (("MLP", mlp), ("CNN", cnn)):
@@ -124,13 +129,17 @@ def main(argv: list[str] | None = None) -> None:
         if base is not None:
             old = base.module("autodiff.trace.pytorch")
 
-            def recorded_base(size: int, run: Callable[[], None] = run, old: Any = old) -> None:
-                with base.active(), old.record(max_array_size=size) as t:
+            def recorded_base(
+                size: int, run: Callable[[], None] = run, old: Any = old, **options: Any
+            ) -> None:
+                with base.active(), old.record(max_array_size=size, **options) as t:
                     run()
                 assert len(t.backward_roots) == args.steps
 
             kinds["values@base"] = lambda: recorded_base(4096)
             kinds["summarised@base"] = lambda: recorded_base(0)
+            if "stats@base" in columns:
+                kinds["stats@base"] = lambda: recorded_base(4096, statistics_only=True)
         times: dict[str, list[float]] = {k: [] for k in kinds}
         order = list(kinds)
         for i in range(args.runs):

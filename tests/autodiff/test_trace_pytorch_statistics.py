@@ -413,3 +413,67 @@ def test_one_step_feeding_two_fresh_leaves_shows_both_grads(monkeypatch):
     assert len(leaves) == 2
     got = sorted([t.grad_at(v, last).norm for v in leaves])
     np.testing.assert_allclose(got, sorted([float(a.grad.norm()), float(b.grad.norm())]), 1e-6)
+
+
+def test_a_pass_worth_of_statistics_at_once_are_each_tensors_own():
+    # statistics_of (a pass's gradients, summarised together: small ones in one numpy batch,
+    # dense ones by torch's reductions and numpy's dot) gives each tensor its own statistics,
+    # whatever the mix of sizes, layouts, dtypes and non-finite numbers
+    from autodiff.trace.pytorch._values import statistics_of
+
+    torch.manual_seed(8)
+    with_nan = torch.randn(40, 50)
+    with_nan[3, 4] = float("nan")
+    with_inf = torch.randn(7)
+    with_inf[2] = float("-inf")
+    ts = [
+        torch.tensor(2.5),  # a seed
+        torch.randn(64, 10),
+        torch.randn(256, 30).t(),  # a weight's gradient, transposed
+        torch.randn(300, dtype=torch.float64),
+        torch.randn(4, 30, 20, 8).permute(0, 3, 1, 2),
+        torch.randn(100, 300)[:, :200],  # not one block of memory
+        with_nan,
+        with_inf,
+        torch.randn(2000, dtype=torch.float64),
+        torch.randn(1500, dtype=torch.bfloat16),
+        torch.full((3000,), 1e30),  # squares that overflow float32
+        torch.randn(5, requires_grad=True),
+    ]
+    snaps = statistics_of(ts)
+    assert len(snaps) == len(ts)
+    for i, (snap, t) in enumerate(zip(snaps, ts, strict=True)):
+        t = t.detach()
+        a = t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy()
+        _assert_stats(snap, a, f"tensor {i}")
+
+
+def test_scopes_of_ops_between_modules_and_of_a_module_with_two_arguments():
+    # a module boundary tags the nodes made since the last one: at a module's entry those
+    # its arguments reach (made in the scope around it), at its exit those its output reaches
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, a, b):
+            return self.lin(a) * b
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.two = Two()
+
+        def forward(self, x):
+            return self.two(torch.tanh(x), x.exp())  # both made in Outer, before Two runs
+
+    torch.manual_seed(9)
+    model = Outer()
+    x = torch.randn(2, 3, requires_grad=True)
+    with pytorch.record(statistics_only=True) as t:
+        model(x).sum().backward()
+    scopes = {t.node(f)["op"]: t.node(f)["scope"] for f in t.functions}
+    assert scopes["tanh"] == "Outer" and scopes["exp"] == "Outer"
+    assert scopes["linear"] == "Outer/two/lin"
+    assert scopes["mul"] == "Outer/two"
+    assert scopes["sum"] == ""

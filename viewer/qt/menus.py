@@ -337,6 +337,10 @@ def _dock_toggles(
 ) -> None:
     for dock in slots.docks:
         toggle = dock.toggleViewAction()
+        # a dock shown again joins its tab group behind the tab in front (where the window
+        # is narrow, every side dock is in one group): the user asked to see it, so it comes
+        # to the front
+        toggle.triggered.connect(lambda shown, d=dock: d.raise_() if shown else None)
         name = DOCK_SHORTCUTS.get(dock.objectName())
         if name is not None:
             keys, tip = SHORTCUTS[name]

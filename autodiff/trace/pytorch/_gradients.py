@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import threading
 import weakref
+from functools import partial
 from typing import Any
+
+from torch import Tensor
 
 from autodiff.trace._checks import MAX_PARAM_STR
 from autodiff.trace._recorder import _EMPTIED, _GRAD
@@ -39,8 +42,9 @@ __all__ = ["GradientRecording"]
 _SCOPES = "autodiff.trace.scope"  # node.metadata key: the scope a node was made in
 
 
-# rows a pass writes once its gradients' statistics are known (see _Pass)
-_STEP, _SEED, _LEAF = 0, 1, 2
+# rows a pass writes once its gradients' statistics are known (see _Pass); _KEPT: a
+# non-leaf's .grad kept by retain_grad()
+_STEP, _SEED, _LEAF, _KEPT = 0, 1, 2, 3
 
 # gradients held for their statistics before they are computed: at most this many elements
 # (beyond, the statistics of those held so far are computed at once, and they are let go)
@@ -56,8 +60,8 @@ class _Pass:
     without a copy); ``(reference, shape)`` for the same elements in another order."""
 
     __slots__ = (
-        "consumers", "done", "fresh", "held", "index", "leaf_grads", "passing", "root", "rows",
-        "seed", "values",
+        "cleared", "consumers", "done", "fresh", "held", "index", "leaf_grads", "passing",
+        "root", "rows", "seed", "values",
     )  # fmt: skip
 
     def __init__(self, index: int, consumers: dict, fresh: set, root: int, seed: int) -> None:
@@ -72,6 +76,9 @@ class _Pass:
         self.held = 0  # elements held
         self.leaf_grads: dict[int, Any] = {}  # fresh leaf -> its .grad's reference
         self.rows: list[tuple] = []  # steps and events not written yet
+        # function node -> its outputs whose gradient is dropped after its step, where
+        # retain_grad() keeps one (else all of them)
+        self.cleared: dict[int, tuple[int, ...]] = {}
 
     def hold(self, g: Any) -> int:
         self.values.append(g)
@@ -117,11 +124,13 @@ class GradientRecording(TorchRecording):
         self._has_grad: dict[int, bool] = {}  # leaf -> whether .grad was set after its pass
         self._leaf_refs: list[tuple[Any, int]] = []  # (weakref of the leaf, its node)
         self._leaf_ids: dict[int, tuple[Any, int]] = {}  # id(leaf) -> (weakref, its node)
-        self._names_of: dict[type, tuple[str, str, bool]] = {}  # node class -> names
+        self._names_of: dict[type, tuple] = {}  # node class -> its names (see _names)
 
     def start(self) -> None:
         self.start_hooks()
-        self._restore = ti.wrap_backward(self._backward)
+        self._restore = ti.undo_all(
+            ti.wrap_backward(self._backward), ti.wrap_retain_grad(self._note_retained)
+        )
 
     def stop(self) -> None:
         try:
@@ -139,15 +148,26 @@ class GradientRecording(TorchRecording):
         super()._module_before(module, args)
 
     def _module_after(self, module: Any, args: Any, output: Any) -> None:
-        if self.recording and threading.get_ident() == self._thread and self._scopes:
+        # (all the base class does here, the scope's pop, done here: one call per module)
+        if self.recording and self._scopes and threading.get_ident() == self._thread:
             self._tag_scope(output, self._scopes[-1][0])
-        super()._module_after(module, args, output)
+            self._scopes.pop()
 
     def _tag_scope(self, items: Any, scope: int) -> None:
         """Tag the nodes behind ``items`` not tagged yet with ``scope``: made since the last
-        module boundary, in the scope open until now."""
+        module boundary, in the scope open until now. Twice per module call: a module's one
+        tensor (its argument, its output) whose node is tagged already (nothing was made
+        since the last boundary, the common case) costs one dict look-up."""
         key = self._scope_key
-        stack = [t.grad_fn for t in tensors(items)]
+        if type(items) is tuple and len(items) == 1:
+            items = items[0]
+        if isinstance(items, Tensor):
+            node = items.grad_fn  # (never an AccumulateGrad: a leaf has none)
+            if node is None or key in node.metadata:
+                return
+            stack = [node]
+        else:
+            stack = [t.grad_fn for t in tensors(items)]
         while stack:
             node = stack.pop()
             if node is None or type(node) is ti.ACCUMULATE_GRAD:
@@ -186,6 +206,8 @@ class GradientRecording(TorchRecording):
                 self._has_grad[vid] = False
         self._leaf_refs = alive
         reached = self._add_graph([t.grad_fn for t in roots if t.grad_fn is not None])
+        if self._retained.waiting():
+            self._retained.resolve(self._key, self._outputs)
         consumers: dict[int, int] = {}
         inputs = self._inputs
         for fid in reached:
@@ -239,7 +261,7 @@ class GradientRecording(TorchRecording):
                     tuple([snapshot(r) for r in gys]),
                     tuple([snapshot(r) for r in gxs]),
                     (),
-                    self._outputs[fid],
+                    now.cleared.get(fid, self._outputs[fid]),
                     now.index,
                 )
             else:
@@ -249,7 +271,8 @@ class GradientRecording(TorchRecording):
                     rec.add_event(k, k, vid, _GRAD, snapshot(ref), now.index)
                 else:
                     rec.add_event(k, k - 1, vid, _GRAD, snapshot(ref), now.index)
-                    self._has_grad[vid] = True
+                    if kind == _LEAF:
+                        self._has_grad[vid] = True
             written += 1
         del now.rows[:written]
 
@@ -271,7 +294,7 @@ class GradientRecording(TorchRecording):
             if entry is not None:  # its inputs are recorded (or it was met before)
                 stack.pop()
                 if entry[1]:
-                    order.append(node)
+                    order.append((node, entry[2]))
                     entry[1] = False
                 continue
             fid = node.metadata.get(key)
@@ -285,8 +308,8 @@ class GradientRecording(TorchRecording):
             for p, _ in edges:
                 if p is not None and type(p) is not accumulate and id(p) not in seen:
                     stack.append(p)
-        for node in order:
-            reached[self._add_node(node, seen[id(node)][2])] = None
+        if order:
+            reached = dict.fromkeys(self._add_nodes(order))
         # nodes an earlier pass recorded (a retained graph): reached through their inputs
         producer = self._producer
         while old:
@@ -297,61 +320,84 @@ class GradientRecording(TorchRecording):
             old.extend([producer[v] for v in self._inputs[fid] if v in producer])
         return list(reached)
 
-    def _add_node(self, g: Any, edges: tuple) -> int:
+    def _add_nodes(self, order: list) -> list[int]:
+        """Record the autograd nodes of ``order``, ``(node, its next_functions)`` with each
+        node's inputs before it: a function node each, its outputs variables, and a hook that
+        notes its step. One loop with everything it reads at hand: it runs at every pass of a
+        training loop, for every node the forward made."""
         rec = self.tables
-        key = self._key
-        outputs = self._outputs
-        in_ids: list[int] = []
-        slots: list[int] = []
-        for i, (p, nr) in enumerate(edges):
-            if p is None:
-                continue
-            if type(p) is ti.ACCUMULATE_GRAD:
-                leaf = ti.accumulated_leaf(p)
-                if leaf is None:
+        key, scope_key = self._key, self._scope_key
+        accumulate = ti.ACCUMULATE_GRAD
+        outputs, slots_of, inputs_of = self._outputs, self._slots, self._inputs
+        generation, producer = self._generation, self._producer
+        names_of = self._names_of
+        add_function, add_variable, add_forward_step = (
+            rec.add_function, rec.add_variable, rec.add_forward_step
+        )  # fmt: skip
+        set_scope, set_params = rec.set_scope, rec.set_params
+        hooks = self._node_hooks
+        ran = self._on_backward_step
+        made = []
+        for g, edges in order:
+            in_ids: list[int] = []
+            slots: list[int] = []
+            gen = 0
+            for i, (p, nr) in enumerate(edges):
+                if p is None:
                     continue
-                vid = self._leaf(leaf)
-            else:
-                vid = outputs[p.metadata[key]][nr]
-            in_ids.append(vid)
-            slots.append(i)
-        generation = self._generation
-        gen = max([generation[v] for v in in_ids], default=0)
-        shapes = ti.output_metadata(g)
-        named = self._names_of.get(type(g))
-        if named is None:
-            name = g.name()
-            op = ti.forward_class_name(g) or node_op_name(name)
-            named = self._names_of[type(g)] = (name, op, name.startswith("Convolution"))
-        name, op, conv = named
-        if conv:
-            dims = len(shapes[0][0] or ()) if shapes else 0
-            op = node_op_name(name, dims, bool(getattr(g, "_saved_transposed", False)))
-        fid = len(rec._t_info)
-        inputs = tuple(in_ids)
-        out_ids = tuple(range(fid + 1, fid + 1 + len(shapes)))
-        rec.add_function(gen, op, inputs, out_ids)
-        generation.append(gen)
-        meta = g.metadata
-        scope = meta.get(self._scope_key, 0)
-        producer = self._producer
-        for vid, (shape, dtype) in zip(out_ids, shapes, strict=True):
-            rec.add_variable(gen + 1, shape, None if dtype is None else dtype_of(dtype))
-            generation.append(gen + 1)
-            producer[vid] = fid
+                if type(p) is accumulate:
+                    leaf = ti.accumulated_leaf(p)
+                    if leaf is None:
+                        continue
+                    vid = self._leaf(leaf)
+                else:
+                    vid = outputs[p.metadata[key]][nr]
+                in_ids.append(vid)
+                slots.append(i)
+                if generation[vid] > gen:
+                    gen = generation[vid]
+            shapes = ti.output_metadata(g)
+            named = names_of.get(type(g))
+            if named is None:
+                named = names_of[type(g)] = self._names(g)
+            name, op, params, conv = named
+            if conv:
+                dims = len(shapes[0][0] or ()) if shapes else 0
+                op = node_op_name(name, dims, bool(getattr(g, "_saved_transposed", False)))
+            fid = len(rec._t_info)
+            inputs = tuple(in_ids)
+            out_ids = tuple(range(fid + 1, fid + 1 + len(shapes)))
+            add_function(gen, op, inputs, out_ids)
+            generation.append(gen)
+            meta = g.metadata
+            scope = meta.get(scope_key, 0)
+            for vid, (shape, dtype) in zip(out_ids, shapes, strict=True):
+                add_variable(gen + 1, shape, None if dtype is None else dtype_of(dtype))
+                producer[vid] = fid
+                if scope:
+                    set_scope(vid, scope)
+            generation.extend([gen + 1] * len(out_ids))
+            set_params(fid, params)
             if scope:
-                rec.set_scope(vid, scope)
-        if len(name) <= MAX_PARAM_STR:  # as small_params keeps a string
-            rec.set_params(fid, (("torch_node", name),))
-        if scope:
-            rec.set_scope(fid, scope)
-        outputs[fid] = out_ids
-        self._slots[fid] = tuple(slots)
-        self._inputs[fid] = inputs
-        meta[key] = fid
-        self._node_hooks.append(g.register_hook(self._node_ran(fid)))
-        rec.add_forward_step(fid, (None,) * len(out_ids))
-        return fid
+                set_scope(fid, scope)
+            outputs[fid] = out_ids
+            slots_of[fid] = tuple(slots)
+            inputs_of[fid] = inputs
+            meta[key] = fid
+            hooks.append(g.register_hook(partial(ran, fid)))  # called (fid, grads in, out)
+            add_forward_step(fid, (None,) * len(out_ids))
+            made.append(fid)
+        return made
+
+    @staticmethod
+    def _names(g: Any) -> tuple[str, str, tuple, bool]:
+        """What the nodes of ``g``'s class are called: torch's name, the op a user knows, the
+        node's parameters (torch's name, as ``small_params`` would keep it), and whether the
+        op depends on the node (a convolution's dimensions and transposition)."""
+        name = g.name()
+        op = ti.forward_class_name(g) or node_op_name(name)
+        params = (("torch_node", name),) if len(name) <= MAX_PARAM_STR else ()
+        return name, op, params, name.startswith("Convolution")
 
     def _new_leaf(self, t: Any) -> int:
         vid = super()._new_leaf(t)
@@ -359,7 +405,7 @@ class GradientRecording(TorchRecording):
         self._leaf_ids[id(t)] = (ref, vid)
         self._leaf_refs.append((ref, vid))
         self._has_grad[vid] = t.grad is not None
-        self._handles.append(t.register_post_accumulate_grad_hook(self._leaf_grad(vid)))
+        self._handles.append(t.register_post_accumulate_grad_hook(partial(self._on_leaf_grad, vid)))
         return vid
 
     def _leaf(self, t: Any) -> int:
@@ -372,13 +418,16 @@ class GradientRecording(TorchRecording):
     # Backward steps
     # ------------------------------------------------------------------------------
     def _on_backward_step(self, fid: int, grad_inputs: tuple, grad_outputs: tuple) -> None:
+        """Node ``fid`` ran: a step with references to the gradients it received and made
+        (runs once per node per pass: what it reads is at hand in locals)."""
         if not self.recording or not self._passes:
             return  # a pass not begun through the wrapped functions
         now = self._passes[-1]
         passing = now.passing
         hold = now.hold
+        outs = self._outputs[fid]
         gys = []
-        for vid, g in zip(self._outputs[fid], grad_outputs, strict=False):
+        for vid, g in zip(outs, grad_outputs, strict=False):
             if g is None:
                 gys.append(None)
                 continue
@@ -386,17 +435,21 @@ class GradientRecording(TorchRecording):
             gys.append(hold(g) if ref is None else ref)
         if now.seed == fid:
             now.seed = -1
-            now.rows.append((_SEED, now.root, gys[self._outputs[fid].index(now.root)]))
+            now.rows.append((_SEED, now.root, gys[outs.index(now.root)]))
+        # one gradient in: an input gradient may be it, transposed (see _permuted)
+        gy = grad_outputs[0] if len(gys) == 1 and gys[0] is not None else None
+        at = -1 if gy is None else gy.data_ptr()
         consumers = now.consumers
         fresh = now.fresh
         waits = []  # fresh leaves whose .grad this step's gradients become
         gxs = []
+        count = len(grad_inputs)
         for vid, edge in zip(self._inputs[fid], self._slots[fid], strict=True):
-            g = grad_inputs[edge] if edge < len(grad_inputs) else None
+            g = grad_inputs[edge] if edge < count else None
             if g is None:
                 gxs.append(None)
                 continue
-            if len(gys) == 1 and gys[0] is not None and _permuted(g, grad_outputs[0]):
+            if g.data_ptr() == at and _permuted(g, gy):
                 ref = (gys[0], tuple(g.shape))
                 if vid in fresh:  # the leaf's .grad will be these numbers
                     now.leaf_grads[vid] = ref
@@ -409,6 +462,11 @@ class GradientRecording(TorchRecording):
             if consumers.get(vid) == 1:
                 passing[vid] = ref
         now.rows.append((_STEP, fid, gys, gxs, waits))
+        cleared, kept = self._retained.after_step(self._outputs[fid])
+        if kept:
+            now.cleared[fid] = cleared
+            for vid, g in kept:
+                now.rows.append((_KEPT, vid, hold(g)))
         if now.held > HELD_ELEMENTS and not waits:
             now.summarise()
             self._write(now)

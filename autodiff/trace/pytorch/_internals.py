@@ -17,17 +17,23 @@ test_trace_pytorch.py`` checks each of them directly.
 - the global module hooks of ``torch.nn.modules.module`` (``always_call``), and the global
   optimizer step hooks of ``torch.optim.optimizer`` (called with the step's ``args``, the
   optimizer first, and ``kwargs``);
-- ``torch._C._DisableTorchDispatch``: runs the recorder's own ops unseen by its mode;
+- ``torch._C._DisableTorchDispatch``: runs the recorder's own ops unseen by its mode (and
+  ``_dispatch_tls_is_dispatch_key_excluded(DispatchKey.Python)`` says it is on);
   ``_python_dispatch._get_current_dispatch_mode`` (the mode on top of this thread's stack),
   ``torch._C._autograd._top_saved_tensors_default_hooks`` (saved-tensor hooks on);
 - ``torch.autograd.backward`` and ``torch.autograd.grad`` as module attributes that
   ``Tensor.backward`` looks up when called (the statistics-only recorder wraps them), the
-  ``AccumulateGrad`` node class, and ``node._input_metadata``'s ``shape`` and ``dtype``.
+  ``AccumulateGrad`` node class, and ``node._input_metadata``'s ``shape`` and ``dtype``;
+- ``autograd.Function.apply`` as a classmethod the custom Functions inherit, whose node's
+  edges are the tensors among its arguments in order (``function_inputs``), and
+  ``Tensor.retain_grad`` as a method of torch's C base class that ``torch.Tensor`` may
+  override (both wrapped while recording: ``wrap_function_apply``, ``wrap_retain_grad``).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -42,7 +48,9 @@ __all__ = [
     "DispatchMode",
     "accumulated_leaf",
     "current_autograd_node",
+    "dispatch_disabled",
     "forward_class_name",
+    "function_inputs",
     "graph_task_id",
     "is_compiled_module",
     "is_torchs_backward",
@@ -57,8 +65,11 @@ __all__ = [
     "saved",
     "saved_tensor_hooks_active",
     "tag_node",
+    "undo_all",
     "view_base",
     "wrap_backward",
+    "wrap_function_apply",
+    "wrap_retain_grad",
 ]
 
 _TAG = "autodiff.trace"  # the key of a recorded node's id in node.metadata
@@ -85,6 +96,12 @@ def saved_tensor_hooks_active() -> bool:
     """Whether saved-tensor hooks are on (``torch.utils.checkpoint`` without reentrance:
     the backward recomputes the forward ops run now)."""
     return torch._C._autograd._top_saved_tensors_default_hooks(False) is not None
+
+
+def dispatch_disabled() -> bool:
+    """Whether :func:`no_dispatch` (torch's ``_DisableTorchDispatch``) is on here: ops run
+    now are no dispatch mode's (the recorder's own, a gradient check the viewer runs)."""
+    return torch._C._dispatch_tls_is_dispatch_key_excluded(torch._C.DispatchKey.Python)
 
 
 def no_dispatch() -> Any:
@@ -178,6 +195,80 @@ def wrap_backward(around: Callable[..., Any]) -> Callable[[], None]:
             autograd.grad = originals[1]
 
     return restore
+
+
+def wrap_function_apply(around: Callable[..., Any]) -> Callable[[], None]:
+    """Make a custom ``autograd.Function``'s ``apply`` (``MyFn.apply(x, w)``) run
+    ``around(original, cls, args, kwargs)`` instead, where ``original(*args, **kwargs)`` is
+    torch's ``apply`` for ``cls``; returns the function that puts torch's back. The inputs of
+    a custom Function's node are only known from its call: its forward runs its own ops on
+    them, and the node is made once it returns. (A class with an ``apply`` of its own is not
+    seen.)"""
+    function = torch.autograd.Function
+    original = function.__dict__["apply"]  # a classmethod
+
+    @functools.wraps(original.__func__)
+    def call(cls: type, *args: Any, **kwargs: Any) -> Any:
+        return around(original.__get__(None, cls), cls, args, kwargs)
+
+    wrapper = classmethod(call)
+    function.apply = wrapper
+
+    def restore() -> None:
+        if function.__dict__.get("apply") is wrapper:  # (a later recording's stays)
+            function.apply = original
+
+    return restore
+
+
+def function_inputs(cls: type, args: tuple, kwargs: dict) -> list:
+    """The tensors among the arguments of ``cls.apply(*args, **kwargs)``, in the order of its
+    node's edges (torch makes one edge per tensor argument, keyword arguments bound to
+    ``forward``'s parameters first)."""
+    if kwargs:
+        try:
+            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+        except (TypeError, ValueError):
+            return []
+        bound.apply_defaults()
+        args = bound.args
+    return [a for a in args if isinstance(a, torch.Tensor)]
+
+
+def wrap_retain_grad(after: Callable[[Any], None]) -> Callable[[], None]:
+    """Make ``tensor.retain_grad()`` call ``after(tensor)`` once torch's has run; returns the
+    function that puts torch's back. (torch says which non-leaf keeps its ``.grad`` nowhere
+    else: the hook that keeps it is on its node, out of Python's sight.)"""
+    tensor = torch.Tensor
+    had = "retain_grad" in tensor.__dict__
+    original = tensor.retain_grad
+
+    @functools.wraps(original)
+    def retain_grad(self: Any) -> None:
+        original(self)
+        after(self)
+
+    tensor.retain_grad = retain_grad
+
+    def restore() -> None:
+        if tensor.__dict__.get("retain_grad") is retain_grad:
+            if had:
+                tensor.retain_grad = original
+            else:
+                del tensor.retain_grad
+
+    return restore
+
+
+def undo_all(*undos: Callable[[], None]) -> Callable[[], None]:
+    """One function that runs each of ``undos`` (what the ``wrap_*`` functions return), the
+    last first."""
+
+    def undo() -> None:
+        for u in reversed(undos):
+            u()
+
+    return undo
 
 
 def accumulated_leaf(node: Any) -> Any:

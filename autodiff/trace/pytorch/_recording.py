@@ -36,7 +36,9 @@ from autodiff.trace._checks import small_params
 from autodiff.trace._recorder import _EMPTIED, _GRAD, _VALUE, Recorder
 from autodiff.trace.pytorch import _internals as ti
 from autodiff.trace.pytorch._capture import ValueCapture
+from autodiff.trace.pytorch._names import module_level_name
 from autodiff.trace.pytorch._ops import op_info, op_name, plain_inputs, tensors
+from autodiff.trace.pytorch._retained import RetainedGrads
 from autodiff.trace.pytorch._stale import note_changed_leaves
 from autodiff.trace.pytorch._values import dtype_of, numpy_dtype, same
 
@@ -92,6 +94,7 @@ class TorchRecording:
         self._handles: list[Any] = []
         self._node_hooks: list[Any] = []
         self._param_names: dict[int, tuple[Any, str]] = {}  # id(param) -> (weakref, name)
+        self._script_named: set[int] = set()  # parameters named by module_level_name
         self._module_names: dict[int, tuple[Any, dict[int, str]]] = {}  # root id -> names
         # open scopes: (scope id, qualified name; None for torch.compile's wrapper)
         self._scopes: list[tuple[int, str | None]] = []
@@ -112,6 +115,10 @@ class TorchRecording:
         self._step_off = False  # taken off for an optimizer's step (see _step_before)
         self._fresh: set[int] = set()  # see _note_fresh
         self._incoming: dict[int, Any] = {}  # fresh leaf -> the raw gradient that reached it
+        # the tensors among the arguments of the custom Function being recorded (see
+        # _function_applied)
+        self._applied: list | None = None
+        self._retained = RetainedGrads()  # the non-leaves whose .grad retain_grad() keeps
 
     # ------------------------------------------------------------------------------
     # Start and stop
@@ -119,7 +126,11 @@ class TorchRecording:
     def start(self) -> None:
         self.start_hooks()
         self._mode.__enter__()
-        self._restore = ti.wrap_backward(self._backward)
+        self._restore = ti.undo_all(
+            ti.wrap_backward(self._backward),
+            ti.wrap_function_apply(self._function_applied),
+            ti.wrap_retain_grad(self._note_retained),
+        )
 
     def stop(self) -> None:
         try:
@@ -206,6 +217,7 @@ class TorchRecording:
         self._held.clear()
         self._values.forget()
         self._scopes.clear()
+        self._retained.clear()
 
     # ------------------------------------------------------------------------------
     # Forward
@@ -249,24 +261,58 @@ class TorchRecording:
         for t in outs:
             _add_new(new, t, self._key)
         if new:
-            if self._pass_open and during < 0:  # a pass failed, and the program went on
-                self._end_pass()
-            if self._scan_pending and during < 0:  # the first node of the next graph
-                self._scan_pending = False
-                self._scan_leaves()
-            inputs = tensors(args)
-            if not self._may_run_forward and ti.saved_tensor_hooks_active():
-                self._may_run_forward = True  # a checkpoint's backward recomputes this op
-            for g, made in new.values():
-                self._add_function(g, func, args, inputs, made, scope, during)
+            self._add_functions(new, func, args, tensors(args), scope, during)
         elif during < 0 and outs and may_cut and not mutable:
             self._note_cut(func, args, outs)
+
+    def _add_functions(
+        self, new: dict, func: Any, args: tuple, inputs: list, scope: int, during: int
+    ) -> None:
+        """Record the autograd nodes ``new`` (see ``_add_new``) that op ``func`` made."""
+        if self._pass_open and during < 0:  # a pass failed, and the program went on
+            self._end_pass()
+        if self._scan_pending and during < 0:  # the first node of the next graph
+            self._scan_pending = False
+            self._scan_leaves()
+        if not self._may_run_forward and ti.saved_tensor_hooks_active():
+            self._may_run_forward = True  # a checkpoint's backward recomputes this op
+        for g, made in new.values():
+            self._add_function(g, func, args, inputs, made, scope, during)
+
+    def _function_applied(self, original: Any, cls: type, args: tuple, kwargs: dict) -> Any:
+        """``cls.apply(*args, **kwargs)`` of a custom Function: its node is recorded when it
+        returns, its inputs matched with the call's arguments. (The ops its forward ran are
+        not its node's: the last of them may not even make its output.)"""
+        out = original(*args, **kwargs)
+        if not self.recording or threading.get_ident() != self._thread or ti.dispatch_disabled():
+            return out  # (with dispatch disabled, the ops it ran were not the program's)
+        with ti.no_dispatch():  # the recorder's own ops are not the program's
+            self._applied = ti.function_inputs(cls, args, kwargs)
+            try:
+                self._flush()  # the forward's last op, whose output may be the Function's
+                new: dict[int, tuple[Any, list]] = {}
+                for t in tensors(out):
+                    if t.grad_fn is not None and ti.forward_class_name(t.grad_fn) is not None:
+                        _add_new(new, t, self._key)
+                if new:
+                    scope = self._scopes[-1][0] if self._scopes else 0
+                    during = self._pass if ti.current_autograd_node() is not None else -1
+                    self._add_functions(new, None, (), self._applied, scope, during)
+                # an output without history (non-differentiable, or under no_grad) is the
+                # Function's cut, not one of the ops its forward ran
+                self._note_cut(None, self._applied, tensors(out), cls.__name__)
+            finally:
+                self._applied = None
+        return out
 
     def _add_function(
         self, g: Any, func: Any, args: tuple, inputs: list, made: list, scope: int, during: int
     ) -> None:
         rec = self.tables
         edges = g.next_functions
+        applied = self._applied
+        if applied is not None and ti.forward_class_name(g) is not None:
+            args = inputs = applied  # a custom Function's node: its edges are its arguments
         plain_of = None  # read at the first edge without a producer
         in_ids: list[int] = []
         slots: list[int] = []
@@ -368,6 +414,11 @@ class TorchRecording:
             named = self._param_names.get(id(t))
             if named is not None and named[0]() is t:
                 rec.set_name(vid, named[1])
+            else:  # no module named it (yet): the program's own name for it, if one says it
+                name = module_level_name(t)
+                if name is not None:
+                    rec.set_name(vid, name)
+                    self._script_named.add(vid)
         return vid
 
     def _leaf_grad(self, vid: int) -> Any:
@@ -391,10 +442,10 @@ class TorchRecording:
         self._constants[t] = vid
         return vid
 
-    def _note_cut(self, func: Any, args: tuple, outs: list) -> None:
+    def _note_cut(self, func: Any, args: Any, outs: list, name: str | None = None) -> None:
         """Remember outputs made without history from an input that has it: a cut, if a
-        recorded op uses them later. Inputs are kept as node ids (or a cut not yet used:
-        ``no_grad`` chains), never as tensors."""
+        recorded op uses them later, named ``name`` (else by ``func``, the op). Inputs are
+        kept as node ids (or a cut not yet used: ``no_grad`` chains), never as tensors."""
         sources = []
         for t in tensors(args):
             if t.requires_grad:
@@ -408,7 +459,7 @@ class TorchRecording:
                 if earlier is not None:
                     sources.append(earlier)
         if sources:
-            note = (op_name(func, args), tuple(sources))
+            note = (name or op_name(func, args), tuple(sources))
             for t in outs:
                 # a mask or an index carries no gradient: no cut
                 if not t.requires_grad and (t.is_floating_point() or t.is_complex()):
@@ -513,8 +564,11 @@ class TorchRecording:
                     held[vid] = new
                     accs.append((vid, slot, self._raw(old), raw, self._raw(new)))
         # torch keeps no gradient of a non-leaf (unless retain_grad()): dropped once used
-        outs = self._outputs[fid]
-        rec.add_backward_step(fid, gys, tuple(gxs), tuple(accs), outs, self._pass)
+        cleared, kept = self._retained.after_step(self._outputs[fid])
+        rec.add_backward_step(fid, gys, tuple(gxs), tuple(accs), cleared, self._pass)
+        for vid, g in kept:
+            k = len(rec._raw)
+            rec.add_event(k, k - 1, vid, _GRAD, self._raw(g), self._pass)
 
     def _in_this_pass(self) -> bool:
         """Whether the backward running now is the pass open (a pass that failed never ran
@@ -532,6 +586,8 @@ class TorchRecording:
         self._seed_pending = True
         self.tables.backward_roots.append(self._outputs[fid][slot])
         ti.queue_end_of_pass(self._end_pass)
+        if self._retained.waiting():
+            self._retained.resolve(self._key, self._outputs)
         note_changed_leaves(self)  # a .data change since the forward: stale_inputs sees it
 
     def _seed(self, grad_outputs: tuple) -> None:
@@ -577,6 +633,12 @@ class TorchRecording:
                 raw = self._raw(t.grad)
         rec.add_event(k, k - 1, vid, _GRAD, raw, self._pass)
         self._leaf_last[vid] = (self._leaf_last[vid][0], True)
+
+    def _note_retained(self, t: Any) -> None:
+        """``t.retain_grad()`` ran: on the program's thread, ``t`` is noted (see
+        ``_retained``)."""
+        if self.recording and threading.get_ident() == self._thread and t.grad_fn is not None:
+            self._retained.note(t)
 
     # ------------------------------------------------------------------------------
     # Module scopes
@@ -628,6 +690,7 @@ class TorchRecording:
             if id(p) not in self._param_names:
                 self._param_names[id(p)] = (weakref.ref(p), q)
                 vid = self._leaves.get(p)
-                if vid is not None and vid not in rec._names:  # used before its module ran
+                # used before its module ran: its module's name, not the program's
+                if vid is not None and (vid not in rec._names or vid in self._script_named):
                     rec.set_name(vid, q)
         return names

@@ -447,6 +447,82 @@ def test_a_cancelled_torch_loop_shows_the_passes_it_ran(tmp_path):
     assert steps
 
 
+@pytest.mark.parametrize("keep", [20, 10_000])
+def test_a_cancelled_torch_runs_steps_count_against_what_cancel_may_send(tmp_path, keep):
+    """A cancelled run sends what it recorded only up to ``keep_on_cancel`` steps (the app's
+    ``worker.CANCEL_KEEP_STEPS``): the steps of its torch recordings count too."""
+    pytest.importorskip("torch")
+    import time
+
+    script = _write(
+        tmp_path,
+        "stuck.py",
+        """
+        import pathlib
+        import time
+        import torch
+        lin = torch.nn.Linear(4, 1)
+        x = torch.randn(8, 4)
+        for _ in range(5):
+            lin.zero_grad()
+            lin(x).pow(2).mean().backward()
+        pathlib.Path("ready").write_text("yes")
+        while True:
+            time.sleep(0.01)
+        """,
+    )
+    run = ScriptRun(script, capture=True)
+    run.keep_on_cancel = keep
+    run.start()
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "ready").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    run.cancel()
+    assert run.wait(60), "the script did not stop"
+    result = run.result
+    assert result.cancelled and len(result.passes) == 5
+    if keep == 20:
+        assert result.graphs == [] and result.trace is None
+        assert result.error_message == (
+            "what it recorded is not kept: more than 20 steps cannot be sent in the time "
+            "Cancel allows"
+        )
+    else:
+        assert [g.number for g in result.graphs] == [0, 1, 2, 3, 4]
+        assert result.error_message is None
+        traces = {id(g.trace): g.trace for g in result.graphs}.values()
+        assert sum(t.count_steps() for t in traces) > 20  # what the cap of 20 counted
+
+
+def test_a_scripts_own_parameter_is_named_by_its_one_top_level_name(tmp_path):
+    pytest.importorskip("torch")
+    script = _write(
+        tmp_path,
+        "free.py",
+        """
+        import torch
+        w = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+        a = b = torch.nn.Parameter(torch.tensor([0.5]))  # two names: neither is shown
+
+        def step():
+            loss = (w * w).sum() + (a * w).sum()
+            loss.backward()
+
+        for _ in range(3):
+            step()
+        """,
+    )
+    run = ScriptRun(script, capture=True)
+    run.max_passes = 2  # passes past the first in recordings of their own
+    result = run.run()
+    assert result.ok, result.error
+    assert len(result.graphs) >= 2
+    for k in range(len(result.graphs)):
+        view = result.view(k)
+        names = {view.node(v)["shape"]: view.node(v)["name"] for v in view.parameters()}
+        assert names == {(2,): "w", (1,): None}, k
+
+
 def test_a_torch_script_where_torch_is_missing_fails_saying_what_to_install(tmp_path):
     script = _write(
         tmp_path,

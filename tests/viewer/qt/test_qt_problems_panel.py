@@ -1,16 +1,20 @@
 """The Problems panel (objectName problemsDock): what it lists and in which order, its header on a
 clean run, a click (or Enter) going to the problem's graph, step and node, the graph list's
-filter by kind, plain-text messages, and its View-menu toggle."""
+filter by kind, plain-text messages, its View-menu toggle, its layout in a narrow dock, and
+the problems' badges on the graph kept apart."""
 
+import itertools
 import textwrap
 
+import numpy as np
 import pytest
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 import viewer.model.checks.detectors  # noqa: F401  (registered before the registry is swapped)
 from viewer.model.checks import problems as P
 from viewer.model.checks.problem_marks import OVERLAY_KIND
 from viewer.model.document import problem_finder
+from viewer.qt.checks.problem_rows import MESSAGE_LINES, message_lines
 from viewer.qt.checks.problems import ELSEWHERE, HERE
 
 
@@ -312,3 +316,144 @@ def test_a_source_that_opens_with_a_bug_brings_the_panel_forward_once(window, re
     doc.playback.to_end()
     qtbot.wait(10)
     assert _front_tab_of(window, "Problems") == "Plots"
+
+
+def _rect(coords):
+    left, top, right, bottom = coords
+    return QtCore.QRectF(left, top, right - left, bottom - top)
+
+
+def test_dead_relus_badges_cover_no_other_badge_and_no_nodes_text_at_any_zoom(
+    qtbot, window, wait_for_script
+):
+    """The ReLU and its output both carry a dead-relu badge: zoomed out, the two pills (17 px
+    high whatever the zoom) once sat on each other and on the ReLU's text."""
+    window.load_example("dead_relu")
+    wait_for_script(window)
+    qtbot.waitUntil(lambda: not window.document.problems_running, timeout=30_000)
+    view = window.graph_view
+    layer = view._overlays
+    assert [b for b in layer._badges] == ["dead-relu", "dead-relu"]
+    n = view.geometry_data.n_nodes
+    view.fit()
+    painted_at = []
+    for _ in range(8):
+        view.grab()  # a paint at this zoom
+        pills = [pill for _, pill in layer.painted_badges]
+        boxes = layer.node_boxes_px(np.arange(n), layer.deviceTransform(view.viewportTransform()))
+        for a, b in itertools.combinations(pills, 2):
+            assert not a.intersects(b), (a, b)
+        for pill in pills:
+            hit = [i for i, box in enumerate(boxes) if pill.intersects(_rect(box))]
+            assert not hit, (pill, hit)
+        painted_at.append(len(pills))
+        view.zoom_by(0.8)
+    # both drawn while there is room, then one shared by the two neighbours, then none (the
+    # nodes too small for badges): never two on top of each other
+    assert painted_at[0] == 2 and 1 in painted_at and painted_at[-1] == 0, painted_at
+
+
+def test_a_wide_list_has_columns_and_a_narrow_one_stacks_each_problem_on_its_lines(qtbot):
+    from viewer.model.checks.problem_list import problem_rows
+    from viewer.qt.checks.problems import ProblemsPanel
+
+    message = "layer <b>Net</b> " + "a long name " * 12 + "units dead"
+    rows = problem_rows([P.Problem("exploding-gradient", "warning", message, 0, 1, ())], 0)
+    panel = ProblemsPanel()
+    qtbot.addWidget(panel)
+    panel.show_rows(rows, "1 warning", "")
+    panel.resize(900, 300)
+    panel.show()
+    qtbot.waitExposed(panel)
+    tree, header = panel.tree, panel.tree.header()
+    (item,) = panel.items()
+    line = tree.fontMetrics().lineSpacing()
+
+    def no_sideways_scroll():
+        width = tree.viewport().width()
+        shown = [header.sectionSize(c) for c in range(3) if not tree.isColumnHidden(c)]
+        return sum(shown) <= width and tree.horizontalScrollBar().maximum() == 0
+
+    # wide: three columns, the kind whole, the message most of the width, on two lines
+    qtbot.waitUntil(lambda: header.sectionSize(2) >= 0.5 * tree.viewport().width())
+    assert not panel.rows_drawn.stacked and header.isVisible()
+    assert no_sideways_scroll()
+    kind_width = tree.fontMetrics().horizontalAdvance(item.text(0))
+    assert header.sectionSize(0) >= kind_width + tree.iconSize().width()
+    height = tree.visualItemRect(item).height()
+    assert line * 1.5 < height <= MESSAGE_LINES * line + 8, (height, line)
+    # narrow (a side dock): one column, the kind and where above the message's lines
+    panel.resize(300, 300)
+    qtbot.waitUntil(lambda: panel.rows_drawn.stacked)
+    assert tree.isColumnHidden(1) and tree.isColumnHidden(2) and not header.isVisible()
+    assert no_sideways_scroll()
+    height = tree.visualItemRect(item).height()
+    assert (1 + MESSAGE_LINES) * line <= height <= (1 + MESSAGE_LINES) * line + 8, height
+    width = tree.viewport().width() - 40
+    lines = message_lines(message, tree.font(), width, MESSAGE_LINES)
+    assert len(lines) == MESSAGE_LINES and lines[-1].endswith("…")
+    assert lines[0].startswith("layer <b>Net</b>")  # as typed: plain text
+    # whatever a row cannot show is in its tooltips, as plain text
+    for column in range(3):
+        shown = QtGui.QTextDocumentFragment.fromHtml(item.toolTip(column)).toPlainText()
+        assert message in shown
+    # and back
+    panel.resize(900, 300)
+    qtbot.waitUntil(lambda: not panel.rows_drawn.stacked)
+    assert not tree.isColumnHidden(2) and header.isVisible()
+
+
+def test_the_side_dock_at_800x560_stacks_the_rows(qtbot, window, registry):
+    plant(name="a long name " * 12)
+    assert window.document.run_expression("x = 0.5\ny = exp(x)\n")
+    window.resize(800, 560)  # the right column folds into the left one's tab group
+    qtbot.wait(50)
+    window.docks["problemsDock"].raise_()
+    panel = window.problems_panel
+    qtbot.waitUntil(lambda: panel.rows_drawn.stacked)
+    assert panel.tree.horizontalScrollBar().maximum() == 0
+
+
+def test_after_the_window_shrinks_the_summary_reads_whole_and_the_rows_keep_their_room(
+    qtbot, window, wait_for_script
+):
+    """While the right column folds into the left one, the summary's area passes through a
+    width that wraps its line in two; it once kept that height for its viewport around the
+    one line it needs at the end, and showed the line cut in half."""
+    window.load_example("dead_relu")
+    wait_for_script(window)
+    qtbot.waitUntil(lambda: not window.document.problems_running, timeout=30_000)
+    window.docks["plotPanel"].raise_()
+    window.resize(800, 560)
+    qtbot.wait(50)
+    window.docks["problemsDock"].raise_()
+    qtbot.wait(50)
+    panel = window.problems_panel
+    area, summary = panel.summary_area, panel.summary
+    qtbot.wait(50)
+    needed = summary.heightForWidth(area.viewport().width())
+    assert summary.height() <= area.viewport().height() == area.height()
+    assert area.height() >= needed
+    # a problem chosen: its whole message below the list takes three lines (the rest
+    # scrolls), not a scroll area's own minimum (68 px), which took it from the list's rows
+    panel.click_row(0)
+    qtbot.wait(50)
+    tree, chosen = panel.tree, panel.chosen_area
+    assert not chosen.isHidden()
+    assert chosen.height() <= 3 * panel.chosen.fontMetrics().lineSpacing() + 4
+    assert tree.height() >= 2 * chosen.height()  # the rows keep the room left
+
+
+def test_the_key_that_shows_the_panel_brings_it_to_the_front(qtbot, window, registry):
+    plant()
+    assert window.document.run_expression("x = 0.5\ny = exp(x)\n")
+    dock, toggle = window.docks["problemsDock"], window.actions["problems"]
+    window.resize(800, 560)  # one tab group for the side docks: the easiest to lose it in
+    qtbot.wait(50)
+    if dock.isVisible():
+        toggle.trigger()  # hidden
+    window.docks["plotPanel"].raise_()
+    qtbot.wait(10)
+    toggle.trigger()
+    qtbot.wait(10)
+    assert dock.isVisible() and _front_tab_of(window, "Problems").startswith("Problems")

@@ -627,7 +627,7 @@ class ScriptRun(_RunState):
             cancelled
             and recording is not None
             and limit is not None
-            and _count_steps(recording, limit) > limit
+            and _count_steps(recording, limit, torch_passes) > limit
         )
         try:
             if too_long:
@@ -803,10 +803,15 @@ def _sampling_note(
     return note
 
 
-def _count_steps(recording: PassRecording, limit: int) -> int:
-    """The steps the recording holds, counted up to just past ``limit``."""
+def _count_steps(
+    recording: PassRecording, limit: int, torch_passes: TorchPasses | None = None
+) -> int:
+    """The steps the recording holds, with those of the torch passes' recordings the result
+    would send, counted up to just past ``limit``."""
     n = 0
     traces = {id(t): t for t in (recording.head, *recording.segments.values())}  # shared once
+    if torch_passes is not None and torch_passes.imported:
+        traces.update((id(t), t) for t in torch_passes.traces())
     for t in traces.values():
         n += t.count_steps(at_most=limit - n)
         if n > limit:

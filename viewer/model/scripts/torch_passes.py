@@ -442,6 +442,15 @@ class TorchPasses:
             rows.append((-1, f"torch output #{nid}", trace, nid, -1))
         return rows
 
+    def traces(self) -> list[Any]:
+        """The recordings :meth:`graphs` shows graphs of, each once (several passes may
+        share one): what a result sends."""
+        self._prune()
+        found = {id(g.trace): g.trace for g in self.kept.values()}
+        for trace, _ in self.outputs:
+            found.setdefault(id(trace), trace)
+        return list(found.values())
+
     def audit(self) -> list[Survivor]:
         """The roots (losses) of recorded passes still alive, with what holds each: call
         once the script's namespace was dropped (and after the engine's audit: when a root

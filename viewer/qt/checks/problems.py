@@ -3,11 +3,15 @@ found in what is shown, by name.
 
 It lists :class:`~viewer.model.checks.problem_list.ProblemRow` rows in two groups, the graph on
 screen's and the rest of the run's, each most severe first: the kind with its severity's icon
-(the word in its tooltip and accessible name), where it shows and the message, wrapped to the
-dock's width (a narrow dock shows all of it). Above them, the report's summary line and
-which detectors ran and which could not. A click on a row, or Enter, asks for its problem
-(``problem_chosen``): the binder goes to its graph, step and nodes. Every text is set as plain
-text: a message quotes the user's own names.
+(the word in its tooltip and accessible name), where it shows and the message, wrapped to up
+to :data:`~viewer.qt.checks.problem_rows.MESSAGE_LINES` lines, the last one cut short with an
+ellipsis (every cell's tooltip holds all of it, and so does the line below the list once the
+row is chosen). In a wide list these are three columns, the kind and where taking what their
+text needs up to a share of the width; in a narrow one (a side dock) each row is stacked, kind
+and where above the message (:mod:`~viewer.qt.checks.problem_rows`). Nothing scrolls sideways.
+Above them, the report's summary line and which detectors ran and which could not. A click on
+a row, or Enter, asks for its problem (``problem_chosen``): the binder goes to its graph, step
+and nodes. Every text is set as plain text: a message quotes the user's own names.
 """
 
 from __future__ import annotations
@@ -17,12 +21,16 @@ from collections.abc import Sequence
 from PySide6 import QtCore, QtWidgets
 
 from viewer.model.checks.problem_list import ProblemRow
+from viewer.qt.checks.problem_rows import NARROW_PX, ROW_ROLE, ProblemRowDelegate
 from viewer.qt.drawing.plain_text import SummaryArea, tooltip
 
 __all__ = ["COLUMNS", "ProblemsPanel"]
 
 COLUMNS = ("Problem", "Where", "Message")
-_ROW_ROLE = QtCore.Qt.ItemDataRole.UserRole
+MESSAGE = COLUMNS.index("Message")
+# The most of the list's width the kind and where columns take (each), so that the message
+# keeps the rest; their text is cut short with an ellipsis past it.
+_COLUMN_SHARE = (0.3, 0.2)
 _ICONS = {
     "error": QtWidgets.QStyle.StandardPixmap.SP_MessageBoxCritical,
     "warning": QtWidgets.QStyle.StandardPixmap.SP_MessageBoxWarning,
@@ -54,17 +62,23 @@ class ProblemsPanel(QtWidgets.QWidget):
         self.tree.setColumnCount(len(COLUMNS))
         self.tree.setHeaderLabels(list(COLUMNS))
         self.tree.setRootIsDecorated(False)
-        self.tree.setUniformRowHeights(True)
+        self.tree.setIndentation(8)  # rows under their group's heading: width is scarce
+        self.tree.setUniformRowHeights(False)  # a message wraps to up to MESSAGE_LINES
+        self.tree.setWordWrap(True)
+        self.rows_drawn = ProblemRowDelegate(self.tree)
+        self.tree.setItemDelegate(self.rows_drawn)
         self.tree.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
         self.tree.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
         self.tree.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
         header = self.tree.header()
         for column in range(len(COLUMNS) - 1):
-            header.setSectionResizeMode(column, QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
-        # the message takes the width left, cut short: the chosen problem's whole message is
-        # below the list (no sideways scrolling to read it)
-        header.setSectionResizeMode(len(COLUMNS) - 1, QtWidgets.QHeaderView.ResizeMode.Stretch)
+            header.setSectionResizeMode(column, QtWidgets.QHeaderView.ResizeMode.Interactive)
+        # the message takes the width left (no sideways scrolling to read it)
+        header.setSectionResizeMode(MESSAGE, QtWidgets.QHeaderView.ResizeMode.Stretch)
         header.setStretchLastSection(True)
+        # the rows' heights follow the message column's width
+        header.sectionResized.connect(self._on_section_resized)
+        self.tree.viewport().installEventFilter(self)
         self.tree.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.tree.currentItemChanged.connect(self._on_current)
         self.chosen = QtWidgets.QLabel(self)
@@ -110,11 +124,12 @@ class ProblemsPanel(QtWidgets.QWidget):
             item.setData(
                 0, QtCore.Qt.ItemDataRole.AccessibleTextRole, f"{row.severity}: {row.kind}"
             )
-            item.setData(1, _ROW_ROLE, k)
+            item.setData(1, ROW_ROLE, k)
             for column in range(len(COLUMNS)):
                 item.setToolTip(column, tooltip(row.tooltip))
         self.tree.setRootIsDecorated(False)
         self.tree.setVisible(bool(rows))
+        self._fit_columns()
         self.chosen_area.set_text("")
         self.chosen_area.setVisible(False)
         self.summary_area.set_text(summary)
@@ -126,17 +141,46 @@ class ProblemsPanel(QtWidgets.QWidget):
         self.details_area.set_text(details)
         self.summary.setToolTip(tooltip(details) if details and rows else "")
 
+    def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
+        if watched is self.tree.viewport() and event.type() == QtCore.QEvent.Type.Resize:
+            self._fit_columns()
+        return super().eventFilter(watched, event)
+
+    def _fit_columns(self) -> None:
+        """Narrower than NARROW_PX, the rows stacked in the first column (the header and the
+        other columns hidden); else the kind and where columns as wide as their text, up to
+        their share of the list's width, and the message the rest."""
+        width = self.tree.viewport().width()
+        header = self.tree.header()
+        stacked = 0 < width < NARROW_PX
+        if stacked != self.rows_drawn.stacked:
+            self.rows_drawn.stacked = stacked
+            header.setVisible(not stacked)
+            for column in range(1, len(COLUMNS)):
+                self.tree.setColumnHidden(column, stacked)
+        if stacked:
+            header.resizeSection(0, width)
+        else:
+            for column, share in enumerate(_COLUMN_SHARE):
+                wanted = max(self.tree.sizeHintForColumn(column), header.sectionSizeHint(column))
+                header.resizeSection(column, max(24, min(wanted, int(width * share))))
+        self.tree.doItemsLayout()  # the rows' wrapped heights at the new widths
+
+    def _on_section_resized(self, column: int, _old: int, _new: int) -> None:
+        if column == MESSAGE or self.rows_drawn.stacked:
+            self.tree.doItemsLayout()  # the rows' wrapped heights at the new width
+
     def _item_rows(self, group: QtWidgets.QTreeWidgetItem) -> list[QtWidgets.QTreeWidgetItem]:
         return [group.child(k) for k in range(group.childCount())]
 
     def _on_current(self, item: QtWidgets.QTreeWidgetItem | None, *_: object) -> None:
-        index = None if item is None else item.data(1, _ROW_ROLE)
+        index = None if item is None else item.data(1, ROW_ROLE)
         text = "" if index is None else self._rows[int(index)].tooltip
         self.chosen_area.set_text(text)
         self.chosen_area.setVisible(bool(text))
 
     def _on_item(self, item: QtWidgets.QTreeWidgetItem, _column: int = 0) -> None:
-        index = item.data(1, _ROW_ROLE)
+        index = item.data(1, ROW_ROLE)
         if index is None:
             return  # a group's heading
         self.problem_chosen.emit(self._rows[int(index)].problem)

@@ -49,7 +49,10 @@ class SummaryArea(QtWidgets.QScrollArea):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        self.fit()
+        # Not now: a height set inside the resize event is never passed on to the viewport,
+        # which kept the old height (two lines at a narrower width) and showed one line cut
+        # in half.
+        QtCore.QTimer.singleShot(0, self, self.fit)
 
     def fit(self) -> None:
         """Ask for every line the text needs at this width (at least three of them)."""
@@ -61,6 +64,11 @@ class SummaryArea(QtWidgets.QScrollArea):
             self.setMinimumHeight(min(needed, 3 * self.label.fontMetrics().lineSpacing() + 4))
             self.setMaximumHeight(needed)
             self.updateGeometry()
+
+    def minimumSizeHint(self) -> QtCore.QSize:
+        # QAbstractScrollArea's own is room for its scroll bars' buttons (68 px high), which
+        # the layout took as the least it may give, whatever the lines asked for
+        return QtCore.QSize(super().minimumSizeHint().width(), self.minimumHeight())
 
     def sizeHint(self) -> QtCore.QSize:
         height = self._needed

@@ -11,9 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
 from PySide6 import QtCore, QtGui, QtSvg
 
 from viewer.model.panels.legend import mark_for_badge
+from viewer.model.scene.badges import place_badges
 from viewer.model.scene.geometry import SceneGeometry
 from viewer.model.scene.scene import Frame
 from viewer.qt.drawing.themes import LIGHT, Theme
@@ -33,6 +35,7 @@ NODE_PIXELS = 150.0  # a node's width in the exported picture, when the picture 
 MAX_SIDE = 6000  # longest side of an exported PNG, pixels
 MARGIN = 24.0
 CAPTION_HEIGHT = 30.0
+EXPORT_BADGE_HEIGHT = 19.0  # a flagged node's badge, pixels (its text is 12 px bold)
 
 
 def _scale_for(geometry: SceneGeometry) -> float:
@@ -168,7 +171,7 @@ def paint_graph(
             painter.setFont(_fitted(font, labels[i], box))
             painter.drawText(box, QtCore.Qt.AlignmentFlag.AlignCenter, labels[i])
     if overlays is not None:
-        _paint_overlays(painter, geometry, overlays, to_px, scale)
+        _paint_overlays(painter, geometry, overlays, transform)
     painter.restore()
 
 
@@ -186,49 +189,72 @@ def _fitted(font: QtGui.QFont, text: str, box: QtCore.QRectF) -> QtGui.QFont:
     return smaller
 
 
-def _paint_overlays(painter, geometry, overlays, to_px, scale: float) -> None:
+def _node_boxes_px(geometry: SceneGeometry, transform: QtGui.QTransform) -> NDArray:
+    """(n, 4) boxes (left, top, right, bottom) of every node as the picture draws them."""
+    sizes = np.where(
+        np.asarray(geometry.is_function, dtype=bool)[:, None],
+        np.asarray(geometry.function_size, dtype=np.float64),
+        np.asarray(geometry.variable_size, dtype=np.float64),
+    )
+    pos = np.asarray(geometry.positions, dtype=np.float64).reshape(-1, 2)
+    scale = np.array([transform.m11(), transform.m22()])
+    shift = np.array([transform.dx(), transform.dy()])
+    return np.concatenate([(pos - sizes / 2) * scale + shift, (pos + sizes / 2) * scale + shift], 1)
+
+
+def _paint_overlays(painter, geometry, overlays, transform: QtGui.QTransform) -> None:
     nodes, colours, badges = overlays
     font = QtGui.QFont()
     font.setPixelSize(12)
     font.setBold(True)
     painter.setFont(font)
     metrics = QtGui.QFontMetricsF(font)
-    # a node flagged twice: nested rings, badges side by side (node -> rings, badge right, top)
-    seen: dict[int, tuple[int, float, float]] = {}
+    boxes = _node_boxes_px(geometry, transform)
+    # a node flagged twice: nested rings; the badges go where the view puts them
+    count: dict[int, int] = {}
+    shown: list[tuple[int, QtGui.QColor, str, tuple[float, ...]]] = []
     for k, node in enumerate(np.asarray(nodes, dtype=np.intp)):
         if not 0 <= node < geometry.n_nodes:
             continue
         r, g, b, a = (int(v) for v in np.asarray(colours)[k])
         colour = QtGui.QColor(r, g, b, a)
-        f = bool(geometry.is_function[node])
-        w, h = geometry.function_size if f else geometry.variable_size
-        centre = to_px(*geometry.positions[node])
-        count, right, top = seen.get(int(node), (0, 0.0, 0.0))
-        grow = 7 + 5 * count
-        ring = QtCore.QRectF(
-            centre.x() - w * scale / 2 - grow,
-            centre.y() - h * scale / 2 - grow,
-            w * scale + 2 * grow,
-            h * scale + 2 * grow,
+        grow = 7 + 5 * count.get(int(node), 0)
+        count[int(node)] = count.get(int(node), 0) + 1
+        left, top, right, bottom = boxes[node]
+        ring = QtCore.QRectF(left, top, right - left, bottom - top).adjusted(
+            -grow, -grow, grow, grow
         )
         painter.setPen(QtGui.QPen(colour, 2.5, QtCore.Qt.PenStyle.DashLine))
         painter.setBrush(QtCore.Qt.BrushStyle.NoBrush)
-        if f:
+        if geometry.is_function[node]:
             painter.drawRect(ring)
         else:
             painter.drawRoundedRect(ring, ring.height() / 2.4, ring.height() / 2.4)
-        badge = badges[k] if k < len(badges) else ""
-        width = metrics.horizontalAdvance(badge) + 12 if badge else 0.0
-        if count == 0:
-            right, top = ring.right() + width * 0.4, ring.top() - 10
-        seen[int(node)] = (count + 1, right - width - 4, top)
+        badge = str(badges[k]) if k < len(badges) else ""
         if badge:
-            pill = QtCore.QRectF(right - width, top, width, 19)
-            painter.setPen(QtCore.Qt.PenStyle.NoPen)
-            painter.setBrush(colour)
-            painter.drawRoundedRect(pill, 9, 9)
-            painter.setPen(QtGui.QColor("#ffffff"))
-            painter.drawText(pill, QtCore.Qt.AlignmentFlag.AlignCenter, badge)
+            shown.append((int(node), colour, badge, ring.getCoords()))
+    if not shown:
+        return
+    texts = [badge for _, _, badge, _ in shown]
+    pills, drawn = place_badges(
+        [ring for *_, ring in shown],
+        boxes[[node for node, *_ in shown]],
+        texts,
+        [metrics.horizontalAdvance(text) + 12 for text in texts],
+        boxes,
+        EXPORT_BADGE_HEIGHT,
+    )
+    for (_, colour, badge, _), (left, top, right, bottom), draw in zip(
+        shown, pills.tolist(), drawn.tolist(), strict=True
+    ):
+        if not draw:
+            continue  # it shares the pill of its neighbour with the same text
+        pill = QtCore.QRectF(left, top, right - left, bottom - top)
+        painter.setPen(QtCore.Qt.PenStyle.NoPen)
+        painter.setBrush(colour)
+        painter.drawRoundedRect(pill, 9, 9)
+        painter.setPen(QtGui.QColor("#ffffff"))
+        painter.drawText(pill, QtCore.Qt.AlignmentFlag.AlignCenter, badge)
 
 
 LEGEND_HEIGHT = 34.0

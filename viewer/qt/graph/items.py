@@ -9,7 +9,6 @@ when a node is large enough on screen to read them.
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from collections.abc import Sequence
 
@@ -19,6 +18,7 @@ from numpy.typing import NDArray
 from pyqtgraph.Qt.internals import PrimitiveArray
 from PySide6 import QtCore, QtGui
 
+from viewer.model.scene.badges import badge_reach, place_badges
 from viewer.model.scene.colours import faded
 from viewer.model.scene.text import box_px_for_text, label_detail, label_text_px
 from viewer.qt.drawing.themes import NodeStyle, Theme, readable_on
@@ -44,6 +44,7 @@ MAX_LABEL_LINES = 4
 READABLE_BOX_PX = 12.0
 NAME_FONT_PX = 11
 NAME_MAX_PX = 160
+BADGE_HEIGHT = 17.0  # a flagged node's badge (pixels; its text is 11 px bold)
 
 
 _SHAPE_LINE = re.compile(r"\d+(x\d+)*")
@@ -856,6 +857,10 @@ def _place_pills(
     return placed
 
 
+def _transform_key(t: QtGui.QTransform) -> tuple[float, ...]:
+    return (t.m11(), t.m12(), t.m21(), t.m22(), t.dx(), t.dy())
+
+
 def _overlapping(
     positions: NDArray[np.floating], half: NDArray[np.floating], rect: QtCore.QRectF
 ) -> NDArray[np.bool_]:
@@ -887,6 +892,9 @@ class OverlayLayer(pg.GraphicsObject):
         self._boxes = QtCore.QRectF()
         self._pad_px = 0.0
         self._bounds: QtCore.QRectF | None = None
+        self._painted_badges: list[tuple[str, QtCore.QRectF]] = []
+        self._version = 0  # counts the changes of nodes and overlays (the places' cache key)
+        self._placed: tuple[tuple, tuple[NDArray, NDArray]] | None = None
         self.setAcceptedMouseButtons(QtCore.Qt.MouseButton.NoButton)
         self.setZValue(5)
 
@@ -920,6 +928,7 @@ class OverlayLayer(pg.GraphicsObject):
             self._boxes = QtCore.QRectF()
         self._pad_px = self._reach(self._font())
         self._bounds = None
+        self._version += 1
         self.update()
 
     @property
@@ -935,16 +944,19 @@ class OverlayLayer(pg.GraphicsObject):
 
     def _reach(self, font: QtGui.QFont) -> float:
         """How far (device pixels) rings and badges reach out of their node's box: the rings
-        nest 4 px apart and a node's badges line up leftwards from its ring's right end."""
+        nest 4 px apart and a badge may go a little way round its ring
+        (:func:`~viewer.model.scene.badges.badge_reach`)."""
         metrics = QtGui.QFontMetricsF(font)
         rings: dict[int, int] = {}
-        badges: dict[int, float] = {}
-        for node, badge in zip(self._nodes, self._badges, strict=False):
+        for node in self._nodes:
             rings[int(node)] = rings.get(int(node), 0) + 1
-            width = metrics.horizontalAdvance(badge) + 13 if badge else 0.0
-            badges[int(node)] = badges.get(int(node), 0.0) + width
         most = max(rings.values(), default=0)
-        return 6.0 + 4.0 * most + 2.0 + 17.0 + max(badges.values(), default=0.0)
+        widths = [self._pill_width(metrics, b) for b in self._badges]
+        return 6.0 + 4.0 * most + badge_reach(widths, BADGE_HEIGHT)
+
+    @staticmethod
+    def _pill_width(metrics: QtGui.QFontMetricsF, badge: str) -> float:
+        return metrics.horizontalAdvance(badge) + 10 if badge else 0.0
 
     def viewTransformChanged(self) -> None:
         # The marks are sized in pixels: their extent in layout units changes with the zoom.
@@ -962,7 +974,19 @@ class OverlayLayer(pg.GraphicsObject):
             self._bounds = self._boxes.adjusted(-dx, -dy, dx, dy)
         return self._bounds
 
+    @property
+    def painted_badges(self) -> list[tuple[str, QtCore.QRectF]]:
+        """The badges the last paint drew: (text, pill in device pixels)."""
+        return list(self._painted_badges)
+
+    def node_boxes_px(self, nodes: NDArray[np.intp], transform: QtGui.QTransform) -> NDArray:
+        """(k, 4) boxes (left, top, right, bottom) of ``nodes`` in device pixels."""
+        pos, half = self._positions[nodes], self._half[nodes]
+        a, b = _map_points(transform, pos - half), _map_points(transform, pos + half)
+        return np.concatenate([np.minimum(a, b), np.maximum(a, b)], axis=1)
+
     def paint(self, painter: QtGui.QPainter, *args: object) -> None:
+        self._painted_badges = []
         if len(self._nodes) == 0:
             return
         transform = painter.worldTransform()
@@ -973,17 +997,17 @@ class OverlayLayer(pg.GraphicsObject):
         font = self._font()
         painter.setFont(font)
         metrics = QtGui.QFontMetricsF(font)
-        show_badges = scale * float(self._half[:, 0].min() * 2) >= 30
-        # A node flagged several times (a leak that is also gradient-checked): rings nest and
-        # badges line up leftwards instead of hiding each other.
-        seen: dict[int, tuple[int, float, float]] = {}  # node -> (rings, badge right, top)
-        for node, colour, badge in zip(self._nodes, self._colours, self._badges, strict=False):
+        # A node flagged several times (a leak that is also gradient-checked): rings nest.
+        count: dict[int, int] = {}
+        rings: list[QtCore.QRectF] = []
+        for node, colour in zip(self._nodes, self._colours, strict=False):
             x, y = self._positions[node]
             hw, hh = self._half[node]
             rect = transform.mapRect(QtCore.QRectF(x - hw, y - hh, 2 * hw, 2 * hh))
-            count, right, top = seen.get(int(node), (0, math.nan, math.nan))
-            grow = max(3.0, 6.0 - rect.height() / 2) + 4.0 * count
+            grow = max(3.0, 6.0 - rect.height() / 2) + 4.0 * count.get(int(node), 0)
+            count[int(node)] = count.get(int(node), 0) + 1
             ring = rect.adjusted(-grow, -grow, grow, grow)
+            rings.append(ring)
             path = QtGui.QPainterPath()
             if self._is_function[node]:
                 path.addRect(ring)
@@ -991,15 +1015,60 @@ class OverlayLayer(pg.GraphicsObject):
                 radius = ring.height() / 2.4
                 path.addRoundedRect(ring, radius, radius)
             _fill_stroke(painter, path, QtGui.QPen(colour, 2.5, QtCore.Qt.PenStyle.DashLine))
-            width = metrics.horizontalAdvance(badge) + 10 if badge else 0.0
-            if count == 0:
-                right, top = ring.right() + width * 0.4, ring.top() - 9
-            seen[int(node)] = (count + 1, right - width - 3, top)
-            if show_badges and badge:
-                pill = QtCore.QRectF(right - width, top, width, 17)
-                painter.setPen(QtCore.Qt.PenStyle.NoPen)
-                painter.setBrush(colour)
-                painter.drawRoundedRect(pill, 8, 8)
-                painter.setPen(readable_on(QtGui.QColor(colour)))
-                painter.drawText(pill, QtCore.Qt.AlignmentFlag.AlignCenter, badge)
+        if scale * float(self._half[:, 0].min() * 2) >= 30:
+            self._paint_badges(painter, transform, metrics, rings)
         painter.restore()
+
+    def _paint_badges(
+        self,
+        painter: QtGui.QPainter,
+        transform: QtGui.QTransform,
+        metrics: QtGui.QFontMetricsF,
+        rings: Sequence[QtCore.QRectF],
+    ) -> None:
+        """The badges of the rings on screen, where :func:`place_badges` puts them: clear of
+        each other and of the boxes (and their text) of the nodes on screen, two neighbours'
+        badges with the same text drawn once when there is no room for both."""
+        screen = QtCore.QRectF(painter.viewport())
+        reach = self._pad_px
+        near = screen.adjusted(-reach, -reach, reach, reach)
+        shown = [
+            k
+            for k, ring in enumerate(rings)
+            if k < len(self._badges) and self._badges[k] and ring.intersects(near)
+        ]
+        if not shown:
+            return
+        # a step of playback repaints with the same view: the places stay
+        key = (_transform_key(transform), near.getCoords(), self._version)
+        if self._placed is None or self._placed[0] != key:
+            inverse, _ = transform.inverted()
+            area = inverse.mapRect(near.adjusted(-reach, -reach, reach, reach))
+            around = np.flatnonzero(_overlapping(self._positions, self._half, area))
+            texts = [self._badges[k] for k in shown]
+            self._placed = (
+                key,
+                place_badges(
+                    [rings[k].getCoords() for k in shown],
+                    self.node_boxes_px(self._nodes[shown], transform),
+                    texts,
+                    [self._pill_width(metrics, text) for text in texts],
+                    self.node_boxes_px(around, transform),
+                    BADGE_HEIGHT,
+                ),
+            )
+        pills, drawn = self._placed[1]
+        radius = BADGE_HEIGHT / 2 - 0.5
+        for k, (left, top, right, bottom), draw in zip(
+            shown, pills.tolist(), drawn.tolist(), strict=True
+        ):
+            if not draw:
+                continue  # it shares the pill of its neighbour with the same text
+            pill = QtCore.QRectF(left, top, right - left, bottom - top)
+            colour = self._colours[k]
+            painter.setPen(QtCore.Qt.PenStyle.NoPen)
+            painter.setBrush(colour)
+            painter.drawRoundedRect(pill, radius, radius)
+            painter.setPen(readable_on(QtGui.QColor(colour)))
+            painter.drawText(pill, QtCore.Qt.AlignmentFlag.AlignCenter, self._badges[k])
+            self._painted_badges.append((self._badges[k], pill))
