@@ -116,8 +116,8 @@ def _stats(snap):
 
 
 def test_summarised_values_are_the_statistics_of_what_torch_computed():
-    """Large values (their statistics computed together, per backward step and per graph's
-    start) are the statistics of the tensors torch computed, number for number."""
+    """Large values (gradients handed on, a weight and its transpose: their statistics
+    shared) are the statistics of the tensors torch computed, number for number."""
     from autodiff.trace.pytorch._values import summary as statistics  # (as recorded before)
 
     torch.manual_seed(1)

@@ -2,10 +2,12 @@
 taken when the recorder sees them: a copy up to ``max_array_size`` elements (``capture``),
 beyond it the statistics, computed by torch.
 
-Where one event has several large tensors (a backward step's gradients, the leaves read when a
-graph begins) their statistics are computed together (``statistics_of``: one read-back for
-all); and a few recent statistics are shared by the tensors that hold the same numbers now (a
-weight and its ``.t()``, a gradient handed from one node to the next, and on to ``.grad``).
+A few recent statistics are shared by the tensors that hold the same numbers now (a weight and
+its ``.t()``, a gradient handed from one node to the next, and on to ``.grad``).
+
+(Computing a step's statistics together, ``statistics_of``, saved about 9 us a tensor, but its
+sums of squares are numpy's dot, whose rounding differs from ``summary``'s torch dot: the
+values recording keeps ``summary``'s numbers.)
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from autodiff.trace._snapshot import Snapshot, capture
-from autodiff.trace.pytorch._values import HALF, NUMPY_UP_TO, SUMMED, statistics_of, summary
+from autodiff.trace.pytorch._values import HALF, SUMMED, summary
 
 __all__ = ["SUMMARIES_KEPT", "ValueCapture"]
 
@@ -49,44 +51,9 @@ class ValueCapture:
         return _copy(t, self.max_array_size)
 
     def many(self, ts: Any) -> list:
-        """:meth:`one` of each tensor of ``ts`` (None stays None), with the statistics of the
-        large dense ones computed together, once per tensor holding the same numbers."""
-        raws: list[Any] = [None] * len(ts)
-        batch: dict[tuple, tuple[Any, list[int]]] = {}  # key -> (tensor, indices in ts)
-        cache = self._summaries
-        size = self.max_array_size
-        for i, t in enumerate(ts):
-            if t is None:
-                continue
-            if t.requires_grad:
-                t = t.detach()
-            n = t.numel()
-            if n > size and t.dtype in SUMMED:
-                if n > NUMPY_UP_TO:  # (statistics_of summarises fewer elements by numpy)
-                    key = _key(t)
-                    hit = cache.get(key)
-                    if hit is not None:
-                        raws[i] = _shaped(hit[0], t)
-                        continue
-                    entry = batch.get(key)
-                    if entry is None:
-                        batch[key] = (t, [i])
-                    else:
-                        entry[1].append(i)
-                    continue
-                snap = self._summary(t)
-                if snap is not None:
-                    raws[i] = snap
-                    continue
-            raws[i] = _copy(t, size)
-        if batch:
-            entries = list(batch.items())
-            snaps = statistics_of([t for _, (t, _) in entries])
-            for (key, (t, where)), snap in zip(entries, snaps, strict=True):
-                self._keep(key, snap, t)
-                for i in where:
-                    raws[i] = _shaped(snap, ts[i])
-        return raws
+        """:meth:`one` of each tensor of ``ts`` (None stays None)."""
+        one = self.one
+        return [None if t is None else one(t) for t in ts]
 
     def _summary(self, t: Any) -> Snapshot | None:
         """``summary(t)``, shared by the tensors that hold the same numbers now; None where
