@@ -14,7 +14,9 @@ test_trace_pytorch.py`` checks each of them directly.
 - ``node._input_metadata``: one entry per output of the node (its number of outputs);
 - ``AccumulateGrad.variable`` and a custom Function's node class's ``_forward_cls``;
 - a node's ``_saved_*`` attributes (what it saved for its backward), a view's ``_base``;
-- the global module hooks of ``torch.nn.modules.module`` (``always_call``);
+- the global module hooks of ``torch.nn.modules.module`` (``always_call``), and the global
+  optimizer step hooks of ``torch.optim.optimizer`` (called with the step's ``args``, the
+  optimizer first, and ``kwargs``);
 - ``torch._C._DisableTorchDispatch``: runs the recorder's own ops unseen by its mode (and
   ``_dispatch_tls_is_dispatch_key_excluded(DispatchKey.Python)`` says it is on);
   ``_python_dispatch._get_current_dispatch_mode`` (the mode on top of this thread's stack),
@@ -42,6 +44,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = [
     "ACCUMULATE_GRAD",
+    "RUNS_WITH_MODE_OFF",
     "DispatchMode",
     "accumulated_leaf",
     "current_autograd_node",
@@ -56,6 +59,7 @@ __all__ = [
     "node_tag",
     "on_top",
     "output_count",
+    "optimizer_hooks",
     "output_metadata",
     "queue_end_of_pass",
     "saved",
@@ -151,10 +155,17 @@ ACCUMULATE_GRAD: type = torch._C._functions.AccumulateGrad  # a leaf's node in a
 
 _TORCH_BACKWARDS = (torch.autograd.backward, torch.autograd.grad)
 
+# set True on a wrapper of torch's backward (its ``__wrapped__`` the function it wraps) that
+# runs as well while the recorder's dispatch mode is off (a script's pass log)
+RUNS_WITH_MODE_OFF = "autodiff_runs_with_mode_off"
+
 
 def is_torchs_backward(fn: Any) -> bool:
-    """Whether ``fn`` is torch's own ``autograd.backward`` or ``autograd.grad`` (not another
-    wrapper of them, which may look at the dispatch modes when the pass ends)."""
+    """Whether ``fn`` is torch's own ``autograd.backward`` or ``autograd.grad``, or a wrapper
+    of one marked ``RUNS_WITH_MODE_OFF`` (not another wrapper, which may look at the dispatch
+    modes when the pass ends)."""
+    while getattr(fn, RUNS_WITH_MODE_OFF, False):
+        fn = fn.__wrapped__
     return any(fn is f for f in _TORCH_BACKWARDS)
 
 
@@ -320,4 +331,18 @@ def module_hooks(
     return (
         _module.register_module_forward_pre_hook(before),
         _module.register_module_forward_hook(after, always_call=True),
+    )
+
+
+def optimizer_hooks(
+    before: Callable[[Any, tuple, dict], None], after: Callable[[Any, tuple, dict], None]
+) -> tuple[Any, Any]:
+    """Call ``before(optimizer, args, kwargs)`` and ``after(optimizer, args, kwargs)`` around
+    every ``torch.optim.Optimizer.step`` (every thread; ``after`` not when the step raised);
+    returns the two handles (``.remove()`` them)."""
+    from torch.optim import optimizer
+
+    return (
+        optimizer.register_optimizer_step_pre_hook(before),
+        optimizer.register_optimizer_step_post_hook(after),
     )

@@ -8,7 +8,7 @@ from typing import Any
 
 from torch import Tensor
 
-__all__ = ["SHAPE_ONLY", "node_op_name", "op_name", "plain_inputs", "tensors"]
+__all__ = ["SHAPE_ONLY", "node_op_name", "op_info", "op_name", "plain_inputs", "tensors"]
 
 # aten names a user does not recognise -> the name of the function they called
 _FRIENDLY = {
@@ -45,16 +45,40 @@ SHAPE_ONLY = frozenset(
 )  # fmt: skip
 
 
+_INFO: dict[Any, tuple[bool, bool, str]] = {}  # aten op -> op_info(op)
+
+
+def op_info(func: Any) -> tuple[bool, bool, str]:
+    """What the recorder reads of an aten op on every call, read once per op: whether it
+    changes a tensor in place, whether its outputs may be cuts (an op that reads more than
+    its input's shape: not SHAPE_ONLY) and its full aten name (``aten.addmm.default``)."""
+    info = _INFO.get(func)
+    if info is None:
+        info = _INFO[func] = (
+            func._schema.is_mutable,
+            func.overloadpacket.__name__ not in SHAPE_ONLY,
+            str(func),
+        )
+    return info
+
+
+_NAMES: dict[Any, str] = {}  # aten op -> op_name (every op but a convolution's)
+
+
 def op_name(func: Any, args: tuple) -> str:
     """The name a user knows an aten op by: ``linear`` for ``addmm``, ``conv2d`` for a 2-d
     ``convolution``, the aten name where nothing better exists."""
+    known = _NAMES.get(func)
+    if known is not None:
+        return known
     name = func.overloadpacket.__name__
     if name in ("convolution", "_convolution"):
         weight = args[1] if len(args) > 1 else None
         dims = weight.ndim - 2 if isinstance(weight, Tensor) else 2
         transposed = len(args) > 6 and args[6] is True
         return f"conv_transpose{dims}d" if transposed else f"conv{dims}d"
-    return _FRIENDLY.get(name, name)
+    known = _NAMES[func] = _FRIENDLY.get(name, name)
+    return known
 
 
 _NODE_NAMES: dict[str, str] = {}  # autograd node name -> the op name node_op_name gives

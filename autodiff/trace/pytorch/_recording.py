@@ -34,25 +34,15 @@ from torch.utils.weak import WeakTensorKeyDictionary
 
 from autodiff.trace._checks import small_params
 from autodiff.trace._recorder import _EMPTIED, _GRAD, _VALUE, Recorder
-from autodiff.trace._snapshot import Snapshot, capture
 from autodiff.trace.pytorch import _internals as ti
+from autodiff.trace.pytorch._capture import ValueCapture
 from autodiff.trace.pytorch._names import module_level_name
-from autodiff.trace.pytorch._ops import SHAPE_ONLY, op_name, plain_inputs, tensors
+from autodiff.trace.pytorch._ops import op_info, op_name, plain_inputs, tensors
 from autodiff.trace.pytorch._retained import RetainedGrads
 from autodiff.trace.pytorch._stale import note_changed_leaves
-from autodiff.trace.pytorch._values import (
-    HALF,
-    SUMMED,
-    dtype_of,
-    numpy_dtype,
-    same,
-    summary,
-)
+from autodiff.trace.pytorch._values import dtype_of, numpy_dtype, same
 
 __all__ = ["TorchRecording"]
-
-SUMMARIES_KEPT = 8  # recent tensors whose statistics are shared (TorchRecording._summary)
-
 
 _RECORDINGS = itertools.count()
 
@@ -114,13 +104,15 @@ class TorchRecording:
         self._task = -1  # the graph task of the pass open
         self._root_id = 0  # the outermost module running now
         self._held: dict[int, Any] = {}  # this pass: variable -> the sum of its gradients
-        self._summaries: dict[tuple, tuple[Snapshot, Any]] = {}  # see _summary
+        self._values = ValueCapture(max_array_size)
+        self._raw = self._values.one  # the raw value kept of a tensor (see ValueCapture)
         self._segment_start = 0
         self._scan_pending = False
         self._restore: Any = None  # puts torch's backward functions back
         # a backward pass may run forward ops (see _backward): the mode stays on for it
         self._may_run_forward = False
-        self._mode_off = False  # the dispatch mode taken off for a backward pass
+        self._mode_off = False  # the dispatch mode taken off for a backward pass or a step
+        self._step_off = False  # taken off for an optimizer's step (see _step_before)
         self._fresh: set[int] = set()  # see _note_fresh
         self._incoming: dict[int, Any] = {}  # fresh leaf -> the raw gradient that reached it
         # the tensors among the arguments of the custom Function being recorded (see
@@ -158,29 +150,62 @@ class TorchRecording:
         create_graph = kwargs.get("create_graph", args[at] if len(args) > at else False)
         if not self.recording or threading.get_ident() != self._thread:
             return original(roots, *args, **kwargs)
+        if self._step_off:  # an optimizer's step raised: its end never came
+            self._put_mode_back()
         self._note_fresh(accumulates=not is_grad and kwargs.get("inputs") is None)
         if create_graph or self._may_run_forward:
             return original(roots, *args, **kwargs)
         # left as it is: under another mode above it, or inside another wrapper of torch's
-        # backward (a script's pass log, which checks the mode stack when a pass ends)
+        # backward that is not marked to run with the mode off (see ti.is_torchs_backward)
         if self._mode_off or not ti.on_top(self._mode) or not ti.is_torchs_backward(original):
             return original(roots, *args, **kwargs)
+        self._take_mode_off()
+        try:
+            return original(roots, *args, **kwargs)
+        finally:
+            self._put_mode_back()
+
+    def _take_mode_off(self) -> None:
+        """Take the dispatch mode off this thread (its last op recorded first)."""
         if self._pending is not None:
             self._flush()
         self._mode.__exit__(None, None, None)
         self._mode_off = True
-        try:
-            return original(roots, *args, **kwargs)
-        finally:
-            self._mode_off = False
-            if self.recording:  # not stopped during the pass (a script's next recording)
-                self._mode.__enter__()
+
+    def _put_mode_back(self) -> None:
+        self._mode_off = self._step_off = False
+        if self.recording:  # not stopped meanwhile (a script's next recording)
+            self._mode.__enter__()
+
+    def _step_before(self, optimizer: Any, args: tuple, kwargs: dict) -> None:
+        """An optimizer's step runs with the dispatch mode off: its ops make no graph (it
+        changes the parameters in place, under no_grad), and what it did to the parameters is
+        read when the next graph begins (``_scan_leaves``) or a backward pass does (the stale
+        check). Not a step given a closure (it runs the program's forward and backward), nor
+        one under another mode, on another thread or inside a backward pass."""
+        if (
+            not self.recording
+            or self._mode_off
+            or threading.get_ident() != self._thread
+            or len(args) > 1
+            or kwargs.get("closure") is not None
+            or not ti.on_top(self._mode)
+        ):
+            return
+        self._take_mode_off()
+        self._values.forget()  # the step changes tensors in place
+        self._step_off = True
+
+    def _step_after(self, optimizer: Any, args: tuple, kwargs: dict) -> None:
+        if self._step_off and threading.get_ident() == self._thread:
+            self._put_mode_back()
 
     def start_hooks(self) -> None:
         """Start recording on this thread, with the module hooks (not the dispatch mode)."""
         self.recording = True
         self._thread = threading.get_ident()
         self._handles.extend(ti.module_hooks(self._module_before, self._module_after))
+        self._handles.extend(ti.optimizer_hooks(self._step_before, self._step_after))
 
     def stop_hooks(self) -> None:
         """Stop recording: every hook removed, no tensor held."""
@@ -190,7 +215,7 @@ class TorchRecording:
         self._handles.clear()
         self._node_hooks.clear()
         self._held.clear()
-        self._summaries.clear()
+        self._values.forget()
         self._scopes.clear()
         self._retained.clear()
 
@@ -200,8 +225,8 @@ class TorchRecording:
     def _on_op(self, func: Any, args: tuple, kwargs: dict) -> Any:
         if self._pending is not None:
             self._flush()
-        if self._summaries and func._schema.is_mutable:
-            self._summaries.clear()  # (``.data.add_()`` changes a tensor, not its version)
+        if op_info(func)[0]:
+            self._values.forget()  # (``.data.add_()`` changes a tensor, not its version)
         out = func(*args, **kwargs)
         node = ti.current_autograd_node()
         if node is not None:
@@ -225,7 +250,8 @@ class TorchRecording:
         func, args, out, scope, during = pending
         outs = tensors(out)
         new: dict[int, tuple[Any, list]] = {}
-        if func._schema.is_mutable:
+        mutable, may_cut, _ = op_info(func)
+        if mutable:
             # an in-place op on a view: its base's new node (CopySlices) comes first, as the
             # view's new node takes its input from it
             for t in outs:
@@ -236,12 +262,7 @@ class TorchRecording:
             _add_new(new, t, self._key)
         if new:
             self._add_functions(new, func, args, tensors(args), scope, during)
-        elif (
-            during < 0
-            and outs
-            and not func._schema.is_mutable
-            and func.overloadpacket.__name__ not in SHAPE_ONLY
-        ):
+        elif during < 0 and outs and may_cut and not mutable:
             self._note_cut(func, args, outs)
 
     def _add_functions(
@@ -292,17 +313,20 @@ class TorchRecording:
         applied = self._applied
         if applied is not None and ti.forward_class_name(g) is not None:
             args = inputs = applied  # a custom Function's node: its edges are its arguments
-        plain_of = plain_inputs(edges, args, inputs)
+        plain_of = None  # read at the first edge without a producer
         in_ids: list[int] = []
         slots: list[int] = []
+        key = self._key
         for i, (p, nr) in enumerate(edges):
             if p is None:
+                if plain_of is None:
+                    plain_of = plain_inputs(edges, args, inputs)
                 t = plain_of.get(i)
                 if t is None:
                     continue
                 vid = self._history_less(t)
             else:
-                fid = ti.node_tag(p, self._key)
+                fid = ti.node_tag(p, key)
                 if fid is not None:
                     vid = self._outputs[fid][nr]
                 else:
@@ -336,18 +360,18 @@ class TorchRecording:
             rec.set_scope(vid, scope)
             out_ids.append(vid)
         rec.link_function(fid, tuple(in_ids), tuple(out_ids))
-        params = {"torch_node": g.name()}
+        params = [("torch_node", g.name())]
         if custom is None:
-            params["aten"] = str(func)
-            params.update(ti.saved(g))
-        rec.set_params(fid, small_params(params))
+            params.append(("aten", op_info(func)[2]))
+            params += ti.saved(g)
+        rec.set_params(fid, small_params(dict(params)))
         rec.set_scope(fid, scope)
         self._outputs[fid] = tuple(out_ids)
         self._slots[fid] = tuple(slots)
         consumers = self._consumers
         for v in in_ids:
             consumers[v] = consumers.get(v, 0) + 1
-        ti.tag_node(g, fid, self._key)
+        ti.tag_node(g, fid, key)
         self._node_hooks.append(g.register_hook(self._node_ran(fid)))
         rec.add_forward_step(fid, tuple(values), during)
 
@@ -356,51 +380,6 @@ class TorchRecording:
             self._on_backward_step(fid, grad_inputs, grad_outputs)
 
         return hook
-
-    def _raw(self, t: Any) -> Any:
-        """The raw value the trace keeps of tensor ``t`` (see ``capture``): a copy up to
-        ``max_array_size`` elements; beyond, the statistics, computed by torch where it is
-        on (numpy's pass over a large array costs many times torch's)."""
-        if t.requires_grad:
-            t = t.detach()
-        if t.numel() > self.max_array_size and t.dtype in SUMMED:
-            snap = self._summary(t)
-            if snap is not None:
-                return snap
-        if t.device.type != "cpu":
-            t = t.cpu()
-        if t.dtype in HALF:
-            t = t.float()
-        if t.is_conj():
-            t = t.resolve_conj()
-        return capture(t.numpy(), self.max_array_size)
-
-    def _summary(self, t: Any) -> Snapshot | None:
-        """``_summary(t)``, shared by the tensors that hold the same numbers now: a weight and
-        its ``.t()``, a gradient handed from one node to the next, and on to ``.grad``. A few
-        recent ones are kept, with their tensors (so no new tensor takes their memory); any
-        in-place op empties them."""
-        key = (
-            t.untyped_storage().data_ptr(),
-            t.storage_offset(),
-            tuple(sorted(zip(t.shape, t.stride(), strict=True))),  # a permutation's too
-            t.dtype,
-            t._version,
-        )
-        cache = self._summaries
-        hit = cache.get(key)
-        if hit is not None:
-            snap = hit[0]
-            shape = tuple(t.shape)
-            if snap.shape != shape:  # a permutation: the same numbers, its own shape
-                snap = Snapshot(shape, snap.dtype, None, *snap._stats)
-            return snap
-        snap = summary(t)
-        if snap is not None:
-            if len(cache) >= SUMMARIES_KEPT:
-                del cache[next(iter(cache))]
-            cache[key] = (snap, t)
-        return snap
 
     # ------------------------------------------------------------------------------
     # Leaves, tensors without history and cuts
@@ -519,13 +498,14 @@ class TorchRecording:
         k = len(rec._raw)
         self._segment_start = k
         alive = []
+        leaves = []
         for ref, vid in self._leaf_list:
             t = ref()
-            if t is None:
-                continue
-            alive.append((ref, vid))
+            if t is not None:
+                alive.append((ref, vid))
+                leaves.append(t)
+        for (_, vid), t, raw in zip(alive, leaves, self._values.many(leaves), strict=True):
             last, had_grad = self._leaf_last[vid]
-            raw = self._raw(t)
             changed = not same(raw, last)
             if changed:
                 rec.add_event(k, k, vid, _VALUE, raw, None)
@@ -557,18 +537,21 @@ class TorchRecording:
             self._open_pass(fid, slot)
         if self._seed_pending:
             self._seed(grad_outputs)
-        gys = tuple([None if g is None else self._raw(g) for g in grad_outputs])
+        count = len(grad_inputs)
+        produced = [grad_inputs[e] if e < count else None for e in self._slots[fid]]
+        # the values of the gradients it received and produced, the large ones' statistics
+        # computed together
+        raws = self._values.many(list(grad_outputs) + produced)
+        split = len(grad_outputs)
+        gys = tuple(raws[:split])
         in_ids = rec._info[fid].inputs
-        gxs = []
+        gxs = raws[split:]
         accs = []
         held = self._held
-        for slot, edge in enumerate(self._slots[fid]):
-            g = grad_inputs[edge] if edge < len(grad_inputs) else None
+        for slot, g in enumerate(produced):
             if g is None:
-                gxs.append(None)
                 continue
-            raw = self._raw(g)
-            gxs.append(raw)
+            raw = gxs[slot]
             vid = in_ids[slot]
             if vid in self._fresh:
                 self._incoming[vid] = raw
@@ -620,7 +603,7 @@ class TorchRecording:
         self._pass_open = False
         self._seed_pending = False
         self._held.clear()
-        self._summaries.clear()
+        self._values.forget()
         self._scan_pending = True
 
     def _note_fresh(self, accumulates: bool) -> None:
@@ -663,6 +646,8 @@ class TorchRecording:
     def _module_before(self, module: Any, args: Any) -> None:
         if not self.recording or threading.get_ident() != self._thread:
             return
+        if self._step_off:  # an optimizer's step raised: its end never came
+            self._put_mode_back()
         if ti.is_compiled_module(module):
             if self.COMPILE_NOTE not in self.notes:
                 self.notes.append(self.COMPILE_NOTE)

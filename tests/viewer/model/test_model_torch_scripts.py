@@ -561,3 +561,40 @@ def test_a_torch_program_without_backward_shows_its_last_output(tmp_path):
     assert graph.title.startswith("torch output #") and graph.backward_pass < 0
     ops = [s.op for s in doc.trace.steps]
     assert ops == ["t", "linear", "relu"] and all(s.phase == "forward" for s in doc.trace.steps)
+
+
+def test_a_scripts_backward_runs_with_the_recorders_mode_off_as_records_does(tmp_path):
+    """The pass log's wrappers of torch's backward let the recorder take its dispatch mode off
+    for each pass (its arithmetic is not the program's), and the passes still get recordings
+    of their own once the sample's head is full."""
+    pytest.importorskip("torch")
+    script = _write(
+        tmp_path,
+        "modes.py",
+        """
+        import torch
+        lin = torch.nn.Linear(3, 2)
+        x = torch.randn(4, 3)
+        for i in range(6):
+            lin.zero_grad()
+            y = lin(x)
+            outside = torch._C._len_torch_dispatch_stack()
+            depths = []
+            y.register_hook(lambda g: depths.append(torch._C._len_torch_dispatch_stack()))
+            y.pow(2).mean().backward()
+            print("DEPTHS", outside, depths[0], torch._C._len_torch_dispatch_stack())
+        """,
+    )
+    run = ScriptRun(script, capture=True)
+    run.max_passes = 4
+    result = run.run()
+    assert result.ok, result.error
+    printed = [line.split()[1:] for line in result.stdout.splitlines() if line.startswith("DEPTHS")]
+    assert printed == [["1", "0", "1"]] * 6
+    assert [g.number for g in result.graphs][:2] == [0, 1]
+    traces = {id(g.trace) for g in result.graphs}
+    assert len(traces) > 1  # switched between passes
+    for k in range(len(result.graphs)):
+        view = result.view(k)
+        assert [s.op for s in view.steps if s.phase == "forward"][-2:] == ["pow", "mean"]
+        assert [s for s in view.steps if s.phase == "backward"]

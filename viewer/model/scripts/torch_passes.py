@@ -23,9 +23,11 @@ pass's recording (the ops since the previous pass ended, then its backward) is a
 own, kept while the reservoir keeps the pass and dropped as soon as it does not. One
 recording per kept pass is the bounded equivalent of the engine's segments: a recording holds
 copies, never tensors or autograd nodes, so dropping it frees it. The recording is switched
-only between passes, outside torch's dispatch (after ``backward()`` returned), and only while
-the recorder's mode is the innermost dispatch mode (a script's own mode on top of it keeps
-the passes in one recording until it exits).
+only between passes, outside torch's dispatch (after torch's backward returned), and only while
+the dispatch modes are those of when the recording began: the recorder's innermost, or none of
+its own when it took its mode off for the pass (as ``record()`` does for ``backward()``: the
+pass wrappers here are marked to run so). A script's own mode on top of it keeps the passes
+in one recording until it exits.
 
 Leaks: a weak reference to the root of each kept pass (and of the last pass of each line);
 :meth:`TorchPasses.audit` lists those still alive once the script's namespace was dropped.
@@ -136,6 +138,7 @@ class TorchPasses:
         self._record: Any = None  # the recorder's context manager
         self._trace: Any = None  # its trace
         self._stack = -1  # the dispatch mode stack's depth with the recorder's mode on top
+        self._mode: Any = None  # the recorder's dispatch mode
         self._depth = 0
         self._patched: list[tuple[Any, str, Any]] = []
         self._hook: Any = None
@@ -167,12 +170,16 @@ class TorchPasses:
             self._on_import()
         import torch
 
+        from torch.utils import _python_dispatch
+        from torch.utils.weak import WeakTensorKeyDictionary
+
         from autodiff.trace import pytorch
+        from autodiff.trace.pytorch._internals import RUNS_WITH_MODE_OFF
 
         self._pytorch = pytorch
         self._torch = torch
-        from torch.utils.weak import WeakTensorKeyDictionary
-
+        self._dispatch = _python_dispatch
+        self._runs_with_mode_off = RUNS_WITH_MODE_OFF
         self._labels = WeakTensorKeyDictionary()
         autograd = torch.autograd
         for name in ("backward", "grad"):
@@ -199,6 +206,7 @@ class TorchPasses:
         self._record = self._pytorch.record(self.max_array_size)
         self._trace = self._record.__enter__()
         self._stack = self._torch._C._len_torch_dispatch_stack()
+        self._mode = self._dispatch._get_current_dispatch_mode()
 
     def _end_recording(self) -> Any:
         record, trace = self._record, self._trace
@@ -256,6 +264,9 @@ class TorchPasses:
             return result
 
         wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+        # it runs as well with the recorder's mode off (see _modes_as_begun): the recorder
+        # then takes its mode off for the pass, as it does for a plain backward()
+        setattr(wrapper, self._runs_with_mode_off, True)
         wrapper.__doc__ = original.__doc__
         wrapper.__name__ = original.__name__
         return wrapper
@@ -326,9 +337,20 @@ class TorchPasses:
         if index + 1 < self.reservoir.head:
             return
         self._prune()
-        if self._torch._C._len_torch_dispatch_stack() == self._stack:
+        if self._modes_as_begun():
             self._end_recording()  # from here on each pass gets a recording of its own
             self._begin_recording()
+
+    def _modes_as_begun(self) -> bool:
+        """Whether the dispatch modes are those of when the recording began: its mode the
+        innermost, or the same less its mode, which it took off for the pass running now."""
+        depth = self._torch._C._len_torch_dispatch_stack()
+        dispatch = self._dispatch
+        if depth == self._stack:
+            return dispatch._get_current_dispatch_mode() is self._mode
+        return depth == self._stack - 1 and all(
+            mode is not self._mode for mode in dispatch._get_current_dispatch_mode_stack()
+        )
 
     def _check_functions(self, index: int) -> int:
         """At pass ``index``'s end: gradcheck the program's own Functions first called since
