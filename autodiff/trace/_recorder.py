@@ -638,29 +638,34 @@ class Recorder:
         change since its last use), a constant, an unchained output, or a Variable of a graph
         built before recording (registered with that graph)."""
         o = x._order
-        last = self._leaf_raw.get(o, _MISSING)
-        if last is not _MISSING:
-            fresh = self._fresh
-            if o in fresh:  # its first use since the segment's scan checked it
-                fresh.discard(o)
+        if type(x) is _CONSTANT and x.creator is None and o not in self._registered:
+            # An operand the engine wrapped (``x * 2``, ``linear(ndarray, W)``): a new one for
+            # each call, never a leaf, a no_grad output or a step's; registered at once
+            constant = _OPERAND
+        else:
+            last = self._leaf_raw.get(o, _MISSING)
+            if last is not _MISSING:
+                fresh = self._fresh
+                if o in fresh:  # its first use since the segment's scan checked it
+                    fresh.discard(o)
+                    return o
+                self._check_leaf(x, o)
                 return o
-            self._check_leaf(x, o)
-            return o
-        if o in self._registered:
-            return o
-        creator = x.creator
-        if creator is not None:
-            if o >= self._start_order:
-                return o  # recorded by its step
-            self._adopt(creator, as_steps=False)
             if o in self._registered:
                 return o
-        maybe_constant = self._maybe_constant
-        constant = o in maybe_constant
-        if constant:
-            del maybe_constant[o]
-        if type(x) is _CONSTANT:
-            constant = _OPERAND
+            creator = x.creator
+            if creator is not None:
+                if o >= self._start_order:
+                    return o  # recorded by its step
+                self._adopt(creator, as_steps=False)
+                if o in self._registered:
+                    return o
+            maybe_constant = self._maybe_constant
+            constant = o in maybe_constant
+            if constant:
+                del maybe_constant[o]
+            if type(x) is _CONSTANT:
+                constant = _OPERAND
         data = x.data
         max_size = self.max_array_size
         if type(data) is _NDARRAY and data.size <= max_size:  # capture and _variable_info, inline
@@ -766,6 +771,7 @@ class Recorder:
         seen (:meth:`_note_stale`): one loop over the leaves for both, the value events
         after every gradient event."""
         self._fresh.clear()
+        append = self._tape_append
         leaf_raw = self._leaf_raw
         leaf_grad = self._leaf_grad
         dead = []
@@ -778,8 +784,9 @@ class Recorder:
             g = x.grad
             mark = leaf_grad[o]
             if g is None:
-                if mark is not _MISSING:
-                    self._scan_grad(o, g, mark)
+                if mark is not _MISSING:  # emptied (cleargrad): _scan_grad's first case
+                    leaf_grad[o] = _MISSING
+                    append((_T_LEAF, o, _EMPTIED, None))
             elif mark is _MISSING or not _same_grad_object(g, mark):
                 self._scan_grad(o, g, mark)
             # A leaf kept whole whose data the program changed since it was last seen (in
