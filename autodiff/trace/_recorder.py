@@ -730,7 +730,7 @@ class Recorder:
             ):
                 leaf_raw[o] = raw = data.copy()
                 append((_T_LEAF, o, _VALUE, raw))
-            else:
+            elif type(last) is not float or not _same_float(data, last):
                 self._check_leaf(x, o)
             fresh.add(o)
             g = x.grad
@@ -798,6 +798,8 @@ class Recorder:
             if type(last) is Snapshot:
                 continue
             data = x.data
+            if type(last) is float and _same_float(data, last):
+                continue  # a scalar leaf left alone
             if (
                 type(last) is _NDARRAY
                 and type(data) is _NDARRAY
@@ -1158,6 +1160,8 @@ class Recorder:
                 self._leaf_raw[key] = raw = data.copy()
                 self._tape_append((_T_LEAF, key, _VALUE, raw))
                 return
+        elif type(last) is float and _same_float(data, last):
+            return  # a scalar leaf left alone
         if type(last) is Snapshot:  # a large array, kept as a summary: compare summaries
             raw = capture(data, self.max_array_size)
             if raw == last:
@@ -1287,8 +1291,17 @@ class Recorder:
 
     def _grad_raw(self, g: Any) -> Any:
         """Raw snapshot of a gradient: an ndarray, a numpy scalar or a Variable."""
-        if type(g) is _NDARRAY and g.ndim and g.size <= self.max_array_size:
-            return g.copy()  # capture's usual case, inline: this runs once per gradient
+        if type(g) is _VARIABLE:  # e.g. a pass's seed
+            g = g.data
+            if type(g) is not _NDARRAY:
+                return capture(g, self.max_array_size)
+        if type(g) is _NDARRAY:  # capture's usual cases, inline: this runs once per gradient
+            if g.ndim:
+                if g.size <= self.max_array_size:
+                    return g.copy()
+            elif g.dtype is _F64:
+                return g.item()
+            return capture(g, self.max_array_size)
         if type(g) is _FLOAT64:
             return g  # immutable: kept as it is
         if isinstance(g, core.Variable):
@@ -1525,6 +1538,17 @@ def _same_grad_object(g: Any, mark: tuple) -> bool:
         now = data.item(0)
         return now == first or (now != now and first != first)
     return True
+
+
+def _same_float(data: Any, last: float) -> bool:
+    """Whether the live ``data`` surely still holds ``last``, the float kept of a 0-d float64
+    leaf: equal floats other than zero have the same bits. False also when it cannot tell this
+    way (a zero, which may have changed sign; NaN; another kind of value): :func:`_same_raw`
+    then compares the bits (a scalar leaf, e.g. a tiny pass's ``x``, is checked twice a pass)."""
+    if type(data) is _NDARRAY and data.dtype is _F64 and not data.ndim:
+        value = data.item()
+        return value == last and value != 0.0
+    return False
 
 
 def _same_raw(data: Any, last: Any) -> bool:
