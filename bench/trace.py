@@ -4,6 +4,7 @@
     python bench/trace.py --quick    # a smoke run on small sizes (no training script)
     python bench/trace.py --repeats 15
     python bench/trace.py --quick --base cfa9107   # also an earlier commit, in the same run
+    python bench/trace.py --overhead --base main   # only the overhead rows, full sizes
 
 Workloads (the same as bench/engine.py):
   (a) scalar chain y = sin(y) * y + y, 2000 steps, forward + backward;
@@ -411,7 +412,7 @@ def _engine(base: baseline.Baseline | None) -> Iterator[None]:
         names.update(saved)
 
 
-def engine_sections(steps: int, mlp_steps: int, big_ops: int, repeats: int) -> None:
+def engine_sections(steps: int, mlp_steps: int, big_ops: int | None, repeats: int) -> None:
     med = compare(f"(a) scalar chain, {steps} steps, forward + backward", chain(steps), repeats)
     ops = 3 * steps
     check = hook_check_cost(2 * ops)
@@ -422,7 +423,8 @@ def engine_sections(steps: int, mlp_steps: int, big_ops: int, repeats: int) -> N
     compare(f"(b) MLP, {mlp_steps} training steps", mlp(mlp_steps), repeats)
     name = f"(b2) the same MLP as Layers (scopes), {mlp_steps} steps"
     compare(name, layered_mlp(mlp_steps), repeats)
-    big_graph(big_ops)
+    if big_ops is not None:
+        big_graph(big_ops)
 
 
 def main() -> None:
@@ -438,6 +440,11 @@ def main() -> None:
     )
     parser.add_argument("--only-script", action="store_true", help="only the last section")
     parser.add_argument(
+        "--overhead",
+        action="store_true",
+        help="only the recording overhead rows (a), (b), (b2): no big graph, no script",
+    )
+    parser.add_argument(
         "--base", metavar="REF", help="also run (a), (b) and the big graph with this commit"
     )
     args = parser.parse_args()
@@ -450,7 +457,7 @@ def main() -> None:
     steps = 200 if args.quick else 2000
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}; medians of {repeats}")
     mlp_steps = 2 if args.quick else 10
-    big_ops = 5_000 if args.quick else 50_000
+    big_ops = None if args.overhead else 5_000 if args.quick else 50_000
     if args.base is None:
         engine_sections(steps, mlp_steps, big_ops, repeats)
     else:
@@ -460,7 +467,7 @@ def main() -> None:
             print(f"\n======== {label}")
             with _engine(version):
                 engine_sections(steps, mlp_steps, big_ops, repeats)
-    if not args.quick:
+    if not (args.quick or args.overhead):
         training_script(args.script.resolve())
 
 

@@ -145,6 +145,7 @@ class Recorder:
         "_parameter_keys",
         "_params_memo",
         "_pass",
+        "_plain_classes",
         "_pseudo",
         "_recording",
         "_registered",
@@ -221,6 +222,9 @@ class Recorder:
         self._t_lines: dict[int, int] = {}
         self._param_getter: dict[type, Any] = {}  # recording: per class, see _class_params
         self._param_names: dict[Any, tuple[str, ...]] = {}  # getter -> the names it gets
+        # the Function classes that keep no attribute (most primitives): one set lookup per
+        # operation decides, without a call
+        self._plain_classes: set[type] = set()
         self._params_memo: dict[tuple, tuple] = {}  # decoding: see _decode_params
         self._scope_depth = 0  # recording: scopes open now
         self._scope_now = 0  # decoding: the scope the tape is in
@@ -634,29 +638,34 @@ class Recorder:
         change since its last use), a constant, an unchained output, or a Variable of a graph
         built before recording (registered with that graph)."""
         o = x._order
-        last = self._leaf_raw.get(o, _MISSING)
-        if last is not _MISSING:
-            fresh = self._fresh
-            if o in fresh:  # its first use since the segment's scan checked it
-                fresh.discard(o)
+        if type(x) is _CONSTANT and x.creator is None and o not in self._registered:
+            # An operand the engine wrapped (``x * 2``, ``linear(ndarray, W)``): a new one for
+            # each call, never a leaf, a no_grad output or a step's; registered at once
+            constant = _OPERAND
+        else:
+            last = self._leaf_raw.get(o, _MISSING)
+            if last is not _MISSING:
+                fresh = self._fresh
+                if o in fresh:  # its first use since the segment's scan checked it
+                    fresh.discard(o)
+                    return o
+                self._check_leaf(x, o)
                 return o
-            self._check_leaf(x, o)
-            return o
-        if o in self._registered:
-            return o
-        creator = x.creator
-        if creator is not None:
-            if o >= self._start_order:
-                return o  # recorded by its step
-            self._adopt(creator, as_steps=False)
             if o in self._registered:
                 return o
-        maybe_constant = self._maybe_constant
-        constant = o in maybe_constant
-        if constant:
-            del maybe_constant[o]
-        if type(x) is _CONSTANT:
-            constant = _OPERAND
+            creator = x.creator
+            if creator is not None:
+                if o >= self._start_order:
+                    return o  # recorded by its step
+                self._adopt(creator, as_steps=False)
+                if o in self._registered:
+                    return o
+            maybe_constant = self._maybe_constant
+            constant = o in maybe_constant
+            if constant:
+                del maybe_constant[o]
+            if type(x) is _CONSTANT:
+                constant = _OPERAND
         data = x.data
         max_size = self.max_array_size
         if type(data) is _NDARRAY and data.size <= max_size:  # capture and _variable_info, inline
@@ -687,40 +696,122 @@ class Recorder:
             g = g.data
         return capture(np.asarray(g), self.max_array_size)
 
-    def _scan_leaves(self, values: bool = True) -> None:
+    def _scan_leaves(self) -> None:
         """Record what the program changed on its live leaves since they were last seen: a
         new value (``x.data = ...``, an optimizer step), a gradient emptied (cleargrad) or
         set by hand. Runs once per segment, so a change made between two iterations shows
-        from the start of the next one, never in the iteration before it. ``values`` False
-        (a backward pass begins): only the gradients."""
+        from the start of the next one, never in the iteration before it.
+
+        One loop per leaf, with :meth:`_check_leaf`'s usual case (an optimizer changed the
+        array in place, which its first element shows) and :meth:`_scan_grad`'s (the
+        gradient backward left) inline: a training loop runs it once per iteration over
+        every weight."""
         append = self._tape_append
         fresh = self._fresh
         fresh.clear()
+        leaf_raw = self._leaf_raw
         leaf_grad = self._leaf_grad
-        max_size = self.max_array_size
         dead = []
         for o, ref in self._leaf_refs.items():
             x = ref()
             if x is None:
                 dead.append(o)
                 continue
-            if values:
+            last = leaf_raw[o]
+            data = x.data
+            if (
+                type(last) is _NDARRAY
+                and type(data) is _NDARRAY
+                and data.shape == last.shape
+                and data.dtype is last.dtype
+                and data.size
+                and (first := data.item(0)) != last.item(0)
+                and first == first  # not NaN
+            ):
+                leaf_raw[o] = raw = data.copy()
+                append((_T_LEAF, o, _VALUE, raw))
+            elif type(last) is not float or not _same_float(data, last):
                 self._check_leaf(x, o)
-                fresh.add(o)
+            fresh.add(o)
             g = x.grad
             mark = leaf_grad[o]
-            if g is None:
-                if mark is not _MISSING:
-                    leaf_grad[o] = _MISSING
-                    append((_T_LEAF, o, _EMPTIED, None))
-            elif mark is _MISSING or not _same_grad_object(g, mark):
-                leaf_grad[o] = _grad_mark(g)
-                data = g.data if isinstance(g, core.Variable) else g
-                append((_T_LEAF, o, _GRAD, capture(np.asarray(data), max_size)))
+            if type(g) is _VARIABLE and type(mark) is tuple and mark[0] == g._order:
+                data = g.data  # the gradient backward left: unchanged unless edited in place
+                if type(data) is not _NDARRAY or not data.size:
+                    continue
+                now = data.item(0)
+                first = mark[1]
+                if now == first or (now != now and first != first):
+                    continue
+            self._scan_grad(o, g, mark)
+        self._forget_dead(dead)
+
+    def _scan_grad(self, o: int, g: Any, mark: Any) -> None:
+        """Record a change of leaf ``o``'s gradient: ``g`` now, ``mark`` what it was
+        (:func:`_grad_mark`, or _MISSING for none)."""
+        if g is None:
+            if mark is not _MISSING:
+                self._leaf_grad[o] = _MISSING
+                self._tape_append((_T_LEAF, o, _EMPTIED, None))
+        elif mark is _MISSING or not _same_grad_object(g, mark):
+            self._leaf_grad[o] = _grad_mark(g)
+            data = g.data if isinstance(g, core.Variable) else g
+            self._tape_append((_T_LEAF, o, _GRAD, capture(np.asarray(data), self.max_array_size)))
+
+    def _forget_dead(self, dead: list[int]) -> None:
+        """Forget the leaves that died (their creation orders)."""
         for o in dead:
             del self._leaf_refs[o]
             self._leaf_raw.pop(o, None)
-            leaf_grad.pop(o, None)
+            self._leaf_grad.pop(o, None)
+
+    def _scan_before_backward(self) -> None:
+        """A backward pass begins: record the gradients the program changed on the live
+        leaves (cleargrad, mostly), then the values it changed since the leaves were last
+        seen (:meth:`_note_stale`): one loop over the leaves for both, the value events
+        after every gradient event."""
+        self._fresh.clear()
+        append = self._tape_append
+        leaf_raw = self._leaf_raw
+        leaf_grad = self._leaf_grad
+        dead = []
+        stale = []
+        for o, ref in self._leaf_refs.items():
+            x = ref()
+            if x is None:
+                dead.append(o)
+                continue
+            g = x.grad
+            mark = leaf_grad[o]
+            if g is None:
+                if mark is not _MISSING:  # emptied (cleargrad): _scan_grad's first case
+                    leaf_grad[o] = _MISSING
+                    append((_T_LEAF, o, _EMPTIED, None))
+            elif mark is _MISSING or not _same_grad_object(g, mark):
+                self._scan_grad(o, g, mark)
+            # A leaf kept whole whose data the program changed since it was last seen (in
+            # place, or ``x.data`` rebound), after the forward read it, gets its new value
+            # now, shown with the pass's first step: a reader sees that the engine's
+            # backward reads the new one (TraceReader.stale_inputs). Summarised leaves are
+            # not compared (summarising again costs as much as recording).
+            last = leaf_raw[o]
+            if type(last) is Snapshot:
+                continue
+            data = x.data
+            if type(last) is float and _same_float(data, last):
+                continue  # a scalar leaf left alone
+            if (
+                type(last) is _NDARRAY
+                and type(data) is _NDARRAY
+                and data.shape == last.shape
+                and data.dtype is last.dtype
+                and data.tobytes() == last.tobytes()  # bit for bit, faster than a memoryview's
+            ):
+                continue
+            stale.append((x, o))
+        self._forget_dead(dead)
+        for x, o in stale:
+            self._check_leaf(x, o)
 
     def _forget_leaves(self) -> None:
         """Recording ended: nothing about the live leaves is needed any more."""
@@ -914,11 +1005,8 @@ class Recorder:
         removed = compact(self, self.forward_only, self._parameter_keys)
         if removed:  # the leaves that died with them: nothing needs their last values
             dead = [o for o, ref in self._leaf_refs.items() if ref() is None]
-            for o in dead:
-                del self._leaf_refs[o]
-                self._leaf_raw.pop(o, None)
-                self._leaf_grad.pop(o, None)
-                self._fresh.discard(o)
+            self._forget_dead(dead)
+            self._fresh.difference_update(dead)
         return removed
 
     def _begin_segment(self) -> None:
@@ -986,13 +1074,12 @@ class Recorder:
         # A Function's own attributes (the engine's are slots): most primitives have none,
         # and this lookup is all they cost. Their __dict__ is not touched: reading it would
         # make an empty one for each.
-        get = self._param_getter.get(cls)
-        if get is not _NO_PARAMS:
-            self._forward_params(f, get)
+        if cls not in self._plain_classes:
+            self._forward_params(f)
 
-    def _forward_params(self, f: Any, get: Any) -> None:
-        """Put the small attributes of ``f``, just recorded, on the tape (``get``: its class's
-        getter, None when the class is new)."""
+    def _forward_params(self, f: Any) -> None:
+        """Put the small attributes of ``f``, just recorded, on the tape."""
+        get = self._param_getter.get(type(f))
         if get is None:
             get = self._class_params(f)
             if get is _NO_PARAMS:
@@ -1011,6 +1098,8 @@ class Recorder:
         if names:
             get = operator.itemgetter(*names)
             self._param_names[get] = names
+        else:
+            self._plain_classes.add(type(f))
         self._param_getter[type(f)] = get
         return get
 
@@ -1071,6 +1160,8 @@ class Recorder:
                 self._leaf_raw[key] = raw = data.copy()
                 self._tape_append((_T_LEAF, key, _VALUE, raw))
                 return
+        elif type(last) is float and _same_float(data, last):
+            return  # a scalar leaf left alone
         if type(last) is Snapshot:  # a large array, kept as a summary: compare summaries
             raw = capture(data, self.max_array_size)
             if raw == last:
@@ -1086,8 +1177,7 @@ class Recorder:
         self._scan_pending = False
         self._due = self.compact_due
         if not self._backward_stack:  # (a pass inside a pass: its leaves are mid-update)
-            self._scan_leaves(values=False)
-            self._note_stale_leaves()
+            self._scan_before_backward()
         self._pass += 1
         root = self._var_key(output)
         append = self._tape_append
@@ -1100,31 +1190,6 @@ class Recorder:
         append((_T_EVENT, output.creator is not None, root, _GRAD, self._grad_raw(grad)))
         if create_graph:
             append((_T_GRAD_OF, self._var_key(grad), root))
-
-    def _note_stale_leaves(self) -> None:
-        """A backward pass begins: a leaf kept whole whose data the program changed since it
-        was last seen (in place, or ``x.data`` rebound), after the forward read it, gets its
-        new value now, shown with the pass's first step: a reader sees that the engine's
-        backward reads the new one (TraceReader.stale_inputs). Summarised leaves are not
-        compared (summarising again costs as much as recording)."""
-        leaf_raw = self._leaf_raw
-        for o, ref in self._leaf_refs.items():
-            last = leaf_raw.get(o)
-            if type(last) is Snapshot:
-                continue
-            x = ref()
-            if x is None:
-                continue
-            data = x.data
-            if (
-                type(last) is _NDARRAY
-                and type(data) is _NDARRAY
-                and data.shape == last.shape
-                and data.dtype is last.dtype
-                and data.tobytes() == last.tobytes()  # bit for bit, faster than a memoryview's
-            ):
-                continue
-            self._check_leaf(x, o)
 
     def on_backward_event(
         self, f: Any, gys: tuple, gxs: tuple, accs: tuple, cleared: tuple
@@ -1141,7 +1206,6 @@ class Recorder:
         # gave its output, already on the tape: the decoder puts it back (gys None). A
         # gradient it hands on unchanged (Add returns the one it received) is that same
         # array: _RECEIVED, no copy.
-        max_size = self.max_array_size
         if len(gys) == 1:
             received = gys[0]
             gys = None
@@ -1175,6 +1239,7 @@ class Recorder:
                 else:
                     gxs = (self._grad_raw(g0),)
         else:  # e.g. linear's three: _grad_raw's usual case inline
+            max_size = self.max_array_size
             raws = []
             for g in gxs:
                 if g is None or type(g) is _FLOAT64:
@@ -1226,8 +1291,17 @@ class Recorder:
 
     def _grad_raw(self, g: Any) -> Any:
         """Raw snapshot of a gradient: an ndarray, a numpy scalar or a Variable."""
-        if type(g) is _NDARRAY and g.ndim and g.size <= self.max_array_size:
-            return g.copy()  # capture's usual case, inline: this runs once per gradient
+        if type(g) is _VARIABLE:  # e.g. a pass's seed
+            g = g.data
+            if type(g) is not _NDARRAY:
+                return capture(g, self.max_array_size)
+        if type(g) is _NDARRAY:  # capture's usual cases, inline: this runs once per gradient
+            if g.ndim:
+                if g.size <= self.max_array_size:
+                    return g.copy()
+            elif g.dtype is _F64:
+                return g.item()
+            return capture(g, self.max_array_size)
         if type(g) is _FLOAT64:
             return g  # immutable: kept as it is
         if isinstance(g, core.Variable):
@@ -1464,6 +1538,17 @@ def _same_grad_object(g: Any, mark: tuple) -> bool:
         now = data.item(0)
         return now == first or (now != now and first != first)
     return True
+
+
+def _same_float(data: Any, last: float) -> bool:
+    """Whether the live ``data`` surely still holds ``last``, the float kept of a 0-d float64
+    leaf: equal floats other than zero have the same bits. False also when it cannot tell this
+    way (a zero, which may have changed sign; NaN; another kind of value): :func:`_same_raw`
+    then compares the bits (a scalar leaf, e.g. a tiny pass's ``x``, is checked twice a pass)."""
+    if type(data) is _NDARRAY and data.dtype is _F64 and not data.ndim:
+        value = data.item()
+        return value == last and value != 0.0
+    return False
 
 
 def _same_raw(data: Any, last: Any) -> bool:

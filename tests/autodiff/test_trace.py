@@ -455,6 +455,27 @@ def test_same_raw_compares_bits_small_and_large():
         assert _recorder._same_raw(c, c.copy())
 
 
+def test_a_scalar_leaf_is_recorded_again_only_when_its_bits_change():
+    # a 0-d float64 leaf is kept as a float: equal nonzero values are the same value, but a
+    # zero that changes sign and a NaN that stays NaN are compared as bits, at a segment's
+    # start, when a pass begins (after the forward read it) and at a second use in a segment
+    x = Variable(np.array(0.0), name="x")
+    values = [0.0, -0.0, -0.0, np.nan, np.nan, 2.5, 2.5]
+    with trace.record() as t:
+        for i, v in enumerate(values):
+            x.data = np.array(v)  # a new array each time, the value given
+            y = x * x
+            if i == 4:
+                x.data = np.array(-0.0)  # after the forward read it: stale at the pass
+            x.cleargrad()
+            y.backward()
+    xid = t.variables[0]
+    seen = [e.raw for e in t.tables._extra if e.node == xid and e.kind == 0]  # its values
+    bits = [np.float64(v).tobytes() for v in seen]
+    expected = [0.0, -0.0, np.nan, -0.0, 2.5]  # each change once, in order
+    assert bits == [np.float64(v).tobytes() for v in expected]
+
+
 # ----------------------------------------------------------------------------------------
 # create_graph=True: gradient graphs recorded inside the backward pass
 # ----------------------------------------------------------------------------------------

@@ -328,6 +328,42 @@ def test_a_weight_changed_between_two_uses_in_one_segment_shows_at_the_second():
     assert t.value_at(wid, second).array.ravel().tolist() == [3.0, 3.0]
 
 
+def test_a_weight_changed_after_the_forward_shows_as_stale_with_its_emptied_gradient():
+    # when a backward pass begins the recorder checks every leaf once, for both its gradient
+    # (cleargrad: emptied) and its value (changed in place or rebound since the forward read
+    # it); the gradient events come first, then the new values, and backward's step reads
+    # the new values: stale_inputs names those leaves
+    x = np.ones((1, 2))
+    W = Variable(np.ones((2, 1)), name="W")
+    b = Variable(np.zeros(1), name="b")
+    c = Variable(np.array([2.0]), name="c")  # used, left alone
+    with trace.record() as t:
+        F.sum(F.linear(x, W, b) * c).backward()
+        y = F.sum(F.linear(x, W, b) * c)
+        W.data[1, 0] = 5.0  # in place, not its first element
+        b.data = np.array([4.0])  # rebound
+        W.cleargrad()
+        b.cleargrad()
+        y.backward()
+    ids = {t.graph.nodes[v]["name"]: v for v in t.variables if t.graph.nodes[v]["name"]}
+    last = len(t.steps) - 1
+    bwd = next(i for i in range(last, -1, -1) if t.step(i).phase == "backward"
+               and t.step(i).op == "Linear")  # fmt: skip
+    assert set(t.stale_inputs(bwd)) == {ids["W"], ids["b"]}
+    assert t.value_at(ids["W"], last).array.ravel().tolist() == [1.0, 5.0]
+    assert t.value_at(ids["b"], last).array.tolist() == [4.0]
+    assert t.value_at(ids["c"], last).array.tolist() == [2.0]
+    r = t.tables
+    second = r.backward_roots[1]
+    begin = next(i for i, e in enumerate(r._extra) if e.node == second)  # the pass's seed
+    kinds = [(e.node, e.kind) for e in r._extra[:begin] if e.stamp == r._extra[begin].stamp]
+    emptied = [k for k in kinds if k[1] == 4]
+    values = [k for k in kinds if k[1] == 0]
+    assert set(emptied) == {(ids["W"], 4), (ids["b"], 4)}
+    assert set(values) == {(ids["W"], 0), (ids["b"], 0)}
+    assert max(map(kinds.index, emptied)) < min(map(kinds.index, values))
+
+
 def test_a_left_over_gradient_is_carried_only_where_a_later_backward_adds_to_it():
     # x is emptied before the second backward and not before the third: its gradient is a
     # previous one in the second window and carried over in the third, exactly there
