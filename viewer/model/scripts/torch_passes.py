@@ -174,12 +174,11 @@ class TorchPasses:
         from torch.utils.weak import WeakTensorKeyDictionary
 
         from autodiff.trace import pytorch
-        from autodiff.trace.pytorch._internals import RUNS_WITH_MODE_OFF
 
         self._pytorch = pytorch
         self._torch = torch
         self._dispatch = _python_dispatch
-        self._runs_with_mode_off = RUNS_WITH_MODE_OFF
+        self._runs_with_mode_off = pytorch.RUNS_WITH_MODE_OFF
         self._labels = WeakTensorKeyDictionary()
         autograd = torch.autograd
         for name in ("backward", "grad"):
