@@ -147,6 +147,7 @@ class MainWindow(QtWidgets.QMainWindow):
         side_docks = [d for name, d in self.docks.items() if name != "playbackDock"]
         self.dock_fit = DockFit(self, side_docks)
         self._docks_sized = False  # default sizes once shown, unless a saved state is restored
+        self._laid_out = False  # the docks sized once shown (see laid_out)
         self._first_shown = False
         self._asked_size: QtCore.QSize | None = None
         self.tour: Tour | None = None
@@ -289,8 +290,16 @@ class MainWindow(QtWidgets.QMainWindow):
         if asked is not None and self.height() > asked.height():
             self.resize(asked.expandedTo(self.minimumSizeHint()))
         self._docks_sized = True
+        self._laid_out = True
         if not self.settings.tour_seen():
             self.show_tour()
+
+    @property
+    def laid_out(self) -> bool:
+        """Whether the docks have had their sizes since the window was first shown (one
+        event-loop turn after the show; a loaded machine takes longer): before, the graph view
+        has a passing width."""
+        return self._laid_out
 
     def showEvent(self, event: QtGui.QShowEvent) -> None:
         super().showEvent(event)

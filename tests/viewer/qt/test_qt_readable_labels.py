@@ -18,8 +18,9 @@ def _window(qtbot, size, argv=()):
     win.resize(*size)
     win.show()
     qtbot.waitExposed(win)
-    # settled: no work left on the window's threads (a loaded machine finishes it later)
-    qtbot.waitUntil(lambda: not win.runner.running, timeout=10000)
+    # settled: no work left on the window's threads and the docks sized once shown (a
+    # loaded machine does both later; before, the graph view has a passing width)
+    qtbot.waitUntil(lambda: not win.runner.running and win.laid_out, timeout=10000)
     qtbot.wait(20)
     return win
 
