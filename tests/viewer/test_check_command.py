@@ -212,6 +212,9 @@ def test_a_hanging_script_is_stopped_by_timeout_and_fails(tmp_path):
     done = _check(str(path), "--yes", "--timeout", "2")
     assert done.returncode == 1, done.stderr
     assert "hang.py was stopped after 2 s (--timeout)" in done.stderr
+    # it recorded nothing: no line may say the program was found clean
+    assert "No problems found" not in done.stderr
+    assert "Nothing was checked: no detector ran" in done.stderr
     assert done.stdout == ""
     bad = _check(str(path), "--yes", "--timeout", "0")
     assert bad.returncode == 2 and "--timeout" in bad.stderr

@@ -271,6 +271,10 @@ class ProblemReport:
         """One line: what was found, or which detectors ran on how many graphs."""
         count = {s: sum(p.severity == s for p in self.problems) for s in SEVERITIES}
         looked = f"{len(self.ran)} detectors ran on {self.graphs} of {self.graphs_total} graphs"
+        if not self.problems and not self.ran:
+            # nothing looked: "no problems" would claim a check that did not run
+            graphs = f"{self.graphs} of {self.graphs_total} graphs"
+            return f"Nothing was checked: no detector ran ({graphs})."
         if not self.problems:
             return f"No problems found: {looked}."
         found = ", ".join(
