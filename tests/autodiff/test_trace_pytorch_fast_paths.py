@@ -121,7 +121,9 @@ def test_summarised_values_are_the_statistics_of_what_torch_computed():
     from autodiff.trace.pytorch._values import summary as statistics  # (as recorded before)
 
     torch.manual_seed(1)
-    model = nn.Sequential(nn.Linear(64, 48), nn.ReLU(), nn.Linear(48, 48), nn.ReLU(), nn.Linear(48, 3))
+    model = nn.Sequential(
+        nn.Linear(64, 48), nn.ReLU(), nn.Linear(48, 48), nn.ReLU(), nn.Linear(48, 3)
+    )
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     x, y = torch.randn(40, 64), torch.tensor([0, 1, 2, 1] * 10)
     reported = []  # per pass: torch's (node name, grad_outputs, grad_inputs), cloned

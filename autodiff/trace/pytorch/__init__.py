@@ -30,10 +30,11 @@ from typing import Any
 from autodiff.trace._trace import DEFAULT_MAX_ARRAY_SIZE, Trace
 from autodiff.trace.pytorch._gradients import GradientRecording
 from autodiff.trace.pytorch._internals import RUNS_WITH_MODE_OFF
+from autodiff.trace.pytorch._names import module_level_name
 from autodiff.trace.pytorch._ops import op_name
 from autodiff.trace.pytorch._recording import TorchRecording
 
-__all__ = ["RUNS_WITH_MODE_OFF", "TorchTrace", "op_name", "record"]
+__all__ = ["RUNS_WITH_MODE_OFF", "TorchTrace", "module_level_name", "op_name", "record"]
 
 
 class TorchTrace(Trace):

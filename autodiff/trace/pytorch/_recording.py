@@ -404,21 +404,23 @@ class TorchRecording:
 
     def _new_leaf(self, t: Any) -> int:
         """A variable node for leaf ``t``: a parameter marked and named as its module names
-        it."""
+        it; a leaf no module names (a parameter of none, a tensor made with
+        ``requires_grad=True``) by the program's one module-level name for it, if it has one."""
         rec = self.tables
         vid = rec.add_variable(0, tuple(t.shape), numpy_dtype(t))
         self._generation.append(0)
         self._leaves[t] = vid
+        named = None
         if isinstance(t, torch.nn.Parameter):
             rec.mark_parameter(vid)
             named = self._param_names.get(id(t))
-            if named is not None and named[0]() is t:
-                rec.set_name(vid, named[1])
-            else:  # no module named it (yet): the program's own name for it, if one says it
-                name = module_level_name(t)
-                if name is not None:
-                    rec.set_name(vid, name)
-                    self._script_named.add(vid)
+        if named is not None and named[0]() is t:
+            rec.set_name(vid, named[1])
+        else:  # no module named it (yet): the program's own name for it, if one says it
+            name = module_level_name(t)
+            if name is not None:
+                rec.set_name(vid, name)
+                self._script_named.add(vid)
         return vid
 
     def _leaf_grad(self, vid: int) -> Any:

@@ -214,9 +214,40 @@ def test_a_held_torch_graph_is_flagged_and_reported_as_a_leak(tmp_path):
     survivors = result.leak_report.survivors
     assert [s.label for s in survivors] == [f"torch loss of pass #{k}" for k in range(1, 5)]
     assert all("LOSSES" in s.held_by for s in survivors)
-    # a leaf outside any module is plotted too, by its number and shape: |w.grad| = 3 (i + 1)
-    assert result.passes.parameter_labels == ["leaf #1 (3,)"]
+    # a leaf outside any module is plotted too, by the script's name for it (as the graph
+    # names it) and its shape: |w.grad| = 3 (i + 1)
+    assert result.passes.parameter_labels == ["w (3,)"]
     np.testing.assert_allclose(result.passes.grad_norms[0], np.sqrt(3) * np.arange(1, 5))
+
+
+def test_a_torch_leaf_of_no_module_is_named_by_the_script_in_the_plot_and_the_graph(tmp_path):
+    """A tensor made with requires_grad at the script's top level is called what the script
+    calls it, in the Training plot and on the graph; one only a function's local names is
+    numbered (a local does not say which tensor it is)."""
+    pytest.importorskip("torch")
+    script = _write(
+        tmp_path,
+        "named.py",
+        """
+        import torch
+        x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        def step():
+            v = torch.ones(2, requires_grad=True)
+            loss = (x * x).sum() + (v * 3.0).sum()
+            loss.backward()
+        for _ in range(2):
+            step()
+        """,
+    )
+    result = ScriptRun(script, capture=True).run()
+    assert result.ok, result.error
+    labels = result.passes.parameter_labels
+    # (each call's v is a tensor of its own)
+    assert sorted(labels) == ["leaf #1 (2,)", "leaf #2 (2,)", "x (3,)"]
+    view = result.view(len(result.graphs) - 1)
+    leaves = [view.node(v) for v in view.variables if view.node(v)["generation"] == 0]
+    named = {a["shape"]: a["name"] for a in leaves if not a["constant"]}
+    assert named == {(3,): "x", (2,): None}
 
 
 def test_a_clean_torch_loop_is_not_flagged_held_nor_leaky(tmp_path):

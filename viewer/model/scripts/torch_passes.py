@@ -169,7 +169,6 @@ class TorchPasses:
         if self._on_import is not None:
             self._on_import()
         import torch
-
         from torch.utils import _python_dispatch
         from torch.utils.weak import WeakTensorKeyDictionary
 
@@ -409,11 +408,15 @@ class TorchPasses:
         return leaves
 
     def _label(self, leaf: Any) -> str:
-        """A leaf's label in the plot: its parameter name, else ``leaf #k (shape)``."""
+        """A leaf's label in the plot: its parameter name, else the program's one module-level
+        name for it (as the graph names it), else ``leaf #k (shape)``."""
         label = self._labels.get(leaf)
         if label is None:
-            self._leaf_count += 1
-            label = self._labels[leaf] = f"leaf #{self._leaf_count} {tuple(leaf.shape)}"
+            name = self._pytorch.module_level_name(leaf)
+            if name is None:
+                self._leaf_count += 1
+                name = f"leaf #{self._leaf_count}"
+            label = self._labels[leaf] = f"{name} {tuple(leaf.shape)}"
         return label
 
     # ------------------------------------------------------------------ results
