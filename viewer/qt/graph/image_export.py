@@ -202,16 +202,27 @@ def _node_boxes_px(geometry: SceneGeometry, transform: QtGui.QTransform) -> NDAr
     return np.concatenate([(pos - sizes / 2) * scale + shift, (pos + sizes / 2) * scale + shift], 1)
 
 
-def _paint_overlays(painter, geometry, overlays, transform: QtGui.QTransform) -> None:
-    nodes, colours, badges = overlays
+def _badge_font() -> QtGui.QFont:
     font = QtGui.QFont()
     font.setPixelSize(12)
     font.setBold(True)
-    painter.setFont(font)
-    metrics = QtGui.QFontMetricsF(font)
+    return font
+
+
+def _overlay_layout(
+    geometry: SceneGeometry, overlays: tuple, transform: QtGui.QTransform
+) -> tuple[
+    list[tuple[QtCore.QRectF, QtGui.QColor, bool]], list[tuple[QtCore.QRectF, QtGui.QColor, str]]
+]:
+    """Where the flagged nodes' rings and badges go in the picture (pixels): ``(rings,
+    pills)``, a ring as (rectangle, colour, drawn square: a Function's), a pill as
+    (rectangle, colour, text); a badge that shares its neighbour's pill has none."""
+    nodes, colours, badges = overlays
+    metrics = QtGui.QFontMetricsF(_badge_font())
     boxes = _node_boxes_px(geometry, transform)
     # a node flagged twice: nested rings; the badges go where the view puts them
     count: dict[int, int] = {}
+    rings: list[tuple[QtCore.QRectF, QtGui.QColor, bool]] = []
     shown: list[tuple[int, QtGui.QColor, str, tuple[float, ...]]] = []
     for k, node in enumerate(np.asarray(nodes, dtype=np.intp)):
         if not 0 <= node < geometry.n_nodes:
@@ -224,19 +235,14 @@ def _paint_overlays(painter, geometry, overlays, transform: QtGui.QTransform) ->
         ring = QtCore.QRectF(left, top, right - left, bottom - top).adjusted(
             -grow, -grow, grow, grow
         )
-        painter.setPen(QtGui.QPen(colour, 2.5, QtCore.Qt.PenStyle.DashLine))
-        painter.setBrush(QtCore.Qt.BrushStyle.NoBrush)
-        if geometry.is_function[node]:
-            painter.drawRect(ring)
-        else:
-            painter.drawRoundedRect(ring, ring.height() / 2.4, ring.height() / 2.4)
+        rings.append((ring, colour, bool(geometry.is_function[node])))
         badge = str(badges[k]) if k < len(badges) else ""
         if badge:
             shown.append((int(node), colour, badge, ring.getCoords()))
     if not shown:
-        return
+        return rings, []
     texts = [badge for _, _, badge, _ in shown]
-    pills, drawn = place_badges(
+    places, drawn = place_badges(
         [ring for *_, ring in shown],
         boxes[[node for node, *_ in shown]],
         texts,
@@ -244,12 +250,53 @@ def _paint_overlays(painter, geometry, overlays, transform: QtGui.QTransform) ->
         boxes,
         EXPORT_BADGE_HEIGHT,
     )
-    for (_, colour, badge, _), (left, top, right, bottom), draw in zip(
-        shown, pills.tolist(), drawn.tolist(), strict=True
-    ):
-        if not draw:
-            continue  # it shares the pill of its neighbour with the same text
-        pill = QtCore.QRectF(left, top, right - left, bottom - top)
+    pills = [
+        (QtCore.QRectF(left, top, right - left, bottom - top), colour, badge)
+        for (_, colour, badge, _), (left, top, right, bottom), draw in zip(
+            shown, places.tolist(), drawn.tolist(), strict=True
+        )
+        if draw  # else it shares the pill of its neighbour with the same text
+    ]
+    return rings, pills
+
+
+def _overlay_overhang(
+    geometry: SceneGeometry, overlays: tuple | None, scale: float
+) -> tuple[float, float, float, float]:
+    """How far (pixels; left, top, right, bottom) the rings and badges reach past the graph's
+    own bounds at ``scale``, beyond what MARGIN leaves: the picture grows by that much, so
+    that a badge beside a node at the edge is not cut off."""
+    if overlays is None or len(overlays[0]) == 0:
+        return (0.0, 0.0, 0.0, 0.0)
+    bounds = bounds_rect(geometry)
+    transform = QtGui.QTransform()
+    transform.scale(scale, scale)
+    transform.translate(-bounds.left(), -bounds.top())
+    rings, pills = _overlay_layout(geometry, overlays, transform)
+    rects = [r for r, *_ in rings] + [r for r, *_ in pills]
+    if not rects:
+        return (0.0, 0.0, 0.0, 0.0)
+    width, height = bounds.width() * scale, bounds.height() * scale
+    keep = MARGIN - 4  # a ring or badge may come this close to the picture's edge
+    return (
+        max(0.0, -min(r.left() for r in rects) - keep),
+        max(0.0, -min(r.top() for r in rects) - keep),
+        max(0.0, max(r.right() for r in rects) - width - keep),
+        max(0.0, max(r.bottom() for r in rects) - height - keep),
+    )
+
+
+def _paint_overlays(painter, geometry, overlays, transform: QtGui.QTransform) -> None:
+    rings, pills = _overlay_layout(geometry, overlays, transform)
+    painter.setBrush(QtCore.Qt.BrushStyle.NoBrush)
+    for ring, colour, square in rings:
+        painter.setPen(QtGui.QPen(colour, 2.5, QtCore.Qt.PenStyle.DashLine))
+        if square:
+            painter.drawRect(ring)
+        else:
+            painter.drawRoundedRect(ring, ring.height() / 2.4, ring.height() / 2.4)
+    painter.setFont(_badge_font())
+    for pill, colour, badge in pills:
         painter.setPen(QtCore.Qt.PenStyle.NoPen)
         painter.setBrush(colour)
         painter.drawRoundedRect(pill, 9, 9)
@@ -318,9 +365,10 @@ def _picture_size(
     scale = _scale_for(geometry)
     bounds = bounds_rect(geometry)
     rows = _legend_rows(theme, overlays, geometry) if legend else []
-    top = MARGIN + (CAPTION_HEIGHT if caption else 0.0)
-    bottom = MARGIN + LEGEND_HEIGHT * len(rows)
-    width = bounds.width() * scale + 2 * MARGIN
+    out_left, out_top, out_right, out_bottom = _overlay_overhang(geometry, overlays, scale)
+    top = MARGIN + out_top + (CAPTION_HEIGHT if caption else 0.0)
+    bottom = MARGIN + out_bottom + LEGEND_HEIGHT * len(rows)
+    width = bounds.width() * scale + 2 * MARGIN + out_left + out_right
     if caption:
         caption_width = QtGui.QFontMetricsF(_font(CAPTION_PIXELS)).horizontalAdvance(caption)
         width = max(width, caption_width + 2 * MARGIN)
@@ -386,9 +434,11 @@ def _paint_picture(
 ) -> None:
     background = QtGui.QColor(theme.graph_background)
     painter.fillRect(QtCore.QRectF(QtCore.QPointF(0, 0), size), background)
-    top = MARGIN + (CAPTION_HEIGHT if caption else 0.0)
+    out_left, out_top, out_right, _ = _overlay_overhang(geometry, overlays, scale)
+    top = MARGIN + out_top + (CAPTION_HEIGHT if caption else 0.0)
     bounds = bounds_rect(geometry)
-    left = (size.width() - bounds.width() * scale) / 2
+    # centred with what its badges reach past it on either side
+    left = (size.width() - bounds.width() * scale - out_left - out_right) / 2 + out_left
     if caption:
         painter.setFont(_font(CAPTION_PIXELS))
         painter.setPen(QtGui.QColor(theme.text))
