@@ -338,3 +338,45 @@ def test_an_id_query_of_thousands_of_digits_says_so_in_the_bar(qtbot, window):
     qtbot.keyClicks(field, "#1")
     assert bar.count_label.text() == "1 of 1"
     assert bar.count_label.toolTip() == ""
+
+
+def _boxes_px(view, nodes):
+    """The nodes' boxes in the view's pixels (left, top, right, bottom), from its range."""
+    geo, shown, port = view.geometry_data, view.visible_rect(), view.viewport().geometry()
+    sx, sy = port.width() / shown.width(), port.height() / shown.height()
+    lo = geo.positions[nodes] - geo.half_sizes[nodes]
+    hi = geo.positions[nodes] + geo.half_sizes[nodes]
+    return np.stack(
+        [
+            (lo[:, 0] - shown.left()) * sx + port.left(),
+            (lo[:, 1] - shown.top()) * sy + port.top(),
+            (hi[:, 0] - shown.left()) * sx + port.left(),
+            (hi[:, 1] - shown.top()) * sy + port.top(),
+        ],
+        axis=1,
+    )
+
+
+def test_the_overview_fades_while_a_flagged_nodes_badge_may_be_under_it(qtbot, window):
+    assert window.load_example("goldstein") is True
+    doc, view, overview = window.document, window.graph_view, window.overview
+    doc.playback.seek(0)  # no current step's node to fade for
+    view.zoom_by(3.0)
+    qtbot.waitUntil(overview.isVisible)
+    area = overview.geometry()
+    geo = view.geometry_data
+    every = np.arange(geo.n_nodes)
+    boxes = _boxes_px(view, every)
+    clear = (boxes[:, 2] < area.left() - 2) | (boxes[:, 3] < area.top() - 2)
+    # the node nearest the overview whose own box is clear of it
+    gap = np.maximum(area.left() - boxes[:, 2], area.top() - boxes[:, 3])
+    gap[~clear] = np.inf
+    near = int(np.argmin(gap))
+    assert np.isfinite(gap[near])
+    overview.set_covering(False)
+    view.set_overlays(np.array([near]), np.array([[220, 40, 40, 255]], np.uint8), ["x" * 40])
+    _, reach = view.flagged()
+    assert gap[near] < reach  # (goldstein zoomed in: some box is that close)
+    assert overview.opacity < 1.0  # its badge may be under the overview
+    view.set_overlays(np.zeros(0, np.intp), np.zeros((0, 4), np.uint8), [])
+    assert overview.opacity == 1.0

@@ -935,6 +935,16 @@ class OverlayLayer(pg.GraphicsObject):
     def count(self) -> int:
         return len(self._nodes)
 
+    @property
+    def nodes(self) -> NDArray[np.intp]:
+        """The flagged nodes drawn (indexes; a node flagged twice is here twice)."""
+        return self._nodes
+
+    @property
+    def reach_px(self) -> float:
+        """How far (device pixels) rings and badges may reach out of their node's box."""
+        return self._pad_px
+
     @staticmethod
     def _font() -> QtGui.QFont:
         font = QtGui.QFont()

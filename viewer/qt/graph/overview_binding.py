@@ -35,6 +35,7 @@ class OverviewBinding(QtCore.QObject):
         document.selection_changed.connect(self._on_selection_changed)
         scene_binding.scene_shown.connect(self._on_graph)
         view.view_changed.connect(self._on_view_changed)
+        view.overlays_changed.connect(self._check_covering)
         overview.centre_requested.connect(view.center_at)
         self._on_graph()
 
@@ -57,30 +58,30 @@ class OverviewBinding(QtCore.QObject):
         self._check_covering()
 
     def _check_covering(self) -> None:
-        """Fade the overview while a box of the current step's nodes is under it."""
+        """Fade the overview while a box of the current step's nodes is under it, or a flagged
+        node's ring or badge may be (a badge reaches out of its box: the reach is counted)."""
         overview, view, frame = self.overview, self.view, self.view.frame
         covering = False
         shown = view.visible_rect()
         port = view.viewport().geometry()
-        if (
-            overview.isVisible()
-            and frame is not None
-            and len(frame.current_nodes)
-            and shown.width() > 0
-            and shown.height() > 0
-        ):
+        if overview.isVisible() and shown.width() > 0 and shown.height() > 0:
+            geo = view.geometry_data
+            current = frame.current_nodes if frame is not None else np.zeros(0, np.intp)
+            flagged, reach = view.flagged()
+            nodes = np.concatenate([current, flagged]).astype(np.intp)
+            keep = (nodes >= 0) & (nodes < geo.n_nodes)
+            grow = np.concatenate([np.zeros(len(current)), np.full(len(flagged), reach)])[keep]
+            nodes = nodes[keep]
             # From the view's range, not through the view box's transform: that is brought up
             # to date only when the view paints, and updating it here would zoom ahead of it.
-            geo = view.geometry_data
-            nodes = frame.current_nodes[frame.current_nodes < geo.n_nodes]
             sx, sy = port.width() / shown.width(), port.height() / shown.height()
             lo = geo.positions[nodes] - geo.half_sizes[nodes]
             hi = geo.positions[nodes] + geo.half_sizes[nodes]
             area = overview.geometry()
-            left = (lo[:, 0] - shown.left()) * sx + port.left()
-            right = (hi[:, 0] - shown.left()) * sx + port.left()
-            top = (lo[:, 1] - shown.top()) * sy + port.top()  # y grows downwards (invertY)
-            bottom = (hi[:, 1] - shown.top()) * sy + port.top()
+            left = (lo[:, 0] - shown.left()) * sx + port.left() - grow
+            right = (hi[:, 0] - shown.left()) * sx + port.left() + grow
+            top = (lo[:, 1] - shown.top()) * sy + port.top() - grow  # y grows downwards
+            bottom = (hi[:, 1] - shown.top()) * sy + port.top() + grow
             covering = bool(
                 (
                     (right >= area.left())

@@ -72,6 +72,7 @@ class GraphView(pg.GraphicsView):
 
     node_clicked = QtCore.Signal(int)
     view_changed = QtCore.Signal()  # the visible part of the graph moved: pan, zoom, resize
+    overlays_changed = QtCore.Signal()  # other nodes flagged (set_overlays)
     # a double-click, or Enter on the selected node: the node index (a module box opens)
     node_activated = QtCore.Signal(int)
     # a right-click: the node index under it (-1: none) and where, on the screen
@@ -247,10 +248,16 @@ class GraphView(pg.GraphicsView):
     ) -> None:
         """Flag ``nodes`` (leaks, NaN/Inf, gradient-check errors): RGBA colour and badge each."""
         self._overlays.set_overlays(nodes, colours, badges)
+        self.overlays_changed.emit()
 
     @property
     def overlay_count(self) -> int:
         return self._overlays.count
+
+    def flagged(self) -> tuple[NDArray[np.intp], float]:
+        """The flagged nodes (indexes, as many as are drawn) and how far (device pixels) their
+        rings and badges may reach out of their boxes."""
+        return self._overlays.nodes, self._overlays.reach_px
 
     def set_selection(self, node: int) -> None:
         self._selected = int(node)
