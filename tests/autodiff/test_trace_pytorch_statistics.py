@@ -477,3 +477,36 @@ def test_scopes_of_ops_between_modules_and_of_a_module_with_two_arguments():
     assert scopes["linear"] == "Outer/two/lin"
     assert scopes["mul"] == "Outer/two"
     assert scopes["sum"] == ""
+
+
+def test_a_pass_worth_of_statistics_at_once_in_edge_cases_are_each_tensors_own():
+    # statistics_of's fast paths (a contiguous tensor's flat view, the small ones' numpy
+    # batch) give what statistics() gives each tensor alone: empty tensors (one transposed),
+    # NaN only, Inf among small ones, integers, sizes around the small batch's bound
+    from autodiff.trace.pytorch._values import NUMPY_UP_TO, statistics, statistics_of
+
+    torch.manual_seed(9)
+    ts = [
+        torch.zeros(0),
+        torch.zeros(0, 5),
+        torch.zeros(5, 0).t(),
+        torch.full((2000,), float("nan")),
+        torch.full((10,), float("nan")),
+        torch.tensor([1.0, float("inf"), -2.0]),
+        torch.arange(3000, dtype=torch.int64),
+        torch.arange(7, dtype=torch.int32),
+        torch.randn(1),
+        torch.randn(NUMPY_UP_TO),
+        torch.randn(NUMPY_UP_TO + 1),
+        torch.randn(64, 256),
+    ]
+    batched = statistics_of(ts)
+    for i, (snap, t) in enumerate(zip(batched, ts, strict=True)):
+        one = statistics(t)
+        assert (snap.shape, snap.dtype, snap.array) == (one.shape, one.dtype, None), i
+        assert (snap.nan, snap.inf) == (one.nan, one.inf), i
+        got = [snap.min, snap.max, snap.mean, snap.norm]
+        want = [one.min, one.max, one.mean, one.norm]
+        np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True, err_msg=str(i))
+        if t.numel() and t.is_floating_point() and bool(torch.isfinite(t).all()):
+            _assert_stats(snap, t.numpy(), str(i))
