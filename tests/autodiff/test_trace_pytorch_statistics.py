@@ -510,3 +510,36 @@ def test_a_pass_worth_of_statistics_at_once_in_edge_cases_are_each_tensors_own()
         np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True, err_msg=str(i))
         if t.numel() and t.is_floating_point() and bool(torch.isfinite(t).all()):
             _assert_stats(snap, t.numpy(), str(i))
+
+
+def test_each_recorded_node_has_the_rows_its_pass_reads():
+    # the rows a pass's nodes get (written in one loop, _add_nodes): a forward step each with
+    # its node's inputs and outputs, generations one up from the inputs, the outputs in their
+    # function's scope, shaped as the gradients torch passed them, and torch's node name
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.Flatten(), nn.Linear(32, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    torch.manual_seed(3)
+    with pytorch.record(statistics_only=True) as t:
+        for _ in range(2):
+            opt.zero_grad()
+            model(torch.randn(2, 1, 6, 6)).sum().backward()
+            opt.step()
+    forward = {s.function: s for s in t.steps if s.phase == "forward"}
+    assert sorted(forward) == sorted(t.functions) and len(t.functions) == 2 * 6
+    for f in t.functions:
+        node, step = t.node(f), forward[f]
+        row = t.tables._info[f]
+        assert (step.inputs, step.outputs) == (row.inputs, row.outputs)
+        ins = [t.node(v)["generation"] for v in step.inputs]
+        assert node["generation"] == max(ins, default=0)
+        for v in step.outputs:
+            assert t.node(v)["generation"] == node["generation"] + 1
+            assert t.node(v)["scope"] == node["scope"] and t.node(v)["dtype"] == "float32"
+    names = [t.node(f)["torch_node"] for f in t.functions]
+    assert names[:6] == names[6:] and "ConvolutionBackward0" in names
+    scopes = {t.node(f)["op"]: t.node(f)["scope"] for f in t.functions}
+    assert scopes["conv2d"] == "Sequential/0" and scopes["relu"] == "Sequential/1"
+    for s in t.steps:
+        if s.phase == "backward":
+            for v, g in zip(t.tables._info[s.function].outputs, s.output_grads, strict=True):
+                assert g is not None and g.shape == t.node(v)["shape"]
