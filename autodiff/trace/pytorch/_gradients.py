@@ -477,7 +477,7 @@ class GradientRecording(TorchRecording):
             if consumers.get(vid) == 1:
                 passing[vid] = ref
         now.rows.append((_STEP, fid, gys, gxs, waits))
-        cleared, kept = self._retained.after_step(self._outputs[fid])
+        cleared, kept = self._retained.after_step(outs)
         if kept:
             now.cleared[fid] = cleared
             for vid, g in kept:
