@@ -477,3 +477,69 @@ def test_scopes_of_ops_between_modules_and_of_a_module_with_two_arguments():
     assert scopes["linear"] == "Outer/two/lin"
     assert scopes["mul"] == "Outer/two"
     assert scopes["sum"] == ""
+
+
+def test_a_pass_worth_of_statistics_at_once_in_edge_cases_are_each_tensors_own():
+    # statistics_of's fast paths (a contiguous tensor's flat view, the small ones' numpy
+    # batch) give what statistics() gives each tensor alone: empty tensors (one transposed),
+    # NaN only, Inf among small ones, integers, sizes around the small batch's bound
+    from autodiff.trace.pytorch._values import NUMPY_UP_TO, statistics, statistics_of
+
+    torch.manual_seed(9)
+    ts = [
+        torch.zeros(0),
+        torch.zeros(0, 5),
+        torch.zeros(5, 0).t(),
+        torch.full((2000,), float("nan")),
+        torch.full((10,), float("nan")),
+        torch.tensor([1.0, float("inf"), -2.0]),
+        torch.arange(3000, dtype=torch.int64),
+        torch.arange(7, dtype=torch.int32),
+        torch.randn(1),
+        torch.randn(NUMPY_UP_TO),
+        torch.randn(NUMPY_UP_TO + 1),
+        torch.randn(64, 256),
+    ]
+    batched = statistics_of(ts)
+    for i, (snap, t) in enumerate(zip(batched, ts, strict=True)):
+        one = statistics(t)
+        assert (snap.shape, snap.dtype, snap.array) == (one.shape, one.dtype, None), i
+        assert (snap.nan, snap.inf) == (one.nan, one.inf), i
+        got = [snap.min, snap.max, snap.mean, snap.norm]
+        want = [one.min, one.max, one.mean, one.norm]
+        np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True, err_msg=str(i))
+        if t.numel() and t.is_floating_point() and bool(torch.isfinite(t).all()):
+            _assert_stats(snap, t.numpy(), str(i))
+
+
+def test_each_recorded_node_has_the_rows_its_pass_reads():
+    # the rows a pass's nodes get (written in one loop, _add_nodes): a forward step each with
+    # its node's inputs and outputs, generations one up from the inputs, the outputs in their
+    # function's scope, shaped as the gradients torch passed them, and torch's node name
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.Flatten(), nn.Linear(32, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    torch.manual_seed(3)
+    with pytorch.record(statistics_only=True) as t:
+        for _ in range(2):
+            opt.zero_grad()
+            model(torch.randn(2, 1, 6, 6)).sum().backward()
+            opt.step()
+    forward = {s.function: s for s in t.steps if s.phase == "forward"}
+    assert sorted(forward) == sorted(t.functions) and len(t.functions) == 2 * 6
+    for f in t.functions:
+        node, step = t.node(f), forward[f]
+        row = t.tables._info[f]
+        assert (step.inputs, step.outputs) == (row.inputs, row.outputs)
+        ins = [t.node(v)["generation"] for v in step.inputs]
+        assert node["generation"] == max(ins, default=0)
+        for v in step.outputs:
+            assert t.node(v)["generation"] == node["generation"] + 1
+            assert t.node(v)["scope"] == node["scope"] and t.node(v)["dtype"] == "float32"
+    names = [t.node(f)["torch_node"] for f in t.functions]
+    assert names[:6] == names[6:] and "ConvolutionBackward0" in names
+    scopes = {t.node(f)["op"]: t.node(f)["scope"] for f in t.functions}
+    assert scopes["conv2d"] == "Sequential/0" and scopes["relu"] == "Sequential/1"
+    for s in t.steps:
+        if s.phase == "backward":
+            for v, g in zip(t.tables._info[s.function].outputs, s.output_grads, strict=True):
+                assert g is not None and g.shape == t.node(v)["shape"]

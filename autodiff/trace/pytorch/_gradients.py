@@ -30,7 +30,8 @@ from typing import Any
 from torch import Tensor
 
 from autodiff.trace._checks import MAX_PARAM_STR
-from autodiff.trace._recorder import _EMPTIED, _GRAD
+from autodiff.trace._recorder import _EMPTIED, _GRAD, _new
+from autodiff.trace._rows import FUNCTION, FWD, VARIABLE, ForwardRow, FunctionRow, VariableRow
 from autodiff.trace._snapshot import Snapshot
 from autodiff.trace.pytorch import _internals as ti
 from autodiff.trace.pytorch._ops import node_op_name, tensors
@@ -47,8 +48,13 @@ _SCOPES = "autodiff.trace.scope"  # node.metadata key: the scope a node was made
 _STEP, _SEED, _LEAF, _KEPT = 0, 1, 2, 3
 
 # gradients held for their statistics before they are computed: at most this many elements
-# (beyond, the statistics of those held so far are computed at once, and they are let go)
-HELD_ELEMENTS = 1 << 24
+# (beyond, the statistics of those held so far are computed at once, and they are let go).
+# Small (1 MB of float32): gradients held past their use keep torch from reusing their
+# memory, and the allocator gets fresh pages from the system (page faults): the small CNN of
+# bench/torch_record.py, 700 000 gradient elements a pass, took 1000-8000 page faults per 10
+# steps held whole (2^24) and 1.41x-1.46x its plain step, 125-420 and 1.22x-1.41x at 2^18; the
+# MLP (340 000 a pass, no faults either way) the same
+HELD_ELEMENTS = 1 << 18
 
 
 class _Pass:
@@ -324,17 +330,18 @@ class GradientRecording(TorchRecording):
         """Record the autograd nodes of ``order``, ``(node, its next_functions)`` with each
         node's inputs before it: a function node each, its outputs variables, and a hook that
         notes its step. One loop with everything it reads at hand: it runs at every pass of a
-        training loop, for every node the forward made."""
+        training loop, for every node the forward made. Its rows are appended to the
+        recorder's tables here, as ``add_function``, ``add_variable``, ``add_forward_step``,
+        ``set_params`` and ``set_scope`` would write them (the same rows: a call each per node
+        and output was a fifth of this loop)."""
         rec = self.tables
         key, scope_key = self._key, self._scope_key
         accumulate = ti.ACCUMULATE_GRAD
         outputs, slots_of, inputs_of = self._outputs, self._slots, self._inputs
         generation, producer = self._generation, self._producer
         names_of = self._names_of
-        add_function, add_variable, add_forward_step = (
-            rec.add_function, rec.add_variable, rec.add_forward_step
-        )  # fmt: skip
-        set_scope, set_params = rec.set_scope, rec.set_params
+        info, refs, raw = rec._t_info, rec._t_refs, rec._t_raw
+        params_of, scope_of = rec._t_params, rec._t_scope_of
         hooks = self._node_hooks
         ran = self._on_backward_step
         made = []
@@ -364,28 +371,36 @@ class GradientRecording(TorchRecording):
             if conv:
                 dims = len(shapes[0][0] or ()) if shapes else 0
                 op = node_op_name(name, dims, bool(getattr(g, "_saved_transposed", False)))
-            fid = len(rec._t_info)
+            fid = len(info)
             inputs = tuple(in_ids)
-            out_ids = tuple(range(fid + 1, fid + 1 + len(shapes)))
-            add_function(gen, op, inputs, out_ids)
-            generation.append(gen)
+            n = len(shapes)
+            out_ids = tuple(range(fid + 1, fid + 1 + n))
             meta = g.metadata
             scope = meta.get(scope_key, 0)
-            for vid, (shape, dtype) in zip(out_ids, shapes, strict=True):
-                add_variable(gen + 1, shape, None if dtype is None else dtype_of(dtype))
+            info.append(_new(FunctionRow, (FUNCTION, gen, op, inputs, out_ids)))
+            out_gen = gen + 1
+            info += [
+                _new(VariableRow, (VARIABLE, out_gen, s, None if d is None else dtype_of(d)))
+                for s, d in shapes
+            ]
+            refs += [None] * (n + 1)
+            generation.append(gen)
+            generation += [out_gen] * n
+            for vid in out_ids:
                 producer[vid] = fid
-                if scope:
-                    set_scope(vid, scope)
-            generation.extend([gen + 1] * len(out_ids))
-            set_params(fid, params)
+            if scope:  # (in set_scope's order: the outputs, then the function)
+                for vid in out_ids:
+                    scope_of[vid] = scope
+            if params:
+                params_of[fid] = params
             if scope:
-                set_scope(fid, scope)
+                scope_of[fid] = scope
             outputs[fid] = out_ids
             slots_of[fid] = tuple(slots)
             inputs_of[fid] = inputs
             meta[key] = fid
             hooks.append(g.register_hook(partial(ran, fid)))  # called (fid, grads in, out)
-            add_forward_step(fid, (None,) * len(out_ids))
+            raw.append(_new(ForwardRow, (FWD, fid, inputs, out_ids, (None,) * n, -1)))
             made.append(fid)
         return made
 
@@ -462,7 +477,7 @@ class GradientRecording(TorchRecording):
             if consumers.get(vid) == 1:
                 passing[vid] = ref
         now.rows.append((_STEP, fid, gys, gxs, waits))
-        cleared, kept = self._retained.after_step(self._outputs[fid])
+        cleared, kept = self._retained.after_step(outs)
         if kept:
             now.cleared[fid] = cleared
             for vid, g in kept:

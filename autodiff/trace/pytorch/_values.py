@@ -113,45 +113,65 @@ def statistics_of(ts: list) -> list[Snapshot]:
     the small CPU float ones all at once (one numpy reduction over their elements laid end to
     end, per statistic); the larger dense ones, over their flat views, ``aminmax`` and ``sum``
     (read back together, in one ``tolist``) and numpy's ``dot`` for the sum of squares (BLAS:
-    about half torch's ``dot`` on these sizes)."""
+    about half torch's ``dot`` on these sizes). It runs for every gradient of a training
+    step: the common case (a contiguous float32 gradient on the CPU) is tested first, with
+    attributes that cost torch least (``is_cpu``, not ``device.type``, which makes a device
+    object)."""
     snaps: list[Any] = [None] * len(ts)
     small = []
     dense: list[tuple[int, Any, float]] = []  # (index, the tensor, its sum of squares)
     parts: list[Any] = []  # 0-d tensors: min, max and sum of each dense one
+    aminmax, dot = torch.aminmax, np.dot
     with np.errstate(over="ignore", invalid="ignore"):  # (a sum of squares may overflow)
         for i, t in enumerate(ts):
             if t.requires_grad:
                 t = t.detach()
-            if t.dtype in _FLOATS and t.device.type == "cpu":
+            if t.is_cpu and t.dtype in _FLOATS:
                 n = t.numel()
                 if 0 < n <= NUMPY_UP_TO:
                     small.append((i, t.numpy()))
                     continue
-                flat = _flat(t) if n else None
+                if not n:
+                    flat = None
+                elif t.is_contiguous():
+                    flat = t.view(-1)
+                else:
+                    flat = _flat(t)
                 if flat is not None:
-                    lo, hi = torch.aminmax(flat)
+                    lo, hi = aminmax(flat)
                     parts += (lo, hi, flat.sum())
                     a = flat.numpy()
-                    dense.append((i, t, float(np.dot(a, a))))
+                    dense.append((i, t, float(dot(a, a))))
                     continue
             snaps[i] = statistics(t)
     if dense:
         if len({p.dtype for p in parts}) > 1:
             parts = [p.double() for p in parts]
         stats = torch.stack(parts).tolist()
+        finite = math.isfinite
         for j, (i, t, squares) in enumerate(dense):
             lo, hi, total = stats[3 * j : 3 * j + 3]
-            finite = math.isfinite
             if finite(lo) and finite(hi) and finite(total) and finite(squares):
                 snaps[i] = Snapshot(
-                    tuple(t.shape), _dtype_name(dtype_of(t.dtype)), None, lo, hi,
-                    total / t.numel(), math.sqrt(squares), 0, 0,
+                    tuple(t.shape), _name_of(t.dtype), None, lo, hi, total / t.numel(),
+                    math.sqrt(squares), 0, 0,
                 )  # fmt: skip
             else:  # NaN, Inf or squares that overflow: summarised with the care they need
                 snaps[i] = capture(t.resolve_conj().numpy(), 0)
     if small:
         _summarise_small(small, snaps)
     return snaps
+
+
+_NAMES: dict[Any, str] = {}
+
+
+def _name_of(torch_dtype: Any) -> str:
+    """The name of the numpy dtype of a torch dtype (see dtype_of), remembered."""
+    name = _NAMES.get(torch_dtype)
+    if name is None:
+        name = _NAMES[torch_dtype] = _dtype_name(dtype_of(torch_dtype))
+    return name
 
 
 def _summarise_small(small: list[tuple[int, np.ndarray]], snaps: list) -> None:
