@@ -306,6 +306,39 @@ class Recorder:
         self._t_refs.append(None)
         return nid
 
+    def add_function_ran(
+        self,
+        generation: int,
+        op: str,
+        inputs: tuple[int, ...],
+        outputs: list[tuple[Any, Any]],
+        params: tuple[tuple[str, Any], ...] = (),
+        scope: int = 0,
+    ) -> tuple[int, tuple[int, ...]]:
+        """A function node that ran forward, with no engine object behind it, at once: the
+        node, a variable for each output (``(shape, dtype)`` each, one generation later), its
+        attributes, its scope and its forward step (no values) — the rows :meth:`add_function`,
+        :meth:`add_variable`, :meth:`set_params`, :meth:`set_scope` and
+        :meth:`add_forward_step` write, in one call (a torch recording makes one per autograd
+        node at every pass). Returns the function's id and its outputs' ids."""
+        info = self._t_info
+        fid = len(info)
+        n = len(outputs)
+        out_ids = tuple(range(fid + 1, fid + 1 + n))
+        info.append(_new(FunctionRow, (FUNCTION, generation, op, inputs, out_ids)))
+        out_gen = generation + 1
+        info += [_new(VariableRow, (VARIABLE, out_gen, shape, dtype)) for shape, dtype in outputs]
+        self._t_refs += [None] * (n + 1)
+        if params:
+            self._t_params[fid] = params
+        if scope:
+            scope_of = self._t_scope_of
+            for vid in out_ids:
+                scope_of[vid] = scope
+            scope_of[fid] = scope
+        self._t_raw.append(_new(ForwardRow, (FWD, fid, inputs, out_ids, (None,) * n, -1)))
+        return fid, out_ids
+
     def link_function(self, fid: int, inputs: tuple[int, ...], outputs: tuple[int, ...]) -> None:
         _, generation, op, _, _ = self._t_info[fid]
         self._t_info[fid] = _new(FunctionRow, (FUNCTION, generation, op, inputs, outputs))

@@ -30,8 +30,7 @@ from typing import Any
 from torch import Tensor
 
 from autodiff.trace._checks import MAX_PARAM_STR
-from autodiff.trace._recorder import _EMPTIED, _GRAD, _new
-from autodiff.trace._rows import FUNCTION, FWD, VARIABLE, ForwardRow, FunctionRow, VariableRow
+from autodiff.trace._recorder import _EMPTIED, _GRAD
 from autodiff.trace._snapshot import Snapshot
 from autodiff.trace.pytorch import _internals as ti
 from autodiff.trace.pytorch._ops import node_op_name, tensors
@@ -330,18 +329,15 @@ class GradientRecording(TorchRecording):
         """Record the autograd nodes of ``order``, ``(node, its next_functions)`` with each
         node's inputs before it: a function node each, its outputs variables, and a hook that
         notes its step. One loop with everything it reads at hand: it runs at every pass of a
-        training loop, for every node the forward made. Its rows are appended to the
-        recorder's tables here, as ``add_function``, ``add_variable``, ``add_forward_step``,
-        ``set_params`` and ``set_scope`` would write them (the same rows: a call each per node
-        and output was a fifth of this loop)."""
+        training loop, for every node the forward made (its rows in one call,
+        ``add_function_ran``: a call each per node and output was a fifth of this loop)."""
         rec = self.tables
         key, scope_key = self._key, self._scope_key
         accumulate = ti.ACCUMULATE_GRAD
         outputs, slots_of, inputs_of = self._outputs, self._slots, self._inputs
         generation, producer = self._generation, self._producer
         names_of = self._names_of
-        info, refs, raw = rec._t_info, rec._t_refs, rec._t_raw
-        params_of, scope_of = rec._t_params, rec._t_scope_of
+        add = rec.add_function_ran
         hooks = self._node_hooks
         ran = self._on_backward_step
         made = []
@@ -371,36 +367,25 @@ class GradientRecording(TorchRecording):
             if conv:
                 dims = len(shapes[0][0] or ()) if shapes else 0
                 op = node_op_name(name, dims, bool(getattr(g, "_saved_transposed", False)))
-            fid = len(info)
             inputs = tuple(in_ids)
-            n = len(shapes)
-            out_ids = tuple(range(fid + 1, fid + 1 + n))
             meta = g.metadata
-            scope = meta.get(scope_key, 0)
-            info.append(_new(FunctionRow, (FUNCTION, gen, op, inputs, out_ids)))
-            out_gen = gen + 1
-            info += [
-                _new(VariableRow, (VARIABLE, out_gen, s, None if d is None else dtype_of(d)))
-                for s, d in shapes
-            ]
-            refs += [None] * (n + 1)
+            fid, out_ids = add(
+                gen,
+                op,
+                inputs,
+                [(s, None if d is None else dtype_of(d)) for s, d in shapes],
+                params,
+                meta.get(scope_key, 0),
+            )
             generation.append(gen)
-            generation += [out_gen] * n
+            generation += [gen + 1] * len(out_ids)
             for vid in out_ids:
                 producer[vid] = fid
-            if scope:  # (in set_scope's order: the outputs, then the function)
-                for vid in out_ids:
-                    scope_of[vid] = scope
-            if params:
-                params_of[fid] = params
-            if scope:
-                scope_of[fid] = scope
             outputs[fid] = out_ids
             slots_of[fid] = tuple(slots)
             inputs_of[fid] = inputs
             meta[key] = fid
             hooks.append(g.register_hook(partial(ran, fid)))  # called (fid, grads in, out)
-            raw.append(_new(ForwardRow, (FWD, fid, inputs, out_ids, (None,) * n, -1)))
             made.append(fid)
         return made
 
