@@ -102,25 +102,24 @@ class PassRecording:
         self._pinned = False
         self._current_began = 0.0  # perf_counter() when the current trace began
         self._depth = 0
-        self._seen_at: dict[tuple, int] = {}  # (script line, root shape) -> passes so far
         # Each pass's loss line (its key's index, 4 bytes a pass) and each key's script line:
         # the run's problem detectors follow one loss line's trend (diverging-loss)
         self.pass_keys = array("i")
         self.key_lines: list[int] = []
-        self._key_index: dict[tuple, int] = {}
+        # per key, (script line, root shape): one list, so a pass looks its key up once:
+        # [passes so far, the key's index, the last pass's (index, root weakly), the one
+        # before it's (or None)]. A root still alive when the next pass of its line ends
+        # means the program holds that iteration's whole graph (FLAG_HELD): one iteration's
+        # loss is normally gone once the next is made. A root alive still a whole pass later
+        # is kept on purpose or by mistake (``history.append(loss)``); one alive only while
+        # the next pass runs is the caller's variable not rebound yet (``loss =
+        # train_step()``): ``held_long`` lists the passes of the first kind (their index),
+        # for the graph-held problem
+        self._keys: dict[tuple, list] = {}
         self._pending_key = -1  # the key of the pass begun, logged when it ends
         self._loss = math.nan
         self._iteration = -1
         self._grads: dict[int, Any] = {}  # leaf creation order -> its gradient this pass
-        # per (script line, root shape): the last pass's index and root, weakly. A root still
-        # alive when the next pass of its line ends means the program holds that iteration's
-        # whole graph (FLAG_HELD): one iteration's loss is normally gone once the next is made
-        self._last_root: dict[tuple, tuple[int, weakref.ref]] = {}
-        # ... and the one before it. A root alive still a whole pass later is kept on purpose
-        # or by mistake (``history.append(loss)``); one alive only while the next pass runs is
-        # the caller's variable not rebound yet (``loss = train_step()``): ``held_long`` lists
-        # the passes of the first kind (their index), for the graph-held problem
-        self._older_root: dict[tuple, tuple[int, weakref.ref]] = {}
         self.held_long = array("q")
         # the earliest of those passes and its root, weakly: the run asks the script's globals
         # which one holds it before they are dropped (graph-held names the holder)
@@ -297,24 +296,20 @@ class PassRecording:
         line that called backward, the root's shape): its iteration among the passes of that
         key, and the pass of that key before it if the program still holds its root (-1:
         none). ``root``, weakly, is remembered for the next."""
-        iteration = self._seen_at.get(key, 0)
-        self._seen_at[key] = iteration + 1
-        index = self._key_index.get(key)
-        if index is None:
-            index = self._key_index[key] = len(self.key_lines)
+        state = self._keys.get(key)
+        if state is None:
+            state = self._keys[key] = [0, len(self.key_lines), None, None]
             self.key_lines.append(int(key[0]))
-        self._pending_key = index
-        before = self._last_root.get(key)
+        iteration, self._pending_key, before, older = state
+        state[0] = iteration + 1
         held = before[0] if before is not None and before[1]() is not None else -1
-        older = self._older_root.pop(key, None)
         if older is not None and older[1]() is not None:
             self.held_long.append(older[0])
             if self.first_held is None or older[0] < self.first_held[0]:
                 self.first_held = older
-        if held >= 0:
-            self._older_root[key] = before  # type: ignore[assignment]
+        state[3] = before if held >= 0 else None
         if root is not None:
-            self._last_root[key] = (self.reservoir.seen, root)
+            state[2] = (self.reservoir.seen, root)
         return iteration, held
 
     def log_pass(

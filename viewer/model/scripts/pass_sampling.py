@@ -242,8 +242,13 @@ class PassLog:
         self._loss.append(loss)
         self._iteration.append(iteration)
         self._flags.append(flags & 0xFF)
-        for k, column in enumerate(self._norms):
-            column.append(norms[k] if k < len(norms) else math.nan)
+        columns = self._norms
+        if len(norms) == len(columns):  # a norm for every column, the usual case
+            for column, norm in zip(columns, norms, strict=True):
+                column.append(norm)
+        else:
+            for k, column in enumerate(columns):
+                column.append(norms[k] if k < len(norms) else math.nan)
 
     def parameter(self, label: str) -> int | None:
         """A new parameter's column (NaN for the passes before), None past MAX_NORMS."""
