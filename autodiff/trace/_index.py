@@ -13,10 +13,12 @@ Everything here is derived lazily from the recorder's compact tables (``_info``,
 
 from __future__ import annotations
 
+import bisect
 import collections
 import contextlib
 import enum
 import gc
+import itertools
 import operator
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
@@ -26,6 +28,10 @@ from autodiff.trace._rows import FUNCTION, FWD
 
 # Building this many objects or more at once pauses the cycle collector (see _bulk).
 BULK = 10_000
+# A node's history longer than this is read through a table of what it holds after each of
+# its events (:meth:`TraceIndex._prefix`), built once: a leaf of a long run (a weight) has an
+# event in every pass, and a detector asks for its state in each pass's graph.
+SHORT_HISTORY = 16
 
 
 @contextlib.contextmanager
@@ -82,6 +88,42 @@ class GradFate(NamedTuple):
 _NO_FATE = GradFate(None, False)
 
 
+class _Prefix(NamedTuple):
+    """A node's history in position order, with what the node holds after each prefix of it:
+    ``held[k]`` after its first ``k`` events is ``(has value, freed, gradient state, the
+    state's origin pass, value, gradient, gradient's origin)`` (the states as
+    :meth:`TraceIndex._sweep` makes them, the value and gradient as ``value_at`` and
+    ``grad_at`` find them); ``nexts`` as :func:`_next_grad_events`."""
+
+    positions: list[int]
+    held: list[tuple]
+    nexts: list[tuple | None]
+
+
+def _prefix_of(history: list[tuple]) -> _Prefix | None:
+    """``history``'s :class:`_Prefix`; None when it is not in position order (never recorded
+    so; a hand-made file could be)."""
+    positions = [e[0] for e in history]
+    if any(a > b for a, b in itertools.pairwise(positions)):
+        return None
+    has_value = freed = False
+    grad_state = origin = value = grad = grad_origin = None
+    held = [(has_value, freed, grad_state, origin, value, grad, grad_origin)]
+    for _, kind, raw, o in history:
+        if kind == _VALUE:
+            has_value, value = True, raw
+        elif kind == _GRAD:
+            grad_state, origin, grad, grad_origin = NodeState.GRAD, o, raw, o
+        elif kind == _CLEARED:
+            grad_state, grad, grad_origin = NodeState.GRAD_CLEARED, None, None
+        elif kind == _EMPTIED:
+            grad_state = grad = grad_origin = None
+        else:
+            freed = True
+        held.append((has_value, freed, grad_state, origin, value, grad, grad_origin))
+    return _Prefix(positions, held, _next_grad_events(history))
+
+
 def _next_grad_events(history: list[tuple]) -> list[tuple | None]:
     """For each index ``i`` of ``history`` (and ``len(history)``): the first event at or after
     ``i`` that touches the node's gradient (a backward's or the program's gradient, backward
@@ -129,6 +171,7 @@ class TraceIndex:
         self._indexed = (0, 0)  # (steps, extra events) already in the histories
         self._dirty: set[int] = set()  # nodes with new events since the graph was synced
         self._timelines: dict[int, tuple[Any, list[tuple[int, NodeState]]]] = {}
+        self._prefixes: dict[int, tuple[int, _Prefix | None]] = {}  # node -> (its length, ...)
         self._pass_end: dict[int, int] = {}  # backward pass -> position of its last step
         # Structure: function -> its forward step; backward pass -> its steps (ascending);
         # variable -> its creator function. Extended up to _structured = (steps, nodes).
@@ -252,7 +295,37 @@ class TraceIndex:
 
     def state_at_position(self, node_id: int, position: int) -> NodeState:
         """:meth:`state_at` at a position (``2 * i + 1``: after step i; ``2 * i``: before)."""
+        prefix = self._prefix(node_id)
+        if prefix is not None:
+            return self._state_in(node_id, prefix, position)[0]
         return self._sweep(node_id, self._split(node_id, position), [position])[0][1]
+
+    def _prefix(self, node_id: int) -> _Prefix | None:
+        """The node's :class:`_Prefix`, made when first asked for and again once its history
+        grows; None for a short history (read as it is) or one out of position order."""
+        history = self._history(node_id)
+        if len(history) <= SHORT_HISTORY:
+            return None
+        cached = self._prefixes.get(node_id)
+        if cached is not None and cached[0] == len(history):
+            return cached[1]
+        prefix = _prefix_of(history)
+        self._prefixes[node_id] = (len(history), prefix)
+        return prefix
+
+    def _state_in(self, node_id: int, prefix: _Prefix, position: int) -> tuple[NodeState, GradFate]:
+        """The node's state and its left-over gradient's fate at ``position``, read from its
+        prefix table: what :meth:`_sweep` makes of the same events."""
+        k = bisect.bisect_right(prefix.positions, position)
+        has_value, freed, grad_state, origin = prefix.held[k][:4]
+        if freed:
+            return NodeState.FREED, _NO_FATE
+        state = self._state(node_id, has_value, grad_state)
+        if state is NodeState.GRAD and self._left_over(origin, position):
+            fate = _fate_of(prefix.nexts[k], origin)
+            state = NodeState.GRAD_PREVIOUS if fate.adder is None else NodeState.GRAD_CARRIED
+            return state, fate
+        return state, _NO_FATE
 
     def _split(self, node_id: int, position: int) -> list[tuple]:
         # The node's history with the events up to ``position`` first (as recorded) and the
@@ -274,6 +347,9 @@ class TraceIndex:
 
     def grad_fate_at_position(self, node_id: int, position: int) -> GradFate:
         """:meth:`grad_fate` at a position (see :meth:`state_at_position`)."""
+        prefix = self._prefix(node_id)
+        if prefix is not None:
+            return self._state_in(node_id, prefix, position)[1]
         history = self._split(node_id, position)
         points = self._sweep(node_id, history, [position], fates=True)
         return points[0][2]
@@ -394,6 +470,9 @@ class TraceIndex:
         return self.value_at_position(node_id, _position(step_index, before))
 
     def value_at_position(self, node_id: int, position: int) -> Any:
+        prefix = self._prefix(node_id)
+        if prefix is not None:
+            return self._snap(prefix.held[bisect.bisect_right(prefix.positions, position)][4])
         found = None
         for pos, kind, value, _ in self._history(node_id):
             if kind == _VALUE and pos <= position:
@@ -418,6 +497,9 @@ class TraceIndex:
         return self._grad_event(node_id, position)[1]
 
     def _grad_event(self, node_id: int, position: int) -> tuple[Any, Any]:
+        prefix = self._prefix(node_id)
+        if prefix is not None:
+            return prefix.held[bisect.bisect_right(prefix.positions, position)][5:]
         found = origin = None
         for pos, kind, value, o in self._history(node_id):
             if pos <= position:

@@ -9,7 +9,6 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from autodiff import core
@@ -29,6 +28,8 @@ from autodiff.trace._snapshot import Snapshot, _dtype_name, capture, raw_nonfini
 from autodiff.trace.formats import json_io, npz
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from autodiff.trace._audit import LeakReport
 
 __all__ = [
@@ -169,6 +170,8 @@ class Trace:
         self._variables: list[int] = []
         self._functions: list[int] = []
         self._kinds_seen = 0  # nodes of _info sorted into _variables / _functions
+        # node_scopes' array and the table sizes it was made at (a view asks for it per graph)
+        self._scope_array: tuple[tuple[int, int], np.ndarray] | None = None
 
     # --- the recorder's tables (read: the tape is decoded first) -----------------------
     _raw = property(operator.attrgetter("_recorder._raw"))
@@ -254,13 +257,20 @@ class Trace:
 
     def node_scopes(self) -> np.ndarray:
         """The scope id of every node, indexed by node id (0: in no scope); a variable is in
-        its creator's scope, a leaf in none."""
+        its creator's scope, a leaf in none. Read-only: made once, and again once the
+        recording has grown."""
         scope_of = self._scope_of
-        out = np.zeros(len(self._info), dtype=np.int64)
+        key = (len(self._info), len(scope_of))
+        made = self._scope_array
+        if made is not None and made[0] == key:
+            return made[1]
+        out = np.zeros(key[0], dtype=np.int64)
         if scope_of:
             out[np.fromiter(scope_of.keys(), np.int64, len(scope_of))] = np.fromiter(
                 scope_of.values(), np.int64, len(scope_of)
             )
+        out.flags.writeable = False
+        self._scope_array = (key, out)
         return out
 
     def cut_at(self, node_id: int) -> int | None:
@@ -576,6 +586,8 @@ class Trace:
     def _sync_graph(self) -> nx.MultiDiGraph:
         g = self._graph
         if g is None:
+            import networkx as nx  # when first drawn: the script worker never draws
+
             g = self._graph = nx.MultiDiGraph(max_array_size=self.max_array_size)
         self._indexer._index()
         start, end = self._graph_nodes, len(self._info)
@@ -648,6 +660,8 @@ class Trace:
         if self._recording:
             for nid in order:
                 self.node(nid)  # picks up names given since the op
+        import networkx as nx
+
         g = nx.MultiDiGraph(max_array_size=self.max_array_size)
         g.add_nodes_from([(nid, self._attrs(nid)) for nid in order])
         # The order a copy of a subgraph view gets: edges by source node, then as the source's

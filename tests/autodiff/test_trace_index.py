@@ -400,3 +400,81 @@ def test_a_left_over_gradient_is_carried_only_where_a_later_backward_adds_to_it(
         assert t.state_at(xid, step) is state
     assert t.grad_fate(xid, windows[0][1]) == (None, False)
     del z
+
+
+def _long_history_trace():
+    """Leaves with long histories: 25 passes, some forgetting cleargrad (carried gradients),
+    some clearing it between the forward and the backward, values changed in place and
+    rebound, a create_graph pass, and intermediates freed."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 2))
+    w = Variable(rng.standard_normal((2, 1)), name="w")
+    b = Variable(np.zeros(1), name="b")
+    with trace.record(max_array_size=8) as t:
+        for i in range(25):
+            loss = F.sum(F.tanh(F.linear(x, w, b)) ** 2)
+            if i % 3:
+                w.cleargrad()  # every third pass forgets it: w's gradient is carried
+            if i % 5 == 4:
+                b.cleargrad()
+            loss.backward(create_graph=(i == 7))
+            if i % 4 == 0:
+                w.data -= 0.05 * w.grad.data
+            else:
+                w.data = w.data - 0.05 * w.grad.data
+            b.data = b.data - 0.05 * b.grad.data
+            if i % 6 == 5:
+                b.cleargrad()  # emptied after the pass
+    return t
+
+
+def test_long_histories_read_through_their_table_as_event_by_event(monkeypatch):
+    """A history longer than SHORT_HISTORY is read through a table of prefixes: every state,
+    fate, value, gradient and origin, at every position of every node, is the one the
+    event-by-event reading gives."""
+    from autodiff.trace import _index
+
+    def readings(short_history):
+        monkeypatch.setattr(_index, "SHORT_HISTORY", short_history)
+        t = _long_history_trace()
+        ix = t._indexer
+        last = 2 * len(t._raw)
+        out = []
+        long = 0
+        for node in range(len(t._info)):
+            long += len(ix._history(node)) > 16
+            for pos in range(-1, last + 1):
+                out.append(
+                    (
+                        node,
+                        pos,
+                        ix.state_at_position(node, pos),
+                        ix.grad_fate_at_position(node, pos),
+                        ix.grad_origin_at_position(node, pos),
+                        _summary(ix.value_at_position(node, pos)),
+                        _summary(ix.grad_at_position(node, pos)),
+                    )
+                )
+        return out, long, ix
+
+    linear, _, ix_linear = readings(10**9)
+    tabled, long, ix_tabled = readings(0)
+    assert not ix_linear._prefixes  # the first reading never made a table
+    assert ix_tabled._prefixes and long >= 2  # w and b: the second read theirs from tables
+    states = {r[2] for r in linear}
+    assert {NodeState.GRAD_CARRIED, NodeState.GRAD_PREVIOUS, NodeState.FREED} <= states
+    assert tabled == linear
+
+
+def _summary(snapshot):
+    if snapshot is None:
+        return None
+    return (snapshot.shape, None if snapshot.array is None else snapshot.array.tolist())
+
+
+def test_a_history_out_of_position_order_is_read_event_by_event():
+    """A hand-made history out of order gets no table (None), and is read as before."""
+    from autodiff.trace._index import _prefix_of
+
+    assert _prefix_of([(5, 0, None, None), (3, 0, None, None)]) is None
+    assert _prefix_of([(3, 0, None, None), (5, 0, None, None)]) is not None

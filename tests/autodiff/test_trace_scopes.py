@@ -421,3 +421,20 @@ def test_many_cut_leaves_walk_their_shared_history_a_bounded_number_of_times(mon
     assert len(view.detached()) == 50
     detached_walks = walked[1:]  # the first walk is the graph's own
     assert sum(detached_walks) <= 4 * (50 + live) + len(detached_walks) + live
+
+
+def test_node_scopes_is_made_once_and_again_when_the_recording_grows():
+    x = Variable(np.array(1.0), name="x")
+    with record() as t:
+        with autodiff.scope("first"):
+            y = F.sin(x)
+        before = t.node_scopes()
+        assert t.node_scopes() is before  # made once while nothing changed
+        assert not before.flags.writeable  # shared: nobody may change it
+        with autodiff.scope("second"):
+            F.exp(y)
+        after = t.node_scopes()
+    assert len(after) > len(before)
+    paths = [s.path for s in t.scopes()]
+    assert paths[after[-1]] == "second"  # the newest node, exp's output, is in its scope
+    assert after[: len(before)].tolist() == before.tolist()
