@@ -37,6 +37,37 @@ def test_recorder_and_viewer_model_import_no_qt(module):
     assert _loaded_after([module], QT) == []
 
 
+def test_the_script_worker_starts_without_the_document_or_networkx():
+    """What the worker imports before a script runs (viewer.model.scripts.worker's main) pulls
+    in neither the Document and its layout, nor networkx: every run pays for its start."""
+    worker = [
+        "autodiff.trace.formats.npz",
+        "viewer.model.scripts.result_schema",
+        "viewer.model.checks.problems",
+        "viewer.model.scripts.pass_recording",
+        "viewer.model.scripts.run",
+        "viewer.model.scripts.worker",
+    ]
+    watched = ("networkx", "viewer.model.document.document", "viewer.model.layout.compute")
+    assert _loaded_after(worker, watched) == []
+
+
+def test_viewer_model_names_its_exports_when_asked():
+    """viewer.model's names are imported when first asked for, and all of them exist."""
+    code = (
+        "import sys, viewer.model as m\n"
+        "assert 'viewer.model.document.document' not in sys.modules\n"
+        "assert m.Document.__name__ == 'Document'\n"
+        "assert all(getattr(m, n) is not None for n in m.__all__)\n"
+        "assert set(m.__all__) <= set(dir(m))\n"
+        "try:\n    m.NoSuchName\nexcept AttributeError:\n    print('ok')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "ok"
+
+
 # ----------------------------------------------------------------------------- import circles
 def _product_modules() -> dict[str, Path]:
     modules = {}

@@ -17,9 +17,10 @@ import bisect
 import dataclasses
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
+if TYPE_CHECKING:
+    import networkx as nx
 
 from autodiff.trace._index import GradFate, NodeState
 
@@ -76,6 +77,8 @@ class TraceView:
     @property
     def graph(self) -> nx.MultiDiGraph:
         if self._graph is None:
+            import networkx as nx
+
             subgraph = getattr(self.base, "subgraph", None)
             if callable(subgraph) and not isinstance(self.base, nx.Graph):
                 self._graph = subgraph(self._nodes)  # only these nodes' attributes are made
@@ -302,6 +305,8 @@ def view_for_root(
         if detached_limit is None:
             detached_limit = max(DETACHED_MIN, min(len(nodes), DETACHED_MAX))
         return TraceView(trace, nodes, picked, _detached(trace, root, nodes, detached_limit))
+    import networkx as nx
+
     graph = trace.graph
     nodes = set(nx.ancestors(graph, root)) | {root}
     steps = []

@@ -13,7 +13,6 @@ import re
 import stat
 from typing import Any
 
-import networkx as nx
 import numpy as np
 
 from autodiff.trace._checks import (
@@ -181,6 +180,8 @@ def _xml_text(text: Any) -> str:
 def to_graphml(trace: TraceReader, path: str | os.PathLike[str]) -> None:
     """GraphML with flat attributes (GraphML has no None or nested values: '' and -1 stand in);
     ``detached``: in a view's history cut before its graph."""
+    import networkx as nx
+
     g = trace.graph
     detached = trace.detached()
     flat = nx.MultiDiGraph()
