@@ -13,6 +13,7 @@ Everything here is derived lazily from the recorder's compact tables (``_info``,
 
 from __future__ import annotations
 
+import array
 import bisect
 import collections
 import contextlib
@@ -32,6 +33,7 @@ BULK = 10_000
 # its events (:meth:`TraceIndex._prefix`), built once: a leaf of a long run (a weight) has an
 # event in every pass, and a detector asks for its state in each pass's graph.
 SHORT_HISTORY = 16
+_POSITION = operator.itemgetter(0)  # an event's position in its node's history
 
 
 @contextlib.contextmanager
@@ -89,39 +91,48 @@ _NO_FATE = GradFate(None, False)
 
 
 class _Prefix(NamedTuple):
-    """A node's history in position order, with what the node holds after each prefix of it:
-    ``held[k]`` after its first ``k`` events is ``(has value, freed, gradient state, the
-    state's origin pass, value, gradient, gradient's origin)`` (the states as
-    :meth:`TraceIndex._sweep` makes them, the value and gradient as ``value_at`` and
-    ``grad_at`` find them); ``nexts`` as :func:`_next_grad_events`."""
+    """Where to look in a node's history (in position order) after its first ``k`` events,
+    as indexes into it (-1: none), in compact int arrays (12 bytes an event, against about
+    100 for the history itself): ``value[k]``, its last value event; ``grad[k]``, its last
+    event that gave, cleared or emptied its gradient; ``after[k]``, the first event at or
+    after ``k`` that touches the gradient (:func:`_next_grad_events`); ``first_value`` and
+    ``freed``, the first value event and the object's collection (``len``: none)."""
 
-    positions: list[int]
-    held: list[tuple]
-    nexts: list[tuple | None]
+    value: array.array
+    grad: array.array
+    after: array.array
+    first_value: int
+    freed: int
 
 
 def _prefix_of(history: list[tuple]) -> _Prefix | None:
     """``history``'s :class:`_Prefix`; None when it is not in position order (never recorded
     so; a hand-made file could be)."""
-    positions = [e[0] for e in history]
-    if any(a > b for a, b in itertools.pairwise(positions)):
+    if any(a[0] > b[0] for a, b in itertools.pairwise(history)):
         return None
-    has_value = freed = False
-    grad_state = origin = value = grad = grad_origin = None
-    held = [(has_value, freed, grad_state, origin, value, grad, grad_origin)]
-    for _, kind, raw, o in history:
+    n = len(history)
+    value = array.array("i", [-1]) * (n + 1)
+    grad = array.array("i", [-1]) * (n + 1)
+    after = array.array("i", [-1]) * (n + 1)
+    first_value = freed = n
+    last_value = last_grad = -1
+    for i, event in enumerate(history):
+        kind = event[1]
         if kind == _VALUE:
-            has_value, value = True, raw
-        elif kind == _GRAD:
-            grad_state, origin, grad, grad_origin = NodeState.GRAD, o, raw, o
-        elif kind == _CLEARED:
-            grad_state, grad, grad_origin = NodeState.GRAD_CLEARED, None, None
-        elif kind == _EMPTIED:
-            grad_state = grad = grad_origin = None
+            last_value = i
+            first_value = min(first_value, i)
+        elif kind in (_GRAD, _CLEARED, _EMPTIED):
+            last_grad = i
         else:
-            freed = True
-        held.append((has_value, freed, grad_state, origin, value, grad, grad_origin))
-    return _Prefix(positions, held, _next_grad_events(history))
+            freed = min(freed, i)
+        value[i + 1] = last_value
+        grad[i + 1] = last_grad
+    touching = -1
+    for i in range(n - 1, -1, -1):
+        if history[i][1] != _VALUE:
+            touching = i
+        after[i] = touching
+    return _Prefix(value, grad, after, first_value, freed)
 
 
 def _next_grad_events(history: list[tuple]) -> list[tuple | None]:
@@ -314,15 +325,25 @@ class TraceIndex:
         return prefix
 
     def _state_in(self, node_id: int, prefix: _Prefix, position: int) -> tuple[NodeState, GradFate]:
-        """The node's state and its left-over gradient's fate at ``position``, read from its
-        prefix table: what :meth:`_sweep` makes of the same events."""
-        k = bisect.bisect_right(prefix.positions, position)
-        has_value, freed, grad_state, origin = prefix.held[k][:4]
-        if freed:
+        """The node's state and its left-over gradient's fate at ``position``, read through
+        its prefix table: what :meth:`_sweep` makes of the same events."""
+        history = self._events[node_id]
+        k = bisect.bisect_right(history, position, key=_POSITION)
+        if prefix.freed < k:
             return NodeState.FREED, _NO_FATE
-        state = self._state(node_id, has_value, grad_state)
+        g = prefix.grad[k]
+        grad_state = origin = None
+        if g >= 0:
+            _, kind, _, origin = history[g]
+            grad_state = (
+                NodeState.GRAD
+                if kind == _GRAD
+                else (NodeState.GRAD_CLEARED if kind == _CLEARED else None)
+            )
+        state = self._state(node_id, prefix.first_value < k, grad_state)
         if state is NodeState.GRAD and self._left_over(origin, position):
-            fate = _fate_of(prefix.nexts[k], origin)
+            a = prefix.after[k]
+            fate = _fate_of(history[a] if a >= 0 else None, origin)
             state = NodeState.GRAD_PREVIOUS if fate.adder is None else NodeState.GRAD_CARRIED
             return state, fate
         return state, _NO_FATE
@@ -472,7 +493,9 @@ class TraceIndex:
     def value_at_position(self, node_id: int, position: int) -> Any:
         prefix = self._prefix(node_id)
         if prefix is not None:
-            return self._snap(prefix.held[bisect.bisect_right(prefix.positions, position)][4])
+            history = self._events[node_id]
+            v = prefix.value[bisect.bisect_right(history, position, key=_POSITION)]
+            return self._snap(history[v][2] if v >= 0 else None)
         found = None
         for pos, kind, value, _ in self._history(node_id):
             if kind == _VALUE and pos <= position:
@@ -499,7 +522,11 @@ class TraceIndex:
     def _grad_event(self, node_id: int, position: int) -> tuple[Any, Any]:
         prefix = self._prefix(node_id)
         if prefix is not None:
-            return prefix.held[bisect.bisect_right(prefix.positions, position)][5:]
+            history = self._events[node_id]
+            g = prefix.grad[bisect.bisect_right(history, position, key=_POSITION)]
+            if g < 0 or history[g][1] != _GRAD:
+                return None, None  # none yet, or cleared by backward or emptied
+            return history[g][2], history[g][3]
         found = origin = None
         for pos, kind, value, o in self._history(node_id):
             if pos <= position:
