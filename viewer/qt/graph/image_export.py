@@ -9,6 +9,7 @@ shown.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -54,11 +55,13 @@ def paint_graph(
     origin: QtCore.QPointF,
     selected: int = -1,
     overlays: tuple | None = None,
+    placed: _Placed | None = None,
 ) -> None:
     """Paint the graph with layout point (x, y) at ``origin + scale * (x - left, y - top)``.
 
     ``overlays``: (node indexes, RGBA colours, badges) of flagged nodes, drawn as dashed rings
-    with a badge."""
+    with a badge; ``placed``: where they go, as :func:`_overlay_layout` put them at this
+    scale with the origin at (0, 0) (else placed here)."""
     bounds = bounds_rect(geometry)
     n = geometry.n_nodes
 
@@ -171,7 +174,11 @@ def paint_graph(
             painter.setFont(_fitted(font, labels[i], box))
             painter.drawText(box, QtCore.Qt.AlignmentFlag.AlignCenter, labels[i])
     if overlays is not None:
-        _paint_overlays(painter, geometry, overlays, transform)
+        if placed is None:
+            placed = _overlay_layout(geometry, overlays, transform)
+        else:
+            placed = _moved(placed, origin)
+        _paint_overlays(painter, placed)
     painter.restore()
 
 
@@ -209,11 +216,23 @@ def _badge_font() -> QtGui.QFont:
     return font
 
 
+_Rings = list[tuple[QtCore.QRectF, QtGui.QColor, bool]]
+_Pills = list[tuple[QtCore.QRectF, QtGui.QColor, str]]
+_Placed = tuple[_Rings, _Pills]
+
+
+def _moved(placed: _Placed, by: QtCore.QPointF) -> _Placed:
+    """``placed`` moved by ``by`` (pixels)."""
+    rings, pills = placed
+    return (
+        [(rect.translated(by), colour, square) for rect, colour, square in rings],
+        [(rect.translated(by), colour, text) for rect, colour, text in pills],
+    )
+
+
 def _overlay_layout(
     geometry: SceneGeometry, overlays: tuple, transform: QtGui.QTransform
-) -> tuple[
-    list[tuple[QtCore.QRectF, QtGui.QColor, bool]], list[tuple[QtCore.QRectF, QtGui.QColor, str]]
-]:
+) -> _Placed:
     """Where the flagged nodes' rings and badges go in the picture (pixels): ``(rings,
     pills)``, a ring as (rectangle, colour, drawn square: a Function's), a pill as
     (rectangle, colour, text); a badge that shares its neighbour's pill has none."""
@@ -262,32 +281,35 @@ def _overlay_layout(
 
 def _overlay_overhang(
     geometry: SceneGeometry, overlays: tuple | None, scale: float
-) -> tuple[float, float, float, float]:
+) -> tuple[tuple[float, float, float, float], _Placed | None]:
     """How far (pixels; left, top, right, bottom) the rings and badges reach past the graph's
     own bounds at ``scale``, beyond what MARGIN leaves: the picture grows by that much, so
-    that a badge beside a node at the edge is not cut off."""
+    that a badge beside a node at the edge is not cut off. With it, where they go (the
+    graph's corner at (0, 0)), placed once for sizing and painting; None without overlays."""
     if overlays is None or len(overlays[0]) == 0:
-        return (0.0, 0.0, 0.0, 0.0)
+        return (0.0, 0.0, 0.0, 0.0), None
     bounds = bounds_rect(geometry)
     transform = QtGui.QTransform()
     transform.scale(scale, scale)
     transform.translate(-bounds.left(), -bounds.top())
-    rings, pills = _overlay_layout(geometry, overlays, transform)
+    placed = _overlay_layout(geometry, overlays, transform)
+    rings, pills = placed
     rects = [r for r, *_ in rings] + [r for r, *_ in pills]
     if not rects:
-        return (0.0, 0.0, 0.0, 0.0)
+        return (0.0, 0.0, 0.0, 0.0), placed
     width, height = bounds.width() * scale, bounds.height() * scale
     keep = MARGIN - 4  # a ring or badge may come this close to the picture's edge
-    return (
+    overhang = (
         max(0.0, -min(r.left() for r in rects) - keep),
         max(0.0, -min(r.top() for r in rects) - keep),
         max(0.0, max(r.right() for r in rects) - width - keep),
         max(0.0, max(r.bottom() for r in rects) - height - keep),
     )
+    return overhang, placed
 
 
-def _paint_overlays(painter, geometry, overlays, transform: QtGui.QTransform) -> None:
-    rings, pills = _overlay_layout(geometry, overlays, transform)
+def _paint_overlays(painter: QtGui.QPainter, placed: _Placed) -> None:
+    rings, pills = placed
     painter.setBrush(QtCore.Qt.BrushStyle.NoBrush)
     for ring, colour, square in rings:
         painter.setPen(QtGui.QPen(colour, 2.5, QtCore.Qt.PenStyle.DashLine))
@@ -355,17 +377,28 @@ def _legend_width(rows: list[tuple[str, tuple[LegendEntry, ...]]]) -> float:
     )
 
 
+class _Picture(NamedTuple):
+    """An export's measures, made once: its scale, its size, what the overlays reach past
+    the graph (left, top, right, bottom) and where they go (see :func:`_overlay_overhang`)."""
+
+    scale: float
+    size: QtCore.QSizeF
+    overhang: tuple[float, float, float, float]
+    placed: _Placed | None
+
+
 def _picture_size(
     geometry: SceneGeometry,
     caption: str | None,
     legend: bool,
     overlays: tuple | None = None,
     theme: Theme = LIGHT,
-) -> tuple[float, QtCore.QSizeF]:
+) -> _Picture:
     scale = _scale_for(geometry)
     bounds = bounds_rect(geometry)
     rows = _legend_rows(theme, overlays, geometry) if legend else []
-    out_left, out_top, out_right, out_bottom = _overlay_overhang(geometry, overlays, scale)
+    overhang, placed = _overlay_overhang(geometry, overlays, scale)
+    out_left, out_top, out_right, out_bottom = overhang
     top = MARGIN + out_top + (CAPTION_HEIGHT if caption else 0.0)
     bottom = MARGIN + out_bottom + LEGEND_HEIGHT * len(rows)
     width = bounds.width() * scale + 2 * MARGIN + out_left + out_right
@@ -375,7 +408,8 @@ def _picture_size(
     if legend:
         width = max(width, _legend_width(rows) + 2 * MARGIN)
     height = bounds.height() * scale + top + bottom
-    return scale, QtCore.QSizeF(max(width, 320.0), max(height, 120.0))
+    size = QtCore.QSizeF(max(width, 320.0), max(height, 120.0))
+    return _Picture(scale, size, overhang, placed)
 
 
 def _paint_legend(
@@ -427,14 +461,14 @@ def _paint_picture(
     theme: Theme,
     caption: str | None,
     legend: bool,
-    scale: float,
-    size: QtCore.QSizeF,
+    picture: _Picture,
     selected: int,
     overlays: tuple | None = None,
 ) -> None:
+    scale, size = picture.scale, picture.size
     background = QtGui.QColor(theme.graph_background)
     painter.fillRect(QtCore.QRectF(QtCore.QPointF(0, 0), size), background)
-    out_left, out_top, out_right, _ = _overlay_overhang(geometry, overlays, scale)
+    out_left, out_top, out_right, _ = picture.overhang
     top = MARGIN + out_top + (CAPTION_HEIGHT if caption else 0.0)
     bounds = bounds_rect(geometry)
     # centred with what its badges reach past it on either side
@@ -448,7 +482,15 @@ def _paint_picture(
             caption,
         )
     paint_graph(
-        painter, geometry, frame, theme, scale, QtCore.QPointF(left, top), selected, overlays
+        painter,
+        geometry,
+        frame,
+        theme,
+        scale,
+        QtCore.QPointF(left, top),
+        selected,
+        overlays,
+        picture.placed,
     )
     if legend:
         _paint_legend(painter, theme, size, overlays, geometry)
@@ -463,7 +505,8 @@ def render_image(
     legend: bool = True,
     overlays: tuple | None = None,
 ) -> QtGui.QImage:
-    scale, size = _picture_size(geometry, caption, legend, overlays, theme)
+    picture = _picture_size(geometry, caption, legend, overlays, theme)
+    size = picture.size
     image = QtGui.QImage(
         int(np.ceil(size.width())),
         int(np.ceil(size.height())),
@@ -473,7 +516,7 @@ def render_image(
     painter = QtGui.QPainter(image)
     try:
         _paint_picture(
-            painter, geometry, frame, theme, caption, legend, scale, size, selected, overlays
+            painter, geometry, frame, theme, caption, legend, picture, selected, overlays
         )
     finally:
         painter.end()
@@ -505,7 +548,8 @@ def export_graph(
         if not image.save(str(path), "PNG"):
             raise OSError(f"could not write {path} (is the folder writable?)")
         return path
-    scale, size = _picture_size(geometry, caption, legend, overlays, theme)
+    picture = _picture_size(geometry, caption, legend, overlays, theme)
+    size = picture.size
     if suffix == ".pdf":
         device = _pdf_writer(path, size, caption)
     else:
@@ -515,7 +559,7 @@ def export_graph(
         raise OSError(f"could not write {path} (is the folder writable?)")
     try:
         _paint_picture(
-            painter, geometry, frame, theme, caption, legend, scale, size, selected, overlays
+            painter, geometry, frame, theme, caption, legend, picture, selected, overlays
         )
     finally:
         painter.end()
