@@ -232,3 +232,38 @@ def test_a_graph_on_screen_is_found_by_its_view_not_by_its_title(tmp_path):
     views = [result.view(i) for i in range(len(result.graphs))]
     assert [result.graph_index(v) for v in views] == [0, 1, 2]
     assert result.graph_index(result.trace) == -1 and result.graph_index(None) == -1
+
+
+def test_a_run_leaves_its_thread_as_it_found_it(tmp_path):
+    """The run drops a cancel that has not landed without leaving CPython's eval breaker set
+    for good (PyThreadState_SetAsyncExc(id, NULL) did: every call of the process then went
+    through the pending-work check, and cProfile's next call never returned). A fresh
+    interpreter, so that a hang fails by its timeout instead of holding the tests."""
+    script = write(tmp_path, "empty.py", "x = 1\n")
+    code = textwrap.dedent(
+        f"""
+        import cProfile
+        from viewer.model.scripts.run import ScriptRun
+        run = ScriptRun({str(script)!r})
+        run.prepare_view = False
+        assert run.run().ok
+        def add(a, b):
+            return a + b
+        profile = cProfile.Profile()
+        profile.enable()
+        add(1, 2)  # a Python function's entry, where the set breaker looped
+        profile.disable()
+        print("profiled")
+        """
+    )
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__)))),
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("profiled")
