@@ -95,7 +95,7 @@ class _Prefix(NamedTuple):
     as indexes into it (-1: none), in compact int arrays (12 bytes an event, against about
     100 for the history itself): ``value[k]``, its last value event; ``grad[k]``, its last
     event that gave, cleared or emptied its gradient; ``after[k]``, the first event at or
-    after ``k`` that touches the gradient (:func:`_next_grad_events`); ``first_value`` and
+    after ``k`` that touches the gradient (:func:`_next_grad_indexes`); ``first_value`` and
     ``freed``, the first value event and the object's collection (``len``: none)."""
 
     value: array.array
@@ -113,7 +113,6 @@ def _prefix_of(history: list[tuple]) -> _Prefix | None:
     n = len(history)
     value = array.array("i", [-1]) * (n + 1)
     grad = array.array("i", [-1]) * (n + 1)
-    after = array.array("i", [-1]) * (n + 1)
     first_value = freed = n
     last_value = last_grad = -1
     for i, event in enumerate(history):
@@ -127,25 +126,25 @@ def _prefix_of(history: list[tuple]) -> _Prefix | None:
             freed = min(freed, i)
         value[i + 1] = last_value
         grad[i + 1] = last_grad
-    touching = -1
-    for i in range(n - 1, -1, -1):
+    return _Prefix(value, grad, _next_grad_indexes(history), first_value, freed)
+
+
+def _next_grad_indexes(history: list[tuple]) -> array.array:
+    """For each index ``i`` of ``history`` (and ``len(history)``): the index of the first
+    event at or after ``i`` that touches the node's gradient (a backward's or the program's
+    gradient, backward dropping it, the program emptying it, the object freed), or -1."""
+    nexts = array.array("i", [-1]) * (len(history) + 1)
+    found = -1
+    for i in range(len(history) - 1, -1, -1):
         if history[i][1] != _VALUE:
-            touching = i
-        after[i] = touching
-    return _Prefix(value, grad, after, first_value, freed)
+            found = i
+        nexts[i] = found
+    return nexts
 
 
 def _next_grad_events(history: list[tuple]) -> list[tuple | None]:
-    """For each index ``i`` of ``history`` (and ``len(history)``): the first event at or after
-    ``i`` that touches the node's gradient (a backward's or the program's gradient, backward
-    dropping it, the program emptying it, the object freed), or None."""
-    nexts: list[tuple | None] = [None] * (len(history) + 1)
-    found = None
-    for i in range(len(history) - 1, -1, -1):
-        if history[i][1] != _VALUE:
-            found = history[i]
-        nexts[i] = found
-    return nexts
+    """:func:`_next_grad_indexes` as the events themselves (None: none)."""
+    return [history[i] if i >= 0 else None for i in _next_grad_indexes(history)]
 
 
 def _fate_of(event: tuple | None, origin: int) -> GradFate:
