@@ -373,3 +373,42 @@ def test_each_graph_on_screen_lists_its_own_finding_of_a_bug_the_run_names_once(
     assert [p for p in doc.problems() if p.graph == first and p.kind == "carried-gradient"]
     assert doc.show_script_graph(first)
     assert len([p for p in doc.problems() if p.kind == "carried-gradient"]) == 1
+
+
+DATA_CARRIES = """
+import numpy as np
+from autodiff import Variable
+import autodiff.functions as F
+
+x = Variable(np.linspace(-1, 1, 5))  # the data: never cleared, its gradient never used
+t = np.tanh(0.7 * x.data)
+w = Variable(np.array(0.1), name="w")
+for i in range(4):
+    loss = F.sum((F.tanh(w * x) - t) ** 2)
+    w.cleargrad()
+    loss.backward()
+    w.data -= 0.5 * w.grad.data
+"""
+
+
+def test_the_datas_carried_gradient_is_no_problem_on_screen_as_for_the_detectors(tmp_path):
+    """x's gradient is carried from pass to pass (the node style says so), but nothing uses it:
+    the graph on screen marks no problem, as the run's detectors (``--check``) say."""
+    result = run_script(tmp_path, DATA_CARRIES)
+    assert "carried-gradient" in result.problems.ran
+    assert not result.problems.problems
+    doc = Document()
+    assert doc.apply_script_result(result)
+    assert not doc.problems()
+    # x is drawn carried over before the last backward adds to it: a state, not a problem
+    scene = doc.scene
+    x = next(i for i in range(len(scene.node_ids)) if scene.state(i, -1).name == "GRAD_CARRIED")
+    assert int(scene.node_ids[x]) not in {n for p in doc.problems() for n in p.nodes}
+    assert not scene.overlays.get(int(scene.node_ids[x]))
+    # the same graph made the weight's forgotten cleargrad a problem on screen
+    forgot = DATA_CARRIES.replace("    w.cleargrad()\n", "")
+    doc = Document()
+    assert doc.apply_script_result(run_script(tmp_path, forgot))
+    carried = [p for p in doc.problems() if p.kind == "carried-gradient"]
+    assert carried and all("gradient of w," in p.message for p in carried)
+    assert doc.shown_graph() in {p.graph for p in carried}

@@ -7,6 +7,9 @@ become problems of the kinds ``nonfinite``, ``graph-held``, ``wrong-backward`` a
 ``carried-gradient`` (:func:`mark_problems`), and :func:`unify` lists each finding once: a
 detector's problem of the same kind on the same graph stands for the mark's (its message says
 more), and a mark found two ways (a pass's NaN flag and its graph's first NaN) is one problem.
+A carried-over gradient is a problem only where the carried-gradient detector says so (a
+parameter's, or a leaf's the program updates): the node style still shows every carried
+gradient, the data's too, as the state it is.
 
 The other way round, :func:`mark_scene` draws the problems of the graph on screen on its nodes:
 an overlay of kind ``'problem'`` (a ring and the kind as its badge, in the severity's colour),
@@ -22,8 +25,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from autodiff.trace import NodeState
-from viewer.model.checks.problems import Problem
+from viewer.model.checks.detectors.flow import carried_gradient
+from viewer.model.checks.problems import CannotRun, GraphInput, Problem, Thresholds
 from viewer.model.scene.overlays import Overlay
 
 __all__ = [
@@ -104,8 +107,9 @@ def flag_problems(graphs: Sequence[Any]) -> list[Problem]:
 
 def mark_problems(reader: Any, graph: int = 0, gradient_check: Any = None) -> list[Problem]:
     """The marks of one graph (``reader``, a TraceReader, at ``graph`` in its source's list)
-    as problems: its first NaN/Inf, its gradients carried over from an earlier backward, and
-    the wrong backwards of ``gradient_check`` (a GradCheckReport of this graph, or None)."""
+    as problems: its first NaN/Inf, its gradients carried over from an earlier backward (as
+    the carried-gradient detector judges them), and the wrong backwards of
+    ``gradient_check`` (a GradCheckReport of this graph, or None)."""
     found = []
     first = reader.first_nonfinite()
     if first is not None:
@@ -122,23 +126,7 @@ def mark_problems(reader: Any, graph: int = 0, gradient_check: Any = None) -> li
                 (int(first.function),),
             )
         )
-    carried = _carried(reader)
-    if carried:
-        ids = tuple(nid for nid, _ in carried)
-        step = max(0, min(step for _, step in carried))  # (-1: before the first step)
-        names = _names(reader, ids)
-        found.append(
-            Problem(
-                "carried-gradient",
-                "warning",
-                f"{names} kept the gradient of an earlier backward, and the next backward "
-                "adds to it: call model.cleargrads() / x.cleargrad() (optimizer.zero_grad() in "
-                "PyTorch) before backward()",
-                graph,
-                step,
-                ids,
-            )
-        )
+    found += _carried(reader, graph)
     if gradient_check is not None:
         for check in gradient_check.wrong_functions:
             error = check.error
@@ -157,26 +145,18 @@ def mark_problems(reader: Any, graph: int = 0, gradient_check: Any = None) -> li
     return found
 
 
-def _carried(reader: Any) -> list[tuple[int, int]]:
-    """(variable id, first step it shows carried) of each leaf variable (a parameter, an
-    input: what keeps a gradient across passes) whose gradient was carried into a later
-    backward."""
-    found = []
-    leaves = [nid for nid in reader.variables if reader.creator_of(nid) < 0]
-    for nid in leaves[:_CARRIED_SCAN]:
-        for step, state in reader.timeline(nid):
-            if state is NodeState.GRAD_CARRIED:
-                found.append((int(nid), int(step)))
-                break
-    return found
-
-
-def _names(reader: Any, ids: Sequence[int]) -> str:
-    names = [
-        str(n) if n else f"#{nid}" for nid, n in zip(ids, reader.names(list(ids)), strict=True)
-    ]
-    shown = ", ".join(names[:4])
-    return shown + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+def _carried(reader: Any, graph: int) -> list[Problem]:
+    """The carried-gradient detector's findings on this graph: one rule for the mark and for
+    ``--check`` (a parameter or a leaf the program updates between passes; the data's gradient
+    is never used, so carrying it is no bug). Past ``_CARRIED_SCAN`` leaves, none: the
+    detector, when it runs on the graph, covers it."""
+    leaves = sum(1 for nid in reader.variables if reader.creator_of(nid) < 0)
+    if leaves > _CARRIED_SCAN:
+        return []
+    try:
+        return carried_gradient(GraphInput(reader, graph), Thresholds())
+    except CannotRun:
+        return []
 
 
 def unify(
