@@ -147,6 +147,9 @@ def _check_script(
         timer.start()
     try:
         result = process.run()
+        pending = result.problems_pending  # the worker looks for problems after the result
+        if pending is not None:
+            pending.wait()
     except KeyboardInterrupt:
         process.cancel()
         raise
@@ -154,11 +157,14 @@ def _check_script(
         if timer is not None:
             timer.cancel()
     try:
-        report = result.problems
+        report = result.problems if pending is None else pending.report
         notes = []
         if report is None:
             report = ProblemReport()
-            notes.append("the worker sent no problem report: nothing was checked")
+            why = pending.error if pending is not None else None
+            if why and pending is not None and pending.stopped and result.ok:
+                why = f"{why} at the --timeout"
+            notes.append(f"{why or 'the worker sent no problem report'}: nothing was checked")
         failure = None
         details = ""
         if result.cancelled:

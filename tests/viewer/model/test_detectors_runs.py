@@ -480,7 +480,7 @@ def test_the_detectors_budget_stops_at_the_graphs_not_at_the_log(tmp_path):
 
 
 # =============================================================================
-# The report through the worker's result files
+# The report through the worker's channel, after its result files
 # =============================================================================
 def test_the_worker_sends_the_report_and_the_app_reads_it_back(tmp_path):
     from viewer.model.scripts.process import ScriptProcess
@@ -490,9 +490,12 @@ def test_the_worker_sends_the_report_and_the_app_reads_it_back(tmp_path):
     process = ScriptProcess(path)
     result = process.run()
     assert result.ok, result.error
-    kinds = {p.kind for p in result.problems.problems}
+    # (it comes after the result: the graph shows while the detectors run)
+    assert result.problems is None and result.problems_pending.wait(60)
+    report = result.problems_pending.report
+    kinds = {p.kind for p in report.problems}
     assert {"diverging-loss", "graph-held"} <= kinds
-    (held,) = _mine(result.problems, "graph-held")
+    (held,) = _mine(report, "graph-held")
     assert result.graphs[held.graph].root == held.nodes[0]
     result.folder.release()
 

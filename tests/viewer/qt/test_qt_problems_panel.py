@@ -25,6 +25,7 @@ def registry(monkeypatch):
     monkeypatch.setattr(P, "_GRAPH", {})
     monkeypatch.setattr(P, "_RUN", {})
     monkeypatch.setattr(problem_finder, "report_of_result", lambda result: None)
+    monkeypatch.setattr(problem_finder, "pending_report", lambda result: None)
     return P
 
 

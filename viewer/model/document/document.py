@@ -1052,6 +1052,18 @@ class Document:
             if report is not None:
                 self.problem_report = report
                 return
+            pending = problem_finder.pending_report(result)  # (after the result)
+            if pending is not None and self.runner is not None and not pending.done:
+                self._await_report(pending)
+                return
+            if pending is not None:
+                pending.wait()
+                if pending.report is not None:
+                    self.problem_report = pending.report
+                    return
+                if pending.error:
+                    self.problem_note = f"No problem report: {pending.error}."
+                    return
             inputs = problem_finder.script_inputs(result)
             total = len(problem_finder.loaded_graphs(result))
             if total < len(result.graphs):
@@ -1085,12 +1097,26 @@ class Document:
         )
         self.runner.submit(work)
 
+    def _await_report(self, pending: Any) -> None:
+        """The Problems panel says the detectors run until the worker's report comes (on the
+        runner: its Cancel, or another source, stops them)."""
+        self.problems_running = True
+        token = self._problems_token = object()
+        finish = functools.partial(self._problems_found, token)
+        self.runner.submit(problem_finder.report_work(pending, finish, self._stop_problems))
+
+    def _stop_problems(self) -> None:
+        if self.runner is not None:
+            self.runner.cancel("problems")
+
     def _problems_found(self, token: object, outcome: Outcome) -> None:
         """On the GUI thread: the runner's detectors ended (for the source of ``token``)."""
         if token is not self._problems_token:
             return  # another source came meanwhile
         self.problems_running = False
-        if outcome.kind == "succeeded":
+        if outcome.kind == "succeeded" and isinstance(outcome.result, str):
+            self.problem_note = f"No problem report: {outcome.result}."  # why none came
+        elif outcome.kind == "succeeded":
             self.problem_report = outcome.result
         elif outcome.kind == "failed":
             self.status_changed.emit(f"The problem detectors failed: {outcome.error}")

@@ -126,6 +126,44 @@ def find_problems(
     return onto_one_graph(detect(seen(), None, limits, total=total), readers)
 
 
+def await_report(pending: Any, _progress: Progress, should_cancel: ShouldCancel) -> Any:
+    """The Work's function: waits for the report a script's worker sends after its result
+    (a :class:`~viewer.model.scripts.process.PendingProblems`), stopping its detectors when
+    cancelled. The report, or why none came (a string)."""
+    while not pending.wait(0.1):
+        if should_cancel():
+            pending.stop()
+            pending.wait(5.0)
+            break
+    if pending.report is not None:
+        return pending.report
+    return pending.error or "the run brought none"
+
+
+def pending_report(result: Any) -> Any:
+    """The report a script's worker sends after its result
+    (:class:`~viewer.model.scripts.process.PendingProblems`; None: the result is the whole
+    answer)."""
+    return getattr(result, "problems_pending", None)
+
+
+def report_work(
+    pending: Any, finish: Callable[[Outcome], object], cancel: Callable[[], None]
+) -> Work:
+    """Waiting for a script worker's problem report, which comes after its result."""
+    return Work(
+        "problems",
+        await_report,
+        (pending,),
+        "Problems",
+        "Looking for problems…",
+        0,
+        finish,
+        cancel,
+        quiet=True,
+    )
+
+
 def problem_work(
     inputs: Callable[[], Iterable[GraphInput]],
     limits: Thresholds,

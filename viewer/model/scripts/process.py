@@ -47,6 +47,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,7 @@ from viewer.model.scripts.result_schema import (
     read_passes,
     read_samples,
 )
+from viewer.model.scripts.result_schema import _problems as _report_from_json
 from viewer.model.scripts.run import (
     ScriptGraph,
     ScriptResult,
@@ -167,6 +169,47 @@ _PARTIAL_LINE_S = 0.25
 _MAX_PARTIAL_LINE = 65536
 
 
+# After the worker sent its result it has closed its output: the readers get what is left in
+# the pipes within this (longer only when a process the script started holds them open).
+_OUTPUT_END_S = 1.0
+
+
+class PendingProblems:
+    """The problem report of a run whose worker sent the result first and looks for problems
+    after it (``ScriptResult.problems_pending``), so that the graph shows meanwhile. Filled on
+    the run's supervising thread: ``report`` (None: none came, and ``error`` says why, or
+    the run had nothing to look at)."""
+
+    def __init__(self, stop: Callable[[], None]) -> None:
+        # weak: the result holds this, and its folder goes when the result goes
+        self._stop = weakref.WeakMethod(stop)  # type: ignore[arg-type]
+        self._event = threading.Event()
+        self.report: ProblemReport | None = None
+        self.error: str | None = None
+        self.stopped = False
+
+    @property
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the report came (or will not); False on timeout."""
+        return self._event.wait(timeout)
+
+    def stop(self) -> None:
+        """Stop the detectors (their worker ends): no report comes."""
+        if not self._event.is_set():
+            self.stopped = True
+            stop = self._stop()
+            if stop is not None:
+                stop()
+
+    def _set(self, report: ProblemReport | None, error: str | None) -> None:
+        if not self._event.is_set():
+            self.report, self.error = report, error
+            self._event.set()
+
+
 class ScriptProcess(_RunState):
     """One run of one script in a worker process; the same face as
     :class:`~viewer.model.scripts.run.ScriptRun` (``start``/``run``/``wait``/``cancel``,
@@ -201,7 +244,7 @@ class ScriptProcess(_RunState):
         self._proc: subprocess.Popen[bytes] | None = None
         self._started = False
         self._done = threading.Event()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._cancel_requested = False
         self._killed = False
         self._began = 0.0
@@ -212,6 +255,12 @@ class ScriptProcess(_RunState):
         self._stdout: list[str] = []
         self._stderr: list[str] = []
         self._start_error: str | None = None
+        self._frames = b""  # what came on the channel past the last whole frame
+        self._after_done: list[str] = []  # the worker's stages after its result
+        # the report that comes after the result (None: the run is over with its result)
+        self._pending: PendingProblems | None = None
+        self._meta: ResultMeta | None = None  # (to number the late report's graphs)
+        self._recollected = False  # the graph list was made again from the recording
 
     # ------------------------------------------------------------------ the run's face
     @property
@@ -236,7 +285,13 @@ class ScriptProcess(_RunState):
         with self._lock:
             self._cancel_requested = True
             proc = self._proc
-            if proc is None or self._done.is_set():
+            if proc is None:
+                return
+            if self._done.is_set():
+                pending = self._pending
+                if pending is not None and not pending.done:
+                    pending.stopped = True
+                    self._kill()  # (the lock is re-entrant)
                 return
             with contextlib.suppress(OSError):
                 proc.send_signal(signal.SIGTERM)
@@ -327,58 +382,129 @@ class ScriptProcess(_RunState):
             result = self._watch()
         except Exception as e:  # the run must always end with a result
             result = self._failed(f"the script's worker could not be followed: {e}")
+            self._pending = None
         finally:
-            self._cleanup()
+            if self._pending is None:
+                self._end_worker()
+                self._cleanup()
         self.result = result
         self._done.set()
         self.finished.emit(result)
+        if self._pending is not None:  # (run() returns with the result: not on its thread)
+            threading.Thread(
+                target=self._await_problems,
+                args=(self._pending,),
+                name=f"problems of {self.path.name}",
+                daemon=True,
+            ).start()
         return result
 
     def _watch(self) -> ScriptResult:
         proc = self._proc
         if proc is None:
             return self._failed(self._start_error or "the script's worker did not start")
-        readers = [
+        self._readers = [
             threading.Thread(target=self._read_stream, args=(pipe, kept), daemon=True)
             for pipe, kept in ((proc.stdout, self._stdout), (proc.stderr, self._stderr))
         ]
-        for reader in readers:
+        for reader in self._readers:
             reader.start()
-        done = self._read_channel(proc)
-        proc.wait()
-        with contextlib.suppress(OSError):  # what the script started ends with its run
-            os.killpg(proc.pid, signal.SIGKILL)
-        for reader in readers:  # a grandchild holding the pipes must not hold the result
-            reader.join(2.0)
-        if done or self._result_written():
+        done = self._read_channel(proc, "done") is not None
+        if done:
+            # the worker closed its output before it wrote the result; it looks for problems
+            # now, and sends their report later (_await_problems)
+            for reader in self._readers:
+                reader.join(_OUTPUT_END_S)
+            try:
+                result = self._read_result()
+            except (OSError, ValueError, TypeError, KeyError) as e:
+                self._kill()  # its report would be of a result the app does not have
+                return self._failed(f"the script's result could not be read: {e}")
+            self._pending = result.problems_pending = PendingProblems(self.cancel)
+            return result
+        self._end_worker()
+        if self._result_written():
             try:
                 return self._read_result()
             except (OSError, ValueError, TypeError, KeyError) as e:
                 return self._failed(f"the script's result could not be read: {e}")
         return self._ended_early(proc.returncode)
 
-    def _read_channel(self, proc: subprocess.Popen[bytes]) -> bool:
-        """Forward frames until ``done``, the worker's end or the channel's; True after
-        ``done``. A process the script started may hold the channel open after the worker
-        ended: the worker's own end is what counts."""
-        fd, self._channel = self._channel, -1
-        pending = b""
+    def _end_worker(self) -> None:
+        """Wait for the worker's end, end what it started, and read its output to the end."""
+        proc = self._proc
+        if proc is None:
+            return
+        proc.wait()
+        with contextlib.suppress(OSError):  # what the script started ends with its run
+            os.killpg(proc.pid, signal.SIGKILL)
+        for reader in getattr(self, "_readers", ()):
+            # a grandchild holding the pipes must not hold the result
+            reader.join(2.0)
+
+    def _await_problems(self, pending: PendingProblems) -> None:
+        """After the result: the worker's problem report, on ``pending``."""
+        report: ProblemReport | None = None
+        error: str | None = None
+        text: str | None = None
+        try:
+            assert self._proc is not None
+            text = self._read_channel(self._proc, "problems")
+            if text:
+                report, error = _report_from_json(json.loads(text))
+                if report is not None and self._meta is not None:
+                    report = _problems_of(dataclasses.replace(self._meta, problems=report))
+                    if self._recollected:
+                        report = _renumbered(report, {})
+            elif text == "" and self._after_done:
+                error = self._after_done[-1]  # "could not look for problems: ..."
+        except Exception as e:  # the result stands without its report
+            error = f"the problem report could not be read: {type(e).__name__}: {e}"
+        finally:
+            self._end_worker()
+            self._cleanup()
+        if text is None and error is None:
+            error = self._no_report(pending)
+        pending._set(report, error)
+
+    def _no_report(self, pending: PendingProblems) -> str:
+        """Why the worker ended without its problem report, in one line."""
+        if pending.stopped:
+            return "the problem detectors were stopped"
+        code = self._proc.returncode if self._proc is not None else None
+        if code == MEMORY_EXIT_SENDING:
+            what = f"they needed more than {self.memory_mb} MiB, the script's limit"
+        elif code is not None and code < 0:
+            what = f"their process ended ({_signal_name(-code)})"
+        else:
+            what = f"their process exited with status {code}"
+        return f"the problem detectors did not finish: {what}"
+
+    def _read_channel(self, proc: subprocess.Popen[bytes], until: str) -> str | None:
+        """Forward frames until one of kind ``until`` (its text), the worker's end or the
+        channel's (None). A process the script started may hold the channel open after the
+        worker ended: the worker's own end is what counts. Stages after the result are kept
+        (``_after_done``), not forwarded: the run the app follows is over."""
+        fd = self._channel
+        if fd < 0:
+            return None
+        pending = self._frames
         try:
             while True:
                 ready, _, _ = select.select([fd], [], [], 0.2)
                 if not ready:
                     if proc.poll() is not None:
-                        return False
+                        return None
                     continue
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
-                    return False
+                    return None
                 pending += chunk
                 while len(pending) >= 4:
                     (size,) = struct.unpack("<I", pending[:4])
                     if size > _MAX_FRAME:
                         self._kill()  # the script wrote over the worker's messages
-                        return False
+                        return None
                     if len(pending) < 4 + size:
                         break
                     body, pending = pending[4 : 4 + size], pending[4 + size :]
@@ -387,13 +513,16 @@ class ScriptProcess(_RunState):
                         kind, text = message["t"], message["s"]
                     except (ValueError, TypeError, KeyError):
                         self._kill()
-                        return False
+                        return None
+                    if kind == until:
+                        return str(text)
                     if kind == "stage":
-                        self.stage_changed.emit(str(text))
-                    elif kind == "done":
-                        return True
+                        if self._done.is_set():
+                            self._after_done.append(str(text))
+                        else:
+                            self.stage_changed.emit(str(text))
         finally:
-            os.close(fd)
+            self._frames = pending
 
     def _read_stream(self, pipe: Any, kept: list[str]) -> None:
         """One of the worker's streams: kept (up to a cap) and sent on in batches.
@@ -508,7 +637,7 @@ class ScriptProcess(_RunState):
         folder, which the result takes over (a ResultFolder), until they are selected."""
         assert self._folder is not None
         self.stage_changed.emit("reading the result")
-        meta = read_meta(self._folder)
+        meta = self._meta = read_meta(self._folder)
         folder = ResultFolder(self._folder, meta.trace_sent, self._folder_lock)
         self._folder, self._folder_lock = None, -1  # the result's now, removed with it
         graphs = self._read_graphs(meta.graphs) if meta.trace_sent else []
@@ -547,6 +676,7 @@ class ScriptProcess(_RunState):
                     result.trace_of(len(graphs) - 1).node(graphs[-1].root)
                 except (IndexError, KeyError):  # the worker's list does not fit its recording
                     result.graphs = _collect_graphs(result.trace, self.stage_changed)
+                    self._recollected = True
                     if result.problems is not None:  # its graph numbers are the worker's list's
                         result.problems = _renumbered(result.problems, {})
                 if result.graphs:

@@ -159,6 +159,9 @@ class ScriptResult:
     # the problem detectors' findings over the run's kept graphs and its pass log
     # (viewer.model.checks.problems.ProblemReport; None: the detectors did not run)
     problems: ProblemReport | None = None
+    # a worker's run whose detectors run after it sent the result: where their report comes
+    # (viewer.model.scripts.process.PendingProblems; None: ``problems`` is the whole answer)
+    problems_pending: Any = field(default=None, compare=False, repr=False)
     # a worker's run: its folder, holding the recordings not read yet (ResultFolder); the
     # folder goes when this result goes. None: every recording is in memory.
     folder: ResultFolder | None = field(default=None, compare=False, repr=False)
@@ -489,8 +492,11 @@ class ScriptRun(_RunState):
         self.max_passes = DEFAULT_MAX_PASSES
         # Run the problem detectors over the kept graphs and the pass log at the end
         # (``result.problems``), within their time budget (run_problems), with these limits.
+        # False: they run only when asked, after the result went (:meth:`problems_after`: the
+        # script worker sends the result first, so the graph shows while they run).
         self.find_problems = True
         self.problem_limits = Thresholds()
+        self._problems_later: tuple[Any, ...] | None = None
 
     def start(self) -> threading.Thread:
         """Run on a new daemon thread; returns it."""
@@ -680,6 +686,8 @@ class ScriptRun(_RunState):
             self.result.problems = self._find_problems(
                 self.result, recording, torch_passes, held_in
             )
+        else:
+            self._problems_later = (recording, torch_passes, held_in)
         # A cancelled or failed run shows what it built up to then: its last graph too.
         if graphs and self.prepare_view:
             self.stage_changed.emit("preparing the last graph")
@@ -690,6 +698,14 @@ class ScriptRun(_RunState):
         self._done.set()
         self.finished.emit(self.result)
         return self.result
+
+    def problems_after(self) -> ProblemReport | None:
+        """The detectors' report over the finished run, when ``find_problems`` was False (its
+        result is not changed; None: nothing to look at, or they could not run). Once."""
+        later, self._problems_later = self._problems_later, None
+        if later is None or self.result is None:
+            return None
+        return self._find_problems(self.result, *later)
 
     def _find_problems(
         self,

@@ -10,6 +10,10 @@ stdout and stderr, pipes the app reads:
 * ``stage``: what the worker is doing after the script ended ("auditing leaks"...);
 * ``done``: the result is in the ``result`` folder, in the files
   :mod:`viewer.model.scripts.result_schema` writes and reads. Never pickle.
+* ``problems``: then, the problem detectors' report over the run
+  (:meth:`~viewer.model.checks.problems.ProblemReport.to_json` as JSON text; empty: none),
+  looked for after the result went, so that the app shows the graph meanwhile. The worker's
+  stdout and stderr are closed before ``done``: the script's output is all there by then.
 
 Memory (:func:`_limit_memory`): past ``memory_mb`` MiB of resident size the script is stopped
 as by Cancel, and the run fails with :func:`memory_message`.
@@ -253,6 +257,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     run.cancel_on_operation = False  # SIGTERM's handler stops the script (below)
     run.keep_on_cancel = CANCEL_KEEP_STEPS
     run.max_passes = max(2, int(config.get("max_passes", run.max_passes)))
+    run.find_problems = False  # after the result: run.problems_after()
     limits = config.get("problem_limits")
     if isinstance(limits, dict):
         run.problem_limits = Thresholds.from_mapping(limits)
@@ -299,15 +304,36 @@ def main(argv: list[str] | None = None) -> NoReturn:
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         with contextlib.suppress(Exception):
             stream.flush()  # type: ignore[union-attr]
+    _close_output()  # the app reads the output to its end before it reads the result
     try:
         _write_result(result, config["result"], channel)
     except BaseException as e:  # a full disk, a MemoryError: say so, in one line
         channel.send("stage", f"could not send the result: {type(e).__name__}: {e}")
         os._exit(72)
+    channel.send("done")
+    # The app shows the result; the detectors look at the run meanwhile (still within the
+    # memory limit: past it the worker ends, and the app says the report did not come).
+    try:
+        report = run.problems_after()
+        text = "" if report is None else json.dumps(report.to_json())
+    except BaseException as e:  # a bug in the detectors must not cost the result
+        channel.send("stage", f"could not look for problems: {type(e).__name__}: {e}")
+        text = ""
     if watch is not None:
         watch.close()
-    channel.send("done")
+    channel.send("problems", text)
     os._exit(0)
+
+
+def _close_output() -> None:
+    """Point the worker's stdout and stderr at /dev/null: the pipes to the app end here (unless
+    a process the script started holds them), so the app has all the output before the
+    result. What the worker itself might print later is not the script's."""
+    with contextlib.suppress(OSError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):
+            os.dup2(null, fd)
+        os.close(null)
 
 
 def _write_result(result: Any, folder: str, channel: _Channel) -> None:
