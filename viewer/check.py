@@ -264,8 +264,11 @@ def run_check(
     ran = [k for k in KINDS if k in report.ran]
     if ran:
         print(f"  ran: {', '.join(ran)}", file=err)
-    for kind, why in report.skipped.items():
+    never, partly = report.not_run()
+    for kind, why in never.items():
         print(f"  could not run: {kind}: {why}", file=err)
+    for kind, why in partly.items():
+        print(f"  not on every graph: {kind}: {why}", file=err)
     for note in outcome.notes:
         print(f"  {note}", file=err)
     if outcome.failure is not None:

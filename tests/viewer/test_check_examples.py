@@ -136,7 +136,7 @@ def test_the_command_prints_the_grouped_line_alone():
     assert done.returncode == EXIT_FOUND, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) == 1 and lines[0].startswith("carried-gradient warning: ")
-    assert lines[0].endswith("(in 7 of 8 kept passes, first in pass #2) [graph 1, step 5]")
+    assert lines[0].endswith("(in 7 of 8 kept passes, first in pass #2) [graph 1, step 6]")
 
 
 # =============================================================================

@@ -147,7 +147,7 @@ def test_redundant_computation_names_both_lines(tmp_path):
         runpy.run_path(str(path))
     (p,) = values.redundant_computation(GraphInput(t), LIMITS)
     assert "Tanh" in p.message and "on line 6 on x is computed twice" in p.message, p.message
-    assert "(steps 0 and 1, the first on line 5, 2000 elements each)" in p.message, p.message
+    assert "(steps 1 and 2, the first on line 5, 2000 elements each)" in p.message, p.message
 
 
 # A NaN from pass #31 on (log of a negative), long past a 4-pass run's head of 2 passes; the

@@ -547,7 +547,7 @@ def test_redundant_engine_planted_and_twin():
     first, second = step_of(t, "tanh"), step_of(t, "tanh", nth=1)
     assert p.severity == "warning" and p.step == second.index
     assert p.nodes == (first.function, second.function, first.outputs[0], second.outputs[0])
-    assert f"steps {first.index} and {second.index}" in p.message and "on x" in p.message
+    assert f"steps {first.index + 1} and {second.index + 1}" in p.message and "on x" in p.message
     assert "compute it once and reuse the variable" in p.message
     assert V.redundant_computation(GraphInput(twice((4, 3), reuse=True)), LIMITS) == []
 
@@ -660,3 +660,23 @@ def test_redundant_is_within_one_pass_and_on_unchanged_inputs():
         F.sum(w * w + w * w).backward()
     (p,) = values.redundant_computation(GraphInput(t3), Thresholds())
     assert p.kind == "redundant-computation" and p.severity == "warning"
+
+
+def test_a_messages_step_numbers_are_the_playbacks_as_its_row_says():
+    """diamond.expr computes square(a) twice: the message names the two steps as the playback
+    and the Problems panel's row count them (from 1), the row's step being the second."""
+    import re
+
+    from viewer.model import Document
+    from viewer.model.checks.problem_list import problem_rows
+
+    doc = Document()
+    assert doc.load_example("diamond")
+    (p,) = [p for p in doc.problems() if p.kind == "redundant-computation"]
+    first, second = map(int, re.search(r"steps (\d+) and (\d+)", p.message).groups())
+    (row,) = problem_rows([p], doc.shown_graph(), doc.problem_titles())
+    assert row.where.endswith(f"step {second}") and second == p.step + 1
+    for number in (first, second):  # each is a Square step of the playback, counted from 1
+        doc.playback.seek(number - 1)
+        assert doc.playback.current_step.op == "Square" and doc.playback.index == number - 1
+    assert p.line().endswith(f"step {second}]")

@@ -250,3 +250,26 @@ def test_per_graph_problems_are_checked_on_read():
         data["per_graph"] = bad
         with pytest.raises(ValueError):
             P.ProblemReport.from_json(data)
+
+
+def test_a_kind_that_ran_on_some_graphs_is_not_said_to_have_not_run():
+    """A forward-only graph beside a training pass: carried-gradient ran on the pass and could
+    not on the other graph; diverging-loss ran on none. The panel's details and --check say so
+    apart."""
+    from viewer.model.checks.problem_list import report_lines
+
+    why = "the graph has no backward pass"
+    report = P.ProblemReport(
+        [],
+        ["carried-gradient", "dead-relu"],
+        {"carried-gradient": why, "diverging-loss": "fewer than 2 backward passes"},
+        2,
+        2,
+    )
+    never, partly = report.not_run()
+    assert never == {"diverging-loss": "fewer than 2 backward passes"}
+    assert partly == {"carried-gradient": why}
+    _, details = report_lines(report)
+    assert "Could not run: diverging-loss (fewer than 2 backward passes)." in details
+    assert f"Ran, but not on every graph: carried-gradient ({why})." in details
+    assert "Could not run: carried-gradient" not in details

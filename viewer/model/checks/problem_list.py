@@ -85,9 +85,13 @@ def report_lines(report: ProblemReport | None) -> tuple[str, str]:
     summary = report.summary()
     ran = ", ".join(report.ran) if report.ran else "none"
     details = [f"Ran: {ran}."]
-    if report.skipped:
-        skipped = "; ".join(f"{kind} ({why})" for kind, why in report.skipped.items())
-        details.append(f"Could not run: {skipped}.")
+    never, partly = report.not_run()
+    if never:
+        details.append(f"Could not run: {'; '.join(f'{k} ({why})' for k, why in never.items())}.")
+    if partly:
+        # they ran, and looked at every graph they could: say which graphs they could not
+        words = "; ".join(f"{k} ({why})" for k, why in partly.items())
+        details.append(f"Ran, but not on every graph: {words}.")
     if report.graphs < report.graphs_total:
         details.append(
             f"The time budget stopped the detectors after {report.graphs} of "

@@ -104,11 +104,13 @@ class Problem:
         }
 
     def line(self) -> str:
-        """The line ``--check`` prints: the kind first."""
+        """The line ``--check`` prints: the kind first; the step counted from 1, as the
+        playback and the Problems panel count it (``to_json``'s ``step`` is the index)."""
         where = (
             ""
             if self.graph is None
-            else f" [graph {self.graph}" + ("]" if self.step is None else f", step {self.step}]")
+            else f" [graph {self.graph}"
+            + ("]" if self.step is None else f", step {self.step + 1}]")
         )
         return f"{self.kind} {self.severity}: {self.message}{where}"
 
@@ -254,6 +256,15 @@ class ProblemReport:
     graphs: int = 0
     graphs_total: int = 0
     per_graph: dict[int, list[Problem]] = field(default_factory=dict)
+
+    def not_run(self) -> tuple[dict[str, str], dict[str, str]]:
+        """``skipped`` split in two: the kinds that ran on no graph, and those that ran on
+        some graphs but not on others (a forward-only graph beside the training passes), each
+        with why."""
+        ran = set(self.ran)
+        never = {k: why for k, why in self.skipped.items() if k not in ran}
+        partly = {k: why for k, why in self.skipped.items() if k in ran}
+        return never, partly
 
     def for_graph(self, graph: int) -> list[Problem]:
         """Graph ``graph``'s own problems, most severe first (none: an empty list)."""

@@ -371,7 +371,7 @@ def nonfinite(graph: GraphInput, limits: Thresholds) -> list[Problem]:
             "nonfinite",
             "error",
             f"{found} first appears in the {what}{where} made by `{op}`"
-            f"{on_line(reader, step.function)} ({step.phase} step {step.index}): {cause}",
+            f"{on_line(reader, step.function)} ({step.phase} step {step.index + 1}): {cause}",
             graph.graph,
             step.index,
             (step.function, *nodes),

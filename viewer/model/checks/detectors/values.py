@@ -455,7 +455,7 @@ def redundant_computation(graph: GraphInput, limits: Thresholds) -> list[Problem
         what = _layer(reader, step.function, step.outputs[0])
         if names:
             what += f" on {', '.join(names)}"
-        steps = f"steps {earlier.index} and {step.index}"
+        steps = f"steps {earlier.index + 1} and {step.index + 1}"  # (as the playback counts)
         line = reader.line_of(earlier.function)
         if line is not None and line != reader.line_of(step.function):
             steps += f", the first on line {line}"
