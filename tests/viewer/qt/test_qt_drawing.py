@@ -220,3 +220,22 @@ def test_op_names_read_whole_in_their_boxes(qtbot, theme):
         view.grab()
         painted = list(view._labels._elided.values())
         assert painted and not [t for t in painted if "…" in t], painted
+
+
+def test_dotted_names_cut_in_the_middle_keep_what_tells_them_apart(qtbot):
+    """QA saw three of torch_resnet_block's parameters all read 'block.downsa…': a dotted name
+    that does not fit keeps its last two parts (its end says which it is) and what fits of
+    its start; other lines are cut at the end, as before."""
+    from viewer.qt.graph.items import cut_name
+
+    names = ["block.downsample.0.weight", "block.downsample.1.weight", "block.downsample.1.bias"]
+    metrics = QtGui.QFontMetrics(QtGui.QFont())
+    width = metrics.horizontalAdvance("block.downsa…")
+    cut = [cut_name(n, metrics, width) for n in names]
+    assert [c.split("…")[1] for c in cut] == ["0.weight", "1.weight", "1.bias"], cut
+    assert all(c.startswith("b") and metrics.horizontalAdvance(c) <= width for c in cut), cut
+    assert cut_name("block.bias", metrics, 1000) == "block.bias"  # fits: whole
+    for line in ("0.70710678118654752440", "4x2x6x6x6x6x6x6x6x6x6x6x6x6"):
+        assert cut_name(line, metrics, width) == metrics.elidedText(
+            line, QtCore.Qt.TextElideMode.ElideRight, width
+        )

@@ -750,7 +750,12 @@ class LabelLayer(pg.GraphicsObject):
             text = self._elided.get(key)
             if text is None:
                 lines = fitting_lines(label, fit)
-                text = "\n".join(metrics.elidedText(line, elide, width) for line in lines)
+                text = "\n".join(
+                    cut_name(line, metrics, width)
+                    if k == 0
+                    else metrics.elidedText(line, elide, width)
+                    for k, line in enumerate(lines)
+                )
                 if len(self._elided) > 20_000:
                     self._elided.clear()
                 self._elided[key] = text
@@ -817,12 +822,36 @@ class LabelLayer(pg.GraphicsObject):
         name = self._labels[node].split("\n", 1)[0] if node < len(self._labels) else ""
         named = self._names.get(name)
         if named is None:
-            text = metrics.elidedText(name, QtCore.Qt.TextElideMode.ElideRight, NAME_MAX_PX - 8)
+            text = cut_name(name, metrics, NAME_MAX_PX - 8)
             named = (text, metrics.horizontalAdvance(text))
             if len(self._names) > 20_000:
                 self._names.clear()
             self._names[name] = named
         return named
+
+
+# a dotted name (a parameter's ``block.downsample.1.weight``, a module path's attribute)
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+")
+
+
+def cut_name(name: str, metrics: QtGui.QFontMetrics, width: int) -> str:
+    """A label's first line cut to ``width`` pixels. A dotted name that does not fit keeps its
+    last two parts whole (``1.weight``, what tells ``block.downsample.0.weight`` from
+    ``block.downsample.1.weight`` and ``...1.bias``) and as much of its start as fits
+    (``block.d…1.weight``); other text, and a name whose end alone does not fit, is cut at
+    the end."""
+    if metrics.horizontalAdvance(name) <= width or not _DOTTED.fullmatch(name):
+        return metrics.elidedText(name, QtCore.Qt.TextElideMode.ElideRight, width)
+    parts = name.split(".")
+    tail = "…" + ".".join(parts[-2:])
+    room = width - metrics.horizontalAdvance(tail)
+    if room < 0:
+        return metrics.elidedText(name, QtCore.Qt.TextElideMode.ElideRight, width)
+    head = ".".join(parts[:-2]) + "."
+    keep = 0
+    while keep < len(head) and metrics.horizontalAdvance(head[: keep + 1]) <= room:
+        keep += 1
+    return head[:keep] + tail
 
 
 def _map_points(transform: QtGui.QTransform, points: NDArray[np.floating]) -> NDArray[np.float64]:

@@ -103,7 +103,7 @@ class ScriptBinding(PanelBinding):
         titles = [g.title for g in result.graphs]
         summary = result.summary
         if not ok and before:
-            summary += f". The graph on screen is still {before}"
+            summary += f". The graph on screen is still the one before: {before}"
         on_screen = doc.script_result
         if ok or titles or on_screen is None:
             # ok: its last graph is on screen (or being laid out); else the previous graph
