@@ -156,6 +156,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.status_label = QtWidgets.QLabel(self)
         self.status_label.setObjectName("graphSizeLabel")
         self.status_label.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+        # a gap before the counts: a long message is cut there, not run into them
+        self.status_label.setContentsMargins(12, 0, 0, 0)
         status_bar = self.statusBar()
         status_bar.addPermanentWidget(self.status_label)
         status_bar.setObjectName("statusBar")

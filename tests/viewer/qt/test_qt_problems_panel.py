@@ -288,6 +288,9 @@ def test_the_panel_says_it_is_looking_while_the_runner_works(qtbot, registry):
     assert doc.run_expression("x = 0.5\ny = exp(x)\n")
     (work,) = kept
     assert panel.summary.text().startswith("Looking for problems")
+    # no verdict while they run: the marks looked, the detectors have not yet
+    assert "No problems" not in panel.summary.text() + panel.details.text()
+    assert "still running" in panel.details.text()
     work.finish(Outcome("succeeded", work.function(*work.args, lambda *a: None, lambda: False)))
     assert panel.summary.text().startswith("1 warning")
     assert [r.kind for r in panel.rows] == ["dead-relu"] and binding.document is doc

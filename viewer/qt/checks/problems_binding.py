@@ -49,7 +49,11 @@ class ProblemsBinding(PanelBinding):
         summary, details = report_lines(summary_report)
         details = f"{details} {doc.problem_note}".strip()
         if doc.problems_running:
-            summary = f"Looking for problems… {summary if summary_report else ''}".strip()
+            # no verdict yet: what the graph's own marks found so far, never "no problems"
+            found = [r for r in rows if r.severity != "info"]
+            so_far = f" ({len(found)} found so far)" if found else ""
+            summary = f"Looking for problems…{so_far}"
+            details = "The detectors are still running; the list fills in when they end."
         self.panel.show_rows(rows, summary, details)
         if self.dock is not None:
             worst = [r for r in rows if r.severity != "info"]
