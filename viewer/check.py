@@ -79,10 +79,11 @@ class CheckOutcome:
     failure: str | None = None
     details: str = ""
     notes: list[str] = field(default_factory=list)
+    unfinished: bool = False  # the detectors were stopped (--timeout): no clean bill either
 
     @property
     def exit_status(self) -> int:
-        if self.failure is not None or self.report.above_info():
+        if self.failure is not None or self.unfinished or self.report.above_info():
             return EXIT_FOUND
         return EXIT_CLEAN
 
@@ -162,8 +163,6 @@ def _check_script(
         if report is None:
             report = ProblemReport()
             why = pending.error if pending is not None else None
-            if why and pending is not None and pending.stopped and result.ok:
-                why = f"{why} at the --timeout"
             notes.append(f"{why or 'the worker sent no problem report'}: nothing was checked")
         failure = None
         details = ""
@@ -172,7 +171,14 @@ def _check_script(
         elif not result.ok:
             failure = result.error_summary or result.summary
             details = result.error or ""
-        return CheckOutcome(report, failure, details, notes)
+        # the script ran to its end but the check did not (--timeout): not a clean bill
+        unfinished = pending is not None and pending.stopped
+        if unfinished and timeout is not None:
+            notes = [
+                f"the problem detectors were stopped after {timeout:g} s (--timeout): nothing "
+                "was checked"
+            ]
+        return CheckOutcome(report, failure, details, notes, unfinished)
     finally:
         if result.folder is not None:
             result.folder.release()

@@ -152,3 +152,13 @@ def test_check_waits_for_the_report_the_worker_sends_after_its_result(tmp_path):
     code = run_check(str(_script(tmp_path)), run_scripts=True, as_json=False, out=out, err=err)
     assert "planted: units dead" in out.getvalue(), (out.getvalue(), err.getvalue())
     assert code != 0
+
+
+def test_check_with_a_timeout_that_stops_the_detectors_gives_no_clean_bill(tmp_path):
+    out, err = io.StringIO(), io.StringIO()
+    code = run_check(
+        str(_script(tmp_path)), run_scripts=True, as_json=False, out=out, err=err, timeout=5
+    )
+    assert (tmp_path / "looking").exists()  # the script ended; the detectors were stopped
+    assert "the problem detectors were stopped after 5 s (--timeout)" in err.getvalue()
+    assert "No problems found" not in err.getvalue() and code == 1
