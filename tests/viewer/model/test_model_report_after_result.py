@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import io
 import os
-import textwrap
 import time
+
+from test_model_one_run import wait_for, write
 
 from viewer.check import run_check
 from viewer.model.document.document import Document
@@ -42,16 +43,7 @@ print("trained")
 
 
 def _script(tmp_path):
-    path = tmp_path / "plants.py"
-    path.write_text(textwrap.dedent(PLANTS))
-    return path
-
-
-def _wait_for(path, seconds=60.0):
-    deadline = time.monotonic() + seconds
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path.name} never came"
-        time.sleep(0.01)
+    return write(tmp_path, "plants.py", PLANTS)
 
 
 def _alive(pid):
@@ -71,7 +63,7 @@ def test_the_result_comes_while_the_detectors_still_run_and_their_report_after(t
     assert len(result.graphs) == 2 and result.view(1) is not None
     assert result.problems is None
     pending = result.problems_pending
-    _wait_for(tmp_path / "looking")
+    wait_for(tmp_path / "looking")
     assert not pending.done and _alive(process.pid)
     assert "looking for problems" not in stages  # (the worker's stage after its result)
     (tmp_path / "go").write_text("")
@@ -91,7 +83,7 @@ def test_cancel_after_the_result_stops_the_detectors_and_says_so(tmp_path):
     process = ScriptProcess(_script(tmp_path))
     result = process.run()
     pending = result.problems_pending
-    _wait_for(tmp_path / "looking")
+    wait_for(tmp_path / "looking")
     began = time.monotonic()
     process.cancel()
     assert pending.wait(10) and time.monotonic() - began < 5
@@ -137,7 +129,7 @@ def test_another_source_stops_the_detectors_of_the_run_it_replaces(tmp_path):
     assert doc.run_script(_script(tmp_path))
     (work,) = runner.kept
     pending = work.args[0]
-    _wait_for(tmp_path / "looking")
+    wait_for(tmp_path / "looking")
     assert doc.run_expression("x = 0.5\ny = exp(x)\n")
     assert "problems" in runner.cancelled  # the runner asks the work to stop...
     why = work.function(*work.args, lambda *a: None, lambda: True)  # ...which it does
