@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -20,7 +21,7 @@ from viewer.model.document.document import Document
 from viewer.model.scripts import result_folder
 from viewer.model.scripts.process import FOLDER_PREFIX, ScriptProcess, remove_stale_folders
 from viewer.model.scripts.result_folder import hold_folder
-from viewer.model.scripts.result_schema import SEGMENT_NAME, TRACE_NAME
+from viewer.model.scripts.result_schema import RECORDINGS_DONE_NAME, SEGMENT_NAME, TRACE_NAME
 from viewer.model.scripts.run import GraphUnavailable
 
 TRAIN = """
@@ -56,6 +57,16 @@ def reads(monkeypatch):
     return seen
 
 
+def _written(result, seconds=60.0):
+    """Once the worker has written every recording (those of the graphs not shown come after
+    the result)."""
+    done = os.path.join(result.folder.path, RECORDINGS_DONE_NAME)
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(done):
+        assert time.monotonic() < deadline, "the worker never wrote all its recordings"
+        time.sleep(0.01)
+
+
 def _segment_graphs(result):
     return [k for k, g in enumerate(result.graphs) if g.segment >= 0]
 
@@ -83,6 +94,7 @@ def test_the_end_of_a_run_reads_only_the_graph_shown_and_a_selected_graph_on_dem
 ):
     result = ScriptProcess(_script(tmp_path), max_passes=10).run()
     assert result.ok, result.error
+    _written(result)  # (the test copies files the worker writes after the result)
     segments = _segment_graphs(result)
     assert len(segments) >= 3 and segments[-1] == len(result.graphs) - 1
     last = result.graphs[-1]
@@ -202,3 +214,51 @@ def test_start_up_keeps_an_old_folder_a_live_app_still_reads(tmp_path):
         os.close(lock)
     assert remove_stale_folders(str(tmp_path)) == [str(path)]
     assert not path.exists()
+
+
+def test_a_recording_the_worker_writes_after_the_result_is_waited_for(tmp_path):
+    """The worker writes the graphs not shown after the result: a recording asked for before
+    its file is there is waited for, while the worker may still write it."""
+    source = tmp_path / "run"
+    source.mkdir()
+    result = ScriptProcess(_script(tmp_path), max_passes=10).run()
+    _written(result)
+    name = SEGMENT_NAME.format(result.graphs[_segment_graphs(result)[0]].segment)
+    shutil.copy(os.path.join(result.folder.path, name), source / name)
+    later = tmp_path / "later"
+    later.mkdir()
+    writing = [True]
+    folder = result_folder.ResultFolder(str(later), has_head=False, writing=lambda: writing[0])
+
+    def write_it():
+        time.sleep(0.3)
+        shutil.copy(source / name, later / f"{name}.part.npz")
+        os.replace(later / f"{name}.part.npz", later / name)
+
+    thread = threading.Thread(target=write_it)
+    thread.start()
+    began = time.monotonic()
+    trace = folder.segment(int(name.split("_")[1].split(".")[0]))
+    assert time.monotonic() - began >= 0.25 and trace is not None
+    thread.join()
+    # one the worker will not write: said at once when it has ended, or when it said why
+    writing[0] = False
+    with pytest.raises(FileNotFoundError, match="is missing"):
+        folder.segment(999_999)
+    writing[0] = True
+    (later / RECORDINGS_DONE_NAME).write_text("segment_7.npz: OSError: No space left on device")
+    with pytest.raises(FileNotFoundError, match=r"could not be written .*No space left"):
+        folder.segment(7)
+
+
+def test_cancel_right_after_the_result_stops_the_detectors_but_every_graph_still_shows(
+    tmp_path,
+):
+    process = ScriptProcess(_script(tmp_path), max_passes=10)
+    result = process.run()
+    process.cancel()  # at once: the worker is still writing the graphs not shown
+    pending = result.problems_pending
+    assert pending.wait(60) and pending.report is None
+    assert pending.error == "the problem detectors were stopped"
+    for index in range(len(result.graphs)):
+        assert result.view(index).steps, index

@@ -73,7 +73,12 @@ from viewer.model.scripts.run import (
     _RunState,
     _ThreadStream,
 )
-from viewer.model.scripts.worker import MEMORY_EXIT, MEMORY_EXIT_SENDING, memory_message
+from viewer.model.scripts.worker import (
+    MEMORY_EXIT,
+    MEMORY_EXIT_SENDING,
+    STOPPED_EXIT,
+    memory_message,
+)
 from viewer.model.signals import Signal
 
 __all__ = [
@@ -87,6 +92,9 @@ __all__ = [
 ]
 
 CANCEL_GRACE_S = 0.8  # from Cancel to a killed worker; reading what it sent comes after
+# after the result, Cancel stops the detectors: the worker ends once it has written the
+# recordings the app may still read, or is killed this long after
+WRITE_GRACE_S = 30.0
 _MAX_FRAME = 64 * 1024 * 1024
 _ROOT = str(Path(__file__).resolve().parents[3])  # the folder holding viewer/ and autodiff/
 
@@ -281,21 +289,29 @@ class ScriptProcess(_RunState):
         return self._supervise()
 
     def cancel(self) -> None:
-        """Ask the worker to stop; kill it (and what it started) CANCEL_GRACE_S later."""
+        """Ask the worker to stop; kill it (and what it started) CANCEL_GRACE_S later. After
+        the result, stop its problem detectors (it ends once it has written the recordings
+        the app may still read; killed WRITE_GRACE_S later)."""
         with self._lock:
             self._cancel_requested = True
             proc = self._proc
             if proc is None:
                 return
             if self._done.is_set():
+                # after the result: the detectors stop; the worker first writes the
+                # recordings the app may still read, then ends
                 pending = self._pending
-                if pending is not None and not pending.done:
-                    pending.stopped = True
-                    self._kill()  # (the lock is re-entrant)
-                return
-            with contextlib.suppress(OSError):
-                proc.send_signal(signal.SIGTERM)
-        timer = threading.Timer(CANCEL_GRACE_S, self._kill)
+                if pending is None or pending.done:
+                    return
+                pending.stopped = True
+                with contextlib.suppress(OSError):
+                    proc.send_signal(signal.SIGTERM)
+                grace = WRITE_GRACE_S
+            else:
+                with contextlib.suppress(OSError):
+                    proc.send_signal(signal.SIGTERM)
+                grace = CANCEL_GRACE_S
+        timer = threading.Timer(grace, self._kill)
         timer.daemon = True
         timer.start()
 
@@ -469,9 +485,9 @@ class ScriptProcess(_RunState):
 
     def _no_report(self, pending: PendingProblems) -> str:
         """Why the worker ended without its problem report, in one line."""
-        if pending.stopped:
-            return "the problem detectors were stopped"
         code = self._proc.returncode if self._proc is not None else None
+        if pending.stopped or code == STOPPED_EXIT:
+            return "the problem detectors were stopped"
         if code == MEMORY_EXIT_SENDING:
             what = f"they needed more than {self.memory_mb} MiB, the script's limit"
         elif code is not None and code < 0:
@@ -638,7 +654,14 @@ class ScriptProcess(_RunState):
         assert self._folder is not None
         self.stage_changed.emit("reading the result")
         meta = self._meta = read_meta(self._folder)
-        folder = ResultFolder(self._folder, meta.trace_sent, self._folder_lock)
+        proc = self._proc
+        folder = ResultFolder(
+            self._folder,
+            meta.trace_sent,
+            self._folder_lock,
+            # the worker writes the graphs not shown after the result
+            writing=(lambda: proc.poll() is None) if proc is not None else None,
+        )
         self._folder, self._folder_lock = None, -1  # the result's now, removed with it
         graphs = self._read_graphs(meta.graphs) if meta.trace_sent else []
         error_message = meta.error_message

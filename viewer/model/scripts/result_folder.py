@@ -3,7 +3,11 @@
 At the end of a run the app reads the folder's small parts (``result.json``, the pass log, the
 samples) and the recording of the graph it shows; every other graph's recording (the head
 trace ``trace.npz``, a kept pass's segment) stays in the folder until the user selects that
-graph. A :class:`ResultFolder` owns the folder from then on: it reads each recording once
+graph. The worker writes those after the result, so the graph shows sooner: a recording
+selected before its file is there is waited for (until ``recordings.done`` says the worker
+wrote all it could, or the worker ended).
+
+A :class:`ResultFolder` owns the folder from then on: it reads each recording once
 (:meth:`ResultFolder.head`, :meth:`ResultFolder.segment`), deletes the file once read (the
 trace is kept, the file is no longer needed: one file holds one recording, so a file that
 held several would go only once all of them were read), and removes the folder when released
@@ -22,12 +26,18 @@ import contextlib
 import os
 import shutil
 import threading
+import time
 import weakref
+from collections.abc import Callable
 
 from autodiff.trace import TraceReader, trace_from_npz
-from viewer.model.scripts.result_schema import SEGMENT_NAME, TRACE_NAME
+from viewer.model.scripts.result_schema import RECORDINGS_DONE_NAME, SEGMENT_NAME, TRACE_NAME
 
-__all__ = ["ResultFolder", "folder_in_use", "hold_folder"]
+__all__ = ["WAIT_S", "ResultFolder", "folder_in_use", "hold_folder"]
+
+# A recording the worker is still writing is waited for at most this long (it writes them
+# one after another, the largest in well under a second)
+WAIT_S = 120.0
 
 try:
     import fcntl
@@ -86,9 +96,18 @@ class ResultFolder:
     cannot be read is an :class:`OSError` or :class:`ValueError` naming its file and what is
     wrong with it; nothing is cached then, so a later call tries again."""
 
-    def __init__(self, path: str, has_head: bool = True, lock: int = -1) -> None:
+    def __init__(
+        self,
+        path: str,
+        has_head: bool = True,
+        lock: int = -1,
+        writing: Callable[[], bool] | None = None,
+    ) -> None:
         self.path = path
         self.has_head = has_head
+        # whether the worker may still be writing recordings into the folder (it writes the
+        # graphs not shown after the result): a file not there yet is waited for meanwhile
+        self._writing = writing
         self._traces: dict[str, TraceReader] = {}
         self._lock = threading.Lock()  # the supervising thread reads first, the GUI's later
         self._finalizer = weakref.finalize(self, _remove, path, lock)
@@ -113,6 +132,30 @@ class ResultFolder:
         """The head trace if it was read already (never reads)."""
         return self._traces.get(TRACE_NAME)
 
+    def _wait_for(self, path: str) -> None:
+        """Until ``path`` is there, the worker has written all it will, or it ended."""
+        writing = self._writing
+        if writing is None:
+            return
+        done = os.path.join(self.path, RECORDINGS_DONE_NAME)
+        deadline = time.monotonic() + WAIT_S
+        while not os.path.isfile(path) and not os.path.isfile(done):
+            if not writing() or time.monotonic() > deadline:
+                return
+            time.sleep(0.01)
+
+    def _not_written(self, name: str) -> str | None:
+        """Why the worker did not write ``name``, when it said (None: it did not say)."""
+        try:
+            with open(os.path.join(self.path, RECORDINGS_DONE_NAME), encoding="utf-8") as f:
+                said = f.read(4096)
+        except OSError:
+            return None
+        for why in said.split("; "):
+            if why.startswith(f"{name}: "):
+                return f"{name} could not be written by the script's worker: {why[len(name) + 2 :]}"
+        return None
+
     def loaded_segment(self, number: int) -> TraceReader | None:
         """Segment ``number`` if it was read already (never reads)."""
         return self._traces.get(SEGMENT_NAME.format(number))
@@ -128,7 +171,12 @@ class ResultFolder:
                 )
             path = os.path.join(self.path, name)
             if not os.path.isfile(path):
-                raise FileNotFoundError(f"{name} is missing from the run's folder ({self.path})")
+                self._wait_for(path)
+            if not os.path.isfile(path):
+                why = self._not_written(name)
+                raise FileNotFoundError(
+                    why or f"{name} is missing from the run's folder ({self.path})"
+                )
             try:
                 trace = trace_from_npz(path)
             except Exception as e:  # a damaged file: whatever the reader found wrong

@@ -32,6 +32,7 @@ from viewer.model.scripts.worker_data import pack_samples, unpack_samples
 
 __all__ = [
     "PASSES_NAME",
+    "RECORDINGS_DONE_NAME",
     "RESULT_NAME",
     "SAMPLES_NAME",
     "SEGMENT_LOST",
@@ -57,6 +58,9 @@ TRACE_NAME = "trace.npz"
 SAMPLES_NAME = "samples.npz"
 PASSES_NAME = "passes.npz"
 SEGMENT_NAME = "segment_{}.npz"
+# Written once the worker has written every recording (those of the graphs not shown come
+# after ``result.json``): empty, or why some could not be written
+RECORDINGS_DONE_NAME = "recordings.done"
 
 SEGMENT_NONE = -1  # the graph is in the run's trace (``trace.npz``)
 SEGMENT_LOST = -2  # the graph had a segment of its own that could not be sent

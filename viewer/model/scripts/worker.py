@@ -79,6 +79,8 @@ _LARGEST_RLIMIT = 2**63 - 1
 # collecting and sending its recording went past the limit.
 MEMORY_EXIT = 73
 MEMORY_EXIT_SENDING = 74
+# The worker's exit status when Cancel stopped its problem detectors, after its result
+STOPPED_EXIT = 75
 
 # The resident size is read every _WATCH_S seconds of the worker's CPU time (a script grows
 # only while it computes): allocating at memory speed (about 5 GB/s) it passes its limit by
@@ -306,11 +308,26 @@ def main(argv: list[str] | None = None) -> NoReturn:
             stream.flush()  # type: ignore[union-attr]
     _close_output()  # the app reads the output to its end before it reads the result
     try:
-        _write_result(result, config["result"], channel)
+        rest = _write_result(result, config["result"], channel)
     except BaseException as e:  # a full disk, a MemoryError: say so, in one line
         channel.send("stage", f"could not send the result: {type(e).__name__}: {e}")
         os._exit(72)
+    # Cancel from now on stops the detectors, not the recordings the app may still read:
+    # a SIGTERM while they are written ends the worker once they are.
+    writing = [True]
+
+    def stop(signum: int, frame: Any) -> None:
+        if writing[0]:
+            writing.append(False)
+        else:
+            os._exit(STOPPED_EXIT)
+
+    signal.signal(signal.SIGTERM, stop)
     channel.send("done")
+    _write_rest(rest, config["result"])
+    writing[0] = False
+    if len(writing) > 1:
+        os._exit(STOPPED_EXIT)
     # The app shows the result; the detectors look at the run meanwhile (still within the
     # memory limit: past it the worker ends, and the app says the report did not come).
     try:
@@ -336,8 +353,9 @@ def _close_output() -> None:
         os.close(null)
 
 
-def _write_result(result: Any, folder: str, channel: _Channel) -> None:
-    from autodiff.trace import trace_to_npz
+def _write_result(result: Any, folder: str, channel: _Channel) -> list[tuple[Any, str]]:
+    """The result's data and the recording of the graph shown first; returns the other
+    recordings, to write after the app was told (:func:`_write_rest`)."""
     from viewer.model.scripts.result_schema import (
         SEGMENT_LOST,
         SEGMENT_NAME,
@@ -352,16 +370,24 @@ def _write_result(result: Any, folder: str, channel: _Channel) -> None:
 
     trace_error = None
     segments: dict[int, int] = {}  # id(segment trace) -> its pass number
+    rest: list[tuple[Any, str]] = []  # (recording, file name) written after the result
     if result.trace is not None:
         channel.send("stage", "sending the recording")
+        files = [(result.trace, TRACE_NAME)]
+        for g in result.graphs:
+            if g.trace is not None and id(g.trace) not in segments:
+                segments[id(g.trace)] = g.number
+                files.append((g.trace, SEGMENT_NAME.format(g.number)))
+        # the graph the app shows first (the last) is written now, the others after the
+        # result: the app reads each when it is selected, waiting for it if it must
+        shown = result.graphs[-1].trace if result.graphs else None
+        first = next((k for k, (t, _) in enumerate(files) if t is shown), 0)
         try:
-            trace_to_npz(result.trace, os.path.join(folder, TRACE_NAME))
-            for g in result.graphs:
-                if g.trace is not None and id(g.trace) not in segments:
-                    trace_to_npz(g.trace, os.path.join(folder, SEGMENT_NAME.format(g.number)))
-                    segments[id(g.trace)] = g.number
+            _write_recording(*files[first], folder)
         except (MemoryError, OSError, ValueError, TypeError) as e:
             trace_error = f"{type(e).__name__}: {e}"
+        else:
+            rest = files[:first] + files[first + 1 :]
     log = result.passes
     if log is not None:
         write_passes(log, folder)
@@ -400,3 +426,31 @@ def _write_result(result: Any, folder: str, channel: _Channel) -> None:
         problems=result.problems,
     )
     write_meta(meta, folder)
+    return rest
+
+
+def _write_recording(trace: Any, name: str, folder: str) -> None:
+    """One recording, whole or not at all: the app may be waiting for the file to appear."""
+    from autodiff.trace import trace_to_npz
+
+    part = os.path.join(folder, f"{name}.part.npz")
+    trace_to_npz(trace, part)
+    os.replace(part, os.path.join(folder, name))
+
+
+def _write_rest(rest: list[tuple[Any, str]], folder: str) -> None:
+    """The recordings of the graphs not shown, then RECORDINGS_DONE_NAME (with why a
+    recording could not be written, if one could not: the app says so when it is asked
+    for)."""
+    from viewer.model.scripts.result_schema import RECORDINGS_DONE_NAME
+
+    errors = []
+    for trace, name in rest:
+        try:
+            _write_recording(trace, name, folder)
+        except (MemoryError, OSError, ValueError, TypeError) as e:
+            errors.append(f"{name}: {type(e).__name__}: {e}")
+    done = os.path.join(folder, RECORDINGS_DONE_NAME)
+    # (the app may have removed the folder already: nothing then waits for it)
+    with contextlib.suppress(OSError), open(done, "w", encoding="utf-8") as f:
+        f.write("; ".join(errors))
