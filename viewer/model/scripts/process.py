@@ -405,14 +405,16 @@ class ScriptProcess(_RunState):
                 self._cleanup()
         self.result = result
         self._done.set()
-        self.finished.emit(result)
-        if self._pending is not None:  # (run() returns with the result: not on its thread)
+        if self._pending is not None:
+            # on a thread of its own (run() returns with the result), started before the
+            # result is announced: whoever gets it may wait for the report at once
             threading.Thread(
                 target=self._await_problems,
                 args=(self._pending,),
                 name=f"problems of {self.path.name}",
                 daemon=True,
             ).start()
+        self.finished.emit(result)
         return result
 
     def _watch(self) -> ScriptResult:
