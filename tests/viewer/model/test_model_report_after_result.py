@@ -9,41 +9,17 @@ import io
 import os
 import time
 
-from test_model_one_run import wait_for, write
+from planted_detector import write_plants
+from test_model_one_run import wait_for
 
 from viewer.check import run_check
 from viewer.model.document.document import Document
 from viewer.model.document.work import Outcome
 from viewer.model.scripts.process import ScriptProcess
 
-PLANTS = """
-import pathlib, time
-import numpy as np
-import autodiff.functions as F
-from autodiff import Variable
-import viewer.model.checks.detectors  # the real ones first: the planted one replaces one
-from viewer.model.checks import problems as P
-
-here = pathlib.Path(__file__).parent
-
-@P.graph_detector("dead-relu")
-def planted(g, limits, here=here, time=time, P=P):  # (bound now: the run drops the globals)
-    (here / "looking").write_text(str(g.graph))
-    deadline = time.monotonic() + 60
-    while not (here / "go").exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return [P.Problem("dead-relu", "warning", "planted: units dead", g.graph, None, ())]
-
-w = Variable(np.array([1.0, 2.0]), name="w")
-for i in range(2):
-    w.cleargrad()
-    F.sum(w * w).backward()
-print("trained")
-"""
-
 
 def _script(tmp_path):
-    return write(tmp_path, "plants.py", PLANTS)
+    return write_plants(tmp_path)
 
 
 def _alive(pid):

@@ -461,3 +461,27 @@ def test_the_key_that_shows_the_panel_brings_it_to_the_front(qtbot, window, regi
     toggle.trigger()
     qtbot.wait(10)
     assert dock.isVisible() and _front_tab_of(window, "Problems").startswith("Problems")
+
+
+def test_the_window_shows_a_scripts_graph_while_its_worker_looks_for_problems(
+    qtbot, window, wait_for_script, tmp_path
+):
+    """The real path: the worker sends the result, the window draws the graph and the panel
+    says it is looking; the report comes on the runner and fills the panel (a detector planted
+    in the worker waits for the test's word, so the moment between is seen)."""
+    from planted_detector import write_plants
+
+    path = write_plants(tmp_path)
+    assert window.open_path(path, confirm_scripts=False)
+    wait_for_script(window)
+    doc, panel = window.document, window.problems_panel
+    assert doc.script_result.ok and doc.scene is not None
+    qtbot.waitUntil(lambda: (tmp_path / "looking").exists(), timeout=60_000)
+    assert doc.problems_running
+    assert panel.summary.text().startswith("Looking for problems")
+    assert "dead-relu" not in [r.kind for r in panel.rows]
+    (tmp_path / "go").write_text("")
+    qtbot.waitUntil(lambda: not doc.problems_running, timeout=60_000)
+    assert "dead-relu" in [r.kind for r in panel.rows]
+    summary = panel.summary.text()
+    assert "warning" in summary and "Looking" not in summary, summary
