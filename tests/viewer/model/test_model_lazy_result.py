@@ -251,14 +251,17 @@ def test_a_recording_the_worker_writes_after_the_result_is_waited_for(tmp_path):
         folder.segment(7)
 
 
-def test_cancel_right_after_the_result_stops_the_detectors_but_every_graph_still_shows(
-    tmp_path,
-):
+def test_cancel_right_after_the_result_loses_no_graph(tmp_path):
+    """Cancel at once after the result, while the worker may still be writing the graphs not
+    shown (or already looking for problems: this run's are quick): every graph still opens,
+    and the report either came first or is said to be stopped. (That Cancel stops the
+    detectors is held, without a race, by test_model_report_after_result.)"""
     process = ScriptProcess(_script(tmp_path), max_passes=10)
     result = process.run()
-    process.cancel()  # at once: the worker is still writing the graphs not shown
+    process.cancel()
     pending = result.problems_pending
-    assert pending.wait(60) and pending.report is None
-    assert pending.error == "the problem detectors were stopped"
+    assert pending.wait(60)
+    if pending.report is None:
+        assert pending.error == "the problem detectors were stopped"
     for index in range(len(result.graphs)):
         assert result.view(index).steps, index
