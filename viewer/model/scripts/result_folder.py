@@ -85,7 +85,15 @@ def _remove(path: str, lock: int) -> None:
     if lock >= 0:
         with contextlib.suppress(OSError):
             os.close(lock)
-    shutil.rmtree(path, ignore_errors=True)
+    # Moved aside first: the worker may still be writing recordings into it (it writes the
+    # graphs not shown after the result), and a file it starts after this fails rather than
+    # appearing in a folder being removed (which would then stay behind).
+    gone = f"{path}.gone"
+    try:
+        os.rename(path, gone)
+    except OSError:
+        gone = path
+    shutil.rmtree(gone, ignore_errors=True)
 
 
 class ResultFolder:
