@@ -151,17 +151,7 @@ def report_work(
     pending: Any, finish: Callable[[Outcome], object], cancel: Callable[[], None]
 ) -> Work:
     """Waiting for a script worker's problem report, which comes after its result."""
-    return Work(
-        "problems",
-        await_report,
-        (pending,),
-        "Problems",
-        "Looking for problems…",
-        0,
-        finish,
-        cancel,
-        quiet=True,
-    )
+    return _problems_work(await_report, (pending,), finish, cancel)
 
 
 def problem_work(
@@ -173,10 +163,21 @@ def problem_work(
     one_graph: bool = False,
 ) -> Work:
     """The detectors over a source too big to look at on the GUI thread."""
+    function = functools.partial(find_problems, one_graph=one_graph)
+    return _problems_work(function, (inputs, limits, total), finish, cancel)
+
+
+def _problems_work(
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+    finish: Callable[[Outcome], object],
+    cancel: Callable[[], None],
+) -> Work:
+    """The runner's quiet ``problems`` work (the Problems panel says it runs; no dialog)."""
     return Work(
         "problems",
-        functools.partial(find_problems, one_graph=one_graph),
-        (inputs, limits, total),
+        function,
+        args,
         "Problems",
         "Looking for problems…",
         0,

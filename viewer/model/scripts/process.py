@@ -263,6 +263,7 @@ class ScriptProcess(_RunState):
         self._stdout: list[str] = []
         self._stderr: list[str] = []
         self._start_error: str | None = None
+        self._readers: list[threading.Thread] = []  # of the worker's stdout and stderr
         self._frames = b""  # what came on the channel past the last whole frame
         self._after_done: list[str] = []  # the worker's stages after its result
         # the report that comes after the result (None: the run is over with its result)
@@ -297,6 +298,7 @@ class ScriptProcess(_RunState):
             proc = self._proc
             if proc is None:
                 return
+            grace = CANCEL_GRACE_S
             if self._done.is_set():
                 # after the result: the detectors stop; the worker first writes the
                 # recordings the app may still read, then ends
@@ -304,13 +306,9 @@ class ScriptProcess(_RunState):
                 if pending is None or pending.done:
                     return
                 pending.stopped = True
-                with contextlib.suppress(OSError):
-                    proc.send_signal(signal.SIGTERM)
                 grace = WRITE_GRACE_S
-            else:
-                with contextlib.suppress(OSError):
-                    proc.send_signal(signal.SIGTERM)
-                grace = CANCEL_GRACE_S
+            with contextlib.suppress(OSError):
+                proc.send_signal(signal.SIGTERM)
         timer = threading.Timer(grace, self._kill)
         timer.daemon = True
         timer.start()
@@ -456,7 +454,7 @@ class ScriptProcess(_RunState):
         proc.wait()
         with contextlib.suppress(OSError):  # what the script started ends with its run
             os.killpg(proc.pid, signal.SIGKILL)
-        for reader in getattr(self, "_readers", ()):
+        for reader in self._readers:
             # a grandchild holding the pipes must not hold the result
             reader.join(2.0)
 

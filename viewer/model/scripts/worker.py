@@ -314,19 +314,18 @@ def main(argv: list[str] | None = None) -> NoReturn:
         os._exit(72)
     # Cancel from now on stops the detectors, not the recordings the app may still read:
     # a SIGTERM while they are written ends the worker once they are.
-    writing = [True]
+    after = {"writing": True, "stopped": False}
 
     def stop(signum: int, frame: Any) -> None:
-        if writing[0]:
-            writing.append(False)
-        else:
+        if not after["writing"]:
             os._exit(STOPPED_EXIT)
+        after["stopped"] = True  # (ends once the recordings are written)
 
     signal.signal(signal.SIGTERM, stop)
     channel.send("done")
     _write_rest(rest, config["result"])
-    writing[0] = False
-    if len(writing) > 1:
+    after["writing"] = False
+    if after["stopped"]:
         os._exit(STOPPED_EXIT)
     # The app shows the result; the detectors look at the run meanwhile (still within the
     # memory limit: past it the worker ends, and the app says the report did not come).
