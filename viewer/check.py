@@ -171,9 +171,10 @@ def _check_script(
         elif not result.ok:
             failure = result.error_summary or result.summary
             details = result.error or ""
-        # the script ran to its end but the check did not (--timeout): not a clean bill
-        unfinished = pending is not None and pending.stopped
-        if unfinished and timeout is not None:
+        # the script ran to its end but the check did not (--timeout, a worker that ended
+        # before its report): not a clean bill
+        unfinished = pending is not None and pending.report is None and pending.error is not None
+        if unfinished and pending.stopped and timeout is not None:
             notes = [
                 f"the problem detectors were stopped after {timeout:g} s (--timeout): nothing "
                 "was checked"

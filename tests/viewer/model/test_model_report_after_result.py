@@ -131,3 +131,32 @@ def test_check_with_a_timeout_that_stops_the_detectors_gives_no_clean_bill(tmp_p
     assert (tmp_path / "looking").exists()  # the script ended; the detectors were stopped
     assert "the problem detectors were stopped after 15 s (--timeout)" in err.getvalue()
     assert "No problems found" not in err.getvalue() and code == 1
+
+
+def test_check_gives_no_clean_bill_when_the_worker_ends_before_its_report(tmp_path):
+    script = tmp_path / "exits.py"
+    script.write_text(
+        "import os, threading\n" + PLANTS_IMPORTS + "threading.Timer(1.0, os._exit, (3,)).start()\n"
+    )
+    out, err = io.StringIO(), io.StringIO()
+    code = run_check(str(script), run_scripts=True, as_json=False, out=out, err=err)
+    assert "the problem detectors did not finish: their process exited with status 3" in (
+        err.getvalue()
+    )
+    assert code == 1
+
+
+# a script whose planted detector waits (no "go" is ever written) until the worker ends
+PLANTS_IMPORTS = (
+    "import pathlib, time\n"
+    "import numpy as np\n"
+    "from autodiff import Variable\n"
+    "import viewer.model.checks.detectors\n"
+    "from viewer.model.checks import problems as P\n"
+    "@P.graph_detector('dead-relu')\n"
+    "def slow(g, limits, time=time):\n"
+    "    time.sleep(30)\n"
+    "    return []\n"
+    "w = Variable(np.array([1.0, 2.0]))\n"
+    "(w * w).sum().backward()\n"
+)
