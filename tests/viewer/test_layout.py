@@ -282,3 +282,84 @@ def test_twenty_thousand_nodes() -> None:
     assert lay.positions.shape == (n, 2)
     assert (lay.layers[edges[:, 1]] > lay.layers[edges[:, 0]]).all()
     assert len(lay.edge_offsets) == len(edges) + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Clusters (module frames)
+# ---------------------------------------------------------------------------------------------
+def _frame_rects(lay, widths, clusters):
+    """Each cluster's frame as drawn: its nodes' boxes and nested frames, padded, titled."""
+    from viewer.model.layout.clusters import frame_extents
+
+    tree = clusters.tree()
+    top, bottom = frame_extents(lay.positions[:, 1], clusters, tree)
+    k = len(clusters.parent)
+    left, right = np.full(k, np.inf), np.full(k, -np.inf)
+    x = lay.positions[:, 0]
+    np.minimum.at(left, clusters.of_node, x - widths / 2)
+    np.maximum.at(right, clusters.of_node, x + widths / 2)
+    for c in np.argsort(-tree.depth, kind="stable"):
+        if c and np.isfinite(left[c]):
+            left[c] -= clusters.pad
+            right[c] += clusters.pad
+            p = tree.parent[c]
+            left[p], right[p] = min(left[p], left[c]), max(right[p], right[c])
+    return tree, {
+        c: (left[c], top[c], right[c], bottom[c]) for c in range(1, k) if np.isfinite(top[c])
+    }
+
+
+def _apart(a, b):
+    return a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+
+
+def test_clusters_keep_their_frames_apart_and_clear_of_other_nodes():
+    from viewer.model.layout.layered import Clusters
+
+    # x -> A(a0 -> a1) and B(p -> b0 <- a1), B inside P with a sibling C fed by x too; a
+    # parameter-like leaf p of B; the output joins both
+    # nodes: 0 x, 1 a0, 2 a1, 3 p, 4 b0, 5 c0, 6 c1, 7 out, 8 w (a leaf of A)
+    edges = [(0, 1), (8, 1), (1, 2), (2, 4), (3, 4), (0, 5), (5, 6), (4, 7), (6, 7)]
+    parent = np.array([0, 0, 0, 2, 2])  # 1 A, 2 P, 3 B (in P), 4 C (in P)
+    of_node = np.array([0, 1, 1, 3, 3, 4, 4, 0, 1])
+    widths = np.array([1.0, 0.9, 1.0, 1.0, 0.9, 0.9, 1.0, 0.9, 1.0])
+    clusters = Clusters(of_node, parent, np.full(9, 0.225))
+    lay = layered_layout(9, edges, node_width=widths, clusters=clusters)
+    tree, rects = _frame_rects(lay, widths, clusters)
+    boxes = np.column_stack(
+        [
+            lay.positions[:, 0] - widths / 2,
+            lay.positions[:, 1] - 0.225,
+            lay.positions[:, 0] + widths / 2,
+            lay.positions[:, 1] + 0.225,
+        ]
+    )
+    for c, rect in rects.items():
+        for i, box in enumerate(boxes):
+            if tree.anc[of_node[i], min(tree.depth[c], tree.depth[of_node[i]])] != c:
+                assert _apart(box, rect), (c, i)
+        for d, other in rects.items():
+            nested = c in tree.anc[d] or d in tree.anc[c]
+            if d != c and not nested:
+                assert _apart(rect, other), (c, d)
+    # B takes its input from A: it is laid out below the whole of A
+    assert lay.layers[[3, 4]].min() > lay.layers[[1, 2, 8]].max()
+    # the same graph without clusters is laid out as before
+    plain = layered_layout(9, edges, node_width=widths)
+    assert (
+        plain.layers.tolist() != lay.layers.tolist()
+        or plain.positions.tolist() != lay.positions.tolist()
+    )
+
+
+def test_clusters_are_checked_and_ignored_when_there_are_none():
+    from viewer.model.layout.layered import Clusters
+
+    with pytest.raises(ValueError, match="half height"):
+        layered_layout(
+            3, [(0, 1), (1, 2)], clusters=Clusters(np.array([0, 1]), np.array([0, 0]), np.zeros(2))
+        )
+    one = Clusters(np.zeros(3, np.int64), np.array([0]), np.zeros(3))  # only the root
+    assert layered_layout(3, [(0, 1), (1, 2)], clusters=one).positions.tolist() == (
+        layered_layout(3, [(0, 1), (1, 2)]).positions.tolist()
+    )

@@ -59,24 +59,64 @@ def frames_by_path(scene):
     return {f.path: f for f in scene.geometry.frames}
 
 
+def scope_of(doc, i):
+    """The scope node ``i`` of the scene is drawn in: a Function's, where it ran; a variable's,
+    where it was made; a box's, the scope around it; a Parameter's, the innermost scope that
+    holds every Function shown using it."""
+    scene = doc.scene
+    box = scene.module(i)
+    if box is not None:
+        return box.path.rpartition("/")[0]
+    node = doc.trace.node(int(scene.node_ids[i]))
+    if not node.get("parameter"):
+        return node["scope"] or ""
+    uses = [scope_of(doc, int(v)).split("/") for u, v in scene.edges.tolist() if u == i]
+    common = uses[0]
+    for parts in uses[1:]:
+        n = 0
+        while n < min(len(common), len(parts)) and common[n] == parts[n]:
+            n += 1
+        common = common[:n]
+    return "/".join(common)
+
+
 def members(doc, path):
     """The node indexes of the scene that belong to scope ``path``: the Functions that ran
-    in it, the variables they made (Parameters are drawn where the layout needs them), the
-    boxes of the scopes in it."""
-    scene = doc.scene
+    in it, the variables they made, the Parameters only it uses, the boxes of the scopes in
+    it."""
     out = []
-    for i in range(scene.n_nodes):
-        box = scene.module(i)
-        if box is not None:
-            scope = box.path.rpartition("/")[0]
-        else:
-            node = doc.trace.node(int(scene.node_ids[i]))
-            if node.get("parameter"):
-                continue
-            scope = node["scope"] or ""
+    for i in range(doc.scene.n_nodes):
+        scope = scope_of(doc, i)
         if scope == path or scope.startswith(path + "/"):
             out.append(i)
     return out
+
+
+def overlap(a, b):
+    """Whether rectangles ``a`` and ``b`` (x0, y0, x1, y1) share more than an edge."""
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def assert_frames_clear(doc):
+    """Every open frame holds its members and nothing else, and two frames are nested or
+    apart: no frame overlaps a node or a frame outside it."""
+    scene = doc.scene
+    frames = scene.geometry.frames
+    assert frames
+    pos, half = scene.geometry.positions, scene.geometry.half_sizes
+    boxes = np.column_stack([pos - half, pos + half])
+    for f in frames:
+        mine = set(members(doc, f.path))
+        for i, box in enumerate(boxes.tolist()):
+            if i in mine:
+                assert inside(box, f.rect), (f.path, scene.names[i])
+            else:
+                assert not overlap(box, f.rect), (f.path, scene.names[i])
+        for g in frames:
+            if g.path.startswith(f.path + "/"):
+                assert inside(g.rect, f.rect), (g.path, f.path)
+            elif g is not f and not f.path.startswith(g.path + "/"):
+                assert not overlap(g.rect, f.rect), (g.path, f.path)
 
 
 def inside(inner, outer):
@@ -170,6 +210,22 @@ def test_an_expanded_scope_is_framed_with_its_name_and_class_around_its_nodes(re
     doc.collapse("ResidualMLP/b0")
     assert "ResidualMLP/b0" not in frames_by_path(doc.scene)
     assert "ResidualMLP/b0/fc1" not in frames_by_path(doc.scene)
+
+
+def test_open_frames_keep_clear_of_each_other_and_of_what_they_do_not_hold(net_doc, residual):
+    net_doc.expand_all()
+    assert_frames_clear(net_doc)
+    # a layer's Parameters are drawn in its frame
+    scene = net_doc.scene
+    weights = [i for i in range(scene.n_nodes) if scene.names[i].startswith("b1.fc2.")]
+    assert len(weights) == 2, [scene.names[i] for i in range(scene.n_nodes)]
+    fc2 = frames_by_path(scene)["Net/b1/fc2"].rect
+    pos, half = scene.geometry.positions, scene.geometry.half_sizes
+    for i in weights:
+        assert inside((*(pos[i] - half[i]), *(pos[i] + half[i])), fc2)
+    residual.unfold("ResidualMLP/b0")
+    residual.expand("ResidualMLP/b0")
+    assert_frames_clear(residual)
 
 
 def test_a_collapsed_child_is_a_box_inside_its_parents_frame(net_doc):

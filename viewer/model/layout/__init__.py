@@ -16,6 +16,9 @@ each other or ``layered``. The package's API, by module:
   and 4 read.
 - ``ordering``, phase 3: ``order_layers``.
 - ``placement``, phase 4: ``assign_x``, ``edge_polylines``, ``straight_crossings``.
+- ``clusters``: nested clusters (module frames) in phases 1, 3 and 4: ``Clusters``,
+  ``ClusterTree``, ``stacked_minimum``, ``cluster_of_items``, ``cluster_ranks``, ``separate``,
+  ``frame_extents``; ``layered`` passes its ranks to ``ordering`` as a callable.
 - ``progress``: ``Ticker`` (every phase reports through it), ``LayoutCancelled``,
   ``Progress``, ``ShouldCancel``.
 - ``arrays``: ``ranges`` and ``inversions``, index-array operations the phases (and the scope

@@ -41,6 +41,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from viewer.model.layout.clusters import (
+    MAX_CLUSTERED,
+    Clusters,
+    cluster_of_items,
+    cluster_ranks,
+    separate,
+    stacked_minimum,
+)
 from viewer.model.layout.layered_graph import LayeredGraph
 from viewer.model.layout.layering import (
     checked_layers,
@@ -58,6 +66,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
 __all__ = [
+    "Clusters",
     "Layout",
     "LayoutCancelled",
     "count_crossings",
@@ -68,6 +77,7 @@ __all__ = [
 
 _FULL_EFFORT = 15_000  # nodes (virtual included) up to which ordering runs at full effort
 _TRUNKS_ABOVE = 150_000  # nodes (virtual included) above which long edges share trunks
+_STACKING_ROUNDS = 50  # layerings at most that move clusters below the siblings they follow
 
 
 @dataclass
@@ -130,6 +140,7 @@ def layered_layout(
     sweeps: int | None = None,
     progress: Progress | None = None,
     should_cancel: ShouldCancel | None = None,
+    clusters: Clusters | None = None,
 ) -> Layout:
     """Lay out a DAG of ``n_nodes`` nodes top to bottom.
 
@@ -140,8 +151,11 @@ def layered_layout(
     edge (for DeZero generations pass ``2 * generation + is_function``). ``sweeps``: barycenter
     passes (default: 24, fewer for very big graphs so the time stays near-linear).
     ``progress(fraction)`` is called between steps; ``should_cancel()`` is polled as often, and
-    when it returns True :class:`LayoutCancelled` is raised. Raises ValueError for a cycle, a
-    self-loop or an endpoint out of range.
+    when it returns True :class:`LayoutCancelled` is raised. ``clusters``: nested frames
+    drawn around groups of nodes (module scopes); their nodes stay together and the frames
+    clear of each other (:mod:`viewer.model.layout.clusters`; up to ``MAX_CLUSTERED`` nodes,
+    virtual ones included). Raises ValueError for a cycle, a self-loop or an endpoint out of
+    range.
     """
     ticker = Ticker(progress, should_cancel)
     n = int(n_nodes)
@@ -168,6 +182,18 @@ def layered_layout(
         layer = min_span_layers(n, src, dst, comp, ticker)
     else:
         layer = checked_layers(n, src, dst, layers)
+    tree = None
+    if clusters is not None and len(clusters.parent) > 1 and n <= MAX_CLUSTERED:
+        if len(clusters.of_node) != n or len(clusters.half_height) != n:
+            raise ValueError(f"clusters must give a cluster and a half height for {n} nodes")
+        tree = clusters.tree()
+    if tree is not None and clusters is not None:
+        of_node = np.asarray(clusters.of_node, dtype=np.int64)
+        for _ in range(_STACKING_ROUNDS):  # a cluster moved down may move the ones after it
+            minimum = stacked_minimum(layer, src, dst, of_node, tree)
+            if np.array_equal(minimum, layer):
+                break
+            layer = longest_path_layers(n, src, dst, minimum)
     ticker.tick(0.2)
     phase_done("layering")
 
@@ -182,10 +208,29 @@ def layered_layout(
     effort = min(1.0, _FULL_EFFORT / n_total)
     if sweeps is None:
         sweeps = max(4, round(24 * effort))
-    pos, crossings = order_layers(graph, sweeps, max(2, round(12 * effort)), ticker)
+    rounds = max(2, round(12 * effort))
+    clustered = None
+    if tree is not None and n_total <= MAX_CLUSTERED:
+        item_cluster = cluster_of_items(graph, clusters, tree, layer_gap)
+        ranks: list[NDArray[np.int64]] = []
+
+        def regroup(p: NDArray[np.int64]) -> NDArray[np.int64]:
+            new, cluster_rank = cluster_ranks(graph.layer, p, item_cluster, tree)
+            ranks.append(cluster_rank)
+            return new
+
+        pos, crossings = order_layers(graph, sweeps, rounds, ticker, regroup, item_cluster)
+        clustered = (tree, item_cluster, ranks[0])
+    else:
+        pos, crossings = order_layers(graph, sweeps, rounds, ticker)
     ticker.tick(0.8)
     phase_done("ordering")
     x = assign_x(graph, pos, widths, node_gap, ticker, hub_pendants(n, src, dst, hub))
+    if clustered is not None and clusters is not None:
+        tree, item_cluster, cluster_rank = clustered
+        x = separate(
+            graph, pos, x, widths, node_gap, layer_gap, clusters, tree, item_cluster, cluster_rank
+        )
     ticker.tick(0.97)
 
     x = x - (x[:n] - widths / 2).min()

@@ -7,6 +7,7 @@ between adjacent layers are counted here too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -46,9 +47,18 @@ class _Sides:
 
 
 def order_layers(
-    graph: LayeredGraph, sweeps: int, transpose_rounds: int, ticker: Ticker
+    graph: LayeredGraph,
+    sweeps: int,
+    transpose_rounds: int,
+    ticker: Ticker,
+    regroup: Callable[[NDArray[np.int64]], NDArray[np.int64]] | None = None,
+    groups: NDArray[np.int64] | None = None,
 ) -> tuple[NDArray[np.int64], int]:
-    """Rank of every node within its layer (real and virtual), and its layer crossings."""
+    """Rank of every node within its layer (real and virtual), and its layer crossings.
+
+    ``regroup`` (ranks -> ranks, by node) re-sorts the layers once the sweeps are done (the
+    clusters of :mod:`viewer.model.layout.clusters`); the transpositions after it then swap
+    only neighbours of one of the ``groups`` (a node's cluster), which keeps it."""
     n_total = graph.n_total
     # relabel so ids run through the layers, each layer by component then node index
     perm = np.lexsort((np.arange(n_total), graph.comp, graph.layer))
@@ -118,6 +128,12 @@ def order_layers(
     elif best is None:
         best = counter.count(pos)
     pos = best_pos
+    if regroup is not None:
+        pos = regroup(pos[new_id])[perm]
+        best = counter.count(pos) if counter.cheap else -1
+        if groups is not None:
+            pair = comp_rank * (int(groups.max()) + 1) + groups[perm]
+            comp_rank = np.unique(pair, return_inverse=True)[1].reshape(-1)
     order[start[lay] + pos] = np.arange(n_total)
     removed = _transpose(order, pos, lay, start, ups, downs, comp_rank, ticker, transpose_rounds)
     best = best - removed if best >= 0 else -1

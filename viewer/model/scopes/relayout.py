@@ -16,9 +16,11 @@ from numpy.typing import NDArray
 
 from autodiff.trace import TraceReader
 from viewer.model.layout.arrays import ranges
+from viewer.model.layout.clusters import Clusters
 from viewer.model.layout.compute import WIDTH_SAMPLE, GraphLayout, variable_box_width
 from viewer.model.layout.layered import layered_layout
-from viewer.model.scene.geometry import MODULE_SIZE
+from viewer.model.scene.frames import FRAME_PAD, FRAME_TITLE_HEIGHT, scope_frames
+from viewer.model.scene.geometry import FUNCTION_SIZE, MODULE_SIZE, VARIABLE_SIZE
 from viewer.model.scopes.tree import VisibleGraph
 
 __all__ = ["MODULE_SIZE", "layout_visible", "relayout"]
@@ -42,8 +44,26 @@ def layout_visible(trace: TraceReader, vis: VisibleGraph) -> GraphLayout:
     return _fresh(vis, width, module_width)
 
 
+def _clusters(vis: VisibleGraph) -> Clusters | None:
+    """The open scopes as the layout's clusters: each node in the frame it is drawn in."""
+    owner = vis.model.frame_owners(vis)
+    if not (owner > 0).any():
+        return None
+    half = np.where(
+        vis.is_module,
+        MODULE_SIZE[1],
+        np.where(vis.is_function, FUNCTION_SIZE[1], VARIABLE_SIZE[1]),
+    )
+    return Clusters(owner, vis.model.parent, half / 2, FRAME_PAD, FRAME_TITLE_HEIGHT)
+
+
 def _fresh(vis: VisibleGraph, width: float, module_width: float) -> GraphLayout:
-    result = layered_layout(vis.n_nodes, vis.edges, node_width=_widths(vis, width, module_width))
+    result = layered_layout(
+        vis.n_nodes,
+        vis.edges,
+        node_width=_widths(vis, width, module_width),
+        clusters=_clusters(vis),
+    )
     has_edges = len(vis.edges) > 0
     return GraphLayout(
         node_ids=vis.node_ids,
@@ -67,13 +87,59 @@ def relayout(old: GraphLayout, old_vis: VisibleGraph, vis: VisibleGraph) -> Grap
     kept[match[match >= 0]] = True
     gone = np.flatnonzero(~kept)
     added = np.flatnonzero(match < 0)
+    moved = None
     if len(gone) == 1 and old_vis.is_module[gone[0]] and len(added):
-        return _opened(old, vis, match, int(gone[0]), added, width, module_width)
-    if len(added) == 1 and vis.is_module[added[0]] and len(gone):
-        return _closed(old, vis, match, int(added[0]), gone, width, module_width)
-    if len(gone) == 0 and len(added) == 0:
-        return _rebuilt(old, vis, match, old.positions[match], None, None, width, module_width)
+        moved = _opened(old, vis, match, int(gone[0]), added, width, module_width)
+    elif len(added) == 1 and vis.is_module[added[0]] and len(gone):
+        moved = _closed(old, vis, match, int(added[0]), gone, width, module_width)
+    elif len(gone) == 0 and len(added) == 0:
+        moved = _rebuilt(old, vis, match, old.positions[match], None, None, width, module_width)
+    # the small move keeps the picture the user knows, unless it would draw a frame over
+    # a node or a frame outside it
+    if moved is not None and _frames_clear(moved, vis):
+        return moved
     return _fresh(vis, width, module_width)
+
+
+def _frames_clear(layout: GraphLayout, vis: VisibleGraph) -> bool:
+    """Whether no frame of the open scopes overlaps a node or a frame outside it (True for
+    scopes too many or nested too deep to lay out as frames: nothing better is at hand)."""
+    clusters = _clusters(vis)
+    tree = None if clusters is None else clusters.tree()
+    if clusters is None or tree is None:
+        return True
+    half = np.column_stack([_widths(vis, layout.variable_width, layout.module_width) / 2,
+                            clusters.half_height])  # fmt: skip
+    frames = scope_frames(layout.positions, half, vis)
+    if not frames or len(frames) * (len(frames) + vis.n_nodes) > _MAX_CHECKED_PAIRS:
+        return True
+    ids = np.array([f.scope_id for f in frames])
+    rects = np.array([f.rect for f in frames])
+    depth = np.minimum(tree.depth[ids], tree.max_depth)
+
+    # holds[f, c]: frame f is cluster c or around it
+    def holds(inner: NDArray[np.int64]) -> NDArray[np.bool_]:
+        return ids[:, None] == tree.anc[inner][:, depth].T
+
+    lo, hi = layout.positions - half, layout.positions + half
+    nodes = np.column_stack([lo, hi])
+    if (_overlaps(rects, nodes) & ~holds(clusters.of_node)).any():
+        return False
+    nested = holds(ids)
+    return not (_overlaps(rects, rects) & ~nested & ~nested.T).any()
+
+
+_MAX_CHECKED_PAIRS = 20_000_000  # (frame, node or frame) pairs the check compares at most
+
+
+def _overlaps(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """[i, j]: rectangles a[i] and b[j] (x0, y0, x1, y1) share more than an edge."""
+    return (
+        (a[:, None, 0] < b[None, :, 2])
+        & (b[None, :, 0] < a[:, None, 2])
+        & (a[:, None, 1] < b[None, :, 3])
+        & (b[None, :, 1] < a[:, None, 3])
+    )
 
 
 def _match(old_keys: NDArray[np.int64], new_keys: NDArray[np.int64]) -> NDArray[np.intp]:

@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from autodiff.trace import TraceReader
+from viewer.model.layout.clusters import cluster_tree
 
 __all__ = ["MAX_FIRST_SCREEN", "ModuleBox", "ScopeModel", "ScopeNode", "VisibleGraph", "has_scopes"]
 
@@ -433,16 +434,24 @@ class ScopeModel:
     def frame_owners(self, vis: VisibleGraph) -> NDArray[np.int64]:
         """Per node of ``vis``: the innermost open scope it is drawn inside (0: none). A
         Function belongs to the scope it ran in, a variable to the scope that made it, a box
-        to the scope around it; a Parameter to none (the layout puts a leaf where its first
-        consumer needs it, often beside another scope's nodes)."""
+        to the scope around it; a Parameter to the innermost one that holds every use of it
+        shown (a layer's weight in the layer's frame; a weight two layers share, in the frame
+        around both), as the layout places it (:mod:`viewer.model.layout.clusters`)."""
         box = self._boxes()
         local = self.local_of_id[np.asarray(vis.node_ids, dtype=np.int64)]
+        param = self.is_param[local]
         scope = self.node_scope[local]
-        scope = np.where(self.is_param[local], 0, scope)
+        scope = np.where(param, 0, scope)
         scope = np.where(vis.is_module, self.parent[np.maximum(vis.box_scope, 0)], scope)
         # a variable a collapsed scope made and something outside uses: the box's scope's
         inside = box[scope]
-        return np.where(inside >= 0, self.parent[np.maximum(inside, 0)], scope)
+        owner = np.where(inside >= 0, self.parent[np.maximum(inside, 0)], scope)
+        tree = cluster_tree(self.parent) if param.any() and len(vis.edges) else None
+        if tree is not None:  # (None: nested too deep to lay out as frames, see cluster_tree)
+            u, v = vis.edges[:, 0], vis.edges[:, 1]
+            used = param[u]
+            owner = np.where(param, tree.common(u[used], owner[v[used]], vis.n_nodes), owner)
+        return owner
 
     def _containers(self) -> NDArray[np.int64]:
         """Per local node: the scope id of the box hiding it, -1 when visible. A box's own
