@@ -87,7 +87,7 @@ def _run(work: Work) -> Outcome:
     """Run ``work`` here, as a runner's thread would, and hand its outcome back."""
     try:
         outcome = Outcome("succeeded", work.function(*work.args, lambda *a: None, lambda: False))
-    except Exception as e:  # noqa: BLE001 (reported as the runner would)
+    except Exception as e:  # reported as the runner would
         outcome = Outcome("failed", error=e)
     work.finish(outcome)
     return outcome
