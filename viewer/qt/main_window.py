@@ -418,7 +418,10 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def start_script(self, run: ScriptProcess, confirm: bool = True) -> bool:
         """Run ``run`` on its own thread; the window stays usable, Cancel stops it."""
+        if confirm:
+            run.warm_up()  # the worker's imports happen while the user reads the question
         if confirm and not self.confirm_script(run.path):
+            run.release()
             self.document.script_run = None
             self.statusBar().showMessage(f"Did not run {run.path.name}")
             return False

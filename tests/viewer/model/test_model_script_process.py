@@ -399,3 +399,72 @@ def test_a_script_that_is_not_a_regular_file_is_refused_by_name(tmp_path):
     assert str(doc.last_error) == "cannot run pipe.py: not a regular file"
     assert doc.load_path(tmp_path / "gone.py") is False
     assert "no such script" in str(doc.last_error)
+
+
+def test_a_worker_started_before_the_answer_runs_nothing_until_told(tmp_path):
+    path = write(
+        tmp_path,
+        "script.py",
+        f"""
+        open({str(tmp_path / "ran")!r}, "w").write("x")
+        import numpy as np
+        from autodiff import Variable
+        x = Variable(np.array(3.0), name="x")
+        y = x * x
+        y.backward()
+        print("grad", float(x.grad.data))
+        """,
+    )
+    process = ScriptProcess(path)
+    process.warm_up()
+    assert process.pid is not None
+    time.sleep(1.0)  # its imports are done: still nothing of the script ran
+    assert not (tmp_path / "ran").exists()
+    assert not process.running
+    shown = []
+    process.output_written.connect(shown.append)
+    result = process.run()
+    assert result.ok, result.error
+    assert (tmp_path / "ran").exists()
+    assert "grad 6.0" in "".join(shown)
+    assert result.graphs
+
+
+def test_a_released_worker_ends_and_its_run_does_not_start(tmp_path):
+    path = write(tmp_path, "script.py", f"open({str(tmp_path / 'ran')!r}, 'w')\n")
+    process = ScriptProcess(path)
+    process.warm_up()
+    pid, folder = process.pid, process._folder
+    assert pid is not None and os.path.isdir(folder)
+    process.release()
+    deadline = time.monotonic() + 30
+    while os.path.exists(f"/proc/{pid}") and _state(pid) != "Z":
+        assert time.monotonic() < deadline, "the released worker still runs"
+        time.sleep(0.01)
+    assert not os.path.exists(folder)
+    with pytest.raises(RuntimeError, match="let go"):
+        process.run()
+    assert not (tmp_path / "ran").exists()
+    assert not process.running
+
+
+def test_preparing_another_script_lets_the_warm_worker_of_the_first_go(tmp_path):
+    doc = Document()
+    first = doc.prepare_script(write(tmp_path, "a.py", "print(1)\n"))
+    first.warm_up()
+    folder = first._folder
+    second = doc.prepare_script(write(tmp_path, "b.py", "print(2)\n"))
+    assert second is not first and doc.script_run is second
+    assert not os.path.exists(folder)
+    with pytest.raises(RuntimeError):
+        first.start()
+    result = second.run()
+    assert result.ok, result.error
+
+
+def _state(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"

@@ -1,5 +1,7 @@
 """Every bundled example loads and plays to the end; a failing script leaves the app usable."""
 
+import os
+
 import pytest
 from PySide6 import QtCore
 
@@ -127,11 +129,33 @@ def test_declining_the_confirmation_does_not_run_the_script(qtbot, window, tmp_p
     script = tmp_path / "never.py"
     marker = tmp_path / "ran"
     script.write_text(f"open({str(marker)!r}, 'w').write('x')\n")
-    window.confirm_script = lambda path: False
+    asked = []
+
+    def decline(path):
+        # the worker started while the question is open: it has not run the script
+        run = window.document.script_run
+        asked.append((run.pid, run._folder))
+        assert run.pid is not None and not marker.exists()
+        return False
+
+    window.confirm_script = decline
     assert not window.open_path(script)
     qtbot.wait(100)
     assert not marker.exists()
     assert window.document.script_run is None
+    # the warm worker ended with the answer, its folder gone
+    ((pid, folder),) = asked
+    qtbot.waitUntil(lambda: not _alive(pid), timeout=10_000)
+    assert not os.path.exists(folder)
+
+
+def _alive(pid):
+    """Whether process ``pid`` runs (a zombie, ended but not reaped yet, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_the_panel_says_what_the_run_does_after_the_script_and_that_it_ran_apart(

@@ -503,6 +503,9 @@ class Document:
         busy = self._busy_with(Path(path))
         if busy is not None:
             return self.fail(busy)
+        before = self.script_run
+        if before is not None and not before.running and before.result is None:
+            before.release()  # prepared and never started: its warm worker, if any, goes
         run = ScriptProcess(
             path,
             argv,

@@ -251,6 +251,7 @@ class ScriptProcess(_RunState):
         self.result: ScriptResult | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._started = False
+        self._released = False  # release(): it will not start
         self._done = threading.Event()
         self._lock = threading.RLock()
         self._cancel_requested = False
@@ -328,6 +329,8 @@ class ScriptProcess(_RunState):
     def _begin(self) -> None:
         if self._started:
             raise RuntimeError("this ScriptProcess was already started")
+        if self._released:
+            raise RuntimeError(f"this run of {self.path.name} was let go: prepare it again")
         check = self.may_start() if self.may_start is not None else None
         refused = check(self) if check is not None else None
         if refused is not None:
@@ -335,18 +338,56 @@ class ScriptProcess(_RunState):
         self._started = True
         self._began = time.perf_counter()
         try:
+            if self._proc is not None and self._told(self._proc):
+                return
+            self._release_warm()  # (it ended meanwhile: a fresh worker then)
             self._spawn()
         except OSError as e:
             self._start_error = f"could not start the script's worker process: {e}"
 
-    def _spawn(self) -> None:
-        self._folder = tempfile.mkdtemp(
-            prefix=f"{FOLDER_PREFIX}{os.getpid()}-", dir=scratch_parent()
-        )
-        self._folder_lock = hold_folder(self._folder)
-        channel_r, channel_w = os.pipe()
-        lifeline_r, lifeline_w = os.pipe()
-        config = {
+    def warm_up(self) -> None:
+        """Start the worker now, before the run is confirmed: its imports (a few tenths of a
+        second) happen while the user reads the question. It runs nothing, not even reads
+        the script, until :meth:`start` or :meth:`run`; :meth:`release` ends it. Without
+        effect once started, or where the worker cannot start (start then says why)."""
+        with self._lock:
+            if self._started or self._released or self._proc is not None:
+                return
+            with contextlib.suppress(OSError):
+                self._spawn(warm=True)
+
+    def release(self) -> None:
+        """The run will not start (the user said no): end a worker :meth:`warm_up` started,
+        and remove its folder."""
+        with self._lock:
+            if self._started:
+                return
+            self._released = True  # (a run let go is not started later)
+            self._release_warm()
+
+    def _release_warm(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            with contextlib.suppress(OSError, ValueError):
+                proc.stdin.close()  # type: ignore[union-attr]  # (ends it: no settings came)
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            threading.Thread(target=_reap, args=(proc,), name="warm worker", daemon=True).start()
+        self._cleanup()
+
+    def _told(self, proc: subprocess.Popen[bytes]) -> bool:
+        """Send the warm worker its settings; False if it is gone."""
+        try:
+            proc.stdin.write(json.dumps(self._settings()).encode() + b"\n")  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]
+        except (OSError, ValueError):
+            return False
+        return proc.poll() is None
+
+    def _settings(self) -> dict[str, Any]:
+        """What the worker needs to know of the run besides its channel, lifeline and
+        folder."""
+        return {
             "path": str(self.path),
             "argv": self.argv,
             "max_array_size": int(self.max_array_size),
@@ -354,6 +395,17 @@ class ScriptProcess(_RunState):
             "sample_functions": int(self.sample_functions),
             "max_passes": int(self.max_passes),
             "problem_limits": dataclasses.asdict(self.problem_limits),
+        }
+
+    def _spawn(self, warm: bool = False) -> None:
+        self._folder = tempfile.mkdtemp(
+            prefix=f"{FOLDER_PREFIX}{os.getpid()}-", dir=scratch_parent()
+        )
+        self._folder_lock = hold_folder(self._folder)
+        channel_r, channel_w = os.pipe()
+        lifeline_r, lifeline_w = os.pipe()
+        config = {
+            **({} if warm else self._settings()),
             "channel": channel_w,
             "lifeline": lifeline_r,
             "result": self._folder,
@@ -366,14 +418,16 @@ class ScriptProcess(_RunState):
         # Started in its (empty) result folder, without the current folder on sys.path: a
         # module the user's folder holds cannot stand in for the worker's own imports before
         # the script runs (it then moves to the script's folder, as ``python script.py``).
-        entry = "from viewer.model.scripts.worker import main; main()"
+        main = "main_when_told" if warm else "main"
+        entry = f"from viewer.model.scripts.worker import {main}; {main}()"
         try:
             with self._lock:
                 if self._cancel_requested:
                     raise OSError("cancelled before it started")
                 self._proc = subprocess.Popen(
                     [sys.executable, "-P", "-c", entry, json.dumps(config)],
-                    stdin=subprocess.DEVNULL,
+                    # a warm worker reads its settings there; the script reads an empty input
+                    stdin=subprocess.PIPE if warm else subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     pass_fds=(channel_w, lifeline_r),
@@ -731,6 +785,15 @@ class ScriptProcess(_RunState):
                 )
             )
         return graphs
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """Wait for a worker that ended without a run, and close its pipes."""
+    proc.wait()
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 def _problems_of(meta: ResultMeta) -> ProblemReport | None:

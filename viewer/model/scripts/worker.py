@@ -223,11 +223,33 @@ def _watch_lifeline(fd: int, folder: str) -> None:
     threading.Thread(target=wait, name="lifeline", daemon=True).start()
 
 
-def main(argv: list[str] | None = None) -> NoReturn:
+def main_when_told() -> NoReturn:
+    """A worker started ahead of its script, while the app asks the user whether to run it
+    (:meth:`~viewer.model.scripts.process.ScriptProcess.warm_up`): its imports now, then the
+    script's settings, one JSON line on stdin, and :func:`main`. It ends quietly at the end
+    of its input (the user chose not to run the script) or of its lifeline (the app is gone);
+    the script itself is not read before the line comes."""
+    base: dict[str, Any] = json.loads(sys.argv[1])
+    _watch_lifeline(int(base["lifeline"]), str(base["result"]))
+    import autodiff.trace.formats.npz  # noqa: F401
+    import viewer.model.checks.problems
+    import viewer.model.scripts.pass_recording
+    import viewer.model.scripts.result_schema
+    import viewer.model.scripts.run  # noqa: F401
+
+    line = sys.stdin.buffer.readline()
+    if not line.strip():
+        shutil.rmtree(str(base["result"]), ignore_errors=True)
+        os._exit(0)
+    main([json.dumps({**base, **json.loads(line)})], lifeline_watched=True)
+
+
+def main(argv: list[str] | None = None, lifeline_watched: bool = False) -> NoReturn:
     args = sys.argv[1:] if argv is None else argv
     config: dict[str, Any] = json.loads(args[0])
     channel = _Channel(int(config["channel"]))
-    _watch_lifeline(int(config["lifeline"]), str(config["result"]))
+    if not lifeline_watched:
+        _watch_lifeline(int(config["lifeline"]), str(config["result"]))
     memory_mb = int(config.get("memory_mb", 0))
 
     # The collector stays off to the end (the run pauses it for the leak audit anyway): a
