@@ -131,6 +131,14 @@ def test_deep_nesting_is_refused_before_the_parser_gives_up():
         parse("y = x" + " + x" * 300)
 
 
+def test_a_long_flat_sum_is_not_too_deep():
+    from viewer.model.expression.program import evaluate
+
+    terms = [f"x{i}" for i in range(200)]  # a chain 200 deep in Python's tree
+    ev = evaluate("y = " + " + ".join(terms))
+    assert float(ev.output.data) == pytest.approx(200 * float(ev.leaves["x0"].data))
+
+
 def test_the_language_never_calls_eval_exec_or_compile():
     import ast
     import inspect

@@ -15,7 +15,8 @@ from autodiff.core import Variable
 MAX_SOURCE_CHARS = 20_000
 MAX_STATEMENTS = 500
 MAX_DEPTH = 64  # nesting of brackets
-MAX_TREE_DEPTH = 100  # nesting of the syntax tree (brackets, calls, operator chains like a+b+c)
+MAX_TREE_DEPTH = 250  # nesting of the syntax tree (brackets, calls, operator chains like a+b+c:
+# a sum of 248 terms; the checker and the evaluator recurse, and 500 exhausts the stack)
 MAX_ELEMENTS = 1_000_000  # elements of any one array the program may create
 # Budgets of one run (Budget, below): every array the program creates counts against
 # MAX_TOTAL_ELEMENTS; the recorded steps (forward and backward, grad() included) against
