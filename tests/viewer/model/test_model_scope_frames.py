@@ -255,3 +255,18 @@ def test_the_title_names_the_class_only_when_it_says_more():
     assert frame_title("b0", "Block") == "b0 \N{MIDDLE DOT} Block"
     assert frame_title("MLP", "MLP") == "MLP"
     assert frame_title("attention", "") == "attention"
+
+
+def test_a_collapsed_model_leaves_no_empty_rows_between_its_box_and_what_it_feeds(residual):
+    """Stacking modules moves their consumers down; a leaf that feeds only its own frame (a
+    target, a parameter) follows them, so that closing the modules leaves no long edge
+    holding empty rows open."""
+    doc = residual
+    for expand in (False, True):
+        if expand:
+            doc.expand_all()
+        for depth in (0, 1):
+            doc.set_depth(depth)
+            scene = doc.scene
+            rows = np.unique(np.round(scene.geometry.positions[:, 1], 3))
+            assert rows[-1] - rows[0] <= scene.n_nodes, (expand, depth, rows)

@@ -39,6 +39,7 @@ __all__ = [
     "cluster_ranks",
     "cluster_tree",
     "frame_extents",
+    "pulled_sources",
     "separate",
     "stacked_minimum",
 ]
@@ -173,6 +174,27 @@ def stacked_minimum(
         ok = a >= 0
         minimum[ok] = np.maximum(minimum[ok], need[a[ok]])
     return minimum
+
+
+def pulled_sources(
+    layer: NDArray[np.int64],
+    src: NDArray[np.int64],
+    dst: NDArray[np.int64],
+    of_node: NDArray[np.int64],
+) -> NDArray[np.int64]:
+    """``layer`` with each source (a node without inputs: a parameter, a target) moved down to
+    just above its first consumer when every consumer is in its own cluster: stacking moved
+    the consumers down and left it far above them (a long edge that keeps rows apart). A source
+    feeding another cluster stays where it is: it must be above that cluster's frame."""
+    n = len(layer)
+    has_input = np.zeros(n, bool)
+    has_input[dst] = True
+    apart = np.zeros(n, bool)
+    np.logical_or.at(apart, src, of_node[src] != of_node[dst])
+    first = np.full(n, np.iinfo(np.int64).max)
+    np.minimum.at(first, src, layer[dst])
+    pull = ~has_input & ~apart & (first < np.iinfo(np.int64).max)
+    return np.where(pull, np.maximum(layer, first - 1), layer)
 
 
 def frame_extents(

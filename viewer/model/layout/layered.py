@@ -46,6 +46,7 @@ from viewer.model.layout.clusters import (
     Clusters,
     cluster_of_items,
     cluster_ranks,
+    pulled_sources,
     separate,
     stacked_minimum,
 )
@@ -194,6 +195,7 @@ def layered_layout(
             if np.array_equal(minimum, layer):
                 break
             layer = longest_path_layers(n, src, dst, minimum)
+        layer = pulled_sources(layer, src, dst, of_node)
     ticker.tick(0.2)
     phase_done("layering")
 
