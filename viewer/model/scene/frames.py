@@ -7,8 +7,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from viewer.model.layout.arrays import ranges
+from viewer.model.layout.clusters import cluster_tree
 from viewer.model.scene.geometry import ScopeFrame
-from viewer.model.scopes.tree import VisibleGraph
+from viewer.model.scopes.tree import ScopeModel, VisibleGraph
 
 __all__ = ["FRAME_PAD", "FRAME_TITLE_HEIGHT", "frame_title", "scope_frames"]
 
@@ -22,20 +24,83 @@ def frame_title(name: str, cls: str) -> str:
 
 
 def scope_frames(
-    positions: NDArray[np.float64], half_sizes: NDArray[np.float64], vis: VisibleGraph
+    positions: NDArray[np.float64],
+    half_sizes: NDArray[np.float64],
+    vis: VisibleGraph,
+    edge_points: NDArray[np.float64] | None = None,
+    edge_offsets: NDArray[np.int64] | None = None,
 ) -> tuple[ScopeFrame, ...]:
     """A frame per open scope that holds a node of ``vis`` (laid out at ``positions``, boxes
-    ``half_sizes``), outermost first."""
+    ``half_sizes``), outermost first. With the edges' polylines (``edge_points`` and
+    ``edge_offsets``, one polyline per edge of ``vis``), a frame also takes in the bends of
+    the edges that run inside it (as the layout placed them: see ``_bends``)."""
     model = vis.model
-    n_scopes = len(model.rows)
     owner = model.frame_owners(vis)
     held = owner > 0
     if not held.any():
         return ()
-    lo = np.full((n_scopes, 2), np.inf)
-    hi = np.full((n_scopes, 2), -np.inf)
+    lo = np.full((len(model.rows), 2), np.inf)
+    hi = np.full((len(model.rows), 2), -np.inf)
     np.minimum.at(lo, owner[held], (positions - half_sizes)[held])
     np.maximum.at(hi, owner[held], (positions + half_sizes)[held])
+    frames = _frames(model, lo.copy(), hi.copy())
+    if edge_points is None or edge_offsets is None or not frames:
+        return frames
+    at, points = _bends(vis, owner, frames, edge_points, edge_offsets)
+    if not len(at):
+        return frames
+    np.minimum.at(lo, at, points)
+    np.maximum.at(hi, at, points)
+    return _frames(model, lo, hi)
+
+
+def _bends(
+    vis: VisibleGraph,
+    owner: NDArray[np.int64],
+    frames: tuple[ScopeFrame, ...],
+    edge_points: NDArray[np.float64],
+    edge_offsets: NDArray[np.int64],
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The inner points of the edges' polylines that a frame must hold, and the scope of
+    each: a point of an edge is inside the frames around its target that begin above it (it
+    enters a frame at its top), else those around its source that end below it, else the
+    innermost one around both ends, as :func:`viewer.model.layout.clusters.cluster_of_items`
+    places the layout's virtual nodes."""
+    tree = cluster_tree(vis.model.parent)
+    offsets = np.asarray(edge_offsets, dtype=np.int64)
+    count = offsets[1:] - offsets[:-1]
+    inner = np.maximum(count - 2, 0)
+    if tree is None or not inner.any() or len(count) != len(vis.edges):
+        return np.zeros(0, np.int64), np.zeros((0, 2))
+    edge = np.repeat(np.arange(len(count)), inner)
+    k = ranges(offsets[:-1] + 1, inner)
+    points = np.asarray(edge_points, dtype=np.float64)[k]
+    top = np.full(len(tree.parent), np.inf)
+    bottom = np.full(len(tree.parent), -np.inf)
+    for f in frames:
+        top[f.scope_id], bottom[f.scope_id] = f.rect[1], f.rect[3]
+    cu, cv = owner[vis.edges[edge, 0]], owner[vis.edges[edge, 1]]
+    common = tree.lca(cu, cv)
+    deep = tree.depth[common]
+    y = points[:, 1]
+    chosen = np.full(len(k), -1, np.int64)
+    for side, reaches in ((cv, top < np.inf), (cu, bottom > -np.inf)):
+        for d in range(tree.max_depth, 0, -1):  # the innermost frame first
+            a = tree.anc[side, d]
+            ok = (chosen < 0) & (d > deep) & (a >= 0)
+            ok &= reaches[np.maximum(a, 0)]
+            ok &= (top if side is cv else -bottom)[np.maximum(a, 0)] < (y if side is cv else -y)
+            chosen[ok] = a[ok]
+    chosen = np.where(chosen >= 0, chosen, common)
+    keep = chosen > 0
+    return chosen[keep], points[keep]
+
+
+def _frames(
+    model: ScopeModel, lo: NDArray[np.float64], hi: NDArray[np.float64]
+) -> tuple[ScopeFrame, ...]:
+    """The frames of the open scopes around what each holds (``lo``, ``hi``: per scope, the
+    corners of its own nodes' boxes), padded, titled, nested."""
     drawn = np.flatnonzero(model.drawn_open())
     frames: list[ScopeFrame] = []
     # innermost first, so each frame is final before its parent takes it in

@@ -140,7 +140,11 @@ class Scene:
         self.geometry.arrow_points = arrow_heads(self.geometry, self.edges)
         if scopes is not None:
             self.geometry.frames = scope_frames(
-                self.geometry.positions, self.geometry.half_sizes, scopes
+                self.geometry.positions,
+                self.geometry.half_sizes,
+                scopes,
+                np.asarray(layout.edge_points, dtype=np.float64),
+                np.asarray(layout.edge_offsets, dtype=np.int64),
             )
         self._plain_geometry: SceneGeometry | None = None  # before wrap_to set it in bands
         self._mark_detached(trace)
