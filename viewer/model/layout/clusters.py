@@ -41,7 +41,7 @@ __all__ = [
     "frame_extents",
     "pulled_sources",
     "separate",
-    "stacked_minimum",
+    "stacked_layers",
 ]
 
 # nodes (virtual included) up to which clusters are laid out; beyond, frames are drawn around
@@ -129,51 +129,120 @@ class ClusterTree:
         return found
 
 
-def stacked_minimum(
+def stacked_layers(
     layer: NDArray[np.int64],
     src: NDArray[np.int64],
     dst: NDArray[np.int64],
     of_node: NDArray[np.int64],
     tree: ClusterTree,
 ) -> NDArray[np.int64]:
-    """The layer each node must at least be in so that what flows from one cluster (or node)
-    into a sibling cluster comes from above the whole of it: every node of a cluster below
-    the deepest node of each sibling it takes an input from (a layer's weight is not laid
-    beside the layer before it). ``layer`` where it already is."""
+    """Each node's layer, at least ``layer``'s, such that what flows from one cluster (or
+    node) into a sibling cluster comes from above the whole of it: every node of a cluster
+    below the deepest node of each sibling it takes an input from (a layer's weight is not
+    laid beside the layer before it), a layer lower still for a cluster with clusters inside
+    (its titles stack on its top: what feeds it stands right above its frame).
+
+    One longest path (Kahn's order) over the edges and a gate per (sibling, cluster) pair:
+    every node of the one before feeds the gate, the gate every node of the one after."""
+    n = len(layer)
     k = len(tree.parent)
-    # the deepest layer of each cluster's nodes, its sub-clusters' included
-    bottom = np.full(k, -1, np.int64)
-    for d in range(1, tree.max_depth + 1):
-        a = tree.anc[of_node, d]
-        ok = a >= 0
-        np.maximum.at(bottom, a[ok], layer[ok])
     cu, cv = of_node[src], of_node[dst]
     common = tree.lca(cu, cv)
     below = np.minimum(tree.depth[common] + 1, tree.max_depth)
     side_u = np.where(tree.depth[cu] > tree.depth[common], tree.anc[cu, below], -1)
     side_v = np.where(tree.depth[cv] > tree.depth[common], tree.anc[cv, below], -1)
-    # the layer below what the edge comes from: its sibling cluster's deepest, or its node's
-    after = np.where(side_u >= 0, bottom[np.maximum(side_u, 0)], layer[src]) + 1
-    # a cluster with clusters inside may have several titles stacked on its top: a layer
-    # more above it, so that what feeds it can stand right above its frame
-    used = np.zeros(k, bool)
-    used[of_node] = True
-    nested = np.zeros(k, np.int64)
-    for d in range(tree.max_depth + 1):
-        a = tree.anc[:, d]
-        ok = used & (a >= 0)
-        np.maximum.at(nested, a[ok], tree.depth[ok] - d)
-    into = side_v >= 0
-    after[into] += nested[side_v[into]] > 0
-    need = np.full(k, -1, np.int64)
-    np.maximum.at(need, side_v[into], after[into])
-    minimum = layer.copy()
-    np.maximum.at(minimum, dst[~into], after[~into])
-    for d in range(1, tree.max_depth + 1):  # a cluster's need holds for all it holds
+    # gates: from a sibling cluster or a node (-1 - node), into a cluster or a node
+    crossing = (side_u >= 0) | (side_v >= 0)
+    origin = np.where(side_u >= 0, side_u, -1 - src)[crossing]
+    target = np.where(side_v >= 0, side_v, -1 - dst)[crossing]
+    pairs = np.unique(np.column_stack([origin, target]), axis=0) if len(origin) else origin
+    edges_src = [src]
+    edges_dst = [dst]
+    lengths = [np.ones(len(src), np.int64)]
+    if len(pairs):
+        members = _members(of_node, tree)
+        used = np.zeros(k, bool)
+        used[of_node] = True
+        nested = np.zeros(k, np.int64)  # how deep each cluster's own clusters go
+        for d in range(tree.max_depth + 1):
+            a = tree.anc[:, d]
+            ok = used & (a >= 0)
+            np.maximum.at(nested, a[ok], tree.depth[ok] - d)
+        gate = n + np.arange(len(pairs))
+        for column, into in ((0, False), (1, True)):
+            side = pairs[:, column]
+            nodes, owner = _expand(side, members)
+            if into:
+                extra = np.where(side >= 0, nested[np.maximum(side, 0)] > 0, 0)
+                edges_src.append(gate[owner])
+                edges_dst.append(nodes)
+                lengths.append(1 + extra[owner].astype(np.int64))
+            else:
+                edges_src.append(nodes)
+                edges_dst.append(gate[owner])
+                lengths.append(np.zeros(len(nodes), np.int64))
+    start = np.concatenate([layer, np.full(len(pairs), -(2**62))])
+    return _longest(start, np.concatenate(edges_src), np.concatenate(edges_dst),
+                    np.concatenate(lengths))[:n]  # fmt: skip
+
+
+def _members(of_node: NDArray[np.int64], tree: ClusterTree) -> tuple[NDArray, NDArray]:
+    """Every cluster's nodes, its sub-clusters' included: (CSR offsets by cluster, nodes)."""
+    k = len(tree.parent)
+    clusters, nodes = [], []
+    for d in range(1, tree.max_depth + 1):
         a = tree.anc[of_node, d]
-        ok = a >= 0
-        minimum[ok] = np.maximum(minimum[ok], need[a[ok]])
-    return minimum
+        ok = np.flatnonzero(a >= 0)
+        clusters.append(a[ok])
+        nodes.append(ok)
+    c = np.concatenate(clusters) if clusters else np.zeros(0, np.int64)
+    v = np.concatenate(nodes) if nodes else np.zeros(0, np.int64)
+    order = np.argsort(c, kind="stable")
+    return np.concatenate([[0], np.cumsum(np.bincount(c, minlength=k))]), v[order]
+
+
+def _expand(side: NDArray[np.int64], members: tuple[NDArray, NDArray]) -> tuple[NDArray, NDArray]:
+    """The nodes of each entry of ``side`` (a cluster's members, or the node ``-1 - side``),
+    and the entry each comes from."""
+    offsets, nodes = members
+    is_cluster = side >= 0
+    c = np.maximum(side, 0)
+    count = np.where(is_cluster, offsets[c + 1] - offsets[c], 1)
+    owner = np.repeat(np.arange(len(side)), count)
+    at = ranges(np.where(is_cluster, offsets[c], 0), np.where(is_cluster, count, 0))
+    out = np.empty(int(count.sum()), np.int64)
+    mine = is_cluster[owner]
+    out[mine] = nodes[at]
+    out[~mine] = -1 - side[owner[~mine]]
+    return out, owner
+
+
+def _longest(
+    start: NDArray[np.int64],
+    src: NDArray[np.int64],
+    dst: NDArray[np.int64],
+    length: NDArray[np.int64],
+) -> NDArray[np.int64]:
+    """The smallest values at least ``start`` with ``value[dst] >= value[src] + length`` on
+    an acyclic set of constraints (Kahn's order)."""
+    m = len(start)
+    order = np.argsort(src, kind="stable")
+    succ, step = dst[order].tolist(), length[order].tolist()
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=m))]).tolist()
+    indegree = np.bincount(dst, minlength=m).tolist()
+    value = start.tolist()
+    ready = [v for v in range(m) if indegree[v] == 0]
+    while ready:
+        u = ready.pop()
+        here = value[u]
+        for e in range(ptr[u], ptr[u + 1]):
+            v = succ[e]
+            if here + step[e] > value[v]:
+                value[v] = here + step[e]
+            indegree[v] -= 1
+            if indegree[v] == 0:
+                ready.append(v)
+    return np.asarray(value, np.int64)
 
 
 def pulled_sources(

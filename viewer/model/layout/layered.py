@@ -48,7 +48,7 @@ from viewer.model.layout.clusters import (
     cluster_ranks,
     pulled_sources,
     separate,
-    stacked_minimum,
+    stacked_layers,
 )
 from viewer.model.layout.layered_graph import LayeredGraph
 from viewer.model.layout.layering import (
@@ -78,7 +78,6 @@ __all__ = [
 
 _FULL_EFFORT = 15_000  # nodes (virtual included) up to which ordering runs at full effort
 _TRUNKS_ABOVE = 150_000  # nodes (virtual included) above which long edges share trunks
-_STACKING_ROUNDS = 50  # layerings at most that move clusters below the siblings they follow
 
 
 @dataclass
@@ -190,12 +189,7 @@ def layered_layout(
         tree = clusters.tree()
     if tree is not None and clusters is not None:
         of_node = np.asarray(clusters.of_node, dtype=np.int64)
-        for _ in range(_STACKING_ROUNDS):  # a cluster moved down may move the ones after it
-            minimum = stacked_minimum(layer, src, dst, of_node, tree)
-            if np.array_equal(minimum, layer):
-                break
-            layer = longest_path_layers(n, src, dst, minimum)
-        layer = pulled_sources(layer, src, dst, of_node)
+        layer = pulled_sources(stacked_layers(layer, src, dst, of_node, tree), src, dst, of_node)
     ticker.tick(0.2)
     phase_done("layering")
 
