@@ -363,3 +363,15 @@ def test_clusters_are_checked_and_ignored_when_there_are_none():
     assert layered_layout(3, [(0, 1), (1, 2)], clusters=one).positions.tolist() == (
         layered_layout(3, [(0, 1), (1, 2)]).positions.tolist()
     )
+
+
+def test_clusters_that_feed_each_other_are_laid_out_without_stacking():
+    """A hostile file can put a node of A after one of B and B after A (scope instances that
+    ran one after another never do): no stacking order exists, the layout is still valid."""
+    from viewer.model.layout.layered import Clusters
+
+    edges = [(0, 1), (1, 2), (2, 3)]
+    clusters = Clusters(np.array([1, 2, 1, 2]), np.array([0, 0, 0]), np.full(4, 0.2))
+    lay = layered_layout(4, edges, clusters=clusters)
+    assert all(lay.layers[v] > lay.layers[u] for u, v in edges)
+    assert np.isfinite(lay.positions).all()

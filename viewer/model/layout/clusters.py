@@ -181,9 +181,13 @@ def stacked_layers(
                 edges_src.append(nodes)
                 edges_dst.append(gate[owner])
                 lengths.append(np.zeros(len(nodes), np.int64))
-    start = np.concatenate([layer, np.full(len(pairs), -(2**62))])
-    return _longest(start, np.concatenate(edges_src), np.concatenate(edges_dst),
-                    np.concatenate(lengths))[:n]  # fmt: skip
+    start = np.concatenate([layer, np.full(len(pairs), -np.inf)])
+    found = _longest_path(
+        start, np.concatenate(edges_src), np.concatenate(edges_dst), np.concatenate(lengths)
+    )
+    if found is None:  # (scope instances run one after another: their flow has no cycle)
+        return layer
+    return found[:n].astype(np.int64)
 
 
 def _members(of_node: NDArray[np.int64], tree: ClusterTree) -> tuple[NDArray, NDArray]:
@@ -215,34 +219,6 @@ def _expand(side: NDArray[np.int64], members: tuple[NDArray, NDArray]) -> tuple[
     out[mine] = nodes[at]
     out[~mine] = -1 - side[owner[~mine]]
     return out, owner
-
-
-def _longest(
-    start: NDArray[np.int64],
-    src: NDArray[np.int64],
-    dst: NDArray[np.int64],
-    length: NDArray[np.int64],
-) -> NDArray[np.int64]:
-    """The smallest values at least ``start`` with ``value[dst] >= value[src] + length`` on
-    an acyclic set of constraints (Kahn's order)."""
-    m = len(start)
-    order = np.argsort(src, kind="stable")
-    succ, step = dst[order].tolist(), length[order].tolist()
-    ptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=m))]).tolist()
-    indegree = np.bincount(dst, minlength=m).tolist()
-    value = start.tolist()
-    ready = [v for v in range(m) if indegree[v] == 0]
-    while ready:
-        u = ready.pop()
-        here = value[u]
-        for e in range(ptr[u], ptr[u + 1]):
-            v = succ[e]
-            if here + step[e] > value[v]:
-                value[v] = here + step[e]
-            indegree[v] -= 1
-            if indegree[v] == 0:
-                ready.append(v)
-    return np.asarray(value, np.int64)
 
 
 def pulled_sources(
