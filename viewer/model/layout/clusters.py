@@ -9,13 +9,19 @@ with a title strip on top (:mod:`viewer.model.scene.frames`). Two phases of
   the cluster tree, every cluster's children (its own nodes and its sub-clusters) by their mean
   place in their layers, so a cluster's nodes are adjacent in every layer and two sibling
   clusters keep the same left-to-right order in all the layers they share. A virtual node
-  belongs to the innermost cluster holding both ends of its edge.
-* **Coordinates** (:func:`separate`): the x of the Brandes-Koepf placement are pushed right,
-  as little as needed, so that in every layer a cluster's frame (its left and right sides, one
-  pair for all its layers) lies between what is left and right of it, with its padding, and
-  a frame's title strip or padding that reaches into a layer where it has no node keeps that
-  layer's nodes out of it too. It is a longest path over a DAG of difference constraints
-  (Kahn's order), linear in the nodes and the cluster boundaries between them.
+  is inside the frames around its edge's target whose top is above it, else those around
+  its source whose bottom is below it, else the innermost one holding both ends.
+* **Coordinates** (:func:`separate`): the x of the Brandes-Koepf placement are pushed apart,
+  as little as needed (the mean of a push to the right and one to the left), so that in
+  every layer a cluster's frame (its left and right sides, one pair for all its layers) lies
+  between what is left and right of it, with its padding, and a frame's title strip or
+  padding that reaches into a layer where it has no node keeps that layer's nodes out of it
+  too. Each push is a longest path over a DAG of difference constraints (Kahn's order),
+  linear in the nodes and the cluster boundaries between them.
+
+Before both, **layering** (:func:`stacked_layers`, :func:`pulled_sources`): a cluster that
+takes an input from a sibling is laid out below the whole of it, and a leaf that feeds only
+its own cluster follows its consumer down.
 """
 
 from __future__ import annotations
@@ -456,13 +462,16 @@ def separate(
                 else:  # out of a frame, to a node beside it
                     constrain(at, i, half_gap + item_w[i] / 2)
             prev, prev_path = i, here
-    solved = _longest_path(
-        np.concatenate([x, np.full(n_items - n_total + 2 * k, -np.inf)]),
-        np.asarray(src, np.int64),
-        np.asarray(dst, np.int64),
-        np.asarray(gap),
-    )
-    return x if solved is None else solved[:n_total]
+    # pushed right from where assign_x put them, and pushed left: the mean of the two keeps
+    # every constraint (they are linear) and moves nothing one way only (a run of frames
+    # would otherwise drift right, each a little more than the one before)
+    free = np.full(n_items - n_total + 2 * k, -np.inf)
+    tail, head, space = np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(gap)
+    right = _longest_path(np.concatenate([x, free]), tail, head, space)
+    left = _longest_path(np.concatenate([-x, free]), head, tail, space)
+    if right is None or left is None:
+        return x
+    return (right[:n_total] - left[:n_total]) / 2
 
 
 def _relation(
