@@ -152,3 +152,40 @@ def test_a_depth_change_fits_the_view_to_the_new_graph(qtbot, window):
     tolerance = 0.05 * max(shown.width(), shown.height())
     assert abs(centre.x() - (x0 + x1) / 2) < tolerance
     assert abs(centre.y() - (y0 + y1) / 2) < tolerance
+
+
+@pytest.mark.parametrize("theme", [LIGHT, DARK], ids=["light", "dark"])
+def test_a_frames_title_stays_readable_over_an_edge_running_under_it(qapp, theme):
+    from viewer.model.scene.geometry import ScopeFrame
+    from viewer.qt.graph.scope_frames import paint_frame_titles, paint_frames
+
+    frame = ScopeFrame(1, "Net/b0", "b0 \N{MIDDLE DOT} Block", 2, (0.0, 0.0, 4.0, 2.0), 0.24)
+    scale = 100.0  # pixels per layout unit: a 24-pixel strip, a 13-pixel title
+    image = QtGui.QImage(440, 240, QtGui.QImage.Format.Format_ARGB32)
+    image.fill(QtGui.QColor(theme.graph_background))
+    colours = frame_colours(theme)
+    painter = QtGui.QPainter(image)
+
+    def to_px(r):
+        return QtCore.QRectF(r[0] * scale + 20, r[1] * scale + 20, (r[2] - r[0]) * scale,
+                             (r[3] - r[1]) * scale)  # fmt: skip
+
+    paint_frames(painter, [frame], to_px, colours, scale)
+    painter.setPen(QtGui.QPen(QtGui.QColor(theme.edge), 3.0))  # an edge entering the frame
+    painter.drawLine(QtCore.QPointF(20, 20 + 12), QtCore.QPointF(420, 20 + 12))
+    drawn = paint_frame_titles(painter, [frame], to_px, colours, scale)
+    painter.end()
+    assert drawn == 1
+    metrics = QtGui.QFontMetrics(_font(13))
+    # just past the title's text, still on its plate: the plate's colour, not the edge's
+    right = 20 + 6 + metrics.horizontalAdvance(frame.title) + 1
+    plate = QtGui.QColor(image.pixel(int(right), 20 + 12))
+    assert plate.rgb() == colours.plate(2).rgb()
+    # past the plate, the edge
+    assert QtGui.QColor(image.pixel(400, 20 + 12)).rgb() != colours.plate(2).rgb()
+
+
+def _font(px):
+    font = QtGui.QFont(QtGui.QGuiApplication.font())
+    font.setPixelSize(px)
+    return font

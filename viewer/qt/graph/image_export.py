@@ -25,7 +25,7 @@ from viewer.qt.graph.items import (
     DETACHED_KEY,
     style_of_key,
 )
-from viewer.qt.graph.scope_frames import frame_colours, paint_frames
+from viewer.qt.graph.scope_frames import frame_colours, paint_frame_titles, paint_frames
 from viewer.qt.graph.view import bounds_rect
 from viewer.qt.panels.legend import LegendEntry, legend_entries, paint_badge, paint_mark, paint_node
 
@@ -79,14 +79,12 @@ def paint_graph(
     painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, True)
     painter.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing, True)
 
-    # The open modules' frames behind everything, outermost first.
-    paint_frames(
-        painter,
-        geometry.frames,
-        lambda r: QtCore.QRectF(to_px(r[0], r[1]), to_px(r[2], r[3])),
-        frame_colours(theme),
-        scale,
-    )
+    # The open modules' frames behind everything, outermost first (their titles over the
+    # edges, below).
+    def frame_px(r: tuple[float, float, float, float]) -> QtCore.QRectF:
+        return QtCore.QRectF(to_px(r[0], r[1]), to_px(r[2], r[3]))
+
+    paint_frames(painter, geometry.frames, frame_px, frame_colours(theme), scale)
 
     # Edges and arrow heads, then the current step's edges over them.
     arrows = geometry.arrow_points.reshape(-1, 2)
@@ -127,6 +125,8 @@ def paint_graph(
             for e in active:
                 tri = arrows[3 * e : 3 * e + 3]
                 painter.drawPolygon(QtGui.QPolygonF([to_px(*p) for p in tri]))
+
+    paint_frame_titles(painter, geometry.frames, frame_px, frame_colours(theme), scale)
 
     # Nodes, with their labels.
     names = tuple(frame.state_names) if frame is not None else ()

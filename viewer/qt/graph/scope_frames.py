@@ -15,7 +15,14 @@ from PySide6 import QtCore, QtGui
 from viewer.model.scene.geometry import ScopeFrame
 from viewer.qt.drawing.themes import LIGHT, Theme
 
-__all__ = ["FrameColours", "FrameLayer", "frame_colours", "paint_frames"]
+__all__ = [
+    "FrameColours",
+    "FrameLayer",
+    "FrameTitleLayer",
+    "frame_colours",
+    "paint_frame_titles",
+    "paint_frames",
+]
 
 TITLE_MAX_PX = 13  # the title's font, at most (pixels)
 TITLE_MIN_PX = 7  # below this the strip is too thin to read: the title is left out
@@ -28,6 +35,18 @@ class FrameColours:
     fill: QtGui.QColor
     border: QtGui.QColor
     title: QtGui.QColor
+    background: QtGui.QColor  # the graph's, under every frame
+
+    def plate(self, depth: int) -> QtGui.QColor:
+        """The opaque colour inside a frame ``depth`` deep (its fill over its parents' over
+        the background): a title's plate, which hides the edges running under the title."""
+        cover = 1.0 - (1.0 - self.fill.alphaF()) ** max(depth, 1)
+        return QtGui.QColor(
+            *(
+                round(b + (f - b) * cover)
+                for f, b in zip(self.fill.getRgb()[:3], self.background.getRgb()[:3], strict=True)
+            )
+        )
 
 
 def frame_colours(theme: Theme) -> FrameColours:
@@ -43,7 +62,7 @@ def frame_colours(theme: Theme) -> FrameColours:
             for a, b in zip(text.getRgb()[:3], back.getRgb()[:3], strict=True)
         )
     )
-    return FrameColours(fill, border, title)
+    return FrameColours(fill, border, title, back)
 
 
 def paint_frames(
@@ -52,31 +71,52 @@ def paint_frames(
     to_device: Callable[[tuple[float, float, float, float]], QtCore.QRectF],
     colours: FrameColours,
     pixels_per_unit: float,
+) -> None:
+    """Paint the rectangles of ``frames`` (outermost first) on ``painter``, whose transform
+    is the identity; ``to_device`` maps a frame's rect in layout units to pixels. Their titles
+    go over the edges (:func:`paint_frame_titles`)."""
+    painter.save()
+    radius = float(np.clip(0.12 * pixels_per_unit, 2.0, 10.0))
+    painter.setPen(QtGui.QPen(colours.border, 1.0))
+    painter.setBrush(colours.fill)
+    for frame in frames:
+        painter.drawRoundedRect(to_device(frame.rect), radius, radius)
+    painter.restore()
+
+
+def paint_frame_titles(
+    painter: QtGui.QPainter,
+    frames: Sequence[ScopeFrame],
+    to_device: Callable[[tuple[float, float, float, float]], QtCore.QRectF],
+    colours: FrameColours,
+    pixels_per_unit: float,
 ) -> int:
-    """Paint ``frames`` (outermost first) on ``painter``, whose transform is the identity;
-    ``to_device`` maps a frame's rect in layout units to pixels. Returns how many titles were
-    drawn."""
+    """Paint the titles of ``frames`` as :func:`paint_frames` places them, each on a plate of
+    its frame's colour, after the edges: an edge entering a frame runs under its title, which
+    stays readable. Returns how many titles were drawn (none where the strip is too thin)."""
     titles = 0
     painter.save()
     font = QtGui.QFont(painter.font())
     for frame in frames:
         rect = to_device(frame.rect)
-        radius = float(np.clip(0.12 * pixels_per_unit, 2.0, 10.0))
-        painter.setPen(QtGui.QPen(colours.border, 1.0))
-        painter.setBrush(colours.fill)
-        painter.drawRoundedRect(rect, radius, radius)
         strip = frame.title_height * pixels_per_unit
         px = int(min(TITLE_MAX_PX, strip * 0.85))
         if px < TITLE_MIN_PX:
             continue
         font.setPixelSize(px)
         painter.setFont(font)
-        painter.setPen(colours.title)
         inner = QtCore.QRectF(rect.left() + 6, rect.top() + 1, rect.width() - 12, strip)
         metrics = QtGui.QFontMetrics(font)
         text = metrics.elidedText(
             frame.title, QtCore.Qt.TextElideMode.ElideRight, max(0, int(inner.width()))
         )
+        plate = QtCore.QRectF(
+            inner.left() - 2, inner.top() + 1, metrics.horizontalAdvance(text) + 4, strip - 2
+        )
+        painter.setPen(QtCore.Qt.PenStyle.NoPen)
+        painter.setBrush(colours.plate(frame.depth))
+        painter.drawRect(plate)
+        painter.setPen(colours.title)
         painter.drawText(
             inner, QtCore.Qt.AlignmentFlag.AlignLeft | QtCore.Qt.AlignmentFlag.AlignVCenter, text
         )
@@ -85,18 +125,17 @@ def paint_frames(
     return titles
 
 
-class FrameLayer(pg.GraphicsObject):
-    """The open modules' frames, behind the edges and the nodes, painted in device pixels
-    (a one-pixel border and a crisp title at any zoom)."""
+class _FramePart(pg.GraphicsObject):
+    """One part of the open modules' frames, painted in device pixels (a one-pixel border and
+    a crisp title at any zoom)."""
 
-    def __init__(self) -> None:
+    def __init__(self, z: float) -> None:
         super().__init__()
         self._frames: tuple[ScopeFrame, ...] = ()
         self._bounds = QtCore.QRectF()
         self._colours = frame_colours(LIGHT)
-        self._painted_titles = 0
         self.setAcceptedMouseButtons(QtCore.Qt.MouseButton.NoButton)
-        self.setZValue(-1)
+        self.setZValue(z)
 
     def set_theme(self, theme: Theme) -> None:
         self._colours = frame_colours(theme)
@@ -120,11 +159,6 @@ class FrameLayer(pg.GraphicsObject):
     def colours(self) -> FrameColours:
         return self._colours
 
-    @property
-    def painted_titles(self) -> int:
-        """How many titles the last paint drew."""
-        return self._painted_titles
-
     def boundingRect(self) -> QtCore.QRectF:
         return self._bounds
 
@@ -141,5 +175,51 @@ class FrameLayer(pg.GraphicsObject):
         painter.resetTransform()
         painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, True)
         painter.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing, True)
-        self._painted_titles = paint_frames(painter, self._frames, to_device, self._colours, scale)
+        self._paint(painter, to_device, scale)
         painter.restore()
+
+    def _paint(self, painter: QtGui.QPainter, to_device: Callable, scale: float) -> None:
+        raise NotImplementedError
+
+
+class FrameTitleLayer(_FramePart):
+    """The frames' titles, over the edges and under the nodes (see
+    :func:`paint_frame_titles`)."""
+
+    def __init__(self) -> None:
+        super().__init__(z=0.75)  # the edges are at 0 and 0.5, the nodes from 1
+        self._painted_titles = 0
+
+    @property
+    def painted_titles(self) -> int:
+        return self._painted_titles
+
+    def _paint(self, painter: QtGui.QPainter, to_device: Callable, scale: float) -> None:
+        self._painted_titles = paint_frame_titles(
+            painter, self._frames, to_device, self._colours, scale
+        )
+
+
+class FrameLayer(_FramePart):
+    """The open modules' frames, behind everything; their titles are its :attr:`titles`
+    layer, which the view puts over the edges."""
+
+    def __init__(self) -> None:
+        super().__init__(z=-1)
+        self.titles = FrameTitleLayer()
+
+    def set_theme(self, theme: Theme) -> None:
+        super().set_theme(theme)
+        self.titles.set_theme(theme)
+
+    def set_frames(self, frames: Sequence[ScopeFrame]) -> None:
+        super().set_frames(frames)
+        self.titles.set_frames(frames)
+
+    @property
+    def painted_titles(self) -> int:
+        """How many titles the last paint drew."""
+        return self.titles.painted_titles
+
+    def _paint(self, painter: QtGui.QPainter, to_device: Callable, scale: float) -> None:
+        paint_frames(painter, self._frames, to_device, self._colours, scale)

@@ -85,6 +85,7 @@ class GraphView(pg.GraphicsView):
         self.setCentralItem(self._box)
         self._frames = FrameLayer()  # behind everything: the open modules
         self._box.addItem(self._frames)
+        self._box.addItem(self._frames.titles)  # their titles: over the edges
         self._edges = EdgeLayer()
         self._edges.setZValue(0)
         self._box.addItem(self._edges)
