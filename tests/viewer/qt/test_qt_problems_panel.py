@@ -331,7 +331,8 @@ def test_dead_relus_badges_cover_no_other_badge_and_no_nodes_text_at_any_zoom(
     qtbot, window, wait_for_script
 ):
     """The ReLU and its output both carry a dead-relu badge: zoomed out, the two pills (17 px
-    high whatever the zoom) once sat on each other and on the ReLU's text."""
+    high whatever the zoom) once sat on each other and on the ReLU's text. At every zoom no
+    pill covers another or a node."""
     window.load_example("dead_relu")
     wait_for_script(window)
     qtbot.waitUntil(lambda: not window.document.problems_running, timeout=30_000)
@@ -352,9 +353,12 @@ def test_dead_relus_badges_cover_no_other_badge_and_no_nodes_text_at_any_zoom(
             assert not hit, (pill, hit)
         painted_at.append(len(pills))
         view.zoom_by(0.8)
-    # both drawn while there is room, then one shared by the two neighbours, then none (the
-    # nodes too small for badges): never two on top of each other
-    assert painted_at[0] == 2 and 1 in painted_at and painted_at[-1] == 0, painted_at
+    # both drawn while there is room, then none (the nodes too small for badges), never two
+    # on top of each other. (Where the second has no room of its own the two share one pill:
+    # test_model_badge_places; here the layout leaves room beside the ReLU's output, as the
+    # layer's parameters now sit in its frame, not in that row.)
+    assert painted_at[0] == 2 and painted_at[-1] == 0, painted_at
+    assert painted_at == sorted(painted_at, reverse=True), painted_at
 
 
 def test_a_wide_list_has_columns_and_a_narrow_one_stacks_each_problem_on_its_lines(qtbot):

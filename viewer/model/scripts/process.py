@@ -329,12 +329,12 @@ class ScriptProcess(_RunState):
     def _begin(self) -> None:
         if self._started:
             raise RuntimeError("this ScriptProcess was already started")
-        if self._released:
-            raise RuntimeError(f"this run of {self.path.name} was let go: prepare it again")
         check = self.may_start() if self.may_start is not None else None
         refused = check(self) if check is not None else None
         if refused is not None:
             raise RuntimeError(refused)
+        if self._released:
+            raise RuntimeError(f"this run of {self.path.name} was let go: prepare it again")
         self._started = True
         self._began = time.perf_counter()
         try:
