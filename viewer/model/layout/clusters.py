@@ -44,6 +44,7 @@ __all__ = [
     "cluster_of_items",
     "cluster_ranks",
     "cluster_tree",
+    "edge_point_cluster",
     "frame_extents",
     "pulled_sources",
     "separate",
@@ -292,23 +293,34 @@ def cluster_of_items(
     ids = ranges(graph.chain[long], counts)
     cu = np.repeat(cl[graph.src[long]], counts)
     cv = np.repeat(cl[graph.dst[long]], counts)
-    here = layer[ids] * layer_gap
-    common = tree.lca(cu, cv)
-    deep = tree.depth[common]
-    chosen = np.full(len(ids), -1, np.int64)
-    for d in range(tree.max_depth, 0, -1):  # the innermost frame first
-        a = tree.anc[cv, d]
-        ok = (chosen < 0) & (d > deep) & (a >= 0)
-        ok &= top[np.maximum(a, 0)] < here
-        chosen[ok] = a[ok]
-    for d in range(tree.max_depth, 0, -1):
-        a = tree.anc[cu, d]
-        ok = (chosen < 0) & (d > deep) & (a >= 0)
-        ok &= bottom[np.maximum(a, 0)] > here
-        chosen[ok] = a[ok]
-    chosen = np.where(chosen >= 0, chosen, common)
+    chosen = edge_point_cluster(tree, cu, cv, layer[ids] * layer_gap, top, bottom)
     cl[n:] = tree.common(ids, chosen, n_total)[n:]
     return cl
+
+
+def edge_point_cluster(
+    tree: ClusterTree,
+    cu: NDArray[np.int64],
+    cv: NDArray[np.int64],
+    y: NDArray[np.float64],
+    top: NDArray[np.float64],
+    bottom: NDArray[np.float64],
+) -> NDArray[np.int64]:
+    """The cluster of each point at height ``y`` on an edge from cluster ``cu`` to ``cv``: the
+    innermost frame around the target whose ``top`` is above it (the edge enters a frame at
+    its top and runs down inside it), else the innermost around the source whose ``bottom``
+    is below it, else the innermost around both ends. The layout places its virtual nodes by
+    this rule, and the scene's frames take in the edges' bends by it."""
+    common = tree.lca(cu, cv)
+    deep = tree.depth[common]
+    chosen = np.full(len(y), -1, np.int64)
+    for side, edge, sign in ((cv, top, 1.0), (cu, bottom, -1.0)):
+        for d in range(tree.max_depth, 0, -1):  # the innermost frame first
+            a = tree.anc[side, d]
+            ok = (chosen < 0) & (d > deep) & (a >= 0)
+            ok &= sign * edge[np.maximum(a, 0)] < sign * y  # a top above, a bottom below
+            chosen[ok] = a[ok]
+    return np.where(chosen >= 0, chosen, common)
 
 
 def cluster_ranks(

@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from viewer.model.layout.arrays import ranges
-from viewer.model.layout.clusters import cluster_tree
+from viewer.model.layout.clusters import cluster_tree, edge_point_cluster
 from viewer.model.scene.geometry import ScopeFrame
 from viewer.model.scopes.tree import ScopeModel, VisibleGraph
 
@@ -80,18 +80,7 @@ def _bends(
     for f in frames:
         top[f.scope_id], bottom[f.scope_id] = f.rect[1], f.rect[3]
     cu, cv = owner[vis.edges[edge, 0]], owner[vis.edges[edge, 1]]
-    common = tree.lca(cu, cv)
-    deep = tree.depth[common]
-    y = points[:, 1]
-    chosen = np.full(len(k), -1, np.int64)
-    for side, reaches in ((cv, top < np.inf), (cu, bottom > -np.inf)):
-        for d in range(tree.max_depth, 0, -1):  # the innermost frame first
-            a = tree.anc[side, d]
-            ok = (chosen < 0) & (d > deep) & (a >= 0)
-            ok &= reaches[np.maximum(a, 0)]
-            ok &= (top if side is cv else -bottom)[np.maximum(a, 0)] < (y if side is cv else -y)
-            chosen[ok] = a[ok]
-    chosen = np.where(chosen >= 0, chosen, common)
+    chosen = edge_point_cluster(tree, cu, cv, points[:, 1], top, bottom)
     keep = chosen > 0
     return chosen[keep], points[keep]
 
