@@ -468,3 +468,61 @@ def _state(pid):
             return f.read().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+class _Ended:
+    """A worker that has ended (what ``_read_channel`` asks of its process)."""
+
+    returncode = 0
+
+    def poll(self):
+        return 0
+
+
+def _frames(*messages):
+    import json
+    import struct
+
+    out = b""
+    for kind, text in messages:
+        body = json.dumps({"t": kind, "s": text}).encode()
+        out += struct.pack("<I", len(body)) + body
+    return out
+
+
+def test_a_report_that_came_in_the_same_read_as_the_result_is_not_lost(tmp_path):
+    """The worker writes "done", then, its detectors being quick, the problem report and
+    its end: all three may be in one read. The report is taken from what was read."""
+    process = ScriptProcess(write(tmp_path, "script.py", "pass\n"))
+    read, written = os.pipe()
+    os.write(written, _frames(("stage", "s"), ("done", ""), ("problems", "[1]")))
+    os.close(written)
+    process._channel = read
+    try:
+        assert process._read_channel(_Ended(), "done") == ""
+        assert process._read_channel(_Ended(), "problems") == "[1]"
+    finally:
+        os.close(read)
+
+
+def test_what_the_worker_wrote_just_before_it_ended_is_read(tmp_path):
+    """The worker may write its report and end between the app's wait and its look at the
+    process: what it wrote is still read (a process it started holds the channel open)."""
+    process = ScriptProcess(write(tmp_path, "script.py", "pass\n"))
+    read, written = os.pipe()
+    process._channel = read
+
+    class EndsAfterWriting(_Ended):
+        def poll(self):  # the frame arrives as the worker is seen to have ended
+            if not getattr(self, "wrote", False):
+                self.wrote = True
+                os.write(written, _frames(("problems", "[2]")))
+            return 0
+
+    try:
+        assert process._read_channel(EndsAfterWriting(), "problems") == "[2]"
+        # and with nothing more to read, the ended worker's channel gives None at once
+        assert process._read_channel(_Ended(), "problems") is None
+    finally:
+        os.close(read)
+        os.close(written)

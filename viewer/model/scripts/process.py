@@ -553,44 +553,59 @@ class ScriptProcess(_RunState):
     def _read_channel(self, proc: subprocess.Popen[bytes], until: str) -> str | None:
         """Forward frames until one of kind ``until`` (its text), the worker's end or the
         channel's (None). A process the script started may hold the channel open after the
-        worker ended: the worker's own end is what counts. Stages after the result are kept
+        worker ended: the worker's own end is what counts, once what it wrote before it ended
+        is read. Frames that came with an earlier one (the result's "done" and the problem
+        report in one read) are taken first. Stages after the result are kept
         (``_after_done``), not forwarded: the run the app follows is over."""
         fd = self._channel
         if fd < 0:
             return None
+        ended = False
+        while True:
+            found, ok = self._take_frame(until)
+            if not ok:
+                self._kill()  # the script wrote over the worker's messages
+                return None
+            if found is not None:
+                return found
+            if ended:
+                # the worker has ended: only what it wrote before that is still to read
+                if not select.select([fd], [], [], 0)[0]:
+                    return None
+            elif not select.select([fd], [], [], 0.2)[0]:
+                # (read once more after its end: it may have written just before it)
+                ended = proc.poll() is not None
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            self._frames += chunk
+
+    def _take_frame(self, until: str) -> tuple[str | None, bool]:
+        """The frames whole in what came on the channel, taken in order up to one of kind
+        ``until``: (its text or None, whether the frames were well formed)."""
         pending = self._frames
         try:
-            while True:
-                ready, _, _ = select.select([fd], [], [], 0.2)
-                if not ready:
-                    if proc.poll() is not None:
-                        return None
-                    continue
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    return None
-                pending += chunk
-                while len(pending) >= 4:
-                    (size,) = struct.unpack("<I", pending[:4])
-                    if size > _MAX_FRAME:
-                        self._kill()  # the script wrote over the worker's messages
-                        return None
-                    if len(pending) < 4 + size:
-                        break
-                    body, pending = pending[4 : 4 + size], pending[4 + size :]
-                    try:
-                        message = json.loads(body)
-                        kind, text = message["t"], message["s"]
-                    except (ValueError, TypeError, KeyError):
-                        self._kill()
-                        return None
-                    if kind == until:
-                        return str(text)
-                    if kind == "stage":
-                        if self._done.is_set():
-                            self._after_done.append(str(text))
-                        else:
-                            self.stage_changed.emit(str(text))
+            while len(pending) >= 4:
+                (size,) = struct.unpack("<I", pending[:4])
+                if size > _MAX_FRAME:
+                    return None, False
+                if len(pending) < 4 + size:
+                    break
+                body, pending = pending[4 : 4 + size], pending[4 + size :]
+                try:
+                    message = json.loads(body)
+                    kind, text = message["t"], message["s"]
+                except (ValueError, TypeError, KeyError):
+                    return None, False
+                if kind == until:
+                    return str(text), True
+                if kind == "stage":
+                    if self._done.is_set():
+                        self._after_done.append(str(text))
+                    else:
+                        self.stage_changed.emit(str(text))
+            return None, True
         finally:
             self._frames = pending
 
