@@ -4,8 +4,9 @@ tests state without timing them (a busy machine would fail them), as medians of 
     python bench/cancel_latency.py [--runs 7]
 
 1. A script in its worker process (``ScriptProcess``), started and waiting in ``time.sleep``,
-   and one in an engine loop: from ``cancel()`` to its result read back (``wait()``), the
-   cancelled run keeping its graphs; target: under 1 s.
+   one in an engine loop and one in a torch training loop (when torch is installed): from
+   ``cancel()`` to its result read back (``wait()``), the cancelled run keeping its graphs,
+   the last pass logged with its own; target: under 1 s.
 2. A typed program on the window's worker (``ThreadRunner``, five nested ``grad()`` calls
    and a budget it spends op by op): from Cancel to the Document's ``program_finished`` on the
    GUI thread, the previous graph still shown; target: under 1 s.
@@ -60,6 +61,20 @@ while True:
         pathlib.Path({started!r}).write_text("yes")
 """
 
+TORCH_LOOP = """
+import pathlib
+import torch
+lin = torch.nn.Linear(4, 1)
+x = torch.randn(8, 4)
+i = 0
+while True:
+    lin.zero_grad()
+    lin(x).pow(2).mean().backward()
+    i += 1
+    if i == 100:
+        pathlib.Path({started!r}).write_text("yes")
+"""
+
 QUIET = """
 import time
 print("first", flush=True)
@@ -83,8 +98,17 @@ def script_cancel(runs: int, folder: Path) -> None:
     from viewer.model.scripts.process import ScriptProcess
 
     print("1. a script in its worker process: Cancel to its result read back")
-    for what, body in (("time.sleep(600)", SLEEPING), ("engine loop", ENGINE_LOOP)):
+    cases = [("time.sleep(600)", SLEEPING), ("engine loop", ENGINE_LOOP)]
+    try:
+        import torch  # noqa: F401
+
+        cases.append(("torch loop", TORCH_LOOP))
+    except ImportError:
+        print("   (torch loop: torch is not installed)")
+    for what, body in cases:
         times = []
+        torn = 0
+        unclean: list[str] = []
         for k in range(runs):
             started = folder / f"started-{what[:4]}-{k}"
             path = folder / "script.py"
@@ -101,8 +125,15 @@ def script_cancel(runs: int, folder: Path) -> None:
             times.append(time.perf_counter() - began)
             result = run.result
             if not result.cancelled or "did not stop" in result.summary:
-                raise SystemExit(f"{what}: not a clean cancel: {result.summary}")
-        print(f"   {what:18s} {_summary(times)}")
+                unclean.append(result.summary)  # (counted and shown: a bench reports)
+            elif body is not SLEEPING and result.graphs[-1].number != len(result.passes) - 1:
+                torn += 1  # the Cancel split a pass's end: its log entry without its graph
+        print(
+            f"   {what:18s} {_summary(times)}  not a clean cancel: {len(unclean)}/{runs}, "
+            f"last pass without its graph: {torn}/{runs}"
+        )
+        for summary in unclean[:3]:
+            print(f"      {summary}")
 
 
 def program_cancel(runs: int) -> None:

@@ -57,6 +57,7 @@ __all__ = [
     "module_hooks",
     "no_dispatch",
     "node_tag",
+    "on_stack",
     "on_top",
     "optimizer_hooks",
     "output_count",
@@ -90,6 +91,11 @@ class DispatchMode(TorchDispatchMode):
 def on_top(mode: Any) -> bool:
     """Whether ``mode`` is the innermost dispatch mode on this thread."""
     return _python_dispatch._get_current_dispatch_mode() is mode
+
+
+def on_stack(mode: Any) -> bool:
+    """Whether ``mode`` is among the dispatch modes on this thread."""
+    return any(m is mode for m in _python_dispatch._get_current_dispatch_mode_stack())
 
 
 def saved_tensor_hooks_active() -> bool:

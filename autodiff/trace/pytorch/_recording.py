@@ -135,7 +135,9 @@ class TorchRecording:
     def stop(self) -> None:
         try:
             self._restore()
-            if not self._mode_off:  # (stopped during a pass: the pass leaves it off)
+            # (stopped during a pass: the pass leaves it off; an exception that interrupted
+            # its taking off or putting back may leave the flag wrong: the stack says)
+            if not self._mode_off and ti.on_stack(self._mode):
                 self._mode.__exit__(None, None, None)
         finally:
             self._flush()

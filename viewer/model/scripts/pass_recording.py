@@ -31,6 +31,7 @@ import numpy as np
 
 from autodiff import core
 from autodiff.trace import ForwardOnly, Trace
+from viewer.model.scripts.cancelling import Bookkeeping
 from viewer.model.scripts.pass_sampling import (
     DEFAULT_MAX_FLAGGED,
     DEFAULT_MAX_PASSES,
@@ -75,8 +76,12 @@ class PassRecording:
         max_flagged: int = DEFAULT_MAX_FLAGGED,
         script: str | None = None,
         checker: Any = None,
+        bookkeeping: Bookkeeping | None = None,
     ) -> None:
         self.max_array_size = max_array_size
+        # the sections a Cancel must not split (a pass's end): the run's, shared with its
+        # torch passes (viewer.model.scripts.cancelling)
+        self.bookkeeping = Bookkeeping() if bookkeeping is None else bookkeeping
         # a FunctionSampler checking the script's own Functions once a pass (end_pass)
         self.checker = checker
         self._end_pass = getattr(checker, "end_pass", None)
@@ -212,6 +217,10 @@ class PassRecording:
         self._depth -= 1
         if self._depth != 0:
             return
+        with self.bookkeeping:  # a Cancel now waits for the pass's log entry and its graph
+            self._pass_ended()
+
+    def _pass_ended(self) -> None:
         index = self.reservoir.seen
         flags = 0 if math.isfinite(self._loss) else FLAG_NONFINITE
         norms: list[float] = []

@@ -201,20 +201,23 @@ class TorchPasses:
         self._begin_recording()
 
     def _begin_recording(self) -> None:
-        self._record = self._pytorch.record(self.max_array_size)
-        self._trace = self._record.__enter__()
-        self._stack = self._torch._C._len_torch_dispatch_stack()
-        self._mode = self._dispatch._get_current_dispatch_mode()
+        with self._engine.bookkeeping:  # a Cancel must not leave a recording begun, unknown
+            record = self._pytorch.record(self.max_array_size)
+            self._trace = record.__enter__()
+            self._record = record
+            self._stack = self._torch._C._len_torch_dispatch_stack()
+            self._mode = self._dispatch._get_current_dispatch_mode()
 
     def _end_recording(self) -> Any:
-        record, trace = self._record, self._trace
-        self._record = self._trace = None
-        if record is not None:
-            record.__exit__(None, None, None)
-            for note in trace.notes:
-                if note not in self.notes:
-                    self.notes.append(note)
-        return trace
+        with self._engine.bookkeeping:  # nor one half ended
+            record, trace = self._record, self._trace
+            self._record = self._trace = None
+            if record is not None:
+                record.__exit__(None, None, None)
+                for note in trace.notes:
+                    if note not in self.notes:
+                        self.notes.append(note)
+            return trace
 
     def stop(self) -> None:
         # multiprocessing (which torch imports) keeps ``__main__`` as ``__mp_main__`` when it
@@ -301,6 +304,12 @@ class TorchPasses:
         return trace, before, index, loss, key, ref, grads
 
     def _end_pass(self, begun: tuple) -> None:
+        index = begun[2]
+        checked = self._check_functions(index)  # (its time is bounded: Cancel need not wait)
+        with self._engine.bookkeeping:  # a Cancel now waits for the log entry and the graph
+            self._log_pass(begun, checked)
+
+    def _log_pass(self, begun: tuple, checked: int) -> None:
         trace, before, index, loss, key, ref, grads = begun
         engine = self._engine  # one count and one log for both engines' passes
         iteration, held = engine.count_pass(key, ref)
@@ -324,7 +333,7 @@ class TorchPasses:
                 if column == -1:
                     column = self._columns[label] = self.log.parameter(label)
                 place_norm(norms, column, norm)
-        flags |= self._check_functions(index)
+        flags |= checked
         dropped = engine.log_pass(loss, iteration, flags, norms, held)
         if self._inputs is not None:  # the passes the sample will show are always checked
             engine.checker.priority = self.reservoir.likely_kept(index + 1)

@@ -48,6 +48,13 @@ __all__ = [
     "memory_message",
 ]
 
+# A Cancel that lands in a recorder's own code is sent again this much later, up to this many
+# times (then it stops the script wherever it is): a run spends most of its time in the
+# script's code between two recordings of an operation, and the app kills a worker that has
+# not sent its result within process.CANCEL_GRACE_S of the Cancel.
+CANCEL_RETRY_S = 0.002
+CANCEL_RETRIES = 25
+
 # A cancelled run sends its recording only up to this many steps: more would not be written
 # before the app's deadline (about 20 us a step, after the collection and the audit).
 CANCEL_KEEP_STEPS = 10_000
@@ -260,6 +267,7 @@ def main(argv: list[str] | None = None, lifeline_watched: bool = False) -> NoRet
     import autodiff.trace.formats.npz  # noqa: F401
     import viewer.model.scripts.result_schema  # noqa: F401
     from viewer.model.checks.problems import Thresholds
+    from viewer.model.scripts.cancelling import in_recording
     from viewer.model.scripts.pass_recording import call_line
     from viewer.model.scripts.run import ScriptCancelled, ScriptRun
 
@@ -287,10 +295,32 @@ def main(argv: list[str] | None = None, lifeline_watched: bool = False) -> NoRet
         run.problem_limits = Thresholds.from_mapping(limits)
     run.stage_changed.connect(lambda text: channel.send("stage", text))
 
+    deferred = [0]  # times the Cancel landed in the recording's code and was sent again
+    # A Cancel sent again never comes once the run is over: SIGTERM then ends the worker.
+    # (kill() delivers a signal to the process before it returns, so once ``over`` is set
+    # under the lock, none is on its way but one already handled or met by the new handler.)
+    again_lock = threading.Lock()
+    over = [False]
+
+    def send_again() -> None:
+        with again_lock:
+            if not over[0]:
+                os.kill(os.getpid(), signal.SIGTERM)
+
     def cancel(signum: int, frame: Any) -> None:
         run.cancel()
-        if run._in_script:  # stop the script where it is: a sleep, a loop, a C call's return
-            raise ScriptCancelled("the script was cancelled")
+        # stop the script where it is (a sleep, a loop, a C call's return), unless in the
+        # run's own bookkeeping, which stops it as it ends, or in a recorder's code, left
+        # whole: the Cancel comes again shortly (viewer.model.scripts.cancelling)
+        if not run._in_script or run.bookkeeping.hold():
+            return
+        if in_recording(frame) and deferred[0] < CANCEL_RETRIES:
+            deferred[0] += 1
+            again = threading.Timer(CANCEL_RETRY_S, send_again)
+            again.daemon = True
+            again.start()
+            return
+        raise ScriptCancelled("the script was cancelled")
 
     signal.signal(signal.SIGTERM, cancel)
 
@@ -313,6 +343,8 @@ def main(argv: list[str] | None = None, lifeline_watched: bool = False) -> NoRet
         run.torch_imported.connect(lambda: _limit_address_space(_LARGEST_RLIMIT))
         watch.start()
     result = run.run()
+    with again_lock:
+        over[0] = True
     if watch is not None:
         watch.sending = True
         if watch.fired and result.cancelled:  # a failure, not the user's Cancel
