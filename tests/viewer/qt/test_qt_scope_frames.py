@@ -189,3 +189,70 @@ def _font(px):
     font = QtGui.QFont(QtGui.QGuiApplication.font())
     font.setPixelSize(px)
     return font
+
+
+def test_zoomed_out_a_frames_title_stands_above_it_and_no_two_titles_cover_each_other(qapp):
+    """Past the zoom at which the title strip reads, a module stays named: its title stands
+    on the frame's top edge in small text, outer modules first, none covering another; a
+    frame too narrow for a few letters has none."""
+    from viewer.model.scene.geometry import ScopeFrame
+    from viewer.qt.graph.scope_frames import ABOVE_PX, title_plates
+
+    net = ScopeFrame(1, "Net", "Net", 1, (0.0, 0.0, 40.0, 20.0), 0.24)
+    # b0's top-left is just inside Net's: its title would cover Net's
+    b0 = ScopeFrame(2, "Net/b0", "b0 \N{MIDDLE DOT} Block", 2, (0.2, 0.3, 20.0, 10.0), 0.24)
+    b1 = ScopeFrame(3, "Net/b1", "b1 \N{MIDDLE DOT} Block", 2, (0.2, 11.0, 20.0, 19.0), 0.24)
+    thin = ScopeFrame(4, "Net/t", "t \N{MIDDLE DOT} Tanh", 2, (30.0, 2.0, 30.5, 4.0), 0.24)
+    frames = [net, b0, b1, thin]
+
+    def plates_at(scale):
+        def to_px(r):
+            return QtCore.QRectF(r[0] * scale, r[1] * scale, (r[2] - r[0]) * scale,
+                                 (r[3] - r[1]) * scale)  # fmt: skip
+
+        return title_plates(frames, to_px, scale, _font(13))
+
+    near = plates_at(100.0)  # a 24-pixel strip: every title in its frame
+    assert [p.frame.path for p in near] == ["Net", "Net/b0", "Net/b1", "Net/t"]
+    assert not any(p.above for p in near)
+    for p in near:  # inside its frame, under its top edge
+        assert p.plate.top() >= p.frame.rect[1] * 100.0
+
+    far = plates_at(10.0)  # a 2.4-pixel strip: the titles stand above their frames
+    assert [p.frame.path for p in far] == ["Net", "Net/b1"]
+    for p in far:
+        assert p.above and p.px == ABOVE_PX
+        assert p.plate.bottom() <= p.frame.rect[1] * 10.0  # on the top edge, outside
+        assert p.text == p.frame.title  # not elided: the frame is wide enough
+    assert not far[0].plate.intersects(far[1].plate)
+
+
+def test_zoomed_out_titles_are_painted(qapp):
+    """The painted count follows the plates: a zoomed-out view still names its modules."""
+    from viewer.model.scene.geometry import ScopeFrame
+    from viewer.qt.graph.scope_frames import paint_frame_titles, title_plates
+
+    frame = ScopeFrame(1, "Net", "Net \N{MIDDLE DOT} Sequential", 1, (0.0, 2.0, 30.0, 10.0), 0.24)
+    image = QtGui.QImage(400, 200, QtGui.QImage.Format.Format_ARGB32)
+    image.fill(QtGui.QColor(LIGHT.graph_background))
+    painter = QtGui.QPainter(image)
+    scale = 10.0
+
+    def to_px(r):
+        return QtCore.QRectF(r[0] * scale, r[1] * scale, (r[2] - r[0]) * scale,
+                             (r[3] - r[1]) * scale)  # fmt: skip
+
+    drawn = paint_frame_titles(painter, [frame], to_px, frame_colours(LIGHT), scale)
+    painter.end()
+    assert drawn == 1
+    (plate,) = title_plates([frame], to_px, scale, _font(13))
+    assert plate.above and plate.plate.bottom() <= 20  # the frame's top edge
+    # inside the plate (its border left out), the title's ink on the background's colour
+    background = QtGui.QColor(LIGHT.graph_background).rgb()
+    inside = plate.plate.adjusted(2, 2, -2, -2)
+    colours = {
+        QtGui.QColor(image.pixel(x, y)).rgb()
+        for x in range(int(inside.left()), int(inside.right()))
+        for y in range(int(inside.top()), int(inside.bottom()))
+    }
+    assert background in colours and len(colours) > 3

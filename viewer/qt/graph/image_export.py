@@ -25,7 +25,12 @@ from viewer.qt.graph.items import (
     DETACHED_KEY,
     style_of_key,
 )
-from viewer.qt.graph.scope_frames import frame_colours, paint_frame_titles, paint_frames
+from viewer.qt.graph.scope_frames import (
+    frame_colours,
+    paint_frame_titles,
+    paint_frames,
+    titles_above,
+)
 from viewer.qt.graph.view import bounds_rect
 from viewer.qt.panels.legend import LegendEntry, legend_entries, paint_badge, paint_mark, paint_node
 
@@ -126,7 +131,11 @@ def paint_graph(
                 tri = arrows[3 * e : 3 * e + 3]
                 painter.drawPolygon(QtGui.QPolygonF([to_px(*p) for p in tri]))
 
-    paint_frame_titles(painter, geometry.frames, frame_px, frame_colours(theme), scale)
+    # titles in their strips go over the edges and under the nodes; above their frames
+    # (zoomed out), over the nodes, as in the window (FrameTitleLayer)
+    above = titles_above(geometry.frames, scale)
+    if not above:
+        paint_frame_titles(painter, geometry.frames, frame_px, frame_colours(theme), scale)
 
     # Nodes, with their labels.
     names = tuple(frame.state_names) if frame is not None else ()
@@ -173,6 +182,8 @@ def paint_graph(
             box = rect.adjusted(6, 2, -6, -2)
             painter.setFont(_fitted(font, labels[i], box))
             painter.drawText(box, QtCore.Qt.AlignmentFlag.AlignCenter, labels[i])
+    if above:
+        paint_frame_titles(painter, geometry.frames, frame_px, frame_colours(theme), scale)
     if overlays is not None:
         if placed is None:
             placed = _overlay_layout(geometry, overlays, transform)

@@ -19,13 +19,20 @@ __all__ = [
     "FrameColours",
     "FrameLayer",
     "FrameTitleLayer",
+    "TitlePlate",
     "frame_colours",
     "paint_frame_titles",
     "paint_frames",
+    "title_plates",
+    "titles_above",
 ]
 
 TITLE_MAX_PX = 13  # the title's font, at most (pixels)
-TITLE_MIN_PX = 7  # below this the strip is too thin to read: the title is left out
+TITLE_MIN_PX = 7  # below this the strip is too thin to read: the title stands above the frame
+ABOVE_PX = 9  # a title above its frame, zoomed out (pixels)
+ABOVE_MIN_WIDTH_PX = 28  # a frame narrower than this on screen has no title zoomed out
+STRIP_Z = 0.75  # titles in their strips: over the edges (0 and 0.5), under the nodes (from 1)
+ABOVE_Z = 4.5  # titles above their frames, zoomed out: over the nodes and their names (4)
 FILL_ALPHA = 14  # each frame tints what is behind it: nested frames come out darker
 BORDER_ALPHA = 80
 
@@ -84,6 +91,72 @@ def paint_frames(
     painter.restore()
 
 
+@dataclass(frozen=True)
+class TitlePlate:
+    """Where a frame's title is drawn, in device pixels: its text (elided to fit), the text's
+    font size and box, and the plate under it. ``above`` is a title zoomed out past its strip:
+    a small one standing on the frame's top edge, outside it."""
+
+    frame: ScopeFrame
+    text: str
+    px: int
+    text_rect: QtCore.QRectF
+    plate: QtCore.QRectF
+    above: bool
+
+
+def title_plates(
+    frames: Sequence[ScopeFrame],
+    to_device: Callable[[tuple[float, float, float, float]], QtCore.QRectF],
+    pixels_per_unit: float,
+    font: QtGui.QFont,
+) -> list[TitlePlate]:
+    """The titles of ``frames`` (outermost first) as they are drawn at a zoom.
+
+    Where the frame's title strip is tall enough, the title fills it (up to TITLE_MAX_PX).
+    Zoomed out past that, the title stands on the frame's top edge in ABOVE_PX text, as long
+    as the frame is wide enough for a few letters of it and it covers no title placed before
+    (outer frames first): the modules stay named when the nodes are too small for labels."""
+    plates: list[TitlePlate] = []
+    placed: list[QtCore.QRectF] = []
+    font = QtGui.QFont(font)
+    for frame in frames:
+        rect = to_device(frame.rect)
+        strip = frame.title_height * pixels_per_unit
+        px = int(min(TITLE_MAX_PX, strip * 0.85))
+        above = px < TITLE_MIN_PX
+        if above:
+            px = ABOVE_PX
+            if rect.width() < ABOVE_MIN_WIDTH_PX:
+                continue
+        font.setPixelSize(px)
+        metrics = QtGui.QFontMetrics(font)
+        if above:
+            height = metrics.height() + 2
+            inner = QtCore.QRectF(rect.left() + 4, rect.top() - height, rect.width() - 8, height)
+        else:
+            inner = QtCore.QRectF(rect.left() + 6, rect.top() + 1, rect.width() - 12, strip)
+        text = metrics.elidedText(
+            frame.title, QtCore.Qt.TextElideMode.ElideRight, max(0, int(inner.width()))
+        )
+        if not text or (above and text == "\N{HORIZONTAL ELLIPSIS}"):
+            continue
+        width = metrics.horizontalAdvance(text) + 4
+        plate = QtCore.QRectF(inner.left() - 2, inner.top() + 1, width, inner.height() - 2)
+        if above:
+            if any(plate.intersects(other) for other in placed):
+                continue
+            placed.append(plate)
+        plates.append(TitlePlate(frame, text, px, inner, plate, above))
+    return plates
+
+
+def titles_above(frames: Sequence[ScopeFrame], pixels_per_unit: float) -> bool:
+    """Whether some of ``frames`` have their titles above them at this zoom (drawn over the
+    nodes, then, as the nodes' names are)."""
+    return any(f.title_height * pixels_per_unit * 0.85 < TITLE_MIN_PX for f in frames)
+
+
 def paint_frame_titles(
     painter: QtGui.QPainter,
     frames: Sequence[ScopeFrame],
@@ -91,38 +164,28 @@ def paint_frame_titles(
     colours: FrameColours,
     pixels_per_unit: float,
 ) -> int:
-    """Paint the titles of ``frames`` as :func:`paint_frames` places them, each on a plate of
-    its frame's colour, after the edges: an edge entering a frame runs under its title, which
-    stays readable. Returns how many titles were drawn (none where the strip is too thin)."""
-    titles = 0
+    """Paint the titles of ``frames`` as :func:`title_plates` places them, each on a plate of
+    the colour around it, after the edges: an edge entering a frame runs under its title,
+    which stays readable. Returns how many titles were drawn."""
+    plates = title_plates(frames, to_device, pixels_per_unit, painter.font())
     painter.save()
     font = QtGui.QFont(painter.font())
-    for frame in frames:
-        rect = to_device(frame.rect)
-        strip = frame.title_height * pixels_per_unit
-        px = int(min(TITLE_MAX_PX, strip * 0.85))
-        if px < TITLE_MIN_PX:
-            continue
-        font.setPixelSize(px)
+    for t in plates:
+        font.setPixelSize(t.px)
         painter.setFont(font)
-        inner = QtCore.QRectF(rect.left() + 6, rect.top() + 1, rect.width() - 12, strip)
-        metrics = QtGui.QFontMetrics(font)
-        text = metrics.elidedText(
-            frame.title, QtCore.Qt.TextElideMode.ElideRight, max(0, int(inner.width()))
-        )
-        plate = QtCore.QRectF(
-            inner.left() - 2, inner.top() + 1, metrics.horizontalAdvance(text) + 4, strip - 2
-        )
-        painter.setPen(QtCore.Qt.PenStyle.NoPen)
-        painter.setBrush(colours.plate(frame.depth))
-        painter.drawRect(plate)
+        # inside its frame, the frame's colour; above it, the colour of what is around it
+        depth = t.frame.depth - 1 if t.above else t.frame.depth
+        painter.setBrush(colours.plate(depth) if depth > 0 else colours.background)
+        painter.setPen(QtGui.QPen(colours.border, 1.0) if t.above else QtCore.Qt.PenStyle.NoPen)
+        painter.drawRect(t.plate)
         painter.setPen(colours.title)
         painter.drawText(
-            inner, QtCore.Qt.AlignmentFlag.AlignLeft | QtCore.Qt.AlignmentFlag.AlignVCenter, text
+            t.text_rect,
+            QtCore.Qt.AlignmentFlag.AlignLeft | QtCore.Qt.AlignmentFlag.AlignVCenter,
+            t.text,
         )
-        titles += 1
     painter.restore()
-    return titles
+    return len(plates)
 
 
 class _FramePart(pg.GraphicsObject):
@@ -187,8 +250,33 @@ class FrameTitleLayer(_FramePart):
     :func:`paint_frame_titles`)."""
 
     def __init__(self) -> None:
-        super().__init__(z=0.75)  # the edges are at 0 and 0.5, the nodes from 1
+        super().__init__(z=STRIP_Z)
         self._painted_titles = 0
+        self._padded: QtCore.QRectF | None = None
+
+    def set_frames(self, frames: Sequence[ScopeFrame]) -> None:
+        self._padded = None
+        super().set_frames(frames)
+
+    def boundingRect(self) -> QtCore.QRectF:
+        """The frames, and room above each for a title standing on its top edge (sized in
+        pixels: its reach in layout units changes with the zoom)."""
+        if self._padded is None:
+            _, py = self.pixelVectors()
+            dy = (py.length() if py is not None else 0.0) * (ABOVE_PX + 8)
+            self._padded = self._bounds.adjusted(0.0, -dy, 0.0, dy)
+        return self._padded
+
+    def viewTransformChanged(self) -> None:
+        self.prepareGeometryChange()
+        self._padded = None
+        # Zoomed out, the titles stand above their frames in small text over what is there,
+        # as the nodes' names do (LabelsItem, z 4): they go over the nodes then.
+        _, py = self.pixelVectors()
+        units = py.length() if py is not None else 0.0
+        above = units > 0 and titles_above(self._frames, 1.0 / units)
+        self.setZValue(ABOVE_Z if above else STRIP_Z)
+        super().viewTransformChanged()
 
     @property
     def painted_titles(self) -> int:
