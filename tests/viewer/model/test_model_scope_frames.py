@@ -270,3 +270,26 @@ def test_a_collapsed_model_leaves_no_empty_rows_between_its_box_and_what_it_feed
             scene = doc.scene
             rows = np.unique(np.round(scene.geometry.positions[:, 1], 3))
             assert rows[-1] - rows[0] <= scene.n_nodes, (expand, depth, rows)
+
+
+def test_a_long_edge_runs_straight_down_through_the_frames_it_crosses():
+    """torch_mlp: the input's edge runs down through MLP, hidden and ``0 · Linear`` to the
+    first addmm, beside the weight's transpose; frames push the nodes beside it apart layer
+    by layer, and its bends once zig-zagged around them. Every long edge's bends are now on
+    one vertical (the layout allows it for all of this graph's)."""
+    pytest.importorskip("torch")
+    result = Document().load_example("torch_mlp").run()
+    assert result.ok, result.error
+    doc = Document()
+    assert doc.apply_script_result(result)
+    geometry = doc.scene.geometry
+    assert geometry.frames
+    long_edges = 0
+    for e in range(geometry.n_edges):
+        points = geometry.edge_points[geometry.edge_offsets[e] : geometry.edge_offsets[e + 1]]
+        bends = points[1:-1]
+        if len(bends) >= 2:
+            long_edges += 1
+            assert np.ptp(bends[:, 0]) < 1e-6, (e, bends[:, 0].tolist())
+    assert long_edges >= 3  # the input's, and each Linear's input beside its transpose
+    assert_frames_clear(doc)  # (straightened within what keeps the frames clear)

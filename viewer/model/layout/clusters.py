@@ -483,7 +483,46 @@ def separate(
     left = _longest_path(np.concatenate([-x, free]), head, tail, space)
     if right is None or left is None:
         return x
-    return (right[:n_total] - left[:n_total]) / 2
+    with np.errstate(invalid="ignore"):  # (a side no constraint reaches: -inf twice, NaN)
+        value = (right - left) / 2
+    return _straightened(graph, value, tail, head, space)[:n_total]
+
+
+def _straightened(
+    graph: LayeredGraph,
+    value: NDArray[np.float64],
+    tail: NDArray[np.int64],
+    head: NDArray[np.int64],
+    space: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """``value`` with each long edge's virtual nodes on one vertical where the constraints
+    allow it: pushed apart layer by layer, a long edge zig-zags around the nodes beside it
+    (right of a weight's transpose in one layer, back in the next). Each chain goes to the x
+    nearest its nodes' median that every one of them may take, the rest held where it is
+    (one node per layer in a chain: no constraint joins two of them); a chain with no such x
+    stays as it is."""
+    n, n_total = graph.n, graph.n_total
+    if n_total - n < 2:
+        return value
+    lo = np.full(len(value), -np.inf)
+    hi = np.full(len(value), np.inf)
+    np.fmax.at(lo, head, value[tail] + space)  # (fmax: a NaN side bounds nothing)
+    np.fmin.at(hi, tail, value[head] - space)
+    ids = np.arange(n, n_total)
+    # a chain goes on where a virtual node's segment comes down from the one before it
+    goes_on = (graph.top[: len(ids)] == ids - 1) & (ids - 1 >= n)
+    starts = np.flatnonzero(~goes_on)
+    if len(starts) == len(ids):  # no chain longer than one node
+        return value
+    floor = np.maximum.reduceat(lo[ids], starts)
+    ceiling = np.minimum.reduceat(hi[ids], starts)
+    sizes = np.diff(np.append(starts, len(ids)))
+    out = value.copy()
+    for k in np.flatnonzero((sizes > 1) & (floor <= ceiling + 1e-9)).tolist():
+        chain = ids[starts[k] : starts[k] + sizes[k]]
+        at = float(np.clip(np.median(value[chain]), floor[k], max(floor[k], ceiling[k])))
+        out[chain] = at
+    return out
 
 
 def _relation(
