@@ -498,7 +498,7 @@ def _straightened(
     """``value`` with each long edge's virtual nodes on one vertical where the constraints
     allow it: pushed apart layer by layer, a long edge zig-zags around the nodes beside it
     (right of a weight's transpose in one layer, back in the next). Each chain goes to the x
-    nearest its nodes' median that every one of them may take, the rest held where it is
+    nearest its nodes' mean that every one of them may take, the rest held where it is
     (one node per layer in a chain: no constraint joins two of them); a chain with no such x
     stays as it is."""
     n, n_total = graph.n, graph.n_total
@@ -517,11 +517,11 @@ def _straightened(
     floor = np.maximum.reduceat(lo[ids], starts)
     ceiling = np.minimum.reduceat(hi[ids], starts)
     sizes = np.diff(np.append(starts, len(ids)))
+    mean = np.add.reduceat(value[ids], starts) / sizes
+    at = np.clip(mean, floor, np.maximum(floor, ceiling))
+    moved = np.repeat((sizes > 1) & (floor <= ceiling + 1e-9), sizes)
     out = value.copy()
-    for k in np.flatnonzero((sizes > 1) & (floor <= ceiling + 1e-9)).tolist():
-        chain = ids[starts[k] : starts[k] + sizes[k]]
-        at = float(np.clip(np.median(value[chain]), floor[k], max(floor[k], ceiling[k])))
-        out[chain] = at
+    out[ids[moved]] = np.repeat(at, sizes)[moved]
     return out
 
 
