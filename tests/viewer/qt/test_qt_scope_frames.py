@@ -62,6 +62,56 @@ def test_double_clicks_unfold_the_run_then_expand_a_module_and_say_which(qtbot, 
     assert "Net/b0" in [f.path for f in win.graph_view.frame_layer.frames]
 
 
+def _frame_title_point(win, path):
+    """A point on the frame of ``path``, in its title strip: inside the frame, on no node."""
+    (frame,) = [f for f in win.graph_view.frame_layer.frames if f.path == path]
+    x0, y0, _, _ = frame.rect
+    return frame, (x0 + 0.05, y0 + frame.title_height / 2)
+
+
+def test_a_double_click_inside_an_open_modules_frame_collapses_it(qtbot, scoped):
+    win = scoped
+    doc, view = win.document, win.graph_view
+    _double_click_box(qtbot, win, f"Block {TIMES} 3")
+    _double_click_box(qtbot, win, "b0")
+    frame, xy = _frame_title_point(win, "Net/b0")
+    assert view.frame_at(*xy) == "Net/b0"  # the innermost frame there, on no node
+    geometry = doc.scene.geometry
+    half = geometry.half_sizes
+    on_node = np.abs(geometry.positions - np.asarray(xy)) <= half
+    assert not on_node.all(axis=1).any()
+    view.center_on(_boxes(doc.scene)["b1"])
+    qtbot.wait(10)
+    changed = []
+    doc.scene_changed.connect(changed.append)
+    qtbot.mouseDClick(
+        view.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=_viewport_point(view, xy)
+    )
+    qtbot.waitUntil(lambda: changed == [doc])
+    assert "b0" in _boxes(doc.scene)  # a box again
+    assert "Net/b0" not in [f.path for f in view.frame_layer.frames]
+    assert win.statusBar().currentMessage().startswith("Collapsed Net/b0")
+
+
+def test_a_right_click_inside_a_frame_offers_to_collapse_that_module(scoped):
+    win = scoped
+    doc, view = win.document, win.graph_view
+    doc.expand("Net/b1")
+    _, xy = _frame_title_point(win, "Net/b1")
+    view.context_point = xy
+    view._on_right_clicked(QtCore.QPointF(*xy), QtCore.QPoint(0, 0))
+    menu = win.scope_binding.last_menu
+    menu.close()
+    (collapse,) = [a for a in menu.actions() if a.objectName() == "collapse"]
+    assert collapse.text() == "Collapse Net/b1" and collapse.isEnabled()
+    collapse.trigger()
+    assert "b1" in _boxes(doc.scene)
+    # outside every frame, the background's menu has no module to collapse
+    assert not [
+        a for a in win.scope_binding.context_menu(-1).actions() if a.objectName() == "collapse"
+    ][0].isEnabled()
+
+
 def test_the_menu_of_a_folded_run_unfolds_it(scoped):
     win = scoped
     doc = win.document

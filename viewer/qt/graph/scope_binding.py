@@ -1,9 +1,11 @@
 """Binds the graph view's module interactions to the Document's scope operations.
 
 A double-click on a module box, or Enter with one selected, expands it in place; on a folded
-run ("Block \u00d7 6") it unfolds the run into one box per repeat. A right-click on the graph
-opens :meth:`ScopeBinding.context_menu`: Collapse (the scope of the node clicked; for a box,
-the scope around it), Collapse siblings, Expand all, and Depth 0 / 1 / 2 / 3. Everything is
+run ("Block \u00d7 6") it unfolds the run into one box per repeat; a double-click inside an
+open module's frame, on no node, collapses it. A right-click on the graph opens
+:meth:`ScopeBinding.context_menu`: Collapse (the scope of the node clicked; for a box, the
+scope around it; on no node, the frame there), Collapse siblings, Expand all, and Depth 0 /
+1 / 2 / 3. Everything is
 a call of a Document method; the scene binder redraws on ``scene_changed``, in place. A
 change of the whole graph (a depth, Expand all) then fits the view to it.
 """
@@ -31,6 +33,7 @@ class ScopeBinding(QtCore.QObject):
         self.view = view
         self.last_menu: QtWidgets.QMenu | None = None
         view.node_activated.connect(self.activate)
+        view.frame_activated.connect(self.collapse_frame)
         view.context_requested.connect(self._on_context_requested)
 
     def activate(self, index: int) -> bool:
@@ -42,6 +45,10 @@ class ScopeBinding(QtCore.QObject):
         if box.count > 1:
             return self.document.unfold(box.path)
         return self.document.expand(box.path)
+
+    def collapse_frame(self, path: str) -> bool:
+        """Collapse the open module ``path`` (a double-click inside its frame, on no node)."""
+        return bool(path) and self.document.collapse(path)
 
     def set_depth(self, depth: int) -> bool:
         """Show every scope down to ``depth`` and fit the view to the graph it gives."""
@@ -70,15 +77,17 @@ class ScopeBinding(QtCore.QObject):
         node_id = scene.node_id(index)
         return doc.scope_path_of(node_id) if node_id is not None else ""
 
-    def context_menu(self, index: int) -> QtWidgets.QMenu:
-        """The graph view's menu for a right-click on node ``index`` (-1: on the background).
-        Its actions are named ``collapse``, ``collapse_siblings``, ``expand``, ``expand_all``
-        and ``depth_N``."""
+    def context_menu(self, index: int, frame: str = "") -> QtWidgets.QMenu:
+        """The graph view's menu for a right-click on node ``index`` (-1: on the background,
+        inside the open module ``frame`` if not ''). Its actions are named ``collapse``,
+        ``collapse_siblings``, ``expand``, ``expand_all`` and ``depth_N``."""
         doc = self.document
         menu = QtWidgets.QMenu(self.view)
         menu.setObjectName("graphContextMenu")
         has_scopes = doc.scene is not None and doc.scene.scopes is not None
         path = self._scope_around(index) if has_scopes else ""
+        if index < 0 and has_scopes:
+            path = frame
         scene = doc.scene
         box = scene.module(index) if scene is not None and index >= 0 else None
 
@@ -123,5 +132,7 @@ class ScopeBinding(QtCore.QObject):
             # the node right-clicked is the one the menu is about: the inspector shows it
             # (it kept showing the one clicked before)
             self.document.select_index(index)
-        menu = self.context_menu(index)
+        point = self.view.context_point
+        frame = self.view.frame_at(*point) if index < 0 and point is not None else ""
+        menu = self.context_menu(index, frame)
         menu.popup(screen)

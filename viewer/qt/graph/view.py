@@ -77,6 +77,8 @@ class GraphView(pg.GraphicsView):
     node_activated = QtCore.Signal(int)
     # a right-click: the node index under it (-1: none) and where, on the screen
     context_requested = QtCore.Signal(int, QtCore.QPoint)
+    # a double-click inside an open module's frame, on no node: the module's path
+    frame_activated = QtCore.Signal(str)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
@@ -105,6 +107,8 @@ class GraphView(pg.GraphicsView):
         self._geometry = empty_geometry()
         self._frame: Frame | None = None
         self._selected = -1
+        # where the last right-click was (layout units): its menu is about the frame there
+        self.context_point: tuple[float, float] | None = None
         self._theme: Theme = LIGHT
         self._node_at: Callable[[float, float], int] | None = None
         self._tooltip_at: Callable[[float, float], str | None] | None = None
@@ -524,8 +528,24 @@ class GraphView(pg.GraphicsView):
         node = self._node_at(point.x(), point.y())
         if node >= 0:
             self.node_activated.emit(int(node))
+            return
+        path = self.frame_at(point.x(), point.y())
+        if path:
+            self.frame_activated.emit(path)
+
+    def frame_at(self, x: float, y: float) -> str:
+        """The path of the innermost open module whose frame holds the point (layout units;
+        '' for none)."""
+        best, depth = "", -1
+        for frame in self.geometry_data.frames:
+            x0, y0, x1, y1 = frame.rect
+            if x0 <= x <= x1 and y0 <= y <= y1 and frame.depth > depth:
+                best, depth = frame.path, frame.depth
+        return best
 
     def _on_right_clicked(self, point: QtCore.QPointF, screen: QtCore.QPoint) -> None:
+        # (where: a right-click on no node is about the frame there, see frame_at)
+        self.context_point = (point.x(), point.y())
         node = self._node_at(point.x(), point.y()) if self._node_at is not None else -1
         self.context_requested.emit(int(node), screen)
 
