@@ -74,7 +74,7 @@ def test_a_double_click_inside_an_open_modules_frame_collapses_it(qtbot, scoped)
     doc, view = win.document, win.graph_view
     _double_click_box(qtbot, win, f"Block {TIMES} 3")
     _double_click_box(qtbot, win, "b0")
-    frame, xy = _frame_title_point(win, "Net/b0")
+    _frame, xy = _frame_title_point(win, "Net/b0")
     assert view.frame_at(*xy) == "Net/b0"  # the innermost frame there, on no node
     geometry = doc.scene.geometry
     half = geometry.half_sizes
@@ -107,9 +107,9 @@ def test_a_right_click_inside_a_frame_offers_to_collapse_that_module(scoped):
     collapse.trigger()
     assert "b1" in _boxes(doc.scene)
     # outside every frame, the background's menu has no module to collapse
-    assert not [
+    assert not next(
         a for a in win.scope_binding.context_menu(-1).actions() if a.objectName() == "collapse"
-    ][0].isEnabled()
+    ).isEnabled()
 
 
 def test_the_menu_of_a_folded_run_unfolds_it(scoped):
