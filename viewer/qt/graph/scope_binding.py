@@ -5,9 +5,9 @@ run ("Block \u00d7 6") it unfolds the run into one box per repeat; a double-clic
 open module's frame, on no node, collapses it. A right-click on the graph opens
 :meth:`ScopeBinding.context_menu`: Collapse (the scope of the node clicked; for a box, the
 scope around it; on no node, the frame there), Collapse siblings, Expand all, and Depth 0 /
-1 / 2 / 3. Everything is
-a call of a Document method; the scene binder redraws on ``scene_changed``, in place. A
-change of the whole graph (a depth, Expand all) then fits the view to it.
+1 / 2 / 3. Everything is a call of a Document method; the scene binder redraws on
+``scene_changed``, in place. A change of the whole graph (a depth, Expand all) then fits the
+view to it.
 """
 
 from __future__ import annotations

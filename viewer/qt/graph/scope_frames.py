@@ -120,17 +120,20 @@ def title_plates(
     plates: list[TitlePlate] = []
     placed: list[QtCore.QRectF] = []
     font = QtGui.QFont(font)
+    metrics_of: dict[int, QtGui.QFontMetrics] = {}  # (the frames share one or two sizes)
     for frame in frames:
         rect = to_device(frame.rect)
         strip = frame.title_height * pixels_per_unit
-        px = int(min(TITLE_MAX_PX, strip * 0.85))
+        px = _strip_text_px(frame, pixels_per_unit)
         above = px < TITLE_MIN_PX
         if above:
             px = ABOVE_PX
             if rect.width() < ABOVE_MIN_WIDTH_PX:
                 continue
-        font.setPixelSize(px)
-        metrics = QtGui.QFontMetrics(font)
+        metrics = metrics_of.get(px)
+        if metrics is None:
+            font.setPixelSize(px)
+            metrics = metrics_of[px] = QtGui.QFontMetrics(font)
         if above:
             height = metrics.height() + 2
             inner = QtCore.QRectF(rect.left() + 4, rect.top() - height, rect.width() - 8, height)
@@ -151,10 +154,15 @@ def title_plates(
     return plates
 
 
+def _strip_text_px(frame: ScopeFrame, pixels_per_unit: float) -> int:
+    """The text size a frame's title strip holds at a zoom (below TITLE_MIN_PX: too thin)."""
+    return int(min(TITLE_MAX_PX, frame.title_height * pixels_per_unit * 0.85))
+
+
 def titles_above(frames: Sequence[ScopeFrame], pixels_per_unit: float) -> bool:
     """Whether some of ``frames`` have their titles above them at this zoom (drawn over the
     nodes, then, as the nodes' names are)."""
-    return any(f.title_height * pixels_per_unit * 0.85 < TITLE_MIN_PX for f in frames)
+    return any(_strip_text_px(f, pixels_per_unit) < TITLE_MIN_PX for f in frames)
 
 
 def paint_frame_titles(
