@@ -22,6 +22,7 @@ import contextlib
 import heapq
 import itertools
 import operator
+import threading
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -50,6 +51,7 @@ __all__ = [
     "mul",
     "neg",
     "no_grad",
+    "observing",
     "pow",
     "remove_observer",
     "rsub",
@@ -93,11 +95,23 @@ def test_mode():
 # =============================================================================
 # Observers: the recorder's hook. With none attached the cost is one tuple check.
 # =============================================================================
-_observers: tuple = ()
+_observers: tuple = ()  # every attached observer, in the order attached
+_attached: tuple = ()  # (observer, the ident of the thread that attached it), in that order
+# The threads that have observers: an operation is reported only to the observers of the
+# thread that runs it (a recording on one thread takes in nothing another thread does).
+_threads: frozenset = frozenset()
+_get_ident = threading.get_ident
+
+
+def observing() -> bool:
+    """Whether the current thread has observers: its operations are reported."""
+    return bool(_observers) and _get_ident() in _threads
 
 
 def add_observer(observer: Any) -> None:
-    """Attach an observer. It may define any of:
+    """Attach an observer to the current thread: it sees the engine's work on this thread
+    only (as torch's dispatch modes do), so another thread's operations never reach a
+    recording. It may define any of:
 
     ``on_forward(function, inputs, outputs, recorded)``: after a Function ran forward;
     ``recorded`` is False under ``no_grad`` (the outputs are constants, no graph was built).
@@ -121,16 +135,20 @@ def add_observer(observer: Any) -> None:
     ends (an observer defines both or neither): ``part`` is the Layer whose ``__call__`` runs
     (:mod:`autodiff.layers`) or the name given to :func:`scope`. Scopes nest.
     """
-    global _observers
     if observer not in _observers:
-        _observers = (*_observers, observer)
-        if not _rebinding_deferred:
-            _bind_handlers()
+        _set_attached((*_attached, (observer, _get_ident())))
 
 
 def remove_observer(observer: Any) -> None:
-    global _observers
-    _observers = tuple(o for o in _observers if o is not observer)
+    """Detach an observer (from any thread)."""
+    _set_attached(tuple(pair for pair in _attached if pair[0] is not observer))
+
+
+def _set_attached(attached: tuple) -> None:
+    global _observers, _attached, _threads
+    _attached = attached
+    _observers = tuple(o for o, _ in attached)
+    _threads = frozenset(t for _, t in attached)
     if not _rebinding_deferred:
         _bind_handlers()
 
@@ -199,19 +217,25 @@ def _bind_handlers() -> None:
     forward_ones: tuple = ()
     scopes: tuple = ()
     callbacks: tuple = ()
-    for o in _observers:
+    # Observers on several threads (rare: e.g. a gradient check beside a program's run): each
+    # handler is wrapped to answer its own thread's operations only, and outputs' references
+    # get no observer's callback. On one thread the handlers are called as they are.
+    only = _only_on if len(_threads) > 1 else None
+    for o, thread in _attached:
         for event in _EVENTS:
             h = getattr(o, event, None)
             if h is not None:
-                handlers[event] += (h,)
+                handlers[event] += (h if only is None else only(thread, h),)
         on_forward = getattr(o, "on_forward", None)
         if on_forward is not None:
-            forward_ones += (_one_output_handler(o, on_forward),)
+            h = _one_output_handler(o, on_forward)
+            forward_ones += (h if only is None else only(thread, h),)
         begin = getattr(o, "on_scope_begin", None)
         if begin is not None:
-            scopes += ((begin, o.on_scope_end),)
+            end = o.on_scope_end
+            scopes += ((begin, end) if only is None else (only(thread, begin), only(thread, end)),)
         callback = getattr(o, "output_ref_callback", None)
-        if callback is not None:
+        if callback is not None and only is None:
             callbacks += (callback,)
     _handlers = handlers
     _on_forward = handlers["on_forward"]
@@ -222,6 +246,16 @@ def _bind_handlers() -> None:
     _on_rename = handlers["on_rename"]
     _on_scope = scopes
     _output_ref_callback = callbacks[0] if len(callbacks) == 1 else None
+
+
+def _only_on(thread: int, handler: Any) -> Any:
+    """``handler``, called only for the work of thread ``thread``."""
+
+    def on_its_thread(*args: Any) -> None:
+        if _get_ident() == thread:
+            handler(*args)
+
+    return on_its_thread
 
 
 def _one_output_handler(observer: Any, on_forward: Any) -> Any:
@@ -238,7 +272,7 @@ def _one_output_handler(observer: Any, on_forward: Any) -> Any:
 def _begin_scope(part: Any) -> tuple:
     """Tell the scope handlers that ``part`` begins; returns the ends to call when it is over
     (the same observers, even if others were attached in between)."""
-    pairs = _on_scope
+    pairs = _on_scope if _get_ident() in _threads else ()
     for begin, _ in pairs:
         begin(part)
     return pairs
@@ -265,17 +299,16 @@ def scope(name: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _sole_observer(observer: Any) -> Iterator[None]:
-    """Inside the block ``observer`` is the only one attached (a replayed backward that
-    nobody else should record); the others come back after it."""
-    global _observers
-    saved = _observers
-    _observers = (observer,)
-    _bind_handlers()
+    """Inside the block ``observer`` is the only one of this thread (a replayed backward
+    that nobody else should record); the others come back after it. Other threads keep
+    theirs."""
+    me = _get_ident()
+    mine = tuple(pair for pair in _attached if pair[1] == me)
+    _set_attached((*[p for p in _attached if p[1] != me], (observer, me)))
     try:
         yield
     finally:
-        _observers = saved
-        _bind_handlers()
+        _set_attached((*[p for p in _attached if p[1] != me], *mine))
 
 
 def _notify(event: str, *args: Any) -> None:
@@ -366,7 +399,8 @@ class Variable:
     @name.setter
     def name(self, value: str | None) -> None:
         self._name = value
-        if _on_rename:  # a recorder keeps names given after the Variable was made
+        # a recorder keeps names given after the Variable was made
+        if _on_rename and _get_ident() in _threads:
             for handler in _on_rename:
                 handler(self)
 
@@ -764,7 +798,7 @@ class Function:
                 y.creator = self
                 y.generation = generation + 1
                 self.inputs = inputs
-                if _forward_ones:
+                if _forward_ones and _get_ident() in _threads:
                     self.outputs = [weakref.ref(y, _output_ref_callback)]
                     if _forward_one is not None:
                         _forward_one(self, inputs, y)
@@ -773,7 +807,7 @@ class Function:
                             handler(self, inputs, y)
                 else:
                     self.outputs = [weakref.ref(y)]
-            elif _on_forward:
+            elif _on_forward and _get_ident() in _threads:
                 for handler in _on_forward:
                     handler(self, inputs, [y], False)
             return y
@@ -786,11 +820,14 @@ class Function:
                 output.creator = self
                 output.generation = generation + 1
             self.inputs = inputs
-            self.outputs = [weakref.ref(output, _output_ref_callback) for output in outputs]
-            if _on_forward:
+            if _on_forward and _get_ident() in _threads:
+                callback = _output_ref_callback
+                self.outputs = [weakref.ref(output, callback) for output in outputs]
                 for handler in _on_forward:
                     handler(self, inputs, outputs, True)
-        elif _on_forward:
+            else:
+                self.outputs = [weakref.ref(output) for output in outputs]
+        elif _on_forward and _get_ident() in _threads:
             for handler in _on_forward:
                 handler(self, inputs, outputs, False)
         return outputs[0] if len(outputs) == 1 else outputs
@@ -931,9 +968,9 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
     if output.grad is None:
         output.grad = Variable(cuda.get_array_module(output.data).ones_like(output.data))
     seed = output.grad
-    observers = _observers
-    step_event = _backward_step  # the only handler (None: none, or loop over several)
-    step_events = _on_backward_event
+    observers = bool(_observers) and _get_ident() in _threads  # this thread's are told
+    step_event = _backward_step if observers else None  # the only one (None: several)
+    step_events = _on_backward_event if observers else ()
     emit = bool(step_events)
     if observers:
         _notify("on_backward_begin", output, retain_grad, create_graph)

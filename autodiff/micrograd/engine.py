@@ -68,7 +68,7 @@ class Value:
         self._custom: Callable[[], None] | None = None
         self._arg: Any = None  # the exponent of a power
         self._node: Any = None  # the core.Variable reported to observers (while recorded)
-        if self._children and core._on_forward:
+        if self._children and core._on_forward and core.observing():
             _recorded.record_op(self)
 
     # --- what micrograd programs read and write --------------------------------------------
@@ -162,7 +162,7 @@ class Value:
         parameters' with ``Module.zero_grad()``), as in micrograd."""
         topo = _topological_order(self)
         self.grad = 1
-        if core._observers:
+        if core.observing():
             _recorded.backward(self, topo)
             return
         for v in reversed(topo):
@@ -192,7 +192,7 @@ def _result(data: Any, children: tuple, op: str, rule: Callable, arg: Any = None
     out._custom = None
     out._arg = arg
     out._node = None
-    if core._on_forward:
+    if core._on_forward and core.observing():
         _recorded.record_op(out)
     return out
 

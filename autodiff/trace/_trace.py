@@ -715,7 +715,8 @@ class Trace:
 def record(
     max_array_size: int = DEFAULT_MAX_ARRAY_SIZE, *, lines: LineSource | None = None
 ) -> contextlib.AbstractContextManager[Trace]:
-    """Record every graph built and every backward run inside the block.
+    """Record every graph built and every backward run inside the block, on this thread
+    (what other threads compute meanwhile is not recorded).
 
     Arrays with at most ``max_array_size`` elements are copied; larger ones are summarised.
     ``lines``: a source file (``__file__``), or a test of a code object's ``co_filename``:
