@@ -513,6 +513,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self.document.cancel_script()
         self.document.cancel_expression()
         self.document.cancel_layout()
+        self.runner.cancel("problems")  # the detectors of the graph that goes with the window
         super().closeEvent(event)
 
     def save_settings(self) -> None:

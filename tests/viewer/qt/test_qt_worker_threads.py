@@ -213,3 +213,17 @@ def test_layouts_and_programs_back_to_back_survive_the_collector_on_their_worker
     for thread in alive:
         thread.join(30)
         assert not thread.is_alive()
+
+
+def test_closing_the_window_stops_every_kind_of_its_background_work(window, monkeypatch):
+    """A closed window's program, layout and detectors must not go on computing in its
+    process (each on a thread of its own)."""
+    window.runner.show_dialog = False
+    assert window.editor_binding.run("W = ones(1000, 1000)\ny = sum(W * x)")
+    job = window.document.expression_job  # on the worker (not quick)
+    assert job is not None and not job.done
+    cancelled = []
+    monkeypatch.setattr(window.runner, "cancel", cancelled.append)
+    window.close()
+    assert {"layout", "problems"} <= set(cancelled)
+    assert job.cancelled  # the program stops at its next operation
