@@ -65,11 +65,43 @@ __all__ = [
 # =============================================================================
 # Config
 # =============================================================================
-class Config:
-    """Global switches. ``enable_backprop=False`` records no graph; ``train`` drives dropout."""
+class _Switches(threading.local):
+    """The switches of each thread (as torch's grad mode is per thread): a ``no_grad()`` on
+    one thread builds no graph there and changes nothing another thread computes. A new
+    thread starts with the defaults."""
 
     enable_backprop = True
     train = True
+
+
+# The engine's hot paths read this directly (a thread-local attribute: ~20 ns more than a
+# class attribute); programs read and write ``Config``.
+_switches = _Switches()
+
+
+class _ConfigType(type):
+    @property
+    def enable_backprop(cls) -> bool:
+        return _switches.enable_backprop
+
+    @enable_backprop.setter
+    def enable_backprop(cls, value: bool) -> None:
+        _switches.enable_backprop = value
+
+    @property
+    def train(cls) -> bool:
+        return _switches.train
+
+    @train.setter
+    def train(cls, value: bool) -> None:
+        _switches.train = value
+
+
+class Config(metaclass=_ConfigType):
+    """The engine's switches, DeZero's ``Config``: ``Config.enable_backprop = False`` (or
+    :func:`no_grad`) records no graph; ``Config.train`` drives dropout and batch norm. Each
+    thread has its own (they start True), as torch's grad mode: the app's threads never
+    switch each other's engine work."""
 
 
 @contextlib.contextmanager
@@ -135,40 +167,53 @@ def add_observer(observer: Any) -> None:
     ends (an observer defines both or neither): ``part`` is the Layer whose ``__call__`` runs
     (:mod:`autodiff.layers`) or the name given to :func:`scope`. Scopes nest.
     """
-    if observer not in _observers:
-        _set_attached((*_attached, (observer, _get_ident())))
+    with _observers_lock:
+        if observer not in _observers:
+            _set_attached((*_attached, (observer, _get_ident())))
 
 
 def remove_observer(observer: Any) -> None:
     """Detach an observer (from any thread)."""
-    _set_attached(tuple(pair for pair in _attached if pair[0] is not observer))
+    with _observers_lock:
+        _set_attached(tuple(pair for pair in _attached if pair[0] is not observer))
+
+
+# Held while the observers change and their handlers are bound: threads that attach and
+# detach at once lose none of each other's changes. Only attaching takes it, never an operation.
+_observers_lock = threading.RLock()
 
 
 def _set_attached(attached: tuple) -> None:
+    """(Holding _observers_lock) the observers are now ``attached``."""
     global _observers, _attached, _threads
     _attached = attached
     _observers = tuple(o for o, _ in attached)
     _threads = frozenset(t for _, t in attached)
-    if not _rebinding_deferred:
+    if not _deferring.depth:
         _bind_handlers()
 
 
-_rebinding_deferred = 0  # inside observers_changing(): the handlers are bound once, at its end
+class _Deferring(threading.local):
+    depth = 0  # inside observers_changing() on this thread: bound once, at its end
+
+
+_deferring = _Deferring()
 
 
 @contextlib.contextmanager
 def observers_changing() -> Iterator[None]:
     """Attach and detach several observers, binding the handlers once at the end (a long
     run's recording swaps its recorder every backward pass: four rebindings were a quarter of
-    its time). No operation may run inside: the handlers are the old ones until it ends."""
-    global _rebinding_deferred
-    _rebinding_deferred += 1
+    its time). No operation of this thread may run inside: its handlers are the old ones
+    until it ends (another thread's changes bind at once)."""
+    _deferring.depth += 1
     try:
         yield
     finally:
-        _rebinding_deferred -= 1
-        if not _rebinding_deferred:
-            _bind_handlers()
+        _deferring.depth -= 1
+        if not _deferring.depth:
+            with _observers_lock:
+                _bind_handlers()
 
 
 _EVENTS = (
@@ -303,12 +348,14 @@ def _sole_observer(observer: Any) -> Iterator[None]:
     that nobody else should record); the others come back after it. Other threads keep
     theirs."""
     me = _get_ident()
-    mine = tuple(pair for pair in _attached if pair[1] == me)
-    _set_attached((*[p for p in _attached if p[1] != me], (observer, me)))
+    with _observers_lock:
+        mine = tuple(pair for pair in _attached if pair[1] == me)
+        _set_attached((*[p for p in _attached if p[1] != me], (observer, me)))
     try:
         yield
     finally:
-        _set_attached((*[p for p in _attached if p[1] != me], *mine))
+        with _observers_lock:
+            _set_attached((*[p for p in _attached if p[1] != me], *mine))
 
 
 def _notify(event: str, *args: Any) -> None:
@@ -606,16 +653,16 @@ class Variable:
     # Variable: ``x += 1`` rebinds x). Under no_grad they update ``.data`` itself, as
     # PyTorch's do: the same array, its dtype kept (numpy's in-place casting rules).
     def __iadd__(self, other: Any) -> Variable:
-        return add(self, other) if Config.enable_backprop else self._update(np.add, other)
+        return add(self, other) if _switches.enable_backprop else self._update(np.add, other)
 
     def __isub__(self, other: Any) -> Variable:
-        return sub(self, other) if Config.enable_backprop else self._update(np.subtract, other)
+        return sub(self, other) if _switches.enable_backprop else self._update(np.subtract, other)
 
     def __imul__(self, other: Any) -> Variable:
-        return mul(self, other) if Config.enable_backprop else self._update(np.multiply, other)
+        return mul(self, other) if _switches.enable_backprop else self._update(np.multiply, other)
 
     def __itruediv__(self, other: Any) -> Variable:
-        if Config.enable_backprop:
+        if _switches.enable_backprop:
             return div(self, other)
         return self._update(np.true_divide, other)
 
@@ -793,7 +840,7 @@ class Function:
                 ys = np.asarray(ys) if isinstance(ys, np.generic) else as_array(ys)
             y = Variable(ys)
             self._order = next(_creation_counter)
-            if Config.enable_backprop:
+            if _switches.enable_backprop:
                 self.generation = generation
                 y.creator = self
                 y.generation = generation + 1
@@ -814,7 +861,7 @@ class Function:
 
         outputs = [Variable(y if type(y) is np.ndarray else as_array(y)) for y in ys]
         self._order = next(_creation_counter)
-        if Config.enable_backprop:
+        if _switches.enable_backprop:
             self.generation = generation
             for output in outputs:
                 output.creator = self
@@ -985,8 +1032,8 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
     seen: set = {creator}
     heappush, heappop = heapq.heappush, heapq.heappop
     if create_graph:
-        old_mode = Config.enable_backprop
-        Config.enable_backprop = True
+        old_mode = _switches.enable_backprop
+        _switches.enable_backprop = True
     try:
         while heap:
             f = heappop(heap)[2]
@@ -1102,7 +1149,7 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
                         handler(f, gys, gxs, accumulated, cleared)
     finally:
         if create_graph:
-            Config.enable_backprop = old_mode
+            _switches.enable_backprop = old_mode
 
     if observers:
         _notify("on_backward_end", output)
@@ -1200,12 +1247,12 @@ def fit_gradient(f: Function, slot: int, gx: Any) -> Any:
 
 def _backward_without_graph(f: Function, gys: tuple) -> tuple:
     """Run a user's Function's ``backward`` (on Variables) without recording."""
-    old_mode = Config.enable_backprop
-    Config.enable_backprop = False
+    old_mode = _switches.enable_backprop
+    _switches.enable_backprop = False
     try:
         gxs = f.backward(*[None if g is None else _as_grad(g) for g in gys])
     finally:
-        Config.enable_backprop = old_mode
+        _switches.enable_backprop = old_mode
     if type(gxs) is not tuple:
         gxs = (gxs,)
     return tuple(g.data if isinstance(g, Variable) else g for g in gxs)

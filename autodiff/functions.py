@@ -17,10 +17,10 @@ import numpy as np
 
 from autodiff import _shapes, cuda
 from autodiff.core import (
-    Config,
     Constant,
     Function,
     Variable,
+    _switches,
     add,
     as_array,
     as_variable,
@@ -881,7 +881,7 @@ def accuracy(y: Any, t: Any) -> Variable:
 def dropout(x: Any, dropout_ratio: float = 0.5) -> Variable:
     """Inverted dropout while ``Config.train`` is True; the identity in ``test_mode()``."""
     x = as_variable(x)
-    if Config.train:
+    if _switches.train:
         xp = cuda.get_array_module(x.data)
         mask = xp.random.rand(*x.shape) > dropout_ratio
         scale = xp.array(1.0 - dropout_ratio).astype(x.dtype)
@@ -944,14 +944,14 @@ class BatchNorm(Function):
                 f"batch_norm: gamma {gamma.shape} and beta {beta.shape} must have shape "
                 f"({x.shape[1]},), one value per channel of the input {x.shape}"
             )
-        if Config.train and x.size == 0:
+        if _switches.train and x.size == 0:
             raise ValueError(
                 f"batch_norm: an empty batch of shape {x.shape} in training mode has no mean or "
                 "variance: it would set the running mean and variance to NaN; skip empty "
                 "batches (or run it under autodiff.test_mode())"
             )
         rows = self._rows(x)
-        self.train = Config.train
+        self.train = _switches.train
         if self.train:
             mean = rows.mean(axis=0)
             var = rows.var(axis=0)

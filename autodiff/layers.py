@@ -196,8 +196,9 @@ class Layer:
 
     def train(self, mode: bool = True) -> Layer:
         """Switch to training (``mode=True``) or evaluation; returns self. The switch is
-        DeZero's ``Config.train``, global: it applies to every layer, not this one only."""
-        _core.Config.train = bool(mode)
+        DeZero's ``Config.train``: it applies to every layer, not this one only (on this
+        thread: each thread has its own)."""
+        _core._switches.train = bool(mode)
         return self
 
     def eval(self) -> Layer:
@@ -381,7 +382,7 @@ class BatchNorm(Layer):
                 f"{self._label()}: expected an input of shape (N, C) or (N, C, H, W), got "
                 f"{'a ' + type(x).__name__ if shape is None else shape}"
             )
-        if _core.Config.train and 0 in shape:
+        if _core._switches.train and 0 in shape:
             raise ValueError(
                 f"{self._label()}: an empty batch of shape {tuple(shape)} in training mode has no "
                 "mean or variance: it would set the running statistics avg_mean and avg_var to "

@@ -209,8 +209,8 @@ def iter_function_plot(
     is checked at once (ValueError, as :func:`function_plot`); each ``next()`` then computes
     up to ``chunk`` points and yields None, and the last one yields the FunctionPlot.
 
-    The points run the engine, whose observer hook and ``Config`` are process-wide: compute
-    them on the thread that runs the app's other engine work, not on a worker thread."""
+    The points run the engine on the calling thread (its observers and ``Config`` are that
+    thread's: nothing another thread records or switches reaches them)."""
     values = dict(values or {})
     name = _choose_leaf(program, values, leaf)
     if n_points < 3:

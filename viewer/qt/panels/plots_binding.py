@@ -9,9 +9,9 @@ click on them opens the pass clicked, or the nearest one whose graph the run kep
 Script panel's graph list would, and the status line says which.
 
 The function plot re-runs the expression about 100 times (~0.2 s). It is computed in slices
-between events on the GUI thread (a zero-interval timer), not on a worker thread: the
-engine's observer hook and ``Config`` are process-wide, so engine work on another thread
-would be recorded into the graphs the window builds meanwhile. A newer request replaces a
+between events on the GUI thread (a zero-interval timer). The engine's observers and
+``Config`` are each thread's own, so this work is never recorded into a graph a worker
+thread builds meanwhile, nor does it switch that work. A newer request replaces a
 computation under way.
 """
 

@@ -1,6 +1,8 @@
-"""An observer sees the engine's work of the thread that attached it, never another's: a
-recording on one thread must not take in what another thread computes meanwhile (the app runs
-programs, checks and layouts on several threads of one process)."""
+"""The engine's threads do not reach into each other (the app runs programs, checks and
+layouts on several threads of one process): an observer sees the work of the thread that
+attached it, never another's, so a recording on one thread takes in nothing another thread
+computes meanwhile; and ``Config``'s switches (``no_grad``, ``train``) are each thread's own,
+as torch's grad mode is."""
 
 from __future__ import annotations
 
@@ -179,3 +181,121 @@ def test_another_threads_outputs_get_no_recorders_reference_callback():
     assert made[0].creator.outputs[0].__callback__ is None
     assert own.creator.outputs[0].__callback__ is not None  # the tape's: this thread records
     assert len(t.functions) == 1
+
+
+# ----------------------------------------------------------------------------------------
+# Config's switches are each thread's own, as torch's grad mode
+# ----------------------------------------------------------------------------------------
+def _in_thread(work):
+    """Run ``work`` on a new thread; its result (or its exception, raised here)."""
+    out: list = []
+
+    def run() -> None:
+        try:
+            out.append(("ok", work()))
+        except BaseException as e:  # raised on the test's thread
+            out.append(("error", e))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(30)
+    kind, value = out[0]
+    if kind == "error":
+        raise value
+    return value
+
+
+def test_no_grad_on_one_thread_leaves_another_threads_graph_whole():
+    entered, leave = threading.Event(), threading.Event()
+
+    def evaluate() -> None:
+        with core.no_grad():
+            entered.set()
+            assert leave.wait(30)
+
+    thread = threading.Thread(target=evaluate)
+    thread.start()
+    try:
+        assert entered.wait(30)
+        assert core.Config.enable_backprop  # the other thread's no_grad is its own
+        x = Variable(np.array(3.0))
+        y = x * x
+        assert y.creator is not None
+        y.backward()
+        assert float(x.grad.data) == 6.0
+    finally:
+        leave.set()
+        thread.join(30)
+
+
+def test_another_threads_double_backward_does_not_switch_this_threads_no_grad():
+    def double_backward() -> float:
+        x = Variable(np.array(2.0))
+        y = x**3
+        y.backward(create_graph=True)  # switches enable_backprop on for its pass
+        gx = x.grad
+        x.cleargrad()
+        gx.backward()
+        return float(x.grad.data)
+
+    with core.no_grad():
+        assert _in_thread(double_backward) == 12.0
+        assert not core.Config.enable_backprop
+        z = Variable(np.array(1.0)) * 2.0
+        assert z.creator is None  # still no graph here
+    assert core.Config.enable_backprop
+
+
+def test_config_is_read_and_written_per_thread_as_dezero_programs_do():
+    core.Config.train = False
+    try:
+        assert core.Config.train is False
+        assert _in_thread(lambda: (core.Config.train, core.Config.enable_backprop)) == (True, True)
+
+        def switched_off() -> bool:
+            core.Config.enable_backprop = False  # DeZero's step-by-step code sets it so
+            return (Variable(np.array(1.0)) * 2.0).creator is None
+
+        assert _in_thread(switched_off)
+        assert core.Config.enable_backprop  # not here
+        with core.using_config("train", True):
+            assert core.Config.train
+        assert core.Config.train is False
+    finally:
+        core.Config.train = True
+
+
+def test_threads_attaching_and_detaching_at_once_lose_no_observer():
+    """Each thread attaches and detaches its own observers while the others do: none is
+    lost (attached but never told) nor left behind."""
+    import sys
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    missed: list[int] = []
+
+    class Seen:
+        ops = 0
+
+        def on_forward(self, f, inputs, outputs, recorded):
+            self.ops += 1
+
+    def churn(n: int) -> None:
+        for _ in range(n):
+            seen = Seen()
+            core.add_observer(seen)
+            F.exp(Variable(np.array(1.0)))
+            core.remove_observer(seen)
+            if seen.ops != 1:
+                missed.append(seen.ops)
+
+    try:
+        threads = [threading.Thread(target=churn, args=(300,)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        sys.setswitchinterval(old)
+    assert core._observers == () and core._threads == frozenset()
+    assert missed == []
