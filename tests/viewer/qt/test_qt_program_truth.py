@@ -223,6 +223,48 @@ def test_a_table_edit_while_the_editor_does_not_parse_is_refused_in_the_table(qt
     assert editor.error_text() == ""  # the table's error, not the editor's
 
 
+def test_a_function_plot_computed_while_a_leaf_edit_runs_stays_out_of_its_graph(
+    qtbot, window, monkeypatch
+):
+    """The function plot re-runs the program on the GUI thread while a slow program records
+    on the worker (once made its graph 664 variables and its output x = 1's): the run's
+    graph holds its own operations only."""
+    import threading
+
+    from viewer.model.expression.interpreter import Budget
+    from viewer.model.expression.program import parse
+    from viewer.model.panels.plots import function_plot
+
+    window.runner.show_dialog = False
+    slow = "W = ones(1000, 1000)\ny = sum(W * x)"
+    assert window.editor_binding.run(slow)
+    qtbot.waitUntil(lambda: window.runner.jobs.get("program") is None, timeout=60_000)
+    before = window.document.trace
+    # The leaf edit's run waits at its first operation, inside its recording, until the GUI
+    # thread has computed a plot of the program.
+    gui, inside, go_on = threading.get_ident(), threading.Event(), threading.Event()
+    real = Budget.on_forward
+
+    def on_forward(self, *args):
+        if threading.get_ident() != gui and not inside.is_set():
+            inside.set()
+            go_on.wait(30)
+        return real(self, *args)
+
+    monkeypatch.setattr(Budget, "on_forward", on_forward)
+    try:
+        assert window.variables_binding.set_leaf_value("x", "3")
+        assert inside.wait(30)  # the run records now
+        plot = function_plot(parse(slow), {"x": np.array(1.0)}, "x", n_points=11)
+        assert plot.f0 == 1_000_000.0
+    finally:
+        go_on.set()
+    qtbot.waitUntil(lambda: window.document.trace is not before, timeout=60_000)
+    assert float(window.document.evaluation.output.data) == 3_000_000.0
+    trace = window.document.trace
+    assert sorted(trace.node(f)["op"] for f in trace.functions) == ["Mul", "Sum"]
+
+
 def test_text_typed_while_a_slow_leaf_edit_runs_keeps_and_gets_the_value(qtbot, window):
     window.runner.show_dialog = False
     slow = "W = ones(1000, 1000)\ny = sum(W * x)"
