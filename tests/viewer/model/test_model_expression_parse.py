@@ -128,7 +128,18 @@ def test_deep_nesting_is_refused_before_the_parser_gives_up():
     with pytest.raises(ExpressionError, match="nested too deeply"):
         parse("y = " + "-" * 500 + "x")
     with pytest.raises(ExpressionError, match="nested too deeply"):
-        parse("y = x" + " + x" * 300)
+        parse("y = x" + " ** -x" * 200)  # no long chain of one operator: nesting
+
+
+def test_a_chain_too_long_is_named_as_a_chain_not_as_nesting():
+    """``x + x + … + x`` nests nothing a user typed: the message says what is too long."""
+    with pytest.raises(ExpressionError) as info:
+        parse("x = 1\ny = x" + " + x" * 300)
+    message = str(info.value)
+    assert "a chain of 301 terms joined by + is too long" in message
+    assert "nested" not in message and (info.value.line, info.value.col) == (2, 5)
+    with pytest.raises(ExpressionError, match="a chain of 400 terms joined by \\*\\* "):
+        parse("y = " + " ** ".join(["x"] * 400))
 
 
 def test_a_long_flat_sum_is_not_too_deep():

@@ -68,6 +68,46 @@ def tree_depth(tree: ast.AST) -> tuple[int, ast.AST]:
     return deepest, deepest_node
 
 
+_OPERATOR_SYMBOLS = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.Pow: "**",
+    ast.MatMult: "@",
+    ast.Mod: "%",
+    ast.FloorDiv: "//",
+}
+
+
+def _longest_chain(tree: ast.AST) -> tuple[ast.BinOp, int] | None:
+    """The longest run of one binary operator nested in itself (``a + b + c + …`` nests
+    left, ``a ** b ** …`` right) in ``tree``: its outermost node and its number of terms.
+    Iterative: the tree is too deep for recursion."""
+    best: tuple[ast.BinOp, int] | None = None
+    stack: list[ast.AST] = [tree]
+    inner: set[int] = set()  # BinOps counted inside a longer run already
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BinOp) and id(node) not in inner:
+            terms, link = 1, node
+            while True:
+                same = [
+                    side
+                    for side in (link.left, link.right)
+                    if isinstance(side, ast.BinOp) and type(side.op) is type(node.op)
+                ]
+                terms += 1
+                if not same:
+                    break
+                link = same[0]
+                inner.add(id(link))
+            if best is None or terms > best[1]:
+                best = (node, terms)
+        stack.extend(ast.iter_child_nodes(node))
+    return best
+
+
 class Checker:
     """Walks the syntax tree once: rejects what is outside the language, finds the leaves."""
 
@@ -94,6 +134,17 @@ class Checker:
         for statement in statements:
             depth, deepest = tree_depth(statement)
             if depth > MAX_TREE_DEPTH:
+                chain = _longest_chain(statement)
+                if chain is not None and chain[1] > MAX_TREE_DEPTH // 2:
+                    node, terms = chain
+                    symbol = _OPERATOR_SYMBOLS.get(type(node.op), "?")
+                    raise self.fail(
+                        f"a chain of {terms} terms joined by {symbol} is too long for one "
+                        f"expression (Python nests it {depth} deep, at most "
+                        f"{MAX_TREE_DEPTH}); split it into several assignments, e.g. "
+                        f"s = a {symbol} b {symbol} …, then y = s {symbol} …",
+                        node,
+                    )
                 raise self.fail(
                     f"the expression is nested too deeply (depth {depth}, at most "
                     f"{MAX_TREE_DEPTH}); "
