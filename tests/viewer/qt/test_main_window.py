@@ -65,7 +65,7 @@ def test_type_run_step_to_the_end_and_the_inspector_shows_x_gradient(qtbot, wind
     _click_node(qtbot, window, x_index)
     assert doc.selection == int(doc.scene.node_ids[x_index])
     text = window.inspector.text()
-    # x = 1 (a free name): dy/dx = (1 - tanh(1)^2) + 2 tanh(1) = 1.9430
+    # x = 1 (a free name): dy/dx = (1 - tanh(1)^2) + 2 tanh(1) = 1.9432
     expected = (1 - np.tanh(1.0) ** 2) + 2 * np.tanh(1.0)
     assert f"{expected:.4f}"[:5] in text
     assert "grad" in text

@@ -1,0 +1,47 @@
+"""The Script panel's closed graph box shortens a long label by whole parts: a label clipped
+at the box's edge once read ``loss 0`` for a loss of 0.246."""
+
+from PySide6 import QtGui
+
+from viewer.qt.panels import script
+from viewer.qt.panels.script import ScriptPanel, fit_label
+
+TITLE = "#1973 · iter 1972 · loss 0.246"
+
+
+def _metrics():
+    return QtGui.QFontMetrics(QtGui.QFont())
+
+
+def test_a_label_is_kept_whole_or_cut_at_a_part_never_inside_a_number(qapp):
+    m = _metrics()
+    full = m.horizontalAdvance(TITLE)
+    assert fit_label(TITLE, full, m) == TITLE
+    assert fit_label(TITLE, full - 1, m) == "#1973 · iter 1972 · …"
+    two = m.horizontalAdvance("#1973 · iter 1972 · …")
+    assert fit_label(TITLE, two - 1, m) == "#1973 · …"
+    tiny = fit_label(TITLE, m.horizontalAdvance("#19"), m)
+    assert tiny.endswith("…") and m.horizontalAdvance(tiny) <= m.horizontalAdvance("#19")
+
+
+def test_the_closed_box_draws_its_label_fitted_to_its_width(qtbot, monkeypatch):
+    panel = ScriptPanel()
+    qtbot.addWidget(panel)
+    panel.finished("done", ["#1 · iter 0 · loss 0.5", TITLE], 1)
+    seen = []
+    real = script.fit_label
+
+    def spy(text, width, metrics):
+        fitted = real(text, width, metrics)
+        seen.append((text, width, fitted))
+        return fitted
+
+    monkeypatch.setattr(script, "fit_label", spy)
+    box = panel.graphs
+    box.setFixedWidth(box.fontMetrics().horizontalAdvance("#1973 · iter 1972 · lo") + 40)
+    box.grab()
+    assert seen and seen[-1][0] == TITLE
+    _, width, fitted = seen[-1]
+    assert width < box.fontMetrics().horizontalAdvance(TITLE)
+    assert fitted == "#1973 · iter 1972 · …"
+    assert TITLE in box.toolTip()  # whole there
