@@ -215,9 +215,9 @@ def test_a_script_without_a_report_is_looked_at_over_its_graphs_in_memory(tmp_pa
     assert doc.apply_script_result(result)
     assert sorted(g for g, _, _ in seen) == loaded_graphs(result) == list(range(3))
     assert [t for _, _, t in seen] == [g.title for g in result.graphs]
-    # one bug, named once in the run's list at its first graph, and by the graph on screen
-    # (the last) as its own; the filter finds every graph of it
-    assert kinds_by_graph(doc.problems()) == {0: {"dead-relu"}, 2: {"dead-relu"}}
+    # one bug, named once: by the graph on screen (the last) as its own line, in place of
+    # the run's line at its first graph; the filter finds every graph of it
+    assert kinds_by_graph(doc.problems()) == {2: {"dead-relu"}}
     kinds = doc.problem_kinds()
     assert kinds == {0: {"dead-relu"}, 1: {"dead-relu"}, 2: {"dead-relu"}}
     # choosing another graph keeps the run's report (one source)
@@ -357,7 +357,8 @@ def test_the_marks_raise_no_problem_on_a_correct_example(name, registry):
 
 def test_each_graph_on_screen_lists_its_own_finding_of_a_bug_the_run_names_once(tmp_path):
     """The real detectors group a forgotten cleargrad into one problem at its first graph;
-    showing a later graph lists that graph's own finding (its nodes, its step) and marks it."""
+    showing a later graph lists that graph's own finding (its nodes, its step) in that line's
+    place, saying where else it showed, and marks it: one bug is one line, as in --check."""
     doc = Document()
     result = run_script(tmp_path, CARRIES)
     assert doc.apply_script_result(result)
@@ -368,11 +369,15 @@ def test_each_graph_on_screen_lists_its_own_finding_of_a_bug_the_run_names_once(
     later = len(result.graphs) - 1
     assert later != first and report.for_graph(later)
     assert doc.show_script_graph(later)
-    here = [p for p in doc.problems() if p.kind == "carried-gradient" and p.graph == later]
-    assert len(here) == 1 and here[0].nodes == report.for_graph(later)[0].nodes
-    assert [p for p in doc.problems() if p.graph == first and p.kind == "carried-gradient"]
+    carried = [p for p in doc.problems() if p.kind == "carried-gradient"]
+    assert len(carried) == 1 and carried[0].graph == later
+    own = report.for_graph(later)[0]
+    assert carried[0].nodes == own.nodes and carried[0].step == own.step
+    spread = grouped[0].message[len(report.for_graph(first)[0].message) :]
+    assert spread.startswith(" (in ") and carried[0].message == own.message + spread
+    assert doc.problem_summary().summary().startswith("1 warning")
     assert doc.show_script_graph(first)
-    assert len([p for p in doc.problems() if p.kind == "carried-gradient"]) == 1
+    assert [p for p in doc.problems() if p.kind == "carried-gradient"] == grouped
 
 
 DATA_CARRIES = """

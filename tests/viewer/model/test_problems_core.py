@@ -79,9 +79,24 @@ def test_detect_sorts_reports_cannot_run_and_contains_a_failing_detector(monkeyp
     assert report.skipped["stale-value"] == "no values kept"
     assert "KeyError" in report.skipped["broadcast-shape"]
     assert report.worst == "error" and report.graphs == 2
+    # which line names each graph's own problem: graph 1's info is the one line at graph 0
+    assert report.named_by == {0: [1], 1: [0, 1]}
+    assert report.naming(1, 1) is report.problems[1] and report.as_shown(0, 0) is None
+    shown = report.as_shown(1, 1)  # graph 1 on screen: its own info, saying where else
+    assert shown == P.Problem(
+        "dead-relu", "info", "i (in 2 of 2 kept passes, first in pass #1)", 1, 1
+    )
+    assert report.as_shown(1, 0) is None  # named at its own graph
     again = P.ProblemReport.from_json(json.loads(json.dumps(report.to_json())))
     assert again.problems == report.problems and again.skipped == report.skipped
-    assert again.per_graph == report.per_graph
+    assert again.per_graph == report.per_graph and again.named_by == report.named_by
+    data = report.to_json()
+    for bad in ([], {"1": [0]}, {"1": [0, 2]}, {"1": [0, "1"]}, {"x": [0]}):
+        data["named_by"] = bad
+        with pytest.raises(ValueError):
+            P.ProblemReport.from_json(data)
+    del data["named_by"]  # a report written before named_by: no line named
+    assert P.ProblemReport.from_json(data).as_shown(1, 1) is None
 
 
 def test_budget_stops_after_at_least_one_graph(monkeypatch):

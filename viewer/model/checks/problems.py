@@ -248,7 +248,9 @@ class ProblemReport:
     there, the first graph's, whose message says in how many passes it showed. ``per_graph``
     keeps each graph's own problems as its detectors found them (with its node ids), and the
     run's problems that point at that graph: :meth:`for_graph` is what a graph on screen
-    shows."""
+    shows. ``named_by`` says, for each graph's own problems (in ``per_graph``'s order), the
+    index in ``problems`` of the one that names it (-1: none), so that a graph on screen can
+    show the run's line of its bug as its own (:meth:`naming`)."""
 
     problems: list[Problem] = field(default_factory=list)
     ran: list[str] = field(default_factory=list)
@@ -256,6 +258,37 @@ class ProblemReport:
     graphs: int = 0
     graphs_total: int = 0
     per_graph: dict[int, list[Problem]] = field(default_factory=dict)
+    named_by: dict[int, list[int]] = field(default_factory=dict)
+
+    def naming(self, graph: int, position: int) -> Problem | None:
+        """The problem of ``problems`` that names graph ``graph``'s own problem at
+        ``position`` in :meth:`for_graph` (the one bug's one line), or None."""
+        named = self.named_by.get(graph, ())
+        k = named[position] if 0 <= position < len(named) else -1
+        return self.problems[k] if 0 <= k < len(self.problems) else None
+
+    def as_shown(self, graph: int, position: int) -> Problem | None:
+        """Graph ``graph``'s own problem at ``position`` in :meth:`for_graph` as the one line
+        of its bug, when the line that names it is another graph's (the first it showed in):
+        this graph's step, nodes and message, that line's severity and where else it showed
+        (`` (in 5 of 5 kept passes, first in pass #1)``). None when nothing names it or its
+        line is this graph's own."""
+        own = self.per_graph[graph][position]
+        named = self.naming(graph, position)
+        if named is None or named.graph == graph or named.graph is None:
+            return None
+        first = next(
+            (
+                p
+                for k, p in enumerate(self.for_graph(named.graph))
+                if self.naming(named.graph, k) is named
+            ),
+            None,
+        )
+        where = ""
+        if first is not None and named.message.startswith(first.message):
+            where = named.message[len(first.message) :]
+        return replace(own, severity=named.severity, message=own.message + where)
 
     def not_run(self) -> tuple[dict[str, str], dict[str, str]]:
         """``skipped`` split in two: the kinds that ran on no graph, and those that ran on
@@ -303,6 +336,7 @@ class ProblemReport:
             "per_graph": {
                 str(k): [p.to_json() for p in found] for k, found in self.per_graph.items()
             },
+            "named_by": {str(k): list(v) for k, v in self.named_by.items()},
         }
 
     @classmethod
@@ -325,7 +359,8 @@ class ProblemReport:
             raise ValueError("the graph counts are not integers")
         listed = [problem_from_json(p) for p in problems]
         per_graph = _per_graph_from_json(data.get("per_graph"), listed)
-        return cls(listed, list(ran), dict(skipped), graphs, total, per_graph)
+        named_by = _named_by_from_json(data.get("named_by"), per_graph, len(listed))
+        return cls(listed, list(ran), dict(skipped), graphs, total, per_graph, named_by)
 
 
 def detect(
@@ -377,8 +412,14 @@ def detect(
         if p.graph is not None:
             per_graph.setdefault(p.graph, []).append(p)
     report.per_graph = per_graph
-    report.problems = _grouped(found, culprits, numbers, report)
+    names: dict[int, Problem] = {}  # id(a graph's own problem) -> the problem naming it
+    report.problems = _grouped(found, culprits, numbers, report, names)
     report.problems.sort(key=_order)
+    index = {id(p): k for k, p in enumerate(report.problems)}
+    report.named_by = {
+        graph: [index.get(id(names.get(id(p), p)), -1) for p in own]
+        for graph, own in per_graph.items()
+    }
     return report
 
 
@@ -496,11 +537,12 @@ def _grouped(
     culprits: dict[int, tuple[Any, ...]],
     numbers: dict[int, int],
     report: ProblemReport,
+    names: dict[int, Problem],
 ) -> list[Problem]:
     """``found`` (sorted) with each culprit's graph problems in several graphs made one: the
     first graph's graph, step and nodes, the worst severity, and the message saying in how
     many of the passes looked at it showed and in which first. The run's problems stay as
-    they are."""
+    they are. ``names`` gets, for each problem made one, id(member) -> that one."""
     groups: dict[tuple[Any, ...], list[Problem]] = {}
     order: list[Problem | tuple[Any, ...]] = []
     for p in found:
@@ -524,9 +566,11 @@ def _grouped(
             merged.append(first)
             continue
         worst = min((p.severity for p in members), key=SEVERITIES.index)
-        merged.append(
-            replace(first, severity=worst, message=first.message + _spread(graphs, numbers, report))
-        )
+        spread = _spread(graphs, numbers, report)
+        one = replace(first, severity=worst, message=first.message + spread)
+        merged.append(one)
+        for p in members:
+            names[id(p)] = one
     return merged
 
 
@@ -539,6 +583,28 @@ def _spread(graphs: list[int], numbers: dict[int, int], report: ProblemReport) -
         looked += ","
     first = numbers.get(graphs[0], graphs[0] + 1)
     return f" (in {len(graphs):,} of {looked} first in pass #{first})"
+
+
+def _named_by_from_json(
+    value: Any, per_graph: dict[int, list[Problem]], n_problems: int
+) -> dict[int, list[int]]:
+    """:attr:`ProblemReport.named_by` read back, checked (one index per problem of the graph,
+    each -1 or an index of the list); a report written without it: none."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError("the problems' names per graph are not an object")
+    named_by: dict[int, list[int]] = {}
+    for key, items in value.items():
+        if not isinstance(key, str) or not key.isdigit() or not isinstance(items, list):
+            raise ValueError("the problems' names per graph are not lists by graph index")
+        graph = int(key)
+        if len(items) != len(per_graph.get(graph, ())) or any(
+            type(k) is not int or not -1 <= k < n_problems for k in items
+        ):
+            raise ValueError(f"the names of graph {graph}'s problems do not match its problems")
+        named_by[graph] = items
+    return named_by
 
 
 def _per_graph_from_json(value: Any, listed: list[Problem]) -> dict[int, list[Problem]]:

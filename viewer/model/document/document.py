@@ -970,10 +970,20 @@ class Document:
         found = list(report.problems) if report is not None else []
         shown = self.shown_graph()
         if report is not None and shown is not None:
-            # the run's list names a bug once, at the first graph it showed in; the graph on
-            # screen lists its own findings (its node ids, its step) beside that
+            # The run's list names a bug once, at the first graph it showed in. The graph on
+            # screen lists its own findings (its node ids, its step); one that the run's list
+            # names at another graph takes that line's place, saying where else it showed:
+            # one bug is one line here too, as in --check.
             listed = {(p.kind, p.nodes) for p in found if p.graph == shown}
-            found += [p for p in report.for_graph(shown) if (p.kind, p.nodes) not in listed]
+            for position, p in enumerate(report.for_graph(shown)):
+                if (p.kind, p.nodes) in listed:
+                    continue
+                named = report.naming(shown, position)
+                line = report.as_shown(shown, position)
+                if line is not None and any(q is named for q in found):
+                    found = [line if q is named else q for q in found]
+                else:
+                    found.append(p)
         # The passes' flags are what a run's detectors read: when they ran, their findings
         # stand for the flags (however they group the passes)
         ran = set(report.ran) if report is not None else set()
