@@ -8,7 +8,7 @@ from PySide6 import QtCore
 
 from viewer.model.explain import StepExplanation
 from viewer.model.panels.explain_view import explain_lines, step_edge_labels
-from viewer.qt.panels.explain import ExplainSection
+from viewer.qt.panels.explain import NO_ELEMENT, ExplainSection
 
 
 def _backward_index(doc, op: str) -> int:
@@ -140,6 +140,23 @@ def test_element_chooser_sets_the_documents_focus(qtbot):
     assert reset.args == [None]
     section.set_focus((), None)
     assert section.chooser.isHidden()
+
+
+def test_the_chooser_shows_no_element_the_explanation_is_not_about(qtbot):
+    """A Linear's backward: each term's numbers are at its own largest element (gx1 [0, 2]
+    of a (1, 10) weight), none of them an element of the (100, 10) gradient the chooser
+    picks in: the boxes once showed 0, 0 under 'element (largest)'."""
+    section = ExplainSection()
+    qtbot.addWidget(section)
+    section.set_focus((100, 10), None, chosen=False)
+    assert [spin.text() for spin in section.spins[:2]] == [NO_ELEMENT, NO_ELEMENT]
+    assert section.chooser_label.text() == "element (each term's largest)"
+    with qtbot.waitSignal(section.focus_requested) as asked:
+        section.spins[1].setValue(4)  # one axis chosen: the other starts at 0
+    assert asked.args == [(0, 4)]
+    section.set_focus((100, 10), (0, 4))
+    assert [spin.text() for spin in section.spins[:2]] == ["0", "4"]
+    assert section.chooser_label.text() == "element"
 
 
 def test_section_is_in_view_at_1024_by_700(qtbot):

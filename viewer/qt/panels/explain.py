@@ -23,6 +23,7 @@ __all__ = ["ExplainSection"]
 # the share of the inspector's height the section may take before it scrolls on its own
 MAX_HEIGHT_SHARE = 0.75
 MAX_AXES_CHOSEN = 4  # spin boxes shown for an array's element; more axes: the largest only
+NO_ELEMENT = "\N{EN DASH}"  # a spin box's text while the numbers are at no one element
 
 
 class ExplainSection(QtWidgets.QFrame):
@@ -124,23 +125,32 @@ class ExplainSection(QtWidgets.QFrame):
         self, shape: Sequence[int], element: Sequence[int] | None, chosen: bool = True
     ) -> None:
         """The element chooser for an array of ``shape`` at ``element``; ``chosen``: the user
-        picked it (else it is the largest, which the model chose); no chooser for a scalar."""
+        picked it (else it is the largest, which the model chose); no chooser for a scalar.
+        ``element`` None (no term's element indexes ``shape``: each term's numbers are at its
+        own largest): the spin boxes show NO_ELEMENT, not an element the text is not about."""
         self._shape = tuple(int(d) for d in shape)
         spun = len(self._shape) > 0 and len(self._shape) <= MAX_AXES_CHOSEN
         self.chooser.setVisible(len(self._shape) > 0)
+        unset = element is None
         self._filling = True
         try:
             for axis, spin in enumerate(self.spins):
                 shown = spun and axis < len(self._shape)
                 spin.setVisible(shown)
                 if shown:
-                    spin.setRange(0, max(0, self._shape[axis] - 1))
-                    at = element[axis] if element is not None and axis < len(element) else 0
+                    # a QSpinBox shows its special text at its minimum: -1 only while unset
+                    spin.setSpecialValueText(NO_ELEMENT if unset else "")
+                    spin.setRange(-1 if unset else 0, max(0, self._shape[axis] - 1))
+                    at = -1 if unset else (element[axis] if axis < len(element) else 0)
                     spin.setValue(int(at))
         finally:
             self._filling = False
         self.largest.setEnabled(chosen)
-        self.chooser_label.setText("element" if chosen else "element (largest)")
+        if chosen:
+            label = "element"
+        else:
+            label = "element (each term's largest)" if unset else "element (largest)"
+        self.chooser_label.setText(label)
         self._fit_height()
 
     def set_max_height(self, pixels: int) -> None:
@@ -181,7 +191,7 @@ class ExplainSection(QtWidgets.QFrame):
     def _on_spin(self, _value: int) -> None:
         if self._filling or not self._shape:
             return
-        element = tuple(spin.value() for spin in self.spins[: len(self._shape)])
+        element = tuple(max(0, spin.value()) for spin in self.spins[: len(self._shape)])
         self.focus_requested.emit(element)
 
 
