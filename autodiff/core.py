@@ -79,22 +79,17 @@ class _Switches(threading.local):
 _switches = _Switches()
 
 
+def _switch(name: str) -> property:
+    """``Config.<name>``, read and written on this thread's switches."""
+    return property(
+        lambda cls: getattr(_switches, name),
+        lambda cls, value: setattr(_switches, name, value),
+    )
+
+
 class _ConfigType(type):
-    @property
-    def enable_backprop(cls) -> bool:
-        return _switches.enable_backprop
-
-    @enable_backprop.setter
-    def enable_backprop(cls, value: bool) -> None:
-        _switches.enable_backprop = value
-
-    @property
-    def train(cls) -> bool:
-        return _switches.train
-
-    @train.setter
-    def train(cls, value: bool) -> None:
-        _switches.train = value
+    enable_backprop = _switch("enable_backprop")
+    train = _switch("train")
 
 
 class Config(metaclass=_ConfigType):

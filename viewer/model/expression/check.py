@@ -68,16 +68,7 @@ def tree_depth(tree: ast.AST) -> tuple[int, ast.AST]:
     return deepest, deepest_node
 
 
-_OPERATOR_SYMBOLS = {
-    ast.Add: "+",
-    ast.Sub: "-",
-    ast.Mult: "*",
-    ast.Div: "/",
-    ast.Pow: "**",
-    ast.MatMult: "@",
-    ast.Mod: "%",
-    ast.FloorDiv: "//",
-}
+_OPERATOR_SYMBOLS = {**BINOPS, **REJECTED_OPS}
 
 
 def _longest_chain(tree: ast.AST) -> tuple[ast.BinOp, int] | None:
