@@ -45,3 +45,25 @@ def test_the_closed_box_draws_its_label_fitted_to_its_width(qtbot, monkeypatch):
     assert width < box.fontMetrics().horizontalAdvance(TITLE)
     assert fitted == "#1973 · iter 1972 · …"
     assert TITLE in box.toolTip()  # whole there
+
+
+def test_the_boxs_style_leaves_the_applications_own_alone(qtbot):
+    """A QProxyStyle owns the style it is given: given the application's, it spoke for every
+    widget and took the application's style with it when it was deleted (the next window
+    crashed in QMainWindow's constructor)."""
+    from PySide6 import QtCore, QtWidgets
+    from shiboken6 import Shiboken
+
+    app_style = QtWidgets.QApplication.style()
+    panel = ScriptPanel()
+    qtbot.addWidget(panel)
+    proxy = panel._list_popup
+    assert app_style.proxy() is app_style and app_style.parent() is not proxy
+    assert proxy.baseStyle() is not app_style
+    assert proxy.baseStyle().name() == app_style.name()  # looks the same
+    proxy.deleteLater()
+    QtCore.QCoreApplication.sendPostedEvents(None, QtCore.QEvent.Type.DeferredDelete)
+    assert Shiboken.isValid(app_style) and QtWidgets.QApplication.style() is app_style
+    window = QtWidgets.QMainWindow()
+    qtbot.addWidget(window)
+    window.show()

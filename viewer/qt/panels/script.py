@@ -43,7 +43,12 @@ class ScriptPanel(QtWidgets.QWidget):
         # as narrow as a few characters: its placeholder's width would make the Script tab
         # the widest panel and keep the graph from its half of a small window
         self.graphs.setMinimumWidth(self.graphs.fontMetrics().horizontalAdvance("0" * 12))
-        self._list_popup = _ListPopupStyle(self.graphs.style())
+        # A QProxyStyle owns the style it is given and becomes that style's proxy: given the
+        # application's own style, it would speak for every widget, and deleting it with this
+        # panel would delete the application's style (the next window crashed). It gets a
+        # copy of that style instead, for this box alone.
+        base = QtWidgets.QStyleFactory.create(self.graphs.style().name())
+        self._list_popup = _ListPopupStyle(base)
         self.graphs.setStyle(self._list_popup)
         # a long label is shortened by whole parts in the closed box (_ListPopupStyle): its
         # tooltip holds it whole
