@@ -18,10 +18,20 @@ from pathlib import Path
 from PySide6 import QtGui, QtWidgets
 
 from viewer.model.document.examples import list_examples
+from viewer.model.expression.reference import language_reference
 from viewer.qt.drawing.plain_text import tooltip
 from viewer.qt.program.examples_dialog import topic_title
 
-__all__ = ["SHORTCUTS", "MenuSlots", "Toggle", "build_menus", "shortcuts_html", "show_shortcuts"]
+__all__ = [
+    "SHORTCUTS",
+    "MenuSlots",
+    "Toggle",
+    "build_menus",
+    "language_html",
+    "shortcuts_html",
+    "show_language",
+    "show_shortcuts",
+]
 
 # name -> (keys, description). The first key is the one shown in menus.
 SHORTCUTS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -159,12 +169,14 @@ ACTION_TEXTS: dict[str, str] = {
     "examples_by_topic": "&Examples by Topic…",
     "tour": "Take the &Tour",
     "shortcuts": "&Keyboard Shortcuts",
+    "language": "Expression &Language",
     "about": "&About",
 }
 TIPS = {
     "edge_gradients": "At a backward step, write on each of its edges the gradient it carries",
     "follow_step": "Pan the graph to keep the current step's Function and nodes in view",
     "examples_by_topic": "Every bundled example under its topic, with what it teaches",
+    "language": "What a typed program may use: statements, operators, every function by name",
     "tour": "Show the first-run tour again: the editor, the graph, playback, inspector, legend",
 }
 ROLES = {"quit": QtGui.QAction.MenuRole.QuitRole, "about": QtGui.QAction.MenuRole.AboutRole}
@@ -210,7 +222,7 @@ MENUS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ("check_gradients", "release_graph", "first_nonfinite", "next_nonfinite"),
     ),
     ("E&xamples", "examplesMenu", ("@examples",)),
-    ("&Help", "", ("tour", "examples_by_topic", SEPARATOR, "shortcuts", "about")),
+    ("&Help", "", ("tour", "examples_by_topic", SEPARATOR, "language", "shortcuts", "about")),
 )
 
 
@@ -218,6 +230,7 @@ def build_menus(window: QtWidgets.QMainWindow, slots: MenuSlots) -> dict[str, Qt
     """Create the menu bar of ``window`` from :data:`MENUS` and return the actions by name."""
     commands = {
         "shortcuts": lambda: show_shortcuts(window),
+        "language": lambda: show_language(window),
         "about": lambda: _about(window),
         **slots.commands,
     }
@@ -415,6 +428,38 @@ def show_shortcuts(window: QtWidgets.QWidget) -> QtWidgets.QDialog:
     layout.addWidget(buttons)
     dialog.setAttribute(QtGui.Qt.WidgetAttribute.WA_DeleteOnClose)
     dialog.open()
+    return dialog
+
+
+def language_html() -> str:
+    """The expression language's reference (Help > Expression Language), escaped."""
+    parts = []
+    for title, rows in language_reference():
+        cells = "".join(
+            f"<tr><td><code>{html.escape(code)}</code></td><td>{html.escape(note)}</td></tr>"
+            for code, note in rows
+        )
+        parts.append(f"<h4>{html.escape(title)}</h4><table cellspacing='4'>{cells}</table>")
+    return "".join(parts)
+
+
+def show_language(window: QtWidgets.QWidget) -> QtWidgets.QDialog:
+    """Help > Expression Language: a scrolling reference, non-modal (it stays open beside the
+    editor while a program is typed)."""
+    dialog = QtWidgets.QDialog(window)
+    dialog.setObjectName("languageDialog")
+    dialog.setWindowTitle("Expression language")
+    text = QtWidgets.QTextBrowser(dialog)
+    text.setObjectName("languageText")
+    text.setHtml(language_html())
+    buttons = QtWidgets.QDialogButtonBox(QtWidgets.QDialogButtonBox.StandardButton.Close, dialog)
+    buttons.rejected.connect(dialog.close)
+    layout = QtWidgets.QVBoxLayout(dialog)
+    layout.addWidget(text)
+    layout.addWidget(buttons)
+    dialog.setAttribute(QtGui.Qt.WidgetAttribute.WA_DeleteOnClose)
+    dialog.resize(480, 520)
+    dialog.show()
     return dialog
 
 

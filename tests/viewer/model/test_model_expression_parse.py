@@ -72,7 +72,7 @@ def test_accepted_forms():
         ("y = __builtins__", 1, 5, "dunder"),
         ("y = _x + 1", 1, 5, "underscore"),
         ("y = squre(x)", 1, 5, "did you mean square"),
-        ("y = frobnicate(x)", 1, 5, "known functions"),
+        ("y = frobnicate(x)", 1, 5, "Help > Expression Language lists all"),
         ("y = exp(x, axis=1)", 1, 12, "keyword axis"),
         ("y = sum(x, foo=1)", 1, 12, "keyword foo"),
         ("y = sum(x, **kw)", 1, 12, "keyword arguments"),
@@ -178,3 +178,13 @@ def test_parse_value():
         parse_value("__import__('os')")
     with pytest.raises(ExpressionError):
         parse_value(np.zeros(MAX_ELEMENTS + 1))
+
+
+def test_the_language_reference_lists_every_callable_the_checker_accepts_once():
+    from viewer.model.expression.reference import language_reference
+    from viewer.model.expression.rules import KNOWN_CALLABLES
+
+    codes = [code for _, rows in language_reference() for code, _ in rows]
+    for name in KNOWN_CALLABLES:
+        starts = [c for c in codes if c.startswith(f"{name}(")]
+        assert len(starts) == 1, (name, starts)

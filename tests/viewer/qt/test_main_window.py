@@ -279,3 +279,58 @@ def test_hovering_menu_entries_keeps_the_status_line(qtbot):
     assert window.statusBar().currentMessage() == "Exported the graph to /tmp/graph.png"
     QtWidgets.QApplication.sendEvent(window, QtGui.QStatusTipEvent("Open a file"))
     assert window.statusBar().currentMessage() == "Open a file"  # a real tip still shows
+
+
+def test_an_unknown_function_points_to_the_language_reference_which_lists_it_all(qtbot, window):
+    from viewer.model.expression.rules import KNOWN_CALLABLES
+    from viewer.qt.menus import show_language
+
+    window.editor.set_text("y = frobnicate(x)")
+    window.editor_binding.run()
+    message = window.editor.error_text()
+    assert "unknown function frobnicate()" in message
+    assert "Help > Expression Language" in message
+    assert len(message) < 160  # a hint, not the 40 names (it was 397 characters)
+    assert "Expression &Language" in [a.text() for a in window.actions.values()]
+    dialog = show_language(window)
+    text = dialog.findChild(QtWidgets.QTextBrowser, "languageText").toPlainText()
+    for name in KNOWN_CALLABLES:
+        assert f"{name}(" in text, name
+    dialog.close()
+
+
+def test_a_long_error_is_cut_under_the_editor_and_whole_on_hover(qtbot, window):
+    from viewer.qt.program.editor import MAX_ERROR_LINES
+
+    window.resize(800, 560)
+    window.show()
+    qtbot.waitExposed(window)
+    label = window.editor.error_label
+    long = "the shapes (2, 3) and (4, 5) do not broadcast " * 12 + "<b>end</b>"
+    window.editor.show_error(long, 1, 1)
+    QtWidgets.QApplication.processEvents()
+    shown = label.text()
+    assert shown.endswith("\u2026") and shown.startswith("line 1, column 1: the shapes")
+    metrics = label.fontMetrics()
+    box = metrics.boundingRect(
+        0, 0, label.contentsRect().width(), 10_000, int(QtCore.Qt.TextFlag.TextWordWrap), shown
+    )
+    assert box.height() <= MAX_ERROR_LINES * metrics.lineSpacing()
+    assert window.editor.error_text() == "line 1, column 1: " + long  # the whole message
+    assert "&lt;b&gt;end&lt;/b&gt;" in label.toolTip()  # on hover, as plain text
+    # a short one is shown whole, with no tooltip
+    window.editor.show_error("short", 1, 1)
+    assert label.text() == "line 1, column 1: short"
+    assert label.toolTip() == ""
+
+
+def test_shorten_error_keeps_the_longest_start_that_fits_cut_at_a_word():
+    from viewer.qt.program.editor import shorten_error
+
+    text = "alpha beta gamma delta epsilon zeta eta theta"
+    assert shorten_error(text, lambda t: True) == text
+    for most in (12, 20, 30):
+        shown = shorten_error(text, lambda t, most=most: len(t) <= most)
+        assert len(shown) <= most and shown.endswith("\u2026")
+        assert text.startswith(shown[:-1])
+        assert text[len(shown) - 1] == " "  # cut at a word

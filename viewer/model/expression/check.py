@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from viewer.model.expression.constants import as_leaf_array, fold
+from viewer.model.expression.reference import unknown_function_hint
 from viewer.model.expression.rules import (
     BINOPS,
     CONSTANT_NAMES,
@@ -436,10 +437,7 @@ class Checker:
         spec = FUNCTIONS.get(name)
         if spec is None:
             close = difflib.get_close_matches(name, KNOWN_CALLABLES, n=3, cutoff=0.6)
-            if close:
-                hint = f"did you mean {' or '.join(close)}?"
-            else:
-                hint = f"known functions: {', '.join(sorted(KNOWN_CALLABLES))}"
+            hint = unknown_function_hint(name, close)
             raise self.fail(f"unknown function {name}(); {hint}", func)
         n = len(node.args)
         if n < spec.least or (spec.max_args >= 0 and n > spec.max_args):

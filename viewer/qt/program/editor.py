@@ -11,14 +11,22 @@ the expression back (:attr:`EditorPanel.edit_requested`) instead of running the 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from viewer.qt.drawing.icons import media_icon
+from viewer.qt.drawing.plain_text import tooltip
 
-__all__ = ["MAX_SHOWN_SOURCE", "EditorPanel", "ExpressionHighlighter", "read_source"]
+__all__ = [
+    "MAX_ERROR_LINES",
+    "MAX_SHOWN_SOURCE",
+    "EditorPanel",
+    "ExpressionHighlighter",
+    "read_source",
+    "shorten_error",
+]
 
 MAX_SHOWN_SOURCE = 1_000_000  # characters of a script shown read-only
 
@@ -39,6 +47,69 @@ def read_source(path: Path) -> str | None:
     if len(text) > MAX_SHOWN_SOURCE:
         text = text[:MAX_SHOWN_SOURCE] + "\n# … (the rest of the file is not shown)\n"
     return text
+
+
+# An error under the editor shows at most this many lines, cut at a word, the rest on hover
+# (and in the status bar): a long message must not squeeze the text being edited.
+MAX_ERROR_LINES = 3
+
+
+def shorten_error(text: str, fits: Callable[[str], bool]) -> str:
+    """``text`` itself if it ``fits``, else its longest start cut at a word, with an ellipsis,
+    that does."""
+    if fits(text):
+        return text
+    low, high = 0, len(text)  # fits(text[:low] + ...) holds; text[:high] + ... does not
+    while high - low > 1:
+        mid = (low + high) // 2
+        if fits(_cut(text, mid)):
+            low = mid
+        else:
+            high = mid
+    return _cut(text, low)
+
+
+def _cut(text: str, n: int) -> str:
+    head = text[:n]
+    space = head.rfind(" ")
+    if space > n // 2:
+        head = head[:space]
+    return head.rstrip(" ,;:") + "\u2026"
+
+
+class _ErrorLabel(QtWidgets.QLabel):
+    """The error under the editor: the whole message held, as much of it shown as fits in
+    MAX_ERROR_LINES lines of the label's width (again at each resize), whole on hover."""
+
+    def __init__(self, parent: QtWidgets.QWidget) -> None:
+        super().__init__(parent)
+        self._whole = ""
+
+    def whole(self) -> str:
+        return self._whole
+
+    def set_message(self, text: str) -> None:
+        self._whole = text
+        self._fit()
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self._whole:
+            self._fit()
+
+    def _fit(self) -> None:
+        metrics = self.fontMetrics()
+        width = max(40, self.contentsRect().width())
+        most = MAX_ERROR_LINES * metrics.lineSpacing()
+        flags = int(QtCore.Qt.TextFlag.TextWordWrap)
+
+        def fits(text: str) -> bool:
+            return metrics.boundingRect(0, 0, width, 100_000, flags, text).height() <= most
+
+        shown = shorten_error(self._whole, fits)
+        if shown != self.text():
+            self.setText(shown)
+        self.setToolTip(tooltip(self._whole) if shown != self._whole else "")
 
 
 class ExpressionHighlighter(QtGui.QSyntaxHighlighter):
@@ -127,7 +198,7 @@ class EditorPanel(QtWidgets.QWidget):
             media_icon("play", self.palette().color(QtGui.QPalette.ColorRole.ButtonText))
         )
 
-        self.error_label = QtWidgets.QLabel(self)
+        self.error_label = _ErrorLabel(self)
         self.error_label.setObjectName("editorError")
         self.error_label.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         self.error_label.setWordWrap(True)
@@ -273,7 +344,7 @@ class EditorPanel(QtWidgets.QWidget):
     ) -> None:
         """Show ``message``; mark line/col (1-based) in the text without changing it."""
         where = f"line {line}, column {col}: " if line is not None and col is not None else ""
-        self.error_label.setText(where + message)
+        self.error_label.set_message(where + message)
         self.error_label.setStyleSheet(f"color: {self._error_colour.name()};")
         self.error_label.show()
         if line is None:
@@ -309,12 +380,14 @@ class EditorPanel(QtWidgets.QWidget):
         return block.position() + min(max(0, col - 1), max(0, block.length() - 1))
 
     def clear_error(self) -> None:
+        self.error_label.set_message("")
         self.error_label.clear()
         self.error_label.hide()
         self.editor.setExtraSelections([])
 
     def error_text(self) -> str:
-        return "" if self.error_label.isHidden() else self.error_label.text()
+        """The error shown, whole (the label may show it cut: :class:`_ErrorLabel`)."""
+        return "" if self.error_label.isHidden() else self.error_label.whole()
 
     def _show_position(self) -> None:
         c = self.editor.textCursor()
