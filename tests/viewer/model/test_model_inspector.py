@@ -107,6 +107,6 @@ def test_unnamed_nodes_repeated_consumers_and_plain_numbers():
     assert [c.label for c in info.consumers] == ["Add #1 (arg 0)", "Add #1 (arg 1)"]
     assert info.value.text == "1" and info.grad.text == "4"  # not numpy's "1."
     out = next(n for n in doc.trace.variables if doc.trace.creator_of(n) == 1)
-    assert doc.inspect(out).title == f"output of Add (variable #{out})"
+    assert doc.inspect(out).title == f"variable #{out} from Add"
     scene = doc.scene
     assert scene.node_tooltip(scene.index_of(out), 0).startswith("output of Add (variable")

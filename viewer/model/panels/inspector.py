@@ -102,15 +102,14 @@ class NodeInfo:
             return f"{self.op} (function #{self.node_id})"
         if self.kind == "module":
             return f"{self.name} ({self.op} module)" if self.op else f"{self.name} (scope)"
+        # an unnamed variable as the problems' messages name it (detectors.reading.node_name)
         if self.name:
-            name = self.name
-        elif self.constant:
-            name = "constant"
-        elif self.creator is not None:
-            name = f"output of {self.creator.label.rsplit(' #', 1)[0]}"
-        else:
-            name = "variable"
-        return f"{name} (variable #{self.node_id})"
+            return f"{self.name} (variable #{self.node_id})"
+        if self.constant:
+            return f"constant (variable #{self.node_id})"
+        if self.creator is not None:
+            return f"variable #{self.node_id} from {self.creator.label.rsplit(' #', 1)[0]}"
+        return f"variable #{self.node_id}"
 
     def as_rows(self) -> list[tuple[str, str]]:
         """(field, text) rows for a two-column table."""

@@ -52,7 +52,9 @@ def reached_by(reader: Any, indexes: Iterable[int]) -> set[int]:
 
 
 def node_name(reader: Any, node_id: int) -> str:
-    """A node as the user knows it: its name, else ``op #id`` after its creator."""
+    """A node as the user knows it, as the inspector titles it: a variable's name, else
+    ``variable #id from Op`` (not ``Op #id``, which reads as the Function: the
+    Function is ``Op #id`` with its own id)."""
     node = reader.node(node_id)
     if node.get("name"):
         return str(node["name"])
@@ -62,7 +64,7 @@ def node_name(reader: Any, node_id: int) -> str:
     creator = base.creator_of(node_id)
     if creator < 0:
         return f"variable #{node_id}"
-    return f"{base.node(creator).get('op')} #{node_id}"
+    return f"variable #{node_id} from {base.node(creator).get('op')}"
 
 
 def node_names(reader: Any, nodes: Iterable[int], at_most: int = 4) -> str:
