@@ -89,6 +89,8 @@ def test_passes_come_in_order():
 def test_labels_say_the_pass_the_iteration_and_the_loss():
     assert pass_label(1234, 1233, 0.0421) == "#1234 · iter 1233 · loss 0.0421"
     assert pass_label(3, 2, 5.0, name="loss") == "#3 · iter 2 · loss 5 · from loss"
+    # a loss that rounds to a whole number keeps its zeros: "8" would read as exact
+    assert [format_loss(v) for v in (7.997, -0.9999, 8.0, 123.4)] == ["8.00", "-1.00", "8", "123"]
     assert pass_label(7, 6, math.nan, FLAG_NONFINITE) == "#7 · iter 6 · loss nan"
     assert "NaN/Inf in a gradient" in pass_label(8, 7, 1.0, FLAG_NONFINITE)
     assert [format_loss(v) for v in (1.23e-5, 1500.0, math.inf, -math.inf)] == [

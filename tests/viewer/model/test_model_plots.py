@@ -10,6 +10,7 @@ import pytest
 from viewer.model import Document
 from viewer.model.expression.program import parse
 from viewer.model.panels import plots
+from viewer.model.scripts.pass_sampling import pass_label
 
 
 def _tanh_x2(x):
@@ -285,3 +286,12 @@ def test_training_curves_do_not_build_the_networkx_graph(tmp_path):
     curves = plots.training_curves(trace)
     assert curves.labels == ("W (1, 1)", "b (1,)")
     assert trace._graph is None
+
+
+def test_a_pass_is_numbered_as_the_graph_list_numbers_it_without_a_thousands_comma():
+    choice = plots.PassChoice(0, 1972, 1999, 800, 150_000)
+    assert choice.note() == (
+        "Opened pass #1973 (nearest kept to #2000: the run kept the graphs of 800 of its "
+        "150,000 passes)"
+    )
+    assert pass_label(1973, 1972, 0.25).startswith("#1973 ")

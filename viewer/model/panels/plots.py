@@ -492,11 +492,11 @@ class PassChoice:
     def note(self, on_screen: bool = False) -> str:
         """For the status line: ``Opened pass #412 (nearest kept to #400: ...)``, numbered
         from 1 as the graph list (``on_screen``: it was shown already)."""
-        number = f"#{self.number + 1:,}"
+        number = f"#{self.number + 1}"  # an identifier, as the graph list writes it
         text = f"Pass {number} is on screen" if on_screen else f"Opened pass {number}"
         if self.number != self.wanted:
             text += (
-                f" (nearest kept to #{self.wanted + 1:,}: the run kept the graphs of "
+                f" (nearest kept to #{self.wanted + 1}: the run kept the graphs of "
                 f"{self.kept:,} of its {self.total:,} passes)"
             )
         return text

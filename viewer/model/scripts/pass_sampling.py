@@ -71,12 +71,17 @@ _KIND_FLAGS = {
 
 
 def format_loss(value: float) -> str:
-    """A loss in a few characters: ``0.0421``, ``1.23e-05``, ``1.5e+03``, ``nan``."""
+    """A loss in a few characters: ``0.0421``, ``1.23e-05``, ``1.5e+03``, ``nan``; ``5`` for
+    5.0, but ``8.00`` for 7.997 (three digits that round to a whole number keep their zeros:
+    "8" would read as exact)."""
     if math.isnan(value):
         return "nan"
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
-    return f"{value:.3g}"
+    text = f"{value:.3g}"
+    if value != int(value) and "." not in text and "e" not in text and len(text.lstrip("-")) < 3:
+        return f"{value:#.3g}"
+    return text
 
 
 def pass_label(

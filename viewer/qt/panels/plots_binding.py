@@ -254,7 +254,7 @@ class PlotBinding(PanelBinding):
         choice = None if result is None else plots.nearest_kept_pass(result, number)
         if choice is None:
             self._say(
-                f"Backward #{number + 1:,} has no graph of its own to open: the graph shown "
+                f"Backward #{number + 1} has no graph of its own to open: the graph shown "
                 "holds every pass"
                 if doc.trace is not None
                 else "There is no graph to open"
