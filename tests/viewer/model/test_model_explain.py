@@ -461,3 +461,28 @@ def test_a_sum_a_transpose_and_a_softmax_write_the_chain_rules_sum_over_gy():
     assert soft.numbers.count(" · ") == 2  # each row of 2: gy_j times ∂y_j/∂x
     assert value_of(soft.numbers) == pytest.approx(np.asarray(soft.result)[soft.element], rel=1e-3)
     assert_contract(t)
+
+
+def test_the_chain_says_which_node_each_unnamed_symbol_is_as_the_inspector_names_it():
+    from viewer.model.expression.program import evaluate
+
+    t = evaluate("x = -0.5\nh = tanh(x)\ny = h * log(x * x) + x ** 2").trace
+    text = chain(t, 0).text  # d y / d x: four paths through unnamed intermediates
+    used = set(re.findall(r"\bv(\d+)\b", text.split("\nwhere ")[0]))
+    assert used  # the paths do go through unnamed variables
+    where = text.rsplit("\n", 1)[1]
+    assert where.startswith("where ")
+    for n in used:  # every symbol is explained with the inspector's own words for the node
+        op = t.node(t.creator_of(int(n)))["op"]
+        assert f"v{n} is variable #{n} from {op}" in where
+        doc = Document()
+        doc.load_trace(t)
+        assert doc.inspect(int(n)).title == f"variable #{n} from {op}"
+    from viewer.model.panels.explain_view import chain_lines
+
+    linked = {n for _, n in chain_lines(chain(t, 0))[-1].segments if n is not None}
+    assert linked == {int(n) for n in used}  # each symbol's words ring its node
+    # a chain through named variables only has nothing to explain
+    named = evaluate("x = 0.5\nh = tanh(x)\ny = h * x").trace
+    x = next(n for n in named.graph.nodes if named.node(n).get("name") == "x")
+    assert "where" not in chain(named, x).text

@@ -127,7 +127,35 @@ def _chain(trace: Any, node_id: int, focus: Any, max_paths: int, step: int | Non
     total, count = _sum_paths(edges, root, node_id, seed, down)
     shown = tuple(_walk(trace, edges, root, node_id, seed, down, y, max_paths))
     more = count - len(shown)
-    return Chain(node_id, shown, total, more, _text(head, shown, total, more, element, shape))
+    text = _text(head, shown, total, more, element, shape)
+    where = symbols_line(trace, [n for p in shown for n in p.nodes] + [node_id])
+    return Chain(node_id, shown, total, more, text + (f"\n{where}" if where else ""))
+
+
+MAX_SYMBOLS_EXPLAINED = 6
+
+
+def symbols_line(trace: Any, nodes: Any) -> str:
+    """``where v8 is variable #8 from Add, v6 is variable #6 from Log``: what the symbols of
+    unnamed variables (node_label's ``v<id>``) are, as the inspector and the problems name
+    them (find ``#8`` goes there); '' when every variable on the paths has a name."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    for n in nodes:
+        if n in seen:
+            continue
+        seen.add(n)
+        attrs = trace.node(n)
+        if attrs.get("kind") != "variable" or attrs.get("name"):
+            continue
+        creator = trace.creator_of(n)
+        origin = f" from {trace.node(creator).get('op')}" if creator >= 0 else ""
+        parts.append(f"{node_label(trace, n)} is variable #{n}{origin}")
+    if not parts:
+        return ""
+    if len(parts) > MAX_SYMBOLS_EXPLAINED:
+        parts = [*parts[:MAX_SYMBOLS_EXPLAINED], f"{len(parts) - MAX_SYMBOLS_EXPLAINED} more"]
+    return "where " + ", ".join(parts)
 
 
 def _empty(node_id: int, text: str) -> Chain:

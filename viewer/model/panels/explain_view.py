@@ -132,9 +132,26 @@ def chain_lines(chain: Chain) -> list[ExplainLine]:
     Function it is the local derivative of (the seed ``∂y/∂y`` to the output)."""
     lines: list[ExplainLine] = []
     for k, text in enumerate(chain.text.splitlines()):
+        if text.startswith("where "):  # the symbols of unnamed variables, each linked
+            lines.append(ExplainLine("chain", _linked_symbols(text)))
+            continue
         path = chain.paths[k] if k < len(chain.paths) else None
         lines.append(ExplainLine("chain", _linked_factors(text, path)))
     return lines
+
+
+_SYMBOL = re.compile(r"v(\d+) is variable #\1\b[^,]*")
+
+
+def _linked_symbols(text: str) -> tuple[Segment, ...]:
+    """``where v8 is variable #8 from Mul, …`` with each symbol's part linked to its node."""
+    segments: list[Segment] = []
+    start = 0
+    for found in _SYMBOL.finditer(text):
+        segments += [(text[start : found.start()], None), (found.group(0), int(found.group(1)))]
+        start = found.end()
+    segments.append((text[start:], None))
+    return tuple((t, n) for t, n in segments if t)
 
 
 def _linked_factors(text: str, path: ChainPath | None) -> tuple[Segment, ...]:
