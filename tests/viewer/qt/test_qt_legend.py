@@ -120,6 +120,11 @@ def test_the_export_legend_uses_the_same_entries(qapp):
     assert title == "marks"
     assert [e.key for e in marks] == ["mark:leak_cycle", "mark:leak_held", "mark:gradcheck"]
     assert marks[0] in sections["Marks"]
+    # a problem's sample badge is the first kind on the picture, not a fixed example
+    overlays = (np.array([0, 1]), np.zeros((2, 4), np.uint8), ["carried-gradient", "dead-relu"])
+    (problem,) = _legend_rows(LIGHT, overlays)[2][1]
+    assert problem.key == "mark:problem"
+    assert [text for text, _ in problem.badges] == ["carried-gradient"]
 
 
 def test_a_narrow_legend_wraps_its_badges_and_clips_no_description(qtbot):

@@ -8,6 +8,7 @@ shown.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import NamedTuple
 
@@ -362,8 +363,12 @@ def _legend_rows(
     if overlays is not None:
         for badge in overlays[2]:
             mark = mark_for_badge(str(badge))
-            if mark is not None:
-                shown.setdefault(mark.kind, marks[f"mark:{mark.kind}"])
+            if mark is None or mark.kind in shown:
+                continue
+            entry = marks[f"mark:{mark.kind}"]
+            if mark.kind == "problem" and entry.badges:  # its sample says a kind on this picture
+                entry = dataclasses.replace(entry, badges=((str(badge), entry.badges[0][1]),))
+            shown[mark.kind] = entry
     if geometry is not None and geometry.detached is not None and geometry.detached.any():
         shown.setdefault("detached", marks["mark:detached"])
     if shown:
