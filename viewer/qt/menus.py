@@ -415,18 +415,27 @@ PARTS: dict[
 }
 
 
-def show_shortcuts(window: QtWidgets.QWidget) -> QtWidgets.QDialog:
+def _help_dialog(
+    window: QtWidgets.QWidget, name: str, title: str, body: QtWidgets.QWidget
+) -> QtWidgets.QDialog:
+    """A Help dialog: ``body`` above a Close button, deleted when closed."""
     dialog = QtWidgets.QDialog(window)
-    dialog.setObjectName("shortcutsDialog")
-    dialog.setWindowTitle("Keyboard shortcuts")
-    label = QtWidgets.QLabel(shortcuts_html(), dialog)
-    label.setWordWrap(True)
+    dialog.setObjectName(name)
+    dialog.setWindowTitle(title)
+    body.setParent(dialog)
     buttons = QtWidgets.QDialogButtonBox(QtWidgets.QDialogButtonBox.StandardButton.Close, dialog)
     buttons.rejected.connect(dialog.close)
     layout = QtWidgets.QVBoxLayout(dialog)
-    layout.addWidget(label)
+    layout.addWidget(body)
     layout.addWidget(buttons)
     dialog.setAttribute(QtGui.Qt.WidgetAttribute.WA_DeleteOnClose)
+    return dialog
+
+
+def show_shortcuts(window: QtWidgets.QWidget) -> QtWidgets.QDialog:
+    label = QtWidgets.QLabel(shortcuts_html())
+    label.setWordWrap(True)
+    dialog = _help_dialog(window, "shortcutsDialog", "Keyboard shortcuts", label)
     dialog.open()
     return dialog
 
@@ -446,18 +455,10 @@ def language_html() -> str:
 def show_language(window: QtWidgets.QWidget) -> QtWidgets.QDialog:
     """Help > Expression Language: a scrolling reference, non-modal (it stays open beside the
     editor while a program is typed)."""
-    dialog = QtWidgets.QDialog(window)
-    dialog.setObjectName("languageDialog")
-    dialog.setWindowTitle("Expression language")
-    text = QtWidgets.QTextBrowser(dialog)
+    text = QtWidgets.QTextBrowser()
     text.setObjectName("languageText")
     text.setHtml(language_html())
-    buttons = QtWidgets.QDialogButtonBox(QtWidgets.QDialogButtonBox.StandardButton.Close, dialog)
-    buttons.rejected.connect(dialog.close)
-    layout = QtWidgets.QVBoxLayout(dialog)
-    layout.addWidget(text)
-    layout.addWidget(buttons)
-    dialog.setAttribute(QtGui.Qt.WidgetAttribute.WA_DeleteOnClose)
+    dialog = _help_dialog(window, "languageDialog", "Expression language", text)
     dialog.resize(480, 520)
     dialog.show()
     return dialog
