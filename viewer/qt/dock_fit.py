@@ -99,7 +99,14 @@ class DockFit(QtCore.QObject):
         """The right column back in place for the duration (to save the window's state)."""
         was_folded = self.folded
         if was_folded:
-            self._unfold()
+            # Moving the docks back may resize the window (a taller minimum) from inside
+            # addDockWidget: a fit run from that resize would fold them again halfway
+            # through, under QMainWindow's layout (a crash on closing at 800 x 560).
+            self._fitting = True
+            try:
+                self._unfold()
+            finally:
+                self._fitting = False
         try:
             yield
         finally:

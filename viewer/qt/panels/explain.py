@@ -24,6 +24,7 @@ __all__ = ["ExplainSection"]
 MAX_HEIGHT_SHARE = 0.75
 MAX_AXES_CHOSEN = 4  # spin boxes shown for an array's element; more axes: the largest only
 NO_ELEMENT = "\N{EN DASH}"  # a spin box's text while the numbers are at no one element
+MIN_LINES = 3  # the text's lines the section keeps when its panel is short (it scrolls)
 
 
 class ExplainSection(QtWidgets.QFrame):
@@ -51,6 +52,8 @@ class ExplainSection(QtWidgets.QFrame):
         row.setContentsMargins(0, 0, 0, 0)
         row.setSpacing(2)
         self.chooser_label = QtWidgets.QLabel("element", self.chooser)
+        # "element (each term's largest)" wraps in a narrow dock instead of widening it
+        self.chooser_label.setWordWrap(True)
         row.addWidget(self.chooser_label)
         self.spins: list[QtWidgets.QSpinBox] = []
         for axis in range(MAX_AXES_CHOSEN):
@@ -83,7 +86,7 @@ class ExplainSection(QtWidgets.QFrame):
         )
         self.body.linkActivated.connect(self._on_link)
         self.body.linkHovered.connect(self._on_hover)
-        self.scroll = QtWidgets.QScrollArea(self)
+        self.scroll = _TextScroll(self)
         self.scroll.setObjectName("explainScroll")
         self.scroll.setWidgetResizable(True)
         self.scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
@@ -170,7 +173,12 @@ class ExplainSection(QtWidgets.QFrame):
         margins = self.layout().contentsMargins()
         chrome = top + margins.top() + margins.bottom() + 2 * self.layout().spacing() + 3
         room = max(40, self._max_height - chrome)
-        self.scroll.setFixedHeight(min(room, wanted + 4))
+        # At most its text's height or its room; at least a few lines, not all of it: its
+        # room is a share of the panel's height, and as a minimum it would make the panel, its
+        # dock and the window taller than they are (the text scrolls instead).
+        height = min(room, wanted + 4)
+        self.scroll.setMaximumHeight(height)
+        self.scroll.setMinimumHeight(min(height, MIN_LINES * self.body.fontMetrics().lineSpacing()))
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
         super().resizeEvent(event)
@@ -193,6 +201,14 @@ class ExplainSection(QtWidgets.QFrame):
             return
         element = tuple(max(0, spin.value()) for spin in self.spins[: len(self._shape)])
         self.focus_requested.emit(element)
+
+
+class _TextScroll(QtWidgets.QScrollArea):
+    """The text's scroll area: it would be as tall as its maximum height (the text's, or its
+    room's), which the section sets; a short panel shrinks it down to its minimum."""
+
+    def sizeHint(self) -> QtCore.QSize:
+        return QtCore.QSize(super().sizeHint().width(), self.maximumHeight())
 
 
 _STYLE = {

@@ -1,0 +1,77 @@
+"""A window keeps the size it was given: what its panels show (the Explain section's lines,
+the element chooser's label) scrolls, wraps or elides inside them instead of growing their
+docks and the window."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6 import QtCore, QtWidgets
+
+from viewer.model.panels.explain_view import ExplainLine
+from viewer.qt.panels.explain import ExplainSection
+from viewer.qt.settings import AppSettings
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "resources" / "examples"
+
+
+def _settle(qtbot, ms=200):
+    qtbot.wait(ms)
+    QtWidgets.QApplication.processEvents()
+
+
+def test_stepping_with_the_inspector_in_front_keeps_the_window_800_by_560(qtbot, shown):
+    """Goldstein's backward steps explain in more lines than a 560 px window's inspector
+    holds: the section scrolls; it used to be as tall as three quarters of the panel at
+    least, which with the details below made the window 615 px high."""
+    window = shown(800, 560)
+    assert window.open_path(EXAMPLES / "goldstein.expr")
+    qtbot.waitUntil(
+        lambda: window.document.scene is not None and not window.document.layout_pending
+    )
+    window.raise_dock("inspectorDock")
+    scene = window.document.scene
+    window.document.select_index(scene.n_nodes // 2)
+    playback = window.document.playback
+    playback.to_end()
+    _settle(qtbot)
+    assert window.size() == QtCore.QSize(800, 560)
+    for _ in range(3):
+        playback.step_back()
+        _settle(qtbot, 50)
+    _settle(qtbot)
+    assert window.inspector.explain.text()  # a backward step is explained
+    assert window.size() == QtCore.QSize(800, 560)
+    dock = window.docks["inspectorDock"]
+    assert dock.minimumSizeHint().height() <= dock.height()
+    # closing saves the docks unfolded, which need more height than 560 px: moving them
+    # back resized the window, whose fit folded them again inside addDockWidget (a crash)
+    window.close()
+    assert AppSettings().window_state() is not None
+
+
+def test_the_explain_section_scrolls_its_lines_in_a_short_panel(qtbot):
+    section = ExplainSection()
+    qtbot.addWidget(section)
+    section.resize(300, 400)
+    section.set_max_height(400)
+    section.set_lines([ExplainLine("detail", ((f"line {k}", None),)) for k in range(40)])
+    section.show()
+    _settle(qtbot, 20)
+    tall = section.sizeHint().height()
+    assert tall >= 300  # it asks for its room when there is some
+    assert section.minimumSizeHint().height() <= 120  # and needs a few lines of it
+
+
+def test_the_element_chooser_wraps_its_label_in_a_narrow_dock(qtbot):
+    """'element (each term's largest)' beside two spin boxes (a Linear's weight) made the
+    section 390 px wide at least: the inspector's dock widened past the right column's
+    300 px (torch_mlp.py's backward steps)."""
+    section = ExplainSection()
+    qtbot.addWidget(section)
+    section.set_lines([ExplainLine("title", (("step 5: backward of Mul", None),))])
+    section.set_focus((16, 8), None, chosen=False)
+    section.show()
+    _settle(qtbot, 20)
+    assert section.chooser_label.text() == "element (each term's largest)"
+    assert section.minimumSizeHint().width() <= 300
