@@ -75,3 +75,63 @@ def test_the_element_chooser_wraps_its_label_in_a_narrow_dock(qtbot):
     _settle(qtbot, 20)
     assert section.chooser_label.text() == "element (each term's largest)"
     assert section.minimumSizeHint().width() <= 300
+
+
+def test_a_four_axis_element_chooser_fits_the_right_column(qtbot):
+    """A convolution's weight has four axes: their spin boxes go in a row under the label
+    instead of widening the inspector's dock (289 to 345 px at cnn_step.py's step 9; the
+    right column is 300 px wide at most windows' sizes, its dock's frame included)."""
+    section = ExplainSection()
+    qtbot.addWidget(section)
+    section.set_lines([ExplainLine("title", (("step 9: backward of Conv2d", None),))])
+    section.set_focus((16, 8, 3, 3), (15, 7, 2, 2), chosen=True)
+    section.show()
+    _settle(qtbot, 20)
+    assert all(spin.isVisible() for spin in section.spins)
+    assert section.minimumSizeHint().width() <= 280
+    assert _box(section, section.spins[0]).top() > _box(section, section.largest).bottom()
+    section.set_focus((16, 8), None, chosen=False)  # two: beside the label again
+    _settle(qtbot, 20)
+    assert section.minimumSizeHint().width() <= 280
+    spin, button = _box(section, section.spins[0]), _box(section, section.largest)
+    assert spin.top() <= button.center().y() <= spin.bottom()
+
+
+def _box(section, widget):
+    """``widget``'s rectangle in ``section``'s coordinates."""
+    return QtCore.QRect(widget.mapTo(section, QtCore.QPoint(0, 0)), widget.size())
+
+
+def test_the_inspector_dock_keeps_its_width_as_steps_change_the_element_chooser(qtbot, shown):
+    """Stepping through cnn_step.py at 1024 x 700 widened the inspector's dock from 289 to
+    345 px when a four-axis weight's spin boxes showed beside the label (a shown spin box
+    lays the window out at once, so even one shown before it moved counted)."""
+    window = shown(1024, 700)
+    assert not window.dock_fit.folded
+    dock = window.raise_dock("inspectorDock")
+    section = window.inspector.explain
+    section.set_lines([ExplainLine("title", (("step 9: backward of Conv2d", None),))])
+    _settle(qtbot, 50)
+    width = dock.width()
+    widths = []
+    watcher = _WidthWatcher(widths)
+    dock.installEventFilter(watcher)
+    for shape in [(16, 8, 3, 3), (16, 8), (), (16, 8, 3, 3), (5,), (100, 10, 3), (16, 8)]:
+        section.set_focus(shape, None, chosen=False)
+        _settle(qtbot, 20)
+        assert dock.width() == width, shape
+    assert widths == []
+
+
+class _WidthWatcher(QtCore.QObject):
+    """Records every width its widget is resized to."""
+
+    def __init__(self, widths):
+        super().__init__()
+        self.widths = widths
+
+    def eventFilter(self, watched, event):
+        resized = event.type() == QtCore.QEvent.Type.Resize
+        if resized and event.size().width() != event.oldSize().width():
+            self.widths.append(event.size().width())
+        return False

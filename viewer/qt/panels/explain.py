@@ -24,6 +24,7 @@ __all__ = ["ExplainSection"]
 MAX_HEIGHT_SHARE = 0.75
 MAX_AXES_CHOSEN = 4  # spin boxes shown for an array's element; more axes: the largest only
 NO_ELEMENT = "\N{EN DASH}"  # a spin box's text while the numbers are at no one element
+SPINS_BESIDE = 2  # axes whose spin boxes fit beside the label; more go in a row under it
 MIN_LINES = 3  # the text's lines the section keeps when its panel is short (it scrolls)
 
 
@@ -48,21 +49,33 @@ class ExplainSection(QtWidgets.QFrame):
 
         self.chooser = QtWidgets.QWidget(self)
         self.chooser.setObjectName("explainElement")
-        row = QtWidgets.QHBoxLayout(self.chooser)
-        row.setContentsMargins(0, 0, 0, 0)
+        rows = QtWidgets.QVBoxLayout(self.chooser)
+        rows.setContentsMargins(0, 0, 0, 0)
+        rows.setSpacing(2)
+        row = QtWidgets.QHBoxLayout()
         row.setSpacing(2)
+        rows.addLayout(row)
+        self._spin_rows = (row, QtWidgets.QHBoxLayout())  # beside the label, or under it
+        self._spin_rows[1].setSpacing(2)
+        self._spin_rows[1].addStretch(1)
+        rows.addLayout(self._spin_rows[1])
         self.chooser_label = QtWidgets.QLabel("element", self.chooser)
         # "element (each term's largest)" wraps in a narrow dock instead of widening it
         self.chooser_label.setWordWrap(True)
         row.addWidget(self.chooser_label)
+        self.spin_box = QtWidgets.QWidget(self.chooser)
+        spin_row = QtWidgets.QHBoxLayout(self.spin_box)
+        spin_row.setContentsMargins(0, 0, 0, 0)
+        spin_row.setSpacing(2)
         self.spins: list[QtWidgets.QSpinBox] = []
         for axis in range(MAX_AXES_CHOSEN):
-            spin = QtWidgets.QSpinBox(self.chooser)
+            spin = QtWidgets.QSpinBox(self.spin_box)
             spin.setObjectName(f"explainElementAxis{axis}")
             spin.setToolTip(f"index along axis {axis}")
             spin.valueChanged.connect(self._on_spin)
-            row.addWidget(spin)
+            spin_row.addWidget(spin)
             self.spins.append(spin)
+        row.addWidget(self.spin_box)
         self.largest = QtWidgets.QToolButton(self.chooser)
         self.largest.setObjectName("explainLargest")
         self.largest.setText("largest")
@@ -133,12 +146,18 @@ class ExplainSection(QtWidgets.QFrame):
         own largest): the spin boxes show NO_ELEMENT, not an element the text is not about."""
         self._shape = tuple(int(d) for d in shape)
         spun = len(self._shape) > 0 and len(self._shape) <= MAX_AXES_CHOSEN
+        shown_spins = self.spins[: len(self._shape)] if spun else []
+        # Those not wanted hidden, the rest in their row, and only then shown: a spin box
+        # shown lays out the window at once, and four beside the label widened the dock.
+        for spin in self.spins[len(shown_spins) :]:
+            spin.setVisible(False)
+        self._place_spins(below=len(shown_spins) > SPINS_BESIDE)
         self.chooser.setVisible(len(self._shape) > 0)
         unset = element is None
         self._filling = True
         try:
             for axis, spin in enumerate(self.spins):
-                shown = spun and axis < len(self._shape)
+                shown = spin in shown_spins
                 spin.setVisible(shown)
                 if shown:
                     # a QSpinBox shows its special text at its minimum: -1 only while unset
@@ -155,6 +174,20 @@ class ExplainSection(QtWidgets.QFrame):
             label = "element (each term's largest)" if unset else "element (largest)"
         self.chooser_label.setText(label)
         self._fit_height()
+
+    def _place_spins(self, below: bool) -> None:
+        """The spin boxes beside the label (up to two), else in a row under it: three or
+        four beside the heading, the label and the button made the section, and so the
+        inspector's dock, wider than the right column (345 px at a convolution's weight)."""
+        beside, under = self._spin_rows
+        target = under if below else beside
+        if target.indexOf(self.spin_box) >= 0:
+            return
+        (beside if below else under).removeWidget(self.spin_box)
+        if below:
+            under.addWidget(self.spin_box)
+        else:
+            beside.insertWidget(beside.indexOf(self.largest), self.spin_box)
 
     def set_max_height(self, pixels: int) -> None:
         """The most the section may take of its panel; beyond it, it scrolls on its own."""
