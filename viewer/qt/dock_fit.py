@@ -5,8 +5,9 @@ widget until that is at its minimum, and a growing one gives it all back to the 
 widget, so after a shrink and a grow the docks stay squeezed. :class:`DockFit` runs on every
 resize of the window instead:
 
-- the left and right dock columns keep the widths the user gave them (their defaults at first,
-  a dragged separator's afterwards), as long as both fit in half the window;
+- the left and right dock columns keep the widths the user gave them by dragging a separator,
+  and until then their defaults for the window's width now (:func:`default_widths`: a larger
+  window gives them more), as long as both fit in half the window;
 - below that they shrink together, in proportion, down to their panels' minimum widths;
 - when even those do not fit, the right column *folds*: its docks join the left column's tab
   group, so every panel stays one click away and the graph keeps its half; once the window is
@@ -63,7 +64,9 @@ class DockFit(QtCore.QObject):
         super().__init__(window)
         self.window = window
         self.docks = tuple(docks)
-        self.preferred: tuple[int, int] | None = None  # None until the window is first shown
+        # The user's widths for the left and right columns, 0 for a side they have not set
+        # (its default for the window's width); None until the window is first shown.
+        self.preferred: tuple[int, int] | None = None
         self._folded: list[_FoldedGroup] = []
         self._right_min = 0  # the right column's minimum width when it folded
         self._drag_from: tuple[int, int] | None = None  # the widths when a drag began
@@ -76,21 +79,20 @@ class DockFit(QtCore.QObject):
         return bool(self._folded)
 
     def start(self, keep_current: bool, preferred: tuple[int, int] | None = None) -> None:
-        """The window is shown: take ``preferred`` (the widths saved with a restored state),
-        else the columns' widths as they are (a restored state), else the defaults, and fit
-        them."""
-        width = self.window.width()
+        """The window is shown: take ``preferred`` (the widths saved with a restored state, 0
+        for a side the user did not set), else the columns' widths as they are (a restored
+        state), else none (the defaults for the window's width, as it changes), and fit them.
+        """
         if preferred is not None:
             self.preferred = preferred
         elif keep_current:
             left, right = self._column(_LEFT), self._column(_RIGHT)
-            defaults = default_widths(width)
-            self.preferred = (
-                left[0].width() if left else defaults[0],
-                right[0].width() if right else defaults[1],
-            )
+            self.preferred = (left[0].width() if left else 0, right[0].width() if right else 0)
         else:
-            self.preferred = default_widths(width)
+            # Not the defaults for the width now: those of a window first shown small would
+            # stay, and the editor would be narrower in a large window than folded in a small
+            # one (220 px at 1600 x 1000, 300 at 800 x 560).
+            self.preferred = (0, 0)
         self._whole_tab_names()
         self.fit()
 
@@ -135,7 +137,7 @@ class DockFit(QtCore.QObject):
         elif left and right and self._min_width(left) + self._min_width(right) > budget:
             self._fold(right)
             left, right = self._column(_LEFT), []
-        want_left, want_right = self.preferred or default_widths(width)
+        want_left, want_right = self.wanted(width)
         if left and right:
             total = want_left + want_right
             if total > budget:
@@ -149,6 +151,13 @@ class DockFit(QtCore.QObject):
             self._resize(left[0], max(min(want_left, budget), self._min_width(left)), None, 0)
         elif right:
             self._resize(None, 0, right[0], max(min(want_right, budget), self._min_width(right)))
+
+    def wanted(self, width: int) -> tuple[int, int]:
+        """The columns' widths in a window ``width`` wide with room for both: the user's, or
+        the defaults for that width where they set none."""
+        chosen = self.preferred or (0, 0)
+        defaults = default_widths(width)
+        return (chosen[0] or defaults[0], chosen[1] or defaults[1])
 
     def _resize(
         self,

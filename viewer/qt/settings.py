@@ -275,7 +275,8 @@ class AppSettings:
 
     def dock_widths(self) -> tuple[int, int] | None:
         """The widths the user wants for the left and right dock columns (the window's docks
-        give them back as the window grows), or None when none are saved."""
+        give them back as the window grows; 0: the default for the window's width), or None
+        when none are saved."""
         return self.read("window/dockWidths")
 
     def set_dock_widths(self, widths: tuple[int, int]) -> None:

@@ -177,8 +177,9 @@ def test_a_layout_qt_cannot_read_falls_back_to_the_default_and_says_so(qtbot, ke
 def test_a_click_that_is_no_drag_teaches_no_width(qtbot, shown):
     window = shown()
     preferred = window.dock_fit.preferred
+    wanted = window.dock_fit.wanted(1280)
     _resize(qtbot, window, 1024, 700)  # the columns squeezed below what the user wants
-    assert window.docks["editorDock"].width() < preferred[0]
+    assert window.docks["editorDock"].width() < wanted[0]
     # a click over a child that ignores it reaches the window too, as a separator's does
     inside = window.graph_view.mapTo(window, window.graph_view.rect().center())
     qtbot.mouseClick(window, QtCore.Qt.MouseButton.LeftButton, pos=inside)
@@ -186,7 +187,7 @@ def test_a_click_that_is_no_drag_teaches_no_width(qtbot, shown):
     qtbot.wait(20)
     assert window.dock_fit.preferred == preferred
     _resize(qtbot, window, 1280, 800)
-    assert window.docks["editorDock"].width() == pytest.approx(preferred[0], abs=4)
+    assert window.docks["editorDock"].width() == pytest.approx(wanted[0], abs=4)
 
 
 def test_unfolding_keeps_the_order_and_the_tabs_in_front(qtbot, shown):
@@ -236,3 +237,24 @@ def test_saved_dock_widths_are_checked(stored, expected):
     settings.store.setValue("window/dockWidths", stored)
     assert settings.dock_widths() == expected
     assert ([p.key for p in settings.problems] == ["window/dockWidths"]) == (expected is None)
+
+
+@pytest.mark.parametrize("first", [(800, 560), (1600, 1000)])
+def test_a_larger_window_gives_the_editor_no_less_room(qtbot, shown, first):
+    """Shown at 800 x 560 (folded: the editor's column 300 px wide), the window kept that
+    size's defaults, 220 and 300 px, at any size: the editor was 220 px wide at 1400 x 700
+    and 1600 x 1000. Untouched columns follow the window's width (folded, the left column
+    holds the right one's panels too, and is as wide as they want)."""
+    window = shown(*first)
+    editor = window.docks["editorDock"]
+    widths = {}
+    for size in ((800, 560), (1024, 700), (1280, 800), (1400, 700), (1600, 1000)):
+        _resize(qtbot, window, *size)
+        widths[size[0]] = editor.width()
+        assert _graph_share(window) >= GRAPH_SHARE, size
+    assert widths[800] == 300
+    assert widths[1024] <= widths[1280] <= widths[1400] <= widths[1600]
+    assert widths[1400] == 1400 // 5
+    assert widths[1600] == 1600 // 5
+    assert window.docks["inspectorDock"].width() == 1600 // 4
+    assert window.dock_fit.preferred == (0, 0)  # nothing learnt: no separator was dragged
