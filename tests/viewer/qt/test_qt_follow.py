@@ -7,7 +7,6 @@ import pytest
 from PySide6 import QtCore
 
 from viewer.model.document.document import Document
-from viewer.model.scene.text import SMALLEST_TEXT_PX
 from viewer.qt.graph.view import FOLLOW_DURATION_MS, FOLLOW_MARGIN_PX, GraphView, follow_shift
 from viewer.qt.settings import AppSettings
 
@@ -201,32 +200,42 @@ def test_a_graph_seen_whole_with_its_labels_never_moves(qtbot):
     np.testing.assert_allclose(_rect(view), fitted)
 
 
-def test_a_step_whose_labels_are_not_drawn_is_zoomed_in_to(qtbot, wide_scene):
-    """Fitted, goldstein is too small to draw labels: the follow zooms in to the step, to a
-    zoom that draws them, with all its nodes in view."""
+def test_a_step_whose_labels_are_not_drawn_is_panned_to_at_the_same_zoom(qtbot, wide_scene):
+    """Zoomed out past goldstein's labels, the follow pans to a step out of view and keeps
+    the zoom the user chose: it zoomed in to 11 px labels (sine_regression.py: 3.6 times,
+    torch_resnet_block.py: 9.5 times), leaving a node or two on screen."""
     scene = wide_scene
     view = _view(qtbot, scene)
     view.set_graph(scene.geometry, label_lines=scene.max_label_lines())
+    view.zoom_by(2.5)
+    x0, y0, _, y1 = scene.geometry.bounds()
+    view.center_at(x0, (y0 + y1) / 2)  # the graph's left edge in the middle: half is out
     qtbot.wait(10)
-    assert view.label_detail() < 2
+    assert view.label_detail() < 2, "the labels must not be drawn at this zoom for this test"
     view.set_follow(True, animated=False)
-    smallest = view._labels.pixels_per_unit_for_text(SMALLEST_TEXT_PX)
+    width = _rect(view)[2]
     room = np.array([view.viewport().width(), view.viewport().height()]) - 2 * FOLLOW_MARGIN_PX
-    fitting = 0
-    for step in range(scene.n_steps):
+    ppu = view.pixels_per_unit()
+    moved = 0
+    after = -1
+    while True:
+        try:
+            step = _step_out_of_view(view, scene, after)
+        except AssertionError:
+            break
         frame = scene.frame(step)
         view.set_frame(frame)
         qtbot.wait(1)
-        assert view.label_detail() == 2, f"step {step}: its labels are not drawn"
+        assert np.isclose(_rect(view)[2], width, rtol=1e-9), f"step {step}: the zoom changed"
         lo, hi = _boxes(scene, frame.current_nodes)
-        # (a few percent over the smallest zoom that draws labels, which the view keeps clear of)
-        if ((hi.max(axis=0) - lo.min(axis=0)) * smallest * 1.03 <= room).all():
+        if ((hi.max(axis=0) - lo.min(axis=0)) * ppu <= room).all():
             assert _inside(view, scene, frame.current_nodes), f"step {step}: out of view"
-            fitting += 1
-        else:  # too far apart to fit with labels drawn: the step's Function is in view
+            moved += 1
+        else:  # too far apart for this zoom: the step's Function is in view
             x, y = scene.geometry.positions[frame.current_function]
             assert view.visible_rect().contains(QtCore.QPointF(x, y)), f"step {step}"
-    assert fitting > scene.n_steps // 2
+        after = step
+    assert moved >= 1
 
 
 def test_the_view_menu_toggle_drives_the_view_and_persists(qtbot, window):
