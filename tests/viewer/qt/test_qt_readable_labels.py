@@ -188,3 +188,35 @@ def test_a_rerun_with_new_leaf_values_keeps_the_zoom_of_a_wrapped_graph(qtbot):
     after = view.visible_rect()
     assert after.width() == pytest.approx(before.width(), rel=1e-6)
     assert after.center().x() == pytest.approx(before.center().x(), abs=1e-6)
+
+
+def test_a_long_name_that_would_cover_the_next_box_is_cut_to_its_own_box(qapp):
+    """torch_resnet_block.py one zoom step in from Fit: ``block.bn1.weight`` on its pill hid
+    the bias box beside it (and the bias's name was left out); each now gets its box."""
+    from PySide6 import QtGui
+
+    from viewer.qt.graph.items import NAME_FONT_PX, _place_pills, cut_name, short_cap
+
+    font = QtGui.QFont()
+    font.setPixelSize(NAME_FONT_PX)
+    metrics = QtGui.QFontMetrics(font)
+    names = ["block.bn1.weight", "block.bn1.bias"]
+    whole = [(n, metrics.horizontalAdvance(n)) for n in names]
+    boxes = np.array([[70.0, 20.0], [70.0, 20.0]])
+    short = []
+    for n in names:
+        text = cut_name(n, metrics, short_cap(70.0) - 8)
+        short.append((text, metrics.horizontalAdvance(text)))
+    centres = np.array([[100.0, 50.0], [190.0, 50.0]])  # 20 px between the boxes
+    height = metrics.height() + 2
+    before = _place_pills(whole, whole, centres, height)  # no boxes: as it was
+    assert [t for t, _ in before] == ["block.bn1.weight"]  # the bias's name left out
+    after = _place_pills(whole, short, centres, height, boxes)
+    assert len(after) == 2  # both named
+    assert after[0][0] == short[0][0]  # the weight's cut to its box
+    for k, (_, pill) in enumerate(after):  # and no pill reaches into the other box
+        x = centres[1 - k, 0]
+        assert not pill.intersects(QtCore.QRectF(x - 35, 40, 70, 20))
+    # zoomed far out (boxes under a readable size) a name keeps its length
+    tiny = _place_pills(whole, short, np.array([[100.0, 50.0], [400.0, 50.0]]), height, boxes / 8)
+    assert [t for t, _ in tiny] == names

@@ -44,6 +44,8 @@ MAX_LABEL_LINES = 4
 READABLE_BOX_PX = 12.0
 NAME_FONT_PX = 11
 NAME_MAX_PX = 160
+NAME_MIN_PX = 48  # a name's pill is never cut narrower (a few characters and the ellipsis)
+PILL_GAP_PX = 8  # a name's pill at its whole length keeps this far from another box
 BADGE_HEIGHT = 17.0  # a flagged node's badge (pixels; its text is 11 px bold)
 
 
@@ -560,7 +562,8 @@ class LabelLayer(pg.GraphicsObject):
         self._name_text = QtGui.QColor("#1d1f23")
         self._name_back = QtGui.QColor(251, 251, 252, 215)
         self._painted_names = 0
-        self._names: dict[str, tuple[str, int]] = {}  # a name -> (elided, width in pixels)
+        # (a name, its pill's most pixels) -> (elided, width in pixels)
+        self._names: dict[tuple[str, int], tuple[str, int]] = {}
         self.setAcceptedMouseButtons(QtCore.Qt.MouseButton.NoButton)
         # Makes option.exposedRect the area being repainted, not the whole graph.
         self.setFlag(self.GraphicsItemFlag.ItemUsesExtendedStyleOption, True)
@@ -791,10 +794,17 @@ class LabelLayer(pg.GraphicsObject):
         transform = painter.worldTransform()
         # Which names are drawn is decided on the whole view, then cut to the exposed part:
         # a partial repaint draws what a full one draws there.
+        nodes = candidates[keep].tolist()
+        box_px = half[keep] * 2 * scale  # (width, height) on screen
         pills = _place_pills(
-            [self._name_text_of(int(candidates[k]), metrics) for k in keep],
+            [self._name_text_of(node, metrics) for node in nodes],
+            [
+                self._name_text_of(node, metrics, short_cap(width))
+                for node, width in zip(nodes, box_px[:, 0].tolist(), strict=True)
+            ],
             _map_points(transform, pos[keep]),
             metrics.height() + 2,
+            box_px,
         )
         if option is not None:
             exposed = transform.mapRect(option.exposedRect)
@@ -816,18 +826,27 @@ class LabelLayer(pg.GraphicsObject):
         self._painted_names = len(pills)
         painter.restore()
 
-    def _name_text_of(self, node: int, metrics: QtGui.QFontMetrics) -> tuple[str, int]:
-        """The first line of a node's label, elided to NAME_MAX_PX ('' for none), and its
-        width in pixels."""
+    def _name_text_of(
+        self, node: int, metrics: QtGui.QFontMetrics, cap: int = NAME_MAX_PX
+    ) -> tuple[str, int]:
+        """The first line of a node's label, elided to a pill ``cap`` pixels wide ('' for
+        none), and its width in pixels."""
         name = self._labels[node].split("\n", 1)[0] if node < len(self._labels) else ""
-        named = self._names.get(name)
+        named = self._names.get((name, cap))
         if named is None:
-            text = cut_name(name, metrics, NAME_MAX_PX - 8)
+            text = cut_name(name, metrics, cap - 8)
             named = (text, metrics.horizontalAdvance(text))
             if len(self._names) > 20_000:
                 self._names.clear()
-            self._names[name] = named
+            self._names[(name, cap)] = named
         return named
+
+
+def short_cap(box_px: float) -> int:
+    """The widest pill (pixels, a multiple of 8) of a name cut to fit over its own box,
+    ``box_px`` wide on screen (never under NAME_MIN_PX): what a name gets when at its whole
+    length it would cover another box."""
+    return int(min(NAME_MAX_PX, max(NAME_MIN_PX, box_px + 8)) // 8 * 8)
 
 
 # a dotted name (a parameter's ``block.downsample.1.weight``, a module path's attribute)
@@ -838,14 +857,17 @@ def cut_name(name: str, metrics: QtGui.QFontMetrics, width: int) -> str:
     """A label's first line cut to ``width`` pixels. A dotted name that does not fit keeps its
     last two parts whole (``1.weight``, what tells ``block.downsample.0.weight`` from
     ``block.downsample.1.weight`` and ``...1.bias``) and as much of its start as fits
-    (``block.d…1.weight``); other text, and a name whose end alone does not fit, is cut at
-    the end."""
+    (``block.d…1.weight``), else its last part (``…weight``); other text, and a name whose
+    last part alone does not fit, is cut at the end."""
     if metrics.horizontalAdvance(name) <= width or not _DOTTED.fullmatch(name):
         return metrics.elidedText(name, QtCore.Qt.TextElideMode.ElideRight, width)
     parts = name.split(".")
     tail = "…" + ".".join(parts[-2:])
     room = width - metrics.horizontalAdvance(tail)
-    if room < 0:
+    if room < 0:  # the last part alone (``…weight``), what tells a weight from its bias
+        last = "…" + parts[-1]
+        if metrics.horizontalAdvance(last) <= width:
+            return last
         return metrics.elidedText(name, QtCore.Qt.TextElideMode.ElideRight, width)
     head = ".".join(parts[:-2]) + "."
     keep = 0
@@ -862,26 +884,60 @@ def _map_points(transform: QtGui.QTransform, points: NDArray[np.floating]) -> ND
 
 
 def _place_pills(
-    texts: Sequence[tuple[str, int]], centres: NDArray[np.float64], height: int
+    texts: Sequence[tuple[str, int]],
+    short: Sequence[tuple[str, int]],
+    centres: NDArray[np.float64],
+    height: int,
+    boxes: NDArray[np.float64] | None = None,
 ) -> list[tuple[str, QtCore.QRectF]]:
-    """Pills (device pixels) for ``texts`` (text, width) at ``centres``, in order, each left
-    out when it would overlap one placed before (looked up in a grid of NAME_MAX_PX-wide
-    cells)."""
+    """Pills (device pixels) for ``texts`` (text, width) at ``centres``, in order. A pill that
+    would cover another node's box (``boxes``: each one's width and height on screen, centred
+    on its centre) takes its ``short`` text instead, cut to its own box (``block.bn1.weight``
+    over a batch norm's weight hid the bias box beside it); one that would overlap a pill
+    placed before is left out. Looked up in a grid of NAME_MAX_PX-wide cells."""
     placed: list[tuple[str, QtCore.QRectF]] = []
     cells: dict[tuple[int, int], list[QtCore.QRectF]] = {}
-    for (text, text_width), (x, y) in zip(texts, centres.tolist(), strict=True):
+    others: dict[tuple[int, int], list[tuple[int, QtCore.QRectF]]] = {}
+
+    def spans(rect: QtCore.QRectF) -> list[tuple[int, int]]:
+        cols = range(int(rect.left() // NAME_MAX_PX), int(rect.right() // NAME_MAX_PX) + 1)
+        rows = range(int(rect.top() // height), int(rect.bottom() // height) + 1)
+        return [(c, r) for c in cols for r in rows]
+
+    points = centres.tolist()
+    if boxes is not None:
+        for k, ((x, y), (w, h)) in enumerate(zip(points, boxes.tolist(), strict=True)):
+            if h < READABLE_BOX_PX:  # zoomed far out: a name tells more than a speck it hides
+                continue
+            # with a margin: a pill that fills the gap to a box leaves its name no room
+            box = QtCore.QRectF(x - w / 2 - PILL_GAP_PX, y - h / 2, w + 2 * PILL_GAP_PX, h)
+            if len(spans(box)) <= 64:  # (a box larger than the view: nothing to hide)
+                for cell in spans(box):
+                    others.setdefault(cell, []).append((k, box))
+
+    def pill_of(text_width: int, x: float, y: float) -> QtCore.QRectF:
+        width = text_width + 8
+        return QtCore.QRectF(x - width / 2, y - height / 2, width, height)
+
+    def covers_a_box(k: int, pill: QtCore.QRectF) -> bool:
+        return any(
+            j != k and pill.intersects(box)
+            for cell in spans(pill)
+            for j, box in others.get(cell, ())
+        )
+
+    for k, ((text, text_width), (x, y)) in enumerate(zip(texts, points, strict=True)):
         if not text:
             continue
-        width = text_width + 8
-        pill = QtCore.QRectF(x - width / 2, y - height / 2, width, height)
-        cols = range(int(pill.left() // NAME_MAX_PX), int(pill.right() // NAME_MAX_PX) + 1)
-        rows = range(int(pill.top() // height), int(pill.bottom() // height) + 1)
-        near = [cells.get((c, r), ()) for c in cols for r in rows]
+        pill = pill_of(text_width, x, y)
+        if others and covers_a_box(k, pill):
+            text, text_width = short[k]
+            pill = pill_of(text_width, x, y)
+        near = [cells.get(cell, ()) for cell in spans(pill)]
         if any(pill.intersects(other) for group in near for other in group):
             continue
-        for c in cols:
-            for r in rows:
-                cells.setdefault((c, r), []).append(pill)
+        for cell in spans(pill):
+            cells.setdefault(cell, []).append(pill)
         placed.append((text, pill))
     return placed
 
