@@ -230,6 +230,10 @@ _on_forward: tuple = ()
 _forward_ones: tuple = ()
 _forward_one: Any = None
 _on_backward_event: tuple = ()
+# The handlers of a backward pass's beginning and end, read directly by _backward (no event
+# name looked up, no arguments packed, once per pass per observer)
+_on_backward_begin: tuple = ()
+_on_backward_end: tuple = ()
 # The one ``on_backward_event`` handler, called without a loop; None with none or several.
 _backward_step: Any = None
 _on_rename: tuple = ()
@@ -246,11 +250,13 @@ _output_ref_callback: Any = None
 def _bind_handlers() -> None:
     global _handlers, _on_forward, _forward_ones, _forward_one, _on_backward_event
     global _backward_step, _on_rename, _on_scope, _output_ref_callback
+    global _on_backward_begin, _on_backward_end
     # Plain loops, one pass over the observers: every trace.record() binds twice (start and
     # stop), a fixed cost a short recorded block pays in full.
     if not _observers:
         _handlers = {}
         _on_forward = _forward_ones = _on_backward_event = _on_rename = _on_scope = ()
+        _on_backward_begin = _on_backward_end = ()
         _forward_one = _backward_step = _output_ref_callback = None
         return
     handlers: dict[str, tuple] = dict.fromkeys(_EVENTS, ())
@@ -283,6 +289,8 @@ def _bind_handlers() -> None:
     _forward_one = forward_ones[0] if len(forward_ones) == 1 else None
     _on_backward_event = steps = handlers["on_backward_event"]
     _backward_step = steps[0] if len(steps) == 1 else None
+    _on_backward_begin = handlers["on_backward_begin"]
+    _on_backward_end = handlers["on_backward_end"]
     _on_rename = handlers["on_rename"]
     _on_scope = scopes
     _output_ref_callback = callbacks[0] if len(callbacks) == 1 else None
@@ -1015,11 +1023,13 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
     step_events = _on_backward_event if observers else ()
     emit = bool(step_events)
     if observers:
-        _notify("on_backward_begin", output, retain_grad, create_graph)
+        for handler in _on_backward_begin:
+            handler(output, retain_grad, create_graph)
     creator = output.creator
     if creator is None:  # backward() on a leaf: its gradient is the seed, nothing to do
         if observers:
-            _notify("on_backward_end", output)
+            for handler in _on_backward_end:
+                handler(output)
         return
 
     pending: dict = {output: seed if create_graph else seed.data}
@@ -1147,7 +1157,8 @@ def _backward(output: Variable, retain_grad: bool, create_graph: bool) -> None:
             _switches.enable_backprop = old_mode
 
     if observers:
-        _notify("on_backward_end", output)
+        for handler in _on_backward_end:  # those attached now, as _notify would
+            handler(output)
 
 
 def _seed(output: Variable, gradient: Any, create_graph: bool) -> Variable:

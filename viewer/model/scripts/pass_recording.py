@@ -188,9 +188,12 @@ class PassRecording:
             except (TypeError, ValueError):
                 self._loss = math.nan
             shape = getattr(data, "shape", None)
-        self._iteration, self._held = self.count_pass(
-            (call_line(self.script), shape), weakref.ref(output)
-        )
+        # The script's line that called backward: the walk up the stack starts at the frame
+        # that called this handler (the engine's), one frame object fewer to make than from
+        # here (this frame is the recording's own code, never the script's)
+        script = self.script
+        line = -1 if script is None else call_line(script, sys._getframe(1))
+        self._iteration, self._held = self.count_pass((line, shape), weakref.ref(output))
         if output.name:
             self.names[index] = str(output.name)
             self.passes.loss_label = str(output.name)
