@@ -54,6 +54,7 @@ __all__ = [
     "observing",
     "pow",
     "remove_observer",
+    "replace_observers",
     "rsub",
     "scope",
     "sub",
@@ -173,6 +174,20 @@ def remove_observer(observer: Any) -> None:
         _set_attached(tuple(pair for pair in _attached if pair[0] is not observer))
 
 
+def replace_observers(detach: tuple, attach: tuple) -> None:
+    """Detach the observers ``detach``, then attach ``attach`` to the current thread, in that
+    order: what :func:`remove_observer` and :func:`add_observer` do one by one, in one change
+    of the observers and one binding of the handlers (a long run's recording hands the engine
+    to a new recorder at many a backward pass's end: four changes were most of that)."""
+    me = _get_ident()
+    with _observers_lock:
+        attached = tuple(pair for pair in _attached if all(pair[0] is not o for o in detach))
+        for observer in attach:
+            if observer not in (o for o, _ in attached):
+                attached = (*attached, (observer, me))
+        _set_attached(attached)
+
+
 # Held while the observers change and their handlers are bound: threads that attach and
 # detach at once lose none of each other's changes. Only attaching takes it, never an operation.
 _observers_lock = threading.RLock()
@@ -197,10 +212,10 @@ _deferring = _Deferring()
 
 @contextlib.contextmanager
 def observers_changing() -> Iterator[None]:
-    """Attach and detach several observers, binding the handlers once at the end (a long
-    run's recording swaps its recorder every backward pass: four rebindings were a quarter of
-    its time). No operation of this thread may run inside: its handlers are the old ones
-    until it ends (another thread's changes bind at once)."""
+    """Attach and detach several observers, binding the handlers once at the end (or rebind
+    them, an observer's class having changed: autodiff.trace's LineRecorder). No operation of
+    this thread may run inside: its handlers are the old ones until it ends (another thread's
+    changes bind at once)."""
     _deferring.depth += 1
     try:
         yield

@@ -1367,13 +1367,18 @@ class Recorder:
             self._scope_depth -= 1
             self._tape_append((_T_SCOPE_END,))
 
-    def _start(self) -> None:
+    def _start(self, attach: bool = True) -> None:
+        """Begin recording; ``attach`` False: the caller attaches this recorder to the engine
+        itself (core.replace_observers, in one change with others)."""
         self._recording = True
         self._start_order = next(core._creation_counter)
-        core.add_observer(self)
+        if attach:
+            core.add_observer(self)
 
-    def _stop(self) -> None:
-        core.remove_observer(self)
+    def _stop(self, detach: bool = True) -> None:
+        """Stop recording; ``detach`` False: the caller detaches this recorder itself."""
+        if detach:
+            core.remove_observer(self)
         self._tape_end = len(self._tape)
         self._recording = False
         self._maybe_constant = {}

@@ -206,11 +206,11 @@ class Trace:
     _sync = _delegate("_recorder", "_sync")
     _walk = _delegate("_recorder", "_walk")
 
-    def _start(self) -> None:
-        self._recorder._start()
+    def _start(self, attach: bool = True) -> None:
+        self._recorder._start(attach)
 
-    def _stop(self) -> None:
-        self._recorder._stop()
+    def _stop(self, detach: bool = True) -> None:
+        self._recorder._stop(detach)
         if self._graph is not None:  # names given while recording reach the graph built
             self._sync_graph()
             nodes = self._graph.nodes

@@ -749,6 +749,41 @@ def test_observers_changing_binds_the_handlers_once_at_its_end(monkeypatch):
         core.remove_observer(b)
 
 
+def test_replace_observers_removes_then_adds_with_one_binding(monkeypatch):
+    # What a long run's recording does at a kept pass's end: its new recorder in the place of
+    # the ended one, its own observer after it; the order is the one remove_observer and
+    # add_observer one by one give, with the handlers bound once
+    from autodiff import core
+
+    calls = []
+    real = core._bind_handlers
+    monkeypatch.setattr(core, "_bind_handlers", lambda: (calls.append(1), real()))
+    heard = []
+
+    class Hears:
+        def __init__(self, name):
+            self.name = name
+
+        def on_backward_begin(self, output, retain_grad, create_graph):
+            heard.append(self.name)
+
+    old, log, other, new = Hears("old"), Hears("log"), Hears("other"), Hears("new")
+    for o in (old, log, other):
+        core.add_observer(o)
+    try:
+        calls.clear()
+        core.replace_observers((old, log), (new, log))
+        assert calls == [1]
+        assert core._observers == (other, new, log)
+        (Variable(np.array(2.0)) * 3).backward()
+        assert heard == ["other", "new", "log"]
+        core.replace_observers((), (log,))  # already attached: not twice
+        assert core._observers == (other, new, log)
+    finally:
+        for o in (old, log, other, new):
+            core.remove_observer(o)
+
+
 def test_every_observer_hears_each_operation_by_the_handler_it_defines():
     # A recorded one-output operation goes to on_forward_one where an observer defines it,
     # to on_forward (outputs as a list, recorded True) where it does not; several outputs

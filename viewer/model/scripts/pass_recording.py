@@ -286,19 +286,19 @@ class PassRecording:
             ):
                 return  # the next pass goes on in this trace (it may become its segment)
         # A new trace for the next pass.
-        with core.observers_changing():  # one rebinding of the engine's handlers, not four
-            ended._stop()
-            self._current = Trace(self.max_array_size)
-            tables = self._current.tables
-            tables.forward_only = self.forward_only
-            tables.sample_forward_only = False  # a segment may be dropped: its sample with it
-            self._back_steps = 0
-            self._passes_in_current = 0
-            self._top_in_current = 0
-            self._pinned = False
-            self._current._start()
-            core.remove_observer(self)  # after the new recorder: it must see each pass first
-            core.add_observer(self)
+        ended._stop(detach=False)
+        self._current = Trace(self.max_array_size)
+        tables = self._current.tables
+        tables.forward_only = self.forward_only
+        tables.sample_forward_only = False  # a segment may be dropped: its sample with it
+        self._back_steps = 0
+        self._passes_in_current = 0
+        self._top_in_current = 0
+        self._pinned = False
+        self._current._start(attach=False)
+        # The new recorder in the ended one's place, this observer after it (it must see each
+        # pass first): one change of the engine's observers, not four
+        core.replace_observers((ended.tables, self), (tables, self))
         self._current_began = time.perf_counter()
 
     # ------------------------------------------------------------------ a pass's log entry
