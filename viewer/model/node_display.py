@@ -18,7 +18,7 @@ from typing import Any
 
 from autodiff.trace import GradFate, NodeState, TraceReader
 
-__all__ = ["NodeDisplay", "left_over_note", "node_display"]
+__all__ = ["NodeDisplay", "left_over_note", "node_display", "unnamed_variable"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,13 @@ class NodeDisplay:
     note: str = ""
     passing: tuple[tuple[str, int, Any], ...] = ()
     origin: int | None = None  # the backward pass (0-based) whose gradient is held
+
+
+def unnamed_variable(node_id: int, op: str | None = None) -> str:
+    """An unnamed variable as the inspector's title, the problems' messages and the chain
+    rule's symbols name it: ``variable #4 from Log`` (``variable #4`` for a leaf). Not
+    ``Log #4``, which reads as the Function (it has its own id)."""
+    return f"variable #{node_id} from {op}" if op else f"variable #{node_id}"
 
 
 def left_over_note(state: NodeState, origin: int | None, fate: GradFate, offset: int = 0) -> str:

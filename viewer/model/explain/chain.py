@@ -41,6 +41,7 @@ from autodiff import formulas
 from viewer.model.explain import recorded
 from viewer.model.explain.recorded import format_number
 from viewer.model.explain.step import node_label
+from viewer.model.node_display import unnamed_variable
 
 __all__ = [
     "MAX_ENUMERATED",
@@ -149,8 +150,8 @@ def symbols_line(trace: Any, nodes: Any) -> str:
         if attrs.get("kind") != "variable" or attrs.get("name"):
             continue
         creator = trace.creator_of(n)
-        origin = f" from {trace.node(creator).get('op')}" if creator >= 0 else ""
-        parts.append(f"{node_label(trace, n)} is variable #{n}{origin}")
+        op = trace.node(creator).get("op") if creator >= 0 else None
+        parts.append(f"{node_label(trace, n)} is {unnamed_variable(n, op)}")
     if not parts:
         return ""
     if len(parts) > MAX_SYMBOLS_EXPLAINED:

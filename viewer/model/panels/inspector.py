@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from autodiff.trace import NodeState, TraceReader
-from viewer.model.node_display import node_display
+from viewer.model.node_display import node_display, unnamed_variable
 
 __all__ = [
     "FULL_ARRAY_LIMIT",
@@ -102,14 +102,12 @@ class NodeInfo:
             return f"{self.op} (function #{self.node_id})"
         if self.kind == "module":
             return f"{self.name} ({self.op} module)" if self.op else f"{self.name} (scope)"
-        # an unnamed variable as the problems' messages name it (detectors.reading.node_name)
         if self.name:
             return f"{self.name} (variable #{self.node_id})"
         if self.constant:
             return f"constant (variable #{self.node_id})"
-        if self.creator is not None:
-            return f"variable #{self.node_id} from {self.creator.label.rsplit(' #', 1)[0]}"
-        return f"variable #{self.node_id}"
+        op = self.creator.label.rsplit(" #", 1)[0] if self.creator is not None else None
+        return unnamed_variable(self.node_id, op)  # as the problems' messages name it
 
     def as_rows(self) -> list[tuple[str, str]]:
         """(field, text) rows for a two-column table."""

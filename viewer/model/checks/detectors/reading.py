@@ -10,6 +10,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from viewer.model.node_display import unnamed_variable
+
 __all__ = [
     "NO_BACKWARD",
     "NO_PARAMETERS",
@@ -53,8 +55,7 @@ def reached_by(reader: Any, indexes: Iterable[int]) -> set[int]:
 
 def node_name(reader: Any, node_id: int) -> str:
     """A node as the user knows it, as the inspector titles it: a variable's name, else
-    ``variable #id from Op`` (not ``Op #id``, which reads as the Function: the
-    Function is ``Op #id`` with its own id)."""
+    :func:`~viewer.model.node_display.unnamed_variable`; a Function ``Op #id``."""
     node = reader.node(node_id)
     if node.get("name"):
         return str(node["name"])
@@ -62,9 +63,7 @@ def node_name(reader: Any, node_id: int) -> str:
         return f"{node.get('op')} #{node_id}"
     base = reader.base if reader.base is not None else reader  # a view's leaf may have one
     creator = base.creator_of(node_id)
-    if creator < 0:
-        return f"variable #{node_id}"
-    return f"variable #{node_id} from {base.node(creator).get('op')}"
+    return unnamed_variable(node_id, base.node(creator).get("op") if creator >= 0 else None)
 
 
 def node_names(reader: Any, nodes: Iterable[int], at_most: int = 4) -> str:
