@@ -334,3 +334,21 @@ def test_shorten_error_keeps_the_longest_start_that_fits_cut_at_a_word():
         assert len(shown) <= most and shown.endswith("\u2026")
         assert text.startswith(shown[:-1])
         assert text[len(shown) - 1] == " "  # cut at a word
+
+
+def test_an_error_with_a_word_longer_than_the_editor_is_cut_and_the_window_keeps_its_size(
+    qtbot, window
+):
+    """A 15 000-character function name does not wrap: shown whole, it made the window
+    110 252 px wide."""
+    window.resize(800, 560)
+    window.show()
+    qtbot.waitExposed(window)
+    window.editor.set_text("y = " + "a" * 15_000 + "(x)")
+    window.editor_binding.run()
+    QtWidgets.QApplication.processEvents()
+    label = window.editor.error_label
+    assert label.text().endswith("\u2026") and len(label.text()) < 300
+    assert "a" * 15_000 in window.editor.error_text()  # the whole message is kept
+    assert len(label.toolTip()) < 2_200
+    assert window.width() == 800

@@ -52,6 +52,7 @@ def read_source(path: Path) -> str | None:
 # An error under the editor shows at most this many lines, cut at a word, the rest on hover
 # (and in the status bar): a long message must not squeeze the text being edited.
 MAX_ERROR_LINES = 3
+MAX_ERROR_TOOLTIP = 2_000  # characters of it on hover
 
 
 def shorten_error(text: str, fits: Callable[[str], bool]) -> str:
@@ -103,13 +104,17 @@ class _ErrorLabel(QtWidgets.QLabel):
         most = MAX_ERROR_LINES * metrics.lineSpacing()
         flags = int(QtCore.Qt.TextFlag.TextWordWrap)
 
-        def fits(text: str) -> bool:
-            return metrics.boundingRect(0, 0, width, 100_000, flags, text).height() <= most
+        def fits(text: str) -> bool:  # a word longer than the width does not wrap: too wide
+            box = metrics.boundingRect(0, 0, width, 100_000, flags, text)
+            return box.height() <= most and box.width() <= width
 
         shown = shorten_error(self._whole, fits)
         if shown != self.text():
             self.setText(shown)
-        self.setToolTip(tooltip(self._whole) if shown != self._whole else "")
+        whole = self._whole
+        if len(whole) > MAX_ERROR_TOOLTIP:  # (a 15 000-character name: the status bar has it)
+            whole = whole[: MAX_ERROR_TOOLTIP - 1] + "\u2026"
+        self.setToolTip(tooltip(whole) if shown != self._whole else "")
 
 
 class ExpressionHighlighter(QtGui.QSyntaxHighlighter):
