@@ -295,3 +295,72 @@ def test_a_pass_is_numbered_as_the_graph_list_numbers_it_without_a_thousands_com
         "150,000 passes)"
     )
     assert pass_label(1973, 1972, 0.25).startswith("#1973 ")
+
+
+DATA_AND_PARAMETERS = textwrap.dedent(
+    """
+    import numpy as np
+    from autodiff import Parameter, Variable
+    import autodiff.functions as F
+
+    x = Variable(np.linspace(0.0, 1.0, 5).reshape(5, 1), name="x")
+    t = Variable(np.sin(x.data), name="t")
+    W = Parameter(np.full((1, 1), 0.5), name="W")
+    b = Parameter(np.zeros(1), name="b")
+    NORMS = []
+    for i in range(3):
+        W.cleargrad()
+        b.cleargrad()
+        x.cleargrad()
+        t.cleargrad()
+        loss = F.mean_squared_error(F.matmul(x, W) + b, t)
+        loss.backward()
+        NORMS.append((float(np.linalg.norm(W.grad.data)), float(np.linalg.norm(b.grad.data))))
+        assert x.grad is not None and t.grad is not None  # the data leaves get gradients too
+        W.data = W.data - 0.1 * W.grad.data
+        b.data = b.data - 0.1 * b.grad.data
+    print(repr(NORMS))
+    """
+)
+
+
+def test_the_gradient_norm_curves_leave_out_data_leaves_beside_parameters(tmp_path):
+    # x and t are Variables (the data), W and b Parameters: every one gets a gradient, only
+    # the Parameters' norms are drawn, and a note names the others
+    script = tmp_path / "train.py"
+    script.write_text(DATA_AND_PARAMETERS)
+    doc = Document()
+    assert doc.run_script(script), doc.script_result.error
+    norms = eval(doc.script_result.stdout)
+    log = doc.script_result.passes
+    assert len(log.parameter_labels) == 4  # the log keeps all four, read back from the worker
+    assert {log.parameter_labels[k] for k in log.data_columns} == {"x (5, 1)", "t (5, 1)"}
+    from_log = plots.pass_log_curves(log)  # a long run's curves: every pass's, from the log
+    assert set(from_log.labels) == {"W (1, 1)", "b (1,)"}  # (in the order first reached)
+    by_label = from_log.norms_by_label()
+    np.testing.assert_allclose(by_label["W (1, 1)"], [w for w, _ in norms], rtol=1e-6)
+    np.testing.assert_allclose(by_label["b (1,)"], [b for _, b in norms], rtol=1e-6)
+    assert (
+        "not drawn: t (5, 1), x (5, 1), leaves with a gradient that are not Parameters"
+        in from_log.notes
+    )
+    # the same from the recorded graphs (the curves of a trace), which the panel shows here
+    curves = plots.document_training_curves(doc)
+    assert curves.labels == ("W (1, 1)", "b (1,)")
+    np.testing.assert_allclose(curves.grad_norms.T, norms, rtol=1e-12)
+    assert "not drawn: x, t, leaves with a gradient that are not Parameters" in curves.notes
+
+
+def test_without_parameters_every_leaf_with_a_gradient_is_drawn(tmp_path):
+    # the same program with Variables for W and b (DeZero's early steps, micrograd): nothing
+    # tells data from weights, so all four are drawn
+    script = tmp_path / "train.py"
+    script.write_text(DATA_AND_PARAMETERS.replace("Parameter(", "Variable("))
+    doc = Document()
+    assert doc.run_script(script), doc.script_result.error
+    for curves in (
+        plots.document_training_curves(doc),
+        plots.pass_log_curves(doc.script_result.passes),
+    ):
+        assert set(curves.labels) == {"x (5, 1)", "t (5, 1)", "W (1, 1)", "b (1,)"}
+        assert not any(n.startswith("not drawn") for n in curves.notes)

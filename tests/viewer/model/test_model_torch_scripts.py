@@ -18,6 +18,7 @@ import pytest
 
 from viewer.model import Document
 from viewer.model.document.examples import list_examples
+from viewer.model.panels import plots
 from viewer.model.panels.plots import document_training_curves
 from viewer.model.scripts.pass_sampling import FLAG_HELD, FLAG_NONFINITE
 from viewer.model.scripts.run import ScriptRun
@@ -629,3 +630,40 @@ def test_a_scripts_backward_runs_with_the_recorders_mode_off_as_records_does(tmp
         view = result.view(k)
         assert [s.op for s in view.steps if s.phase == "forward"][-2:] == ["pow", "mean"]
         assert [s for s in view.steps if s.phase == "backward"]
+
+
+def test_a_torch_input_that_requires_grad_is_left_out_of_the_gradient_norm_curves(tmp_path):
+    # an input made with requires_grad (to look at its gradient) gets .grad like the
+    # weights; the Training plot draws the nn.Parameters' norms and names the input
+    pytest.importorskip("torch")
+    script = tmp_path / "probe.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import torch
+            from torch import nn
+            torch.manual_seed(0)
+            model = nn.Linear(3, 1)
+            x = torch.randn(4, 3, requires_grad=True)
+            norms = []
+            for step in range(2):
+                model.zero_grad()
+                x.grad = None
+                model(x).pow(2).mean().backward()
+                norms.append({n: float(p.grad.norm()) for n, p in model.named_parameters()})
+            print(repr(norms))
+            """
+        )
+    )
+    doc = Document()
+    assert doc.run_script(script), doc.script_result.error
+    norms = eval(doc.script_result.stdout.strip().splitlines()[-1])
+    log = doc.script_result.passes
+    assert len(log.parameter_labels) == 3 and len(log.data_columns) == 1
+    for curves in (document_training_curves(doc), plots.pass_log_curves(log)):
+        assert len(curves.labels) == 2
+        by_label = curves.norms_by_label()
+        for name in ("weight", "bias"):
+            label = next(k for k in by_label if k.startswith(name + " "))
+            np.testing.assert_allclose(by_label[label], [n[name] for n in norms], rtol=1e-5)
+        assert any(n.startswith("not drawn: ") for n in curves.notes), curves.notes

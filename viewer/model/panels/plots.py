@@ -364,6 +364,13 @@ def training_curves(trace: TraceReader, max_parameters: int = MAX_PARAMETERS) ->
             continue
         parameters.append(nid)
     notes = []
+    trainable = trace.parameters()
+    data = [k for k, nid in enumerate(parameters) if nid not in trainable]
+    if len(data) < len(parameters):  # Parameters beside data: the data leaves are left out
+        note = _data_note([_leaf_name(trace, parameters[k]) for k in data])
+        if note:
+            notes.append(note)
+        parameters = [nid for nid in parameters if nid in trainable]
     if len(parameters) > max_parameters:
         notes.append(f"{len(parameters)} parameters: the first {max_parameters} are drawn")
         parameters = parameters[:max_parameters]
@@ -414,18 +421,52 @@ def pass_log_curves(log: Any) -> TrainingCurves:
             "loss.backward() in the training loop"
         )
     norms = log.grad_norms
+    labels = list(log.parameter_labels)
+    notes = [
+        f"{len(log):,} backward pass{'es' if len(log) != 1 else ''}, from every pass's loss "
+        "and gradients"
+    ]
+    columns = list(range(len(norms)))
+    data = sorted(k for k in log.data_columns if k < len(labels))
+    if len(data) < len(labels):  # Parameters beside data: the data leaves are left out
+        note = _data_note([labels[k] for k in data])
+        if note:
+            notes.append(note)
+        columns = [k for k in columns if k not in log.data_columns]
     return TrainingCurves(
         steps=np.arange(len(log), dtype=np.int64),
         loss=log.loss,
         loss_label=str(log.loss_label),
-        parameters=tuple(range(len(norms))),
-        labels=tuple(log.parameter_labels),
-        grad_norms=norms,
-        notes=(
-            f"{len(log):,} backward pass{'es' if len(log) != 1 else ''}, from every pass's loss "
-            "and gradients",
-        ),
+        parameters=tuple(columns),
+        labels=tuple(labels[k] for k in columns),
+        grad_norms=norms[columns],
+        notes=tuple(notes),
     )
+
+
+# data leaves named in the plot's note, at most
+MAX_DATA_NAMED = 4
+
+
+def _data_note(names: list[str]) -> str:
+    """The note saying which leaves that got gradients are not drawn beside the Parameters:
+    they are not Parameters (most often a model's inputs and targets, made as Variables or
+    as tensors that require grad); '' when there are none."""
+    if not names:
+        return ""
+    shown = ", ".join(names[:MAX_DATA_NAMED])
+    if len(names) > MAX_DATA_NAMED:
+        shown += f" and {len(names) - MAX_DATA_NAMED} more"
+    one = len(names) == 1
+    return (
+        f"not drawn: {shown}, {'a leaf' if one else 'leaves'} with a gradient that "
+        f"{'is not a Parameter' if one else 'are not Parameters'}"
+    )
+
+
+def _leaf_name(trace: TraceReader, nid: int) -> str:
+    name = trace.node(nid).get("name")
+    return str(name) if name else f"variable #{nid}"
 
 
 def document_training_curves(document: Any, **options: Any) -> TrainingCurves:

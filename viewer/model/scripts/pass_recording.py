@@ -49,6 +49,7 @@ _NDARRAY = np.ndarray
 _F64 = np.dtype(np.float64)
 _VARIABLE = core.Variable
 _CONSTANT = core.Constant
+_PARAMETER = core.Parameter
 
 # A trace of its own costs each pass about as much as a tiny pass's whole recording (its
 # tables made, the engine's handlers rebound twice, the leaves registered anew, the whole
@@ -232,7 +233,9 @@ class PassRecording:
             for order, (x, g) in self._grads.items():
                 column = columns.get(order, -1)
                 if column == -1:
-                    column = columns[order] = self.passes.parameter(_parameter_label(x))
+                    column = columns[order] = self.passes.parameter(
+                        _parameter_label(x), not isinstance(x, _PARAMETER)
+                    )
                 data = g.data if type(g) is _VARIABLE else g
                 if type(data) is _NDARRAY and data.dtype is _F64 and data.size == 1:
                     norm = abs(data.item())  # a scalar's: _norm's first case without a call

@@ -225,13 +225,16 @@ class PassLog:
     """Every pass's scalars, 17 bytes a pass plus 4 per logged parameter: the loss (the sum
     of the root's value), the iteration, the flags, and the gradient norm of up to
     :data:`MAX_NORMS` parameters (leaves that received a gradient, in the order first seen;
-    NaN where a pass gave one none)."""
+    NaN where a pass gave one none). ``data_columns``: the columns of leaves that are not
+    Parameters (``x = Variable(data)``, an input tensor with ``requires_grad``), which the
+    plot leaves out beside Parameters."""
 
     def __init__(self) -> None:
         self._loss = array("d")
         self._iteration = array("q")
         self._flags = bytearray()
         self.parameter_labels: list[str] = []
+        self.data_columns: set[int] = set()
         self._norms: list[array] = []
         self.loss_label = "loss"
 
@@ -255,10 +258,13 @@ class PassLog:
             for k, column in enumerate(columns):
                 column.append(norms[k] if k < len(norms) else math.nan)
 
-    def parameter(self, label: str) -> int | None:
-        """A new parameter's column (NaN for the passes before), None past MAX_NORMS."""
+    def parameter(self, label: str, data: bool = False) -> int | None:
+        """A new parameter's column (NaN for the passes before), None past MAX_NORMS;
+        ``data``: the leaf is not a Parameter (see ``data_columns``)."""
         if len(self._norms) >= MAX_NORMS:
             return None
+        if data:
+            self.data_columns.add(len(self._norms))
         self.parameter_labels.append(label)
         self._norms.append(array("f", [math.nan]) * len(self._loss))
         return len(self._norms) - 1
@@ -293,6 +299,7 @@ class PassLog:
         grad_norms: NDArray,
         parameter_labels: Sequence[str],
         loss_label: str = "loss",
+        data_columns: Sequence[int] = (),
     ) -> PassLog:
         """A log from the arrays of another (the script worker sends them); ValueError when
         they do not fit together."""
@@ -306,7 +313,11 @@ class PassLog:
             raise ValueError("the pass log's arrays differ in length")
         if norms.shape != (len(labels), n) or len(labels) > MAX_NORMS:
             raise ValueError("the pass log's gradient norms do not fit its parameters")
+        data = {int(k) for k in data_columns}
+        if any(not 0 <= k < len(labels) for k in data):
+            raise ValueError("the pass log's data columns are not among its parameters")
         log = cls()
+        log.data_columns = data
         log._loss = array("d", loss.tobytes())
         log._iteration = array("q", iteration.tobytes())
         log._flags = bytearray(flags.tobytes())

@@ -283,6 +283,7 @@ def write_passes(log: PassLog, folder: str | os.PathLike[str]) -> None:
         iteration=log.iteration,
         flags=log.flags,
         grad_norms=log.grad_norms.astype(np.float32),
+        data_columns=np.array(sorted(log.data_columns), dtype=np.int64),
     )
 
 
@@ -298,6 +299,7 @@ def read_passes(meta: ResultMeta, folder: str | os.PathLike[str]) -> PassLog | N
             npz["grad_norms"],
             list(meta.pass_labels),
             meta.loss_label,
+            npz["data_columns"].reshape(-1).tolist() if "data_columns" in npz.files else (),
         )
 
 

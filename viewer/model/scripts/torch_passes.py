@@ -331,7 +331,9 @@ class TorchPasses:
                     flags |= FLAG_NONFINITE
                 column = self._columns.get(label, -1)
                 if column == -1:
-                    column = self._columns[label] = self.log.parameter(label)
+                    column = self._columns[label] = self.log.parameter(
+                        label, not isinstance(leaf, torch.nn.Parameter)
+                    )
                 place_norm(norms, column, norm)
         flags |= checked
         dropped = engine.log_pass(loss, iteration, flags, norms, held)
