@@ -135,3 +135,26 @@ class _WidthWatcher(QtCore.QObject):
         if resized and event.size().width() != event.oldSize().width():
             self.widths.append(event.size().width())
         return False
+
+
+def test_a_wide_short_window_keeps_its_size_with_both_columns(qtbot, shown):
+    """At 1280 x 560 the right column stays unfolded, and its panels' least heights summed to
+    more than the window had: it became 1280 x 572 (the Plots panel alone needed 218 px, its
+    three plots' rows, values and clip note; they scroll now in a shorter dock)."""
+    window = shown(1280, 560)
+    # the seeds' program plotted: the Plots panel needs its most height
+    qtbot.waitUntil(lambda: window.plot_panel.function_plot.isVisible())
+    _settle(qtbot, 50)
+    assert window.size() == QtCore.QSize(1280, 560)
+    assert not window.dock_fit.folded
+    for width, height in ((1600, 560), (1024, 560), (1280, 800), (800, 560), (1280, 560)):
+        window.resize(width, height)
+        _settle(qtbot, 50)
+        assert window.size() == QtCore.QSize(width, height)
+        # the panels fit in the room the window gave them
+        assert window.minimumSizeHint().height() <= height
+    assert not window.dock_fit.folded
+    window.raise_dock("plotPanel")
+    _settle(qtbot, 50)
+    plots = window.plot_panel.function_plot
+    assert plots.isVisible() and plots.height() >= plots.minimumHeight()
