@@ -244,6 +244,15 @@ class DockFit(QtCore.QObject):
             dock.raise_()
         self._folded = groups
         self._whole_tab_names()
+        # the tab group now holds the right panels too (the inspector, the plots): it gets
+        # three fifths of the column's height, the docks above it (the editor) the rest
+        if anchor is not None:
+            group = {anchor, *self.window.tabifiedDockWidgets(anchor)}
+            above = [d for d in left_front if d not in group]
+            if above:
+                front = next((d for d in group if self._in_front(d)), anchor)
+                weights = [2] * len(above) + [3 * len(above)]
+                self.window.resizeDocks([*above, front], weights, _VERTICAL)
 
     def _unfold(self) -> None:
         groups, self._folded = self._folded, []
