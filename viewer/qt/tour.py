@@ -1,5 +1,9 @@
-"""The first-run tour: a few callouts, each beside the part of the window it explains, with
-that part outlined. Back, Next and Skip move through them; Esc dismisses it.
+"""The first-run tour: a few callouts, each explaining one part of the window, which is
+outlined. Back, Next and Skip move through them; Esc dismisses it.
+
+The callout stays in one place, at the top of the graph's area, as tall as its longest stop
+needs: a user clicking Next again and again finds it under the pointer each time (beside each
+part in turn, it moved by hundreds of pixels between stops). The outline shows where to look.
 
 It is a child of the window, never a modal dialog: nothing waits for it, the window stays
 usable around it, and a test that never looks at it is not blocked by it. The window starts
@@ -128,6 +132,7 @@ class Tour(QtWidgets.QFrame):
         layout.addWidget(self.counter)
         layout.addWidget(self.title)
         layout.addWidget(self.text)
+        layout.addStretch(1)  # a shorter stop's text: the buttons stay at the bottom
         layout.addLayout(buttons)
         self.setFixedWidth(CALLOUT_WIDTH)
 
@@ -135,6 +140,9 @@ class Tour(QtWidgets.QFrame):
         self.next_button.clicked.connect(self.next)
         self.skip_button.clicked.connect(self.dismiss)
         window.installEventFilter(self)
+        self._area = self._area_widget()
+        if self._area is not None:
+            self._area.installEventFilter(self)
         self.hide()
 
     # ------------------------------------------------------------------ moving through it
@@ -144,7 +152,20 @@ class Tour(QtWidgets.QFrame):
 
     def start(self) -> None:
         self.index = 0
+        self._fit_height()
         self._show_stop()
+
+    def _fit_height(self) -> None:
+        """As tall as the stop with the most text needs, for every stop: the buttons stay put."""
+        layout = self.layout()
+        heights = []
+        for stop in self.stops:
+            self.counter.setText(f"{len(self.stops)} of {len(self.stops)}")
+            self.title.setText(stop.title)
+            self.text.setText(stop.text)
+            layout.invalidate()
+            heights.append(layout.totalHeightForWidth(CALLOUT_WIDTH))
+        self.setFixedHeight(max(heights))
 
     def next(self) -> None:
         if self.index + 1 >= len(self.stops):
@@ -204,12 +225,11 @@ class Tour(QtWidgets.QFrame):
 
     # ------------------------------------------------------------------ where it stands
     def place(self) -> None:
-        """Beside its target (right, left, below or above, whichever has room), inside the
-        window; the outline around the target."""
+        """At the top of the graph's area, in the middle, inside the window (the same place for
+        every stop); the outline around the target."""
         target = self._target
         if target is None or not self.isVisible():
             return
-        self.adjustSize()
         area = self._window.rect()
         origin = target.mapTo(self._window, QtCore.QPoint(0, 0))
         box = QtCore.QRect(origin, target.size()).intersected(area)
@@ -217,22 +237,24 @@ class Tour(QtWidgets.QFrame):
         self.outline.show()
         self.outline.raise_()
         size = self.size()
-        middle_y = box.center().y() - size.height() // 2
-        middle_x = box.center().x() - size.width() // 2
-        candidates = (
-            QtCore.QPoint(box.right() + GAP, middle_y),
-            QtCore.QPoint(box.left() - GAP - size.width(), middle_y),
-            QtCore.QPoint(middle_x, box.bottom() + GAP),
-            QtCore.QPoint(middle_x, box.top() - GAP - size.height()),
-        )
+        spot_area = self._area
+        if spot_area is not None and spot_area.isVisible():
+            corner = spot_area.mapTo(self._window, QtCore.QPoint(0, 0))
+            room = QtCore.QRect(corner, spot_area.size())
+        else:
+            room = area
+        spot = QtCore.QPoint(room.center().x() - size.width() // 2, room.top() + GAP)
         inner = area.adjusted(GAP, GAP, -GAP, -GAP)
-        fits = [p for p in candidates if inner.contains(QtCore.QRect(p, size))]
-        # no side has room (a small window, a wide target): over the target, as near as fits
-        spot = fits[0] if fits else QtCore.QPoint(middle_x, middle_y)
         x = min(max(spot.x(), inner.left()), max(inner.left(), inner.right() - size.width()))
         y = min(max(spot.y(), inner.top()), max(inner.top(), inner.bottom() - size.height()))
         self.move(x, y)
         self.raise_()
+
+    def _area_widget(self) -> QtWidgets.QWidget | None:
+        """The window's central widget (the graph), where the callout stands."""
+        if isinstance(self._window, QtWidgets.QMainWindow):
+            return self._window.centralWidget()
+        return None
 
     def _watch(self, target: QtWidgets.QWidget | None) -> None:
         if self._target is not None:
@@ -242,10 +264,10 @@ class Tour(QtWidgets.QFrame):
             target.installEventFilter(self)
 
     def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
-        # the window resized, a dock folded into a tab group or moved: follow the target,
-        # once the window's layout has settled
+        # the window resized, a dock folded into a tab group or moved, the graph's area
+        # resized: follow, once the window's layout has settled
         if event.type() in (QtCore.QEvent.Type.Resize, QtCore.QEvent.Type.Move) and (
-            watched is self._window or watched is self._target
+            watched is self._window or watched is self._target or watched is self._area
         ):
             # only the window's resize raises the target again (it may have folded behind a
             # tab); a tab the user picks stays in front

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from PySide6 import QtCore, QtWidgets
 
 from viewer.model.panels.explain_view import ExplainLine
@@ -102,12 +103,17 @@ def _box(section, widget):
     return QtCore.QRect(widget.mapTo(section, QtCore.QPoint(0, 0)), widget.size())
 
 
-def test_the_inspector_dock_keeps_its_width_as_steps_change_the_element_chooser(qtbot, shown):
+@pytest.mark.parametrize(("size", "folded"), [((1024, 700), True), ((1210, 700), False)])
+def test_the_inspector_dock_keeps_its_width_as_steps_change_the_element_chooser(
+    qtbot, shown, size, folded
+):
     """Stepping through cnn_step.py at 1024 x 700 widened the inspector's dock from 289 to
     345 px when a four-axis weight's spin boxes showed beside the label (a shown spin box
-    lays the window out at once, so even one shown before it moved counted)."""
-    window = shown(1024, 700)
-    assert not window.dock_fit.folded
+    lays the window out at once, so even one shown before it moved counted). The right
+    column folds at 1024 px now (the editor keeps 300 px): the inspector is checked there,
+    in the left column's tabs, and at its narrowest unfolded, in a 1210 px window."""
+    window = shown(*size)
+    assert window.dock_fit.folded == folded
     dock = window.raise_dock("inspectorDock")
     section = window.inspector.explain
     section.set_lines([ExplainLine("title", (("step 9: backward of Conv2d", None),))])
@@ -135,3 +141,26 @@ class _WidthWatcher(QtCore.QObject):
         if resized and event.size().width() != event.oldSize().width():
             self.widths.append(event.size().width())
         return False
+
+
+def test_a_wide_short_window_keeps_its_size_with_both_columns(qtbot, shown):
+    """At 1280 x 560 the right column stays unfolded, and its panels' least heights summed to
+    more than the window had: it became 1280 x 572 (the Plots panel alone needed 218 px, its
+    three plots' rows, values and clip note; they scroll now in a shorter dock)."""
+    window = shown(1280, 560)
+    # the seeds' program plotted: the Plots panel needs its most height
+    qtbot.waitUntil(lambda: window.plot_panel.function_plot.isVisible())
+    _settle(qtbot, 50)
+    assert window.size() == QtCore.QSize(1280, 560)
+    assert not window.dock_fit.folded
+    for width, height in ((1600, 560), (1024, 560), (1280, 800), (800, 560), (1280, 560)):
+        window.resize(width, height)
+        _settle(qtbot, 50)
+        assert window.size() == QtCore.QSize(width, height)
+        # the panels fit in the room the window gave them
+        assert window.minimumSizeHint().height() <= height
+    assert not window.dock_fit.folded
+    window.raise_dock("plotPanel")
+    _settle(qtbot, 50)
+    plots = window.plot_panel.function_plot
+    assert plots.isVisible() and plots.height() >= plots.minimumHeight()

@@ -3,6 +3,7 @@ replayed by Help > Take the Tour; non-modal, each callout beside the part it exp
 
 from __future__ import annotations
 
+import pytest
 from PySide6 import QtCore, QtWidgets
 
 from viewer.qt.settings import AppSettings
@@ -129,3 +130,24 @@ def test_the_callout_follows_a_theme_switch(qtbot, shown):
         base = qpalette(theme_named(name)).color(QtGui.QPalette.ColorRole.Base)
         inside = tour.grab().toImage().pixelColor(8, tour.height() // 2)
         assert inside.name() == base.name(), name
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (800, 560), (1600, 1000)])
+def test_next_stays_under_the_pointer_from_stop_to_stop(qtbot, shown, size):
+    """Beside each part in turn, the callout and its Next button moved between stops (from
+    (475, 214) to (1173, 411) to (697, 654) at 1280 x 800): a user clicking Next again and
+    again missed it. The callout stays in one place; the outline shows the part."""
+    _first_start()
+    window = shown(*size)
+    tour = window.tour
+    places = set()
+    for i in range(len(tour.stops)):
+        QtWidgets.QApplication.processEvents()
+        places.add(_window_rect(window, tour.next_button).getRect())
+        assert window.rect().contains(tour.geometry())
+        assert tour.next_button.isVisible()
+        assert tour.text.height() >= tour.text.heightForWidth(tour.text.width())  # text whole
+        qtbot.mouseClick(tour.next_button, QtCore.Qt.MouseButton.LeftButton)
+        assert tour.index == i + 1 or not tour.running
+    assert not tour.running
+    assert len(places) == 1, places

@@ -3,7 +3,7 @@
 import sys
 import threading
 
-from PySide6 import QtCore
+from PySide6 import QtCore, QtWidgets
 
 from viewer.model.document.document import Document
 from viewer.model.document.playback import PlaybackState
@@ -217,3 +217,33 @@ def test_a_panels_message_stays_at_its_top(qtbot):
         qtbot.wait(10)
         assert panel.summary.geometry().top() < 20, cls.__name__
         assert panel.summary.geometry().height() < 120, cls.__name__
+
+
+def test_the_playback_bar_keeps_its_minimum_width_from_phase_to_phase(qtbot):
+    """The phase button's text goes from "→ backward" to "→ backward 2" to "Phases" as the
+    cursor passes each phase: its width (555 to 584 px for the bar's minimum) followed it,
+    and the step label and speed box after it moved with every phase."""
+    state = PlaybackState()
+    bar = PlaybackBar()
+    PlaybackBinding(state, bar)
+    qtbot.addWidget(bar)
+    bar.resize(900, bar.sizeHint().height())
+    bar.show()
+    qtbot.waitExposed(bar)
+    steps = [_Step(i, "forward" if i < 3 else "backward") for i in range(9)]
+    for step in steps[6:]:
+        step.backward_pass = 1  # a second backward pass
+    state.set_steps(steps)
+    minimums, buttons, texts = set(), set(), set()
+    for index in range(-1, len(steps)):
+        state.seek(index)
+        QtWidgets.QApplication.processEvents()
+        minimums.add(bar.minimumSizeHint().width())
+        buttons.add(bar.phase_button.width())
+        texts.add(bar.phase_button.text())
+    assert texts == {"→ backward", "→ backward 2", "Phases"}
+    assert len(minimums) == 1, minimums
+    assert len(buttons) == 1, buttons
+    # every text shows whole
+    metrics = bar.phase_button.fontMetrics()
+    assert bar.phase_button.width() > metrics.horizontalAdvance("→ backward 2")

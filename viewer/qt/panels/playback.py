@@ -127,6 +127,7 @@ class PlaybackBar(QtWidgets.QWidget):
         self.phase_button.setPopupMode(QtWidgets.QToolButton.ToolButtonPopupMode.MenuButtonPopup)
         self.phase_menu = QtWidgets.QMenu(self.phase_button)
         self.phase_button.setMenu(self.phase_menu)
+        self._fit_phase_button(())
 
         self.slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal, self)
         self.slider.setObjectName("timelineSlider")
@@ -216,11 +217,24 @@ class PlaybackBar(QtWidgets.QWidget):
             action = self.phase_menu.addAction(f"{span.label}: steps {span.start + 1}-{span.stop}")
             action.triggered.connect(lambda _=False, s=span.start: self.seek_requested.emit(s))
         self.phase_button.setEnabled(bool(spans))
+        self._fit_phase_button(["→ " + span.label for span in spans])
         for b in (self.start_button, self.back_button, self.play_button):
             b.setEnabled(n > 0)
         self.forward_button.setEnabled(n > 0)
         self.end_button.setEnabled(n > 0)
         self.strip.set_timeline(n, spans, nonfinite)
+
+    def _fit_phase_button(self, texts: Sequence[str]) -> None:
+        """The phase button as wide as the widest text it can show for this timeline: stepping
+        from the forward phase ("→ backward") to the last ("Phases") leaves the bar's minimum
+        width and the buttons after it where they were."""
+        button = self.phase_button
+        shown, widest = button.text(), 0
+        for text in ("Phases", "→ backward", *texts):
+            button.setText(text)
+            widest = max(widest, button.sizeHint().width())
+        button.setText(shown)
+        button.setMinimumWidth(widest)
 
     def show_step(self, index: int, n: int, step: Any, next_span: PhaseSpan | None) -> None:
         """The cursor at ``index`` of ``n`` steps (``step`` the current one, None before any),

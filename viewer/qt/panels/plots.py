@@ -91,6 +91,36 @@ def _column(page: QtWidgets.QWidget, message: QtWidgets.QLabel, *plots: QtWidget
         col.addWidget(plot, 1)
 
 
+class _ScrollingPage(QtWidgets.QScrollArea):
+    """A tab's page that scrolls when its dock is shorter than the page's least height (a
+    message, its controls and stacked plots: 172 px), instead of making the right column,
+    and with it a short window, taller than asked (1280 x 560 became 572 high)."""
+
+    # what it needs at least: the controls' row and a line of text above a plot's edge
+    MIN_HEIGHT = 64
+
+    def __init__(self, page: QtWidgets.QWidget, parent: QtWidgets.QWidget) -> None:
+        super().__init__(parent)
+        self.setWidget(page)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.viewport().setAutoFillBackground(False)
+        page.setAutoFillBackground(False)
+
+    def minimumSizeHint(self) -> QtCore.QSize:
+        # as narrow as the page (its width is the column's to decide, and a scroll bar shows
+        # only in a dock shorter than any a window needs at 560 px), as short as MIN_HEIGHT;
+        # QAbstractScrollArea's own is room for its scroll bars' buttons
+        page = self.widget()
+        width = page.minimumSizeHint().width() if page is not None else 0
+        return QtCore.QSize(width, self.MIN_HEIGHT)
+
+    def sizeHint(self) -> QtCore.QSize:
+        page = self.widget()
+        return page.sizeHint() if page is not None else super().sizeHint()
+
+
 class PlotPanel(QtWidgets.QWidget):
     leaf_chosen = QtCore.Signal(str)
     tab_changed = QtCore.Signal(str)  # one of TABS
@@ -173,7 +203,7 @@ class PlotPanel(QtWidgets.QWidget):
         col.addWidget(self.function_values)
         col.addWidget(self.function_plot, 1)
         col.addWidget(self.function_clip_note)
-        self.tabs.addTab(page, "f(x)")
+        self.tabs.addTab(_ScrollingPage(page, self.tabs), "f(x)")
         self.leaf_combo.activated.connect(
             lambda index: self.leaf_chosen.emit(self.leaf_combo.itemText(index))
         )
@@ -207,7 +237,7 @@ class PlotPanel(QtWidgets.QWidget):
         grid.setColumnStretch(0, 1)
         grid.setRowStretch(1, 1)
         grid.setRowStretch(2, 1)
-        self.tabs.addTab(page, "Training")
+        self.tabs.addTab(_ScrollingPage(page, self.tabs), "Training")
         self.training_data: Any = None
         # The pass whose graph is on screen: a line across each training plot (so every curve
         # is marked at it), numbered on the loss plot, and a dot on the loss curve.
@@ -241,7 +271,7 @@ class PlotPanel(QtWidgets.QWidget):
         self.value_histogram = _plot_widget(page, "valueHistogram")
         self.grad_histogram = _plot_widget(page, "gradHistogram")
         _column(page, self.histogram_message, self.value_histogram, self.grad_histogram)
-        self.tabs.addTab(page, "Histogram")
+        self.tabs.addTab(_ScrollingPage(page, self.tabs), "Histogram")
         self.histogram_data: Any = None
 
         self.tabs.currentChanged.connect(lambda i: self.tab_changed.emit(TABS[i]))
