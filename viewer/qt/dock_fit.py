@@ -8,14 +8,10 @@ resize of the window instead:
 - the left and right dock columns keep the widths the user gave them by dragging a separator,
   and until then their defaults for the window's width now (:func:`default_widths`: a larger
   window gives them more), as long as both fit in half the window;
-- below that a default width gives way before one the user chose, then both in proportion,
-  down to the right panels' minimum widths and, for the left column, the editor's width
-  (:data:`EDITOR_WIDTH`, or the user's if narrower);
+- below that they shrink together, in proportion, down to their panels' minimum widths;
 - when even those do not fit, the right column *folds*: its docks join the left column's tab
   group, so every panel stays one click away and the graph keeps its half; once the window is
   wide enough again they go back where they were, tabs, order and visibility as before.
-  Folded, the left column is as wide as the right panels want (300 px), so the editor is
-  never narrower in a larger window than in a smaller one.
 
 Saving the window's state while folded saves the unfolded arrangement (:meth:`unfolded`).
 """
@@ -28,7 +24,7 @@ from dataclasses import dataclass
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-__all__ = ["EDITOR_WIDTH", "GRAPH_SHARE", "DockFit", "default_widths"]
+__all__ = ["GRAPH_SHARE", "DockFit", "default_widths"]
 
 # The graph's share of the window's width that the docks never take: the graph is what the
 # app is for, and with half of an 800 px window (400 px) a ten-node graph is still readable.
@@ -36,10 +32,6 @@ GRAPH_SHARE = 0.5
 # Unfolding waits until there is this much more room than folding needed, so that a window
 # dragged around the boundary does not fold and unfold on every pixel.
 UNFOLD_MARGIN = 40
-# The left column's least width before the right column folds (unless the user made it
-# narrower): what it has folded, where it holds the right panels too. Squeezed below it, the
-# editor was narrower at 1024 to 1400 px (211 to 280) than folded at 800 (300).
-EDITOR_WIDTH = 300
 
 _LEFT = QtCore.Qt.DockWidgetArea.LeftDockWidgetArea
 _RIGHT = QtCore.Qt.DockWidgetArea.RightDockWidgetArea
@@ -49,9 +41,8 @@ _VERTICAL = QtCore.Qt.Orientation.Vertical
 
 def default_widths(window_width: int) -> tuple[int, int]:
     """The left and right columns' widths for a window this wide before the user drags a
-    separator: a fifth and a quarter of it, at least 300 px each (a line of the program, the
-    panels' texts)."""
-    return max(EDITOR_WIDTH, window_width // 5), max(300, window_width // 4)
+    separator: a fifth and a quarter of it, at least 220 and 300 px (the panels' texts)."""
+    return max(220, window_width // 5), max(300, window_width // 4)
 
 
 @dataclass
@@ -138,25 +129,21 @@ class DockFit(QtCore.QObject):
         width = self.window.width()
         budget = int(width * (1 - GRAPH_SHARE)) - 2 * self._separator()
         left, right = self._column(_LEFT), self._column(_RIGHT)
-        want_left, want_right = self.wanted(width)
         if self.folded:
-            unfolded_left = self._min_width(left, excluding=self._folded_docks())
-            needed = self._least_left(want_left, unfolded_left) + self._right_min
+            needed = self._min_width(left, excluding=self._folded_docks()) + self._right_min
             if needed + UNFOLD_MARGIN <= budget:
                 self._unfold()
                 left, right = self._column(_LEFT), self._column(_RIGHT)
-        elif left and right:
-            least_left = self._least_left(want_left, self._min_width(left))
-            if least_left + self._min_width(right) > budget:
-                self._fold(right)
-                left, right = self._column(_LEFT), []
+        elif left and right and self._min_width(left) + self._min_width(right) > budget:
+            self._fold(right)
+            left, right = self._column(_LEFT), []
+        want_left, want_right = self.wanted(width)
         if left and right:
-            if want_left + want_right > budget:
-                want_left, want_right = self._give_way(
-                    budget,
-                    (want_left, want_right),
-                    (self._least_left(want_left, self._min_width(left)), self._min_width(right)),
-                )
+            total = want_left + want_right
+            if total > budget:
+                low_left, low_right = self._min_width(left), self._min_width(right)
+                want_left = max(low_left, budget * want_left // total)
+                want_right = max(low_right, budget - want_left)
             self._resize(left[0], want_left, right[0], want_right)
         elif left:
             if self.folded:  # the column holds the right panels' tabs too: as wide as theirs
@@ -171,35 +158,6 @@ class DockFit(QtCore.QObject):
         chosen = self.preferred or (0, 0)
         defaults = default_widths(width)
         return (chosen[0] or defaults[0], chosen[1] or defaults[1])
-
-    @staticmethod
-    def _least_left(want_left: int, min_width: int) -> int:
-        """The left column's least width with the right column beside it."""
-        return max(min_width, min(want_left, EDITOR_WIDTH))
-
-    def _give_way(
-        self, budget: int, wants: tuple[int, int], leasts: tuple[int, int]
-    ) -> tuple[int, int]:
-        """The columns' widths within ``budget``: a default width gives way before one the user
-        chose, then both in proportion to what each can give, none below its least."""
-        chosen = self.preferred or (0, 0)
-        widths = list(wants)
-        excess = sum(widths) - budget
-        for sides in ([s for s in (0, 1) if not chosen[s]], [0, 1]):
-            room = {s: max(0, widths[s] - leasts[s]) for s in sides}
-            total = sum(room.values())
-            if excess <= 0 or total <= 0:
-                continue
-            take = min(excess, total)
-            for s in sides:
-                cut = take * room[s] // total
-                widths[s] -= cut
-                excess -= cut
-        for s in (1, 0):  # what rounding left over
-            cut = max(0, min(excess, widths[s] - leasts[s]))
-            widths[s] -= cut
-            excess -= cut
-        return widths[0], widths[1]
 
     def _resize(
         self,

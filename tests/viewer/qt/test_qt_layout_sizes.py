@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from PySide6 import QtCore, QtWidgets
 
 from viewer.model.panels.explain_view import ExplainLine
@@ -103,17 +102,12 @@ def _box(section, widget):
     return QtCore.QRect(widget.mapTo(section, QtCore.QPoint(0, 0)), widget.size())
 
 
-@pytest.mark.parametrize(("size", "folded"), [((1024, 700), True), ((1210, 700), False)])
-def test_the_inspector_dock_keeps_its_width_as_steps_change_the_element_chooser(
-    qtbot, shown, size, folded
-):
+def test_the_inspector_dock_keeps_its_width_as_steps_change_the_element_chooser(qtbot, shown):
     """Stepping through cnn_step.py at 1024 x 700 widened the inspector's dock from 289 to
     345 px when a four-axis weight's spin boxes showed beside the label (a shown spin box
-    lays the window out at once, so even one shown before it moved counted). The right
-    column folds at 1024 px now (the editor keeps 300 px): the inspector is checked there,
-    in the left column's tabs, and at its narrowest unfolded, in a 1210 px window."""
-    window = shown(*size)
-    assert window.dock_fit.folded == folded
+    lays the window out at once, so even one shown before it moved counted)."""
+    window = shown(1024, 700)
+    assert not window.dock_fit.folded
     dock = window.raise_dock("inspectorDock")
     section = window.inspector.explain
     section.set_lines([ExplainLine("title", (("step 9: backward of Conv2d", None),))])
