@@ -36,6 +36,7 @@ from viewer.qt.checks.problems import ProblemsPanel
 from viewer.qt.checks.problems_binding import ProblemsBinding
 from viewer.qt.dock_fit import DockFit
 from viewer.qt.drawing.icons import media_icon
+from viewer.qt.drawing.plain_text import MAX_TOOLTIP, tooltip
 from viewer.qt.drawing.themes import Theme, apply_theme, theme_named
 from viewer.qt.graph import view_export
 from viewer.qt.graph.explain_binding import ExplainBinding
@@ -161,6 +162,10 @@ class MainWindow(QtWidgets.QMainWindow):
         status_bar = self.statusBar()
         status_bar.addPermanentWidget(self.status_label)
         status_bar.setObjectName("statusBar")
+        # a message longer than the bar is cut at its right end: the whole of it on hover
+        status_bar.messageChanged.connect(
+            lambda message: status_bar.setToolTip(tooltip(message, MAX_TOOLTIP))
+        )
 
         self._make_binders(status_bar)
 

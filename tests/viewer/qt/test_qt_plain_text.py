@@ -51,3 +51,21 @@ def test_a_hostile_name_from_a_file(qtbot, tmp_path):
     assert window.open_path(bad) is False
     box = window.findChild(QtWidgets.QMessageBox, "errorBox")
     assert box is not None and box.textFormat() == QtCore.Qt.TextFormat.PlainText
+
+
+def test_a_status_message_longer_than_the_bar_is_whole_on_hover_as_typed(qtbot, tmp_path):
+    # at 800 px "…built 2 graphs: showing the last; choose another in the Script panel" was
+    # cut at "in th…" with no way to read the rest; a file's name may look like HTML
+    window = MainWindow()
+    qtbot.addWidget(window)
+    bar = window.statusBar()
+    message = f"Exported the graph to {tmp_path / (HOSTILE + '.png')} " + "and more " * 40
+    bar.showMessage(message)
+    shown = QtGui.QTextDocument()
+    shown.setHtml(bar.toolTip())
+    assert shown.toPlainText() == message
+    bar.showMessage("x" * 20_000)  # a hostile length: the tooltip holds 2 000 characters
+    shown.setHtml(bar.toolTip())
+    assert len(shown.toPlainText()) == 2_000 and shown.toPlainText().endswith("\u2026")
+    bar.clearMessage()
+    assert bar.toolTip() == ""

@@ -11,13 +11,19 @@ import html
 
 from PySide6 import QtCore, QtWidgets
 
-__all__ = ["SummaryArea", "tooltip"]
+__all__ = ["MAX_TOOLTIP", "SummaryArea", "tooltip"]
+
+MAX_TOOLTIP = 2_000  # characters of a text a tooltip shows, at most (the rest: "…")
 
 
-def tooltip(text: str) -> str:
-    """``text`` as a tooltip shows it literally: ``<h1>x</h1>`` reads as typed."""
+def tooltip(text: str, limit: int | None = None) -> str:
+    """``text`` as a tooltip shows it literally: ``<h1>x</h1>`` reads as typed; with a
+    ``limit``, at most that many characters of it (a 15 000-character name would cover the
+    screen)."""
     if not text:
         return ""
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "\u2026"
     return "<p style='white-space:pre-wrap'>" + html.escape(text, quote=False) + "</p>"
 
 

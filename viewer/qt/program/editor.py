@@ -17,7 +17,7 @@ from pathlib import Path
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from viewer.qt.drawing.icons import media_icon
-from viewer.qt.drawing.plain_text import tooltip
+from viewer.qt.drawing.plain_text import MAX_TOOLTIP, tooltip
 
 __all__ = [
     "MAX_ERROR_LINES",
@@ -52,7 +52,7 @@ def read_source(path: Path) -> str | None:
 # An error under the editor shows at most this many lines, cut at a word, the rest on hover
 # (and in the status bar): a long message must not squeeze the text being edited.
 MAX_ERROR_LINES = 3
-MAX_ERROR_TOOLTIP = 2_000  # characters of it on hover
+MAX_ERROR_TOOLTIP = MAX_TOOLTIP  # characters of it on hover
 
 
 def shorten_error(text: str, fits: Callable[[str], bool]) -> str:
@@ -111,10 +111,8 @@ class _ErrorLabel(QtWidgets.QLabel):
         shown = shorten_error(self._whole, fits)
         if shown != self.text():
             self.setText(shown)
-        whole = self._whole
-        if len(whole) > MAX_ERROR_TOOLTIP:  # (a 15 000-character name: the status bar has it)
-            whole = whole[: MAX_ERROR_TOOLTIP - 1] + "\u2026"
-        self.setToolTip(tooltip(whole) if shown != self._whole else "")
+        # (at most MAX_ERROR_TOOLTIP characters: a 15 000-character name covered the screen)
+        self.setToolTip(tooltip(self._whole, MAX_ERROR_TOOLTIP) if shown != self._whole else "")
 
 
 class ExpressionHighlighter(QtGui.QSyntaxHighlighter):
