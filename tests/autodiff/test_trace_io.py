@@ -382,8 +382,15 @@ def test_malformed_file_through_load(tmp_path, good):
 def test_not_json(tmp_path):
     path = tmp_path / "t.json"
     path.write_text('{"format": ')
-    with pytest.raises(TraceFormatError, match="not valid JSON"):
+    with pytest.raises(TraceFormatError, match="not valid JSON: Expecting value at line 1, col"):
         trace.load(path)
+    # json's message that ends in "at" reads with its place after it (it read "starting at)")
+    path.write_text('{"format": "autodiff')
+    with pytest.raises(TraceFormatError) as caught:
+        trace.load(path)
+    assert str(caught.value).endswith(
+        "not valid JSON: Unterminated string starting at line 1, column 12"
+    )
     path.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(TraceFormatError, match="not UTF-8"):
         trace.load(path)

@@ -32,8 +32,8 @@ __all__ = [
 ]
 
 OPEN_FILTER = (
-    "Everything it opens (*.expr *.txt *.json *.py);;Expressions (*.expr *.txt);;"
-    "Traces (*.json);;Python scripts (*.py);;All files (*)"
+    "Everything it opens (*.expr *.txt *.json *.npz *.py);;Expressions (*.expr *.txt);;"
+    "Traces (*.json *.npz);;Python scripts (*.py);;All files (*)"
 )
 EXPORT_FILTER = "PNG image (*.png);;SVG drawing (*.svg);;" + data_export.FILE_FILTER
 

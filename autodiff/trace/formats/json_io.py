@@ -356,9 +356,7 @@ def load(
     except UnicodeDecodeError as e:
         raise TraceFormatError(f"{os.fspath(path)}: not UTF-8 text: {e}") from None
     except json.JSONDecodeError as e:
-        raise TraceFormatError(
-            f"{os.fspath(path)}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})"
-        ) from None
+        raise TraceFormatError(f"{os.fspath(path)}: not valid JSON: {_json_error(e)}") from None
     except RecursionError:
         raise TraceFormatError(f"{os.fspath(path)}: nested too deeply") from None
     except ValueError as e:  # e.g. an integer of thousands of digits
@@ -618,3 +616,11 @@ def _load_events(rows: Recorder, events: list) -> None:
         if origin is not None:
             origin = _int(origin, f"{p}.pass")
         rows.add_event(stamp, visible, node, EVENT_KINDS[kind_name], snap, origin)
+
+
+def _json_error(e: json.JSONDecodeError) -> str:
+    """json's message with its place: "Unterminated string starting at line 1, column 4997"
+    (its ``msg`` ends in "at" for some errors: with the place after it in brackets it read
+    "starting at)"), "Expecting value at line 3, column 1"."""
+    msg = e.msg if e.msg.endswith(" at") else f"{e.msg} at"
+    return f"{msg} line {e.lineno}, column {e.colno}"

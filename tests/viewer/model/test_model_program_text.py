@@ -142,3 +142,34 @@ def test_a_program_replaces_the_source_only_when_allowed(tmp_path):
     assert statuses[-1] == "Kept the edited program; diamond.expr was not opened"
     assert doc.load_path(path, lambda opened: True)
     assert doc.source == "y = cos(x)\n"
+
+
+def test_a_trace_saved_as_npz_opens_like_one_saved_as_json(tmp_path):
+    # README and --check call .npz a saved trace; File > Open said "unknown file type"
+    import numpy as np
+
+    import autodiff.functions as F
+    from autodiff import Variable, trace
+    from autodiff.trace.formats.npz import trace_to_npz
+
+    x = Variable(np.array(0.5), name="x")
+    with trace.record() as t:
+        y = F.sin(x) * x
+        y.backward()
+    good = tmp_path / "good.npz"
+    trace_to_npz(t, good)
+    doc = Document()
+    assert doc.load_path(good, lambda: True)
+    assert doc.kind == "trace" and doc.title == "good.npz"
+    nodes = {doc.trace.node(i).get("name"): i for i in doc.trace.variables}
+    last = len(doc.trace.steps) - 1
+    assert float(doc.trace.grad_at(nodes["x"], last).array) == pytest.approx(
+        float(x.grad.data)
+    )  # the gradient the program computed: sin(0.5) + 0.5 cos(0.5)
+    # a broken one is refused with its name and why, and the graph on screen stays
+    for name, data in (("text.npz", b"hello"), ("cut.npz", good.read_bytes()[:300])):
+        bad = tmp_path / name
+        bad.write_bytes(data)
+        assert not doc.load_path(bad, lambda: True)
+        assert str(doc.last_error).startswith(f"{bad}: not a binary trace")
+        assert doc.title == "good.npz"

@@ -15,7 +15,10 @@ from viewer.model.document.document import Document
 from viewer.model.scripts import worker
 from viewer.model.scripts.process import DEFAULT_MEMORY_MB, ScriptProcess
 
-MESSAGE = "the script used more than 300 MiB, its limit: Settings, limits/scriptMemoryMB"
+MESSAGE = (
+    "the script used more than 300 MiB, its limit: limits/scriptMemoryMB in "
+    "~/.config/autodiff-viewer/viewer.ini"
+)
 
 ENGINE = """
 import numpy as np
@@ -166,5 +169,5 @@ def test_a_worker_ended_while_sending_is_reported_with_the_limit(tmp_path):
     result = ScriptProcess(write(tmp_path, "sent.py", text), memory_mb=300).run()
     assert result.error_summary == (
         "sent.py: the script ended, but its recording needed more than 300 MiB, its limit: "
-        "Settings, limits/scriptMemoryMB"
+        "limits/scriptMemoryMB in ~/.config/autodiff-viewer/viewer.ini"
     )

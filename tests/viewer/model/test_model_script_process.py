@@ -158,7 +158,9 @@ def test_one_allocation_past_the_address_space_backstop_is_a_memory_error_naming
     assert not result.ok
     summary = result.error_summary
     assert summary.startswith("script.py line 2: ") and "MemoryError" in summary
-    assert summary.endswith("(a script may use 1024 MiB: Settings, limits/scriptMemoryMB)")
+    assert summary.endswith(
+        "(a script may use 1024 MiB: limits/scriptMemoryMB in ~/.config/autodiff-viewer/viewer.ini)"
+    )
 
 
 def test_a_thread_that_never_ends_does_not_keep_the_run_alive(tmp_path):

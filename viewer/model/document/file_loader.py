@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 EXPRESSION_SUFFIXES = (".expr", ".txt")
-TRACE_SUFFIXES = (".json",)
+TRACE_SUFFIXES = (".json", ".npz")  # JSON, or the binary form (trace_to_npz)
 SCRIPT_SUFFIXES = (".py",)
 MAX_TRACE_BYTES = 200_000_000
 SCRIPT_HEAD_BYTES = 256_000  # of a script, read to find its first line of code
@@ -59,8 +59,8 @@ class ScriptFile:
 
 def open_path(path: Path) -> ProgramText | PendingGraph | ScriptFile:
     """What ``path`` holds, by its suffix: an expression (``.expr``, ``.txt``), a saved trace
-    (``.json``) or a script (``.py``, not run). Raises OSError, ValueError or what reading a
-    trace raises (TraceFormatError) when it cannot be opened."""
+    (``.json``, ``.npz``) or a script (``.py``, not run). Raises OSError, ValueError or what
+    reading a trace raises (TraceFormatError) when it cannot be opened."""
     suffix = path.suffix.lower()
     if suffix in SCRIPT_SUFFIXES:
         if not path.exists():
@@ -97,8 +97,20 @@ def open_example(key: str) -> ProgramText | ScriptFile:
 
 
 def trace_file(path: Path) -> PendingGraph:
-    """A trace saved as JSON, as a graph to show."""
-    t = trace_module.load(path, max_bytes=MAX_TRACE_BYTES)
+    """A trace saved as JSON or as ``.npz`` (:func:`autodiff.trace.formats.npz.trace_to_npz`),
+    as a graph to show. Both readers refuse a hostile file before it can allocate much: the
+    JSON one past ``MAX_TRACE_BYTES``, the binary one by each member's size."""
+    if path.suffix.lower() == ".npz":
+        if path.exists() and not path.is_file():  # a FIFO would block the read
+            raise ValueError(f"cannot open {path.name}: not a regular file")
+        try:
+            t = trace_module.trace_from_npz(path)
+        except trace_module.TraceFormatError as e:  # named as load's errors name it
+            if str(path) in str(e):
+                raise
+            raise trace_module.TraceFormatError(f"{path}: {e}") from None
+    else:
+        t = trace_module.load(path, max_bytes=MAX_TRACE_BYTES)
     note = None
     if not any(s.phase == "backward" for s in t.steps):
         note = (

@@ -76,6 +76,7 @@ from viewer.model.scripts.run import (
 from viewer.model.scripts.worker import (
     MEMORY_EXIT,
     MEMORY_EXIT_SENDING,
+    MEMORY_SETTING,
     STOPPED_EXIT,
     memory_message,
 )
@@ -735,9 +736,7 @@ class ScriptProcess(_RunState):
         graphs = self._read_graphs(meta.graphs) if meta.trace_sent else []
         error_message = meta.error_message
         if _is_memory_error(error_message) and self.memory_mb:
-            error_message += (
-                f" (a script may use {self.memory_mb} MiB: Settings, limits/scriptMemoryMB)"
-            )
+            error_message += f" (a script may use {self.memory_mb} MiB: {MEMORY_SETTING})"
         stderr = "".join(self._stderr)
         if meta.trace_error:
             stderr += f"\n[the recording could not be sent: {meta.trace_error}]\n"

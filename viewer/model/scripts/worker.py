@@ -105,11 +105,16 @@ _HARD_STOP_S = 2.0
 AS_BACKSTOP_FACTOR = 2
 
 
+# where a user changes the worker's memory limit (the app has no settings dialog: the file's
+# keys are in docs/limits.md; QSettings' INI file in the user's config folder)
+MEMORY_SETTING = "limits/scriptMemoryMB in ~/.config/autodiff-viewer/viewer.ini"
+
+
 def memory_message(megabytes: int, sending: bool = False) -> str:
     """The one line a run stopped for its memory is reported with (``sending``: stopped once
     the script had ended, while its recording was collected and sent)."""
     what = "its recording needed" if sending else "the script used"
-    return f"{what} more than {megabytes} MiB, its limit: Settings, limits/scriptMemoryMB"
+    return f"{what} more than {megabytes} MiB, its limit: {MEMORY_SETTING}"
 
 
 def _statm(fd: int) -> tuple[int, int]:
