@@ -556,3 +556,47 @@ def test_a_narrow_panel_keeps_most_of_its_width_for_the_training_plots(qtbot):
     full = panel.norm_legend.sizeHint().width()
     panel.resize(900, 300)
     qtbot.waitUntil(lambda: panel.norm_legend.width() == full)
+
+
+def test_a_narrow_legend_keeps_the_part_of_each_name_that_tells_the_curves_apart(qtbot):
+    # at 1024 x 700 torch_mlp.py's legend read "hidden..." five times: a model's parameters
+    # share their first parts, so a name is cut from its start, shape first
+    from viewer.qt.drawing.plot_items import SeriesLegend
+
+    labels = [
+        "hidden.0.weight (256, 784)",
+        "hidden.0.bias (256,)",
+        "hidden.2.weight (256, 256)",
+        "hidden.2.bias (256,)",
+        "out.weight (10, 256)",
+    ]
+    legend = SeriesLegend()
+    qtbot.addWidget(legend)
+    curves = [pg.PlotDataItem([0, 1], [0, 1]) for _ in labels]
+    legend.set_series([(label, "#336699", c) for label, c in zip(labels, curves, strict=True)])
+    metrics = legend.fontMetrics()
+    legend.resize(44 + metrics.horizontalAdvance("…0.weight") + 8, 200)
+    legend.show()
+    qtbot.waitExposed(legend)
+    shown = legend.shown()
+    assert shown == ["…0.weight", "…0.bias", "…2.weight", "…2.bias", "out.weight"]
+    assert legend.labels() == labels  # whole, and whole on hover
+    assert [legend.item(i).toolTip() for i in range(len(labels))] == labels
+    legend.resize(600, 200)  # room for every whole label
+    qtbot.waitUntil(lambda: legend.shown() == labels)
+    # a row's tick still hides its curve once its text was refitted
+    legend.item(1).setCheckState(QtCore.Qt.CheckState.Unchecked)
+    assert not curves[1].isVisible() and curves[0].isVisible()
+
+
+def test_a_legend_too_narrow_for_a_distinct_ending_cuts_the_distinct_one():
+    from viewer.qt.drawing.plot_items import fitted_label
+
+    labels = ["hidden.0.weight (256, 784)", "hidden.2.weight (256, 256)", "out.weight (10, 256)"]
+    metrics = QtGui.QFontMetrics(QtGui.QFont())
+    narrow = metrics.horizontalAdvance("…0.we")
+    shown = [fitted_label(label, metrics, narrow, labels) for label in labels]
+    assert shown[0].startswith("…0.") and shown[1].startswith("…2.")  # never both "…weight"
+    assert all(metrics.horizontalAdvance(t) <= narrow for t in shown)
+    assert fitted_label("out.weight (10, 256)", metrics, 1000, labels) == "out.weight (10, 256)"
+    assert fitted_label("W (3, 2)", metrics, metrics.horizontalAdvance("W"), ["W (3, 2)"]) == "W"

@@ -21,7 +21,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from viewer.model.panels.plot_scales import log_tick_labels, log_ticks, nice_step
 
-__all__ = ["ReadableAxis", "SeriesLegend"]
+__all__ = ["ReadableAxis", "SeriesLegend", "fitted_label"]
 
 
 class ReadableAxis(pg.AxisItem):
@@ -149,6 +149,44 @@ def _divides(fine: float, coarse: float) -> bool:
     return abs(ratio - round(ratio)) < 1e-6
 
 
+_FULL_LABEL = QtCore.Qt.ItemDataRole.UserRole  # a legend row's whole label
+_ROW_DECORATION = 44  # px of a legend row before its text: check box, swatch, gaps
+
+
+def fitted_label(
+    label: str, metrics: QtGui.QFontMetrics, width: int, others: Sequence[str] = ()
+) -> str:
+    """``label`` ("hidden.0.weight (256, 784)") as it reads best in ``width`` px, told apart
+    from the ``others`` beside it: whole; else without its shape ("hidden.0.weight"); else its
+    dotted name from a later part on, as long as no other name ends the same ("…0.weight",
+    not "…weight" beside "hidden.2.weight"), since a model's parameters share their first
+    parts (cut at the end, five of torch_mlp.py's read "hidden…"); else the shortest such
+    part cut at its end ("…0.wei…")."""
+    if metrics.horizontalAdvance(label) <= width:
+        return label
+    name = _name_of(label)
+    if name != label and metrics.horizontalAdvance(name) <= width:
+        return name
+    names = [_name_of(o) for o in others if o != label]
+    parts = name.split(".")
+    shortest = name
+    for k in range(1, len(parts)):
+        rest = ".".join(parts[k:])
+        if any(n == rest or n.endswith("." + rest) for n in names):
+            break  # a shorter ending would not tell this curve apart either
+        shortest = "\u2026" + rest
+        if metrics.horizontalAdvance(shortest) <= width:
+            return shortest
+    return metrics.elidedText(shortest, QtCore.Qt.TextElideMode.ElideRight, max(width, 0))
+
+
+def _name_of(label: str) -> str:
+    """A legend label without its shape: "W (3, 2)" -> "W"."""
+    if label.endswith(")") and " (" in label:
+        return label[: label.rindex(" (")]
+    return label
+
+
 class SeriesLegend(QtWidgets.QListWidget):
     """A legend beside a plot rather than over its data: one checkable row per curve (colour
     swatch, label); unticking a row hides its curve."""
@@ -158,8 +196,8 @@ class SeriesLegend(QtWidgets.QListWidget):
         self.setObjectName("seriesLegend")
         self.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.NoSelection)
         self.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
-        # a narrow legend keeps the start of a name ("b0.fc1.W (8, 8)" -> "b0.fc1.W…"): the
-        # layer path tells the curves apart, the shape after it rarely does
+        # a narrow legend shortens each name where it tells the least (see fitted_label): the
+        # shape first, then the start of a dotted path; what is still too wide is cut at its end
         self.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
         self.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setSizePolicy(
@@ -167,6 +205,7 @@ class SeriesLegend(QtWidgets.QListWidget):
         )
         self.setToolTip("Untick a curve to hide it")
         self._curves: list[Any] = []
+        self._fitted_to = -1  # the text width the rows' texts were fitted to
         self.itemChanged.connect(self._on_item_changed)
 
     def set_series(self, series: Sequence[tuple[str, str, Any]]) -> None:
@@ -178,15 +217,40 @@ class SeriesLegend(QtWidgets.QListWidget):
             swatch = QtGui.QPixmap(12, 12)
             swatch.fill(QtGui.QColor(colour))
             item = QtWidgets.QListWidgetItem(QtGui.QIcon(swatch), label)
+            item.setData(_FULL_LABEL, label)
             item.setToolTip(label)
             item.setFlags(item.flags() | QtCore.Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(QtCore.Qt.CheckState.Checked)
             self.addItem(item)
         self.blockSignals(blocked)
+        self._fitted_to = -1
+        self._fit_texts()
         self.updateGeometry()
 
     def labels(self) -> list[str]:
+        """The curves' whole labels (a row may show a shorter form: :meth:`shown`)."""
+        return [self.item(i).data(_FULL_LABEL) for i in range(self.count())]
+
+    def shown(self) -> list[str]:
+        """The rows' texts as the legend's width lets them be read."""
         return [self.item(i).text() for i in range(self.count())]
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_texts()
+
+    def _fit_texts(self) -> None:
+        """Each row's text in the width a row has for it (its check box and swatch aside)."""
+        width = self.viewport().width() - _ROW_DECORATION
+        if width == self._fitted_to or not self.count():
+            return
+        self._fitted_to = width
+        metrics = self.fontMetrics()
+        labels = self.labels()
+        blocked = self.blockSignals(True)  # (a text set is no tick changed)
+        for i, label in enumerate(labels):
+            self.item(i).setText(fitted_label(label, metrics, width, labels))
+        self.blockSignals(blocked)
 
     def sizeHint(self) -> QtCore.QSize:
         metrics = self.fontMetrics()
