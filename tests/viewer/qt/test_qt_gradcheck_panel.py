@@ -208,3 +208,31 @@ def test_a_torch_scripts_wrong_custom_function_is_flagged_in_the_panel(
     assert _overlay_badges(window)["Square"] == "wrong backward"
     # torch's own ops are listed as not checked, never as passed
     assert {row.status for row in panel.rows[1:]} == {"skipped"}
+
+
+def test_a_message_with_no_table_below_is_shown_whole(qtbot):
+    # Check Gradients on a torch recording has no rows to list: its ten-line explanation sat
+    # in a four-line scroll box at 1024 x 700, the panel empty below it
+    from types import SimpleNamespace
+
+    from viewer.qt.checks.gradcheck import SUMMARY_LINES, GradCheckPanel
+
+    panel = GradCheckPanel()
+    qtbot.addWidget(panel)
+    panel.resize(290, 400)
+    panel.show()
+    qtbot.waitExposed(panel)
+    text = "Gradient check: every Function here is torch's. " * 8
+    report = SimpleNamespace(summary=text, duration=0.0, rows=lambda: [], notes=())
+    panel.show_report(report)
+    area = panel.summary_area
+    lines = area.label.fontMetrics().lineSpacing()
+    qtbot.waitUntil(lambda: area.height() >= area.label.heightForWidth(area.viewport().width()))
+    assert area.height() > (SUMMARY_LINES + 1) * lines
+    assert area.verticalScrollBar().maximum() == 0  # nothing hidden below
+    # above a table of rows it asks four lines, and scrolls
+    row = SimpleNamespace(
+        label="Mul", status="passed", error=0.0, max_abs_error=0.0, detail="", node_id=None
+    )
+    panel.show_report(SimpleNamespace(summary=text, duration=0.0, rows=lambda: [row], notes=()))
+    qtbot.waitUntil(lambda: area.height() <= SUMMARY_LINES * lines + 4)

@@ -18,6 +18,8 @@ from viewer.qt.drawing.plain_text import SummaryArea, tooltip
 __all__ = ["GradCheckPanel"]
 
 _NODE_ROLE = QtCore.Qt.ItemDataRole.UserRole
+# the summary's lines asked for above a table of rows (the table needs the dock's height)
+SUMMARY_LINES = 4
 # short headers (the dock is narrow; "Max abs error" made the table scroll sideways), each
 # with its meaning in a tooltip; no Kind column: a leaf's row reads dy/dx, a Function's its op
 COLUMNS = ("Node", "Status", "Rel. err", "Abs. err", "Detail")
@@ -77,7 +79,7 @@ class GradCheckPanel(QtWidgets.QWidget):
         )
         # a long summary scrolls instead of losing its last lines; it asks four lines at
         # most of a short dock, whose table needs its height not to scroll sideways too
-        self.summary_area = SummaryArea(self.summary, self, preferred_lines=4)
+        self.summary_area = SummaryArea(self.summary, self, preferred_lines=SUMMARY_LINES)
         top = QtWidgets.QHBoxLayout()
         top.addWidget(self.summary_area, 1, QtCore.Qt.AlignmentFlag.AlignTop)
         top.addWidget(self.check_button, 0, QtCore.Qt.AlignmentFlag.AlignTop)
@@ -105,6 +107,7 @@ class GradCheckPanel(QtWidgets.QWidget):
         self.table.setVisible(False)
         self.notes.clear()
         self.notes.setVisible(False)
+        self.summary_area.set_preferred_lines(None)  # no table below: the whole message
         self.summary_area.set_text(
             text
             or "Check gradients compares backprop with central differences (f(x + h) - "
@@ -117,6 +120,9 @@ class GradCheckPanel(QtWidgets.QWidget):
         rows = report.rows()
         self._rows = rows
         seconds = f" ({report.duration:.2f} s)" if report.duration >= 0.05 else ""
+        # four lines above a table of rows; with none (a torch recording, nothing to check)
+        # the message is all there is: at 1024 x 700 it showed four of its ten lines
+        self.summary_area.set_preferred_lines(SUMMARY_LINES if rows else None)
         self.summary_area.set_text(report.summary + seconds)
         self.table.setRowCount(len(rows))
         for r, row in enumerate(rows):

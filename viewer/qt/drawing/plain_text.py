@@ -53,6 +53,12 @@ class SummaryArea(QtWidgets.QScrollArea):
         self.label.setText(text)
         self.fit()
 
+    def set_preferred_lines(self, lines: int | None) -> None:
+        """The most lines it asks for (None: all of them), asked again at once."""
+        if lines != self.preferred_lines:
+            self.preferred_lines = lines
+            self.updateGeometry()
+
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         # Not now: a height set inside the resize event is never passed on to the viewport,
