@@ -21,7 +21,7 @@ from viewer.model.explain import chain, explain_step
 
 SEEDS = ["square_exp_square", "add_add", "diamond", "tanh_x2", "sphere", "matyas", "goldstein"]
 # what `.numbers` may hold: numbers, the operators, the few functions, spaces
-NUMBERS = re.compile(r"^(?:[0-9.]+|[-+*/×·^() ]|\*\*|exp|log|sin|cos|tanh|sqrt)*$")
+NUMBERS = re.compile(r"^(?:[0-9.]+|[-−+*/×·^() ]|\*\*|exp|log|sin|cos|tanh|sqrt)*$")  # − : minus
 
 
 def value_of(numbers: str) -> float:
@@ -225,6 +225,8 @@ def test_a_pow_step_has_the_same_numbers_live_saved_as_json_or_npz_and_from_a_sc
     (live,) = pow_terms(t)
     assert live.formula == "gx = gy · c · x^(c − 1)"
     assert "2" in live.numbers and value_of(live.numbers) == pytest.approx(live.result, rel=1e-3)
+    # the numbers in the formula's notation: "0.5^(2 − 1)", not Python's "0.5**(2 - 1)"
+    assert live.numbers.endswith(" · 2 · 0.5^(2 − 1)"), live.numbers
     fid = next(s.function for s in t.steps if s.op == "Pow")
     assert t.live(fid) is not None and t.function_params(fid) == {"c": 2}
     t.to_json(tmp_path / "t.json")

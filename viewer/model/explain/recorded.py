@@ -317,7 +317,8 @@ def substitute(
     tree = _Placeholders(scalars, scalars if full is None else full)
     body = tree.visit(parse(text).body)
     source = ast.unparse(ast.fix_missing_locations(body))
-    source = source.replace(" ** ", "**").replace(" * ", " · ")
+    # in the formulas' notation: x^(c − 1) above is 0.5^(2 − 1) below, not 0.5**(2 - 1)
+    source = source.replace(" ** ", "^").replace(" * ", " · ").replace(" - ", " − ")
     for k, v in enumerate(tree.numbers):
         number = format_number(v, digits)
         source = source.replace(f"_n{k}_", f"({number})" if number.startswith("-") else number, 1)
