@@ -391,14 +391,23 @@ def test_a_wide_list_has_columns_and_a_narrow_one_stacks_each_problem_on_its_lin
     assert header.sectionSize(0) >= kind_width + tree.iconSize().width()
     height = tree.visualItemRect(item).height()
     assert line * 1.5 < height <= MESSAGE_LINES * line + 8, (height, line)
-    # narrow (a side dock): one column, the kind and where above the message's lines
+    # narrow (a side dock): one column, the kind and where above the message's lines, all of
+    # them where the list has room for every row's whole message (one problem at 1024 x 700
+    # showed two lines cut short above an empty list)
     panel.resize(300, 300)
     qtbot.waitUntil(lambda: panel.rows_drawn.stacked)
     assert tree.isColumnHidden(1) and tree.isColumnHidden(2) and not header.isVisible()
     assert no_sideways_scroll()
+    width = tree.viewport().width() - 40
+    whole = len(message_lines(message, tree.font(), width, 1000))
+    assert whole > MESSAGE_LINES + 1
+    height = tree.visualItemRect(item).height()
+    assert (1 + whole - 1) * line <= height <= (1 + whole + 1) * line + 8, (height, whole)
+    # where it has not, each message is cut to MESSAGE_LINES
+    panel.resize(300, 110)
+    qtbot.waitUntil(lambda: tree.visualItemRect(item).height() <= (1 + MESSAGE_LINES) * line + 8)
     height = tree.visualItemRect(item).height()
     assert (1 + MESSAGE_LINES) * line <= height <= (1 + MESSAGE_LINES) * line + 8, height
-    width = tree.viewport().width() - 40
     lines = message_lines(message, tree.font(), width, MESSAGE_LINES)
     assert len(lines) == MESSAGE_LINES and lines[-1].endswith("…")
     assert lines[0].startswith("layer <b>Net</b>")  # as typed: plain text

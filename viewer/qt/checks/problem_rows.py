@@ -63,6 +63,9 @@ class ProblemRowDelegate(QtWidgets.QStyledItemDelegate):
         super().__init__(tree)
         self._tree = tree
         self.stacked = False
+        # a message's lines at most: MESSAGE_LINES, or all of them where every row's whole
+        # message fits in the list's height (the panel decides: ProblemsPanel._fit_columns)
+        self.most_lines = MESSAGE_LINES
 
     def initStyleOption(
         self, option: QtWidgets.QStyleOptionViewItem, index: QtCore.QModelIndex
@@ -107,7 +110,7 @@ class ProblemRowDelegate(QtWidgets.QStyledItemDelegate):
             opt.rect = QtCore.QRect(0, 0, self._tree.header().sectionSize(0), hint.height())
             _, rect = self._stacked_text_rect(opt, index)
             message = str(index.siblingAtColumn(_MESSAGE).data() or "")
-            lines = message_lines(message, option.font, rect.width(), MESSAGE_LINES)
+            lines = message_lines(message, option.font, rect.width(), self.most_lines)
             tall = (1 + len(lines)) * metrics.lineSpacing() + 6
             return QtCore.QSize(hint.width(), max(hint.height(), tall))
         text = index.data()
@@ -116,7 +119,7 @@ class ProblemRowDelegate(QtWidgets.QStyledItemDelegate):
         width = max(1, self._tree.header().sectionSize(_MESSAGE) - self._margin())
         wrap = int(QtCore.Qt.TextFlag.TextWordWrap)
         tall = metrics.boundingRect(QtCore.QRect(0, 0, width, 1 << 20), wrap, str(text)).height()
-        tall = min(tall, MESSAGE_LINES * metrics.lineSpacing())
+        tall = min(tall, self.most_lines * metrics.lineSpacing())
         return QtCore.QSize(hint.width(), max(hint.height(), tall + 4))
 
     def paint(
@@ -152,7 +155,7 @@ class ProblemRowDelegate(QtWidgets.QStyledItemDelegate):
         painter.setFont(opt.font)
         painter.drawText(x + gap, y, metrics.elidedText(where, elide, max(0, rect.width() - gap)))
         message = str(index.siblingAtColumn(_MESSAGE).data() or "")
-        for line in message_lines(message, opt.font, rect.width(), MESSAGE_LINES):
+        for line in message_lines(message, opt.font, rect.width(), self.most_lines):
             y += metrics.lineSpacing()
             painter.drawText(x, y, line)
         painter.restore()

@@ -3,8 +3,9 @@ found in what is shown, by name.
 
 It lists :class:`~viewer.model.checks.problem_list.ProblemRow` rows in two groups, the graph on
 screen's and the rest of the run's, each most severe first: the kind with its severity's icon
-(the word in its tooltip and accessible name), where it shows and the message, wrapped to up
-to :data:`~viewer.qt.checks.problem_rows.MESSAGE_LINES` lines, the last one cut short with an
+(the word in its tooltip and accessible name), where it shows and the message, wrapped: whole
+where every row's whole message fits in the list's height, else to up to
+:data:`~viewer.qt.checks.problem_rows.MESSAGE_LINES` lines, the last one cut short with an
 ellipsis (every cell's tooltip holds all of it, and so does the line below the list once the
 row is chosen). In a wide list these are three columns, the kind and where taking what their
 text needs up to a share of the width; in a narrow one (a side dock) each row is stacked, kind
@@ -21,12 +22,18 @@ from collections.abc import Sequence
 from PySide6 import QtCore, QtWidgets
 
 from viewer.model.checks.problem_list import ProblemRow
-from viewer.qt.checks.problem_rows import NARROW_PX, ROW_ROLE, ProblemRowDelegate
+from viewer.qt.checks.problem_rows import (
+    MESSAGE_LINES,
+    NARROW_PX,
+    ROW_ROLE,
+    ProblemRowDelegate,
+)
 from viewer.qt.drawing.plain_text import SummaryArea, tooltip
 
 __all__ = ["COLUMNS", "ProblemsPanel"]
 
 COLUMNS = ("Problem", "Where", "Message")
+WHOLE_MESSAGE = 1_000  # lines: a message's whole text (a message is a few lines)
 MESSAGE = COLUMNS.index("Message")
 # The most of the list's width the kind and where columns take (each), so that the message
 # keeps the rest; their text is cut short with an ellipsis past it.
@@ -164,11 +171,28 @@ class ProblemsPanel(QtWidgets.QWidget):
             for column, share in enumerate(_COLUMN_SHARE):
                 wanted = max(self.tree.sizeHintForColumn(column), header.sectionSizeHint(column))
                 header.resizeSection(column, max(24, min(wanted, int(width * share))))
-        self.tree.doItemsLayout()  # the rows' wrapped heights at the new widths
+        self._fit_lines()
+
+    def _fit_lines(self) -> None:
+        """Every message whole where all of them fit in the list's height (one problem at
+        1024 x 700 showed two lines cut short above an empty list), else MESSAGE_LINES each;
+        then the rows' wrapped heights at the new widths."""
+        drawn = self.rows_drawn
+        drawn.most_lines = WHOLE_MESSAGE
+        self.tree.doItemsLayout()
+        if self._rows:
+            tall = 0
+            for g in range(self.tree.topLevelItemCount()):
+                group = self.tree.topLevelItem(g)
+                tall += self.tree.visualItemRect(group).height()
+                tall += sum(self.tree.visualItemRect(i).height() for i in self._item_rows(group))
+            if tall > self.tree.viewport().height():
+                drawn.most_lines = MESSAGE_LINES
+                self.tree.doItemsLayout()
 
     def _on_section_resized(self, column: int, _old: int, _new: int) -> None:
         if column == MESSAGE or self.rows_drawn.stacked:
-            self.tree.doItemsLayout()  # the rows' wrapped heights at the new width
+            self._fit_lines()  # the rows' wrapped heights at the new width
 
     def _item_rows(self, group: QtWidgets.QTreeWidgetItem) -> list[QtWidgets.QTreeWidgetItem]:
         return [group.child(k) for k in range(group.childCount())]
