@@ -49,7 +49,10 @@ def test_function_plot_of_one_scalar_leaf_follows_its_value(qtbot, window):
     for marker, expected in zip(window.plot_panel.markers, _tanh_x2(1.0), strict=True):
         xs, ys = marker.getData()  # one point per row: the current x on its curve
         assert np.allclose(xs, [1.0]) and np.allclose(ys, [expected])
-    assert "dy/dx = 1.94316" in window.plot_panel.function_values.text()
+    shown = window.plot_panel.function_values.text()
+    assert "dy/dx = 1.94316" in shown.replace("\u00a0", " ").replace("\u2060", "")
+    # each "name = value" is one piece a line never breaks ("d2y/" was cut from "dx2")
+    assert "d2y/\u2060dx2\u00a0=\u00a0" in shown and "d2y/dx2 " not in shown
 
     # a new value of the leaf: the plot is recomputed around it
     assert window.variables_binding.set_leaf_value("x", "0.5")

@@ -382,10 +382,16 @@ class PlotPanel(QtWidgets.QWidget):
         self._label_function_rows(names)
         self.function_rows[-1].setLabel("bottom", data.leaf)
         self.function_rows[0].setXRange(float(x[0]), float(x[-1]), padding=0.02)
+        pairs = (
+            (f"at {data.leaf}", x0, ":"),
+            (names[0], data.f0, ","),
+            (names[1], data.df0, ","),
+            (names[2], data.d2f0, ""),
+        )
+        # each "name = value" wraps as one piece (it broke "d2y/" from "dx2")
         self.function_values.setText(
-            f"at {data.leaf} = {_fmt(x0)}:  {names[0]} = {_fmt(data.f0)},  "
-            f"{names[1]} = {_fmt(data.df0)},  {names[2]} = {_fmt(data.d2f0)}"
-            f"   ({data.n_points} points)"
+            "  ".join(_unbroken(f"{name} = {_fmt(v)}{after}") for name, v, after in pairs)
+            + f"   ({data.n_points}\u00a0points)"
         )
         self.function_values.show()
         if not np.isfinite(np.asarray(data.f, dtype=float)).any():
@@ -623,3 +629,9 @@ def _positive(values: Any) -> bool:
 
 def _fmt(value: float) -> str:
     return f"{value:.6g}"
+
+
+def _unbroken(text: str) -> str:
+    """``text`` that a word-wrapped label never breaks: no-break spaces, and a word joiner
+    after each slash (a line may break after "/")."""
+    return text.replace(" ", "\u00a0").replace("/", "/\u2060")
