@@ -2,6 +2,8 @@
 a double-click on a folded run unfolds it and says so, one on a module expands it and says
 so; a change of the depth fits the view to the new graph."""
 
+import itertools
+
 import numpy as np
 import pytest
 from PySide6 import QtCore, QtGui
@@ -269,12 +271,24 @@ def test_zoomed_out_a_frames_title_stands_above_it_and_no_two_titles_cover_each_
         assert p.plate.top() >= p.frame.rect[1] * 100.0
 
     far = plates_at(10.0)  # a 2.4-pixel strip: the titles stand above their frames
-    assert [p.frame.path for p in far] == ["Net", "Net/b1"]
+    # b0's edge is nearly Net's: its title stands beside Net's, past it (it had none, and
+    # the first child of a torch Sequential went unnamed)
+    assert [p.frame.path for p in far] == ["Net", "Net/b0", "Net/b1"]
     for p in far:
         assert p.above and p.px == ABOVE_PX
         assert p.plate.bottom() <= p.frame.rect[1] * 10.0  # on the top edge, outside
         assert p.text == p.frame.title  # not elided: the frame is wide enough
-    assert not far[0].plate.intersects(far[1].plate)
+    assert far[1].plate.left() > far[0].plate.right()
+    for a, b in itertools.combinations(far, 2):
+        assert not a.plate.intersects(b.plate)
+    # a parent's title as wide as the child: the child's title goes just inside its frame
+    wide = ScopeFrame(1, "Net", "Net " + "· Sequential" * 3, 1, net.rect, 0.24)
+    frames[0] = wide
+    far = plates_at(10.0)
+    b0_plate = next(p for p in far if p.frame.path == "Net/b0")
+    assert b0_plate.plate.top() >= b0.rect[1] * 10.0 and b0_plate.text.startswith("b0")
+    for a, b in itertools.combinations(far, 2):
+        assert not a.plate.intersects(b.plate)
 
 
 def test_zoomed_out_titles_are_painted(qapp):

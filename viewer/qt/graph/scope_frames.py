@@ -139,19 +139,50 @@ def title_plates(
             inner = QtCore.QRectF(rect.left() + 4, rect.top() - height, rect.width() - 8, height)
         else:
             inner = QtCore.QRectF(rect.left() + 6, rect.top() + 1, rect.width() - 12, strip)
-        text = metrics.elidedText(
-            frame.title, QtCore.Qt.TextElideMode.ElideRight, max(0, int(inner.width()))
-        )
-        if not text or (above and text == "\N{HORIZONTAL ELLIPSIS}"):
+        placed_at = _title_at(frame.title, metrics, inner, above, placed if above else ())
+        if placed_at is None and above:
+            # no room on its edge beside its parent's title (a first child, as wide as its
+            # parent: "0 · Linear" under "hidden · Sequential" had no title): just inside its
+            # own frame, over the top of what it holds, where it reads as its frame's
+            inside = QtCore.QRectF(inner.left(), rect.top() + 1, inner.width(), inner.height())
+            placed_at = _title_at(frame.title, metrics, inside, above, placed)
+        if placed_at is None:
             continue
-        width = metrics.horizontalAdvance(text) + 4
-        plate = QtCore.QRectF(inner.left() - 2, inner.top() + 1, width, inner.height() - 2)
+        text, inner, plate = placed_at
         if above:
-            if any(plate.intersects(other) for other in placed):
-                continue
             placed.append(plate)
         plates.append(TitlePlate(frame, text, px, inner, plate, above))
     return plates
+
+
+def _title_at(
+    title: str,
+    metrics: QtGui.QFontMetrics,
+    inner: QtCore.QRectF,
+    above: bool,
+    placed: Sequence[QtCore.QRectF],
+) -> tuple[str, QtCore.QRectF, QtCore.QRectF] | None:
+    """A title's text (elided to ``inner``'s width), its text box and its plate. A title
+    ``above`` its frame that would cover one ``placed`` before (its parent's, standing on
+    nearly the same edge: a first child's) moves right past it, on what is left of the
+    frame's width, if it fits there whole. None where no letter of it fits (a bare "…" above
+    a frame), or moved, where not all of it does."""
+    for moved in range(4):  # past one or two titles at most (a parent's, a grandparent's)
+        text = metrics.elidedText(
+            title, QtCore.Qt.TextElideMode.ElideRight, max(0, int(inner.width()))
+        )
+        if not text or (above and text == "\N{HORIZONTAL ELLIPSIS}"):
+            return None
+        if moved and text != title:
+            return None  # beside another title only whole ("0 …" read as nothing)
+        width = metrics.horizontalAdvance(text) + 4
+        plate = QtCore.QRectF(inner.left() - 2, inner.top() + 1, width, inner.height() - 2)
+        covered = [other for other in placed if plate.intersects(other)]
+        if not covered:
+            return text, inner, plate
+        left = max(other.right() for other in covered) + 6
+        inner = QtCore.QRectF(left, inner.top(), inner.right() - left, inner.height())
+    return None
 
 
 def _strip_text_px(frame: ScopeFrame, pixels_per_unit: float) -> int:
