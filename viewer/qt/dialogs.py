@@ -86,13 +86,21 @@ def ask_open_path(
     return path
 
 
-def ask_trace_path(parent: QtWidgets.QWidget) -> str:
-    """File > Save Trace: a JSON file (the suffix added when not typed)."""
-    path, _ = QtWidgets.QFileDialog.getSaveFileName(
-        parent, "Save the trace", "trace.json", "Trace (*.json)"
+def ask_trace_path(parent: QtWidgets.QWidget, settings: AppSettings, stem: str = "trace") -> str:
+    """File > Save Trace: a JSON file (the suffix added when not typed), ``stem``.json in
+    the folder File > Export starts in (:func:`export_start_folder`; it opened in the
+    process's working directory, the repository for an app started there); the folder chosen
+    is remembered for both."""
+    folder = export_start_folder(
+        settings.last_export_directory(), documents_folder(), assets.root()
     )
-    if path and not path.lower().endswith(".json"):
-        path += ".json"
+    path, _ = QtWidgets.QFileDialog.getSaveFileName(
+        parent, "Save the trace", str(Path(folder) / f"{stem}.json"), "Trace (*.json)"
+    )
+    if path:
+        settings.set_last_export_directory(Path(path).parent)
+        if not path.lower().endswith(".json"):
+            path += ".json"
     return path
 
 

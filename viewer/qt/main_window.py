@@ -372,7 +372,8 @@ class MainWindow(QtWidgets.QMainWindow):
         if self.document.trace is None:
             self.statusBar().showMessage("There is no trace to save")
             return
-        path = dialogs.ask_trace_path(self)
+        stem = self.document.path.stem if self.document.path is not None else "trace"
+        path = dialogs.ask_trace_path(self, self.settings, stem)
         if path:
             self.export_path(path)  # a script's graph saves the whole recording
 

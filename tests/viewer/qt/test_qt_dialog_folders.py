@@ -116,3 +116,31 @@ def test_export_opens_in_documents_not_beside_a_bundled_example(window, document
     assert window.load_example("diamond")
     window.export_dialog()
     assert Path(opened[-1]) == documents / "diamond.png"
+
+
+def test_save_trace_opens_where_export_does_never_in_the_working_directory(
+    window, documents, tmp_path, monkeypatch
+):
+    # it opened "trace.json" in the process's working directory: the repository, for an app
+    # started there, where a saved trace lands among the project's files
+    monkeypatch.chdir(tmp_path)
+    opened: list[str] = []
+    monkeypatch.setattr(
+        QtWidgets.QFileDialog,
+        "getSaveFileName",
+        lambda parent, caption, start, filters: (opened.append(start), ("", ""))[1],
+    )
+    assert window.load_example("diamond")
+    window.save_trace_dialog()
+    assert Path(opened[-1]) == documents / "diamond.json"
+    chosen = tmp_path / "traces"
+    chosen.mkdir()
+    monkeypatch.setattr(
+        QtWidgets.QFileDialog,
+        "getSaveFileName",
+        lambda parent, caption, start, filters: (opened.append(start), (str(chosen / "t"), ""))[1],
+    )
+    window.save_trace_dialog()
+    assert (chosen / "t.json").is_file()  # the suffix added, the trace written
+    window.export_dialog()  # the folder chosen is remembered, for Export too
+    assert Path(opened[-1]).parent == chosen
