@@ -1,8 +1,8 @@
 """The first-run tour: a few callouts, each explaining one part of the window, which is
 outlined. Back, Next and Skip move through them; Esc dismisses it.
 
-The callout stays in one place, at the top of the graph's area, as tall as its longest stop
-needs: a user clicking Next again and again finds it under the pointer each time (beside each
+The callout stays in one place, at the top right of the graph's area, as tall as its longest
+stop needs: a user clicking Next again and again finds it under the pointer each time (beside each
 part in turn, it moved by hundreds of pixels between stops). The outline shows where to look.
 
 It is a child of the window, never a modal dialog: nothing waits for it, the window stays
@@ -225,8 +225,8 @@ class Tour(QtWidgets.QFrame):
 
     # ------------------------------------------------------------------ where it stands
     def place(self) -> None:
-        """At the top of the graph's area, in the middle, inside the window (the same place for
-        every stop); the outline around the target."""
+        """At the top right of the graph's area, inside the window (the same place for every
+        stop); the outline around the target."""
         target = self._target
         if target is None or not self.isVisible():
             return
@@ -243,7 +243,9 @@ class Tour(QtWidgets.QFrame):
             room = QtCore.QRect(corner, spot_area.size())
         else:
             room = area
-        spot = QtCore.QPoint(room.center().x() - size.width() // 2, room.top() + GAP)
+        # the top right corner: a fitted graph is centred and its leaves are at the top, so
+        # the middle of the top covered the first leaf (x, in the seeds' example)
+        spot = QtCore.QPoint(room.right() - GAP - size.width(), room.top() + GAP)
         inner = area.adjusted(GAP, GAP, -GAP, -GAP)
         x = min(max(spot.x(), inner.left()), max(inner.left(), inner.right() - size.width()))
         y = min(max(spot.y(), inner.top()), max(inner.top(), inner.bottom() - size.height()))
