@@ -106,13 +106,18 @@ def documents(tmp_path, monkeypatch):
     return folder
 
 
-def test_export_opens_in_documents_not_beside_a_bundled_example(window, documents, monkeypatch):
-    opened: list[str] = []
+def _saves(monkeypatch, opened: list[str], answer: str = "") -> None:
+    """The save dialog stands in: records where it opened, answers ``answer``."""
     monkeypatch.setattr(
         QtWidgets.QFileDialog,
         "getSaveFileName",
-        lambda parent, caption, start, filters: (opened.append(start), ("", ""))[1],
+        lambda parent, caption, start, filters: (opened.append(start), (answer, ""))[1],
     )
+
+
+def test_export_opens_in_documents_not_beside_a_bundled_example(window, documents, monkeypatch):
+    opened: list[str] = []
+    _saves(monkeypatch, opened)
     assert window.load_example("diamond")
     window.export_dialog()
     assert Path(opened[-1]) == documents / "diamond.png"
@@ -125,21 +130,13 @@ def test_save_trace_opens_where_export_does_never_in_the_working_directory(
     # started there, where a saved trace lands among the project's files
     monkeypatch.chdir(tmp_path)
     opened: list[str] = []
-    monkeypatch.setattr(
-        QtWidgets.QFileDialog,
-        "getSaveFileName",
-        lambda parent, caption, start, filters: (opened.append(start), ("", ""))[1],
-    )
+    _saves(monkeypatch, opened)
     assert window.load_example("diamond")
     window.save_trace_dialog()
     assert Path(opened[-1]) == documents / "diamond.json"
     chosen = tmp_path / "traces"
     chosen.mkdir()
-    monkeypatch.setattr(
-        QtWidgets.QFileDialog,
-        "getSaveFileName",
-        lambda parent, caption, start, filters: (opened.append(start), (str(chosen / "t"), ""))[1],
-    )
+    _saves(monkeypatch, opened, str(chosen / "t"))
     window.save_trace_dialog()
     assert (chosen / "t.json").is_file()  # the suffix added, the trace written
     window.export_dialog()  # the folder chosen is remembered, for Export too

@@ -11,7 +11,7 @@ import html
 
 from PySide6 import QtCore, QtWidgets
 
-__all__ = ["MAX_TOOLTIP", "SummaryArea", "tooltip"]
+__all__ = ["MAX_TOOLTIP", "SummaryArea", "holding", "tooltip"]
 
 MAX_TOOLTIP = 2_000  # characters of a text a tooltip shows, at most (the rest: "…")
 
@@ -25,6 +25,17 @@ def tooltip(text: str, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "\u2026"
     return "<p style='white-space:pre-wrap'>" + html.escape(text, quote=False) + "</p>"
+
+
+def holding(area: QtWidgets.QScrollArea, widget: QtWidgets.QWidget) -> None:
+    """``area`` holds ``widget`` as a panel's own part, not a box: as wide as the area, no
+    frame, no sideways scroll bar, the panel's background through both."""
+    area.setWidget(widget)
+    area.setWidgetResizable(True)
+    area.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+    area.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    area.viewport().setAutoFillBackground(False)
+    widget.setAutoFillBackground(False)
 
 
 class SummaryArea(QtWidgets.QScrollArea):
@@ -41,12 +52,7 @@ class SummaryArea(QtWidgets.QScrollArea):
         self.label = label
         # the most lines it asks for before the rest of the panel (None: all of them)
         self.preferred_lines = preferred_lines
-        self.setWidget(label)
-        self.setWidgetResizable(True)
-        self.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
-        self.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.viewport().setAutoFillBackground(False)
-        label.setAutoFillBackground(False)
+        holding(self, label)
         self._needed = 0
 
     def set_text(self, text: str) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from viewer.qt.drawing.plain_text import holding
 from viewer.qt.drawing.plot_items import ReadableAxis, SeriesLegend
 from viewer.qt.drawing.themes import LIGHT, Theme
 
@@ -101,12 +102,7 @@ class _ScrollingPage(QtWidgets.QScrollArea):
 
     def __init__(self, page: QtWidgets.QWidget, parent: QtWidgets.QWidget) -> None:
         super().__init__(parent)
-        self.setWidget(page)
-        self.setWidgetResizable(True)
-        self.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
-        self.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.viewport().setAutoFillBackground(False)
-        page.setAutoFillBackground(False)
+        holding(self, page)
 
     def minimumSizeHint(self) -> QtCore.QSize:
         # as narrow as the page (its width is the column's to decide, and a scroll bar shows
