@@ -21,7 +21,7 @@ what to do (the panel shows it; nothing else changes).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from autodiff.trace import Snapshot, TraceReader
-from viewer.model.node_display import node_display
+from viewer.model.node_display import node_display, unnamed_variable
 from viewer.model.panels.plot_scales import ViewRange, robust_range
 
 __all__ = [
@@ -365,12 +365,13 @@ def training_curves(trace: TraceReader, max_parameters: int = MAX_PARAMETERS) ->
         parameters.append(nid)
     notes = []
     trainable = trace.parameters()
-    data = [k for k, nid in enumerate(parameters) if nid not in trainable]
-    if len(data) < len(parameters):  # Parameters beside data: the data leaves are left out
-        note = _data_note([_leaf_name(trace, parameters[k]) for k in data])
-        if note:
-            notes.append(note)
-        parameters = [nid for nid in parameters if nid in trainable]
+    parameters, note = _without_data(
+        parameters,
+        lambda nid: nid not in trainable,
+        lambda nid: trace.node(nid).get("name") or unnamed_variable(nid),
+    )
+    if note:
+        notes.append(note)
     if len(parameters) > max_parameters:
         notes.append(f"{len(parameters)} parameters: the first {max_parameters} are drawn")
         parameters = parameters[:max_parameters]
@@ -426,13 +427,11 @@ def pass_log_curves(log: Any) -> TrainingCurves:
         f"{len(log):,} backward pass{'es' if len(log) != 1 else ''}, from every pass's loss "
         "and gradients"
     ]
-    columns = list(range(len(norms)))
-    data = sorted(k for k in log.data_columns if k < len(labels))
-    if len(data) < len(labels):  # Parameters beside data: the data leaves are left out
-        note = _data_note([labels[k] for k in data])
-        if note:
-            notes.append(note)
-        columns = [k for k in columns if k not in log.data_columns]
+    columns, note = _without_data(
+        list(range(len(norms))), log.data_columns.__contains__, labels.__getitem__
+    )
+    if note:
+        notes.append(note)
     return TrainingCurves(
         steps=np.arange(len(log), dtype=np.int64),
         loss=log.loss,
@@ -448,25 +447,25 @@ def pass_log_curves(log: Any) -> TrainingCurves:
 MAX_DATA_NAMED = 4
 
 
-def _data_note(names: list[str]) -> str:
-    """The note saying which leaves that got gradients are not drawn beside the Parameters:
-    they are not Parameters (most often a model's inputs and targets, made as Variables or
-    as tensors that require grad); '' when there are none."""
-    if not names:
-        return ""
+def _without_data(
+    leaves: list[int], is_data: Callable[[int], bool], name_of: Callable[[int], str]
+) -> tuple[list[int], str]:
+    """``leaves`` without those that are not Parameters (``is_data``), where some are, and
+    the note that names what was left out (by ``name_of``); all of them, and no note, where
+    none is a Parameter (micrograd, DeZero's early steps: nothing tells data from weights)."""
+    data = [leaf for leaf in leaves if is_data(leaf)]
+    if not data or len(data) == len(leaves):
+        return leaves, ""
+    names = [str(name_of(leaf)) for leaf in data]
     shown = ", ".join(names[:MAX_DATA_NAMED])
     if len(names) > MAX_DATA_NAMED:
         shown += f" and {len(names) - MAX_DATA_NAMED} more"
     one = len(names) == 1
-    return (
+    note = (
         f"not drawn: {shown}, {'a leaf' if one else 'leaves'} with a gradient that "
         f"{'is not a Parameter' if one else 'are not Parameters'}"
     )
-
-
-def _leaf_name(trace: TraceReader, nid: int) -> str:
-    name = trace.node(nid).get("name")
-    return str(name) if name else f"variable #{nid}"
+    return [leaf for leaf in leaves if not is_data(leaf)], note
 
 
 def document_training_curves(document: Any, **options: Any) -> TrainingCurves:

@@ -121,7 +121,7 @@ class GradCheckPanel(QtWidgets.QWidget):
         self._rows = rows
         seconds = f" ({report.duration:.2f} s)" if report.duration >= 0.05 else ""
         # four lines above a table of rows; with none (a torch recording, nothing to check)
-        # the message is all there is: at 1024 x 700 it showed four of its ten lines
+        # the message is all there is: at 1024 x 700 it showed a line or two of it
         self.summary_area.set_preferred_lines(SUMMARY_LINES if rows else None)
         self.summary_area.set_text(report.summary + seconds)
         self.table.setRowCount(len(rows))

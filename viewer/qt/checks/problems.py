@@ -176,19 +176,32 @@ class ProblemsPanel(QtWidgets.QWidget):
     def _fit_lines(self) -> None:
         """Every message whole where all of them fit in the list's height (one problem at
         1024 x 700 showed two lines cut short above an empty list), else MESSAGE_LINES each;
-        then the rows' wrapped heights at the new widths."""
+        then the rows' wrapped heights at the new widths. One layout of the rows as they are
+        drawn now, a second only where that one says the other way is due (a resize that
+        changes nothing lays them out once)."""
         drawn = self.rows_drawn
-        drawn.most_lines = WHOLE_MESSAGE
         self.tree.doItemsLayout()
-        if self._rows:
-            tall = 0
-            for g in range(self.tree.topLevelItemCount()):
-                group = self.tree.topLevelItem(g)
-                tall += self.tree.visualItemRect(group).height()
-                tall += sum(self.tree.visualItemRect(i).height() for i in self._item_rows(group))
-            if tall > self.tree.viewport().height():
-                drawn.most_lines = MESSAGE_LINES
-                self.tree.doItemsLayout()
+        if not self._rows:
+            return
+        fits = self._rows_height() <= self.tree.viewport().height()
+        if drawn.most_lines == MESSAGE_LINES:
+            if not fits:
+                return  # cut, and still too tall cut: whole would be taller
+            drawn.most_lines = WHOLE_MESSAGE
+            self.tree.doItemsLayout()
+            fits = self._rows_height() <= self.tree.viewport().height()
+        if not fits:
+            drawn.most_lines = MESSAGE_LINES
+            self.tree.doItemsLayout()
+
+    def _rows_height(self) -> int:
+        """The height of the groups and rows as laid out."""
+        tall = 0
+        for g in range(self.tree.topLevelItemCount()):
+            group = self.tree.topLevelItem(g)
+            tall += self.tree.visualItemRect(group).height()
+            tall += sum(self.tree.visualItemRect(i).height() for i in self._item_rows(group))
+        return tall
 
     def _on_section_resized(self, column: int, _old: int, _new: int) -> None:
         if column == MESSAGE or self.rows_drawn.stacked:

@@ -52,7 +52,6 @@ def read_source(path: Path) -> str | None:
 # An error under the editor shows at most this many lines, cut at a word, the rest on hover
 # (and in the status bar): a long message must not squeeze the text being edited.
 MAX_ERROR_LINES = 3
-MAX_ERROR_TOOLTIP = MAX_TOOLTIP  # characters of it on hover
 
 
 def shorten_error(text: str, fits: Callable[[str], bool]) -> str:
@@ -111,8 +110,8 @@ class _ErrorLabel(QtWidgets.QLabel):
         shown = shorten_error(self._whole, fits)
         if shown != self.text():
             self.setText(shown)
-        # (at most MAX_ERROR_TOOLTIP characters: a 15 000-character name covered the screen)
-        self.setToolTip(tooltip(self._whole, MAX_ERROR_TOOLTIP) if shown != self._whole else "")
+        # (at most MAX_TOOLTIP characters: a 15 000-character name covered the screen)
+        self.setToolTip(tooltip(self._whole, MAX_TOOLTIP) if shown != self._whole else "")
 
 
 class ExpressionHighlighter(QtGui.QSyntaxHighlighter):
