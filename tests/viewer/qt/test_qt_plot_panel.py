@@ -583,8 +583,12 @@ def test_a_narrow_legend_keeps_the_part_of_each_name_that_tells_the_curves_apart
     qtbot.waitExposed(legend)
     shown = legend.shown()
     assert shown == ["…0.weight", "…0.bias", "…2.weight", "…2.bias", "out.weight"]
-    assert legend.labels() == labels  # whole, and whole on hover
-    assert [legend.item(i).toolTip() for i in range(len(labels))] == labels
+    assert legend.labels() == labels  # whole, and whole on hover, as typed
+    hover = [
+        QtGui.QTextDocumentFragment.fromHtml(legend.item(i).toolTip()).toPlainText()
+        for i in range(len(labels))
+    ]
+    assert hover == labels
     legend.resize(600, 200)  # room for every whole label
     qtbot.waitUntil(lambda: legend.shown() == labels)
     # a row's tick still hides its curve once its text was refitted
@@ -603,3 +607,14 @@ def test_a_legend_too_narrow_for_a_distinct_ending_cuts_the_distinct_one():
     assert all(metrics.horizontalAdvance(t) <= narrow for t in shown)
     assert fitted_label("out.weight (10, 256)", metrics, 1000, labels) == "out.weight (10, 256)"
     assert fitted_label("W (3, 2)", metrics, metrics.horizontalAdvance("W"), ["W (3, 2)"]) == "W"
+
+
+def test_a_legend_name_with_markup_reads_as_typed_on_hover(qtbot):
+    from viewer.qt.drawing.plot_items import SeriesLegend
+
+    name = "<b>W</b><img src=x> (3, 2)"  # a parameter's name from the user's program
+    legend = SeriesLegend()
+    qtbot.addWidget(legend)
+    legend.set_series([(name, "#336699", pg.PlotDataItem([0, 1], [0, 1]))])
+    hover = QtGui.QTextDocumentFragment.fromHtml(legend.item(0).toolTip()).toPlainText()
+    assert hover == name and legend.labels() == [name]

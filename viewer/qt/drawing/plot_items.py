@@ -20,6 +20,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from viewer.model.panels.plot_scales import log_tick_labels, log_ticks, nice_step
+from viewer.qt.drawing.plain_text import tooltip
 
 __all__ = ["ReadableAxis", "SeriesLegend", "fitted_label"]
 
@@ -218,7 +219,7 @@ class SeriesLegend(QtWidgets.QListWidget):
             swatch.fill(QtGui.QColor(colour))
             item = QtWidgets.QListWidgetItem(QtGui.QIcon(swatch), label)
             item.setData(_FULL_LABEL, label)
-            item.setToolTip(label)
+            item.setToolTip(tooltip(label))  # a name from the user's program: as typed
             item.setFlags(item.flags() | QtCore.Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(QtCore.Qt.CheckState.Checked)
             self.addItem(item)
