@@ -618,3 +618,24 @@ def test_a_legend_name_with_markup_reads_as_typed_on_hover(qtbot):
     legend.set_series([(name, "#336699", pg.PlotDataItem([0, 1], [0, 1]))])
     hover = QtGui.QTextDocumentFragment.fromHtml(legend.item(0).toolTip()).toPlainText()
     assert hover == name and legend.labels() == [name]
+
+
+def test_a_name_of_thousands_of_parts_is_fitted_in_a_bounded_number_of_tries():
+    # 50 such names took 97 s to lay out: each tried every one of its 2 500 endings
+    from viewer.qt.drawing.plot_items import MAX_PARTS, fitted_label
+
+    metrics = QtGui.QFontMetrics(QtGui.QFont())
+    measured = []
+
+    class Counting:
+        def horizontalAdvance(self, text):
+            measured.append(len(text))
+            return metrics.horizontalAdvance(text)
+
+        def elidedText(self, text, mode, width):
+            return metrics.elidedText(text, mode, width)
+
+    labels = [("a." * 2500) + f"{i}.w (3, 2)" for i in range(3)]
+    shown = fitted_label(labels[0], Counting(), 120, labels)
+    assert len(measured) <= MAX_PARTS + 2
+    assert shown.startswith("\u2026") and shown.endswith(".0.w")

@@ -152,6 +152,8 @@ def _divides(fine: float, coarse: float) -> bool:
 
 _FULL_LABEL = QtCore.Qt.ItemDataRole.UserRole  # a legend row's whole label
 _ROW_DECORATION = 44  # px of a legend row before its text: check box, swatch, gaps
+# the most parts of a dotted name a legend row tries endings of (a module path is a few)
+MAX_PARTS = 16
 
 
 def fitted_label(
@@ -170,6 +172,8 @@ def fitted_label(
         return name
     names = [_name_of(o) for o in others if o != label]
     parts = name.split(".")
+    if len(parts) > MAX_PARTS:  # a hostile name of thousands of parts: its start is one
+        parts = [".".join(parts[: -MAX_PARTS + 1]), *parts[-MAX_PARTS + 1 :]]
     shortest = name
     for k in range(1, len(parts)):
         rest = ".".join(parts[k:])
